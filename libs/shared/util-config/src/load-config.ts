@@ -1,0 +1,45 @@
+import { z } from 'zod';
+
+/**
+ * Thrown by {@link loadConfig} when the environment does not satisfy the schema. `problems` lists
+ * every invalid or missing variable at once (`NAME: reason`), so an operator fixes them in one go.
+ */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Validates environment variables against a zod object schema whose keys are the variable names,
+ * and returns the parsed (typed, defaulted, transformed) value.
+ *
+ * @param schema zod object keyed by environment variable name
+ * @param env the variables to read; defaults to `process.env`
+ * @throws ConfigError listing every problem when validation fails
+ */
+export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): z.output<S> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  throw new ConfigError(
+    result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`),
+  );
+}
+
+/** Common variable shapes, so every app spells them the same way. */
+export const env = {
+  /** A TCP port, 0–65535 (0 = pick a free one). */
+  port: (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback),
+  /** A positive integer, e.g. a byte size or a count. */
+  positiveInt: (fallback: number) => z.coerce.number().int().positive().default(fallback),
+  /** `true`/`false`/`1`/`0`. */
+  flag: (fallback: boolean) =>
+    z
+      .enum(['true', 'false', '1', '0'])
+      .default(fallback ? 'true' : 'false')
+      .transform((v) => v === 'true' || v === '1'),
+  /** A `redis://` or `rediss://` URL. */
+  redisUrl: () => z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
+  logLevel: () => z.enum(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+};
