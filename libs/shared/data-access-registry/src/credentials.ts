@@ -1,0 +1,49 @@
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Credentials as the registry keeps them: only SHA-256 digests of tokens (DESIGN.md, Credentials),
+ * and, for ACL tokens, the Redis user's password sealed with a key that only the token derives.
+ */
+
+/** A new opaque token: 32 random bytes, base64url (43 characters). */
+export function generateToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** SHA-256 of the token's UTF-8 bytes, lower-case hex. */
+export function tokenDigest(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** Compares two hex digests in constant time (false when the lengths differ). */
+export function digestsEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function sealingKey(token: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', Buffer.from(token, 'utf8'), Buffer.alloc(0), 'restash acl password v1', 32));
+}
+
+/**
+ * Seals a secret with AES-256-GCM under a key derived (HKDF-SHA256) from the token, so that the
+ * registry alone never reveals it. Output: base64url of iv(12) | tag(16) | ciphertext.
+ */
+export function sealWithToken(token: string, secret: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealingKey(token), iv);
+  const body = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+}
+
+/**
+ * Opens what {@link sealWithToken} sealed.
+ * @throws Error when the token is not the one it was sealed with, or the data was altered
+ */
+export function openWithToken(token: string, sealed: string): string {
+  const raw = Buffer.from(sealed, 'base64url');
+  const decipher = createDecipheriv('aes-256-gcm', sealingKey(token), raw.subarray(0, 12));
+  decipher.setAuthTag(raw.subarray(12, 28));
+  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+}

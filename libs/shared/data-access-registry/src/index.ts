@@ -1,0 +1,6 @@
+export * from './records';
+export * from './credentials';
+export * from './tenant-spec';
+export * from './registry-reader';
+export * from './registry-writer';
+export * from './daily-quota';

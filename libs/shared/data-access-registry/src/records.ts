@@ -1,0 +1,70 @@
+import { z } from 'zod';
+
+/**
+ * The registry format (version 1). Everything lives in the control Redis under {@link REGISTRY_PREFIX};
+ * values are JSON. The local applier and the operator write it; gateways only read it (and the KV
+ * gateway adds ACL tokens minted by `ACL RESTTOKEN`).
+ *
+ * | key                                 | value                                  |
+ * |-------------------------------------|----------------------------------------|
+ * | `restash:v1:token:<sha256 hex>`     | {@link TokenRecord}                    |
+ * | `restash:v1:kv:database:<id>`       | {@link KvDatabaseRecord}               |
+ * | `restash:v1:tenant:<name>`          | {@link TenantIndexRecord}              |
+ * | `restash:v1:tenant:<name>:acl-tokens` | Redis set of token keys minted at run time |
+ * | `restash:v1:quota:<api>:<id>:<day>` | integer, requests counted that UTC day |
+ *
+ * Every write publishes the changed key on {@link REGISTRY_CHANNEL} so readers drop it from their cache.
+ */
+export const REGISTRY_PREFIX = 'restash:v1:';
+export const REGISTRY_CHANNEL = `${REGISTRY_PREFIX}changes`;
+
+export const registryKeys = {
+  token: (digest: string) => `${REGISTRY_PREFIX}token:${digest}`,
+  kvDatabase: (id: string) => `${REGISTRY_PREFIX}kv:database:${id}`,
+  tenant: (name: string) => `${REGISTRY_PREFIX}tenant:${name}`,
+  tenantAclTokens: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:acl-tokens`,
+  quota: (api: string, id: string, day: string) => `${REGISTRY_PREFIX}quota:${api}:${id}:${day}`,
+};
+
+/** Which resource a token opens and with what rights. */
+export const tokenRecordSchema = z.object({
+  /** SHA-256 of the token, hex; equal to the key suffix (checked in constant time on read). */
+  digest: z.string().regex(/^[0-9a-f]{64}$/),
+  tenant: z.string(),
+  api: z.literal('kv'),
+  /** The resource id, e.g. a KV database id. */
+  resource: z.string(),
+  /** standard: every supported command; readonly: reads only; acl: runs as a Redis ACL user. */
+  role: z.enum(['standard', 'readonly', 'acl']),
+  /** role acl only: the Redis ACL user name as stored in Redis (namespaced). */
+  aclUser: z.string().optional(),
+  /** role acl only: that user's password, sealed with a key derived from the token (see credentials.ts). */
+  sealedPassword: z.string().optional(),
+});
+export type TokenRecord = z.infer<typeof tokenRecordSchema>;
+
+/** A KV database: one Redis endpoint (a server, or a logical database of one) and its limits. */
+export const kvDatabaseRecordSchema = z.object({
+  id: z.string(),
+  tenant: z.string(),
+  name: z.string(),
+  /** Where the gateway connects, as its own admin user: `redis://user:pass@host:port/db`. */
+  redisUrl: z.string(),
+  /** Largest accepted request, in bytes (body plus path). */
+  maxRequestBytes: z.number().int().positive(),
+  /** Commands per UTC day across all gateway replicas; 0 means unlimited. */
+  dailyRequestLimit: z.number().int().nonnegative(),
+});
+export type KvDatabaseRecord = z.infer<typeof kvDatabaseRecordSchema>;
+
+/** What a tenant owns in the registry, so that a re-apply can remove what left its spec. */
+export const tenantIndexRecordSchema = z.object({
+  name: z.string(),
+  keys: z.array(z.string()),
+});
+export type TenantIndexRecord = z.infer<typeof tenantIndexRecordSchema>;
+
+/** The id of a tenant's KV database: unique because tenant names and database names are DNS labels. */
+export function kvDatabaseId(tenant: string, database: string): string {
+  return `${tenant}.${database}`;
+}

@@ -1,0 +1,92 @@
+import type { Redis } from 'ioredis';
+import type { z } from 'zod';
+import { digestsEqual, tokenDigest } from './credentials';
+import {
+  REGISTRY_CHANNEL,
+  type KvDatabaseRecord,
+  type TokenRecord,
+  kvDatabaseRecordSchema,
+  registryKeys,
+  tokenRecordSchema,
+} from './records';
+
+export interface RegistryReaderOptions {
+  /**
+   * Upper bound, in milliseconds, on how long a cached record (or a cached miss) is used without
+   * asking the control Redis again. Pub/sub invalidation normally removes it much sooner; the TTL
+   * only bounds staleness should an invalidation message be lost.
+   */
+  cacheTtlMs: number;
+}
+
+/** A token that resolved to a registry record. */
+export interface ResolvedToken {
+  digest: string;
+  record: TokenRecord;
+}
+
+interface Entry {
+  value: Promise<unknown>;
+  expiresAt: number;
+}
+
+/**
+ * Read side of the tenant registry (records.ts), for gateways: records are cached in process and
+ * dropped when the writer announces a change on {@link REGISTRY_CHANNEL}. When the subscription
+ * reconnects, the whole cache is dropped (messages may have been missed meanwhile).
+ *
+ * Call {@link start} before use and {@link close} on shutdown.
+ */
+export class RegistryReader {
+  private readonly cache = new Map<string, Entry>();
+  private subscriber: Redis | undefined;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: RegistryReaderOptions,
+  ) {}
+
+  /** Subscribes to change announcements; resolves once subscribed. */
+  async start(): Promise<void> {
+    const subscriber = this.redis.duplicate();
+    this.subscriber = subscriber;
+    subscriber.on('message', (_channel: string, key: string) => this.cache.delete(key));
+    subscriber.on('ready', () => this.cache.clear());
+    await subscriber.subscribe(REGISTRY_CHANNEL);
+  }
+
+  async close(): Promise<void> {
+    this.cache.clear();
+    this.subscriber?.disconnect();
+  }
+
+  /**
+   * Finds the record of a plain token by its SHA-256 digest.
+   * @returns null for an unknown token
+   * @throws Error when the control Redis cannot be reached or holds a malformed record
+   */
+  async resolveToken(token: string): Promise<ResolvedToken | null> {
+    const digest = tokenDigest(token);
+    const record = await this.lookup(registryKeys.token(digest), tokenRecordSchema);
+    return record && digestsEqual(record.digest, digest) ? { digest, record } : null;
+  }
+
+  /** The KV database record with this id, or null. */
+  kvDatabase(id: string): Promise<KvDatabaseRecord | null> {
+    return this.lookup(registryKeys.kvDatabase(id), kvDatabaseRecordSchema);
+  }
+
+  private lookup<T>(key: string, schema: z.ZodType<T>): Promise<T | null> {
+    const now = Date.now();
+    const hit = this.cache.get(key);
+    if (hit && hit.expiresAt > now) return hit.value as Promise<T | null>;
+    const value = this.redis.get(key).then((raw) => (raw === null ? null : schema.parse(JSON.parse(raw))));
+    const entry = { value, expiresAt: now + this.options.cacheTtlMs };
+    this.cache.set(key, entry);
+    // A failed lookup must not be served from the cache.
+    value.catch(() => {
+      if (this.cache.get(key) === entry) this.cache.delete(key);
+    });
+    return value;
+  }
+}

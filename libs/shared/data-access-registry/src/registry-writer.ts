@@ -1,0 +1,106 @@
+import type { Redis } from 'ioredis';
+import { tokenDigest } from './credentials';
+import {
+  REGISTRY_CHANNEL,
+  type KvDatabaseRecord,
+  type TokenRecord,
+  kvDatabaseId,
+  registryKeys,
+  tenantIndexRecordSchema,
+} from './records';
+import type { TenantDocument, TenantTokens } from './tenant-spec';
+
+/**
+ * Writes the registry (records.ts). Used by the local applier (`tenants apply`), later by the
+ * operator, and by the KV gateway for tokens minted with `ACL RESTTOKEN`.
+ */
+export class RegistryWriter {
+  constructor(private readonly redis: Redis) {}
+
+  /**
+   * Makes the registry hold exactly this tenant: its KV databases and their tokens. Keys the tenant
+   * owned before and no longer declares are deleted, ACL tokens of removed databases included.
+   * Applied in one MULTI/EXEC, then every touched key is announced for cache invalidation.
+   *
+   * @param tokens plain tokens for every database of the document (only their digests are stored)
+   * @throws Error when a database of the document has no tokens
+   */
+  async applyTenant(doc: TenantDocument, tokens: TenantTokens): Promise<void> {
+    const tenant = doc.metadata.name;
+    const records = new Map<string, KvDatabaseRecord | TokenRecord>();
+    for (const db of doc.spec.kv.databases) {
+      const id = kvDatabaseId(tenant, db.name);
+      const dbTokens = tokens.kv[db.name];
+      if (!dbTokens) throw new Error(`no tokens given for KV database '${db.name}' of tenant '${tenant}'`);
+      records.set(registryKeys.kvDatabase(id), {
+        id,
+        tenant,
+        name: db.name,
+        redisUrl: db.redis.url,
+        maxRequestBytes: db.limits.maxRequestBytes,
+        dailyRequestLimit: db.limits.dailyRequests,
+      });
+      for (const role of ['standard', 'readonly'] as const) {
+        const digest = tokenDigest(dbTokens[role]);
+        records.set(registryKeys.token(digest), { digest, tenant, api: 'kv', resource: id, role });
+      }
+    }
+
+    const indexKey = registryKeys.tenant(tenant);
+    const previous = await this.readIndex(indexKey);
+    const stale = previous.filter((key) => !records.has(key));
+    const keptResources = new Set([...records.values()].filter((r) => 'redisUrl' in r).map((r) => r.id));
+    const staleAcl = await this.aclTokensOutside(tenant, keptResources);
+
+    const tx = this.redis.multi();
+    for (const [key, record] of records) tx.set(key, JSON.stringify(record));
+    if (stale.length + staleAcl.length > 0) tx.del(...stale, ...staleAcl);
+    if (staleAcl.length > 0) tx.srem(registryKeys.tenantAclTokens(tenant), ...staleAcl);
+    tx.set(indexKey, JSON.stringify({ name: tenant, keys: [...records.keys()] }));
+    for (const key of [...records.keys(), ...stale, ...staleAcl]) tx.publish(REGISTRY_CHANNEL, key);
+    await execOrThrow(tx);
+  }
+
+  /** Removes a tenant and everything it owns (ACL tokens included). No-op for an unknown tenant. */
+  async deleteTenant(tenant: string): Promise<void> {
+    const indexKey = registryKeys.tenant(tenant);
+    const aclKey = registryKeys.tenantAclTokens(tenant);
+    const keys = [...(await this.readIndex(indexKey)), ...(await this.redis.smembers(aclKey))];
+    const tx = this.redis.multi().del(indexKey, aclKey, ...keys);
+    for (const key of keys) tx.publish(REGISTRY_CHANNEL, key);
+    await execOrThrow(tx);
+  }
+
+  /** Stores a token minted at run time (ACL RESTTOKEN) and files it under its tenant. */
+  async putRuntimeToken(record: TokenRecord): Promise<void> {
+    const key = registryKeys.token(record.digest);
+    await execOrThrow(
+      this.redis
+        .multi()
+        .set(key, JSON.stringify(record))
+        .sadd(registryKeys.tenantAclTokens(record.tenant), key)
+        .publish(REGISTRY_CHANNEL, key),
+    );
+  }
+
+  private async readIndex(key: string): Promise<string[]> {
+    const raw = await this.redis.get(key);
+    return raw ? tenantIndexRecordSchema.parse(JSON.parse(raw)).keys : [];
+  }
+
+  private async aclTokensOutside(tenant: string, resources: Set<string>): Promise<string[]> {
+    const keys = await this.redis.smembers(registryKeys.tenantAclTokens(tenant));
+    if (keys.length === 0) return [];
+    const values = await this.redis.mget(...keys);
+    return keys.filter((_, i) => {
+      const raw = values[i];
+      return !raw || !resources.has((JSON.parse(raw) as TokenRecord).resource);
+    });
+  }
+}
+
+async function execOrThrow(tx: ReturnType<Redis['multi']>): Promise<void> {
+  const results = await tx.exec();
+  const failed = results?.find(([err]) => err);
+  if (!results || failed) throw failed?.[0] ?? new Error('registry transaction was discarded');
+}

@@ -1,0 +1,104 @@
+import { Redis } from 'ioredis';
+import { type RedisServer, eventually, startRedisServer } from '@restash/shared/util-testing';
+import { DailyQuota } from './daily-quota';
+import { kvDatabaseId, registryKeys } from './records';
+import { RegistryReader } from './registry-reader';
+import { RegistryWriter } from './registry-writer';
+import { type TenantDocument, tenantDocumentSchema } from './tenant-spec';
+import { generateToken, tokenDigest } from './credentials';
+
+function tenant(name: string, databases: string[]): TenantDocument {
+  return tenantDocumentSchema.parse({
+    apiVersion: 'restash.dev/v1alpha1',
+    kind: 'Tenant',
+    metadata: { name },
+    spec: { kv: { databases: databases.map((db) => ({ name: db, redis: { url: 'redis://127.0.0.1:1/0' } })) } },
+  });
+}
+
+function tokensFor(databases: string[]) {
+  return { kv: Object.fromEntries(databases.map((db) => [db, { standard: generateToken(), readonly: generateToken() }])) };
+}
+
+describe('tenant registry on a real Redis', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let readerRedis: Redis;
+  let reader: RegistryReader;
+  let writer: RegistryWriter;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    redis = new Redis(server.url);
+    writer = new RegistryWriter(redis);
+    readerRedis = new Redis(server.url);
+    reader = new RegistryReader(readerRedis, { cacheTtlMs: 60_000 });
+    await reader.start();
+  });
+
+  afterAll(async () => {
+    await reader.close();
+    readerRedis.disconnect();
+    redis.disconnect();
+    await server.stop();
+  });
+
+  it('resolves tokens by digest and never stores the plain token', async () => {
+    const tokens = tokensFor(['main']);
+    await writer.applyTenant(tenant('acme', ['main']), tokens);
+
+    const resolved = await reader.resolveToken(tokens.kv.main.standard);
+    expect(resolved?.record).toMatchObject({ tenant: 'acme', resource: 'acme.main', role: 'standard' });
+    expect((await reader.resolveToken(tokens.kv.main.readonly))?.record.role).toBe('readonly');
+    expect(await reader.resolveToken('not-a-token')).toBeNull();
+    expect(await reader.kvDatabase(kvDatabaseId('acme', 'main'))).toMatchObject({ dailyRequestLimit: 0, maxRequestBytes: 10485760 });
+
+    const keys = await redis.keys('*');
+    const values = await Promise.all(keys.map((k) => redis.type(k).then((t) => (t === 'string' ? redis.get(k) : ''))));
+    expect(values.join('\n')).not.toContain(tokens.kv.main.standard);
+  });
+
+  it('drops cached records when the writer announces a change', async () => {
+    const first = tokensFor(['cache']);
+    await writer.applyTenant(tenant('beta', ['cache']), first);
+    expect(await reader.resolveToken(first.kv.cache.standard)).not.toBeNull();
+
+    // Re-apply with new tokens: the old ones must stop resolving even though they were cached.
+    const second = tokensFor(['cache']);
+    await writer.applyTenant(tenant('beta', ['cache']), second);
+    await eventually(async () => expect(await reader.resolveToken(first.kv.cache.standard)).toBeNull());
+    expect(await reader.resolveToken(second.kv.cache.standard)).not.toBeNull();
+  });
+
+  it('removes what a tenant no longer declares, run-time tokens included', async () => {
+    const tokens = tokensFor(['one', 'two']);
+    await writer.applyTenant(tenant('gamma', ['one', 'two']), tokens);
+    const aclToken = generateToken();
+    await writer.putRuntimeToken({ digest: tokenDigest(aclToken), tenant: 'gamma', api: 'kv', resource: 'gamma.two', role: 'acl', aclUser: 'u' });
+    expect(await reader.resolveToken(aclToken)).not.toBeNull();
+
+    await writer.applyTenant(tenant('gamma', ['one']), { kv: { one: tokens.kv.one } });
+    await eventually(async () => expect(await reader.resolveToken(tokens.kv.two.standard)).toBeNull());
+    await eventually(async () => expect(await reader.resolveToken(aclToken)).toBeNull());
+    expect(await reader.kvDatabase('gamma.two')).toBeNull();
+    expect(await reader.resolveToken(tokens.kv.one.standard)).not.toBeNull();
+
+    await writer.deleteTenant('gamma');
+    await eventually(async () => expect(await reader.resolveToken(tokens.kv.one.standard)).toBeNull());
+    expect(await redis.exists(registryKeys.tenant('gamma'))).toBe(0);
+  });
+
+  it('counts a daily quota across callers without overshooting', async () => {
+    const quotaA = new DailyQuota(redis);
+    const other = new Redis(server.url);
+    const quotaB = new DailyQuota(other);
+    const decisions = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? quotaA : quotaB).consume('kv', 'q.db', 3, 30)),
+    );
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+    expect(Math.max(...decisions.map((d) => d.used))).toBe(30);
+    const tomorrow = new Date(Date.now() + 86_400_000);
+    expect((await quotaA.consume('kv', 'q.db', 1, 30, tomorrow)).allowed).toBe(true);
+    other.disconnect();
+  });
+});

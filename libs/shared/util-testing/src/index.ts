@@ -1,0 +1,2 @@
+export * from './redis-server';
+export * from './eventually';

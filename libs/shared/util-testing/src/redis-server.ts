@@ -1,0 +1,92 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** A real redis-server started for a test, on its own port and data directory. */
+export interface RedisServer {
+  port: number;
+  /** `redis://127.0.0.1:<port>` (no credentials). */
+  url: string;
+  dir: string;
+  /** Stops the server (SIGTERM, then SIGKILL after 3 s) and removes its directory. */
+  stop(): Promise<void>;
+}
+
+/** A TCP port that was free on 127.0.0.1 a moment ago. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts `redis-server` (from PATH) with no persistence, bound to 127.0.0.1, and waits until it
+ * answers PING.
+ *
+ * @param extraArgs more `redis-server` arguments, e.g. `['--user', 'admin on >pw ~* &* +@all']`
+ * @param auth credentials to PING with when the default user is disabled by `extraArgs`
+ * @throws Error when the server does not answer within 10 s
+ */
+export async function startRedisServer(
+  extraArgs: string[] = [],
+  auth?: { username: string; password: string },
+): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'restash-redis-'));
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    await waitForPing(port, auth);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    dir,
+    stop: async () => {
+      await stopChild(child, exited);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function waitForPing(port: number, auth?: { username: string; password: string }): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, ...auth });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.ping();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start: ${String(error)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      client.disconnect();
+    }
+  }
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
+  await exited;
+  clearTimeout(timer);
+}
