@@ -1,9 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 
 /** A real redis-server started for a test, on its own port and data directory. */
 export interface RedisServer {
@@ -67,20 +66,30 @@ export async function startRedisServer(
 
 async function waitForPing(port: number, auth?: { username: string; password: string }): Promise<void> {
   const deadline = Date.now() + 10_000;
-  for (;;) {
-    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, ...auth });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-      await client.ping();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start: ${String(error)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    } finally {
-      client.disconnect();
-    }
+  while (!(await answersPing(port, auth))) {
+    if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start within 10 s`);
+    await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** One PING over a plain socket (no client library: nothing may linger after a refused connect). */
+function answersPing(port: number, auth?: { username: string; password: string }): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let reply = '';
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write(`${auth ? `AUTH ${auth.username} ${auth.password}\r\n` : ''}PING\r\n`));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString('latin1');
+      if (reply.includes('+PONG')) done(true);
+      else if (reply.includes('-')) done(false);
+    });
+  });
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
