@@ -1,0 +1,114 @@
+import { CommandTable } from './command-table';
+import { KvError } from './kv-error';
+import { type PolicyContext, prepareCommand, rewriteReply } from './policy';
+import type { CommandArgs } from './request';
+
+/** A COMMAND entry in the shape Redis 7 sends: name, arity, flags, keys, categories, tips, key specs, subcommands. */
+const entry = (name: string, arity: number, flags: string[], subcommands: unknown[] = []) => [
+  name, arity, flags, 0, 0, 0, [], [], [], subcommands,
+];
+
+const table = CommandTable.fromCommandReply([
+  entry('get', 2, ['readonly', 'fast']),
+  entry('set', -3, ['write', 'denyoom']),
+  entry('scan', -2, ['readonly']),
+  entry('eval', -3, ['noscript', 'stale']),
+  entry('publish', 3, ['pubsub', 'fast']),
+  entry('flushall', -1, ['write']),
+  entry('blpop', -3, ['write', 'blocking']),
+  entry('xread', -4, ['readonly', 'blocking']),
+  entry('select', 2, ['loading', 'fast']),
+  entry('copy', -3, ['write']),
+  entry('shutdown', -1, ['admin', 'noscript']),
+  entry('info', -1, ['loading', 'stale']),
+  entry('config', -2, [], [entry('config|get', -3, ['admin', 'noscript']), entry('config|set', -4, ['admin', 'noscript'])]),
+  entry('acl', -2, [], [
+    entry('acl|setuser', -3, ['admin', 'noscript']),
+    entry('acl|deluser', -3, ['admin', 'noscript']),
+    entry('acl|list', 2, ['admin', 'noscript']),
+    entry('acl|whoami', 2, ['noscript']),
+    entry('acl|log', -2, ['admin', 'noscript']),
+  ]),
+  entry('pubsub', -2, [], [entry('pubsub|channels', -2, ['pubsub']), entry('pubsub|numsub', -2, ['pubsub'])]),
+]);
+
+const standard: PolicyContext = { role: 'standard', prefix: 'd1:' };
+const readonly: PolicyContext = { role: 'readonly', prefix: 'd1:' };
+const prepare = (args: CommandArgs, ctx = standard) => prepareCommand(args, table, ctx);
+
+function refusal(args: CommandArgs, ctx = standard): string {
+  try {
+    prepare(args, ctx);
+  } catch (e) {
+    expect(e).toBeInstanceOf(KvError);
+    expect((e as KvError).status).toBe(400);
+    return e instanceof Error ? e.message : String(e);
+  }
+  throw new Error(`${args.join(' ')} was accepted`);
+}
+
+describe('prepareCommand', () => {
+  it('passes supported commands through, case-insensitively, and labels them', () => {
+    expect(prepare(['GET', 'k'])).toEqual({ kind: 'redis', args: ['GET', 'k'], label: 'get', write: false });
+    expect(prepare(['set', 'k', 'v'])).toMatchObject({ label: 'set', write: true });
+    expect(prepare(['XREAD', 'COUNT', '1', 'STREAMS', 'block', '0'])).toMatchObject({ label: 'xread' });
+  });
+
+  it('answers an unknown command in Redis’s own words', () => {
+    expect(refusal(['nosuch', 'a'])).toBe("ERR unknown command 'nosuch', with args beginning with: 'a' ");
+  });
+
+  it('refuses what the coverage table excludes and what leaves the database', () => {
+    expect(refusal(['BLPOP', 'q', '0'])).toMatch(/^ERR Command is not available: 'blpop'/);
+    expect(refusal(['xread', 'BLOCK', '0', 'STREAMS', 's', '$'])).toMatch(/blocking/);
+    expect(refusal(['select', '1'])).toMatch(/'select'/);
+    expect(refusal(['copy', 'a', 'b', 'DB', '3'])).toMatch(/outside this database/);
+  });
+
+  it('refuses server administration, by Redis’s own admin flag', () => {
+    expect(refusal(['shutdown'])).toMatch(/server administration/);
+    expect(refusal(['CONFIG', 'SET', 'maxmemory', '1'])).toMatch(/'config\|set'/);
+    expect(refusal(['acl', 'log'])).toMatch(/'acl\|log'/);
+  });
+
+  it('turns FLUSHALL into FLUSHDB', () => {
+    expect(prepare(['FLUSHALL', 'ASYNC']).args).toEqual(['flushdb', 'ASYNC']);
+  });
+
+  it('scopes ACL users and channels with the database prefix', () => {
+    expect(prepare(['acl', 'setuser', 'alice', 'on']).args).toEqual(['acl', 'setuser', 'd1:alice', 'on']);
+    expect(prepare(['acl', 'deluser', 'a', 'b']).args).toEqual(['acl', 'deluser', 'd1:a', 'd1:b']);
+    expect(prepare(['publish', 'news', 'hi']).args).toEqual(['publish', 'd1:news', 'hi']);
+    expect(prepare(['pubsub', 'channels']).args).toEqual(['pubsub', 'channels', 'd1:*']);
+    expect(prepare(['acl', 'resttoken', 'alice', 'pw'])).toEqual({
+      kind: 'acl-resttoken',
+      label: 'acl|resttoken',
+      username: 'alice',
+      redisUsername: 'd1:alice',
+      password: 'pw',
+    });
+    expect(refusal(['acl', 'resttoken', 'alice'])).toMatch(/wrong number of arguments/);
+  });
+
+  it('lets a read-only token read, and nothing else', () => {
+    expect(prepare(['get', 'k'], readonly).args).toEqual(['get', 'k']);
+    expect(prepare(['info'], readonly).label).toBe('info');
+    expect(prepare(['EVAL', 'return 1', '0'], readonly).args).toEqual(['eval_ro', 'return 1', '0']);
+    for (const args of [['set', 'k', 'v'], ['scan', '0'], ['publish', 'c', 'm'], ['flushall'], ['acl', 'setuser', 'x'], ['acl', 'resttoken', 'u', 'p']]) {
+      expect(refusal(args, readonly)).toMatch(/^NOPERM this user has no permissions to run the '/);
+    }
+  });
+});
+
+describe('rewriteReply', () => {
+  const b = (s: string) => Buffer.from(s);
+  const text = (r: unknown) => JSON.parse(JSON.stringify(r, (_k, v) => (v?.type === 'Buffer' ? Buffer.from(v.data).toString() : v)));
+
+  it('shows only the tenant’s users and channels, without the prefix', () => {
+    expect(text(rewriteReply('acl-users', [b('d1:alice'), b('restash-gateway'), b('d2:bob')], 'd1:'))).toEqual(['alice']);
+    expect(text(rewriteReply('acl-list', [b('user d1:alice on ~* +@all'), b('user default off')], 'd1:'))).toEqual(['user alice on ~* +@all']);
+    expect(text(rewriteReply('pubsub-numsub', [b('d1:news'), '2'], 'd1:'))).toEqual(['news', '2']);
+    expect(text(rewriteReply('acl-whoami', b('restash-gateway'), 'd1:'))).toBe('default');
+    expect(text(rewriteReply('acl-whoami', b('d1:alice'), 'd1:'))).toBe('alice');
+  });
+});

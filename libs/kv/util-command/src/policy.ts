@@ -1,0 +1,214 @@
+import type { CommandTable } from './command-table';
+import type { Reply } from './encode';
+import { KvError } from './kv-error';
+import { type Arg, type CommandArgs, commandName } from './request';
+
+/** What a token may do (spec 000, Authentication): everything supported, reads only, or as a Redis ACL user. */
+export type TokenRole = 'standard' | 'readonly' | 'acl';
+
+export interface PolicyContext {
+  role: TokenRole;
+  /**
+   * Scopes this database's Redis ACL user names and Pub/Sub channels, which Redis keeps server-wide
+   * (not per logical database), e.g. `demo.main:`. Tenants never see it.
+   */
+  prefix: string;
+}
+
+/** How a reply must be rewritten so that the tenant never sees the prefix or other tenants' names. */
+export type ReplyRewrite = 'acl-list' | 'acl-users' | 'acl-whoami' | 'pubsub-channels' | 'pubsub-numsub';
+
+/** A command that passed the policy, ready for Redis. */
+export interface RedisCommand {
+  kind: 'redis';
+  args: CommandArgs;
+  /** Lower-case name, with the subcommand when there is one (`config|get`): for metrics and errors. */
+  label: string;
+  /** False only for commands Redis flags `readonly`; drives the read-your-writes sync token. */
+  write: boolean;
+  rewrite?: ReplyRewrite;
+}
+
+/** `ACL RESTTOKEN <user> <password>` (spec 000): answered by the gateway, not by Redis. */
+export interface RestTokenCommand {
+  kind: 'acl-resttoken';
+  label: 'acl|resttoken';
+  /** The user as the tenant named it. */
+  username: string;
+  /** The user as Redis knows it (prefixed). */
+  redisUsername: string;
+  password: string;
+}
+
+export type PreparedCommand = RedisCommand | RestTokenCommand;
+
+const BLOCKING = 'blocking commands cannot be served over HTTP';
+const CONNECTION = 'the gateway manages connection state';
+const CLUSTER = 'cluster commands are not supported';
+const OUTSIDE = 'it reaches outside this database';
+
+/** Commands outside the coverage table of spec 000, or that would escape the tenant's database. */
+const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
+  ...['blpop', 'brpop', 'brpoplpush', 'blmove', 'blmpop', 'bzpopmax', 'bzpopmin', 'bzmpop', 'wait', 'waitaof'].map(
+    (n) => [n, BLOCKING] as const,
+  ),
+  ['multi', 'use the /multi-exec endpoint for transactions'],
+  ['exec', 'use the /multi-exec endpoint for transactions'],
+  ...['watch', 'unwatch', 'discard'].map((n) => [n, 'WATCH, UNWATCH and DISCARD are not supported'] as const),
+  ...['subscribe', 'psubscribe', 'unsubscribe', 'punsubscribe'].map(
+    (n) => [n, 'use the /subscribe/<channel> or /psubscribe/<pattern> endpoints'] as const,
+  ),
+  ...['ssubscribe', 'sunsubscribe', 'spublish', 'pubsub|shardchannels', 'pubsub|shardnumsub'].map(
+    (n) => [n, 'sharded Pub/Sub is a cluster feature'] as const,
+  ),
+  ...['auth', 'hello', 'select', 'quit', 'reset', 'client'].map((n) => [n, CONNECTION] as const),
+  ...['cluster', 'readonly', 'readwrite', 'asking'].map((n) => [n, CLUSTER] as const),
+  ...['swapdb', 'move', 'migrate'].map((n) => [n, OUTSIDE] as const),
+]);
+
+/** ACL subcommands flagged `admin` that tenants may still run, on their own (prefixed) users. */
+const TENANT_ACL: ReadonlyMap<string, ReplyRewrite | undefined> = new Map([
+  ['acl|setuser', undefined],
+  ['acl|getuser', undefined],
+  ['acl|deluser', undefined],
+  ['acl|dryrun', undefined],
+  ['acl|list', 'acl-list'],
+  ['acl|users', 'acl-users'],
+]);
+
+/** Reads a public read-only token may not run (spec 000, Authentication 2), or that change state without a `write` flag. */
+const READONLY_REFUSED: ReadonlySet<string> = new Set([
+  'scan',
+  'keys',
+  'publish',
+  'acl|setuser',
+  'acl|deluser',
+  'acl|resttoken',
+  'script|load',
+  'script|flush',
+  'script|kill',
+  'function|kill',
+]);
+
+/** Scripts run by a read-only token go through the `_RO` variants, so that Redis refuses writes inside them. */
+const READONLY_VARIANT: ReadonlyMap<string, string> = new Map([
+  ['eval', 'eval_ro'],
+  ['evalsha', 'evalsha_ro'],
+  ['fcall', 'fcall_ro'],
+]);
+
+/**
+ * Checks a command against the coverage table of spec 000 and the token's role, and rewrites it for
+ * the tenant's scope: `FLUSHALL` becomes `FLUSHDB`, ACL user names and Pub/Sub channels get the
+ * database prefix, scripts of read-only tokens become `*_RO`.
+ *
+ * Refused: commands unknown to the server; commands outside the coverage table (blocking, WATCH
+ * family, SUBSCRIBE family, connection and cluster commands); what would leave the database (SELECT,
+ * SWAPDB, MOVE, MIGRATE, COPY … DB); server administration (everything Redis flags `admin`, except
+ * ACL on the tenant's own users); for read-only tokens, everything Redis flags `write`, plus SCAN,
+ * KEYS and PUBLISH.
+ *
+ * @throws KvError 400 with a native-looking error text when refused
+ */
+export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: PolicyContext): PreparedCommand {
+  const name = commandName(args);
+  const second = args.length > 1 ? String(args[1]) : undefined;
+  if (name === 'acl' && second?.toLowerCase() === 'resttoken') return restToken(args, ctx);
+
+  const spec = table.resolve(name, second);
+  if (!spec) throw KvError.badRequest(unknownCommand(args));
+  const label = spec.name;
+  const refusal = UNSUPPORTED.get(label) ?? UNSUPPORTED.get(name) ?? structuralRefusal(name, args, spec.flags);
+  if (refusal) throw KvError.badRequest(`ERR Command is not available: '${label}' (${refusal})`);
+  const tenantAcl = TENANT_ACL.has(label);
+  if (spec.flags.has('admin') && !tenantAcl) {
+    throw KvError.badRequest(`ERR Command is not available: '${label}' (server administration is reserved to the platform)`);
+  }
+
+  let out = args;
+  if (ctx.role === 'readonly') {
+    if (spec.flags.has('write') || READONLY_REFUSED.has(label)) {
+      throw KvError.badRequest(`NOPERM this user has no permissions to run the '${label}' command`);
+    }
+    const variant = READONLY_VARIANT.get(name);
+    if (variant) out = [variant, ...args.slice(1)];
+  }
+
+  const command: RedisCommand = { kind: 'redis', args: out, label, write: !spec.flags.has('readonly') };
+  return scope(command, ctx.prefix, tenantAcl ? TENANT_ACL.get(label) : undefined);
+}
+
+/** Refusals that depend on arguments or flags rather than on the name alone. */
+function structuralRefusal(name: string, args: CommandArgs, flags: ReadonlySet<string>): string | undefined {
+  if (name === 'xread' || name === 'xreadgroup') {
+    const streams = args.findIndex((a) => String(a).toLowerCase() === 'streams');
+    const options = streams < 0 ? args : args.slice(0, streams);
+    return options.some((a) => String(a).toLowerCase() === 'block') ? BLOCKING : undefined;
+  }
+  if (name === 'copy' && args.slice(3).some((a) => String(a).toLowerCase() === 'db')) return OUTSIDE;
+  return flags.has('blocking') ? BLOCKING : undefined;
+}
+
+function scope(command: RedisCommand, prefix: string, rewrite: ReplyRewrite | undefined): RedisCommand {
+  const args = command.args;
+  const at = (i: number, f: (a: Arg) => Arg) => args.map((a, j) => (j === i ? f(a) : a));
+  const withPrefix = (a: Arg): Arg => (typeof a === 'string' ? prefix + a : Buffer.concat([Buffer.from(prefix), a]));
+  switch (command.label) {
+    case 'flushall':
+      return { ...command, args: ['flushdb', ...args.slice(1)] };
+    case 'acl|setuser':
+    case 'acl|getuser':
+    case 'acl|dryrun':
+    case 'publish':
+      return { ...command, args: at(command.label === 'publish' ? 1 : 2, withPrefix) };
+    case 'acl|deluser':
+      return { ...command, args: args.map((a, j) => (j >= 2 ? withPrefix(a) : a)) };
+    case 'acl|whoami':
+      return { ...command, rewrite: 'acl-whoami' };
+    case 'pubsub|channels':
+      return { ...command, args: [args[0] as Arg, args[1] as Arg, withPrefix(args[2] ?? '*')], rewrite: 'pubsub-channels' };
+    case 'pubsub|numsub':
+      return { ...command, args: args.map((a, j) => (j >= 2 ? withPrefix(a) : a)), rewrite: 'pubsub-numsub' };
+  }
+  return rewrite ? { ...command, rewrite } : command;
+}
+
+function restToken(args: CommandArgs, ctx: PolicyContext): RestTokenCommand {
+  if (ctx.role === 'readonly') throw KvError.badRequest(`NOPERM this user has no permissions to run the 'acl|resttoken' command`);
+  if (args.length !== 4) throw KvError.badRequest(`ERR wrong number of arguments for 'acl|resttoken' command`);
+  const username = String(args[2]);
+  return { kind: 'acl-resttoken', label: 'acl|resttoken', username, redisUsername: ctx.prefix + username, password: String(args[3]) };
+}
+
+function unknownCommand(args: CommandArgs): string {
+  const rest = args
+    .slice(1)
+    .map((a) => `'${String(a).slice(0, 128)}' `)
+    .join('');
+  return `ERR unknown command '${String(args[0])}', with args beginning with: ${rest}`;
+}
+
+/**
+ * Rewrites a reply of a scoped command (see {@link prepareCommand}) so that only the tenant's own
+ * users and channels appear, under the names the tenant gave them.
+ */
+export function rewriteReply(rewrite: ReplyRewrite | undefined, reply: Reply, prefix: string): Reply {
+  if (!rewrite || reply instanceof Error || reply === null) return reply;
+  const text = (r: Reply) => (Buffer.isBuffer(r) ? r.toString('utf8') : String(r));
+  const strip = (r: Reply): Reply => Buffer.from(text(r).slice(prefix.length));
+  const own = (r: Reply) => text(r).startsWith(prefix);
+  const list = Array.isArray(reply) ? reply : [];
+  switch (rewrite) {
+    case 'acl-users':
+    case 'pubsub-channels':
+      return list.filter(own).map(strip);
+    case 'acl-list': {
+      const marker = `user ${prefix}`;
+      return list.filter((line) => text(line).startsWith(marker)).map((line) => Buffer.from(`user ${text(line).slice(marker.length)}`));
+    }
+    case 'acl-whoami':
+      return own(reply) ? strip(reply) : Buffer.from('default');
+    case 'pubsub-numsub':
+      return list.map((item, i) => (i % 2 === 0 ? strip(item) : item));
+  }
+}
