@@ -1,0 +1,3 @@
+export * from './raw-command';
+export * from './kv-backend';
+export * from './kv-backends';

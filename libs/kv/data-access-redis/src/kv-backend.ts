@@ -1,0 +1,290 @@
+import { createPool, type Pool } from 'generic-pool';
+import { Redis, type RedisOptions } from 'ioredis';
+import { CommandTable, type CommandArgs, type Reply } from '@restash/kv/util-command';
+import { RawCommand, isReplyError } from './raw-command';
+
+export interface KvBackendOptions {
+  /** Multiplexed connections for single commands and pipelines (round robin). */
+  poolSize: number;
+  /** Most connections held at once by transactions (each transaction borrows one exclusively). */
+  transactionPoolSize: number;
+  /** A command not answered within this many milliseconds fails (0 = no limit). */
+  commandTimeoutMs: number;
+  /** A connection of an ACL user, or a transaction connection, idle this long is closed. */
+  idleTimeoutMs: number;
+}
+
+/** A per-command outcome of a pipeline or transaction: the reply, or the error reply of Redis. */
+export type Outcome = { ok: true; reply: Reply } | { ok: false; error: string };
+
+/** The outcome of MULTI … EXEC: discarded as a whole (EXECABORT), or one outcome per command. */
+export type TransactionOutcome = { discarded: string } | { outcomes: Outcome[] };
+
+/** Something that runs commands: the database's own connections, or those of an ACL user. */
+export interface CommandRunner {
+  /** @throws the Redis error reply (see isReplyError) or a connection error */
+  run(args: CommandArgs): Promise<Reply>;
+  /** In order, on one connection, not atomic. @throws only connection errors */
+  pipeline(commands: CommandArgs[]): Promise<Outcome[]>;
+  /** MULTI … EXEC on a connection no one else uses meanwhile. @throws only connection errors */
+  transaction(commands: CommandArgs[]): Promise<TransactionOutcome>;
+}
+
+/** A live SUBSCRIBE or PSUBSCRIBE on its own connection. */
+export interface Subscription {
+  close(): void;
+}
+
+export interface SubscriptionHandlers {
+  /** A message; `pattern` is set for PSUBSCRIBE. Channel and payload are raw bytes. */
+  message(channel: Buffer, payload: Buffer, pattern?: Buffer): void;
+  /** The connection was lost; no more messages will come. */
+  end(error?: Error): void;
+}
+
+function baseOptions(options: KvBackendOptions): RedisOptions {
+  return {
+    lazyConnect: false,
+    // Integers as decimal strings, so 64-bit values are never rounded through a JS number.
+    stringNumbers: true,
+    // A command whose connection dropped is failed, never silently sent twice.
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: 1,
+    ...(options.commandTimeoutMs > 0 ? { commandTimeout: options.commandTimeoutMs } : {}),
+  };
+}
+
+function toOutcome(result: [Error | null, unknown] | undefined): Outcome {
+  if (!result) return { ok: false, error: 'ERR no reply' };
+  const [error, reply] = result;
+  if (!error) return { ok: true, reply: reply as Reply };
+  if (isReplyError(error)) return { ok: false, error: error.message };
+  throw error;
+}
+
+async function runPipeline(client: Redis, commands: CommandArgs[]): Promise<Outcome[]> {
+  // Pipeline extends Redis at run time; its typings only list the chainable command methods.
+  const pipeline = client.pipeline() as ReturnType<Redis['pipeline']> & Pick<Redis, 'sendCommand'>;
+  for (const args of commands) pipeline.sendCommand(new RawCommand(args));
+  const results = (await pipeline.exec()) ?? [];
+  return results.map(toOutcome);
+}
+
+async function runTransaction(client: Redis, commands: CommandArgs[]): Promise<TransactionOutcome> {
+  const outcomes = await runPipeline(client, [['multi'], ...commands, ['exec']]);
+  const exec = outcomes[outcomes.length - 1] as Outcome;
+  if (!exec.ok) return { discarded: exec.error };
+  const replies = Array.isArray(exec.reply) ? exec.reply : [];
+  return {
+    outcomes: replies.map((reply) =>
+      reply instanceof Error ? { ok: false, error: reply.message } : { ok: true, reply },
+    ),
+  };
+}
+
+/**
+ * The connections of one KV database (DESIGN.md, KV): a few multiplexed connections for single
+ * commands and pipelines, a pool of dedicated connections for transactions, one connection per
+ * ACL user that holds a REST token, and one connection per subscription. Everything connects with
+ * the URL of the database (the gateway's admin user and the logical database).
+ */
+export class KvBackend implements CommandRunner {
+  private readonly clients: Redis[];
+  private next = 0;
+  private readonly transactions: Pool<Redis>;
+  private readonly users = new Map<string, Promise<UserConnection>>();
+  private readonly subscriptions = new Set<Redis>();
+  private commandTable: Promise<CommandTable> | undefined;
+
+  constructor(
+    readonly url: string,
+    private readonly options: KvBackendOptions,
+  ) {
+    this.clients = Array.from({ length: options.poolSize }, () => this.connect());
+    this.transactions = createPool(
+      {
+        create: async () => {
+          const client = this.connect({ lazyConnect: true });
+          await client.connect();
+          return client;
+        },
+        destroy: async (client) => void client.disconnect(),
+        validate: async (client) => client.status === 'ready',
+      },
+      { max: options.transactionPoolSize, min: 0, idleTimeoutMillis: options.idleTimeoutMs, testOnBorrow: true },
+    );
+  }
+
+  private connect(extra: RedisOptions = {}): Redis {
+    const client = new Redis(this.url, { ...baseOptions(this.options), ...extra });
+    client.on('error', () => undefined); // surfaced per command; the status is in connectionStates()
+    return client;
+  }
+
+  /** The server's command table, fetched once with `COMMAND`. */
+  table(): Promise<CommandTable> {
+    this.commandTable ??= (this.clients[0] as Redis).call('command').then(CommandTable.fromCommandReply);
+    this.commandTable.catch(() => (this.commandTable = undefined));
+    return this.commandTable;
+  }
+
+  private client(): Redis {
+    this.next = (this.next + 1) % this.clients.length;
+    return this.clients[this.next] as Redis;
+  }
+
+  run(args: CommandArgs): Promise<Reply> {
+    const command = new RawCommand(args);
+    void this.client().sendCommand(command);
+    return command.reply();
+  }
+
+  pipeline(commands: CommandArgs[]): Promise<Outcome[]> {
+    return runPipeline(this.client(), commands);
+  }
+
+  async transaction(commands: CommandArgs[]): Promise<TransactionOutcome> {
+    const client = await this.transactions.acquire();
+    try {
+      const outcome = await runTransaction(client, commands);
+      await this.transactions.release(client);
+      return outcome;
+    } catch (error) {
+      await this.transactions.destroy(client);
+      throw error;
+    }
+  }
+
+  /**
+   * The commands of an ACL user (ACL RESTTOKEN): a connection that selects the database as the
+   * gateway, then authenticates as the user, so that Redis itself enforces the user's permissions.
+   * It never reconnects (a reconnect would authenticate as the gateway again); a lost connection is
+   * replaced on the next request.
+   *
+   * @throws the WRONGPASS error reply when the user does not exist or the password is wrong
+   */
+  async asUser(username: string, password: string): Promise<CommandRunner> {
+    const key = `${username}\0${password}`;
+    let connection = this.users.get(key);
+    if (!connection) {
+      connection = UserConnection.open(this.connect({ lazyConnect: true, retryStrategy: () => null }), username, password, this.options.idleTimeoutMs, () => {
+        if (this.users.get(key) === connection) this.users.delete(key);
+      });
+      this.users.set(key, connection);
+      connection.catch(() => this.users.delete(key));
+    }
+    return connection;
+  }
+
+  /**
+   * SUBSCRIBE (or PSUBSCRIBE) on a connection of its own, as the gateway or as an ACL user.
+   * @throws the error reply when Redis refuses the subscription, or a connection error
+   */
+  async subscribe(
+    kind: 'subscribe' | 'psubscribe',
+    channel: string,
+    handlers: SubscriptionHandlers,
+    user?: { username: string; password: string },
+  ): Promise<Subscription> {
+    const client = this.connect({ lazyConnect: true, retryStrategy: () => null });
+    this.subscriptions.add(client);
+    const close = () => {
+      this.subscriptions.delete(client);
+      client.disconnect();
+    };
+    try {
+      await client.connect();
+      if (user) await client.auth(user.username, user.password);
+      client.on('messageBuffer', (ch: Buffer, payload: Buffer) => handlers.message(ch, payload));
+      client.on('pmessageBuffer', (pattern: Buffer, ch: Buffer, payload: Buffer) => handlers.message(ch, payload, pattern));
+      client.once('end', () => {
+        this.subscriptions.delete(client);
+        handlers.end();
+      });
+      await (kind === 'subscribe' ? client.subscribe(channel) : client.psubscribe(channel));
+    } catch (error) {
+      close();
+      throw error;
+    }
+    return { close };
+  }
+
+  /** Connection counts by ioredis status (`ready`, `connecting`, `reconnecting`, …) and role. */
+  connectionStates(): Array<{ role: string; status: string; count: number }> {
+    const counts = new Map<string, number>();
+    const add = (role: string, status: string) => counts.set(`${role}\0${status}`, (counts.get(`${role}\0${status}`) ?? 0) + 1);
+    for (const client of this.clients) add('shared', client.status);
+    for (const client of this.subscriptions) add('subscriber', client.status);
+    const out = [...counts].map(([k, count]) => {
+      const [role, status] = k.split('\0') as [string, string];
+      return { role, status, count };
+    });
+    out.push({ role: 'transaction', status: 'borrowed', count: this.transactions.borrowed });
+    out.push({ role: 'transaction', status: 'idle', count: this.transactions.available });
+    out.push({ role: 'acl-user', status: 'open', count: this.users.size });
+    return out;
+  }
+
+  async close(): Promise<void> {
+    for (const client of [...this.clients, ...this.subscriptions]) client.disconnect();
+    for (const user of this.users.values()) user.then((u) => u.close()).catch(() => undefined);
+    this.users.clear();
+    await this.transactions.drain();
+    await this.transactions.clear();
+  }
+}
+
+/**
+ * One connection authenticated as a Redis ACL user. ioredis writes a pipeline's commands in one
+ * synchronous batch, so a MULTI … EXEC sent on it never interleaves with another request's commands.
+ */
+class UserConnection implements CommandRunner {
+  private idleTimer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private readonly client: Redis,
+    private readonly idleTimeoutMs: number,
+  ) {}
+
+  static async open(client: Redis, username: string, password: string, idleTimeoutMs: number, onClose: () => void): Promise<UserConnection> {
+    client.once('end', onClose);
+    try {
+      await client.connect();
+      await client.auth(username, password);
+    } catch (error) {
+      client.disconnect();
+      throw error;
+    }
+    const connection = new UserConnection(client, idleTimeoutMs);
+    connection.touch();
+    return connection;
+  }
+
+  private touch(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.close(), this.idleTimeoutMs);
+    this.idleTimer.unref();
+  }
+
+  run(args: CommandArgs): Promise<Reply> {
+    this.touch();
+    const command = new RawCommand(args);
+    void this.client.sendCommand(command);
+    return command.reply();
+  }
+
+  pipeline(commands: CommandArgs[]): Promise<Outcome[]> {
+    this.touch();
+    return runPipeline(this.client, commands);
+  }
+
+  transaction(commands: CommandArgs[]): Promise<TransactionOutcome> {
+    this.touch();
+    return runTransaction(this.client, commands);
+  }
+
+  close(): void {
+    clearTimeout(this.idleTimer);
+    this.client.disconnect();
+  }
+}

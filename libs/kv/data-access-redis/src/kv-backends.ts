@@ -1,0 +1,30 @@
+import { KvBackend, type KvBackendOptions } from './kv-backend';
+
+/**
+ * The backends of every KV database this gateway has served, by database id. A database whose
+ * Redis URL changed in the registry gets a fresh backend; the old one is closed.
+ */
+export class KvBackends {
+  private readonly backends = new Map<string, KvBackend>();
+
+  constructor(private readonly options: KvBackendOptions) {}
+
+  /** The backend of a database, created on first use. */
+  get(id: string, url: string): KvBackend {
+    const existing = this.backends.get(id);
+    if (existing?.url === url) return existing;
+    if (existing) void existing.close();
+    const backend = new KvBackend(url, this.options);
+    this.backends.set(id, backend);
+    return backend;
+  }
+
+  entries(): IterableIterator<[string, KvBackend]> {
+    return this.backends.entries();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.backends.values()].map((b) => b.close()));
+    this.backends.clear();
+  }
+}

@@ -1,0 +1,28 @@
+import { Command, ReplyError } from 'ioredis';
+import type { CommandArgs, Reply } from '@restash/kv/util-command';
+
+/**
+ * An ioredis command that hands back the reply exactly as Redis sent it (RESP2): bulk and status
+ * strings as Buffers, no per-command reshaping. ioredis reshapes some replies by command name
+ * (HGETALL into an object, ZRANGE … WITHSCORES into pairs), which would break the RESP2 shapes the
+ * REST API promises (upstash-compat §1.2), so its reply transformers are bypassed here.
+ */
+export class RawCommand extends Command {
+  constructor(args: CommandArgs) {
+    super(String(args[0]), args.slice(1), { replyEncoding: null });
+  }
+
+  override transformReply(result: Buffer | Buffer[]): Buffer | Buffer[] {
+    return result;
+  }
+
+  /** The reply as {@link Reply}. */
+  reply(): Promise<Reply> {
+    return this.promise as Promise<Reply>;
+  }
+}
+
+/** True for an error reply of Redis itself (a command failure), false for connection or client errors. */
+export function isReplyError(error: unknown): error is Error {
+  return error instanceof (ReplyError as new () => Error);
+}

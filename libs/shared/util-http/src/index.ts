@@ -1,0 +1,2 @@
+export * from './observability.module';
+export * from './bootstrap';

@@ -1,0 +1,63 @@
+import { Global, Injectable, Module } from '@nestjs/common';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+
+type Check = () => Promise<unknown>;
+
+/**
+ * Readiness checks of a service (a backend it cannot serve without). `/readyz` on the management
+ * port answers 200 when all pass, 503 with the failures otherwise.
+ */
+@Injectable()
+export class Readiness {
+  private readonly checks = new Map<string, Check>();
+
+  /** Adds (or replaces) a named check; it fails by throwing or rejecting. */
+  register(name: string, check: Check): void {
+    this.checks.set(name, check);
+  }
+
+  /** Runs every check at once, each bounded by `timeoutMs`. */
+  async evaluate(timeoutMs = 2_000): Promise<{ ready: boolean; failures: Record<string, string> }> {
+    const failures: Record<string, string> = {};
+    await Promise.all(
+      [...this.checks].map(async ([name, check]) => {
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
+        });
+        try {
+          await Promise.race([check(), timeout]);
+        } catch (error) {
+          failures[name] = error instanceof Error ? error.message : String(error);
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+    return { ready: Object.keys(failures).length === 0, failures };
+  }
+}
+
+/** The Prometheus registry of a service: default process metrics plus whatever the service adds. */
+export const METRICS_REGISTRY = Symbol('METRICS_REGISTRY');
+
+/**
+ * Provides {@link Readiness} and the prom-client registry (token {@link METRICS_REGISTRY}) to the
+ * whole application. Import it once, in the root module.
+ */
+@Global()
+@Module({
+  providers: [
+    Readiness,
+    {
+      provide: METRICS_REGISTRY,
+      useFactory: () => {
+        const registry = new Registry();
+        collectDefaultMetrics({ register: registry });
+        return registry;
+      },
+    },
+  ],
+  exports: [Readiness, METRICS_REGISTRY],
+})
+export class ObservabilityModule {}
