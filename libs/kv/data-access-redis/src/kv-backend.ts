@@ -17,7 +17,10 @@ export interface KvBackendOptions {
 /** A per-command outcome of a pipeline or transaction: the reply, or the error reply of Redis. */
 export type Outcome = { ok: true; reply: Reply } | { ok: false; error: string };
 
-/** The outcome of MULTI … EXEC: discarded as a whole (EXECABORT), or one outcome per command. */
+/**
+ * The outcome of MULTI … EXEC: discarded as a whole (EXECABORT; the text is the error of the command
+ * that failed to queue), or one outcome per command.
+ */
 export type TransactionOutcome = { discarded: string } | { outcomes: Outcome[] };
 
 /** Something that runs commands: the database's own connections, or those of an ACL user. */
@@ -44,6 +47,9 @@ export interface SubscriptionHandlers {
 
 function baseOptions(options: KvBackendOptions): RedisOptions {
   return {
+    // RESP2 on the wire: the REST API promises RESP2 shapes (spec 000; upstash-compat §1.2), and
+    // ioredis 6 would otherwise speak RESP3 (HELLO 3) and reshape replies client-side.
+    protocol: 2,
     lazyConnect: false,
     // Integers as decimal strings, so 64-bit values are never rounded through a JS number.
     stringNumbers: true,
@@ -73,7 +79,11 @@ async function runPipeline(client: Redis, commands: CommandArgs[]): Promise<Outc
 async function runTransaction(client: Redis, commands: CommandArgs[]): Promise<TransactionOutcome> {
   const outcomes = await runPipeline(client, [['multi'], ...commands, ['exec']]);
   const exec = outcomes[outcomes.length - 1] as Outcome;
-  if (!exec.ok) return { discarded: exec.error };
+  if (!exec.ok) {
+    // EXECABORT: a command failed to queue (wrong arity, …); its own error says more.
+    const queued = outcomes.slice(1, -1).find((o): o is Extract<Outcome, { ok: false }> => !o.ok);
+    return { discarded: queued?.error ?? exec.error };
+  }
   const replies = Array.isArray(exec.reply) ? exec.reply : [];
   return {
     outcomes: replies.map((reply) =>

@@ -12,14 +12,15 @@ export class ConfigError extends Error {
 }
 
 /**
- * Validates environment variables against a zod object schema whose keys are the variable names,
+ * Validates environment variables against a zod schema (an object keyed by variable name, possibly
+ * transformed into a nested config object),
  * and returns the parsed (typed, defaulted, transformed) value.
  *
  * @param schema zod object keyed by environment variable name
  * @param env the variables to read; defaults to `process.env`
  * @throws ConfigError listing every problem when validation fails
  */
-export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): z.output<S> {
+export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv = process.env): z.output<S> {
   const result = schema.safeParse(env);
   if (result.success) return result.data;
   throw new ConfigError(

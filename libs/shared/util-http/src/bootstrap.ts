@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ConsoleLogger, type LogLevel, type Type } from '@nestjs/common';
+import { ConsoleLogger, type DynamicModule, type LogLevel, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -39,7 +39,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  *
  * The root module must import ObservabilityModule.
  */
-export async function startHttpService(rootModule: Type<unknown>, config: HttpServiceConfig): Promise<HttpService> {
+export async function startHttpService(rootModule: Type<unknown> | DynamicModule, config: HttpServiceConfig): Promise<HttpService> {
   const logger = new ConsoleLogger(config.service, {
     json: true,
     logLevels: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1),

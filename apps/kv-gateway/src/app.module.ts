@@ -1,0 +1,27 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { KvBackends } from '@restash/kv/data-access-redis';
+import { ObservabilityModule } from '@restash/shared/util-http';
+import { KV_CONFIG, type KvGatewayConfig } from './config';
+import { KvMetrics } from './kv-metrics';
+import { KvRoutes } from './kv.routes';
+import { CONTROL_REDIS, KvService } from './kv.service';
+
+/** kv-gateway: the KV REST API (spec 000) over tenant Redis databases. */
+@Module({})
+export class AppModule {
+  static forRoot(config: KvGatewayConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [ObservabilityModule],
+      providers: [
+        { provide: KV_CONFIG, useValue: config },
+        { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
+        { provide: KvBackends, useFactory: () => new KvBackends(config.backend) },
+        KvMetrics,
+        KvService,
+        KvRoutes,
+      ],
+    };
+  }
+}

@@ -1,0 +1,65 @@
+import { z } from 'zod';
+import { env, loadConfig } from '@restash/shared/util-config';
+
+/**
+ * Environment of kv-gateway. Every variable is checked at boot; all problems are reported at once.
+ *
+ * | variable | default | meaning |
+ * |---|---|---|
+ * | CONTROL_REDIS_URL | (required) | the control Redis: tenant registry and quotas, never tenant data |
+ * | HOST | 0.0.0.0 | address to bind |
+ * | PORT | 8080 | the KV REST API |
+ * | MANAGEMENT_PORT | 9080 | /healthz, /readyz, /metrics |
+ * | BODY_LIMIT_BYTES | 104857600 | hard cap on a request body; per-database limits are lower |
+ * | REDIS_POOL_SIZE | 2 | multiplexed connections per database |
+ * | REDIS_TRANSACTION_POOL_SIZE | 8 | dedicated connections per database for /multi-exec |
+ * | REDIS_COMMAND_TIMEOUT_MS | 10000 | a command unanswered this long fails with 503 (0 = never) |
+ * | REDIS_IDLE_TIMEOUT_MS | 60000 | idle transaction and ACL-user connections are closed after this |
+ * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
+ * | SSE_HEARTBEAT_MS | 15000 | comment line on idle subscribe streams |
+ * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
+ */
+export const kvGatewayEnvSchema = z
+  .object({
+    CONTROL_REDIS_URL: env.redisUrl(),
+    HOST: z.string().default('0.0.0.0'),
+    PORT: env.port(8080),
+    MANAGEMENT_PORT: env.port(9080),
+    BODY_LIMIT_BYTES: env.positiveInt(100 * 1024 * 1024),
+    REDIS_POOL_SIZE: env.positiveInt(2),
+    REDIS_TRANSACTION_POOL_SIZE: env.positiveInt(8),
+    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().nonnegative().default(10_000),
+    REDIS_IDLE_TIMEOUT_MS: env.positiveInt(60_000),
+    REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
+    SSE_HEARTBEAT_MS: env.positiveInt(15_000),
+    LOG_LEVEL: env.logLevel(),
+  })
+  .transform((e) => ({
+    http: {
+      service: 'kv-gateway',
+      host: e.HOST,
+      port: e.PORT,
+      managementPort: e.MANAGEMENT_PORT,
+      bodyLimitBytes: e.BODY_LIMIT_BYTES,
+      logLevel: e.LOG_LEVEL,
+    },
+    controlRedisUrl: e.CONTROL_REDIS_URL,
+    backend: {
+      poolSize: e.REDIS_POOL_SIZE,
+      transactionPoolSize: e.REDIS_TRANSACTION_POOL_SIZE,
+      commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
+      idleTimeoutMs: e.REDIS_IDLE_TIMEOUT_MS,
+    },
+    registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+    sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
+  }));
+
+export type KvGatewayConfig = z.output<typeof kvGatewayEnvSchema>;
+
+/** Injection token of {@link KvGatewayConfig}. */
+export const KV_CONFIG = Symbol('KV_CONFIG');
+
+/** @throws ConfigError listing every invalid variable */
+export function loadKvGatewayConfig(source: NodeJS.ProcessEnv = process.env): KvGatewayConfig {
+  return loadConfig(kvGatewayEnvSchema, source);
+}

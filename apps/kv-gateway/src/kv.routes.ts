@@ -1,0 +1,211 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  type CommandArgs,
+  KvError,
+  SSE_HEARTBEAT,
+  commandBytes,
+  commandFromJson,
+  commandFromPath,
+  commandName,
+  commandsFromJson,
+  encodeError,
+  parseJsonBody,
+  sseEvent,
+} from '@restash/kv/util-command';
+import { KV_CONFIG, type KvGatewayConfig } from './config';
+import { KvMetrics } from './kv-metrics';
+import { KvService, type Session } from './kv.service';
+
+/** Methods the spec allows on every endpoint (spec 000, Endpoints); any other gets 405. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT'];
+const OTHER_METHODS = ['DELETE', 'PATCH', 'OPTIONS'];
+
+type Work = (session: Session) => Promise<string>;
+
+/**
+ * The HTTP surface of the KV API (spec 000): routes, status codes and headers; everything else is
+ * KvService. Routes are registered on Fastify directly (in their own plugin scope, with a raw-body
+ * parser and the API's `{error}` error handler) rather than through Nest controllers, because the
+ * command-in-path form takes any path and this is the hot path of every SDK call.
+ */
+@Injectable()
+export class KvRoutes implements OnModuleInit {
+  private readonly logger = new Logger('KvRoutes');
+
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly service: KvService,
+    private readonly metrics: KvMetrics,
+    @Inject(KV_CONFIG) private readonly config: KvGatewayConfig,
+  ) {}
+
+  onModuleInit(): void {
+    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    void fastify.register(async (app) => this.routes(app));
+  }
+
+  private routes(app: FastifyInstance): void {
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    app.setErrorHandler((error: FastifyError, request, reply) => {
+      const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+      if (status === 500) this.logger.error(`request ${request.id}: ${error.stack ?? String(error)}`);
+      const message = status === 500 ? `ERR internal error (request id ${request.id})` : `ERR ${error.message}`;
+      void reply.code(status).header('content-type', 'application/json').send(encodeError(message));
+    });
+
+    app.route({
+      method: METHODS,
+      url: '/',
+      handler: (request, reply) => {
+        let args: CommandArgs | undefined;
+        return this.handle(request, reply, (s) => label(args, s), async (session) => {
+          args = commandFromJson(parseJsonBody(request.body as Buffer | undefined));
+          await this.service.admit(session, 1, bodyBytes(request));
+          return this.service.single(session, args, base64(request));
+        });
+      },
+    });
+    app.route({
+      method: METHODS,
+      url: '/pipeline',
+      handler: (request, reply) =>
+        this.handle(request, reply, () => 'pipeline', async (session) => {
+          const commands = commandsFromJson(parseJsonBody(request.body as Buffer | undefined));
+          await this.service.admit(session, commands.length, bodyBytes(request));
+          return this.service.pipeline(session, commands, base64(request));
+        }),
+    });
+    app.route({
+      method: METHODS,
+      url: '/multi-exec',
+      handler: (request, reply) =>
+        this.handle(request, reply, () => 'multi-exec', async (session) => {
+          const commands = commandsFromJson(parseJsonBody(request.body as Buffer | undefined));
+          await this.service.admit(session, commands.length, bodyBytes(request));
+          return this.service.transaction(session, commands, base64(request));
+        }),
+    });
+    for (const kind of ['subscribe', 'psubscribe'] as const) {
+      app.route({ method: METHODS, url: `/${kind}/*`, handler: (request, reply) => this.stream(request, reply, kind) });
+    }
+    app.route({
+      method: METHODS,
+      url: '/*',
+      handler: (request, reply) => {
+        let args: CommandArgs | undefined;
+        return this.handle(request, reply, (s) => label(args, s), async (session) => {
+          const [path, query] = splitUrl(request.url);
+          args = commandFromPath(path, request.body as Buffer | undefined, new URLSearchParams(query));
+          await this.service.admit(session, 1, commandBytes(args) + request.url.length);
+          return this.service.single(session, args, base64(request));
+        });
+      },
+    });
+    app.route({
+      method: OTHER_METHODS,
+      url: '/*',
+      handler: (_request, reply) => reply.code(405).header('allow', METHODS.join(', ')).header('content-type', 'application/json').send(encodeError('ERR method not allowed: use GET, HEAD, POST or PUT')),
+    });
+  }
+
+  /** Authenticates, runs `work`, answers 200 with its JSON body or the error, and records metrics. */
+  private async handle(request: FastifyRequest, reply: FastifyReply, label: (s: Session) => string, work: Work): Promise<void> {
+    const started = process.hrtime.bigint();
+    let session: Session | undefined;
+    let status = 200;
+    let body: string;
+    try {
+      session = await this.service.authenticate(credentials(request));
+      body = await work(session);
+    } catch (error) {
+      if (!(error instanceof KvError)) throw error;
+      status = error.status;
+      body = encodeError(error.message);
+    }
+    this.metrics.requests.observe(
+      { tenant: session?.tenant ?? '', command: session ? label(session) : 'unknown', status },
+      Number(process.hrtime.bigint() - started) / 1e9,
+    );
+    await reply
+      .code(status)
+      .header('content-type', 'application/json')
+      .header('upstash-sync-token', this.service.syncToken())
+      .send(body);
+  }
+
+  /** `/subscribe/<channel>` and `/psubscribe/<pattern>`: a server-sent-event stream until the client leaves. */
+  private async stream(request: FastifyRequest, reply: FastifyReply, kind: 'subscribe' | 'psubscribe'): Promise<void> {
+    const started = process.hrtime.bigint();
+    let tenant = '';
+    try {
+      const session = await this.service.authenticate(credentials(request));
+      tenant = session.tenant;
+      const [path] = splitUrl(request.url);
+      const name = decodeURIComponent(path.slice(kind.length + 2));
+      if (name === '') throw KvError.badRequest(`ERR wrong number of arguments for '${kind}' command`);
+      await this.service.admit(session, 1, request.url.length);
+      const prefix = session.policy.prefix.length;
+      const raw = reply.raw;
+      const subscription = await this.service.subscribe(session, kind, name, {
+        message: (channel, payload, pattern) =>
+          raw.write(
+            sseEvent(
+              pattern
+                ? ['pmessage', pattern.toString('utf8').slice(prefix), channel.toString('utf8').slice(prefix), payload.toString('utf8')]
+                : ['message', channel.toString('utf8').slice(prefix), payload.toString('utf8')],
+            ),
+          ),
+        end: () => raw.end(),
+      });
+      reply.hijack();
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-request-id': request.id,
+      });
+      raw.write(sseEvent([kind, name, '1']));
+      const heartbeat = setInterval(() => raw.write(SSE_HEARTBEAT), this.config.sseHeartbeatMs);
+      raw.on('close', () => {
+        clearInterval(heartbeat);
+        subscription.close();
+      });
+      this.metrics.requests.observe({ tenant, command: kind, status: 200 }, Number(process.hrtime.bigint() - started) / 1e9);
+    } catch (error) {
+      if (!(error instanceof KvError)) throw error;
+      this.metrics.requests.observe({ tenant, command: kind, status: error.status }, Number(process.hrtime.bigint() - started) / 1e9);
+      await reply.code(error.status).header('content-type', 'application/json').send(encodeError(error.message));
+    }
+  }
+}
+
+/** Metric label of a single command: its name when the server knows it, else `unknown` (bounded cardinality). */
+function label(args: CommandArgs | undefined, session: Session): string {
+  const name = args ? commandName(args) : '';
+  return session.table.get(name) ? name : 'unknown';
+}
+
+function credentials(request: FastifyRequest) {
+  const [, query] = splitUrl(request.url);
+  return {
+    authorization: request.headers.authorization,
+    queryToken: query.includes('_token=') ? new URLSearchParams(query).get('_token') : null,
+  };
+}
+
+function base64(request: FastifyRequest): boolean {
+  const value = request.headers['upstash-encoding'] ?? request.headers['service-encoding'];
+  return typeof value === 'string' && value.toLowerCase() === 'base64';
+}
+
+function bodyBytes(request: FastifyRequest): number {
+  return (request.body as Buffer | undefined)?.length ?? 0;
+}
+
+function splitUrl(url: string): [string, string] {
+  const q = url.indexOf('?');
+  return q < 0 ? [url, ''] : [url.slice(0, q), url.slice(q + 1)];
+}

@@ -1,0 +1,318 @@
+import { randomBytes } from 'node:crypto';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import {
+  type BatchItem,
+  type CommandArgs,
+  type CommandTable,
+  KvError,
+  type PolicyContext,
+  type PreparedCommand,
+  type RedisCommand,
+  type Reply,
+  type TokenRole,
+  encodeBatch,
+  encodeResult,
+  prepareCommand,
+  rewriteReply,
+} from '@restash/kv/util-command';
+import {
+  type CommandRunner,
+  KvBackends,
+  type KvBackend,
+  type Outcome,
+  type Subscription,
+  type SubscriptionHandlers,
+  isReplyError,
+} from '@restash/kv/data-access-redis';
+import {
+  DailyQuota,
+  type KvDatabaseRecord,
+  RegistryReader,
+  RegistryWriter,
+  generateToken,
+  openWithToken,
+  sealWithToken,
+  tokenDigest,
+} from '@restash/shared/data-access-registry';
+import { Readiness } from '@restash/shared/util-http';
+import { KV_CONFIG, type KvGatewayConfig } from './config';
+import { KvMetrics } from './kv-metrics';
+
+/** Control Redis client (registry and quotas); injection token. */
+export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
+
+/** An authenticated request's view of its database. */
+export interface Session {
+  tenant: string;
+  token: string;
+  database: KvDatabaseRecord;
+  role: TokenRole;
+  backend: KvBackend;
+  /** Runs commands: the database's connections, or the ACL user's connection. */
+  runner: CommandRunner;
+  table: CommandTable;
+  policy: PolicyContext;
+  /** For ACL tokens: the Redis user the commands run as. */
+  user?: { username: string; password: string };
+}
+
+/** Where a token was found on the request (spec 000, Authentication 1). */
+export interface Credentials {
+  authorization: string | undefined;
+  queryToken: string | null;
+}
+
+/**
+ * The KV API (spec 000) between HTTP and Redis: authenticates a token against the registry, admits
+ * a request under the database's limits, runs single commands, pipelines, transactions and
+ * subscriptions through the command policy, and encodes replies. HTTP concerns stay in KvRoutes.
+ */
+@Injectable()
+export class KvService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(KvService.name);
+  private readonly registry: RegistryReader;
+  private readonly writer: RegistryWriter;
+  private readonly quota: DailyQuota;
+  /** Read-your-writes token: this process's id and a counter bumped by every write (upstash-compat §1.4). */
+  private readonly instance = randomBytes(6).toString('hex');
+  private writes = 0;
+
+  constructor(
+    @Inject(KV_CONFIG) config: KvGatewayConfig,
+    @Inject(CONTROL_REDIS) private readonly control: Redis,
+    private readonly backends: KvBackends,
+    private readonly metrics: KvMetrics,
+    readiness: Readiness,
+  ) {
+    this.registry = new RegistryReader(control, { cacheTtlMs: config.registryCacheTtlMs });
+    this.writer = new RegistryWriter(control);
+    this.quota = new DailyQuota(control);
+    readiness.register('control-redis', () => control.ping());
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.registry.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.registry.close();
+    await this.backends.close();
+    this.control.disconnect();
+  }
+
+  /** The current `upstash-sync-token` value; it changes after every write. */
+  syncToken(): string {
+    return `${this.instance}-${this.writes}`;
+  }
+
+  /**
+   * Resolves the request's token (Bearer header first, then `_token`).
+   * @throws KvError 401 when the token is missing, unknown, or its ACL user's password changed;
+   *   503 when the registry or the database cannot be reached
+   */
+  async authenticate(credentials: Credentials): Promise<Session> {
+    const token = bearer(credentials.authorization) ?? credentials.queryToken ?? undefined;
+    if (!token) throw new KvError(401, 'Unauthorized: send the token as Authorization: Bearer <token> or ?_token=<token>');
+    const resolved = await this.fromRegistry(() => this.registry.resolveToken(token));
+    const database = resolved && (await this.fromRegistry(() => this.registry.kvDatabase(resolved.record.resource)));
+    if (!resolved || !database) throw new KvError(401, 'Unauthorized');
+    const { record } = resolved;
+    const backend = this.backends.get(database.id, database.redisUrl);
+    const table = await this.fromBackend(database.tenant, () => backend.table());
+    const session: Session = {
+      tenant: database.tenant,
+      token,
+      database,
+      role: record.role,
+      backend,
+      runner: backend,
+      table,
+      policy: { role: record.role, prefix: `${database.id}:` },
+    };
+    if (record.role === 'acl') {
+      const user = { username: record.aclUser ?? '', password: openWithToken(token, record.sealedPassword ?? '') };
+      try {
+        session.runner = await backend.asUser(user.username, user.password);
+      } catch (error) {
+        if (isReplyError(error)) throw new KvError(401, `Unauthorized: ${error.message}`);
+        throw this.backendFailure(database.tenant, error);
+      }
+      session.user = user;
+    }
+    return session;
+  }
+
+  /**
+   * Applies the database's limits (spec 000, Limits) before anything runs.
+   * @param commands commands the request carries (the daily limit counts commands)
+   * @param bytes the request's size: body plus path
+   * @throws KvError 400 over the maximum request size or the daily limit
+   */
+  async admit(session: Session, commands: number, bytes: number): Promise<void> {
+    const { maxRequestBytes, dailyRequestLimit, id } = session.database;
+    if (bytes > maxRequestBytes) {
+      throw KvError.badRequest(`ERR max request size exceeded. Limit: ${maxRequestBytes} bytes, Actual: ${bytes} bytes`);
+    }
+    if (dailyRequestLimit > 0) {
+      const decision = await this.fromRegistry(() => this.quota.consume('kv', id, commands, dailyRequestLimit));
+      if (!decision.allowed) {
+        throw KvError.badRequest(`ERR max daily request limit exceeded. Limit: ${dailyRequestLimit}, Usage: ${decision.used}`);
+      }
+    }
+  }
+
+  /**
+   * One command (spec 000 §1–2).
+   * @returns the `{result}` body
+   * @throws KvError 400 for a refused or failed command, 503 when Redis cannot be reached
+   */
+  async single(session: Session, args: CommandArgs, base64: boolean): Promise<string> {
+    const prepared = prepareCommand(args, session.table, session.policy);
+    this.count(session, prepared.label);
+    if (prepared.kind === 'acl-resttoken') return encodeResult(Buffer.from(await this.mintAclToken(session, prepared)), base64);
+    let reply: Reply;
+    try {
+      reply = await session.runner.run(prepared.args);
+    } catch (error) {
+      if (isReplyError(error)) throw KvError.badRequest(error.message);
+      throw this.backendFailure(session.tenant, error);
+    } finally {
+      if (prepared.write) this.writes++;
+    }
+    return encodeResult(rewriteReply(prepared.rewrite, reply, session.policy.prefix), base64);
+  }
+
+  /**
+   * `/pipeline` (spec 000 §3): in order, not atomic; a refused or failing command yields its own
+   * `{error}` item and the others still run.
+   */
+  async pipeline(session: Session, commands: CommandArgs[], base64: boolean): Promise<string> {
+    const prepared = commands.map((args): RedisCommand | KvError => {
+      try {
+        const command = prepareCommand(args, session.table, session.policy);
+        if (command.kind === 'acl-resttoken') return KvError.badRequest('ERR ACL RESTTOKEN must be sent as a single command');
+        this.count(session, command.label);
+        return command;
+      } catch (error) {
+        if (error instanceof KvError) return error;
+        throw error;
+      }
+    });
+    const runnable = prepared.filter((p): p is RedisCommand => !(p instanceof KvError));
+    const outcomes = runnable.length === 0 ? [] : await this.batch(session, () => session.runner.pipeline(runnable.map((c) => c.args)));
+    if (runnable.some((c) => c.write)) this.writes++;
+    let next = 0;
+    const items = prepared.map((p): BatchItem => (p instanceof KvError ? { error: p.message } : this.item(session, p, outcomes[next++])));
+    return encodeBatch(items, base64);
+  }
+
+  /**
+   * `/multi-exec` (spec 000 §4): atomic. Discarded as a whole, with one error and nothing run, when
+   * any command is refused or fails to queue; a command failing at run time yields its `{error}` item.
+   * @throws KvError 400 when discarded
+   */
+  async transaction(session: Session, commands: CommandArgs[], base64: boolean): Promise<string> {
+    const prepared = commands.map((args) => {
+      const command: PreparedCommand = prepareCommand(args, session.table, session.policy);
+      if (command.kind === 'acl-resttoken') throw KvError.badRequest('ERR ACL RESTTOKEN is not allowed in a transaction');
+      return command;
+    });
+    for (const command of prepared) this.count(session, command.label);
+    const outcome = await this.batch(session, () => session.runner.transaction(prepared.map((c) => c.args)));
+    if ('discarded' in outcome) throw KvError.badRequest(outcome.discarded);
+    if (prepared.some((c) => c.write)) this.writes++;
+    return encodeBatch(
+      prepared.map((command, i) => this.item(session, command, outcome.outcomes[i])),
+      base64,
+    );
+  }
+
+  /**
+   * SUBSCRIBE or PSUBSCRIBE for a server-sent-event stream (upstash-compat §1.6), in the database's
+   * channel scope and, for ACL tokens, as the ACL user.
+   * @param channel the channel or pattern as the tenant names it
+   * @throws KvError 400 when Redis refuses, 503 when it cannot be reached
+   */
+  async subscribe(session: Session, kind: 'subscribe' | 'psubscribe', channel: string, handlers: SubscriptionHandlers): Promise<Subscription> {
+    this.count(session, kind);
+    try {
+      return await session.backend.subscribe(kind, session.policy.prefix + channel, handlers, session.user);
+    } catch (error) {
+      if (isReplyError(error)) throw KvError.badRequest(error.message);
+      throw this.backendFailure(session.tenant, error);
+    }
+  }
+
+  private item(session: Session, command: RedisCommand, outcome: Outcome | undefined): BatchItem {
+    if (!outcome) return { error: 'ERR no reply' };
+    return outcome.ok ? { reply: rewriteReply(command.rewrite, outcome.reply, session.policy.prefix) } : { error: outcome.error };
+  }
+
+  private async batch<T>(session: Session, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      throw this.backendFailure(session.tenant, error);
+    }
+  }
+
+  /** ACL RESTTOKEN: checks the user's password by authenticating as the user, then stores a new token. */
+  private async mintAclToken(session: Session, command: Extract<PreparedCommand, { kind: 'acl-resttoken' }>): Promise<string> {
+    try {
+      await session.backend.asUser(command.redisUsername, command.password);
+    } catch (error) {
+      if (!isReplyError(error)) throw this.backendFailure(session.tenant, error);
+      throw KvError.badRequest(`ERR Wrong password or user ${command.username} does not exist`);
+    }
+    const token = generateToken();
+    await this.fromRegistry(() =>
+      this.writer.putRuntimeToken({
+        digest: tokenDigest(token),
+        tenant: session.tenant,
+        api: 'kv',
+        resource: session.database.id,
+        role: 'acl',
+        aclUser: command.redisUsername,
+        sealedPassword: sealWithToken(token, command.password),
+      }),
+    );
+    return token;
+  }
+
+  private count(session: Session, label: string): void {
+    this.metrics.commands.inc({ tenant: session.tenant, command: label });
+  }
+
+  private async fromRegistry<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (error) {
+      this.metrics.backendErrors.inc({ tenant: '', kind: 'registry' });
+      this.logger.error(`control Redis failed: ${String(error)}`);
+      throw new KvError(503, 'ERR the tenant registry is unavailable, retry later');
+    }
+  }
+
+  private async fromBackend<T>(tenant: string, read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (error) {
+      throw this.backendFailure(tenant, error);
+    }
+  }
+
+  private backendFailure(tenant: string, error: unknown): KvError {
+    if (error instanceof KvError) return error;
+    this.metrics.backendErrors.inc({ tenant, kind: 'connection' });
+    this.logger.warn(`tenant ${tenant}: Redis unavailable: ${String(error)}`);
+    return new KvError(503, `ERR the database is unavailable, retry later (${error instanceof Error ? error.message : String(error)})`);
+  }
+}
+
+function bearer(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+

@@ -1,0 +1,46 @@
+import { parseAllDocuments } from 'yaml';
+import { type TenantDocument, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+
+/**
+ * Reads a tenants file: one or more YAML documents of kind `Tenant` (apiVersion
+ * `restash.dev/v1alpha1`), separated by `---`. `${NAME}` in any string is replaced by the
+ * environment variable NAME, so that credentials (e.g. in Redis URLs) stay out of the file.
+ *
+ * @throws Error naming the document and field of every problem (YAML syntax, schema, unset variable)
+ */
+export function parseTenantFile(text: string, env: NodeJS.ProcessEnv): TenantDocument[] {
+  const problems: string[] = [];
+  const tenants: TenantDocument[] = [];
+  parseAllDocuments(text).forEach((doc, i) => {
+    const where = `document ${i + 1}`;
+    if (doc.errors.length > 0) {
+      problems.push(...doc.errors.map((e) => `${where}: ${e.message}`));
+      return;
+    }
+    const value = doc.toJS() as unknown;
+    if (value === null || value === undefined) return; // an empty document, e.g. after a trailing ---
+    const expanded = expand(value, env, (name, path) => problems.push(`${where} ${path}: environment variable ${name} is not set`));
+    const result = tenantDocumentSchema.safeParse(expanded);
+    if (result.success) tenants.push(result.data);
+    else problems.push(...result.error.issues.map((issue) => `${where} ${issue.path.join('.')}: ${issue.message}`));
+  });
+  const names = tenants.map((t) => t.metadata.name);
+  names.filter((n, i) => names.indexOf(n) !== i).forEach((n) => problems.push(`tenant '${n}' is declared twice`));
+  if (problems.length > 0) throw new Error(`invalid tenants file:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  return tenants;
+}
+
+function expand(value: unknown, env: NodeJS.ProcessEnv, missing: (name: string, path: string) => void, path = ''): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+      const found = env[name];
+      if (found === undefined) missing(name, path);
+      return found ?? '';
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => expand(v, env, missing, `${path}.${i}`));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v, env, missing, path ? `${path}.${k}` : k)]));
+  }
+  return value;
+}
