@@ -61,6 +61,7 @@ function usage(code: number): number {
 
 async function withRegistry(url: string, work: (writer: RegistryWriter) => Promise<void>): Promise<number> {
   const redis = new Redis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
+  redis.on('error', () => undefined); // the failing command reports it
   try {
     await redis.connect();
     await work(new RegistryWriter(redis));

@@ -1,0 +1,35 @@
+# restash — the commands of README.md.
+SHELL := /bin/bash
+export NX_DAEMON := false
+export NX_NO_CLOUD := true
+export NX_TUI := false
+
+.PHONY: install dev build lint typecheck unit integration test bench bench-kv
+
+install: ## redis-server (apt) and npm packages, when missing
+	bash deploy/local/install.sh
+
+dev: ## the whole local stack in the foreground; writes .restash/local.env
+	bash deploy/local/dev.sh
+
+build: install
+	node tools/build.mjs
+
+lint: install
+	npx nx run-many -t lint --outputStyle=static
+
+typecheck: install
+	npx nx run-many -t typecheck --outputStyle=static
+
+unit: install
+	npx nx run-many -t test --outputStyle=static
+
+integration: install
+	npx nx run-many -t test-integration --parallel=1 --outputStyle=static
+
+test: lint typecheck unit integration ## what CI runs
+
+bench: bench-kv
+
+bench-kv: build ## KV gateway vs Redis direct (bench/kv)
+	bash bench/kv/run.sh

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# `make dev`: the whole local stack in the foreground. Installs what is missing, starts the control
+# Redis (registry, quotas) and the tenant data Redis as two separate servers, applies
+# deploy/local/tenants.yaml, starts kv-gateway, and writes .restash/local.env with the variables the
+# official Upstash SDKs read. Ctrl-C or SIGTERM stops everything it started; running it again
+# reuses the tokens and the data.
+#
+# Ports (override with the variables): RESTASH_CONTROL_REDIS_PORT 6390, RESTASH_DATA_REDIS_PORT
+# 6391, RESTASH_KV_PORT 8080, RESTASH_KV_MANAGEMENT_PORT 9080.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+state=$root/.restash
+export RESTASH_CONTROL_REDIS_PORT=${RESTASH_CONTROL_REDIS_PORT:-6390}
+export RESTASH_DATA_REDIS_PORT=${RESTASH_DATA_REDIS_PORT:-6391}
+kv_port=${RESTASH_KV_PORT:-8080}
+kv_management_port=${RESTASH_KV_MANAGEMENT_PORT:-9080}
+
+bash deploy/local/install.sh
+node tools/build.mjs
+
+mkdir -p "$state"/{control,data,logs,run}
+chmod 700 "$state"
+
+# Whatever an earlier run left behind (killed without its trap) is stopped first.
+for pidfile in "$state"/run/*.pid; do
+  [ -e "$pidfile" ] || continue
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  rm -f "$pidfile"
+done
+
+children=()
+stopped=
+cleanup() {
+  [ -n "$stopped" ] && return
+  stopped=1
+  echo; echo "stopping the local stack"
+  for pid in "${children[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -f "$state"/run/*.pid
+}
+trap 'cleanup; exit 0' INT TERM
+trap cleanup EXIT
+
+start() { # name command...
+  local name=$1; shift
+  "$@" >>"$state/logs/$name.log" 2>&1 &
+  children+=($!)
+  echo $! >"$state/run/$name.pid"
+}
+
+wait_until() { # what command...
+  local what=$1; shift
+  for _ in $(seq 1 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "$what did not come up; see $state/logs/" >&2
+  exit 1
+}
+
+# The gateway reaches tenant data as its own ACL user; tenants never get this password.
+[ -s "$state/data-redis.password" ] || (umask 077; node -e "console.log(require('crypto').randomBytes(24).toString('hex'))" >"$state/data-redis.password")
+export RESTASH_DATA_REDIS_PASSWORD=$(cat "$state/data-redis.password")
+
+cat >"$state/control/redis.conf" <<CONF
+port $RESTASH_CONTROL_REDIS_PORT
+bind 127.0.0.1
+dir $state/control
+appendonly yes
+save ""
+CONF
+(umask 077; cat >"$state/data/redis.conf" <<CONF
+port $RESTASH_DATA_REDIS_PORT
+bind 127.0.0.1
+dir $state/data
+appendonly yes
+save ""
+user default off
+user restash-gateway on >$RESTASH_DATA_REDIS_PASSWORD ~* &* +@all
+CONF
+)
+start control-redis redis-server "$state/control/redis.conf"
+start data-redis redis-server "$state/data/redis.conf"
+wait_until "control Redis" redis-cli -p "$RESTASH_CONTROL_REDIS_PORT" ping
+wait_until "data Redis" redis-cli -p "$RESTASH_DATA_REDIS_PORT" --user restash-gateway --pass "$RESTASH_DATA_REDIS_PASSWORD" --no-auth-warning ping
+
+export CONTROL_REDIS_URL=redis://127.0.0.1:$RESTASH_CONTROL_REDIS_PORT
+bin/tenants apply -f deploy/local/tenants.yaml --secrets-dir "$state/secrets"
+
+PORT=$kv_port MANAGEMENT_PORT=$kv_management_port HOST=127.0.0.1 start kv-gateway node dist/apps/kv-gateway/src/main.js
+wait_until "kv-gateway" curl -sf "http://127.0.0.1:$kv_management_port/readyz"
+
+token() { node -e "console.log(require('$state/secrets/demo.json').kv.main['$1'])"; }
+(umask 077; cat >"$state/local.env" <<ENV
+# Written by make dev: \`source .restash/local.env\`, then any Upstash SDK program talks to the local stack.
+export UPSTASH_REDIS_REST_URL=http://127.0.0.1:$kv_port
+export UPSTASH_REDIS_REST_TOKEN=$(token standard)
+export UPSTASH_REDIS_REST_READONLY_TOKEN=$(token readonly)
+ENV
+)
+
+cat <<MSG
+
+restash local stack is up (logs in .restash/logs/, metrics on http://127.0.0.1:$kv_management_port/metrics)
+  KV REST API   http://127.0.0.1:$kv_port   (tenant demo, database main)
+
+  source .restash/local.env
+  node -e "const {Redis}=require('@upstash/redis'); const r=Redis.fromEnv(); r.set('hello','world').then(()=>r.get('hello')).then(console.log)"
+
+Ctrl-C stops everything.
+MSG
+
+# Stay in the foreground until a child dies or we are told to stop.
+wait -n "${children[@]}" || true
+echo "a service stopped; see $state/logs/" >&2
+exit 1

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh Debian machine, and nothing that is already there:
+# redis-server (apt) and the npm packages (when package-lock.json changed). Used by
+# `make dev`, `make test` and .ci/run.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "installing redis-server (apt)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq redis-server redis-tools >/dev/null
+  # Debian starts a system-wide redis on 6379; the project runs its own servers and does not need it.
+  as_root systemctl disable --now redis-server >/dev/null 2>&1 || true
+fi
+
+stamp=node_modules/.restash-lock-sha
+want=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "installing npm packages"
+  # `npm install` (not `npm ci`): npm 11 writes lockfiles without the other platforms' optional
+  # native packages, which `npm ci` then rejects as out of sync. Versions still come from the lock.
+  npm install --no-audit --no-fund --loglevel=error
+  echo "$want" > "$stamp"
+fi
