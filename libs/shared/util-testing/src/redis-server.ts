@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,25 +27,30 @@ export async function freePort(): Promise<number> {
   });
 }
 
+export interface RedisServerOptions {
+  /**
+   * More redis.conf lines, e.g. `user admin on >pw ~* &* +@all` (ACL users can only be declared in
+   * a config file: on the command line their rules would be read as part of the user name).
+   */
+  config?: string[];
+  /** Credentials to PING with when `config` disables the default user. */
+  auth?: { username: string; password: string };
+}
+
 /**
  * Starts `redis-server` (from PATH) with no persistence, bound to 127.0.0.1, and waits until it
  * answers PING.
  *
- * @param extraArgs more `redis-server` arguments, e.g. `['--user', 'admin on >pw ~* &* +@all']`
- * @param auth credentials to PING with when the default user is disabled by `extraArgs`
  * @throws Error when the server does not answer within 10 s
  */
-export async function startRedisServer(
-  extraArgs: string[] = [],
-  auth?: { username: string; password: string },
-): Promise<RedisServer> {
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'restash-redis-'));
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
+  const conf = join(dir, 'redis.conf');
+  const lines = [`port ${port}`, 'bind 127.0.0.1', 'save ""', 'appendonly no', `dir ${dir}`, ...(options.config ?? [])];
+  await writeFile(conf, `${lines.join('\n')}\n`, { mode: 0o600 });
+  const child = spawn('redis-server', [conf], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const auth = options.auth;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     await waitForPing(port, auth);

@@ -1,0 +1,120 @@
+import { Redis } from 'ioredis';
+import {
+  type KvDatabaseTokens,
+  RegistryWriter,
+  type TenantDocument,
+  generateToken,
+  tenantDocumentSchema,
+} from '@restash/shared/data-access-registry';
+import { type HttpService, startHttpService } from '@restash/shared/util-http';
+import { type RedisServer, startRedisServer } from '@restash/shared/util-testing';
+import { AppModule } from '../app.module';
+import { loadKvGatewayConfig } from '../config';
+
+/** A KV database of a test tenant: a logical database of the shared data Redis, and its limits. */
+export interface TestDatabase {
+  name: string;
+  db: number;
+  maxRequestBytes?: number;
+  dailyRequests?: number;
+}
+
+/** A running kv-gateway in this process, with its own control and data Redis servers. */
+export interface KvStack {
+  url: string;
+  managementUrl: string;
+  control: RedisServer;
+  data: RedisServer;
+  tokens(tenant: string, database: string): KvDatabaseTokens;
+  /** A direct connection to the data Redis as the gateway's admin user, to check what really happened. */
+  admin(db: number): Redis;
+  stop(): Promise<void>;
+}
+
+const ADMIN = { username: 'restash-gateway', password: 'test-admin-password' };
+
+/**
+ * Starts a control Redis, a data Redis (default user off, the gateway's own ACL user on, as in
+ * production), writes the tenants into the registry, and starts kv-gateway on a free port.
+ */
+export async function startKvStack(tenants: Record<string, TestDatabase[]>, env: NodeJS.ProcessEnv = {}): Promise<KvStack> {
+  const control = await startRedisServer();
+  const data = await startRedisServer({
+    config: ['user default off', `user ${ADMIN.username} on >${ADMIN.password} ~* &* +@all`],
+    auth: ADMIN,
+  });
+  const registry = new Redis(control.url);
+  const tokens = new Map<string, KvDatabaseTokens>();
+  const writer = new RegistryWriter(registry);
+  for (const [tenant, databases] of Object.entries(tenants)) {
+    const doc: TenantDocument = tenantDocumentSchema.parse({
+      apiVersion: 'restash.dev/v1alpha1',
+      kind: 'Tenant',
+      metadata: { name: tenant },
+      spec: {
+        kv: {
+          databases: databases.map((d) => ({
+            name: d.name,
+            redis: { url: `redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${data.port}/${d.db}` },
+            limits: { maxRequestBytes: d.maxRequestBytes ?? 1024 * 1024, dailyRequests: d.dailyRequests ?? 0 },
+          })),
+        },
+      },
+    });
+    const kv = Object.fromEntries(databases.map((d) => [d.name, { standard: generateToken(), readonly: generateToken() }]));
+    await writer.applyTenant(doc, { kv });
+    for (const [name, t] of Object.entries(kv)) tokens.set(`${tenant}/${name}`, t);
+  }
+  registry.disconnect();
+
+  const config = loadKvGatewayConfig({
+    CONTROL_REDIS_URL: control.url,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    MANAGEMENT_PORT: '0',
+    LOG_LEVEL: 'warn',
+    ...env,
+  });
+  const service: HttpService = await startHttpService(AppModule.forRoot(config), config.http);
+  const admins: Redis[] = [];
+  return {
+    url: service.url,
+    managementUrl: service.managementUrl,
+    control,
+    data,
+    tokens: (tenant, database) => {
+      const found = tokens.get(`${tenant}/${database}`);
+      if (!found) throw new Error(`no database ${tenant}/${database}`);
+      return found;
+    },
+    admin: (db) => {
+      const client = new Redis({ port: data.port, host: '127.0.0.1', db, ...ADMIN });
+      admins.push(client);
+      return client;
+    },
+    stop: async () => {
+      for (const client of admins) client.disconnect();
+      await service.close();
+      await Promise.all([control.stop(), data.stop()]);
+    },
+  };
+}
+
+/** Raw HTTP to the gateway: JSON body in, parsed JSON body, status and headers out. */
+export async function call(
+  url: string,
+  init: { method?: string; token?: string; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: unknown; headers: Headers }> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.token) headers.authorization = `Bearer ${init.token}`;
+  const body = init.raw ?? (init.body === undefined ? undefined : JSON.stringify(init.body));
+  const response = await fetch(url, { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    // not JSON: the test asserts on the text
+  }
+  return { status: response.status, body: parsed, headers: response.headers };
+}
