@@ -1,0 +1,315 @@
+import { type KvStack, call, startKvStack } from './testing/kv-stack';
+
+/**
+ * Every rule of spec 000 that the SDK cannot express, over raw HTTP, against real Redis. Effects are
+ * checked on Redis directly (as the gateway's admin user), not only through the gateway.
+ */
+describe('kv-gateway over raw HTTP', () => {
+  let stack: KvStack;
+  let token: string;
+  let readonly: string;
+  const url = (path = '') => `${stack.url}${path}`;
+
+  beforeAll(async () => {
+    stack = await startKvStack({
+      acme: [
+        { name: 'main', db: 0 },
+        { name: 'small', db: 1, maxRequestBytes: 1024, dailyRequests: 20 },
+      ],
+      rival: [{ name: 'main', db: 2 }],
+    });
+    ({ standard: token, readonly } = stack.tokens('acme', 'main'));
+  });
+  afterAll(() => stack.stop());
+
+  describe('command forms', () => {
+    it('command in the path, with GET, HEAD, POST and PUT, and the token as _token', async () => {
+      expect(await call(url(`/set/path%2Fkey/v%C3%A9?_token=${token}`))).toMatchObject({ status: 200, body: { result: 'OK' } });
+      expect((await call(url('/get/path%2Fkey'), { token })).body).toEqual({ result: 'vé' });
+      expect((await call(url('/get/path%2Fkey'), { token, method: 'HEAD' })).status).toBe(200);
+      expect((await call(url('/strlen/path%2Fkey'), { token, method: 'PUT' })).body).toEqual({ result: 3 });
+    });
+
+    it('a POST body is the last argument and query parameters follow it', async () => {
+      const value = 'a value with / and ? and spaces';
+      expect((await call(url('/set/posted?EX=100'), { token, raw: value })).body).toEqual({ result: 'OK' });
+      expect(await stack.admin(0).get('posted')).toBe(value);
+      expect(await stack.admin(0).ttl('posted')).toBeGreaterThan(90);
+    });
+
+    it('binary POST bodies are stored byte for byte and read back in base64', async () => {
+      const bytes = Buffer.from([0x00, 0xff, 0xfe, 0x80, 0x41]);
+      await call(url('/set/binary'), { token, raw: bytes });
+      expect(Buffer.compare((await stack.admin(0).getBuffer('binary')) as Buffer, bytes)).toBe(0);
+      const encoded = await call(url('/get/binary'), { token, headers: { 'Upstash-Encoding': 'base64' } });
+      expect(Buffer.from((encoded.body as { result: string }).result, 'base64')).toEqual(bytes);
+      const spec = await call(url('/get/binary'), { token, headers: { 'Service-Encoding': 'base64' } });
+      expect(spec.body).toEqual(encoded.body);
+      expect((await call(url('/get/binary'), { token })).body).toEqual({ result: '\u0000\uFFFD\uFFFD\uFFFDA' });
+    });
+
+    it('base64 spares only the top-level OK', async () => {
+      const headers = { 'Upstash-Encoding': 'base64' };
+      expect((await call(url(), { token, headers, body: ['SET', 'k', 'v'] })).body).toEqual({ result: 'OK' });
+      expect((await call(url(), { token, headers, body: ['PING'] })).body).toEqual({ result: Buffer.from('PONG').toString('base64') });
+      expect((await call(url(), { token, headers, body: ['INCR', 'counter'] })).body).toEqual({ result: 1 });
+      expect((await call(url(), { token, headers, body: ['GET', 'nothing'] })).body).toEqual({ result: null });
+    });
+
+    it('JSON numbers and booleans are arguments', async () => {
+      await call(url(), { token, body: ['SET', 'num', 99.5] });
+      await call(url(), { token, body: ['SET', 'bool', true] });
+      expect(await stack.admin(0).mget('num', 'bool')).toEqual(['99.5', 'true']);
+    });
+  });
+
+  describe('errors', () => {
+    it('401 without a token or with a wrong one', async () => {
+      const missing = await call(url('/get/k'));
+      expect(missing.status).toBe(401);
+      expect(missing.body).toHaveProperty('error');
+      expect((await call(url('/get/k'), { token: 'wrong' })).status).toBe(401);
+      expect((await call(url('/get/k?_token=wrong'))).status).toBe(401);
+    });
+
+    it('405 for any other method', async () => {
+      for (const method of ['DELETE', 'PATCH', 'OPTIONS']) {
+        const response = await call(url('/get/k'), { token, method });
+        expect(response.status).toBe(405);
+        expect(response.body).toHaveProperty('error');
+      }
+    });
+
+    it('400 with the native text for wrong arity, wrong types and unknown commands', async () => {
+      expect(await call(url(), { token, body: ['GET'] })).toMatchObject({ status: 400, body: { error: "ERR wrong number of arguments for 'get' command" } });
+      await call(url(), { token, body: ['SET', 'str', 'text'] });
+      expect(await call(url(), { token, body: ['INCR', 'str'] })).toMatchObject({ status: 400, body: { error: 'ERR value is not an integer or out of range' } });
+      expect((await call(url(), { token, body: ['NOSUCHCOMMAND', 'x'] })).body).toEqual({
+        error: "ERR unknown command 'NOSUCHCOMMAND', with args beginning with: 'x' ",
+      });
+    });
+
+    it('400 for malformed JSON and for bodies that are not commands, with nothing executed', async () => {
+      for (const raw of ['["SET","k"', '{"cmd":"SET"}', '[]', '[["SET","a"],"GET"]', '["SET", {"a":1}, "v"]', '']) {
+        const response = await call(url(), { token, raw, method: 'POST' });
+        expect(response.status).toBe(400);
+        expect(Object.keys(response.body as object)).toEqual(['error']);
+      }
+      for (const path of ['/pipeline', '/multi-exec']) {
+        expect((await call(url(path), { token, raw: '[["SET","half","1"],["SET"' })).status).toBe(400);
+      }
+      expect(await stack.admin(0).exists('half')).toBe(0);
+    });
+  });
+
+  describe('coverage table', () => {
+    it.each([
+      ['BLPOP', 'q', '0'],
+      ['BRPOP', 'q', '0'],
+      ['BRPOPLPUSH', 'a', 'b', '0'],
+      ['BZPOPMIN', 'z', '0'],
+      ['BZPOPMAX', 'z', '0'],
+      ['XREAD', 'BLOCK', '0', 'STREAMS', 's', '$'],
+      ['WATCH', 'k'],
+      ['UNWATCH'],
+      ['DISCARD'],
+      ['MULTI'],
+      ['SUBSCRIBE', 'c'],
+      ['PSUBSCRIBE', 'c*'],
+      ['CLIENT', 'LIST'],
+      ['SELECT', '1'],
+      ['AUTH', 'x'],
+      ['HELLO', '3'],
+      ['CLUSTER', 'INFO'],
+      ['READONLY'],
+      ['SWAPDB', '0', '1'],
+      ['MOVE', 'k', '1'],
+      ['SHUTDOWN'],
+      ['DEBUG', 'SLEEP', '0'],
+      ['CONFIG', 'SET', 'maxmemory', '1'],
+      ['CONFIG', 'GET', '*'],
+      ['MONITOR'],
+      ['REPLICAOF', 'NO', 'ONE'],
+      ['SLAVEOF', 'NO', 'ONE'],
+      ['MODULE', 'LIST'],
+      ['BGSAVE'],
+      ['ACL', 'LOG'],
+    ])('refuses %s with a clear 400', async (...command) => {
+      const response = await call(url(), { token, body: command });
+      expect(response.status).toBe(400);
+      expect((response.body as { error: string }).error).toMatch(/^ERR Command is not available: '[a-z|]+' \(.+\)$/);
+    });
+
+    it('serves PUBLISH, PUBSUB, PING, ECHO, INFO', async () => {
+      expect((await call(url(), { token, body: ['PUBLISH', 'c', 'm'] })).body).toEqual({ result: 0 });
+      expect((await call(url(), { token, body: ['PUBSUB', 'CHANNELS'] })).body).toEqual({ result: [] });
+      expect((await call(url(), { token, body: ['ECHO', 'e'] })).body).toEqual({ result: 'e' });
+      expect((await call(url('/info'), { token })).body).toMatchObject({ result: expect.stringContaining('redis_version') });
+    });
+
+    it('FLUSHALL empties only this database', async () => {
+      const rival = stack.tokens('rival', 'main').standard;
+      await call(url(), { token: rival, body: ['SET', 'survivor', '1'] });
+      await call(url(), { token, body: ['SET', 'doomed', '1'] });
+      expect((await call(url(), { token, body: ['FLUSHALL'] })).body).toEqual({ result: 'OK' });
+      expect(await stack.admin(0).dbsize()).toBe(0);
+      expect(await stack.admin(2).get('survivor')).toBe('1');
+    });
+  });
+
+  describe('read-only token', () => {
+    it('reads, and is refused every write, SCAN, KEYS and writing scripts', async () => {
+      await call(url(), { token, body: ['SET', 'shared', 'v'] });
+      expect((await call(url(), { token: readonly, body: ['GET', 'shared'] })).body).toEqual({ result: 'v' });
+      for (const command of [['SET', 'shared', 'x'], ['DEL', 'shared'], ['SCAN', '0'], ['KEYS', '*'], ['PUBLISH', 'c', 'm'], ['FLUSHALL']]) {
+        const response = await call(url(), { token: readonly, body: command });
+        expect(response.status).toBe(400);
+        expect((response.body as { error: string }).error).toMatch(/^NOPERM/);
+      }
+      const script = await call(url(), { token: readonly, body: ['EVAL', "return redis.call('SET', KEYS[1], 'x')", '1', 'shared'] });
+      expect(script.status).toBe(400);
+      expect(await stack.admin(0).get('shared')).toBe('v');
+      const batch = await call(url('/pipeline'), { token: readonly, body: [['GET', 'shared'], ['SET', 'shared', 'y']] });
+      expect(batch.body).toEqual([{ result: 'v' }, { error: "NOPERM this user has no permissions to run the 'set' command" }]);
+    });
+  });
+
+  describe('pipeline and transaction', () => {
+    it('runs a 1000-command pipeline in order', async () => {
+      const commands = Array.from({ length: 1000 }, (_, i) => ['RPUSH', 'ordered', String(i)]);
+      const response = await call(url('/pipeline'), { token, body: commands });
+      expect(response.status).toBe(200);
+      expect((response.body as unknown[]).map((item) => (item as { result: number }).result)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
+      expect(await stack.admin(0).lrange('ordered', 995, -1)).toEqual(['995', '996', '997', '998', '999']);
+    });
+
+    it('a pipeline continues past failing and refused commands', async () => {
+      const response = await call(url('/pipeline'), { token, body: [['SET', 'pa', 'x'], ['INCR', 'pa'], ['BLPOP', 'q', '0'], ['GET', 'pa']] });
+      expect(response.body).toEqual([
+        { result: 'OK' },
+        { error: 'ERR value is not an integer or out of range' },
+        { error: expect.stringMatching(/^ERR Command is not available: 'blpop'/) },
+        { result: 'x' },
+      ]);
+    });
+
+    it('a transaction with a runtime error runs every command and reports the error in place', async () => {
+      const response = await call(url('/multi-exec'), { token, body: [['SET', 'ta', 'text'], ['INCR', 'ta'], ['SET', 'tb', '1']] });
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual([{ result: 'OK' }, { error: 'ERR value is not an integer or out of range' }, { result: 'OK' }]);
+      expect(await stack.admin(0).get('tb')).toBe('1');
+    });
+
+    it.each([
+      ['a syntax error', [['SET', 'td', '1'], ['SET', 'td']]],
+      ['an unsupported command', [['SET', 'td', '1'], ['BLPOP', 'q', '0']]],
+      ['an unknown command', [['SET', 'td', '1'], ['NOPE']]],
+    ])('a transaction with %s is discarded: one error, nothing executed', async (_why, commands) => {
+      const response = await call(url('/multi-exec'), { token, body: commands });
+      expect(response.status).toBe(400);
+      expect(Object.keys(response.body as object)).toEqual(['error']);
+      expect(await stack.admin(0).exists('td')).toBe(0);
+    });
+  });
+
+  describe('limits', () => {
+    const small = () => stack.tokens('acme', 'small').standard;
+
+    it('rejects an oversized body whole, in every form, and writes nothing', async () => {
+      const big = 'x'.repeat(2000);
+      for (const [path, body] of [['/', ['SET', 'big', big]], ['/pipeline', [['SET', 'big', big]]], ['/multi-exec', [['SET', 'ok', '1'], ['SET', 'big', big]]]] as const) {
+        const response = await call(url(path), { token: small(), body });
+        expect(response.status).toBe(400);
+        expect((response.body as { error: string }).error).toMatch(/^ERR max request size exceeded/);
+      }
+      expect((await call(url('/set/big'), { token: small(), raw: big })).status).toBe(400);
+      expect(await stack.admin(1).exists('big', 'ok')).toBe(0);
+    });
+
+    it('counts commands against the daily limit and discards a transaction that would exceed it', async () => {
+      // 20 per day: 15 now, then a 6-command transaction must be discarded whole.
+      const fifteen = await call(url('/pipeline'), { token: small(), body: Array.from({ length: 15 }, (_, i) => ['SET', `q${i}`, '1']) });
+      expect(fifteen.status).toBe(200);
+      const tx = await call(url('/multi-exec'), { token: small(), body: Array.from({ length: 6 }, (_, i) => ['SET', `over${i}`, '1']) });
+      expect(tx.status).toBe(400);
+      expect((tx.body as { error: string }).error).toMatch(/^ERR max daily request limit exceeded/);
+      expect(await stack.admin(1).exists('over0')).toBe(0);
+      expect((await call(url(), { token: small(), body: ['GET', 'q1'] })).body).toEqual({ result: '1' });
+    });
+  });
+
+  describe('ACL users', () => {
+    it('ACL RESTTOKEN returns a token whose commands Redis checks as that user', async () => {
+      const setuser = ['ACL', 'SETUSER', 'reader', 'on', '>secret', '~*', '&*', '+@read', '+acl|whoami'];
+      expect((await call(url(), { token, body: setuser })).body).toEqual({ result: 'OK' });
+      const minted = await call(url(), { token, body: ['ACL', 'RESTTOKEN', 'reader', 'secret'] });
+      const aclToken = (minted.body as { result: string }).result;
+      expect(aclToken).toMatch(/^[\w-]{43}$/);
+
+      await call(url(), { token, body: ['SET', 'visible', 'yes'] });
+      expect((await call(url(), { token: aclToken, body: ['GET', 'visible'] })).body).toEqual({ result: 'yes' });
+      const denied = await call(url(), { token: aclToken, body: ['SET', 'visible', 'no'] });
+      expect(denied.status).toBe(400);
+      expect((denied.body as { error: string }).error).toMatch(/^NOPERM/);
+      expect((await call(url(), { token: aclToken, body: ['ACL', 'WHOAMI'] })).body).toEqual({ result: 'reader' });
+
+      // Changing the user's password revokes its tokens.
+      await call(url(), { token, body: ['ACL', 'SETUSER', 'reader', 'resetpass', '>other'] });
+      expect((await call(url(), { token: aclToken, body: ['GET', 'visible'] })).status).toBe(401);
+    });
+
+    it('answers a wrong password or a missing user with the spec’s text', async () => {
+      expect((await call(url(), { token, body: ['ACL', 'RESTTOKEN', 'nobody', 'pw'] })).body).toEqual({
+        error: 'ERR Wrong password or user nobody does not exist',
+      });
+    });
+
+    it('keeps tenant users apart from the gateway’s and each other’s', async () => {
+      await call(url(), { token, body: ['ACL', 'DELUSER', 'restash-gateway'] });
+      await call(url(), { token, body: ['ACL', 'SETUSER', 'restash-gateway', 'off'] });
+      expect(await stack.admin(0).ping()).toBe('PONG'); // the gateway's own user is untouched
+      const rival = stack.tokens('rival', 'main').standard;
+      await call(url(), { token: rival, body: ['ACL', 'SETUSER', 'rivaluser', 'on'] });
+      const users = (await call(url(), { token, body: ['ACL', 'USERS'] })).body as { result: string[] };
+      expect(users.result).not.toContain('rivaluser');
+      expect(users.result).not.toContain('default');
+      expect(await stack.admin(0).acl('USERS')).toEqual(expect.arrayContaining(['acme.main:reader', 'rival.main:rivaluser', 'restash-gateway']));
+    });
+  });
+
+  describe('tenant isolation', () => {
+    it('a token never reaches another database’s keys or channels', async () => {
+      const rival = stack.tokens('rival', 'main').standard;
+      await call(url(), { token, body: ['SET', 'secret', 'acme'] });
+      expect((await call(url(), { token: rival, body: ['GET', 'secret'] })).body).toEqual({ result: null });
+      const stream = await fetch(url('/subscribe/alerts'), { method: 'POST', headers: { authorization: `Bearer ${rival}` } });
+      const reader = stream.body!.getReader();
+      await reader.read(); // the subscribe event
+      expect((await call(url(), { token, body: ['PUBLISH', 'alerts', 'hello'] })).body).toEqual({ result: 0 });
+      expect((await call(url(), { token: rival, body: ['PUBLISH', 'alerts', 'hello'] })).body).toEqual({ result: 1 });
+      const { value } = await reader.read();
+      expect(Buffer.from(value!).toString()).toBe('data: message,alerts,hello\n\n');
+      await reader.cancel();
+    });
+  });
+
+  describe('operations', () => {
+    it('echoes a request id and changes the sync token after writes', async () => {
+      const first = await call(url('/get/x'), { token, headers: { 'x-request-id': 'req-123' } });
+      expect(first.headers.get('x-request-id')).toBe('req-123');
+      const afterRead = await call(url('/get/x'), { token });
+      expect(afterRead.headers.get('upstash-sync-token')).toBe(first.headers.get('upstash-sync-token'));
+      const afterWrite = await call(url('/set/x/1'), { token });
+      expect(afterWrite.headers.get('upstash-sync-token')).not.toBe(first.headers.get('upstash-sync-token'));
+    });
+
+    it('serves health, readiness and metrics on the management port', async () => {
+      expect((await call(`${stack.managementUrl}/healthz`)).status).toBe(200);
+      expect(await call(`${stack.managementUrl}/readyz`)).toMatchObject({ status: 200, body: { status: 'ready' } });
+      const metrics = (await call(`${stack.managementUrl}/metrics`)).body as string;
+      expect(metrics).toMatch(/restash_kv_request_duration_seconds_count\{tenant="acme",command="get",status="200"\} \d+/);
+      expect(metrics).toMatch(/restash_kv_commands_total\{tenant="acme",command="rpush"\} 1000/);
+      expect(metrics).toMatch(/restash_kv_connections\{database="acme.main",role="shared",status="ready"\} 2/);
+    });
+  });
+});

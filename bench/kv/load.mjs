@@ -1,0 +1,113 @@
+// One timed load run for bench/kv/run.sh: prints one JSON record on stdout, a readable line on stderr.
+//
+//   node bench/kv/load.mjs gateway|direct|redis-benchmark set|get|pipeline-set|pipeline-get SECONDS
+//
+// gateway          autocannon, CONCURRENCY connections, POST / (one command) or POST /pipeline (10
+//                  commands); the same body on every request.
+// direct           ioredis on one connection, CONCURRENCY requests in flight (each awaits its reply
+//                  and sends the next); a pipeline request is pipeline() of 10 commands.
+// redis-benchmark  -c CONCURRENCY, -t set|get, -P 10 for the pipelines. It runs a request count, not
+//                  a duration: a short probe run sizes -n to last about SECONDS.
+//
+// A request is one HTTP request, one awaited command or one pipeline; latency is per request.
+// env: CONCURRENCY, GATEWAY_URL, GATEWAY_TOKEN, REDIS_HOST, REDIS_PORT, REDIS_USER, REDIS_PASSWORD
+import { spawnSync } from 'node:child_process';
+import autocannon from 'autocannon';
+import Redis from 'ioredis';
+
+const PIPELINE = 10;
+const [tool, kase, seconds] = process.argv.slice(2);
+const duration = Number(seconds);
+const concurrency = Number(process.env.CONCURRENCY ?? 50);
+const pipelined = kase.startsWith('pipeline-');
+const batch = pipelined ? PIPELINE : 1;
+const command = kase.endsWith('set') ? ['set', 'bench:k', 'xxx'] : ['get', 'bench:k'];
+
+const latencies = []; // ms per request
+const errors = {}; // message -> count
+const fail = (message) => (errors[message] = (errors[message] ?? 0) + 1);
+
+async function gateway() {
+  const run = autocannon({
+    url: process.env.GATEWAY_URL + (pipelined ? '/pipeline' : '/'),
+    method: 'POST',
+    headers: { authorization: `Bearer ${process.env.GATEWAY_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(pipelined ? Array(PIPELINE).fill(command) : command),
+    connections: concurrency,
+    duration,
+  });
+  // autocannon's own histogram has 1 ms resolution; its response event gives the exact time.
+  run.on('response', (_client, status, _bytes, ms) => (status === 200 ? latencies.push(ms) : fail(`HTTP ${status}`)));
+  run.on('reqError', (error) => fail(String(error.message ?? error)));
+  const result = await run;
+  return { requests: latencies.length, seconds: result.duration };
+}
+
+async function direct() {
+  const { REDIS_HOST: host, REDIS_PORT: port, REDIS_USER: username, REDIS_PASSWORD: password } = process.env;
+  const redis = new Redis({ host, port: Number(port), username, password, lazyConnect: true });
+  await redis.connect();
+  const send = pipelined
+    ? async () => {
+        for (const [error] of await redis.pipeline(Array(PIPELINE).fill(command)).exec()) if (error) throw error;
+      }
+    : () => redis.call(...command);
+  let stop = false;
+  setTimeout(() => (stop = true), duration * 1000);
+  const started = performance.now();
+  const worker = async () => {
+    while (!stop) {
+      const t = performance.now();
+      try {
+        await send();
+        latencies.push(performance.now() - t);
+      } catch (error) {
+        fail(error.message);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const elapsed = (performance.now() - started) / 1000;
+  redis.disconnect();
+  return { requests: latencies.length, seconds: elapsed };
+}
+
+function redisBenchmark() {
+  const { REDIS_HOST: host, REDIS_PORT: port, REDIS_USER: user, REDIS_PASSWORD: password } = process.env;
+  const run = (n) => {
+    const args = ['-h', host, '-p', port, '--user', user, '-a', password, '-c', concurrency, '-P', batch, '-d', 3, '-t', command[0], '-n', n, '--csv'];
+    const { stdout, stderr, status } = spawnSync('redis-benchmark', args.map(String), { encoding: 'utf8' });
+    // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+    const row = stdout.split('\n').find((line) => line.startsWith(`"${command[0].toUpperCase()}"`));
+    if (status !== 0 || !row) throw new Error(`redis-benchmark failed (${status}): ${stdout}${stderr}`);
+    const [, rps, , , p50, , p99] = row.replaceAll('"', '').split(',').map(Number);
+    return { rps, p50, p99 };
+  };
+  const probe = run(20_000 * batch);
+  const { rps, p50, p99 } = run(Math.round(probe.rps * duration));
+  return { commandsPerSecond: rps, p50, p99 };
+}
+
+function percentile(sorted, q) {
+  return sorted.length ? sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] : NaN;
+}
+
+let record;
+if (tool === 'redis-benchmark') {
+  const { commandsPerSecond, p50, p99 } = redisBenchmark();
+  record = { requestsPerSecond: commandsPerSecond / batch, commandsPerSecond, p50, p99 };
+} else {
+  const { requests, seconds: elapsed } = tool === 'gateway' ? await gateway() : await direct();
+  const sorted = Float64Array.from(latencies).sort();
+  const requestsPerSecond = requests / elapsed;
+  record = { requestsPerSecond, commandsPerSecond: requestsPerSecond * batch, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) };
+}
+record = { tool, case: kase, ...record, errors };
+
+const failures = Object.entries(errors).map(([message, count]) => `${count}x ${message}`).join('; ');
+process.stderr.write(
+  `${kase.padEnd(13)} ${tool.padEnd(16)} ${Math.round(record.requestsPerSecond).toString().padStart(7)} req/s` +
+    `${pipelined ? ` ${Math.round(record.commandsPerSecond).toString().padStart(8)} cmd/s` : ''}` +
+    `  p50 ${record.p50.toFixed(2)} ms  p99 ${record.p99.toFixed(2)} ms${failures ? `  ERRORS: ${failures}` : ''}\n`,
+);
+process.stdout.write(`${JSON.stringify(record)}\n`);
