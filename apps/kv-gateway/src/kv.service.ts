@@ -31,6 +31,7 @@ import {
   RegistryReader,
   RegistryWriter,
   generateToken,
+  registryKeys,
   openWithToken,
   sealWithToken,
   tokenDigest,
@@ -92,6 +93,14 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onModuleInit(): Promise<void> {
+    // Another replica changed a Redis ACL user: its connections here must not outlive the change.
+    const aclUserKey = registryKeys.kvAclUser('', '');
+    this.registry.onChange((key) => {
+      if (!key.startsWith(aclUserKey.slice(0, -1))) return;
+      const rest = key.slice(aclUserKey.length - 1);
+      const split = rest.indexOf(':');
+      this.backends.find(rest.slice(0, split))?.dropUser(rest.slice(split + 1));
+    });
     await this.registry.start();
   }
 
@@ -179,6 +188,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       throw this.backendFailure(session.tenant, error);
     } finally {
       if (prepared.write) this.writes++;
+      await this.afterAclChanges(session, [prepared]);
     }
     return encodeResult(rewriteReply(prepared.rewrite, reply, session.policy.prefix), base64);
   }
@@ -202,6 +212,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     const runnable = prepared.filter((p): p is RedisCommand => !(p instanceof KvError));
     const outcomes = runnable.length === 0 ? [] : await this.batch(session, () => session.runner.pipeline(runnable.map((c) => c.args)));
     if (runnable.some((c) => c.write)) this.writes++;
+    await this.afterAclChanges(session, runnable);
     let next = 0;
     const items = prepared.map((p): BatchItem => (p instanceof KvError ? { error: p.message } : this.item(session, p, outcomes[next++])));
     return encodeBatch(items, base64);
@@ -222,6 +233,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     const outcome = await this.batch(session, () => session.runner.transaction(prepared.map((c) => c.args)));
     if ('discarded' in outcome) throw KvError.badRequest(outcome.discarded);
     if (prepared.some((c) => c.write)) this.writes++;
+    await this.afterAclChanges(session, prepared);
     return encodeBatch(
       prepared.map((command, i) => this.item(session, command, outcome.outcomes[i])),
       base64,
@@ -241,6 +253,20 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     } catch (error) {
       if (isReplyError(error)) throw KvError.badRequest(error.message);
       throw this.backendFailure(session.tenant, error);
+    }
+  }
+
+  /**
+   * ACL SETUSER and DELUSER may change a user's password or rights, and Redis keeps existing
+   * connections authenticated: drop ours for those users here and on every other replica.
+   */
+  private async afterAclChanges(session: Session, commands: RedisCommand[]): Promise<void> {
+    for (const command of commands) {
+      if (command.label !== 'acl|setuser' && command.label !== 'acl|deluser') continue;
+      for (const user of command.args.slice(2, command.label === 'acl|setuser' ? 3 : undefined)) {
+        session.backend.dropUser(String(user));
+        await this.fromRegistry(() => this.writer.announce(registryKeys.kvAclUser(session.database.id, String(user))));
+      }
     }
   }
 

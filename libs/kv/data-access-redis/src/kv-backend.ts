@@ -186,6 +186,15 @@ export class KvBackend implements CommandRunner {
     return connection;
   }
 
+  /** Closes this backend's connections authenticated as `username` (its password or rights changed). */
+  dropUser(username: string): void {
+    for (const [key, connection] of this.users) {
+      if (!key.startsWith(`${username}\0`)) continue;
+      this.users.delete(key);
+      connection.then((c) => c.close()).catch(() => undefined);
+    }
+  }
+
   /**
    * SUBSCRIBE (or PSUBSCRIBE) on a connection of its own, as the gateway or as an ACL user.
    * @throws the error reply when Redis refuses the subscription, or a connection error

@@ -19,6 +19,11 @@ export class KvBackends {
     return backend;
   }
 
+  /** The backend of a database if this gateway has one. */
+  find(id: string): KvBackend | undefined {
+    return this.backends.get(id);
+  }
+
   entries(): IterableIterator<[string, KvBackend]> {
     return this.backends.entries();
   }

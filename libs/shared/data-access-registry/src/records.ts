@@ -13,7 +13,8 @@ import { z } from 'zod';
  * | `restash:v1:tenant:<name>:acl-tokens` | Redis set of token keys minted at run time |
  * | `restash:v1:quota:<api>:<id>:<day>` | integer, requests counted that UTC day |
  *
- * Every write publishes the changed key on {@link REGISTRY_CHANNEL} so readers drop it from their cache.
+ * Every write publishes the changed key on {@link REGISTRY_CHANNEL} so readers drop it from their cache;
+ * `restash:v1:kv:acl-user:<database id>:<user>` is announced without being stored (see registryKeys).
  */
 export const REGISTRY_PREFIX = 'restash:v1:';
 export const REGISTRY_CHANNEL = `${REGISTRY_PREFIX}changes`;
@@ -21,6 +22,8 @@ export const REGISTRY_CHANNEL = `${REGISTRY_PREFIX}changes`;
 export const registryKeys = {
   token: (digest: string) => `${REGISTRY_PREFIX}token:${digest}`,
   kvDatabase: (id: string) => `${REGISTRY_PREFIX}kv:database:${id}`,
+  /** Announced (never stored) when a tenant changes a Redis ACL user, so every gateway drops its connections. */
+  kvAclUser: (id: string, user: string) => `${REGISTRY_PREFIX}kv:acl-user:${id}:${user}`,
   tenant: (name: string) => `${REGISTRY_PREFIX}tenant:${name}`,
   tenantAclTokens: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:acl-tokens`,
   quota: (api: string, id: string, day: string) => `${REGISTRY_PREFIX}quota:${api}:${id}:${day}`,

@@ -39,6 +39,7 @@ interface Entry {
  */
 export class RegistryReader {
   private readonly cache = new Map<string, Entry>();
+  private readonly listeners: Array<(key: string) => void> = [];
   private subscriber: Redis | undefined;
 
   constructor(
@@ -50,9 +51,17 @@ export class RegistryReader {
   async start(): Promise<void> {
     const subscriber = this.redis.duplicate();
     this.subscriber = subscriber;
-    subscriber.on('message', (_channel: string, key: string) => this.cache.delete(key));
+    subscriber.on('message', (_channel: string, key: string) => {
+      this.cache.delete(key);
+      for (const listener of this.listeners) listener(key);
+    });
     subscriber.on('ready', () => this.cache.clear());
     await subscriber.subscribe(REGISTRY_CHANNEL);
+  }
+
+  /** Calls `listener` with every key announced on the change channel, by any writer. */
+  onChange(listener: (key: string) => void): void {
+    this.listeners.push(listener);
   }
 
   async close(): Promise<void> {

@@ -83,6 +83,11 @@ export class RegistryWriter {
     );
   }
 
+  /** Announces a change of something the registry does not store (e.g. a Redis ACL user). */
+  async announce(key: string): Promise<void> {
+    await this.redis.publish(REGISTRY_CHANNEL, key);
+  }
+
   private async readIndex(key: string): Promise<string[]> {
     const raw = await this.redis.get(key);
     return raw ? tenantIndexRecordSchema.parse(JSON.parse(raw)).keys : [];
