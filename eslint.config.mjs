@@ -31,6 +31,12 @@ export default [
     },
   },
   {
+    // CommonJS configuration files (jest, swc options).
+    files: ['**/*.js', '**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     files: ['**/*.spec.ts', 'tools/**', 'bench/**', 'apps/tenants-cli/**'],
     rules: { 'no-console': 'off' },
   },

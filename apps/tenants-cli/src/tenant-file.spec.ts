@@ -1,0 +1,57 @@
+import { mkdtemp, readFile, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureTenantTokens } from './secrets';
+import { parseTenantFile } from './tenant-file';
+
+const doc = (name: string, url = 'redis://u:${PASSWORD}@127.0.0.1:${PORT}/0') => `
+apiVersion: restash.dev/v1alpha1
+kind: Tenant
+metadata:
+  name: ${name}
+spec:
+  kv:
+    databases:
+      - name: main
+        redis:
+          url: ${url}
+`;
+
+describe('parseTenantFile', () => {
+  it('reads several documents, expands ${VAR} and applies default limits', () => {
+    const tenants = parseTenantFile(`${doc('one')}---${doc('two')}---\n`, { PASSWORD: 'pw', PORT: '6391' });
+    expect(tenants.map((t) => t.metadata.name)).toEqual(['one', 'two']);
+    expect(tenants[0]?.spec.kv.databases[0]).toEqual({
+      name: 'main',
+      redis: { url: 'redis://u:pw@127.0.0.1:6391/0' },
+      limits: { maxRequestBytes: 10 * 1024 * 1024, dailyRequests: 0 },
+    });
+  });
+
+  it('reports every problem at once: unset variables, bad names, bad URLs, duplicates', () => {
+    const text = `${doc('Bad_Name')}---${doc('ok', 'http://x')}---${doc('dup')}---${doc('dup')}`;
+    let message = '';
+    try {
+      parseTenantFile(text, { PORT: '1' });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/document 1 spec.kv.databases.0.redis.url: environment variable PASSWORD is not set/);
+    expect(message).toMatch(/document 1 metadata.name: must be a DNS label/);
+    expect(message).toMatch(/document 2 spec.kv.databases.0.redis.url: must be a redis:\/\//);
+    expect(message).toMatch(/tenant 'dup' is declared twice/);
+  });
+});
+
+describe('ensureTenantTokens', () => {
+  it('mints tokens once, keeps them on the next apply, and keeps the file private', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'restash-secrets-'));
+    const [tenant] = parseTenantFile(doc('keep'), { PASSWORD: 'p', PORT: '1' });
+    const first = await ensureTenantTokens(dir, tenant!);
+    const second = await ensureTenantTokens(dir, tenant!);
+    expect(second).toEqual(first);
+    expect(first.kv.main?.standard).not.toEqual(first.kv.main?.readonly);
+    expect(JSON.parse(await readFile(join(dir, 'keep.json'), 'utf8'))).toEqual(first);
+    expect((await stat(join(dir, 'keep.json'))).mode & 0o777).toBe(0o600);
+  });
+});
