@@ -40,6 +40,9 @@ import { Readiness } from '@restash/shared/util-http';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
 
+/** Bound on cached sessions; past it the cache starts over (it only saves registry round trips). */
+const MAX_CACHED_SESSIONS = 10_000;
+
 /** Control Redis client (registry and quotas); injection token. */
 export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
 
@@ -78,6 +81,9 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   /** Read-your-writes token: this process's id and a counter bumped by every write (upstash-compat §1.4). */
   private readonly instance = randomBytes(6).toString('hex');
   private writes = 0;
+  /** Authenticated tokens; dropped on any registry change, and after the registry cache TTL. */
+  private readonly sessions = new Map<string, { session: Promise<Session>; expiresAt: number }>();
+  private readonly sessionTtlMs: number;
 
   constructor(
     @Inject(KV_CONFIG) config: KvGatewayConfig,
@@ -87,6 +93,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     readiness: Readiness,
   ) {
     this.registry = new RegistryReader(control, { cacheTtlMs: config.registryCacheTtlMs });
+    this.sessionTtlMs = config.registryCacheTtlMs;
     this.writer = new RegistryWriter(control);
     this.quota = new DailyQuota(control);
     readiness.register('control-redis', () => control.ping());
@@ -96,6 +103,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     // Another replica changed a Redis ACL user: its connections here must not outlive the change.
     const aclUserKey = registryKeys.kvAclUser('', '');
     this.registry.onChange((key) => {
+      this.sessions.clear();
       if (!key.startsWith(aclUserKey.slice(0, -1))) return;
       const rest = key.slice(aclUserKey.length - 1);
       const split = rest.indexOf(':');
@@ -123,13 +131,35 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   async authenticate(credentials: Credentials): Promise<Session> {
     const token = bearer(credentials.authorization) ?? credentials.queryToken ?? undefined;
     if (!token) throw new KvError(401, 'Unauthorized: send the token as Authorization: Bearer <token> or ?_token=<token>');
+    const now = Date.now();
+    let cached = this.sessions.get(token);
+    if (!cached || cached.expiresAt <= now) {
+      if (this.sessions.size >= MAX_CACHED_SESSIONS) this.sessions.clear();
+      cached = { session: this.openSession(token), expiresAt: now + this.sessionTtlMs };
+      this.sessions.set(token, cached);
+      const entry = cached;
+      entry.session.catch(() => this.sessions.get(token) === entry && this.sessions.delete(token));
+    }
+    const session = await cached.session;
+    if (!session.user) return session;
+    // ACL tokens: the user's connection is looked up per request, as it may have been dropped.
+    try {
+      return { ...session, runner: await session.backend.asUser(session.user.username, session.user.password) };
+    } catch (error) {
+      if (isReplyError(error)) throw new KvError(401, `Unauthorized: ${error.message}`);
+      throw this.backendFailure(session.tenant, error);
+    }
+  }
+
+  /** Everything about a token that only a registry change can alter (cached by {@link authenticate}). */
+  private async openSession(token: string): Promise<Session> {
     const resolved = await this.fromRegistry(() => this.registry.resolveToken(token));
     const database = resolved && (await this.fromRegistry(() => this.registry.kvDatabase(resolved.record.resource)));
     if (!resolved || !database) throw new KvError(401, 'Unauthorized');
     const { record } = resolved;
     const backend = this.backends.get(database.id, database.redisUrl);
     const table = await this.fromBackend(database.tenant, () => backend.table());
-    const session: Session = {
+    return {
       tenant: database.tenant,
       token,
       database,
@@ -138,18 +168,10 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       runner: backend,
       table,
       policy: { role: record.role, prefix: `${database.id}:` },
+      ...(record.role === 'acl'
+        ? { user: { username: record.aclUser ?? '', password: openWithToken(token, record.sealedPassword ?? '') } }
+        : {}),
     };
-    if (record.role === 'acl') {
-      const user = { username: record.aclUser ?? '', password: openWithToken(token, record.sealedPassword ?? '') };
-      try {
-        session.runner = await backend.asUser(user.username, user.password);
-      } catch (error) {
-        if (isReplyError(error)) throw new KvError(401, `Unauthorized: ${error.message}`);
-        throw this.backendFailure(database.tenant, error);
-      }
-      session.user = user;
-    }
-    return session;
   }
 
   /**

@@ -60,20 +60,46 @@ function baseOptions(options: KvBackendOptions): RedisOptions {
   };
 }
 
-function toOutcome(result: [Error | null, unknown] | undefined): Outcome {
-  if (!result) return { ok: false, error: 'ERR no reply' };
-  const [error, reply] = result;
-  if (!error) return { ok: true, reply: reply as Reply };
-  if (isReplyError(error)) return { ok: false, error: error.message };
-  throw error;
+const corked = new WeakSet<Redis>();
+
+/**
+ * Coalesces every command written to `client` until the end of this event-loop turn into one
+ * socket write (cork now, uncork in the check phase). Requests that arrive together (one poll
+ * phase) then share a syscall, as ioredis's auto-pipelining would do, which is unusable here: it
+ * drops the command name of `call`/`sendCommand` (ioredis 6.0.0, utils/Commander.js).
+ */
+function corkForThisTurn(client: Redis): void {
+  const stream = (client as unknown as { stream?: NodeJS.WritableStream & { cork(): void; uncork(): void } }).stream;
+  if (!stream || client.status !== 'ready' || corked.has(client)) return;
+  corked.add(client);
+  stream.cork();
+  setImmediate(() => {
+    corked.delete(client);
+    stream.uncork();
+  });
 }
 
+/** Sends one raw command, batched with the others of this turn. */
+function send(client: Redis, args: CommandArgs): Promise<Reply> {
+  corkForThisTurn(client);
+  const command = new RawCommand(args);
+  void client.sendCommand(command);
+  return command.reply();
+}
+
+function toOutcome(result: PromiseSettledResult<Reply>): Outcome {
+  if (result.status === 'fulfilled') return { ok: true, reply: result.value };
+  if (isReplyError(result.reason)) return { ok: false, error: result.reason.message };
+  throw result.reason;
+}
+
+/**
+ * Sends commands back to back on one connection (one socket write, see corkForThisTurn) and
+ * collects every reply. Commands on one connection run in order; others' may interleave.
+ */
 async function runPipeline(client: Redis, commands: CommandArgs[]): Promise<Outcome[]> {
-  // Pipeline extends Redis at run time; its typings only list the chainable command methods.
-  const pipeline = client.pipeline() as ReturnType<Redis['pipeline']> & Pick<Redis, 'sendCommand'>;
-  for (const args of commands) pipeline.sendCommand(new RawCommand(args));
-  const results = (await pipeline.exec()) ?? [];
-  return results.map(toOutcome);
+  const settled = await Promise.allSettled(commands.map((args) => send(client, args)));
+  return settled.map(toOutcome);
 }
 
 async function runTransaction(client: Redis, commands: CommandArgs[]): Promise<TransactionOutcome> {
@@ -144,9 +170,7 @@ export class KvBackend implements CommandRunner {
   }
 
   run(args: CommandArgs): Promise<Reply> {
-    const command = new RawCommand(args);
-    void this.client().sendCommand(command);
-    return command.reply();
+    return send(this.client(), args);
   }
 
   pipeline(commands: CommandArgs[]): Promise<Outcome[]> {
@@ -287,9 +311,7 @@ class UserConnection implements CommandRunner {
 
   run(args: CommandArgs): Promise<Reply> {
     this.touch();
-    const command = new RawCommand(args);
-    void this.client.sendCommand(command);
-    return command.reply();
+    return send(this.client, args);
   }
 
   pipeline(commands: CommandArgs[]): Promise<Outcome[]> {

@@ -54,8 +54,9 @@ export async function startHttpService(rootModule: Type<unknown> | DynamicModule
     },
     return503OnClosing: true,
   });
-  adapter.getInstance().addHook('onRequest', async (request, reply) => {
+  adapter.getInstance().addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   const app = await NestFactory.create<NestFastifyApplication>(rootModule, adapter, { bodyParser: false, logger });
