@@ -14,9 +14,12 @@ import { KvBackends } from '@restash/kv/data-access-redis';
  */
 @Injectable()
 export class KvMetrics {
-  readonly requests: Histogram<'tenant' | 'command' | 'status'>;
-  readonly commands: Counter<'tenant' | 'command'>;
+  private readonly requests: Histogram<'tenant' | 'command' | 'status'>;
+  private readonly commands: Counter<'tenant' | 'command'>;
   readonly backendErrors: Counter<'tenant' | 'kind'>;
+  // Label children by joined label values: prom-client hashes a label object on every call otherwise.
+  private readonly requestChildren = new Map<string, { observe(value: number): void }>();
+  private readonly commandChildren = new Map<string, { inc(value?: number): void }>();
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry, backends: KvBackends) {
     this.requests = new Histogram({
@@ -38,7 +41,7 @@ export class KvMetrics {
       labelNames: ['tenant', 'kind'],
       registers: [registry],
     });
-    new Gauge({
+    new Gauge<'database' | 'role' | 'status'>({
       name: 'restash_kv_connections',
       help: 'Connections to tenant Redis servers by database, role and status',
       labelNames: ['database', 'role', 'status'],
@@ -50,5 +53,27 @@ export class KvMetrics {
         }
       },
     });
+  }
+
+  /** Records one request and its latency in seconds. */
+  observeRequest(tenant: string, command: string, status: number, seconds: number): void {
+    const key = `${tenant}\0${command}\0${status}`;
+    let child = this.requestChildren.get(key);
+    if (!child) {
+      child = this.requests.labels(tenant, command, String(status));
+      this.requestChildren.set(key, child);
+    }
+    child.observe(seconds);
+  }
+
+  /** Counts one command run for a tenant. */
+  countCommand(tenant: string, command: string): void {
+    const key = `${tenant}\0${command}`;
+    let child = this.commandChildren.get(key);
+    if (!child) {
+      child = this.commands.labels(tenant, command);
+      this.commandChildren.set(key, child);
+    }
+    child.inc();
   }
 }

@@ -113,7 +113,7 @@ export class KvRoutes implements OnModuleInit {
 
   /** Authenticates, runs `work`, answers 200 with its JSON body or the error, and records metrics. */
   private async handle(request: FastifyRequest, reply: FastifyReply, label: (s: Session) => string, work: Work): Promise<void> {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     let session: Session | undefined;
     let status = 200;
     let body: string;
@@ -125,10 +125,7 @@ export class KvRoutes implements OnModuleInit {
       status = error.status;
       body = encodeError(error.message);
     }
-    this.metrics.requests.observe(
-      { tenant: session?.tenant ?? '', command: session ? label(session) : 'unknown', status },
-      Number(process.hrtime.bigint() - started) / 1e9,
-    );
+    this.metrics.observeRequest(session?.tenant ?? '', session ? label(session) : 'unknown', status, seconds(started));
     await reply
       .code(status)
       .header('content-type', 'application/json')
@@ -138,7 +135,7 @@ export class KvRoutes implements OnModuleInit {
 
   /** `/subscribe/<channel>` and `/psubscribe/<pattern>`: a server-sent-event stream until the client leaves. */
   private async stream(request: FastifyRequest, reply: FastifyReply, kind: 'subscribe' | 'psubscribe'): Promise<void> {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     let tenant = '';
     try {
       const session = await this.service.authenticate(credentials(request));
@@ -173,10 +170,10 @@ export class KvRoutes implements OnModuleInit {
         clearInterval(heartbeat);
         subscription.close();
       });
-      this.metrics.requests.observe({ tenant, command: kind, status: 200 }, Number(process.hrtime.bigint() - started) / 1e9);
+      this.metrics.observeRequest(tenant, kind, 200, seconds(started));
     } catch (error) {
       if (!(error instanceof KvError)) throw error;
-      this.metrics.requests.observe({ tenant, command: kind, status: error.status }, Number(process.hrtime.bigint() - started) / 1e9);
+      this.metrics.observeRequest(tenant, kind, error.status, seconds(started));
       await reply.code(error.status).header('content-type', 'application/json').send(encodeError(error.message));
     }
   }
@@ -186,6 +183,11 @@ export class KvRoutes implements OnModuleInit {
 function label(args: CommandArgs | undefined, session: Session): string {
   const name = args ? commandName(args) : '';
   return session.table.get(name) ? name : 'unknown';
+}
+
+/** Seconds since `started` (a performance.now() reading). */
+function seconds(started: number): number {
+  return (performance.now() - started) / 1000;
 }
 
 function credentials(request: FastifyRequest) {

@@ -329,7 +329,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private count(session: Session, label: string): void {
-    this.metrics.commands.inc({ tenant: session.tenant, command: label });
+    this.metrics.countCommand(session.tenant, label);
   }
 
   private async fromRegistry<T>(read: () => Promise<T>): Promise<T> {
