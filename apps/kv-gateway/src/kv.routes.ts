@@ -56,58 +56,54 @@ export class KvRoutes implements OnModuleInit {
       void reply.code(status).header('content-type', 'application/json').send(encodeError(message));
     });
 
+    /** A single command: spec 000 §2 (JSON array at the root) or §1 (command in the path). */
+    const single = (parse: (request: FastifyRequest) => { args: CommandArgs; bytes: number }) =>
+      (request: FastifyRequest, reply: FastifyReply) => {
+        let args: CommandArgs | undefined;
+        return this.handle(request, reply, (s) => label(args, s), async (session) => {
+          const parsed = parse(request);
+          args = parsed.args;
+          await this.service.admit(session, 1, parsed.bytes);
+          return this.service.single(session, args, base64(request));
+        });
+      };
+    /** `/pipeline` (spec 000 §3) and `/multi-exec` (§4). */
+    const batch = (name: 'pipeline' | 'multi-exec', run: (session: Session, commands: CommandArgs[], base64: boolean) => Promise<string>) =>
+      (request: FastifyRequest, reply: FastifyReply) =>
+        this.handle(request, reply, () => name, async (session) => {
+          const commands = commandsFromJson(parseJsonBody(body(request)));
+          await this.service.admit(session, commands.length, body(request)?.length ?? 0);
+          return run(session, commands, base64(request));
+        });
+
     app.route({
       method: METHODS,
       url: '/',
-      handler: (request, reply) => {
-        let args: CommandArgs | undefined;
-        return this.handle(request, reply, (s) => label(args, s), async (session) => {
-          args = commandFromJson(parseJsonBody(request.body as Buffer | undefined));
-          await this.service.admit(session, 1, bodyBytes(request));
-          return this.service.single(session, args, base64(request));
-        });
-      },
+      handler: single((request) => ({ args: commandFromJson(parseJsonBody(body(request))), bytes: body(request)?.length ?? 0 })),
     });
-    app.route({
-      method: METHODS,
-      url: '/pipeline',
-      handler: (request, reply) =>
-        this.handle(request, reply, () => 'pipeline', async (session) => {
-          const commands = commandsFromJson(parseJsonBody(request.body as Buffer | undefined));
-          await this.service.admit(session, commands.length, bodyBytes(request));
-          return this.service.pipeline(session, commands, base64(request));
-        }),
-    });
-    app.route({
-      method: METHODS,
-      url: '/multi-exec',
-      handler: (request, reply) =>
-        this.handle(request, reply, () => 'multi-exec', async (session) => {
-          const commands = commandsFromJson(parseJsonBody(request.body as Buffer | undefined));
-          await this.service.admit(session, commands.length, bodyBytes(request));
-          return this.service.transaction(session, commands, base64(request));
-        }),
-    });
+    app.route({ method: METHODS, url: '/pipeline', handler: batch('pipeline', (s, c, b) => this.service.pipeline(s, c, b)) });
+    app.route({ method: METHODS, url: '/multi-exec', handler: batch('multi-exec', (s, c, b) => this.service.transaction(s, c, b)) });
     for (const kind of ['subscribe', 'psubscribe'] as const) {
       app.route({ method: METHODS, url: `/${kind}/*`, handler: (request, reply) => this.stream(request, reply, kind) });
     }
     app.route({
       method: METHODS,
       url: '/*',
-      handler: (request, reply) => {
-        let args: CommandArgs | undefined;
-        return this.handle(request, reply, (s) => label(args, s), async (session) => {
-          const [path, query] = splitUrl(request.url);
-          args = commandFromPath(path, request.body as Buffer | undefined, new URLSearchParams(query));
-          await this.service.admit(session, 1, commandBytes(args) + request.url.length);
-          return this.service.single(session, args, base64(request));
-        });
-      },
+      handler: single((request) => {
+        const [path, query] = splitUrl(request.url);
+        const args = commandFromPath(path, body(request), new URLSearchParams(query));
+        return { args, bytes: commandBytes(args) + request.url.length };
+      }),
     });
     app.route({
       method: OTHER_METHODS,
       url: '/*',
-      handler: (_request, reply) => reply.code(405).header('allow', METHODS.join(', ')).header('content-type', 'application/json').send(encodeError('ERR method not allowed: use GET, HEAD, POST or PUT')),
+      handler: (_request, reply) =>
+        reply
+          .code(405)
+          .header('allow', METHODS.join(', '))
+          .header('content-type', 'application/json')
+          .send(encodeError('ERR method not allowed: use GET, HEAD, POST or PUT')),
     });
   }
 
@@ -203,8 +199,9 @@ function base64(request: FastifyRequest): boolean {
   return typeof value === 'string' && value.toLowerCase() === 'base64';
 }
 
-function bodyBytes(request: FastifyRequest): number {
-  return (request.body as Buffer | undefined)?.length ?? 0;
+/** The raw request body (the plugin's only content parser yields a Buffer), if any. */
+function body(request: FastifyRequest): Buffer | undefined {
+  return request.body as Buffer | undefined;
 }
 
 function splitUrl(url: string): [string, string] {
