@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { type KvStack, call, startKvStack } from './testing/kv-stack';
 
 /**
@@ -17,6 +18,7 @@ describe('kv-gateway over raw HTTP', () => {
         { name: 'small', db: 1, maxRequestBytes: 1024, dailyRequests: 20 },
       ],
       rival: [{ name: 'main', db: 2 }],
+      careless: [{ name: 'main', db: 3, onControlRedis: true }],
     });
     ({ standard: token, readonly } = stack.tokens('acme', 'main'));
   });
@@ -290,6 +292,17 @@ describe('kv-gateway over raw HTTP', () => {
       const { value } = await reader.read();
       expect(Buffer.from(value!).toString()).toBe('data: message,alerts,hello\n\n');
       await reader.cancel();
+    });
+  });
+
+  describe('control Redis', () => {
+    it('is never served as a tenant database', async () => {
+      const response = await call(url(), { token: stack.tokens('careless', 'main').standard, body: ['FLUSHALL'] });
+      expect(response.status).toBe(503);
+      expect((response.body as { error: string }).error).toMatch(/control Redis/);
+      const control = new Redis(stack.control.url);
+      expect(await control.dbsize()).toBeGreaterThan(0); // the registry is still there
+      control.disconnect();
     });
   });
 

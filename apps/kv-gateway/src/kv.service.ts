@@ -24,6 +24,7 @@ import {
   type Subscription,
   type SubscriptionHandlers,
   isReplyError,
+  serverRunId,
 } from '@restash/kv/data-access-redis';
 import {
   DailyQuota,
@@ -84,6 +85,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   /** Authenticated tokens; dropped on any registry change, and after the registry cache TTL. */
   private readonly sessions = new Map<string, { session: Promise<Session>; expiresAt: number }>();
   private readonly sessionTtlMs: number;
+  private controlServer: Promise<string> | undefined;
 
   constructor(
     @Inject(KV_CONFIG) config: KvGatewayConfig,
@@ -151,6 +153,12 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  private controlRunId(): Promise<string> {
+    this.controlServer ??= serverRunId(this.control);
+    this.controlServer.catch(() => (this.controlServer = undefined));
+    return this.controlServer;
+  }
+
   /** Everything about a token that only a registry change can alter (cached by {@link authenticate}). */
   private async openSession(token: string): Promise<Session> {
     const resolved = await this.fromRegistry(() => this.registry.resolveToken(token));
@@ -158,7 +166,14 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     if (!resolved || !database) throw new KvError(401, 'Unauthorized');
     const { record } = resolved;
     const backend = this.backends.get(database.id, database.redisUrl);
-    const table = await this.fromBackend(database.tenant, () => backend.table());
+    const [table, runId, controlRunId] = await this.fromBackend(database.tenant, () =>
+      Promise.all([backend.table(), backend.serverRunId(), this.controlRunId()]),
+    );
+    if (runId === controlRunId) {
+      // DESIGN.md: tenant data never shares a server with the registry, or FLUSHDB and scripts could reach it.
+      this.logger.error(`KV database ${database.id} points at the control Redis; refusing to serve it`);
+      throw new KvError(503, 'ERR this database is misconfigured: it points at the platform control Redis');
+    }
     return {
       tenant: database.tenant,
       token,

@@ -15,6 +15,8 @@ import { loadKvGatewayConfig } from '../config';
 export interface TestDatabase {
   name: string;
   db: number;
+  /** Put the database on the control Redis (a misconfiguration the gateway must refuse). */
+  onControlRedis?: boolean;
   maxRequestBytes?: number;
   dailyRequests?: number;
 }
@@ -55,7 +57,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
         kv: {
           databases: databases.map((d) => ({
             name: d.name,
-            redis: { url: `redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${data.port}/${d.db}` },
+            redis: { url: d.onControlRedis ? `${control.url}/${d.db}` : `redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${data.port}/${d.db}` },
             limits: { maxRequestBytes: d.maxRequestBytes ?? 1024 * 1024, dailyRequests: d.dailyRequests ?? 0 },
           })),
         },

@@ -60,6 +60,14 @@ function baseOptions(options: KvBackendOptions): RedisOptions {
   };
 }
 
+/** The `run_id` of the server a client is connected to: the same id means the same Redis process. */
+export async function serverRunId(client: Redis): Promise<string> {
+  const info = await client.info('server');
+  const match = /^run_id:(\w+)/m.exec(info);
+  if (!match?.[1]) throw new Error('INFO server has no run_id');
+  return match[1];
+}
+
 const corked = new WeakSet<Redis>();
 
 /**
@@ -131,6 +139,7 @@ export class KvBackend implements CommandRunner {
   private readonly users = new Map<string, Promise<UserConnection>>();
   private readonly subscriptions = new Set<Redis>();
   private commandTable: Promise<CommandTable> | undefined;
+  private runId: Promise<string> | undefined;
 
   constructor(
     readonly url: string,
@@ -162,6 +171,13 @@ export class KvBackend implements CommandRunner {
     this.commandTable ??= (this.clients[0] as Redis).call('command').then(CommandTable.fromCommandReply);
     this.commandTable.catch(() => (this.commandTable = undefined));
     return this.commandTable;
+  }
+
+  /** The `run_id` of the Redis server behind this database (INFO server), fetched once. */
+  serverRunId(): Promise<string> {
+    this.runId ??= serverRunId(this.clients[0] as Redis);
+    this.runId.catch(() => (this.runId = undefined));
+    return this.runId;
   }
 
   private client(): Redis {
