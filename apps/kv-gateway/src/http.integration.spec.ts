@@ -295,6 +295,24 @@ describe('kv-gateway over raw HTTP', () => {
     });
   });
 
+  describe('server-sent events', () => {
+    it('PSUBSCRIBE streams pmessage events with the pattern and channel as the tenant named them', async () => {
+      const stream = await fetch(url('/psubscribe/chat:*'), { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+      expect(stream.headers.get('content-type')).toBe('text/event-stream');
+      const reader = stream.body!.getReader();
+      const first = Buffer.from((await reader.read()).value!).toString();
+      expect(first).toBe('data: psubscribe,chat:*,1\n\n');
+      expect((await call(url(), { token, body: ['PUBLISH', 'chat:room1', '{"text":"hi"}'] })).body).toEqual({ result: 1 });
+      expect(Buffer.from((await reader.read()).value!).toString()).toBe('data: pmessage,chat:*,chat:room1,{"text":"hi"}\n\n');
+      await reader.cancel();
+    });
+
+    it('a subscribe stream needs a valid token and a channel', async () => {
+      expect((await call(url('/subscribe/x'), { method: 'POST', token: 'wrong' })).status).toBe(401);
+      expect((await call(url('/subscribe/'), { method: 'POST', token })).status).toBe(400);
+    });
+  });
+
   describe('control Redis', () => {
     it('is never served as a tenant database', async () => {
       const response = await call(url(), { token: stack.tokens('careless', 'main').standard, body: ['FLUSHALL'] });

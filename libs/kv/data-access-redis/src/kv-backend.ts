@@ -294,8 +294,9 @@ export class KvBackend implements CommandRunner {
 }
 
 /**
- * One connection authenticated as a Redis ACL user. ioredis writes a pipeline's commands in one
- * synchronous batch, so a MULTI … EXEC sent on it never interleaves with another request's commands.
+ * One connection authenticated as a Redis ACL user. A batch's commands are written in one
+ * synchronous run (runPipeline), so a MULTI … EXEC sent on it never interleaves with another
+ * request's commands.
  */
 class UserConnection implements CommandRunner {
   private idleTimer: NodeJS.Timeout | undefined;
