@@ -16,16 +16,16 @@ build: install
 	node tools/build.mjs
 
 lint: install
-	npx nx run-many -t lint --outputStyle=static
+	npx nx run-many -t lint --outputStyle=static --skip-nx-cache
 
 typecheck: install
-	npx nx run-many -t typecheck --outputStyle=static
+	npx nx run-many -t typecheck --outputStyle=static --skip-nx-cache
 
 unit: install
-	npx nx run-many -t test --outputStyle=static
+	npx nx run-many -t test --outputStyle=static --skip-nx-cache
 
 integration: install
-	npx nx run-many -t test-integration --parallel=1 --outputStyle=static
+	npx nx run-many -t test-integration --parallel=1 --outputStyle=static --skip-nx-cache
 
 test: lint typecheck unit integration ## what CI runs
 
