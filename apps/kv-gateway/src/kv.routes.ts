@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -31,8 +31,10 @@ type Work = (session: Session) => Promise<string>;
  * command-in-path form takes any path and this is the hot path of every SDK call.
  */
 @Injectable()
-export class KvRoutes implements OnModuleInit {
+export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger('KvRoutes');
+  /** Ends each open event stream; the HTTP server cannot close while one is open. */
+  private readonly streams = new Set<() => void>();
 
   constructor(
     private readonly adapterHost: HttpAdapterHost,
@@ -44,6 +46,10 @@ export class KvRoutes implements OnModuleInit {
   onModuleInit(): void {
     const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
     void fastify.register(async (app) => this.routes(app));
+  }
+
+  beforeApplicationShutdown(): void {
+    for (const end of this.streams) end();
   }
 
   private routes(app: FastifyInstance): void {
@@ -162,7 +168,10 @@ export class KvRoutes implements OnModuleInit {
       });
       raw.write(sseEvent([kind, name, '1']));
       const heartbeat = setInterval(() => raw.write(SSE_HEARTBEAT), this.config.sseHeartbeatMs);
+      const end = () => raw.end();
+      this.streams.add(end);
       raw.on('close', () => {
+        this.streams.delete(end);
         clearInterval(heartbeat);
         subscription.close();
       });

@@ -74,7 +74,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
     HOST: '127.0.0.1',
     PORT: '0',
     MANAGEMENT_PORT: '0',
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: 'fatal',
     ...env,
   });
   const service: HttpService = await startHttpService(AppModule.forRoot(config), config.http);

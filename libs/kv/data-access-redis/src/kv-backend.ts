@@ -1,4 +1,3 @@
-import { createPool, type Pool } from 'generic-pool';
 import { Redis, type RedisOptions } from 'ioredis';
 import { CommandTable, type CommandArgs, type Reply } from '@restash/kv/util-command';
 import { RawCommand, isReplyError } from './raw-command';
@@ -135,7 +134,7 @@ async function runTransaction(client: Redis, commands: CommandArgs[]): Promise<T
 export class KvBackend implements CommandRunner {
   private readonly clients: Redis[];
   private next = 0;
-  private readonly transactions: Pool<Redis>;
+  private readonly transactions: DedicatedConnections;
   private readonly users = new Map<string, Promise<UserConnection>>();
   private readonly subscriptions = new Set<Redis>();
   private commandTable: Promise<CommandTable> | undefined;
@@ -146,17 +145,15 @@ export class KvBackend implements CommandRunner {
     private readonly options: KvBackendOptions,
   ) {
     this.clients = Array.from({ length: options.poolSize }, () => this.connect());
-    this.transactions = createPool(
-      {
-        create: async () => {
-          const client = this.connect({ lazyConnect: true });
-          await client.connect();
-          return client;
-        },
-        destroy: async (client) => void client.disconnect(),
-        validate: async (client) => client.status === 'ready',
+    this.transactions = new DedicatedConnections(
+      async () => {
+        // No reconnects: a dropped transaction connection is replaced, never silently re-authenticated.
+        const client = this.connect({ lazyConnect: true, retryStrategy: () => null });
+        await client.connect();
+        return client;
       },
-      { max: options.transactionPoolSize, min: 0, idleTimeoutMillis: options.idleTimeoutMs, testOnBorrow: true },
+      options.transactionPoolSize,
+      options.idleTimeoutMs,
     );
   }
 
@@ -193,16 +190,8 @@ export class KvBackend implements CommandRunner {
     return runPipeline(this.client(), commands);
   }
 
-  async transaction(commands: CommandArgs[]): Promise<TransactionOutcome> {
-    const client = await this.transactions.acquire();
-    try {
-      const outcome = await runTransaction(client, commands);
-      await this.transactions.release(client);
-      return outcome;
-    } catch (error) {
-      await this.transactions.destroy(client);
-      throw error;
-    }
+  transaction(commands: CommandArgs[]): Promise<TransactionOutcome> {
+    return this.transactions.use((client) => runTransaction(client, commands));
   }
 
   /**
@@ -278,8 +267,8 @@ export class KvBackend implements CommandRunner {
       const [role, status] = k.split('\0') as [string, string];
       return { role, status, count };
     });
-    out.push({ role: 'transaction', status: 'borrowed', count: this.transactions.borrowed });
-    out.push({ role: 'transaction', status: 'idle', count: this.transactions.available });
+    out.push({ role: 'transaction', status: 'borrowed', count: this.transactions.borrowedCount });
+    out.push({ role: 'transaction', status: 'idle', count: this.transactions.idleCount });
     out.push({ role: 'acl-user', status: 'open', count: this.users.size });
     return out;
   }
@@ -288,8 +277,7 @@ export class KvBackend implements CommandRunner {
     for (const client of [...this.clients, ...this.subscriptions]) client.disconnect();
     for (const user of this.users.values()) user.then((u) => u.close()).catch(() => undefined);
     this.users.clear();
-    await this.transactions.drain();
-    await this.transactions.clear();
+    this.transactions.close();
   }
 }
 
@@ -344,5 +332,80 @@ class UserConnection implements CommandRunner {
   close(): void {
     clearTimeout(this.idleTimer);
     this.client.disconnect();
+  }
+}
+
+/**
+ * Connections lent to one borrower at a time (transactions): at most `max` at once, later
+ * borrowers wait; idle ones are reused, and closed after `idleTimeoutMs`. A connection that fails
+ * during use is closed, and a failed connect fails the borrower at once. (generic-pool 3.9 was
+ * tried first: when its factory fails, it re-dispenses in a loop and acquire() never settles
+ * without a timeout, lib/Pool.js `_createResource`, so a Redis outage hung /multi-exec.)
+ */
+class DedicatedConnections {
+  private readonly idle: Array<{ client: Redis; timer: NodeJS.Timeout }> = [];
+  private readonly waiting: Array<() => void> = [];
+  private borrowed = 0;
+
+  constructor(
+    private readonly open: () => Promise<Redis>,
+    private readonly max: number,
+    private readonly idleTimeoutMs: number,
+  ) {}
+
+  get borrowedCount(): number {
+    return this.borrowed;
+  }
+
+  get idleCount(): number {
+    return this.idle.length;
+  }
+
+  /** Runs `work` on a connection nobody else uses meanwhile. */
+  async use<T>(work: (client: Redis) => Promise<T>): Promise<T> {
+    while (this.borrowed >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.borrowed++;
+    let client: Redis | undefined;
+    try {
+      client = this.takeIdle() ?? (await this.open());
+      const result = await work(client);
+      this.putIdle(client);
+      return result;
+    } catch (error) {
+      client?.disconnect();
+      throw error;
+    } finally {
+      this.borrowed--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  close(): void {
+    for (const { client, timer } of this.idle.splice(0)) {
+      clearTimeout(timer);
+      client.disconnect();
+    }
+  }
+
+  private takeIdle(): Redis | undefined {
+    for (let entry = this.idle.pop(); entry; entry = this.idle.pop()) {
+      clearTimeout(entry.timer);
+      if (entry.client.status === 'ready') return entry.client;
+      entry.client.disconnect();
+    }
+    return undefined;
+  }
+
+  private putIdle(client: Redis): void {
+    const entry = {
+      client,
+      timer: setTimeout(() => {
+        const at = this.idle.indexOf(entry);
+        if (at >= 0) this.idle.splice(at, 1);
+        client.disconnect();
+      }, this.idleTimeoutMs),
+    };
+    entry.timer.unref();
+    this.idle.push(entry);
   }
 }

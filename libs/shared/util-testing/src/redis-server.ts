@@ -12,6 +12,10 @@ export interface RedisServer {
   dir: string;
   /** Stops the server (SIGTERM, then SIGKILL after 3 s) and removes its directory. */
   stop(): Promise<void>;
+  /** Stops the process but keeps its port and directory, for outage tests. */
+  kill(): Promise<void>;
+  /** Stops the process and starts it again on the same port and configuration. */
+  restart(): Promise<void>;
 }
 
 /** A TCP port that was free on 127.0.0.1 a moment ago. */
@@ -49,8 +53,26 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const conf = join(dir, 'redis.conf');
   const lines = [`port ${port}`, 'bind 127.0.0.1', 'save ""', 'appendonly no', `dir ${dir}`, ...(options.config ?? [])];
   await writeFile(conf, `${lines.join('\n')}\n`, { mode: 0o600 });
+  let running = await spawnRedis(conf, port, options.auth);
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    dir,
+    stop: async () => {
+      await running.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+    kill: () => running.stop(),
+    restart: async () => {
+      await running.stop();
+      running = await spawnRedis(conf, port, options.auth);
+    },
+  };
+}
+
+/** One redis-server process on a config file, answering PING. */
+async function spawnRedis(conf: string, port: number, auth?: { username: string; password: string }): Promise<{ stop(): Promise<void> }> {
   const child = spawn('redis-server', [conf], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const auth = options.auth;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     await waitForPing(port, auth);
@@ -58,15 +80,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     child.kill('SIGKILL');
     throw error;
   }
-  return {
-    port,
-    url: `redis://127.0.0.1:${port}`,
-    dir,
-    stop: async () => {
-      await stopChild(child, exited);
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
+  return { stop: () => stopChild(child, exited) };
 }
 
 async function waitForPing(port: number, auth?: { username: string; password: string }): Promise<void> {

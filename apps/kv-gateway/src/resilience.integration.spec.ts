@@ -1,0 +1,49 @@
+import { eventually } from '@restash/shared/util-testing';
+import { type KvStack, call, startKvStack } from './testing/kv-stack';
+
+/** What a tenant sees when an engine goes away and comes back, and when the gateway stops. */
+describe('kv-gateway when things fail', () => {
+  let stack: KvStack;
+  let token: string;
+  const url = (path = '') => `${stack.url}${path}`;
+
+  beforeAll(async () => {
+    stack = await startKvStack({ acme: [{ name: 'main', db: 0 }] });
+    token = stack.tokens('acme', 'main').standard;
+  });
+  afterAll(() => stack?.stop());
+
+  it('answers 503 with a JSON error while the tenant Redis is down, and recovers when it is back', async () => {
+    expect((await call(url(), { token, body: ['SET', 'k', 'before'] })).body).toEqual({ result: 'OK' });
+    await stack.data.kill();
+    for (const [path, body] of [['/', ['GET', 'k']], ['/pipeline', [['GET', 'k']]], ['/multi-exec', [['GET', 'k']]]] as const) {
+      const response = await call(url(path), { token, body });
+      expect(response.status).toBe(503);
+      expect((response.body as { error: string }).error).toMatch(/^ERR the database is unavailable/);
+    }
+    await stack.data.restart();
+    await eventually(async () => expect((await call(url(), { token, body: ['SET', 'k', 'after'] })).body).toEqual({ result: 'OK' }), 10_000);
+    const metrics = (await call(`${stack.managementUrl}/metrics`)).body as string;
+    expect(metrics).toMatch(/restash_kv_backend_errors_total\{tenant="acme",kind="connection"\} [1-9]/);
+  });
+
+  it('keeps serving known tokens while the control Redis is down, and answers 503 for the rest', async () => {
+    await stack.control.kill();
+    expect((await call(url(), { token, body: ['GET', 'k'] })).body).toEqual({ result: 'after' });
+    const unknown = await call(url(), { token: 'never-seen', body: ['GET', 'k'] });
+    expect(unknown.status).toBe(503);
+    expect((unknown.body as { error: string }).error).toMatch(/registry is unavailable/);
+    await stack.control.restart();
+  });
+
+  it('ends open event streams when it shuts down', async () => {
+    const stream = await fetch(url('/subscribe/news'), { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    const reader = stream.body!.getReader();
+    await reader.read(); // subscribe event
+    const stopped = stack.stop();
+    let done = false;
+    while (!done) ({ done } = await reader.read());
+    await stopped;
+    stack = undefined as unknown as KvStack;
+  });
+});
