@@ -14,6 +14,7 @@ import {
   parseJsonBody,
   sseEvent,
 } from '@restash/kv/util-command';
+import { rawBodyHook } from '@restash/shared/util-http';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
 import { KvService, type Session } from './kv.service';
@@ -53,6 +54,8 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   private routes(app: FastifyInstance): void {
+    // Bodies are raw bytes, whatever the content type (a POSTed value is a command argument).
+    app.addHook('onRequest', rawBodyHook(this.config.http.bodyLimitBytes));
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
     app.setErrorHandler((error: FastifyError, request, reply) => {

@@ -1,2 +1,3 @@
 export * from './observability.module';
 export * from './bootstrap';
+export * from './raw-body';

