@@ -61,19 +61,20 @@ export async function startHttpService(rootModule: Type<unknown> | DynamicModule
 
   const app = await NestFactory.create<NestFastifyApplication>(rootModule, adapter, { bodyParser: false, logger });
   app.enableShutdownHooks();
+  const management = await startManagementServer(app.get(Readiness), app.get<Registry>(METRICS_REGISTRY), config);
+  // However the application closes (close(), SIGTERM), the management server closes with it.
+  adapter.getInstance().addHook('onClose', async () => {
+    await management.server.close();
+  });
   await app.listen(config.port, config.host);
 
-  const management = await startManagementServer(app.get(Readiness), app.get<Registry>(METRICS_REGISTRY), config);
   const url = await app.getUrl();
   logger.log(`listening on ${url}, management on ${management.url}`);
   return {
     app,
     url: url.replace('[::1]', '127.0.0.1'),
     managementUrl: management.url,
-    close: async () => {
-      await management.server.close();
-      await app.close();
-    },
+    close: () => app.close(),
   };
 }
 
