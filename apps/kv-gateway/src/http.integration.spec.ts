@@ -310,6 +310,7 @@ describe('kv-gateway over raw HTTP', () => {
     it('a subscribe stream needs a valid token and a channel', async () => {
       expect((await call(url('/subscribe/x'), { method: 'POST', token: 'wrong' })).status).toBe(401);
       expect((await call(url('/subscribe/'), { method: 'POST', token })).status).toBe(400);
+      expect((await call(url('/subscribe/%E0%A4%A'), { method: 'POST', token })).status).toBe(400);
     });
   });
 

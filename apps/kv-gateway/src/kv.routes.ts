@@ -10,6 +10,7 @@ import {
   commandFromPath,
   commandName,
   commandsFromJson,
+  decodeSegment,
   encodeError,
   parseJsonBody,
   sseEvent,
@@ -146,7 +147,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       const session = await this.service.authenticate(credentials(request));
       tenant = session.tenant;
       const [path] = splitUrl(request.url);
-      const name = decodeURIComponent(path.slice(kind.length + 2));
+      const name = decodeSegment(path.slice(kind.length + 2));
       if (name === '') throw KvError.badRequest(`ERR wrong number of arguments for '${kind}' command`);
       await this.service.admit(session, 1, request.url.length);
       const prefix = session.policy.prefix.length;
@@ -162,6 +163,10 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
           ),
         end: () => raw.end(),
       });
+      if (request.raw.socket.destroyed) {
+        subscription.close(); // the client left while we subscribed
+        return;
+      }
       reply.hijack();
       raw.writeHead(200, {
         'content-type': 'text/event-stream',

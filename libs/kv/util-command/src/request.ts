@@ -79,7 +79,11 @@ export function commandFromPath(path: string, body: Buffer | undefined, query: U
   return args;
 }
 
-function decodeSegment(segment: string): string {
+/**
+ * Percent-decodes one path segment (a key, a channel, …).
+ * @throws KvError 400 for a malformed percent-encoding
+ */
+export function decodeSegment(segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
