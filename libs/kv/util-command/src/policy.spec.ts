@@ -27,6 +27,7 @@ const table = CommandTable.fromCommandReply([
     entry('acl|deluser', -3, ['admin', 'noscript']),
     entry('acl|list', 2, ['admin', 'noscript']),
     entry('acl|whoami', 2, ['noscript']),
+    entry('acl|dryrun', -4, ['admin', 'noscript']),
     entry('acl|log', -2, ['admin', 'noscript']),
   ]),
   entry('pubsub', -2, [], [entry('pubsub|channels', -2, ['pubsub']), entry('pubsub|numsub', -2, ['pubsub'])]),
@@ -85,6 +86,9 @@ describe('prepareCommand', () => {
     expect(argsOf(['acl', 'deluser', 'a', 'b'])).toEqual(['acl', 'deluser', 'd1:a', 'd1:b']);
     expect(argsOf(['publish', 'news', 'hi'])).toEqual(['publish', 'd1:news', 'hi']);
     expect(argsOf(['pubsub', 'channels'])).toEqual(['pubsub', 'channels', 'd1:*']);
+    expect(argsOf(['pubsub', 'channels', 'n*'])).toEqual(['pubsub', 'channels', 'd1:n*']);
+    expect(argsOf(['pubsub', 'numsub', 'a', 'b'])).toEqual(['pubsub', 'numsub', 'd1:a', 'd1:b']);
+    expect(argsOf(['acl', 'dryrun', 'alice', 'get', 'k'])).toEqual(['acl', 'dryrun', 'd1:alice', 'get', 'k']);
     expect(prepare(['acl', 'resttoken', 'alice', 'pw'])).toEqual({
       kind: 'acl-resttoken',
       label: 'acl|resttoken',
@@ -99,7 +103,7 @@ describe('prepareCommand', () => {
     expect(argsOf(['get', 'k'], readonly)).toEqual(['get', 'k']);
     expect(prepare(['info'], readonly).label).toBe('info');
     expect(argsOf(['EVAL', 'return 1', '0'], readonly)).toEqual(['eval_ro', 'return 1', '0']);
-    for (const args of [['set', 'k', 'v'], ['scan', '0'], ['publish', 'c', 'm'], ['flushall'], ['acl', 'setuser', 'x'], ['acl', 'resttoken', 'u', 'p']]) {
+    for (const args of [['set', 'k', 'v'], ['scan', '0'], ['publish', 'c', 'm'], ['flushall'], ['acl', 'setuser', 'x'], ['acl', 'list'], ['acl', 'resttoken', 'u', 'p']]) {
       expect(refusal(args, readonly)).toMatch(/^NOPERM this user has no permissions to run the '/);
     }
   });

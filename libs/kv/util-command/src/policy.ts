@@ -1,7 +1,7 @@
 import type { CommandTable } from './command-table';
 import type { Reply } from './encode';
 import { KvError } from './kv-error';
-import { type Arg, type CommandArgs, commandName } from './request';
+import { type CommandArgs, commandName } from './request';
 
 /** What a token may do (spec 000, Authentication): everything supported, reads only, or as a Redis ACL user. */
 export type TokenRole = 'standard' | 'readonly' | 'acl';
@@ -76,13 +76,20 @@ const TENANT_ACL: ReadonlyMap<string, ReplyRewrite | undefined> = new Map([
   ['acl|users', 'acl-users'],
 ]);
 
-/** Reads a public read-only token may not run (spec 000, Authentication 2), or that change state without a `write` flag. */
+/**
+ * Reads a public read-only token may not run (spec 000, Authentication 2), commands that change
+ * state without a `write` flag, and ACL reads that would show users' rules and password hashes.
+ */
 const READONLY_REFUSED: ReadonlySet<string> = new Set([
   'scan',
   'keys',
   'publish',
   'acl|setuser',
   'acl|deluser',
+  'acl|getuser',
+  'acl|list',
+  'acl|users',
+  'acl|dryrun',
   'acl|resttoken',
   'script|load',
   'script|flush',
@@ -151,26 +158,33 @@ function structuralRefusal(name: string, args: CommandArgs, flags: ReadonlySet<s
 
 function scope(command: RedisCommand, prefix: string, rewrite: ReplyRewrite | undefined): RedisCommand {
   const args = command.args;
-  const at = (i: number, f: (a: Arg) => Arg) => args.map((a, j) => (j === i ? f(a) : a));
-  const withPrefix = (a: Arg): Arg => (typeof a === 'string' ? prefix + a : Buffer.concat([Buffer.from(prefix), a]));
   switch (command.label) {
     case 'flushall':
       return { ...command, args: ['flushdb', ...args.slice(1)] };
+    case 'publish':
+      return { ...command, args: withPrefix(args, prefix, 1, 2) };
     case 'acl|setuser':
     case 'acl|getuser':
     case 'acl|dryrun':
-    case 'publish':
-      return { ...command, args: at(command.label === 'publish' ? 1 : 2, withPrefix) };
+      return { ...command, args: withPrefix(args, prefix, 2, 3) };
     case 'acl|deluser':
-      return { ...command, args: args.map((a, j) => (j >= 2 ? withPrefix(a) : a)) };
+      return { ...command, args: withPrefix(args, prefix, 2) };
     case 'acl|whoami':
       return { ...command, rewrite: 'acl-whoami' };
     case 'pubsub|channels':
-      return { ...command, args: [args[0] as Arg, args[1] as Arg, withPrefix(args[2] ?? '*')], rewrite: 'pubsub-channels' };
+      return { ...command, args: withPrefix(args.length > 2 ? args : [...args, '*'], prefix, 2), rewrite: 'pubsub-channels' };
     case 'pubsub|numsub':
-      return { ...command, args: args.map((a, j) => (j >= 2 ? withPrefix(a) : a)), rewrite: 'pubsub-numsub' };
+      return { ...command, args: withPrefix(args, prefix, 2), rewrite: 'pubsub-numsub' };
   }
   return rewrite ? { ...command, rewrite } : command;
+}
+
+/** A copy of `args` whose arguments from index `from` up to (not including) `to` carry the prefix. */
+function withPrefix(args: CommandArgs, prefix: string, from: number, to = args.length): CommandArgs {
+  return args.map((a, i) => {
+    if (i < from || i >= to) return a;
+    return typeof a === 'string' ? prefix + a : Buffer.concat([Buffer.from(prefix), a]);
+  });
 }
 
 function restToken(args: CommandArgs, ctx: PolicyContext): RestTokenCommand {
