@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { registryKeys } from './records';
 
@@ -19,16 +20,15 @@ if used == n then redis.call('EXPIRE', KEYS[1], 172800) end
 return {1, used}
 `;
 
+/** SHA-1 of the script: EVALSHA first, EVAL (which also caches it) when the server does not know it yet. */
+const CONSUME_SHA = createHash('sha1').update(CONSUME).digest('hex');
+
 /**
  * Per-resource daily request limits, counted in the control Redis so that every gateway replica
  * shares one count (DESIGN.md, Limits). Days are UTC calendar days.
  */
 export class DailyQuota {
-  private readonly sha: Promise<string>;
-
-  constructor(private readonly redis: Redis) {
-    this.sha = redis.script('LOAD', CONSUME) as Promise<string>;
-  }
+  constructor(private readonly redis: Redis) {}
 
   /**
    * Counts `count` requests against `limit` for today, or refuses them all when that would exceed it.
@@ -41,7 +41,7 @@ export class DailyQuota {
     const key = registryKeys.quota(api, resource, now.toISOString().slice(0, 10));
     let reply: [number, number];
     try {
-      reply = (await this.redis.evalsha(await this.sha, 1, key, count, limit)) as [number, number];
+      reply = (await this.redis.evalsha(CONSUME_SHA, 1, key, count, limit)) as [number, number];
     } catch (error) {
       if (!String(error).includes('NOSCRIPT')) throw error;
       reply = (await this.redis.eval(CONSUME, 1, key, count, limit)) as [number, number];
