@@ -16,6 +16,7 @@ describe('kv-gateway over raw HTTP', () => {
       acme: [
         { name: 'main', db: 0 },
         { name: 'small', db: 1, maxRequestBytes: 1024, dailyRequests: 20 },
+        { name: 'shared', db: 4, dailyRequests: 10 },
       ],
       rival: [{ name: 'main', db: 2 }],
       careless: [{ name: 'main', db: 3, onControlRedis: true }],
@@ -237,6 +238,17 @@ describe('kv-gateway over raw HTTP', () => {
       expect((tx.body as { error: string }).error).toMatch(/^ERR max daily request limit exceeded/);
       expect(await stack.admin(1).exists('over0')).toBe(0);
       expect((await call(url(), { token: small(), body: ['GET', 'q1'] })).body).toEqual({ result: '1' });
+    });
+
+    it('counts the daily limit once across gateway replicas', async () => {
+      const other = await stack.replica();
+      const shared = stack.tokens('acme', 'shared').standard;
+      const statuses: number[] = [];
+      for (let i = 0; i < 14; i++) {
+        statuses.push((await call(`${i % 2 ? other : stack.url}/incr/hits`, { token: shared })).status);
+      }
+      expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+      expect(await stack.admin(4).get('hits')).toBe('10');
     });
   });
 

@@ -30,6 +30,8 @@ export interface KvStack {
   tokens(tenant: string, database: string): KvDatabaseTokens;
   /** A direct connection to the data Redis as the gateway's admin user, to check what really happened. */
   admin(db: number): Redis;
+  /** Another gateway replica on the same registry (closed by stop()). */
+  replica(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -78,6 +80,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
     ...env,
   });
   const service: HttpService = await startHttpService(AppModule.forRoot(config), config.http);
+  const replicas: HttpService[] = [];
   const admins: Redis[] = [];
   return {
     url: service.url,
@@ -94,8 +97,14 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
       admins.push(client);
       return client;
     },
+    replica: async () => {
+      const replica = await startHttpService(AppModule.forRoot(config), config.http);
+      replicas.push(replica);
+      return replica.url;
+    },
     stop: async () => {
       for (const client of admins) client.disconnect();
+      await Promise.all(replicas.map((r) => r.close()));
       await service.close();
       await Promise.all([control.stop(), data.stop()]);
     },
