@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh Debian machine, and nothing that is already there:
-# redis-server (apt) and the npm packages (when package-lock.json changed). Used by
+# redis-server and curl (apt) and the npm packages (when package-lock.json changed). Used by
 # `make dev`, `make test` and .ci/run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -8,10 +8,14 @@ cd "$root"
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-if ! command -v redis-server >/dev/null 2>&1; then
-  echo "installing redis-server (apt)"
+# Debian packages, by the command they provide.
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server redis-tools)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} (apt)"
   as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq redis-server redis-tools >/dev/null
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
   # Debian starts a system-wide redis on 6379; the project runs its own servers and does not need it.
   as_root systemctl disable --now redis-server >/dev/null 2>&1 || true
 fi
