@@ -34,6 +34,7 @@ import {
   generateToken,
   registryKeys,
   openWithToken,
+  parseKvAclUserKey,
   sealWithToken,
   tokenDigest,
 } from '@restash/shared/data-access-registry';
@@ -103,13 +104,10 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     // Another replica changed a Redis ACL user: its connections here must not outlive the change.
-    const aclUserKey = registryKeys.kvAclUser('', '');
     this.registry.onChange((key) => {
       this.sessions.clear();
-      if (!key.startsWith(aclUserKey.slice(0, -1))) return;
-      const rest = key.slice(aclUserKey.length - 1);
-      const split = rest.indexOf(':');
-      this.backends.find(rest.slice(0, split))?.dropUser(rest.slice(split + 1));
+      const changed = parseKvAclUserKey(key);
+      if (changed) this.backends.find(changed.database)?.dropUser(changed.user);
     });
     await this.registry.start();
   }

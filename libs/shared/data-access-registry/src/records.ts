@@ -19,15 +19,25 @@ import { z } from 'zod';
 export const REGISTRY_PREFIX = 'restash:v1:';
 export const REGISTRY_CHANNEL = `${REGISTRY_PREFIX}changes`;
 
+const KV_ACL_USER = `${REGISTRY_PREFIX}kv:acl-user:`;
+
 export const registryKeys = {
   token: (digest: string) => `${REGISTRY_PREFIX}token:${digest}`,
   kvDatabase: (id: string) => `${REGISTRY_PREFIX}kv:database:${id}`,
   /** Announced (never stored) when a tenant changes a Redis ACL user, so every gateway drops its connections. */
-  kvAclUser: (id: string, user: string) => `${REGISTRY_PREFIX}kv:acl-user:${id}:${user}`,
+  kvAclUser: (id: string, user: string) => `${KV_ACL_USER}${id}:${user}`,
   tenant: (name: string) => `${REGISTRY_PREFIX}tenant:${name}`,
   tenantAclTokens: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:acl-tokens`,
   quota: (api: string, id: string, day: string) => `${REGISTRY_PREFIX}quota:${api}:${id}:${day}`,
 };
+
+/** The database id and Redis user of a key made by `registryKeys.kvAclUser`, or undefined for other keys. */
+export function parseKvAclUserKey(key: string): { database: string; user: string } | undefined {
+  if (!key.startsWith(KV_ACL_USER)) return undefined;
+  const rest = key.slice(KV_ACL_USER.length);
+  const split = rest.indexOf(':'); // database ids hold no ':' (tenant.database, both DNS labels)
+  return split < 0 ? undefined : { database: rest.slice(0, split), user: rest.slice(split + 1) };
+}
 
 /** Which resource a token opens and with what rights. */
 export const tokenRecordSchema = z.object({

@@ -58,6 +58,7 @@ export function rawBodyHook(limitBytes: number): onRequestHookHandler {
     };
     raw.on('data', onData);
     raw.on('end', onEnd);
-    raw.once('error', (error) => done(error));
+    // A client that breaks off its upload is a client mistake (400), not a server fault.
+    raw.once('error', (error) => done(Object.assign(new Error(`request body could not be read: ${error.message}`), { statusCode: 400 })));
   };
 }
