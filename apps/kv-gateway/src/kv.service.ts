@@ -159,7 +159,8 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
 
   /** Everything about a token that only a registry change can alter (cached by {@link authenticate}). */
   private async openSession(token: string): Promise<Session> {
-    const resolved = await this.fromRegistry(() => this.registry.resolveToken(token));
+    const found = await this.fromRegistry(() => this.registry.resolveToken(token));
+    const resolved = found?.record.api === 'kv' ? found : null; // a vector token opens no database
     const database = resolved && (await this.fromRegistry(() => this.registry.kvDatabase(resolved.record.resource)));
     if (!resolved || !database) throw new KvError(401, 'Unauthorized');
     const { record } = resolved;

@@ -5,7 +5,7 @@ import { type TenantDocument, type TenantTokens, generateToken } from '@restash/
 /**
  * The plain tokens of a tenant, kept in `<dir>/<tenant>.json` (mode 0600): the local stand-in for
  * the tenant's Kubernetes Secret. Tokens already there are reused, so re-applying a file keeps
- * every client working; databases without tokens get new ones.
+ * every client working; databases and indexes without tokens get new ones.
  */
 export async function ensureTenantTokens(dir: string, tenant: TenantDocument): Promise<TenantTokens> {
   const file = join(dir, `${tenant.metadata.name}.json`);
@@ -15,10 +15,10 @@ export async function ensureTenantTokens(dir: string, tenant: TenantDocument): P
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read ${file}: ${String(error)}`);
   }
-  const tokens: TenantTokens = { kv: {} };
-  for (const db of tenant.spec.kv.databases) {
-    tokens.kv[db.name] = existing.kv?.[db.name] ?? { standard: generateToken(), readonly: generateToken() };
-  }
+  const fresh = () => ({ standard: generateToken(), readonly: generateToken() });
+  const tokens: TenantTokens = { kv: {}, vector: {} };
+  for (const db of tenant.spec.kv.databases) tokens.kv[db.name] = existing.kv?.[db.name] ?? fresh();
+  for (const index of tenant.spec.vector.indexes) tokens.vector[index.name] = existing.vector?.[index.name] ?? fresh();
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await writeFile(file, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600 });
   await chmod(file, 0o600);

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import {
-  type KvDatabaseTokens,
+  type ResourceTokens,
   RegistryWriter,
   type TenantDocument,
   generateToken,
@@ -27,7 +27,7 @@ export interface KvStack {
   managementUrl: string;
   control: RedisServer;
   data: RedisServer;
-  tokens(tenant: string, database: string): KvDatabaseTokens;
+  tokens(tenant: string, database: string): ResourceTokens;
   /** A direct connection to the data Redis as the gateway's admin user, to check what really happened. */
   admin(db: number): Redis;
   /** Another gateway replica on the same registry (closed by stop()). */
@@ -48,7 +48,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
     auth: ADMIN,
   });
   const registry = new Redis(control.url);
-  const tokens = new Map<string, KvDatabaseTokens>();
+  const tokens = new Map<string, ResourceTokens>();
   const writer = new RegistryWriter(registry);
   for (const [tenant, databases] of Object.entries(tenants)) {
     const doc: TenantDocument = tenantDocumentSchema.parse({
@@ -66,7 +66,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
       },
     });
     const kv = Object.fromEntries(databases.map((d) => [d.name, { standard: generateToken(), readonly: generateToken() }]));
-    await writer.applyTenant(doc, { kv });
+    await writer.applyTenant(doc, { kv, vector: {} });
     for (const [name, t] of Object.entries(kv)) tokens.set(`${tenant}/${name}`, t);
   }
   registry.disconnect();

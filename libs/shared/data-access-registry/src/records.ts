@@ -9,6 +9,9 @@ import { z } from 'zod';
  * |-------------------------------------|----------------------------------------|
  * | `restash:v1:token:<sha256 hex>`     | {@link TokenRecord}                    |
  * | `restash:v1:kv:database:<id>`       | {@link KvDatabaseRecord}               |
+ * | `restash:v1:vector:index:<id>`      | {@link VectorIndexRecord}              |
+ * | `restash:v1:vector:namespaces:<id>` | Redis hash: namespace → next insertion sequence number (index state, kept by vector-gateway) |
+ * | `restash:v1:vector:resumable:<uuid>` | a resumable query's state, with the query's idle timeout as TTL |
  * | `restash:v1:tenant:<name>`          | {@link TenantIndexRecord}              |
  * | `restash:v1:tenant:<name>:acl-tokens` | Redis set of token keys minted at run time |
  * | `restash:v1:quota:<api>:<id>:<day>` | integer, requests counted that UTC day |
@@ -26,6 +29,9 @@ export const registryKeys = {
   kvDatabase: (id: string) => `${REGISTRY_PREFIX}kv:database:${id}`,
   /** Announced (never stored) when a tenant changes a Redis ACL user, so every gateway drops its connections. */
   kvAclUser: (id: string, user: string) => `${KV_ACL_USER}${id}:${user}`,
+  vectorIndex: (id: string) => `${REGISTRY_PREFIX}vector:index:${id}`,
+  vectorNamespaces: (id: string) => `${REGISTRY_PREFIX}vector:namespaces:${id}`,
+  vectorResumable: (uuid: string) => `${REGISTRY_PREFIX}vector:resumable:${uuid}`,
   tenant: (name: string) => `${REGISTRY_PREFIX}tenant:${name}`,
   tenantAclTokens: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:acl-tokens`,
   quota: (api: string, id: string, day: string) => `${REGISTRY_PREFIX}quota:${api}:${id}:${day}`,
@@ -44,10 +50,10 @@ export const tokenRecordSchema = z.object({
   /** SHA-256 of the token, hex; equal to the key suffix (checked in constant time on read). */
   digest: z.string().regex(/^[0-9a-f]{64}$/),
   tenant: z.string(),
-  api: z.literal('kv'),
-  /** The resource id, e.g. a KV database id. */
+  api: z.enum(['kv', 'vector']),
+  /** The resource id: a KV database id or a vector index id. */
   resource: z.string(),
-  /** standard: every supported command; readonly: reads only; acl: runs as a Redis ACL user. */
+  /** standard: every operation; readonly: reads only; acl (KV only): runs as a Redis ACL user. */
   role: z.enum(['standard', 'readonly', 'acl']),
   /** role acl only: the Redis ACL user name as stored in Redis (namespaced). */
   aclUser: z.string().optional(),
@@ -70,12 +76,54 @@ export const kvDatabaseRecordSchema = z.object({
 });
 export type KvDatabaseRecord = z.infer<typeof kvDatabaseRecordSchema>;
 
+/** Upstash's similarity functions; each maps onto a Qdrant distance (DESIGN.md, Vector). */
+export const SIMILARITY_FUNCTIONS = ['COSINE', 'EUCLIDEAN', 'DOT_PRODUCT'] as const;
+export type SimilarityFunction = (typeof SIMILARITY_FUNCTIONS)[number];
+
+/** Where the `*-data` endpoints of an index turn text into vectors: an OpenAI-compatible embeddings API. */
+export const embedderRecordSchema = z.object({
+  /** Base URL; the gateway POSTs to `<url>/embeddings`. */
+  url: z.string(),
+  /** The model name sent to the endpoint and reported by `info` as the index's embedding model. */
+  model: z.string(),
+  /** Name of the gateway environment variable holding the endpoint's API key, if it needs one. */
+  apiKeyEnv: z.string().optional(),
+});
+export type EmbedderRecord = z.infer<typeof embedderRecordSchema>;
+
+/** A vector index: one Qdrant collection (namespaces are a payload partition inside it) and its limits. */
+export const vectorIndexRecordSchema = z.object({
+  id: z.string(),
+  tenant: z.string(),
+  name: z.string(),
+  dimension: z.number().int().positive(),
+  similarityFunction: z.enum(SIMILARITY_FUNCTIONS),
+  /** Only dense indexes exist so far; sparse and hybrid will add values here. */
+  indexType: z.literal('DENSE'),
+  /** Qdrant's REST endpoint, and its API key if it has one. */
+  qdrantUrl: z.string(),
+  qdrantApiKey: z.string().optional(),
+  /** The collection that holds the index. */
+  collection: z.string(),
+  embedder: embedderRecordSchema.optional(),
+  /** Largest accepted request body, in bytes. */
+  maxRequestBytes: z.number().int().positive(),
+  /** Requests per UTC day across all gateway replicas; 0 means unlimited. */
+  dailyRequestLimit: z.number().int().nonnegative(),
+});
+export type VectorIndexRecord = z.infer<typeof vectorIndexRecordSchema>;
+
 /** What a tenant owns in the registry, so that a re-apply can remove what left its spec. */
 export const tenantIndexRecordSchema = z.object({
   name: z.string(),
   keys: z.array(z.string()),
 });
 export type TenantIndexRecord = z.infer<typeof tenantIndexRecordSchema>;
+
+/** The id of a tenant's vector index (tenant and index names are DNS labels, so it is unique). */
+export function vectorIndexId(tenant: string, index: string): string {
+  return `${tenant}.${index}`;
+}
 
 /** The id of a tenant's KV database: unique because tenant names and database names are DNS labels. */
 export function kvDatabaseId(tenant: string, database: string): string {

@@ -5,9 +5,11 @@ import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
   type TokenRecord,
+  type VectorIndexRecord,
   kvDatabaseRecordSchema,
   registryKeys,
   tokenRecordSchema,
+  vectorIndexRecordSchema,
 } from './records';
 
 export interface RegistryReaderOptions {
@@ -83,6 +85,11 @@ export class RegistryReader {
   /** The KV database record with this id, or null. */
   kvDatabase(id: string): Promise<KvDatabaseRecord | null> {
     return this.lookup(registryKeys.kvDatabase(id), kvDatabaseRecordSchema);
+  }
+
+  /** The vector index record with this id, or null. */
+  vectorIndex(id: string): Promise<VectorIndexRecord | null> {
+    return this.lookup(registryKeys.vectorIndex(id), vectorIndexRecordSchema);
   }
 
   private lookup<T>(key: string, schema: z.ZodType<T>): Promise<T | null> {

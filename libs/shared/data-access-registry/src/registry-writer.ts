@@ -4,11 +4,13 @@ import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
   type TokenRecord,
+  type VectorIndexRecord,
   kvDatabaseId,
   registryKeys,
   tenantIndexRecordSchema,
+  vectorIndexId,
 } from './records';
-import type { TenantDocument, TenantTokens } from './tenant-spec';
+import { type ResourceTokens, type TenantDocument, type TenantTokens, defaultCollection } from './tenant-spec';
 
 /**
  * Writes the registry (records.ts). Used by the local applier (`tenants apply`), later by the
@@ -18,20 +20,25 @@ export class RegistryWriter {
   constructor(private readonly redis: Redis) {}
 
   /**
-   * Makes the registry hold exactly this tenant: its KV databases and their tokens. Keys the tenant
+   * Makes the registry hold exactly this tenant: its KV databases, vector indexes and their tokens. Keys the tenant
    * owned before and no longer declares are deleted, ACL tokens of removed databases included.
    * Applied in one MULTI/EXEC, then every touched key is announced for cache invalidation.
    *
-   * @param tokens plain tokens for every database of the document (only their digests are stored)
-   * @throws Error when a database of the document has no tokens
+   * @param tokens plain tokens for every database and index of the document (only their digests are stored)
+   * @throws Error when a database or index of the document has no tokens
    */
   async applyTenant(doc: TenantDocument, tokens: TenantTokens): Promise<void> {
     const tenant = doc.metadata.name;
-    const records = new Map<string, KvDatabaseRecord | TokenRecord>();
+    const records = new Map<string, KvDatabaseRecord | VectorIndexRecord | TokenRecord>();
+    const addTokens = (api: TokenRecord['api'], resource: string, name: string, plain: ResourceTokens | undefined) => {
+      if (!plain) throw new Error(`no tokens given for ${api} resource '${name}' of tenant '${tenant}'`);
+      for (const role of ['standard', 'readonly'] as const) {
+        const digest = tokenDigest(plain[role]);
+        records.set(registryKeys.token(digest), { digest, tenant, api, resource, role });
+      }
+    };
     for (const db of doc.spec.kv.databases) {
       const id = kvDatabaseId(tenant, db.name);
-      const dbTokens = tokens.kv[db.name];
-      if (!dbTokens) throw new Error(`no tokens given for KV database '${db.name}' of tenant '${tenant}'`);
       records.set(registryKeys.kvDatabase(id), {
         id,
         tenant,
@@ -40,16 +47,31 @@ export class RegistryWriter {
         maxRequestBytes: db.limits.maxRequestBytes,
         dailyRequestLimit: db.limits.dailyRequests,
       });
-      for (const role of ['standard', 'readonly'] as const) {
-        const digest = tokenDigest(dbTokens[role]);
-        records.set(registryKeys.token(digest), { digest, tenant, api: 'kv', resource: id, role });
-      }
+      addTokens('kv', id, db.name, tokens.kv[db.name]);
+    }
+    for (const index of doc.spec.vector.indexes) {
+      const id = vectorIndexId(tenant, index.name);
+      records.set(registryKeys.vectorIndex(id), {
+        id,
+        tenant,
+        name: index.name,
+        dimension: index.dimension,
+        similarityFunction: index.similarityFunction,
+        indexType: 'DENSE',
+        qdrantUrl: index.qdrant.url,
+        ...(index.qdrant.apiKey ? { qdrantApiKey: index.qdrant.apiKey } : {}),
+        collection: index.qdrant.collection ?? defaultCollection(tenant, index.name),
+        ...(index.embedding ? { embedder: index.embedding } : {}),
+        maxRequestBytes: index.limits.maxRequestBytes,
+        dailyRequestLimit: index.limits.dailyRequests,
+      });
+      addTokens('vector', id, index.name, tokens.vector[index.name]);
     }
 
     const indexKey = registryKeys.tenant(tenant);
     const previous = await this.readIndex(indexKey);
     const stale = previous.filter((key) => !records.has(key));
-    const keptResources = new Set([...records.values()].filter((r) => 'redisUrl' in r).map((r) => r.id));
+    const keptResources = new Set([...records.values()].filter((r) => 'redisUrl' in r).map((r) => (r as KvDatabaseRecord).id));
     const staleAcl = await this.aclTokensOutside(tenant, keptResources);
 
     const tx = this.redis.multi();

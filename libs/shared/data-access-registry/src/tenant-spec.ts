@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SIMILARITY_FUNCTIONS } from './records';
 
 /** A Kubernetes-style name: a DNS label (lower case, digits, '-'; 1–63 characters). */
 const dnsLabel = z
@@ -24,6 +25,34 @@ export const kvDatabaseSpecSchema = z.object({
 });
 export type KvDatabaseSpec = z.infer<typeof kvDatabaseSpecSchema>;
 
+export const vectorIndexSpecSchema = z.object({
+  name: dnsLabel,
+  dimension: z.number().int().min(1).max(65_536),
+  similarityFunction: z.enum(SIMILARITY_FUNCTIONS).default('COSINE'),
+  qdrant: z.object({
+    /** Qdrant's REST endpoint, e.g. `http://qdrant:6333`. */
+    url: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL'),
+    apiKey: z.string().optional(),
+    /** The collection; default `restash-<tenant>-<index>`. */
+    collection: z.string().regex(/^[A-Za-z0-9_.-]{1,255}$/, 'letters, digits, _ . - only').optional(),
+  }),
+  /** The embedding model of the `*-data` endpoints; without it they answer 422. */
+  embedding: z
+    .object({
+      url: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL'),
+      model: z.string().min(1),
+      apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
+    })
+    .optional(),
+  limits: z
+    .object({
+      maxRequestBytes: z.number().int().positive().default(DEFAULT_MAX_REQUEST_BYTES),
+      dailyRequests: z.number().int().nonnegative().default(0),
+    })
+    .default({ maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES, dailyRequests: 0 }),
+});
+export type VectorIndexSpec = z.infer<typeof vectorIndexSpecSchema>;
+
 /**
  * A tenant as declared by a platform team: the document `tenants apply -f` reads (and, later, the
  * spec of the `Tenant` custom resource the operator reconciles).
@@ -39,26 +68,39 @@ export const tenantDocumentSchema = z.object({
           databases: z.array(kvDatabaseSpecSchema).default([]),
         })
         .default({ databases: [] }),
+      vector: z
+        .object({
+          indexes: z.array(vectorIndexSpecSchema).default([]),
+        })
+        .default({ indexes: [] }),
     })
     .superRefine((spec, ctx) => {
-      const seen = new Set<string>();
-      spec.kv.databases.forEach((db, i) => {
-        if (seen.has(db.name)) {
-          ctx.addIssue({ code: 'custom', path: ['kv', 'databases', i, 'name'], message: `duplicate database name '${db.name}'` });
-        }
-        seen.add(db.name);
-      });
+      const unique = (names: string[], path: string[], what: string) => {
+        const seen = new Set<string>();
+        names.forEach((name, i) => {
+          if (seen.has(name)) ctx.addIssue({ code: 'custom', path: [...path, i, 'name'], message: `duplicate ${what} name '${name}'` });
+          seen.add(name);
+        });
+      };
+      unique(spec.kv.databases.map((d) => d.name), ['kv', 'databases'], 'database');
+      unique(spec.vector.indexes.map((x) => x.name), ['vector', 'indexes'], 'index');
     }),
 });
 export type TenantDocument = z.infer<typeof tenantDocumentSchema>;
 
-/** The plain tokens of one KV database; they exist only in the tenant's Secret or local env file. */
-export interface KvDatabaseTokens {
+/** The plain tokens of one KV database or vector index; they exist only in the tenant's Secret or local env file. */
+export interface ResourceTokens {
   standard: string;
   readonly: string;
 }
 
-/** Plain tokens of a tenant, by database name. */
+/** Plain tokens of a tenant, by KV database name and by vector index name. */
 export interface TenantTokens {
-  kv: Record<string, KvDatabaseTokens>;
+  kv: Record<string, ResourceTokens>;
+  vector: Record<string, ResourceTokens>;
+}
+
+/** The collection of a vector index when its spec names none. */
+export function defaultCollection(tenant: string, index: string): string {
+  return `restash-${tenant}-${index}`;
 }
