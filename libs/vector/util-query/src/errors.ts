@@ -1,0 +1,23 @@
+/**
+ * An error of the Vector API, answered as `{error, status}` with that HTTP status (spec 001,
+ * Errors 1). The official SDK throws `UpstashError(body.error)`, so `message` is what users read.
+ */
+export class VectorError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'VectorError';
+  }
+
+  /** 400: the request is malformed or breaks a rule of the API. */
+  static badRequest(message: string): VectorError {
+    return new VectorError(400, message);
+  }
+}
+
+/** The spec's error body: `{"error": <string>, "status": <integer>}`. */
+export function encodeError(status: number, message: string): string {
+  return JSON.stringify({ error: message, status });
+}

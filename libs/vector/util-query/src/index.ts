@@ -1,0 +1,6 @@
+export * from './errors';
+export * from './numbers';
+export * from './scores';
+export * from './point-id';
+export * from './merge-patch';
+export * from './requests';
