@@ -4,3 +4,4 @@ export * from './scores';
 export * from './point-id';
 export * from './merge-patch';
 export * from './requests';
+export * from './serialise';

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { env, loadConfig } from '@restash/shared/util-config';
+
+/**
+ * Environment of vector-gateway. Every variable is checked at boot; all problems are reported at once.
+ *
+ * | variable | default | meaning |
+ * |---|---|---|
+ * | CONTROL_REDIS_URL | (required) | the control Redis: tenant registry, quotas, namespace lists |
+ * | HOST | 0.0.0.0 | address to bind |
+ * | PORT | 8081 | the Vector REST API |
+ * | MANAGEMENT_PORT | 9081 | /healthz, /readyz, /metrics |
+ * | BODY_LIMIT_BYTES | 104857600 | hard cap on a request body; per-index limits are lower |
+ * | QDRANT_TIMEOUT_MS | 30000 | a Qdrant call unanswered this long fails with 503 |
+ * | EMBEDDER_TIMEOUT_MS | 30000 | an embeddings call unanswered this long fails with 502 |
+ * | FILTER_SCAN_LIMIT | 10000 | most candidates a query reads to apply a filter Qdrant can only narrow |
+ * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
+ * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
+ *
+ * An index whose embedding endpoint needs a key names the variable that holds it (`apiKeyEnv`);
+ * that variable is read from this environment when the index is first used.
+ */
+export const vectorGatewayEnvSchema = z
+  .object({
+    CONTROL_REDIS_URL: env.redisUrl(),
+    HOST: z.string().default('0.0.0.0'),
+    PORT: env.port(8081),
+    MANAGEMENT_PORT: env.port(9081),
+    BODY_LIMIT_BYTES: env.positiveInt(100 * 1024 * 1024),
+    QDRANT_TIMEOUT_MS: env.positiveInt(30_000),
+    EMBEDDER_TIMEOUT_MS: env.positiveInt(30_000),
+    FILTER_SCAN_LIMIT: env.positiveInt(10_000),
+    REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
+    LOG_LEVEL: env.logLevel(),
+  })
+  .transform((e) => ({
+    http: {
+      service: 'vector-gateway',
+      host: e.HOST,
+      port: e.PORT,
+      managementPort: e.MANAGEMENT_PORT,
+      bodyLimitBytes: e.BODY_LIMIT_BYTES,
+      logLevel: e.LOG_LEVEL,
+    },
+    controlRedisUrl: e.CONTROL_REDIS_URL,
+    qdrantTimeoutMs: e.QDRANT_TIMEOUT_MS,
+    embedderTimeoutMs: e.EMBEDDER_TIMEOUT_MS,
+    filterScanLimit: e.FILTER_SCAN_LIMIT,
+    registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+  }));
+
+export type VectorGatewayConfig = z.output<typeof vectorGatewayEnvSchema>;
+
+/** Injection token of {@link VectorGatewayConfig}. */
+export const VECTOR_CONFIG = Symbol('VECTOR_CONFIG');
+
+/** @throws ConfigError listing every invalid variable */
+export function loadVectorGatewayConfig(source: NodeJS.ProcessEnv = process.env): VectorGatewayConfig {
+  return loadConfig(vectorGatewayEnvSchema, source);
+}

@@ -1,0 +1,71 @@
+import type { Redis } from 'ioredis';
+import { registryKeys } from '@restash/shared/data-access-registry';
+import type { QueryInput } from '@restash/vector/util-query';
+
+/** A resumable query between its calls (upstash-compat.md §2.2, resumable-query). */
+export interface ResumableState {
+  index: string;
+  namespace: string;
+  /** The query, with its vector already embedded. */
+  query: QueryInput & { vector: number[] };
+  /** Results handed out so far. */
+  returned: number;
+  /** Idle timeout in seconds. */
+  maxIdle: number;
+}
+
+/**
+ * The part of an index's state that Qdrant does not hold, kept in the control Redis so that every
+ * gateway replica shares it (records.ts): which namespaces exist (a reset namespace is empty but
+ * still listed, the SDK's tests pin this) with the next insertion sequence number of each, and
+ * resumable queries. The default namespace "" always exists.
+ *
+ * Every method throws when the control Redis cannot be reached.
+ */
+export class IndexState {
+  constructor(private readonly redis: Redis) {}
+
+  /** Reserves `count` consecutive sequence numbers in a namespace (creating it); returns the first. */
+  async reserve(index: string, namespace: string, count: number): Promise<number> {
+    const end = await this.redis.hincrby(registryKeys.vectorNamespaces(index), namespace, count);
+    return end - count;
+  }
+
+  /** Every namespace of the index, the default "" first. */
+  async namespaces(index: string): Promise<string[]> {
+    const names = await this.redis.hkeys(registryKeys.vectorNamespaces(index));
+    return ['', ...names.filter((n) => n !== '').sort()];
+  }
+
+  /** Whether the namespace exists (the default one always does). */
+  async exists(index: string, namespace: string): Promise<boolean> {
+    return namespace === '' || (await this.redis.hexists(registryKeys.vectorNamespaces(index), namespace)) === 1;
+  }
+
+  /** Restarts the insertion numbers of emptied namespaces; they stay listed. */
+  async restart(index: string, namespaces: string[]): Promise<void> {
+    if (namespaces.length === 0) return;
+    await this.redis.hset(registryKeys.vectorNamespaces(index), Object.fromEntries(namespaces.map((n) => [n, 0])));
+  }
+
+  /** Forgets a namespace. */
+  async remove(index: string, namespace: string): Promise<void> {
+    await this.redis.hdel(registryKeys.vectorNamespaces(index), namespace);
+  }
+
+  /** Stores a resumable query for `maxIdle` seconds. */
+  async saveResumable(uuid: string, state: ResumableState): Promise<void> {
+    await this.redis.set(registryKeys.vectorResumable(uuid), JSON.stringify(state), 'EX', state.maxIdle);
+  }
+
+  /** A resumable query, or null when it ended or idled out. */
+  async loadResumable(uuid: string): Promise<ResumableState | null> {
+    const raw = await this.redis.get(registryKeys.vectorResumable(uuid));
+    return raw ? (JSON.parse(raw) as ResumableState) : null;
+  }
+
+  /** Ends a resumable query; false when there was none. */
+  async endResumable(uuid: string): Promise<boolean> {
+    return (await this.redis.del(registryKeys.vectorResumable(uuid))) === 1;
+  }
+}

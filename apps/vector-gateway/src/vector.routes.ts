@@ -1,0 +1,146 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { rawBodyHook } from '@restash/shared/util-http';
+import {
+  VectorError,
+  encodeError,
+  parseDelete,
+  parseFetch,
+  parseJson,
+  parseQueries,
+  parseRange,
+  parseResumableEnd,
+  parseResumableNext,
+  parseResumableStart,
+  parseUpdate,
+  parseUpsert,
+} from '@restash/vector/util-query';
+import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
+import { VectorMetrics } from './vector-metrics';
+import { type Session, VectorService } from './vector.service';
+
+/** What an operation gets: the session, the namespace from the path, the parsed JSON body, the query string. */
+interface Call {
+  session: Session;
+  namespace: string;
+  body: unknown;
+  query: URLSearchParams;
+}
+
+interface Operation {
+  /** Refused for read-only tokens. */
+  write: boolean;
+  /** Whether a namespace may follow the operation in the path. */
+  namespaced: boolean;
+  run(service: VectorService, call: Call): Promise<string>;
+}
+
+/**
+ * Every operation by its path segment (spec 001 Endpoints; upstash-compat.md §2.2). The SDK POSTs
+ * all of them; the documented GET (info, random, fetch, range, list-namespaces) and DELETE (reset,
+ * delete, delete-namespace) are accepted too.
+ */
+const OPERATIONS: Record<string, Operation> = {
+  upsert: { write: true, namespaced: true, run: (s, c) => s.upsert(c.session, c.namespace, parseUpsert(c.body, false)) },
+  'upsert-data': { write: true, namespaced: true, run: (s, c) => s.upsert(c.session, c.namespace, parseUpsert(c.body, true)) },
+  update: { write: true, namespaced: true, run: (s, c) => s.update(c.session, c.namespace, parseUpdate(c.body)) },
+  delete: { write: true, namespaced: true, run: (s, c) => s.delete(c.session, c.namespace, parseDelete(c.body)) },
+  fetch: { write: false, namespaced: true, run: (s, c) => s.fetch(c.session, c.namespace, parseFetch(c.body)) },
+  query: { write: false, namespaced: true, run: (s, c) => queries(s, c) },
+  'query-data': { write: false, namespaced: true, run: (s, c) => queries(s, c) },
+  'resumable-query': { write: false, namespaced: true, run: (s, c) => s.resumableStart(c.session, c.namespace, parseResumableStart(c.body)) },
+  'resumable-query-data': { write: false, namespaced: true, run: (s, c) => s.resumableStart(c.session, c.namespace, parseResumableStart(c.body)) },
+  'resumable-query-next': {
+    write: false,
+    namespaced: false,
+    run: (s, c) => {
+      const { uuid, additionalK } = parseResumableNext(c.body);
+      return s.resumableNext(c.session, uuid, additionalK);
+    },
+  },
+  'resumable-query-end': { write: false, namespaced: false, run: (s, c) => s.resumableEnd(c.session, parseResumableEnd(c.body).uuid) },
+  range: { write: false, namespaced: true, run: (s, c) => s.range(c.session, c.namespace, parseRange(c.body)) },
+  random: { write: false, namespaced: true, run: (s, c) => s.random(c.session, c.namespace) },
+  reset: { write: true, namespaced: true, run: (s, c) => s.reset(c.session, c.namespace, c.query.has('all')) },
+  info: { write: false, namespaced: false, run: (s, c) => s.info(c.session) },
+  'list-namespaces': { write: false, namespaced: false, run: (s, c) => s.listNamespaces(c.session) },
+  'delete-namespace': { write: true, namespaced: true, run: (s, c) => s.deleteNamespace(c.session, c.namespace) },
+};
+
+function queries(service: VectorService, call: Call): Promise<string> {
+  const { queries: list, many } = parseQueries(call.body);
+  return service.query(call.session, call.namespace, list, many);
+}
+
+/**
+ * The HTTP surface of the Vector API: one route per operation with an optional namespace suffix,
+ * bearer authentication, limits, `{error, status}` errors and metrics. Routes are registered on
+ * Fastify directly with the raw-body hook (as kv-gateway does): Fastify's content-type parser is
+ * the main per-request cost on Node 20.
+ */
+@Injectable()
+export class VectorRoutes implements OnModuleInit {
+  private readonly logger = new Logger('VectorRoutes');
+
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly service: VectorService,
+    private readonly metrics: VectorMetrics,
+    @Inject(VECTOR_CONFIG) private readonly config: VectorGatewayConfig,
+  ) {}
+
+  onModuleInit(): void {
+    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    void fastify.register(async (app) => this.routes(app));
+  }
+
+  private routes(app: FastifyInstance): void {
+    app.addHook('onRequest', rawBodyHook(this.config.http.bodyLimitBytes));
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    app.setErrorHandler((error: FastifyError, request, reply) => {
+      const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+      if (status === 500) this.logger.error(`request ${request.id}: ${error.stack ?? String(error)}`);
+      const message = status === 500 ? `Internal error (request id ${request.id})` : error.message;
+      void reply.code(status).header('content-type', 'application/json').send(encodeError(status, message));
+    });
+    app.route({ method: ['GET', 'POST', 'PUT', 'DELETE'], url: '/*', handler: (request, reply) => this.handle(request, reply) });
+  }
+
+  private async handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const started = performance.now();
+    const [path = '', search = ''] = request.url.split('?', 2);
+    const slash = path.indexOf('/', 1);
+    const name = slash < 0 ? path.slice(1) : path.slice(1, slash);
+    const operation = Object.hasOwn(OPERATIONS, name) ? OPERATIONS[name] : undefined;
+    let tenant = '';
+    let status = 200;
+    let body: string;
+    try {
+      if (!operation) throw new VectorError(404, `Not found: ${path} is not an endpoint of the Vector API`);
+      const session = await this.service.authenticate(request.headers.authorization);
+      tenant = session.tenant;
+      const namespace = slash < 0 ? '' : decodeNamespace(path.slice(slash + 1));
+      if (namespace !== '' && !operation.namespaced) throw new VectorError(404, `Not found: ${name} takes no namespace`);
+      const raw = request.body as Buffer | undefined;
+      await this.service.admit(session, operation.write, raw?.length ?? 0);
+      body = await operation.run(this.service, { session, namespace, body: parseJson(raw), query: new URLSearchParams(search) });
+    } catch (error) {
+      if (!(error instanceof VectorError)) throw error;
+      status = error.status;
+      body = encodeError(error.status, error.message);
+    }
+    this.metrics.observeRequest(tenant, operation ? name : 'unknown', status, (performance.now() - started) / 1000);
+    await reply.code(status).header('content-type', 'application/json').send(body);
+  }
+}
+
+/** The namespace path suffix: the SDK sends it un-encoded, HTTP clients may percent-encode it. */
+function decodeNamespace(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw VectorError.badRequest(`Invalid namespace in the path: ${segment}`);
+  }
+}

@@ -1,0 +1,447 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import {
+  DailyQuota,
+  RegistryReader,
+  type VectorIndexRecord,
+} from '@restash/shared/data-access-registry';
+import { Readiness } from '@restash/shared/util-http';
+import { type Embedder, EmbedderError, OpenAiEmbedder } from '@restash/vector/data-access-embedder';
+import {
+  EngineUnavailableError,
+  type QdrantFilter,
+  type QdrantIndexStore,
+  QdrantStores,
+  type ScoredVector,
+  type StoredVector,
+  type Want,
+} from '@restash/vector/data-access-qdrant';
+import { type FilterNode, FilterSyntaxError, matchesFilter, parseFilter, toQdrantFilter } from '@restash/vector/util-filter';
+import {
+  type DeleteInput,
+  type FetchInput,
+  type Includes,
+  type QueryInput,
+  QDRANT_DISTANCE,
+  type RangeInput,
+  type ResumableStartInput,
+  type UpdateInput,
+  type VectorInput,
+  VectorError,
+  checkDimension,
+  mergePatch,
+  normaliseScore,
+  pointId,
+  resultJson,
+  vectorJson,
+} from '@restash/vector/util-query';
+import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
+import { IndexState } from './index-state';
+import { VectorMetrics } from './vector-metrics';
+
+/** Control Redis client (registry, quotas, namespace lists); injection token. */
+export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
+
+/** An authenticated request's view of its index. */
+export interface Session {
+  tenant: string;
+  index: VectorIndexRecord;
+  readOnly: boolean;
+  store: QdrantIndexStore;
+}
+
+/** A query's filter, parsed once: the exact test and what Qdrant can narrow by. */
+interface PreparedFilter {
+  node: FilterNode;
+  pushdown: QdrantFilter | undefined;
+  exact: boolean;
+}
+
+/**
+ * The Vector API (spec 001 and what `@upstash/vector` calls) between HTTP and Qdrant: authenticates
+ * bearer tokens against the registry, admits requests under the index's limits, and runs each
+ * operation on the index's store. Results come back as encoded JSON (`{"result": …}`) so numbers
+ * print as float32. HTTP concerns stay in VectorRoutes.
+ *
+ * Operations throw {@link VectorError} with the API's status: 400/422 for client mistakes, 401/403
+ * for credentials, 404 for unknown namespaces and resumable queries, 413/429 for limits, 502 when
+ * the embedding provider fails, 503 when Qdrant or the control Redis cannot be reached.
+ */
+@Injectable()
+export class VectorService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(VectorService.name);
+  private readonly registry: RegistryReader;
+  private readonly quota: DailyQuota;
+  private readonly state: IndexState;
+  private readonly stores: QdrantStores;
+  private readonly embedders = new Map<string, Embedder>();
+
+  constructor(
+    @Inject(CONTROL_REDIS) private readonly control: Redis,
+    @Inject(VECTOR_CONFIG) private readonly config: VectorGatewayConfig,
+    private readonly metrics: VectorMetrics,
+    readiness: Readiness,
+  ) {
+    this.registry = new RegistryReader(control, { cacheTtlMs: config.registryCacheTtlMs });
+    this.quota = new DailyQuota(control);
+    this.state = new IndexState(control);
+    this.stores = new QdrantStores({ timeoutMs: config.qdrantTimeoutMs }, pointId);
+    readiness.register('control-redis', () => control.ping());
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.registry.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.registry.close();
+    this.control.disconnect();
+  }
+
+  /**
+   * Finds the index of a bearer token (spec 001, Authentication).
+   * @throws VectorError 401 for a missing or unknown token
+   */
+  async authenticate(authorization: string | undefined): Promise<Session> {
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
+    if (!token) throw new VectorError(401, 'Unauthorized: send the token as Authorization: Bearer <token>');
+    const resolved = await this.registryCall('', () => this.registry.resolveToken(token));
+    const index = resolved?.record.api === 'vector' ? await this.registryCall('', () => this.registry.vectorIndex(resolved.record.resource)) : null;
+    if (!resolved || !index) throw new VectorError(401, 'Unauthorized: Invalid auth token');
+    const store = this.stores.get(index.id, {
+      url: index.qdrantUrl,
+      ...(index.qdrantApiKey ? { apiKey: index.qdrantApiKey } : {}),
+      collection: index.collection,
+      dimension: index.dimension,
+      distance: QDRANT_DISTANCE[index.similarityFunction],
+    });
+    return { tenant: index.tenant, index, readOnly: resolved.record.role === 'readonly', store };
+  }
+
+  /**
+   * Admits one request under the index's limits: write rights, request size, daily count.
+   * @throws VectorError 403 for a write with a read-only token, 413 for a large body, 429 past the daily limit
+   */
+  async admit(session: Session, write: boolean, bytes: number): Promise<void> {
+    if (write && session.readOnly) throw new VectorError(403, 'Forbidden: this token is read-only and cannot change the index');
+    const { maxRequestBytes, dailyRequestLimit, id, tenant } = session.index;
+    if (bytes > maxRequestBytes) throw new VectorError(413, `Request too large: ${bytes} bytes, at most ${maxRequestBytes} for this index`);
+    if (dailyRequestLimit > 0) {
+      const decision = await this.registryCall(tenant, () => this.quota.consume('vector', id, 1, dailyRequestLimit));
+      if (!decision.allowed) throw new VectorError(429, `Daily request limit of ${dailyRequestLimit} reached for this index`);
+    }
+  }
+
+  /** `/upsert` and `/upsert-data`: writes the records, embedding `data` where there is no vector. */
+  async upsert(session: Session, namespace: string, records: VectorInput[]): Promise<string> {
+    const { dimension } = session.index;
+    for (const r of records) if (r.vector) checkDimension(r.vector, dimension);
+    const toEmbed = records.filter((r) => !r.vector);
+    if (toEmbed.length > 0) {
+      const vectors = await this.embed(session, toEmbed.map((r) => r.data as string));
+      toEmbed.forEach((r, i) => (r.vector = vectors[i]));
+    }
+    const first = await this.stateCall(session, () => this.state.reserve(session.index.id, namespace, records.length));
+    await this.engine(session, () => session.store.upsert(namespace, records.map((r, i) => ({ ...r, seq: first + i }))));
+    return resultJson('"Success"');
+  }
+
+  /** `/update`: changes the vector, data or metadata of one vector; `{updated: 0}` when it does not exist. */
+  async update(session: Session, namespace: string, input: UpdateInput): Promise<string> {
+    const all: Want = { vector: true, metadata: true, data: true };
+    const existing = (await this.engine(session, () => session.store.retrieve(namespace, [input.id], all))).get(input.id);
+    if (!existing) return resultJson('{"updated":0}');
+    const next: StoredVector = { ...existing };
+    if (input.vector) {
+      checkDimension(input.vector, session.index.dimension);
+      next.vector = input.vector;
+    } else if (input.data !== undefined && session.index.embedder) {
+      next.vector = (await this.embed(session, [input.data]))[0];
+    }
+    if (input.data !== undefined) next.data = input.data;
+    if (input.metadata !== undefined) {
+      next.metadata = input.metadataUpdateMode === 'PATCH' ? (mergePatch(existing.metadata, input.metadata) as Record<string, unknown>) : input.metadata;
+    }
+    await this.engine(session, () => session.store.upsert(namespace, [next]));
+    return resultJson('{"updated":1}');
+  }
+
+  /** `/delete`: by ids, id prefix or filter; answers how many existed. */
+  async delete(session: Session, namespace: string, input: DeleteInput): Promise<string> {
+    const { store } = session;
+    let deleted: number;
+    if ('ids' in input) {
+      const ids = [...new Set(input.ids)];
+      const found = await this.engine(session, () => store.retrieve(namespace, ids, { vector: false, metadata: false, data: false }));
+      await this.engine(session, () => store.deleteIds(namespace, [...found.keys()]));
+      deleted = found.size;
+    } else if ('prefix' in input) {
+      const ids = await this.collectIds(session, namespace, (v) => v.id.startsWith(input.prefix), false);
+      await this.engine(session, () => store.deleteIds(namespace, ids));
+      deleted = ids.length;
+    } else {
+      const filter = prepareFilter(input.filter);
+      if (filter.exact) {
+        deleted = await this.engine(session, () => store.count(namespace, filter.pushdown));
+        await this.engine(session, () => store.deleteWhere(namespace, filter.pushdown));
+      } else {
+        const ids = await this.collectIds(session, namespace, (v) => matchesFilter(filter.node, v.metadata), true);
+        await this.engine(session, () => store.deleteIds(namespace, ids));
+        deleted = ids.length;
+      }
+    }
+    return resultJson(`{"deleted":${deleted}}`);
+  }
+
+  /** `/fetch`: one entry per id in order (null when missing), or up to 1000 vectors by id prefix. */
+  async fetch(session: Session, namespace: string, input: FetchInput): Promise<string> {
+    const want = wantOf(input.include);
+    if (input.ids) {
+      const found = await this.engine(session, () => session.store.retrieve(namespace, [...new Set(input.ids)], want));
+      return resultJson(`[${input.ids.map((id) => { const v = found.get(id); return v ? vectorJson(v, input.include) : 'null'; }).join(',')}]`);
+    }
+    const matches: StoredVector[] = [];
+    await this.engine(session, () =>
+      session.store.walk(namespace, 0, want, (page) => {
+        for (const v of page) if (v.id.startsWith(input.prefix) && matches.length < 1000) matches.push(v);
+        return matches.length < 1000;
+      }),
+    );
+    return resultJson(`[${matches.map((v) => vectorJson(v, input.include)).join(',')}]`);
+  }
+
+  /** `/query` and `/query-data`, one query or a batch (`queryMany`; a batch of one answers flat, as Upstash). */
+  async query(session: Session, namespace: string, queries: QueryInput[], many: boolean): Promise<string> {
+    const results = await Promise.all(queries.map(async (q) => this.encodeHits(await this.search(session, namespace, q, q.topK), q.include)));
+    return resultJson(many && queries.length > 1 ? `[${results.join(',')}]` : (results[0] as string));
+  }
+
+  /** `/resumable-query[-data]`: the first `topK` results and a handle for more. */
+  async resumableStart(session: Session, namespace: string, input: ResumableStartInput): Promise<string> {
+    const vector = input.vector ?? (await this.embed(session, [input.data as string]))[0] as number[];
+    const query = { ...input, vector };
+    const hits = await this.search(session, namespace, query, input.topK);
+    const uuid = randomUUID();
+    await this.stateCall(session, () =>
+      this.state.saveResumable(uuid, { index: session.index.id, namespace, query, returned: hits.length, maxIdle: input.maxIdle }),
+    );
+    return resultJson(`{"uuid":${JSON.stringify(uuid)},"scores":${this.encodeHits(hits, input.include)}}`);
+  }
+
+  /** `/resumable-query-next`: the next `additionalK` results, none repeated. */
+  async resumableNext(session: Session, uuid: string, additionalK: number): Promise<string> {
+    const state = await this.stateCall(session, () => this.state.loadResumable(uuid));
+    if (!state || state.index !== session.index.id) throw new VectorError(404, `Resumable query ${uuid} not found: it ended or idled out`);
+    const hits = (await this.search(session, state.namespace, state.query, state.returned + additionalK)).slice(state.returned);
+    await this.stateCall(session, () => this.state.saveResumable(uuid, { ...state, returned: state.returned + hits.length }));
+    return resultJson(this.encodeHits(hits, state.query.include));
+  }
+
+  /** `/resumable-query-end`. */
+  async resumableEnd(session: Session, uuid: string): Promise<string> {
+    const state = await this.stateCall(session, () => this.state.loadResumable(uuid));
+    if (!state || state.index !== session.index.id) throw new VectorError(404, `Resumable query ${uuid} not found: it ended or idled out`);
+    await this.stateCall(session, () => this.state.endResumable(uuid));
+    return resultJson('"Success"');
+  }
+
+  /** `/range`: a page in insertion order from the cursor (inclusive); `nextCursor` is "" at the end. */
+  async range(session: Session, namespace: string, input: RangeInput): Promise<string> {
+    const want = wantOf(input.include);
+    let page: StoredVector[] = [];
+    if (input.prefix === undefined) {
+      page = await this.engine(session, () => session.store.scroll(namespace, input.cursor, input.limit + 1, want));
+    } else {
+      const prefix = input.prefix;
+      await this.engine(session, () =>
+        session.store.walk(namespace, input.cursor, want, (batch) => {
+          for (const v of batch) if (v.id.startsWith(prefix) && page.length <= input.limit) page.push(v);
+          return page.length <= input.limit;
+        }),
+      );
+    }
+    const next = page.length > input.limit ? String((page[input.limit] as StoredVector).seq) : '';
+    const vectors = page.slice(0, input.limit).map((v) => vectorJson(v, input.include));
+    return resultJson(`{"nextCursor":${JSON.stringify(next)},"vectors":[${vectors.join(',')}]}`);
+  }
+
+  /** `/random`: one vector of the namespace, or null when it is empty (spec 001, Random). */
+  async random(session: Session, namespace: string): Promise<string> {
+    const v = await this.engine(session, () => session.store.random(namespace, { vector: true, metadata: false, data: false }));
+    return resultJson(v ? vectorJson(v, { metadata: false, vectors: true, data: false }) : 'null');
+  }
+
+  /** `/reset`: empties a namespace (`all`: every namespace); namespaces stay listed. */
+  async reset(session: Session, namespace: string, all: boolean): Promise<string> {
+    const id = session.index.id;
+    if (all) {
+      await this.engine(session, () => session.store.deleteAll());
+      await this.stateCall(session, async () => this.state.restart(id, await this.state.namespaces(id)));
+    } else {
+      await this.engine(session, () => session.store.deleteWhere(namespace));
+      await this.stateCall(session, () => this.state.restart(id, [namespace]));
+    }
+    return resultJson('"Success"');
+  }
+
+  /** `/info` (spec 001, Info), with the SDK's `namespaces`, `indexType` and `denseIndex`. */
+  async info(session: Session): Promise<string> {
+    const { index } = session;
+    const [counts, names] = await Promise.all([
+      this.engine(session, () => session.store.countByNamespace()),
+      this.stateCall(session, () => this.state.namespaces(index.id)),
+    ]);
+    const namespaces: Record<string, { vectorCount: number; pendingVectorCount: number }> = {};
+    for (const name of new Set([...names, ...counts.keys()])) namespaces[name] = { vectorCount: counts.get(name) ?? 0, pendingVectorCount: 0 };
+    const vectorCount = [...counts.values()].reduce((a, b) => a + b, 0);
+    const embeddingModel = index.embedder?.model;
+    return resultJson(
+      JSON.stringify({
+        vectorCount,
+        pendingVectorCount: 0,
+        // Raw float32 vector bytes: Qdrant reports no size, and its HNSW links and payload are extra.
+        indexSize: vectorCount * index.dimension * 4,
+        dimension: index.dimension,
+        similarityFunction: index.similarityFunction,
+        indexType: index.indexType,
+        denseIndex: { dimension: index.dimension, similarityFunction: index.similarityFunction, ...(embeddingModel ? { embeddingModel } : {}) },
+        namespaces,
+      }),
+    );
+  }
+
+  /** `/list-namespaces`: every namespace, "" included. */
+  async listNamespaces(session: Session): Promise<string> {
+    return resultJson(JSON.stringify(await this.stateCall(session, () => this.state.namespaces(session.index.id))));
+  }
+
+  /** `/delete-namespace/<ns>`: removes a namespace and its vectors; the default one cannot go. */
+  async deleteNamespace(session: Session, namespace: string): Promise<string> {
+    if (namespace === '') throw VectorError.badRequest('The default namespace cannot be deleted');
+    const id = session.index.id;
+    if (!(await this.stateCall(session, () => this.state.exists(id, namespace)))) throw new VectorError(404, `Namespace ${namespace} does not exist`);
+    await this.engine(session, () => session.store.deleteWhere(namespace));
+    await this.stateCall(session, () => this.state.remove(id, namespace));
+    return resultJson('"Success"');
+  }
+
+  /** The best `limit` hits of a query, filter applied exactly; scores normalised. */
+  private async search(session: Session, namespace: string, q: QueryInput, limit: number): Promise<ScoredVector[]> {
+    const vector = q.vector ?? ((await this.embed(session, [q.data as string]))[0] as number[]);
+    checkDimension(vector, session.index.dimension);
+    const filter = q.filter === undefined ? undefined : prepareFilter(q.filter);
+    const want = wantOf(q.include);
+    let hits: ScoredVector[];
+    if (!filter || filter.exact) {
+      hits = await this.engine(session, () => session.store.search(namespace, vector, { limit, offset: 0, filter: filter?.pushdown }, want));
+    } else {
+      // Qdrant narrows; the exact filter decides. Read pages until enough hits pass or the budget is spent.
+      hits = [];
+      const page = Math.max(limit * 4, 100);
+      for (let offset = 0; hits.length < limit && offset < this.config.filterScanLimit; offset += page) {
+        const batch = await this.engine(session, () =>
+          session.store.search(namespace, vector, { limit: page, offset, filter: filter.pushdown }, { ...want, metadata: true }),
+        );
+        for (const hit of batch) if (hits.length < limit && matchesFilter(filter.node, hit.metadata)) hits.push(hit);
+        if (batch.length < page) break;
+      }
+    }
+    const similarity = session.index.similarityFunction;
+    return hits.map((h) => ({ ...h, rawScore: normaliseScore(similarity, h.rawScore) }));
+  }
+
+  private encodeHits(hits: ScoredVector[], include: Includes): string {
+    return `[${hits.map((h) => vectorJson(h, include, h.rawScore)).join(',')}]`;
+  }
+
+  /** Ids of the namespace's vectors that pass `keep`, walking it in insertion order. */
+  private async collectIds(session: Session, namespace: string, keep: (v: StoredVector) => boolean, metadata: boolean): Promise<string[]> {
+    const ids: string[] = [];
+    await this.engine(session, () =>
+      session.store.walk(namespace, 0, { vector: false, metadata, data: false }, (page) => {
+        for (const v of page) if (keep(v)) ids.push(v.id);
+        return true;
+      }),
+    );
+    return ids;
+  }
+
+  /**
+   * Embeds texts with the index's model.
+   * @throws VectorError 422 when the index has no embedding model, 502 when the provider fails
+   */
+  private async embed(session: Session, texts: string[]): Promise<number[][]> {
+    const { index } = session;
+    if (!index.embedder) {
+      throw new VectorError(422, 'Embedding data for this index is not allowed. The index must be created with an embedding model to use it.');
+    }
+    const key = `${index.id}\0${JSON.stringify(index.embedder)}`;
+    let embedder = this.embedders.get(key);
+    if (!embedder) {
+      const { url, model, apiKeyEnv } = index.embedder;
+      const apiKey = apiKeyEnv ? process.env[apiKeyEnv] : undefined;
+      embedder = new OpenAiEmbedder({ url, model, ...(apiKey ? { apiKey } : {}), timeoutMs: this.config.embedderTimeoutMs });
+      this.embedders.set(key, embedder);
+    }
+    let vectors: number[][];
+    try {
+      vectors = await embedder.embed(texts);
+    } catch (error) {
+      if (!(error instanceof EmbedderError)) throw error;
+      this.metrics.backendError(session.tenant, 'embedder');
+      this.logger.warn(`index ${index.id}: ${error.message}`);
+      throw new VectorError(502, `Embedding failed: ${error.message}`);
+    }
+    const wrong = vectors.find((v) => v.length !== index.dimension);
+    if (wrong) throw new VectorError(502, `The embedding model returned ${wrong.length} dimensions; this index has ${index.dimension}`);
+    return vectors;
+  }
+
+  /** Runs a Qdrant call; an unreachable or failing engine becomes 503. */
+  private async engine<T>(session: Session, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      if (!(error instanceof EngineUnavailableError)) throw error;
+      this.metrics.backendError(session.tenant, 'engine');
+      this.logger.warn(`index ${session.index.id}: ${error.message}`);
+      throw new VectorError(503, 'Service unavailable: the vector engine cannot be reached; retry later');
+    }
+  }
+
+  private stateCall<T>(session: Session, run: () => Promise<T>): Promise<T> {
+    return this.registryCall(session.tenant, run);
+  }
+
+  /** Runs a control Redis call; a failure becomes 503. */
+  private async registryCall<T>(tenant: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      if (error instanceof VectorError) throw error;
+      this.metrics.backendError(tenant, 'registry');
+      this.logger.warn(`control Redis: ${String(error)}`);
+      throw new VectorError(503, 'Service unavailable: the platform registry cannot be reached; retry later');
+    }
+  }
+}
+
+/** Parses a filter; its errors are 400s that say where. */
+function prepareFilter(text: string): PreparedFilter {
+  let node: FilterNode | undefined;
+  try {
+    node = parseFilter(text);
+  } catch (error) {
+    if (error instanceof FilterSyntaxError) throw VectorError.badRequest(error.message);
+    throw error;
+  }
+  if (!node) throw VectorError.badRequest('Invalid filter: it is empty');
+  const { filter, exact } = toQdrantFilter(node, 'metadata');
+  return { node, pushdown: filter as QdrantFilter | undefined, exact };
+}
+
+function wantOf(include: Includes): Want {
+  return { vector: include.vectors, metadata: include.metadata, data: include.data };
+}
+

@@ -1,0 +1,29 @@
+import { float32ArrayJson, float32String } from './numbers';
+import type { Includes } from './requests';
+
+/** A vector as read back, before it is printed. */
+export interface VectorView {
+  id: string;
+  vector?: number[];
+  metadata?: Record<string, unknown>;
+  data?: string;
+}
+
+/**
+ * One fetched, ranged or queried vector as JSON: `id`, then `score` when given, then only the parts
+ * the request asked for and the vector has (absent parts are omitted, never null: the SDK's tests
+ * compare with toEqual, upstash-compat.md §2.3). Numbers print as float32 (float32String).
+ */
+export function vectorJson(v: VectorView, include: Includes, score?: number): string {
+  let out = `{"id":${JSON.stringify(v.id)}`;
+  if (score !== undefined) out += `,"score":${float32String(score)}`;
+  if (include.vectors && v.vector) out += `,"vector":${float32ArrayJson(v.vector)}`;
+  if (include.metadata && v.metadata !== undefined) out += `,"metadata":${JSON.stringify(v.metadata)}`;
+  if (include.data && v.data !== undefined) out += `,"data":${JSON.stringify(v.data)}`;
+  return `${out}}`;
+}
+
+/** The spec's success body, `{"result": <json>}`, around an already-encoded JSON value. */
+export function resultJson(json: string): string {
+  return `{"result":${json}}`;
+}
