@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # `make dev`: the whole local stack in the foreground. Installs what is missing, starts the control
-# Redis (registry, quotas) and the tenant data Redis as two separate servers, applies
-# deploy/local/tenants.yaml, starts kv-gateway, and writes .restash/local.env with the variables the
-# official Upstash SDKs read. Ctrl-C or SIGTERM stops everything it started; running it again
-# reuses the tokens and the data.
+# Redis (registry, quotas) and the tenant data Redis as two separate servers, qdrant-local (Qdrant's
+# engine behind its REST API, dev only) and embedder-local (a sentence-embedding model), applies
+# deploy/local/tenants.yaml, starts kv-gateway and vector-gateway, and writes .restash/local.env
+# with the variables the official Upstash SDKs read. Ctrl-C or SIGTERM stops everything it started;
+# running it again reuses the tokens and the data.
 #
 # Ports (override with the variables): RESTASH_CONTROL_REDIS_PORT 6390, RESTASH_DATA_REDIS_PORT
-# 6391, RESTASH_KV_PORT 8080, RESTASH_KV_MANAGEMENT_PORT 9080.
+# 6391, RESTASH_KV_PORT 8080, RESTASH_KV_MANAGEMENT_PORT 9080, RESTASH_VECTOR_PORT 8081,
+# RESTASH_VECTOR_MANAGEMENT_PORT 9081, RESTASH_QDRANT_PORT 6333, RESTASH_EMBEDDER_PORT 7997.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -15,11 +17,15 @@ export RESTASH_CONTROL_REDIS_PORT=${RESTASH_CONTROL_REDIS_PORT:-6390}
 export RESTASH_DATA_REDIS_PORT=${RESTASH_DATA_REDIS_PORT:-6391}
 kv_port=${RESTASH_KV_PORT:-8080}
 kv_management_port=${RESTASH_KV_MANAGEMENT_PORT:-9080}
+vector_port=${RESTASH_VECTOR_PORT:-8081}
+vector_management_port=${RESTASH_VECTOR_MANAGEMENT_PORT:-9081}
+export RESTASH_QDRANT_PORT=${RESTASH_QDRANT_PORT:-6333}
+export RESTASH_EMBEDDER_PORT=${RESTASH_EMBEDDER_PORT:-7997}
 
 bash deploy/local/install.sh
 node tools/build.mjs
 
-mkdir -p "$state"/{control,data,logs,run}
+mkdir -p "$state"/{control,data,qdrant,logs,run}
 chmod 700 "$state"
 
 # Whatever an earlier run left behind (killed without its trap) is stopped first.
@@ -55,7 +61,7 @@ start() { # name command...
 
 wait_until() { # what command...
   local what=$1; shift
-  for _ in $(seq 1 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  for _ in $(seq 1 300); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
   echo "$what did not come up; see $state/logs/" >&2
   exit 1
 }
@@ -86,28 +92,41 @@ start data-redis redis-server "$state/data/redis.conf"
 wait_until "control Redis" redis-cli -p "$RESTASH_CONTROL_REDIS_PORT" ping
 wait_until "data Redis" redis-cli -p "$RESTASH_DATA_REDIS_PORT" --user restash-gateway --pass "$RESTASH_DATA_REDIS_PASSWORD" --no-auth-warning ping
 
+python=.cache/python/venv/bin/python
+start qdrant-local "$python" deploy/qdrant-local/server.py --host 127.0.0.1 --port "$RESTASH_QDRANT_PORT" --data "$state/qdrant"
+start embedder-local "$python" deploy/embedder-local/server.py --host 127.0.0.1 --port "$RESTASH_EMBEDDER_PORT"
+
 export CONTROL_REDIS_URL=redis://127.0.0.1:$RESTASH_CONTROL_REDIS_PORT
 bin/tenants apply -f deploy/local/tenants.yaml --secrets-dir "$state/secrets"
 
 PORT=$kv_port MANAGEMENT_PORT=$kv_management_port HOST=127.0.0.1 start kv-gateway node dist/apps/kv-gateway/src/main.js
+PORT=$vector_port MANAGEMENT_PORT=$vector_management_port HOST=127.0.0.1 start vector-gateway node dist/apps/vector-gateway/src/main.js
+wait_until "qdrant-local" curl -sf "http://127.0.0.1:$RESTASH_QDRANT_PORT/readyz"
+wait_until "embedder-local" curl -sf "http://127.0.0.1:$RESTASH_EMBEDDER_PORT/healthz"
 wait_until "kv-gateway" curl -sf "http://127.0.0.1:$kv_management_port/readyz"
+wait_until "vector-gateway" curl -sf "http://127.0.0.1:$vector_management_port/readyz"
 
-token() { node -e "console.log(require('$state/secrets/demo.json').kv.main['$1'])"; }
+token() { node -e "console.log(require('$state/secrets/demo.json').$1)"; }
 (umask 077; cat >"$state/local.env" <<ENV
 # Written by make dev: \`source .restash/local.env\`, then any Upstash SDK program talks to the local stack.
 export UPSTASH_REDIS_REST_URL=http://127.0.0.1:$kv_port
-export UPSTASH_REDIS_REST_TOKEN=$(token standard)
-export UPSTASH_REDIS_REST_READONLY_TOKEN=$(token readonly)
+export UPSTASH_REDIS_REST_TOKEN=$(token kv.main.standard)
+export UPSTASH_REDIS_REST_READONLY_TOKEN=$(token kv.main.readonly)
+export UPSTASH_VECTOR_REST_URL=http://127.0.0.1:$vector_port
+export UPSTASH_VECTOR_REST_TOKEN=$(token vector.docs.standard)
+export UPSTASH_VECTOR_REST_READONLY_TOKEN=$(token vector.docs.readonly)
 ENV
 )
 
 cat <<MSG
 
-restash local stack is up (logs in .restash/logs/, metrics on http://127.0.0.1:$kv_management_port/metrics)
-  KV REST API   http://127.0.0.1:$kv_port   (tenant demo, database main)
+restash local stack is up (logs in .restash/logs/; metrics on :$kv_management_port and :$vector_management_port /metrics)
+  KV REST API       http://127.0.0.1:$kv_port   (tenant demo, database main)
+  Vector REST API   http://127.0.0.1:$vector_port   (tenant demo, index docs: 384 dimensions, COSINE, local MiniLM model)
 
   source .restash/local.env
   node -e "const {Redis}=require('@upstash/redis'); const r=Redis.fromEnv(); r.set('hello','world').then(()=>r.get('hello')).then(console.log)"
+  node -e "const {Index}=require('@upstash/vector'); const i=Index.fromEnv(); i.upsert({id:'1',data:'a cat on a mat'}).then(()=>i.query({data:'kitten',topK:1})).then(console.log)"
 
 Ctrl-C stops everything.
 MSG

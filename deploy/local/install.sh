@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh Debian machine, and nothing that is already there:
-# redis-server and curl (apt) and the npm packages (when package-lock.json changed). Used by
-# `make dev`, `make test` and .ci/run.
+# redis-server, curl and python3-venv (apt), the npm packages (when package-lock.json changed) and
+# the Python virtualenv of the dev-only engines (deploy/python). Used by `make dev`, `make test` and .ci/run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -12,6 +12,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server redis-tools)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (apt)"
   as_root apt-get update -qq
@@ -29,3 +30,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   npm install --no-audit --no-fund --loglevel=error
   echo "$want" > "$stamp"
 fi
+
+bash deploy/python/install.sh

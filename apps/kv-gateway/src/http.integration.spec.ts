@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
-import { type KvStack, call, startKvStack } from './testing/kv-stack';
+import { call } from '@restash/shared/util-testing';
+import { type KvStack, startKvStack } from './testing/kv-stack';
 
 /**
  * Every rule of spec 000 that the SDK cannot express, over raw HTTP, against real Redis. Effects are

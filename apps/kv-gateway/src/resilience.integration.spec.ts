@@ -1,5 +1,6 @@
 import { eventually } from '@restash/shared/util-testing';
-import { type KvStack, call, startKvStack } from './testing/kv-stack';
+import { call } from '@restash/shared/util-testing';
+import { type KvStack, startKvStack } from './testing/kv-stack';
 
 /** What a tenant sees when an engine goes away and comes back, and when the gateway stops. */
 describe('kv-gateway when things fail', () => {

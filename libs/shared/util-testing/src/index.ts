@@ -1,2 +1,4 @@
 export * from './redis-server';
 export * from './eventually';
+export * from './python-services';
+export * from './http-call';

@@ -1,0 +1,191 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { freePort } from './redis-server';
+
+/** A qdrant-local server (deploy/qdrant-local: Qdrant's REST API over Qdrant Edge) started for a test. */
+export interface QdrantLocal {
+  port: number;
+  /** `http://127.0.0.1:<port>`, for `new QdrantClient({ url })`. */
+  url: string;
+  /** The server's data directory (one subdirectory per collection). */
+  dataDir: string;
+  /** Stops the server (SIGTERM, SIGKILL after 5 s) and removes `dataDir` if this helper created it. */
+  stop(): Promise<void>;
+  /** Kills the server (SIGKILL) and keeps `dataDir`, for crash and outage tests. */
+  kill(): Promise<void>;
+  /** Stops the server (SIGTERM) if running and starts it again on the same port and `dataDir`. */
+  restart(): Promise<void>;
+}
+
+/** An embedder-local server (deploy/embedder-local: OpenAI-compatible all-MiniLM-L6-v2, 384-d) started for a test. */
+export interface EmbedderLocal {
+  port: number;
+  /** `http://127.0.0.1:<port>/v1`, an OpenAI-compatible base URL (`POST {url}/embeddings`). */
+  url: string;
+  /** Stops the server (SIGTERM, SIGKILL after 5 s). */
+  stop(): Promise<void>;
+}
+
+export interface QdrantLocalOptions {
+  /** Data directory to use (kept on `stop()`); by default a fresh temporary directory (removed on `stop()`). */
+  dataDir?: string;
+}
+
+const READY_TIMEOUT_MS = 30_000;
+const LOG_TAIL_CHARS = 4_000;
+
+let repoRootCache: string | undefined;
+let venvPython: Promise<string> | undefined;
+
+/**
+ * The repository root: the nearest folder above this file holding `nx.json`.
+ *
+ * @throws Error when no such folder exists
+ */
+function repoRoot(): string {
+  if (repoRootCache) return repoRootCache;
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'nx.json'))) return (repoRootCache = dir);
+    if (dirname(dir) === dir) throw new Error(`no nx.json above ${__dirname}`);
+  }
+}
+
+/**
+ * Installs the Python venv for the dev/CI services once per process (`bash deploy/python/install.sh`,
+ * a no-op taking well under a second when it is already installed) and returns the path of its
+ * `bin/python`.
+ *
+ * @throws Error naming install.sh's output when the install fails (the next call retries)
+ */
+export function pythonVenv(): Promise<string> {
+  venvPython ??= new Promise<string>((resolve, reject) => {
+    const root = repoRoot();
+    execFile('bash', [join(root, 'deploy/python/install.sh')], { cwd: root, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`deploy/python/install.sh failed: ${error.message}\n${tail(`${stdout}${stderr}`)}`));
+      else resolve(join(root, '.cache/python/venv/bin/python'));
+    });
+  }).catch((error: unknown) => {
+    venvPython = undefined;
+    throw error;
+  });
+  return venvPython;
+}
+
+/**
+ * Starts deploy/qdrant-local/server.py on a free port of 127.0.0.1 and waits until `GET /readyz`
+ * answers 200.
+ *
+ * @throws Error when the venv cannot be installed, or the server exits or is not ready within 30 s
+ *   (the message holds the tail of its log)
+ */
+export async function startQdrantLocal(options: QdrantLocalOptions = {}): Promise<QdrantLocal> {
+  const python = await pythonVenv();
+  const port = await freePort();
+  const ownDir = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'restash-qdrant-local-')));
+  const script = join(repoRoot(), 'deploy/qdrant-local/server.py');
+  const args = [script, '--host', '127.0.0.1', '--port', String(port), '--data', dataDir];
+  let running: Running | undefined;
+  try {
+    running = await spawnService('qdrant-local', python, args, port, '/readyz');
+  } catch (error) {
+    if (ownDir) await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    dataDir,
+    stop: async () => {
+      await running?.stop('SIGTERM');
+      running = undefined;
+      if (ownDir) await rm(dataDir, { recursive: true, force: true });
+    },
+    kill: async () => {
+      await running?.stop('SIGKILL');
+      running = undefined;
+    },
+    restart: async () => {
+      await running?.stop('SIGTERM');
+      running = undefined;
+      running = await spawnService('qdrant-local', python, args, port, '/readyz');
+    },
+  };
+}
+
+/**
+ * Starts deploy/embedder-local/server.py (the real all-MiniLM-L6-v2 model, int8 ONNX, 384-d unit
+ * vectors) on a free port of 127.0.0.1 and waits until `GET /healthz` answers 200.
+ *
+ * @throws Error when the venv cannot be installed, or the server exits or is not ready within 30 s
+ *   (the message holds the tail of its log)
+ */
+export async function startEmbedderLocal(): Promise<EmbedderLocal> {
+  const python = await pythonVenv();
+  const port = await freePort();
+  const script = join(repoRoot(), 'deploy/embedder-local/server.py');
+  const running = await spawnService('embedder-local', python, [script, '--host', '127.0.0.1', '--port', String(port)], port, '/healthz');
+  return { port, url: `http://127.0.0.1:${port}/v1`, stop: () => running.stop('SIGTERM') };
+}
+
+/** One service process that answered its readiness probe. */
+interface Running {
+  /** Sends `signal` (SIGTERM escalates to SIGKILL after 5 s) and resolves once the process exited. */
+  stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+}
+
+async function spawnService(name: string, python: string, args: string[], port: number, probe: string): Promise<Running> {
+  const child = spawn(python, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONUNBUFFERED: '1', HF_HUB_OFFLINE: '1' } });
+  let log = '';
+  const keep = (chunk: Buffer) => {
+    log = (log + chunk.toString('utf8')).slice(-LOG_TAIL_CHARS);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.once('error', (error) => keep(Buffer.from(String(error))));
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (!(await answers200(port, probe))) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before it was ready on port ${port}:\n${tail(log)}`);
+    }
+    if (Date.now() > deadline) {
+      await stopChild(child, exited, 'SIGKILL');
+      throw new Error(`${name} was not ready on port ${port} within ${READY_TIMEOUT_MS / 1000} s:\n${tail(log)}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { stop: (signal) => stopChild(child, exited, signal) };
+}
+
+/** One GET without keep-alive (nothing may linger after a refused connect). */
+function answers200(port: number, path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'GET', agent: false, timeout: 1_000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<void>, signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+  child.stdout?.destroy();
+  child.stderr?.destroy();
+}
+
+function tail(text: string): string {
+  return text.trim().slice(-LOG_TAIL_CHARS) || '(no output)';
+}
