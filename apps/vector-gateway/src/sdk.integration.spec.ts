@@ -30,7 +30,7 @@ describe('vector-gateway with the official @upstash/vector SDK', () => {
   it('upserts one record or many and fetches them in order, null for missing ids, ids as strings', async () => {
     expect(await index.upsert({ id: 'a', vector: [0.1, 0.2, 0.3], metadata: { kind: 'x' } })).toBe('Success');
     expect(await index.upsert([{ id: 33, vector: [1, 0, 0] }, { id: 'c', vector: [0, 1, 0], metadata: { n: 1 } }] as never)).toBe('Success');
-    const fetched = await index.fetch(['c', 'missing', 'a', 33], { includeMetadata: true, includeVectors: true });
+    const fetched = await index.fetch(['c', 'missing', 'a', 33] as never, { includeMetadata: true, includeVectors: true });
     expect(fetched).toEqual([
       { id: 'c', vector: [0, 1, 0], metadata: { n: 1 } },
       null,

@@ -30,6 +30,7 @@ import {
   type VectorInput,
   VectorError,
   checkDimension,
+  exactScore,
   mergePatch,
   normaliseScore,
   pointId,
@@ -50,6 +51,9 @@ export interface Session {
   readOnly: boolean;
   store: QdrantIndexStore;
 }
+
+/** Normalised scores this close to 1 or 0 are recomputed exactly (the engine's float32 rounding is about 1e-7 per term). */
+const NEAR_EDGE = 1e-4;
 
 /** A query's filter, parsed once: the exact test and what Qdrant can narrow by. */
 interface PreparedFilter {
@@ -348,7 +352,29 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
       }
     }
     const similarity = session.index.similarityFunction;
-    return hits.map((h) => ({ ...h, rawScore: normaliseScore(similarity, h.rawScore) }));
+    const scored = hits.map((h) => ({ ...h, rawScore: normaliseScore(similarity, h.rawScore) }));
+    return this.rescoreNearMatches(session, namespace, vector, scored);
+  }
+
+  /**
+   * Recomputes in float64 the scores of hits within float32 noise of either end of [0, 1], so that
+   * a vector identical to the query scores exactly 1 (and an opposite one exactly 0) as on Upstash
+   * (upstash-compat.md §2.3): Qdrant's float32 cosine of a vector with itself comes out as
+   * 0.9999999. Costs one extra read, and only when such a hit exists.
+   */
+  private async rescoreNearMatches(session: Session, namespace: string, query: number[], hits: ScoredVector[]): Promise<ScoredVector[]> {
+    const extreme = (score: number) => score > 1 - NEAR_EDGE || score < NEAR_EDGE;
+    const near = hits.filter((h) => extreme(h.rawScore));
+    if (near.length === 0) return hits;
+    const want: Want = { vector: true, metadata: false, data: false };
+    const stored = await this.engine(session, () => session.store.retrieve(namespace, near.map((h) => h.id), want));
+    const similarity = session.index.similarityFunction;
+    return hits
+      .map((h) => {
+        const v = extreme(h.rawScore) ? stored.get(h.id)?.vector : undefined;
+        return v ? { ...h, rawScore: exactScore(similarity, v, query) } : h;
+      })
+      .sort((a, b) => b.rawScore - a.rawScore);
   }
 
   private encodeHits(hits: ScoredVector[], include: Includes): string {
