@@ -4,7 +4,7 @@ export NX_DAEMON := false
 export NX_NO_CLOUD := true
 export NX_TUI := false
 
-.PHONY: install dev build lint typecheck unit integration test bench bench-kv
+.PHONY: install dev build lint typecheck unit integration engines test bench bench-kv bench-vector
 
 install: ## redis-server (apt) and npm packages, when missing
 	bash deploy/local/install.sh
@@ -27,9 +27,15 @@ unit: install
 integration: install
 	npx nx run-many -t test-integration --parallel=1 --outputStyle=static --skip-nx-cache
 
-test: lint typecheck unit integration ## what CI runs
+engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/embedder-local)
+	for dir in deploy/qdrant-local deploy/embedder-local; do .cache/python/venv/bin/python -m unittest discover -s $$dir -p 'test_*.py' || exit 1; done
 
-bench: bench-kv
+test: lint typecheck unit integration engines ## what CI runs
+
+bench: bench-kv bench-vector
 
 bench-kv: build ## KV gateway vs Redis direct (bench/kv)
 	bash bench/kv/run.sh
+
+bench-vector: build ## vector gateway vs qdrant-local direct, recall@10 (bench/vector)
+	bash bench/vector/run.sh
