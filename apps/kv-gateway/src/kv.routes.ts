@@ -1,6 +1,6 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   type CommandArgs,
   KvError,
@@ -15,7 +15,7 @@ import {
   parseJsonBody,
   sseEvent,
 } from '@restash/kv/util-command';
-import { rawBodyHook } from '@restash/shared/util-http';
+import { useRawBodies } from '@restash/shared/util-http';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
 import { KvService, type Session } from './kv.service';
@@ -56,14 +56,10 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
 
   private routes(app: FastifyInstance): void {
     // Bodies are raw bytes, whatever the content type (a POSTed value is a command argument).
-    app.addHook('onRequest', rawBodyHook(this.config.http.bodyLimitBytes));
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-    app.setErrorHandler((error: FastifyError, request, reply) => {
-      const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
-      if (status === 500) this.logger.error(`request ${request.id}: ${error.stack ?? String(error)}`);
-      const message = status === 500 ? `ERR internal error (request id ${request.id})` : `ERR ${error.message}`;
-      void reply.code(status).header('content-type', 'application/json').send(encodeError(message));
+    useRawBodies(app, {
+      bodyLimitBytes: this.config.http.bodyLimitBytes,
+      logger: this.logger,
+      encode: (_status, message) => encodeError(`ERR ${message}`),
     });
 
     /** A single command: spec 000 §2 (JSON array at the root) or §1 (command in the path). */

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { rawBodyHook } from '@restash/shared/util-http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { useRawBodies } from '@restash/shared/util-http';
 import {
   VectorError,
   encodeError,
@@ -96,15 +96,7 @@ export class VectorRoutes implements OnModuleInit {
   }
 
   private routes(app: FastifyInstance): void {
-    app.addHook('onRequest', rawBodyHook(this.config.http.bodyLimitBytes));
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-    app.setErrorHandler((error: FastifyError, request, reply) => {
-      const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
-      if (status === 500) this.logger.error(`request ${request.id}: ${error.stack ?? String(error)}`);
-      const message = status === 500 ? `Internal error (request id ${request.id})` : error.message;
-      void reply.code(status).header('content-type', 'application/json').send(encodeError(status, message));
-    });
+    useRawBodies(app, { bodyLimitBytes: this.config.http.bodyLimitBytes, logger: this.logger, encode: encodeError });
     app.route({ method: ['GET', 'POST', 'PUT', 'DELETE'], url: '/*', handler: (request, reply) => this.handle(request, reply) });
   }
 

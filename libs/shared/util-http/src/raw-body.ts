@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 
@@ -61,4 +61,27 @@ export function rawBodyHook(limitBytes: number): onRequestHookHandler {
     // A client that breaks off its upload is a client mistake (400), not a server fault.
     raw.once('error', (error) => done(Object.assign(new Error(`request body could not be read: ${error.message}`), { statusCode: 400 })));
   };
+}
+
+/**
+ * Prepares a Fastify plugin scope for an API that takes raw bodies: {@link rawBodyHook}, a buffer
+ * parser for any content type, and an error handler that answers Fastify's own 4xx errors (body
+ * too large, aborted upload, …) and unexpected failures (500, logged with the request id, never a
+ * stack trace to the client) in the API's error shape.
+ *
+ * @param encode the API's error body for a status and a message, e.g. `{"error": …}`
+ */
+export function useRawBodies(
+  app: FastifyInstance,
+  options: { bodyLimitBytes: number; logger: { error(message: string): void }; encode(status: number, message: string): string },
+): void {
+  app.addHook('onRequest', rawBodyHook(options.bodyLimitBytes));
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 500) options.logger.error(`request ${request.id}: ${error.stack ?? String(error)}`);
+    const message = status === 500 ? `internal error (request id ${request.id})` : error.message;
+    void reply.code(status).header('content-type', 'application/json').send(options.encode(status, message));
+  });
 }
