@@ -81,6 +81,12 @@ describe('vector-gateway over raw HTTP', () => {
     expect((await post('/fetch', { ids: ['secret'] })).body).toEqual({ result: [{ id: 'secret' }] });
   });
 
+  it('serves GET /random: null for an empty namespace, else one vector', async () => {
+    expect((await call(`${stack.url}/random/empty-ns`, { token })).body).toEqual({ result: null });
+    await post('/upsert/rand-ns', { id: 'only', vector: [0.5, 0.25, 0, 1] });
+    expect((await call(`${stack.url}/random/rand-ns`, { token })).body).toEqual({ result: { id: 'only', vector: [0.5, 0.25, 0, 1] } });
+  });
+
   it('answers 401 in the API shape for missing and unknown tokens', async () => {
     expect(await call(`${stack.url}/info`, {})).toMatchObject({ status: 401, body: { status: 401, error: expect.stringContaining('Unauthorized') } });
     expect(await call(`${stack.url}/info`, { token: 'nope' })).toMatchObject({ status: 401, body: { error: 'Unauthorized: Invalid auth token', status: 401 } });
