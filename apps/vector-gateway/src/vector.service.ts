@@ -80,6 +80,7 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
   private readonly state: IndexState;
   private readonly stores: QdrantStores;
   private readonly embedders = new Map<string, Embedder>();
+  private readonly storesByRecord = new WeakMap<VectorIndexRecord, QdrantIndexStore>();
 
   constructor(
     @Inject(CONTROL_REDIS) private readonly control: Redis,
@@ -113,14 +114,23 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
     const resolved = await this.registryCall('', () => this.registry.resolveToken(token));
     const index = resolved?.record.api === 'vector' ? await this.registryCall('', () => this.registry.vectorIndex(resolved.record.resource)) : null;
     if (!resolved || !index) throw new VectorError(401, 'Unauthorized: Invalid auth token');
-    const store = this.stores.get(index.id, {
-      url: index.qdrantUrl,
-      ...(index.qdrantApiKey ? { apiKey: index.qdrantApiKey } : {}),
-      collection: index.collection,
-      dimension: index.dimension,
-      distance: QDRANT_DISTANCE[index.similarityFunction],
-    });
-    return { tenant: index.tenant, index, readOnly: resolved.record.role === 'readonly', store };
+    return { tenant: index.tenant, index, readOnly: resolved.record.role === 'readonly', store: this.storeOf(index) };
+  }
+
+  /** The store of an index record; looked up once per record (the registry cache hands out the same object until it changes). */
+  private storeOf(index: VectorIndexRecord): QdrantIndexStore {
+    let store = this.storesByRecord.get(index);
+    if (!store) {
+      store = this.stores.get(index.id, {
+        url: index.qdrantUrl,
+        ...(index.qdrantApiKey ? { apiKey: index.qdrantApiKey } : {}),
+        collection: index.collection,
+        dimension: index.dimension,
+        distance: QDRANT_DISTANCE[index.similarityFunction],
+      });
+      this.storesByRecord.set(index, store);
+    }
+    return store;
   }
 
   /**

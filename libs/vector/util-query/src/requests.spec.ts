@@ -22,6 +22,7 @@ describe('request parsing', () => {
     expect(error(() => parseUpsert([{ id: 'a', vector: [1] }, { id: 'b', data: 'x' }], false)).message).toContain('[1]vector is missing');
     expect(error(() => parseUpsert({ id: 'a', vector: [1, 'x'] }, false)).message).toBe('vector[1] must be a finite number');
     expect(error(() => parseUpsert({ id: '', vector: [1] }, false)).status).toBe(400);
+    expect(error(() => parseUpsert({ id: 'a', vector: [1e39] }, false)).message).toBe('vector[0] is outside the float32 range');
     expect(error(() => parseUpsert({ id: 'a', vector: [1], metadata: [1] }, false)).message).toContain('metadata');
     expect(error(() => parseUpsert(Array.from({ length: 1001 }, (_, i) => ({ id: i, vector: [1] })), false)).message).toContain('at most 1000');
   });

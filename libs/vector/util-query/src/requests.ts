@@ -6,6 +6,9 @@ import { VectorError } from './errors';
  * offending field; nothing is half-applied because nothing is written before validation ends.
  */
 
+/** The largest finite float32. */
+const FLOAT32_MAX = 3.4028234663852886e38;
+
 /** Largest upsert batch, fetch by ids, topK and range page (Upstash's published limits). */
 export const LIMITS = { batch: 1000, topK: 1000, fetch: 1000, page: 1000 } as const;
 
@@ -232,6 +235,8 @@ function vector(value: unknown, field: string): number[] {
   for (let i = 0; i < value.length; i++) {
     const x: unknown = value[i];
     if (typeof x !== 'number' || !Number.isFinite(x)) throw VectorError.badRequest(`${field}[${i}] must be a finite number`);
+    // Vectors are stored as float32: a larger magnitude would become Infinity in the engine.
+    if (Math.abs(x) > FLOAT32_MAX) throw VectorError.badRequest(`${field}[${i}] is outside the float32 range`);
   }
   return value as number[];
 }
