@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # `make dev`: the whole local stack in the foreground. Installs what is missing, starts the control
 # Redis (registry, quotas) and the tenant data Redis as two separate servers, qdrant-local (Qdrant's
-# engine behind its REST API, dev only) and embedder-local (a sentence-embedding model), applies
-# deploy/local/tenants.yaml, starts kv-gateway and vector-gateway, and writes .restash/local.env
+# engine behind its REST API, dev only), embedder-local (a sentence-embedding model) and an Apache
+# Kafka broker (KRaft, deploy/kafka-local), applies deploy/local/tenants.yaml, starts kv-gateway,
+# vector-gateway and stream-gateway, creates the demo topics, and writes .restash/local.env
 # with the variables the official Upstash SDKs read. Ctrl-C or SIGTERM stops everything it started;
 # running it again reuses the tokens and the data.
 #
 # Ports (override with the variables): RESTASH_CONTROL_REDIS_PORT 6390, RESTASH_DATA_REDIS_PORT
 # 6391, RESTASH_KV_PORT 8080, RESTASH_KV_MANAGEMENT_PORT 9080, RESTASH_VECTOR_PORT 8081,
-# RESTASH_VECTOR_MANAGEMENT_PORT 9081, RESTASH_QDRANT_PORT 6333, RESTASH_EMBEDDER_PORT 7997.
+# RESTASH_VECTOR_MANAGEMENT_PORT 9081, RESTASH_QDRANT_PORT 6333, RESTASH_EMBEDDER_PORT 7997,
+# RESTASH_STREAM_PORT 8082, RESTASH_STREAM_MANAGEMENT_PORT 9082, RESTASH_KAFKA_PORT 9092,
+# RESTASH_KAFKA_CONTROLLER_PORT 9093.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -21,11 +24,15 @@ vector_port=${RESTASH_VECTOR_PORT:-8081}
 vector_management_port=${RESTASH_VECTOR_MANAGEMENT_PORT:-9081}
 export RESTASH_QDRANT_PORT=${RESTASH_QDRANT_PORT:-6333}
 export RESTASH_EMBEDDER_PORT=${RESTASH_EMBEDDER_PORT:-7997}
+stream_port=${RESTASH_STREAM_PORT:-8082}
+stream_management_port=${RESTASH_STREAM_MANAGEMENT_PORT:-9082}
+export RESTASH_KAFKA_PORT=${RESTASH_KAFKA_PORT:-9092}
+kafka_controller_port=${RESTASH_KAFKA_CONTROLLER_PORT:-9093}
 
 bash deploy/local/install.sh
 node tools/build.mjs
 
-mkdir -p "$state"/{control,data,qdrant,logs,run}
+mkdir -p "$state"/{control,data,qdrant,kafka,logs,run}
 chmod 700 "$state"
 
 # Whatever an earlier run left behind (killed without its trap) is stopped first.
@@ -95,16 +102,19 @@ wait_until "data Redis" redis-cli -p "$RESTASH_DATA_REDIS_PORT" --user restash-g
 python=.cache/python/venv/bin/python
 start qdrant-local "$python" deploy/qdrant-local/server.py --host 127.0.0.1 --port "$RESTASH_QDRANT_PORT" --data "$state/qdrant"
 start embedder-local "$python" deploy/embedder-local/server.py --host 127.0.0.1 --port "$RESTASH_EMBEDDER_PORT"
+start kafka bash deploy/kafka-local/start.sh --port "$RESTASH_KAFKA_PORT" --controller-port "$kafka_controller_port" --data "$state/kafka"
 
 export CONTROL_REDIS_URL=redis://127.0.0.1:$RESTASH_CONTROL_REDIS_PORT
 bin/tenants apply -f deploy/local/tenants.yaml --secrets-dir "$state/secrets"
 
 PORT=$kv_port MANAGEMENT_PORT=$kv_management_port HOST=127.0.0.1 start kv-gateway node dist/apps/kv-gateway/src/main.js
 PORT=$vector_port MANAGEMENT_PORT=$vector_management_port HOST=127.0.0.1 start vector-gateway node dist/apps/vector-gateway/src/main.js
+PORT=$stream_port MANAGEMENT_PORT=$stream_management_port HOST=127.0.0.1 start stream-gateway node dist/apps/stream-gateway/src/main.js
 wait_until "qdrant-local" curl -sf "http://127.0.0.1:$RESTASH_QDRANT_PORT/readyz"
 wait_until "embedder-local" curl -sf "http://127.0.0.1:$RESTASH_EMBEDDER_PORT/healthz"
 wait_until "kv-gateway" curl -sf "http://127.0.0.1:$kv_management_port/readyz"
 wait_until "vector-gateway" curl -sf "http://127.0.0.1:$vector_management_port/readyz"
+wait_until "stream-gateway" curl -sf "http://127.0.0.1:$stream_management_port/readyz"
 
 token() { node -e "console.log(require('$state/secrets/demo.json').$1)"; }
 (umask 077; cat >"$state/local.env" <<ENV
@@ -115,18 +125,26 @@ export UPSTASH_REDIS_REST_READONLY_TOKEN=$(token kv.main.readonly)
 export UPSTASH_VECTOR_REST_URL=http://127.0.0.1:$vector_port
 export UPSTASH_VECTOR_REST_TOKEN=$(token vector.docs.standard)
 export UPSTASH_VECTOR_REST_READONLY_TOKEN=$(token vector.docs.readonly)
+export UPSTASH_KAFKA_REST_URL=http://127.0.0.1:$stream_port
+export UPSTASH_KAFKA_REST_USERNAME=demo.events
+export UPSTASH_KAFKA_REST_PASSWORD=$(token stream.events.standard)
 ENV
 )
+# The gateway creates a cluster's declared topics on first use: list them once so they exist now
+# (this waits for the broker, which takes a few seconds to elect itself on a first start).
+wait_until "the Kafka broker and the demo topics" curl -sf -u "demo.events:$(token stream.events.standard)" "http://127.0.0.1:$stream_port/topics"
 
 cat <<MSG
 
-restash local stack is up (logs in .restash/logs/; metrics on :$kv_management_port and :$vector_management_port /metrics)
+restash local stack is up (logs in .restash/logs/; metrics on :$kv_management_port, :$vector_management_port and :$stream_management_port /metrics)
   KV REST API       http://127.0.0.1:$kv_port   (tenant demo, database main)
   Vector REST API   http://127.0.0.1:$vector_port   (tenant demo, index docs: 384 dimensions, COSINE, local MiniLM model)
+  Stream REST API   http://127.0.0.1:$stream_port   (tenant demo, cluster events: topics orders (3 partitions) and webhooks; Kafka on :$RESTASH_KAFKA_PORT)
 
   source .restash/local.env
   node -e "const {Redis}=require('@upstash/redis'); const r=Redis.fromEnv(); r.set('hello','world').then(()=>r.get('hello')).then(console.log)"
   node -e "const {Index}=require('@upstash/vector'); const i=Index.fromEnv(); i.upsert({id:'1',data:'a cat on a mat'}).then(()=>i.query({data:'kitten',topK:1})).then(console.log)"
+  node -e "const {Kafka}=require('@upstash/kafka'); const e=process.env; const k=new Kafka({url:e.UPSTASH_KAFKA_REST_URL,username:e.UPSTASH_KAFKA_REST_USERNAME,password:e.UPSTASH_KAFKA_REST_PASSWORD}); k.producer().produce('orders','hello').then(console.log)"
 
 Ctrl-C stops everything.
 MSG

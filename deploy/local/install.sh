@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh Debian machine, and nothing that is already there:
-# redis-server, curl and python3-venv (apt), the npm packages (when package-lock.json changed) and
-# the Python virtualenv of the dev-only engines (deploy/python). Used by `make dev`, `make test` and .ci/run.
+# redis-server, curl, python3-venv, a Java 17 runtime and Maven (apt), the npm packages (when
+# package-lock.json changed), the Python virtualenv of the dev-only engines (deploy/python) and the
+# Kafka broker's jars from Maven Central (deploy/kafka-local). Used by `make dev`, `make test` and .ci/run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -13,6 +14,8 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server redis-tools)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (apt)"
   as_root apt-get update -qq
@@ -32,3 +35,4 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 fi
 
 bash deploy/python/install.sh
+bash deploy/kafka-local/install.sh

@@ -13,7 +13,7 @@ The registry is the control Redis named by CONTROL_REDIS_URL. Plain tokens are w
 DIR/<tenant>.json (default .restash/secrets) and reused on the next apply.`;
 
 /**
- * The local applier (DESIGN.md, tenant registry): writes tenants, their KV databases, vector indexes and token
+ * The local applier (DESIGN.md, tenant registry): writes tenants, their KV databases, vector indexes, stream clusters and token
  * digests into the registry, as the operator does in a cluster.
  */
 async function main(argv: string[]): Promise<number> {
@@ -40,7 +40,7 @@ async function main(argv: string[]): Promise<number> {
         const tokens = await ensureTenantTokens(values['secrets-dir'], tenant);
         await writer.applyTenant(tenant, tokens);
         console.log(
-          `tenant/${tenant.metadata.name} applied (${tenant.spec.kv.databases.length} KV database(s), ${tenant.spec.vector.indexes.length} vector index(es))`,
+          `tenant/${tenant.metadata.name} applied (${tenant.spec.kv.databases.length} KV database(s), ${tenant.spec.vector.indexes.length} vector index(es), ${tenant.spec.stream.clusters.length} stream cluster(s))`,
         );
       }
     });

@@ -16,9 +16,10 @@ export async function ensureTenantTokens(dir: string, tenant: TenantDocument): P
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read ${file}: ${String(error)}`);
   }
   const fresh = () => ({ standard: generateToken(), readonly: generateToken() });
-  const tokens: TenantTokens = { kv: {}, vector: {} };
+  const tokens: TenantTokens = { kv: {}, vector: {}, stream: {} };
   for (const db of tenant.spec.kv.databases) tokens.kv[db.name] = existing.kv?.[db.name] ?? fresh();
   for (const index of tenant.spec.vector.indexes) tokens.vector[index.name] = existing.vector?.[index.name] ?? fresh();
+  for (const cluster of tenant.spec.stream.clusters) tokens.stream[cluster.name] = existing.stream?.[cluster.name] ?? fresh();
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await writeFile(file, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600 });
   await chmod(file, 0o600);

@@ -43,6 +43,43 @@ describe('parseTenantFile', () => {
   });
 });
 
+describe('parseTenantFile: stream clusters', () => {
+  const stream = (topics: string, brokers = '["127.0.0.1:9092"]') => `
+apiVersion: restash.dev/v1alpha1
+kind: Tenant
+metadata:
+  name: shop
+spec:
+  stream:
+    clusters:
+      - name: events
+        kafka:
+          brokers: ${brokers}
+        topics:
+${topics}
+`;
+
+  it('reads topics with a default of one partition', () => {
+    const [tenant] = parseTenantFile(stream('          - name: orders\n            partitions: 3\n          - name: audit.log'), {});
+    expect(tenant?.spec.stream.clusters[0]?.topics).toEqual([
+      { name: 'orders', partitions: 3 },
+      { name: 'audit.log', partitions: 1 },
+    ]);
+  });
+
+  it('refuses duplicate topics, illegal topic names and brokers without a port', () => {
+    let message = '';
+    try {
+      parseTenantFile(stream('          - name: a\n          - name: a\n          - name: "b c"', '["kafka"]'), {});
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/spec.stream.clusters.0.topics.1.name: duplicate topic name 'a'/);
+    expect(message).toMatch(/spec.stream.clusters.0.topics.2.name: must be 1–200 of/);
+    expect(message).toMatch(/spec.stream.clusters.0.kafka.brokers.0: must be host:port/);
+  });
+});
+
 describe('ensureTenantTokens', () => {
   it('mints tokens once, keeps them on the next apply, and keeps the file private', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'restash-secrets-'));

@@ -12,6 +12,7 @@ import { z } from 'zod';
  * | `restash:v1:vector:index:<id>`      | {@link VectorIndexRecord}              |
  * | `restash:v1:vector:namespaces:<id>` | Redis hash: namespace → next insertion sequence number (index state, kept by vector-gateway) |
  * | `restash:v1:vector:resumable:<uuid>` | a resumable query's state, with the query's idle timeout as TTL |
+ * | `restash:v1:stream:cluster:<id>`    | {@link StreamClusterRecord}            |
  * | `restash:v1:tenant:<name>`          | {@link TenantIndexRecord}              |
  * | `restash:v1:tenant:<name>:acl-tokens` | Redis set of token keys minted at run time |
  * | `restash:v1:quota:<api>:<id>:<day>` | integer, requests counted that UTC day |
@@ -32,6 +33,7 @@ export const registryKeys = {
   vectorIndex: (id: string) => `${REGISTRY_PREFIX}vector:index:${id}`,
   vectorNamespaces: (id: string) => `${REGISTRY_PREFIX}vector:namespaces:${id}`,
   vectorResumable: (uuid: string) => `${REGISTRY_PREFIX}vector:resumable:${uuid}`,
+  streamCluster: (id: string) => `${REGISTRY_PREFIX}stream:cluster:${id}`,
   tenant: (name: string) => `${REGISTRY_PREFIX}tenant:${name}`,
   tenantAclTokens: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:acl-tokens`,
   quota: (api: string, id: string, day: string) => `${REGISTRY_PREFIX}quota:${api}:${id}:${day}`,
@@ -50,10 +52,10 @@ export const tokenRecordSchema = z.object({
   /** SHA-256 of the token, hex; equal to the key suffix (checked in constant time on read). */
   digest: z.string().regex(/^[0-9a-f]{64}$/),
   tenant: z.string(),
-  api: z.enum(['kv', 'vector']),
-  /** The resource id: a KV database id or a vector index id. */
+  api: z.enum(['kv', 'vector', 'stream']),
+  /** The resource id: a KV database id, a vector index id or a stream cluster id. */
   resource: z.string(),
-  /** standard: every operation; readonly: reads only; acl (KV only): runs as a Redis ACL user. */
+  /** standard: every operation; readonly: reads only (stream: no produce); acl (KV only): runs as a Redis ACL user. */
   role: z.enum(['standard', 'readonly', 'acl']),
   /** role acl only: the Redis ACL user name as stored in Redis (namespaced). */
   aclUser: z.string().optional(),
@@ -113,6 +115,27 @@ export const vectorIndexRecordSchema = z.object({
 });
 export type VectorIndexRecord = z.infer<typeof vectorIndexRecordSchema>;
 
+/**
+ * A stream cluster (Upstash's "Kafka cluster"): the tenant's topics on a shared Kafka. Every topic and
+ * consumer group id carries {@link StreamClusterRecord.prefix} on the broker; tenants never see it.
+ */
+export const streamClusterRecordSchema = z.object({
+  id: z.string(),
+  tenant: z.string(),
+  name: z.string(),
+  /** Bootstrap brokers, `host:port`. */
+  brokers: z.array(z.string()).min(1),
+  /** Prefix of the cluster's Kafka topic names and consumer group ids (see {@link streamPrefix}). */
+  prefix: z.string(),
+  /** Declared topics (tenant-visible names) and their partition counts; the gateway creates missing ones. */
+  topics: z.record(z.string(), z.number().int().positive()),
+  /** Largest accepted request (body plus path), in bytes. */
+  maxRequestBytes: z.number().int().positive(),
+  /** Requests per UTC day across all gateway replicas; 0 means unlimited. */
+  dailyRequestLimit: z.number().int().nonnegative(),
+});
+export type StreamClusterRecord = z.infer<typeof streamClusterRecordSchema>;
+
 /** What a tenant owns in the registry, so that a re-apply can remove what left its spec. */
 export const tenantIndexRecordSchema = z.object({
   name: z.string(),
@@ -128,4 +151,26 @@ export function vectorIndexId(tenant: string, index: string): string {
 /** The id of a tenant's KV database: unique because tenant names and database names are DNS labels. */
 export function kvDatabaseId(tenant: string, database: string): string {
   return `${tenant}.${database}`;
+}
+
+/** The id of a tenant's stream cluster (both names are DNS labels, so it is unique). */
+export function streamClusterId(tenant: string, cluster: string): string {
+  return `${tenant}.${cluster}`;
+}
+
+/**
+ * The broker-side prefix of a stream cluster's topics and consumer groups: `restash.<tenant>.<cluster>.`.
+ * Tenant and cluster names are DNS labels (no '.'), so no two clusters' prefixes overlap.
+ */
+export function streamPrefix(tenant: string, cluster: string): string {
+  return `restash.${tenant}.${cluster}.`;
+}
+
+/**
+ * The Basic-auth user name of a stream credential (UPSTASH_KAFKA_REST_USERNAME): the cluster id for the
+ * standard credential, `<id>.readonly` for the read-only one. The password (the token) alone identifies
+ * the record; the gateway also checks that the user name matches it.
+ */
+export function streamUsername(clusterId: string, role: TokenRecord['role']): string {
+  return role === 'readonly' ? `${clusterId}.readonly` : clusterId;
 }

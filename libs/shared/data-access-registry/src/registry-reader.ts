@@ -4,10 +4,12 @@ import { digestsEqual, tokenDigest } from './credentials';
 import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
+  type StreamClusterRecord,
   type TokenRecord,
   type VectorIndexRecord,
   kvDatabaseRecordSchema,
   registryKeys,
+  streamClusterRecordSchema,
   tokenRecordSchema,
   vectorIndexRecordSchema,
 } from './records';
@@ -90,6 +92,11 @@ export class RegistryReader {
   /** The vector index record with this id, or null. */
   vectorIndex(id: string): Promise<VectorIndexRecord | null> {
     return this.lookup(registryKeys.vectorIndex(id), vectorIndexRecordSchema);
+  }
+
+  /** The stream cluster record with this id, or null. */
+  streamCluster(id: string): Promise<StreamClusterRecord | null> {
+    return this.lookup(registryKeys.streamCluster(id), streamClusterRecordSchema);
   }
 
   private lookup<T>(key: string, schema: z.ZodType<T>): Promise<T | null> {

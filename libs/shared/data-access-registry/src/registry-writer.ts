@@ -3,10 +3,13 @@ import { tokenDigest } from './credentials';
 import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
+  type StreamClusterRecord,
   type TokenRecord,
   type VectorIndexRecord,
   kvDatabaseId,
   registryKeys,
+  streamClusterId,
+  streamPrefix,
   tenantIndexRecordSchema,
   vectorIndexId,
 } from './records';
@@ -20,16 +23,16 @@ export class RegistryWriter {
   constructor(private readonly redis: Redis) {}
 
   /**
-   * Makes the registry hold exactly this tenant: its KV databases, vector indexes and their tokens. Keys the tenant
+   * Makes the registry hold exactly this tenant: its KV databases, vector indexes, stream clusters and their tokens. Keys the tenant
    * owned before and no longer declares are deleted, ACL tokens of removed databases included.
    * Applied in one MULTI/EXEC, then every touched key is announced for cache invalidation.
    *
    * @param tokens plain tokens for every database and index of the document (only their digests are stored)
-   * @throws Error when a database or index of the document has no tokens
+   * @throws Error when a database, index or cluster of the document has no tokens
    */
   async applyTenant(doc: TenantDocument, tokens: TenantTokens): Promise<void> {
     const tenant = doc.metadata.name;
-    const records = new Map<string, KvDatabaseRecord | VectorIndexRecord | TokenRecord>();
+    const records = new Map<string, KvDatabaseRecord | VectorIndexRecord | StreamClusterRecord | TokenRecord>();
     const addTokens = (api: TokenRecord['api'], resource: string, name: string, plain: ResourceTokens | undefined) => {
       if (!plain) throw new Error(`no tokens given for ${api} resource '${name}' of tenant '${tenant}'`);
       for (const role of ['standard', 'readonly'] as const) {
@@ -66,6 +69,20 @@ export class RegistryWriter {
         dailyRequestLimit: index.limits.dailyRequests,
       });
       addTokens('vector', id, index.name, tokens.vector[index.name]);
+    }
+    for (const cluster of doc.spec.stream.clusters) {
+      const id = streamClusterId(tenant, cluster.name);
+      records.set(registryKeys.streamCluster(id), {
+        id,
+        tenant,
+        name: cluster.name,
+        brokers: cluster.kafka.brokers,
+        prefix: streamPrefix(tenant, cluster.name),
+        topics: Object.fromEntries(cluster.topics.map((t) => [t.name, t.partitions])),
+        maxRequestBytes: cluster.limits.maxRequestBytes,
+        dailyRequestLimit: cluster.limits.dailyRequests,
+      });
+      addTokens('stream', id, cluster.name, tokens.stream[cluster.name]);
     }
 
     const indexKey = registryKeys.tenant(tenant);

@@ -53,6 +53,36 @@ export const vectorIndexSpecSchema = z.object({
 });
 export type VectorIndexSpec = z.infer<typeof vectorIndexSpecSchema>;
 
+/** A Kafka topic name as the tenant sees it (Kafka's legal characters; the broker-side prefix must still fit in 249). */
+const topicName = z
+  .string()
+  .regex(/^[A-Za-z0-9._-]{1,200}$/, 'must be 1–200 of A-Z a-z 0-9 . _ -')
+  .refine((name) => name !== '.' && name !== '..', "must not be '.' or '..'");
+
+export const streamClusterSpecSchema = z.object({
+  name: dnsLabel,
+  kafka: z.object({
+    /** Bootstrap brokers of the shared Kafka, `host:port`. */
+    brokers: z.array(z.string().regex(/^[^\s:/]+:\d{1,5}$/, 'must be host:port')).min(1),
+  }),
+  /** The cluster's topics; the gateway creates missing ones and adds partitions when a count grows. */
+  topics: z
+    .array(
+      z.object({
+        name: topicName,
+        partitions: z.number().int().min(1).max(1000).default(1),
+      }),
+    )
+    .default([]),
+  limits: z
+    .object({
+      maxRequestBytes: z.number().int().positive().default(DEFAULT_MAX_REQUEST_BYTES),
+      dailyRequests: z.number().int().nonnegative().default(0),
+    })
+    .default({ maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES, dailyRequests: 0 }),
+});
+export type StreamClusterSpec = z.infer<typeof streamClusterSpecSchema>;
+
 /**
  * A tenant as declared by a platform team: the document `tenants apply -f` reads (and, later, the
  * spec of the `Tenant` custom resource the operator reconciles).
@@ -73,9 +103,14 @@ export const tenantDocumentSchema = z.object({
           indexes: z.array(vectorIndexSpecSchema).default([]),
         })
         .default({ indexes: [] }),
+      stream: z
+        .object({
+          clusters: z.array(streamClusterSpecSchema).default([]),
+        })
+        .default({ clusters: [] }),
     })
     .superRefine((spec, ctx) => {
-      const unique = (names: string[], path: string[], what: string) => {
+      const unique = (names: string[], path: Array<string | number>, what: string) => {
         const seen = new Set<string>();
         names.forEach((name, i) => {
           if (seen.has(name)) ctx.addIssue({ code: 'custom', path: [...path, i, 'name'], message: `duplicate ${what} name '${name}'` });
@@ -84,20 +119,26 @@ export const tenantDocumentSchema = z.object({
       };
       unique(spec.kv.databases.map((d) => d.name), ['kv', 'databases'], 'database');
       unique(spec.vector.indexes.map((x) => x.name), ['vector', 'indexes'], 'index');
+      unique(spec.stream.clusters.map((c) => c.name), ['stream', 'clusters'], 'cluster');
+      spec.stream.clusters.forEach((c, i) => unique(c.topics.map((t) => t.name), ['stream', 'clusters', i, 'topics'], 'topic'));
     }),
 });
 export type TenantDocument = z.infer<typeof tenantDocumentSchema>;
 
-/** The plain tokens of one KV database or vector index; they exist only in the tenant's Secret or local env file. */
+/**
+ * The plain tokens of one KV database, vector index or stream cluster; they exist only in the tenant's Secret
+ * or local env file. For a stream cluster they are the Basic-auth passwords (user names: `streamUsername`).
+ */
 export interface ResourceTokens {
   standard: string;
   readonly: string;
 }
 
-/** Plain tokens of a tenant, by KV database name and by vector index name. */
+/** Plain tokens of a tenant, by KV database name, vector index name and stream cluster name. */
 export interface TenantTokens {
   kv: Record<string, ResourceTokens>;
   vector: Record<string, ResourceTokens>;
+  stream: Record<string, ResourceTokens>;
 }
 
 /** The collection of a vector index when its spec names none. */

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 
-const WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+/** Methods whose bodies are read unless an API asks for others (the Stream API takes GET bodies too). */
+const WITH_BODY: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
 
 /** A body over the limit: 413, and the connection is closed (the rest of the body is not read). */
 export class BodyTooLargeError extends Error {
@@ -20,12 +21,13 @@ export class BodyTooLargeError extends Error {
  * core, 50 connections, wrk). Register it in the plugin scope of routes that take raw bodies.
  *
  * @param limitBytes larger bodies fail with {@link BodyTooLargeError} (413) as soon as they pass it
+ * @param methods the methods whose bodies are read (default POST, PUT, PATCH)
  */
-export function rawBodyHook(limitBytes: number): onRequestHookHandler {
+export function rawBodyHook(limitBytes: number, methods: ReadonlySet<string> = WITH_BODY): onRequestHookHandler {
   return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const raw = request.raw;
     const headers = raw.headers;
-    if (!WITH_BODY.has(raw.method ?? '') || (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined)) {
+    if (!methods.has(raw.method ?? '') || (headers['content-length'] === undefined && headers['transfer-encoding'] === undefined)) {
       done();
       return;
     }
@@ -70,12 +72,18 @@ export function rawBodyHook(limitBytes: number): onRequestHookHandler {
  * stack trace to the client) in the API's error shape.
  *
  * @param encode the API's error body for a status and a message, e.g. `{"error": …}`
+ * @param bodyMethods methods whose bodies are read (default POST, PUT, PATCH)
  */
 export function useRawBodies(
   app: FastifyInstance,
-  options: { bodyLimitBytes: number; logger: { error(message: string): void }; encode(status: number, message: string): string },
+  options: {
+    bodyLimitBytes: number;
+    logger: { error(message: string): void };
+    encode(status: number, message: string): string;
+    bodyMethods?: string[];
+  },
 ): void {
-  app.addHook('onRequest', rawBodyHook(options.bodyLimitBytes));
+  app.addHook('onRequest', rawBodyHook(options.bodyLimitBytes, options.bodyMethods ? new Set(options.bodyMethods) : WITH_BODY));
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   app.setErrorHandler((error: FastifyError, request, reply) => {

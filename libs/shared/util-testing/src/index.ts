@@ -2,3 +2,4 @@ export * from './redis-server';
 export * from './eventually';
 export * from './python-services';
 export * from './http-call';
+export * from './kafka';

@@ -39,14 +39,14 @@ const READY_TIMEOUT_MS = 30_000;
 const LOG_TAIL_CHARS = 4_000;
 
 let repoRootCache: string | undefined;
-let venvPython: Promise<string> | undefined;
+const installs = new Map<string, Promise<void>>();
 
 /**
  * The repository root: the nearest folder above this file holding `nx.json`.
  *
  * @throws Error when no such folder exists
  */
-function repoRoot(): string {
+export function repoRoot(): string {
   if (repoRootCache) return repoRootCache;
   for (let dir = __dirname; ; dir = dirname(dir)) {
     if (existsSync(join(dir, 'nx.json'))) return (repoRootCache = dir);
@@ -55,24 +55,39 @@ function repoRoot(): string {
 }
 
 /**
- * Installs the Python venv for the dev/CI services once per process (`bash deploy/python/install.sh`,
- * a no-op taking well under a second when it is already installed) and returns the path of its
- * `bin/python`.
+ * Runs `bash <script>` (a path relative to the repository root, e.g. `deploy/python/install.sh`)
+ * once per process; the install scripts under deploy/ are no-ops taking well under a second when
+ * everything is installed.
+ *
+ * @throws Error naming the script's output when it fails (the next call retries)
+ */
+export function installOnce(script: string): Promise<void> {
+  let done = installs.get(script);
+  if (!done) {
+    done = new Promise<void>((resolve, reject) => {
+      const root = repoRoot();
+      execFile('bash', [join(root, script)], { cwd: root, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+        if (error) reject(new Error(`${script} failed: ${error.message}\n${tail(`${stdout}${stderr}`)}`));
+        else resolve();
+      });
+    }).catch((error: unknown) => {
+      installs.delete(script);
+      throw error;
+    });
+    installs.set(script, done);
+  }
+  return done;
+}
+
+/**
+ * Installs the Python venv for the dev/CI services once per process (`bash deploy/python/install.sh`)
+ * and returns the path of its `bin/python`.
  *
  * @throws Error naming install.sh's output when the install fails (the next call retries)
  */
-export function pythonVenv(): Promise<string> {
-  venvPython ??= new Promise<string>((resolve, reject) => {
-    const root = repoRoot();
-    execFile('bash', [join(root, 'deploy/python/install.sh')], { cwd: root, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`deploy/python/install.sh failed: ${error.message}\n${tail(`${stdout}${stderr}`)}`));
-      else resolve(join(root, '.cache/python/venv/bin/python'));
-    });
-  }).catch((error: unknown) => {
-    venvPython = undefined;
-    throw error;
-  });
-  return venvPython;
+export async function pythonVenv(): Promise<string> {
+  await installOnce('deploy/python/install.sh');
+  return join(repoRoot(), '.cache/python/venv/bin/python');
 }
 
 /**
@@ -133,13 +148,46 @@ export async function startEmbedderLocal(): Promise<EmbedderLocal> {
 }
 
 /** One service process that answered its readiness probe. */
-interface Running {
-  /** Sends `signal` (SIGTERM escalates to SIGKILL after 5 s) and resolves once the process exited. */
+export interface Running {
+  /** Sends `signal` (SIGTERM escalates to SIGKILL after `killAfterMs`) and resolves once the process exited. */
   stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
 
-async function spawnService(name: string, python: string, args: string[], port: number, probe: string): Promise<Running> {
-  const child = spawn(python, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONUNBUFFERED: '1', HF_HUB_OFFLINE: '1' } });
+/** How `startProcess` runs one service and tells that it is ready. */
+export interface ProcessSpec {
+  /** Service name, for error messages. */
+  name: string;
+  command: string;
+  args: string[];
+  /** The process environment; `process.env` by default. */
+  env?: NodeJS.ProcessEnv;
+  /** The port it serves, for error messages. */
+  port: number;
+  /** Resolves `true` once the service answers; must not throw. */
+  ready(): Promise<boolean>;
+  /** Milliseconds to wait for `ready()` (default 30 000). */
+  readyTimeoutMs?: number;
+  /** Milliseconds between `ready()` calls (default 100). */
+  pollMs?: number;
+  /** Milliseconds from SIGTERM to SIGKILL on stop (default 5 000). */
+  killAfterMs?: number;
+}
+
+function spawnService(name: string, python: string, args: string[], port: number, probe: string): Promise<Running> {
+  const env = { ...process.env, PYTHONUNBUFFERED: '1', HF_HUB_OFFLINE: '1' };
+  return startProcess({ name, command: python, args, env, port, ready: () => answers200(port, probe) });
+}
+
+/**
+ * Spawns `spec.command` with stdout and stderr kept in memory (the last 4 000 characters) and polls
+ * `spec.ready()` until it resolves `true`.
+ *
+ * @throws Error holding the tail of the process's output when it exits before it is ready, or is not
+ *   ready within `readyTimeoutMs` (it is then killed with SIGKILL)
+ */
+export async function startProcess(spec: ProcessSpec): Promise<Running> {
+  const { name, port, readyTimeoutMs = READY_TIMEOUT_MS, pollMs = 100, killAfterMs = 5_000 } = spec;
+  const child = spawn(spec.command, spec.args, { stdio: ['ignore', 'pipe', 'pipe'], env: spec.env ?? process.env });
   let log = '';
   const keep = (chunk: Buffer) => {
     log = (log + chunk.toString('utf8')).slice(-LOG_TAIL_CHARS);
@@ -148,18 +196,18 @@ async function spawnService(name: string, python: string, args: string[], port: 
   child.stderr?.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('error', (error) => keep(Buffer.from(String(error))));
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (!(await answers200(port, probe))) {
+  const deadline = Date.now() + readyTimeoutMs;
+  while (!(await spec.ready())) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before it was ready on port ${port}:\n${tail(log)}`);
     }
     if (Date.now() > deadline) {
-      await stopChild(child, exited, 'SIGKILL');
-      throw new Error(`${name} was not ready on port ${port} within ${READY_TIMEOUT_MS / 1000} s:\n${tail(log)}`);
+      await stopChild(child, exited, 'SIGKILL', killAfterMs);
+      throw new Error(`${name} was not ready on port ${port} within ${readyTimeoutMs / 1000} s:\n${tail(log)}`);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
-  return { stop: (signal) => stopChild(child, exited, signal) };
+  return { stop: (signal) => stopChild(child, exited, signal, killAfterMs) };
 }
 
 /** One GET without keep-alive (nothing may linger after a refused connect). */
@@ -175,10 +223,10 @@ function answers200(port: number, path: string): Promise<boolean> {
   });
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<void>, signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
+async function stopChild(child: ChildProcess, exited: Promise<void>, signal: 'SIGTERM' | 'SIGKILL', killAfterMs: number): Promise<void> {
   if (child.exitCode === null && child.signalCode === null) {
     child.kill(signal);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
     await exited;
     clearTimeout(timer);
   }
@@ -186,6 +234,7 @@ async function stopChild(child: ChildProcess, exited: Promise<void>, signal: 'SI
   child.stderr?.destroy();
 }
 
-function tail(text: string): string {
+/** The last 4 000 characters of `text`, trimmed, or `(no output)`. */
+export function tail(text: string): string {
   return text.trim().slice(-LOG_TAIL_CHARS) || '(no output)';
 }

@@ -1,0 +1,25 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { ObservabilityModule } from '@restash/shared/util-http';
+import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
+import { StreamMetrics } from './stream-metrics';
+import { StreamRoutes } from './stream.routes';
+import { CONTROL_REDIS, StreamService } from './stream.service';
+
+/** stream-gateway: the Stream REST API (spec 002 part A) over Kafka. */
+@Module({})
+export class AppModule {
+  static forRoot(config: StreamGatewayConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [ObservabilityModule],
+      providers: [
+        { provide: STREAM_CONFIG, useValue: config },
+        { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
+        StreamMetrics,
+        StreamService,
+        StreamRoutes,
+      ],
+    };
+  }
+}

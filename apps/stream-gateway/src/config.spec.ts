@@ -1,0 +1,21 @@
+import { ConfigError } from '@restash/shared/util-config';
+import { loadStreamGatewayConfig } from './config';
+
+describe('stream-gateway configuration', () => {
+  it('needs only the control Redis and maps the rest to defaults', () => {
+    const config = loadStreamGatewayConfig({ CONTROL_REDIS_URL: 'redis://127.0.0.1:6390' });
+    expect(config.http).toMatchObject({ port: 8082, managementPort: 9082, service: 'stream-gateway' });
+    expect(config.consumer).toEqual({ idleTimeoutMs: 120_000, sessionTimeoutMs: 30_000, maxWaitMs: 500, maxBufferedRecords: 10_000, joinWaitMs: 10_000 });
+  });
+
+  it('refuses to boot with every invalid variable listed', () => {
+    let error: unknown;
+    try {
+      loadStreamGatewayConfig({ PORT: 'http', CONSUMER_IDLE_TIMEOUT_MS: '0', LOG_LEVEL: 'loud' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems.map((p) => p.split(':')[0]).sort()).toEqual(['CONSUMER_IDLE_TIMEOUT_MS', 'CONTROL_REDIS_URL', 'LOG_LEVEL', 'PORT']);
+  });
+});

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { env, loadConfig } from '@restash/shared/util-config';
+
+/**
+ * Environment of stream-gateway. Every variable is checked at boot; all problems are reported at once.
+ *
+ * | variable | default | meaning |
+ * |---|---|---|
+ * | CONTROL_REDIS_URL | (required) | the control Redis: tenant registry and quotas |
+ * | HOST | 0.0.0.0 | address to bind |
+ * | PORT | 8082 | the Stream REST API |
+ * | MANAGEMENT_PORT | 9082 | /healthz, /readyz, /metrics |
+ * | BODY_LIMIT_BYTES | 104857600 | hard cap on a request body; per-cluster limits are lower |
+ * | KAFKA_REQUEST_TIMEOUT_MS | 30000 | a broker request unanswered this long fails with 503 |
+ * | CONSUMER_IDLE_TIMEOUT_MS | 120000 | a consumer instance with no request for this long is closed |
+ * | CONSUMER_SESSION_TIMEOUT_MS | 30000 | Kafka session (and rebalance) timeout of consumer instances |
+ * | CONSUMER_MAX_WAIT_MS | 500 | how long an instance's broker fetch waits for data when idle |
+ * | CONSUMER_MAX_BUFFERED_RECORDS | 10000 | an instance stops fetching while this many records wait for its client |
+ * | CONSUMER_JOIN_WAIT_MS | 10000 | the request that creates an instance waits this long for the group to assign partitions |
+ * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
+ * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
+ */
+export const streamGatewayEnvSchema = z
+  .object({
+    CONTROL_REDIS_URL: env.redisUrl(),
+    HOST: z.string().default('0.0.0.0'),
+    PORT: env.port(8082),
+    MANAGEMENT_PORT: env.port(9082),
+    BODY_LIMIT_BYTES: env.positiveInt(100 * 1024 * 1024),
+    KAFKA_REQUEST_TIMEOUT_MS: env.positiveInt(30_000),
+    CONSUMER_IDLE_TIMEOUT_MS: env.positiveInt(120_000),
+    CONSUMER_SESSION_TIMEOUT_MS: env.positiveInt(30_000),
+    CONSUMER_MAX_WAIT_MS: env.positiveInt(500),
+    CONSUMER_MAX_BUFFERED_RECORDS: env.positiveInt(10_000),
+    CONSUMER_JOIN_WAIT_MS: env.positiveInt(10_000),
+    REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
+    LOG_LEVEL: env.logLevel(),
+  })
+  .transform((e) => ({
+    http: {
+      service: 'stream-gateway',
+      host: e.HOST,
+      port: e.PORT,
+      managementPort: e.MANAGEMENT_PORT,
+      bodyLimitBytes: e.BODY_LIMIT_BYTES,
+      logLevel: e.LOG_LEVEL,
+    },
+    controlRedisUrl: e.CONTROL_REDIS_URL,
+    kafkaRequestTimeoutMs: e.KAFKA_REQUEST_TIMEOUT_MS,
+    consumer: {
+      idleTimeoutMs: e.CONSUMER_IDLE_TIMEOUT_MS,
+      sessionTimeoutMs: e.CONSUMER_SESSION_TIMEOUT_MS,
+      maxWaitMs: e.CONSUMER_MAX_WAIT_MS,
+      maxBufferedRecords: e.CONSUMER_MAX_BUFFERED_RECORDS,
+      joinWaitMs: e.CONSUMER_JOIN_WAIT_MS,
+    },
+    registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+  }));
+
+export type StreamGatewayConfig = z.output<typeof streamGatewayEnvSchema>;
+
+/** Injection token of {@link StreamGatewayConfig}. */
+export const STREAM_CONFIG = Symbol('STREAM_CONFIG');
+
+/** @throws ConfigError listing every invalid variable */
+export function loadStreamGatewayConfig(source: NodeJS.ProcessEnv = process.env): StreamGatewayConfig {
+  return loadConfig(streamGatewayEnvSchema, source);
+}

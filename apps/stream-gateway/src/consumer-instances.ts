@@ -1,0 +1,100 @@
+import type { ConsumerConfig } from '@restash/stream/util-rest';
+import type { GroupConsumer } from '@restash/stream/data-access-kafka';
+
+/** A consumer instance of spec 002 (Consume) as this gateway holds it. */
+export interface ConsumerInstance {
+  tenant: string;
+  /** The stream cluster's registry id. */
+  clusterId: string;
+  /** The group and instance names the client uses (no broker-side prefix). */
+  group: string;
+  name: string;
+  /** Tenant topic names of the subscription, sorted. */
+  topics: string[];
+  config: ConsumerConfig;
+  consumer: GroupConsumer;
+}
+
+const instanceKey = (clusterId: string, group: string, name: string) => JSON.stringify([clusterId, group, name]);
+
+/**
+ * The consumer instances open on this gateway, by cluster, group and instance name. Creation of one
+ * instance is serialised (two first requests for the same instance make one consumer); idle instances
+ * are closed by {@link reap}. A gateway replica owns the instances it created: clients of one instance
+ * must reach the same replica (session affinity), as with every REST proxy for Kafka.
+ */
+export class ConsumerInstances {
+  private readonly open = new Map<string, ConsumerInstance>();
+  private readonly pending = new Map<string, Promise<ConsumerInstance>>();
+
+  /** The instance, or undefined. */
+  get(clusterId: string, group: string, name: string): ConsumerInstance | undefined {
+    return this.open.get(instanceKey(clusterId, group, name));
+  }
+
+  /**
+   * The instance, created by `create` when absent (concurrent callers share one creation).
+   * @returns the instance and whether this call created it
+   */
+  async getOrCreate(
+    clusterId: string,
+    group: string,
+    name: string,
+    create: () => Promise<ConsumerInstance>,
+  ): Promise<{ instance: ConsumerInstance; created: boolean }> {
+    const key = instanceKey(clusterId, group, name);
+    const existing = this.open.get(key);
+    if (existing) return { instance: existing, created: false };
+    const inFlight = this.pending.get(key);
+    if (inFlight) return { instance: await inFlight, created: false };
+    const creation = create();
+    this.pending.set(key, creation);
+    try {
+      const instance = await creation;
+      this.open.set(key, instance);
+      return { instance, created: true };
+    } finally {
+      this.pending.delete(key);
+    }
+  }
+
+  /** Forgets the instance (the caller closes it); returns it, or undefined when there was none. */
+  remove(clusterId: string, group: string, name: string): ConsumerInstance | undefined {
+    const key = instanceKey(clusterId, group, name);
+    const instance = this.open.get(key);
+    this.open.delete(key);
+    return instance;
+  }
+
+  /** Open and being-created instances of a cluster. */
+  count(clusterId: string): number {
+    let n = 0;
+    for (const instance of this.open.values()) if (instance.clusterId === clusterId) n++;
+    for (const key of this.pending.keys()) if ((JSON.parse(key) as string[])[0] === clusterId) n++;
+    return n;
+  }
+
+  /** The open instances of a cluster. */
+  ofCluster(clusterId: string): ConsumerInstance[] {
+    return [...this.open.values()].filter((i) => i.clusterId === clusterId);
+  }
+
+  /** Removes and returns the instances unused for `idleMs` or stopped for good. */
+  reap(idleMs: number, now = Date.now()): ConsumerInstance[] {
+    const gone: ConsumerInstance[] = [];
+    for (const [key, instance] of this.open) {
+      if (instance.consumer.failure || now - instance.consumer.lastUsedAt > idleMs) {
+        this.open.delete(key);
+        gone.push(instance);
+      }
+    }
+    return gone;
+  }
+
+  /** Removes and returns every instance (shutdown). */
+  drain(): ConsumerInstance[] {
+    const all = [...this.open.values()];
+    this.open.clear();
+    return all;
+  }
+}

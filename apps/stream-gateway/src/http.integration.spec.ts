@@ -1,0 +1,296 @@
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { call, eventually } from '@restash/shared/util-testing';
+import { type StreamStack, type TestCredentials, basicAuth, startStreamStack } from './testing/stream-stack';
+
+// Raw HTTP against stream-gateway and a real broker: the forms the SDK does not use (GET produce and
+// consume, the webhook, both header spellings), every error, and the consumer-group semantics.
+jest.setTimeout(120_000);
+
+let stack: StreamStack;
+let acme: TestCredentials;
+
+beforeAll(async () => {
+  stack = await startStreamStack({
+    acme: [{ name: 'events', topics: { orders: 1, wide: 2, hooks: 1, solo: 1 }, maxRequestBytes: 64 * 1024 }],
+    other: [{ name: 'events', topics: { orders: 1 } }],
+  });
+  acme = stack.credentials('acme', 'events');
+});
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+/** A request with acme's Basic credentials unless others are given. */
+function api(path: string, init: { method?: string; body?: unknown; raw?: string; headers?: Record<string, string>; as?: TestCredentials | null } = {}) {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.as !== null) headers.authorization = basicAuth(init.as ?? acme);
+  return call(`${stack.url}${path}`, { ...init, headers });
+}
+
+async function produce(topic: string, values: string[], partition?: number): Promise<Array<{ offset: number; partition: number }>> {
+  const res = await api('/produce', { body: values.map((value) => ({ topic, value, ...(partition === undefined ? {} : { partition }) })) });
+  expect(res.status).toBe(200);
+  return res.body as Array<{ offset: number; partition: number }>;
+}
+
+/**
+ * Consumes until `done(values)` holds (a count, or values that must all have arrived) or 15 s passed,
+ * returning every value seen, repeats included.
+ */
+async function consumeValues(path: string, done: number | string[], headers: Record<string, string> = {}): Promise<string[]> {
+  const seen: string[] = [];
+  const deadline = Date.now() + 15_000;
+  const finished = () => (typeof done === 'number' ? seen.length >= done : done.every((v) => seen.includes(v)));
+  while (!finished() && Date.now() < deadline) {
+    const res = await api(path, { method: 'GET', headers: { ...headers } });
+    expect(res.status).toBe(200);
+    seen.push(...(res.body as Array<{ value: string }>).map((m) => m.value));
+  }
+  return seen;
+}
+
+describe('produce and fetch forms', () => {
+  it('GET /produce/<topic>/<message>?key= answers one Metadata', async () => {
+    const res = await api('/produce/orders/hello%20there?key=k9', { method: 'GET' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ topic: 'orders', partition: 0, offset: expect.any(Number), timestamp: expect.any(Number) });
+    const { offset } = res.body as { offset: number };
+    const fetched = await api('/fetch', { body: { topic: 'orders', partition: 0, offset } });
+    expect(fetched.body).toEqual([
+      { topic: 'orders', partition: 0, offset, timestamp: expect.any(Number), key: 'k9', value: 'hello there', headers: [] },
+    ]);
+  });
+
+  it('POST /produce/<topic> takes one message or an array and answers Metadata in order', async () => {
+    const one = await api('/produce/orders', { body: { value: 'a' } });
+    expect(one.status).toBe(200);
+    expect(one.body).toEqual([expect.objectContaining({ topic: 'orders', partition: 0 })]);
+    const many = await api('/produce/wide', { body: [{ value: 'x', partition: 1 }, { value: 'y', partition: 1 }, { value: 'z', partition: 0 }] });
+    const metadata = many.body as Array<{ partition: number; offset: number }>;
+    expect(metadata.map((m) => m.partition)).toEqual([1, 1, 0]);
+    expect(metadata[1]!.offset).toBe(metadata[0]!.offset + 1);
+  });
+
+  it('GET /fetch reads a body too, and waits at most its timeout for data past the end', async () => {
+    const { offset } = (await produce('solo', ['s1']))[0]!;
+    const body = JSON.stringify({ topic: 'solo', partition: 0, offset: offset + 1, timeout: 300 });
+    const started = Date.now();
+    const res = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = httpRequest(`${stack.url}/fetch`, { method: 'GET', headers: { authorization: basicAuth(acme), 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (r) => {
+        let text = '';
+        r.on('data', (c: Buffer) => (text += c.toString()));
+        r.on('end', () => resolve({ status: r.statusCode ?? 0, text }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(res).toEqual({ status: 200, text: '[]' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+  });
+});
+
+describe('webhook', () => {
+  it('stores the body as the value and non-standard headers as message headers (Basic auth)', async () => {
+    const res = await api('/webhook?topic=hooks', {
+      raw: '{"event":"paid"}',
+      headers: { 'content-type': 'application/json', 'X-Signature': 'sig-1', 'Stripe-Event': 'charge', 'user-agent': 'curl/8' },
+    });
+    expect(res.status).toBe(200);
+    const { offset } = res.body as { offset: number };
+    expect(res.body).toMatchObject({ topic: 'hooks', partition: 0 });
+    const fetched = (await api('/fetch', { body: { topic: 'hooks', partition: 0, offset } })).body as Array<{ value: string; headers: unknown[] }>;
+    expect(fetched[0]!.value).toBe('{"event":"paid"}');
+    expect(fetched[0]!.headers).toEqual(
+      expect.arrayContaining([
+        { key: 'X-Signature', value: 'sig-1' },
+        { key: 'Stripe-Event', value: 'charge' },
+      ]),
+    );
+    expect(fetched[0]!.headers).toHaveLength(2);
+  });
+
+  it('takes credentials as user and pass query parameters, and refuses wrong ones', async () => {
+    const q = `user=${encodeURIComponent(acme.username)}&pass=${encodeURIComponent(acme.password)}`;
+    const ok = await api(`/webhook?topic=hooks&${q}`, { raw: 'via query', as: null });
+    expect(ok.status).toBe(200);
+    const bad = await api(`/webhook?topic=hooks&user=${encodeURIComponent(acme.username)}&pass=nope`, { raw: 'x', as: null });
+    expect(bad).toMatchObject({ status: 401, body: { error: expect.stringContaining('Unauthorized'), status: 401 } });
+    // Query credentials are for the webhook only.
+    expect((await api(`/topics?${q}`, { as: null })).status).toBe(401);
+    expect((await api('/webhook', { raw: 'x' })).status).toBe(400);
+  });
+});
+
+describe('errors', () => {
+  const cases: Array<[string, () => ReturnType<typeof call>, number, RegExp]> = [
+    ['missing credentials', () => api('/topics', { as: null }), 401, /Unauthorized/],
+    ['a wrong password', () => api('/topics', { as: { ...acme, password: 'wrong' } }), 401, /Unauthorized/],
+    ['the right password with another user name', () => api('/topics', { as: { ...acme, username: 'someone' } }), 401, /Unauthorized/],
+    ['an unknown topic', () => api('/produce', { body: { topic: 'nope', value: 'v' } }), 404, /Topic 'nope' does not exist/],
+    ['another tenant’s topic name with a prefix', () => api('/produce', { body: { topic: 'restash.other.events.orders', value: 'v' } }), 404, /does not exist/],
+    ['a body that is not JSON', () => api('/produce', { raw: '{"topic":' }), 400, /not valid JSON/],
+    ['a message without value', () => api('/produce', { body: { topic: 'orders' } }), 400, /value is required/],
+    ['a non-string value', () => api('/produce', { body: { topic: 'orders', value: 5 } }), 400, /value must be a string/],
+    ['a partition the topic lacks', () => api('/produce', { body: { topic: 'wide', value: 'v', partition: 2 } }), 400, /has 2 partition\(s\)/],
+    ['a negative offset', () => api('/fetch', { body: { topic: 'orders', partition: 0, offset: -1 } }), 400, /offset must be an integer/],
+    ['a fetch naming nothing', () => api('/fetch', { body: {} }), 400, /topicPartitionOffsets/],
+    ['bad headers in a message', () => api('/produce', { body: { topic: 'orders', value: 'v', headers: { a: 'b' } } }), 400, /headers must be an array/],
+    ['an unknown endpoint', () => api('/nothing-here'), 404, /not an endpoint/],
+    ['a wrong method', () => api('/topics', { method: 'DELETE' }), 405, /not allowed/],
+    ['a bad auto-commit header', () => api('/consume/g/i/orders', { method: 'GET', headers: { 'Stream-Enable-Auto-Commit': 'maybe' } }), 400, /true or false/],
+    ['a bad offset-reset header', () => api('/consume/g/i/orders', { method: 'GET', headers: { 'Kafka-Auto-Offset-Reset': 'oldest' } }), 400, /earliest, latest or none/],
+    ['a commit for an unknown instance', () => api(`/commit/${randomUUID()}/x`, { method: 'POST' }), 404, /not found/],
+    ['deleting an unknown instance', () => api(`/delete-consumer/${randomUUID()}/x`, { method: 'POST' }), 404, /not found/],
+    ['a bad offsets timestamp', () => api('/offsets/yesterday', { body: [{ topic: 'orders', partition: 0 }] }), 400, /earliest or latest/],
+    ['a body over the cluster limit', () => api('/produce', { body: { topic: 'orders', value: 'x'.repeat(70_000) } }), 413, /too large/],
+  ];
+  it.each(cases)('%s', async (_name, request, status, message) => {
+    const res = await request();
+    expect(res.status).toBe(status);
+    expect(res.body).toEqual({ error: expect.stringMatching(message), status });
+  });
+
+  it('refuses produce and webhook with read-only credentials but lets them read', async () => {
+    const readonly = stack.credentials('acme', 'events', 'readonly');
+    expect((await api('/produce', { body: { topic: 'orders', value: 'v' }, as: readonly })).status).toBe(403);
+    expect((await api('/webhook?topic=hooks', { raw: 'v', as: readonly })).status).toBe(403);
+    expect((await api('/topics', { as: readonly })).body).toEqual({ orders: 1, wide: 2, hooks: 1, solo: 1 });
+  });
+
+  it('refuses reset none for a group with no committed offset, and accepts it once one exists', async () => {
+    const group = randomUUID();
+    const none = { 'Stream-Auto-Offset-Reset': 'none' };
+    const refused = await api(`/consume/${group}/i1/orders`, { method: 'GET', headers: none });
+    expect(refused).toMatchObject({ status: 400, body: { error: expect.stringMatching(/No committed offset for orders-0/) } });
+    // Commit an offset through another instance of the group, then reset none works.
+    expect((await api(`/consume/${group}/i2/orders?timeout=200`, { method: 'GET', headers: { 'Stream-Auto-Offset-Reset': 'earliest' } })).status).toBe(200);
+    expect((await api(`/commit/${group}/i2`, { body: { topic: 'orders', partition: 0, offset: 0 } })).status).toBe(200);
+    await api(`/delete-consumer/${group}/i2`, { method: 'DELETE' });
+    const accepted = await api(`/consume/${group}/i1/orders`, { method: 'GET', headers: none });
+    expect(accepted.status).toBe(200);
+    await api(`/delete-consumer/${group}/i1`, { method: 'DELETE' });
+  });
+
+  it('keeps at most as many instances as the cluster has partitions', async () => {
+    const group = randomUUID();
+    // acme/events has 5 partitions in all; other tests may hold a few instances, so open until refused.
+    const opened: string[] = [];
+    let refused: Awaited<ReturnType<typeof call>> | undefined;
+    for (let i = 0; i < 6 && !refused; i++) {
+      const res = await api(`/consume/${group}/i${i}/solo?timeout=0`, { method: 'GET' });
+      if (res.status === 200) opened.push(`i${i}`);
+      else refused = res;
+    }
+    expect(refused).toMatchObject({ status: 400, body: { error: expect.stringMatching(/at most 5 consumer instances/) } });
+    for (const name of opened) await api(`/delete-consumer/${group}/${name}`, { method: 'DELETE' });
+  });
+});
+
+describe('consumer groups', () => {
+  it('reads from the earliest offset with Stream-Auto-Offset-Reset and with Kafka-Auto-Offset-Reset', async () => {
+    const values = [randomUUID(), randomUUID()];
+    await produce('solo', values);
+    for (const header of ['Stream-Auto-Offset-Reset', 'Kafka-Auto-Offset-Reset']) {
+      const group = randomUUID();
+      const seen = await consumeValues(`/consume/${group}/i/solo`, values, { [header]: 'earliest' });
+      expect(seen).toEqual(expect.arrayContaining(values));
+      await api(`/delete-consumer/${group}/i`, { method: 'DELETE' });
+    }
+  });
+
+  it('with reset latest (the default) reads only what is produced after the instance joined', async () => {
+    const group = randomUUID();
+    await produce('solo', ['before']);
+    expect((await api(`/consume/${group}/i/solo?timeout=200`, { method: 'GET' })).body).toEqual([]);
+    const after = randomUUID();
+    await produce('solo', [after]);
+    expect(await consumeValues(`/consume/${group}/i/solo?timeout=500`, 1)).toEqual([after]);
+    await api(`/delete-consumer/${group}/i`, { method: 'DELETE' });
+  });
+
+  it('splits a topic’s partitions between two instances of a group, each message going to one of them', async () => {
+    const group = randomUUID();
+    const headers = { 'Kafka-Auto-Offset-Reset': 'earliest', 'Kafka-Enable-Auto-Commit': 'false' };
+    await api(`/consume/${group}/a/wide?timeout=0`, { method: 'GET', headers });
+    await api(`/consume/${group}/b/wide?timeout=0`, { method: 'GET', headers });
+    const assignments = await eventually(async () => {
+      // Both instances keep polling so that the group settles.
+      await Promise.all(['a', 'b'].map((i) => api(`/consume/${group}/${i}/wide?timeout=100`, { method: 'GET' })));
+      const groups = (await api('/consumers')).body as Array<{ name: string; instances: Array<{ name: string; topics: Array<{ partitions: number[] }> }> }>;
+      const instances = groups.find((g) => g.name === group)!.instances;
+      const partitions = instances.map((i) => i.topics.flatMap((t) => t.partitions));
+      expect(partitions.map((p) => p.length)).toEqual([1, 1]);
+      return partitions;
+    }, 30_000, 200);
+    expect(assignments.flat().sort()).toEqual([0, 1]);
+
+    const values = Array.from({ length: 20 }, (_, i) => `split-${group}-${i}`);
+    await api('/produce', { body: values.map((value, i) => ({ topic: 'wide', value, partition: i % 2 })) });
+    const byInstance = new Map<string, string[]>([['a', []], ['b', []]]);
+    await eventually(async () => {
+      for (const i of ['a', 'b']) {
+        const res = await api(`/consume/${group}/${i}/wide?timeout=100`, { method: 'GET' });
+        byInstance.get(i)!.push(...(res.body as Array<{ value: string }>).map((m) => m.value).filter((v) => v.startsWith(`split-${group}`)));
+      }
+      expect([...byInstance.get('a')!, ...byInstance.get('b')!].sort()).toEqual([...values].sort());
+    }, 20_000, 50);
+    expect(byInstance.get('a')!.length).toBe(10);
+    expect(byInstance.get('b')!.length).toBe(10);
+    for (const i of ['a', 'b']) await api(`/delete-consumer/${group}/${i}`, { method: 'DELETE' });
+  });
+
+  it('auto commit on commits what was returned; off commits nothing until asked', async () => {
+    const first = (await produce('solo', ['c1', 'c2']))[0]!.offset;
+    const committed = async (group: string) =>
+      ((await api(`/committed/${group}/i`, { body: [{ topic: 'solo', partition: 0 }] })).body as Array<{ offset: number }>)[0]!.offset;
+
+    const on = randomUUID();
+    const onHeaders = { 'Stream-Auto-Offset-Reset': 'earliest', 'Stream-Auto-Commit-Interval': '200' };
+    const seenOn = await consumeValues(`/consume/${on}/i/solo`, ['c1', 'c2'], onHeaders);
+    expect(seenOn).toEqual(expect.arrayContaining(['c1', 'c2']));
+    await eventually(async () => expect(await committed(on)).toBeGreaterThanOrEqual(first + 2), 10_000, 100);
+
+    const off = randomUUID();
+    const offHeaders = { 'Kafka-Auto-Offset-Reset': 'earliest', 'Kafka-Enable-Auto-Commit': 'false', 'Kafka-Auto-Commit-Interval': '200' };
+    const returned = (await api(`/consume/${off}/i/solo?timeout=3000`, { method: 'GET', headers: offHeaders })).body as Array<{ offset: number }>;
+    expect(returned.length).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await committed(off)).toBe(-1);
+    expect((await api(`/commit/${off}/i`, { method: 'POST' })).body).toEqual({ result: 'Success', status: 200 });
+    expect(await committed(off)).toBe(returned.at(-1)!.offset + 1);
+    for (const group of [on, off]) await api(`/delete-consumer/${group}/i`, { method: 'DELETE' });
+  });
+
+  it('keeps committed progress across a gateway restart and delivers the uncommitted messages again', async () => {
+    const group = randomUUID();
+    const headers = { 'Stream-Auto-Offset-Reset': 'latest', 'Stream-Enable-Auto-Commit': 'false' };
+    expect((await api(`/consume/${group}/i/orders?timeout=200`, { method: 'GET', headers })).status).toBe(200);
+    const values = Array.from({ length: 10 }, (_, i) => `r-${group}-${i}`);
+    await produce('orders', values);
+    const firstHalf: Array<{ value: string; offset: number }> = [];
+    await eventually(async () => {
+      firstHalf.push(...((await api(`/consume/${group}/i/orders?timeout=200`, { method: 'GET' })).body as Array<{ value: string; offset: number }>));
+      expect(firstHalf.length).toBe(10);
+    }, 15_000, 50);
+    // The client has processed the first 4 and commits them, then the gateway goes away mid-work.
+    expect((await api(`/commit/${group}/i`, { body: { topic: 'orders', partition: 0, offset: firstHalf[4]!.offset } })).status).toBe(200);
+    await stack.restartGateway();
+
+    const again = await consumeValues(`/consume/${group}/i/orders?timeout=500`, 6, headers);
+    expect(again).toEqual(values.slice(4));
+    await api(`/delete-consumer/${group}/i`, { method: 'DELETE' });
+  });
+
+  it('keeps tenants apart: the same topic and group names reach different data', async () => {
+    const other = stack.credentials('other', 'events');
+    const mine = randomUUID();
+    await produce('orders', [mine]);
+    const theirs = (await api('/produce', { body: { topic: 'orders', value: 'theirs' }, as: other })).body as Array<{ offset: number }>;
+    const fetched = (await api('/fetch', { body: { topic: 'orders', partition: 0, offset: theirs[0]!.offset }, as: other })).body as Array<{ value: string }>;
+    expect(fetched.map((m) => m.value)).toEqual(['theirs']);
+    expect((await api('/topics', { as: other })).body).toEqual({ orders: 1 });
+    expect((await api('/consumers', { as: other })).body).toEqual([]);
+  });
+});

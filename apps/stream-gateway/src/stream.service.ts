@@ -1,0 +1,413 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import {
+  DailyQuota,
+  RegistryReader,
+  type StreamClusterRecord,
+  streamUsername,
+} from '@restash/shared/data-access-registry';
+import { Readiness } from '@restash/shared/util-http';
+import { type ConsumedRecord, KafkaCluster, type ProducedMetadata } from '@restash/stream/data-access-kafka';
+import {
+  type ConsumeRequest,
+  type ConsumerConfig,
+  type Credentials,
+  type FetchRequest,
+  type OffsetsAt,
+  type ProduceMessage,
+  type RestMessage,
+  StreamError,
+  type TopicPartition,
+  type TopicPartitionOffset,
+  restMessage,
+} from '@restash/stream/util-rest';
+import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
+import { type ConsumerInstance, ConsumerInstances } from './consumer-instances';
+import { StreamMetrics } from './stream-metrics';
+
+/** Control Redis client (registry, quotas); injection token. */
+export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
+
+/** An authenticated request's view of its stream cluster. */
+export interface Session {
+  tenant: string;
+  cluster: StreamClusterRecord;
+  readOnly: boolean;
+  kafka: KafkaCluster;
+}
+
+/** Spec 002's GroupAssignments, as `GET /consumers` lists them. */
+export interface GroupAssignments {
+  name: string;
+  instances: Array<{ name: string; topics: Array<{ topic: string; partitions: number[] }> }>;
+}
+
+/** Kafka error codes that mean "the group is moving; try again" rather than "Kafka is down". */
+const GROUP_BUSY = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'NOT_COORDINATOR', 'COORDINATOR_LOAD_IN_PROGRESS']);
+
+/**
+ * The Stream REST API (spec 002 part A and what `@upstash/kafka` calls) between HTTP and Kafka:
+ * authenticates Basic credentials against the registry, admits requests under the cluster's limits,
+ * maps the tenant's topic and group names onto the broker's prefixed ones and back, and runs each
+ * operation on the cluster's kafkajs clients. HTTP concerns stay in StreamRoutes.
+ *
+ * Operations throw {@link StreamError}: 400 for malformed or illegal arguments, 401/403 for
+ * credentials, 404 for unknown topics and consumer instances, 409 while a group rebalances, 413/429
+ * for limits, 503 when Kafka or the control Redis cannot be reached, 504 when offsets take too long.
+ */
+@Injectable()
+export class StreamService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(StreamService.name);
+  private readonly registry: RegistryReader;
+  private readonly quota: DailyQuota;
+  private readonly clusters = new Map<string, KafkaCluster>();
+  private readonly topicsReady = new WeakMap<StreamClusterRecord, Promise<void>>();
+  private readonly instances = new ConsumerInstances();
+  private reaper: NodeJS.Timeout | undefined;
+
+  constructor(
+    @Inject(CONTROL_REDIS) private readonly control: Redis,
+    @Inject(STREAM_CONFIG) private readonly config: StreamGatewayConfig,
+    private readonly metrics: StreamMetrics,
+    readiness: Readiness,
+  ) {
+    this.registry = new RegistryReader(control, { cacheTtlMs: config.registryCacheTtlMs });
+    this.quota = new DailyQuota(control);
+    readiness.register('control-redis', () => control.ping());
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.registry.start();
+    const every = Math.max(100, Math.min(5000, Math.floor(this.config.consumer.idleTimeoutMs / 4)));
+    this.reaper = setInterval(() => {
+      for (const instance of this.instances.reap(this.config.consumer.idleTimeoutMs)) void this.closeInstance(instance);
+    }, every);
+    this.reaper.unref();
+  }
+
+  /** Closes every consumer instance (committing delivered offsets where auto commit is on), then the clients. */
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.reaper);
+    await Promise.all(this.instances.drain().map((instance) => this.closeInstance(instance)));
+    await Promise.all([...this.clusters.values()].map((cluster) => cluster.close()));
+    await this.registry.close();
+    this.control.disconnect();
+  }
+
+  /**
+   * Finds the stream cluster of Basic credentials (spec 002, Authentication): the password is the token;
+   * the user name must be the one issued with it.
+   * @throws StreamError 401 for missing or wrong credentials
+   */
+  async authenticate(credentials: Credentials | undefined): Promise<Session> {
+    if (!credentials) throw new StreamError(401, 'Unauthorized: send the credentials with HTTP Basic authentication');
+    const resolved = await this.registryCall('', () => this.registry.resolveToken(credentials.password));
+    const record = resolved?.record;
+    const cluster = record?.api === 'stream' ? await this.registryCall('', () => this.registry.streamCluster(record.resource)) : null;
+    if (!record || !cluster || credentials.username !== streamUsername(cluster.id, record.role)) {
+      throw new StreamError(401, 'Unauthorized: wrong username or password');
+    }
+    return { tenant: cluster.tenant, cluster, readOnly: record.role === 'readonly', kafka: this.kafkaOf(cluster) };
+  }
+
+  /**
+   * Admits one request under the cluster's limits: write rights, request size, daily count.
+   * @throws StreamError 403 for a produce with read-only credentials, 413 for a large request, 429 past the daily limit
+   */
+  async admit(session: Session, write: boolean, bytes: number): Promise<void> {
+    if (write && session.readOnly) throw new StreamError(403, 'Forbidden: these credentials are read-only and cannot produce');
+    const { maxRequestBytes, dailyRequestLimit, id, tenant } = session.cluster;
+    if (bytes > maxRequestBytes) throw new StreamError(413, `Request too large: ${bytes} bytes, at most ${maxRequestBytes} for this cluster`);
+    if (dailyRequestLimit > 0) {
+      const decision = await this.registryCall(tenant, () => this.quota.consume('stream', id, 1, dailyRequestLimit));
+      if (!decision.allowed) throw new StreamError(429, `Daily request limit of ${dailyRequestLimit} reached for this cluster`);
+    }
+  }
+
+  /** `GET /topics`: the cluster's topics and their partition counts. */
+  async topics(session: Session): Promise<Record<string, number>> {
+    await this.ensureTopics(session);
+    const names = Object.keys(session.cluster.topics);
+    const counts = await Promise.all(names.map((name) => this.broker(session, () => session.kafka.partitionCount(this.kafkaTopic(session, name)))));
+    return Object.fromEntries(names.flatMap((name, i) => (counts[i] === undefined ? [] : [[name, counts[i]]])));
+  }
+
+  /**
+   * Produces messages in one batch with acks=all (spec 002, Produce); partitions left out are chosen by
+   * Kafka's default partitioner. Nothing is written when any message names an unknown topic or partition.
+   * @returns each message's Metadata, in request order
+   */
+  async produce(session: Session, messages: ProduceMessage[]): Promise<ProducedMetadata[]> {
+    const counts = await this.partitionCounts(session, messages.map((m) => m.topic));
+    const outgoing = messages.map((m) => {
+      const topic = this.kafkaTopic(session, m.topic);
+      const count = counts.get(m.topic) ?? 0;
+      if (m.partition !== undefined) checkPartition(m.topic, m.partition, count);
+      return { ...m, topic, partition: m.partition ?? session.kafka.choosePartition(topic, count, m.key) };
+    });
+    const produced = await this.broker(session, () => session.kafka.produce(outgoing));
+    this.metrics.countMessages(session.tenant, 'in', produced.length);
+    return produced.map((p, i) => ({ ...p, topic: messages[i]?.topic ?? '' }));
+  }
+
+  /** `/fetch`: messages from each given offset on, with no consumer group (spec 002, Fetch). */
+  async fetch(session: Session, request: FetchRequest): Promise<RestMessage[]> {
+    const counts = await this.partitionCounts(session, request.partitions.map((p) => p.topic));
+    for (const p of request.partitions) checkPartition(p.topic, p.partition, counts.get(p.topic) ?? 0);
+    const results = await this.broker(session, () =>
+      session.kafka.read(request.partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) })), request.timeoutMs),
+    );
+    const messages = results.flatMap((r, i) => r.records.map((record) => restMessage(request.partitions[i]?.topic ?? '', r.partition, record)));
+    this.metrics.countMessages(session.tenant, 'out', messages.length);
+    return messages;
+  }
+
+  /**
+   * `/consume`: the messages the group has assigned to this instance and not yet returned, waiting up to
+   * the request's timeout (spec 002, Consume). The first request creates the instance with the header
+   * configuration and waits for the group to assign partitions (at most CONSUMER_JOIN_WAIT_MS); a
+   * request naming other topics than the instance's subscription replaces the instance.
+   *
+   * @throws StreamError 400 past the instance limit or for reset `none` without committed offsets
+   */
+  async consume(session: Session, group: string, name: string, request: ConsumeRequest, config: () => ConsumerConfig): Promise<RestMessage[]> {
+    await this.partitionCounts(session, request.topics);
+    const topics = [...request.topics].sort();
+    const current = this.instances.get(session.cluster.id, group, name);
+    if (current && (current.topics.join('\n') !== topics.join('\n') || current.consumer.failure)) {
+      this.instances.remove(session.cluster.id, group, name);
+      await this.closeInstance(current);
+    }
+    const { instance, created } = await this.instances.getOrCreate(session.cluster.id, group, name, () =>
+      this.createInstance(session, group, name, topics, config()),
+    );
+    if (created) await Promise.race([instance.consumer.joined, sleep(this.config.consumer.joinWaitMs)]);
+    let records: ConsumedRecord[];
+    try {
+      records = await instance.consumer.poll(request.timeoutMs);
+    } catch (error) {
+      throw this.kafkaFailure(session, error);
+    }
+    const prefix = session.cluster.prefix;
+    const messages = records.map((r) => restMessage(r.topic.slice(prefix.length), r.partition, r.record));
+    this.metrics.countMessages(session.tenant, 'out', messages.length);
+    return messages;
+  }
+
+  /**
+   * `/commit`: commits the given offsets for the instance's group, or with none what the instance has
+   * returned so far (spec 002, Commit).
+   * @throws StreamError 404 for an unknown instance
+   */
+  async commit(session: Session, group: string, name: string, offsets: TopicPartitionOffset[]): Promise<void> {
+    const instance = this.existingInstance(session, group, name);
+    if (offsets.length > 0) await this.partitionCounts(session, offsets.map((o) => o.topic));
+    const mapped = offsets.length === 0 ? undefined : offsets.map((o) => ({ ...o, topic: this.kafkaTopic(session, o.topic) }));
+    await this.broker(session, () => instance.consumer.commit(mapped, this.config.consumer.joinWaitMs));
+  }
+
+  /** `/committed`: the group's last committed offsets, -1 where there is none. */
+  async committed(session: Session, group: string, partitions: TopicPartition[], timeoutMs: number): Promise<TopicPartitionOffset[]> {
+    await this.partitionCounts(session, partitions.map((p) => p.topic));
+    const mapped = partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) }));
+    const offsets = await this.broker(session, () => withTimeout(session.kafka.committed(this.kafkaGroup(session, group), mapped), timeoutMs));
+    return offsets.map((o, i) => ({ ...o, topic: partitions[i]?.topic ?? '' }));
+  }
+
+  /** `/offsets/<at>`: per partition, the earliest offset at or after a timestamp, or the log start or end. */
+  async offsets(session: Session, at: OffsetsAt, partitions: TopicPartition[], timeoutMs: number): Promise<TopicPartitionOffset[]> {
+    const counts = await this.partitionCounts(session, partitions.map((p) => p.topic));
+    for (const p of partitions) checkPartition(p.topic, p.partition, counts.get(p.topic) ?? 0);
+    const mapped = partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) }));
+    const offsets = await this.broker(session, () => withTimeout(session.kafka.offsets(mapped, at), timeoutMs));
+    return offsets.map((o, i) => ({ ...o, topic: partitions[i]?.topic ?? '' }));
+  }
+
+  /** `GET /consumers`: the cluster's consumer instances on this gateway and their assignments. */
+  consumers(session: Session): GroupAssignments[] {
+    const groups = new Map<string, GroupAssignments>();
+    const prefix = session.cluster.prefix;
+    for (const instance of this.instances.ofCluster(session.cluster.id)) {
+      const entry = groups.get(instance.group) ?? { name: instance.group, instances: [] };
+      groups.set(instance.group, entry);
+      const topics = Object.entries(instance.consumer.assignment)
+        .filter(([, partitions]) => partitions.length > 0)
+        .map(([topic, partitions]) => ({ topic: topic.slice(prefix.length), partitions: [...partitions].sort((a, b) => a - b) }));
+      entry.instances.push({ name: instance.name, topics });
+    }
+    return [...groups.values()];
+  }
+
+  /**
+   * `/delete-consumer`: stops and removes the instance (auto commit on: delivered offsets are committed first).
+   * @throws StreamError 404 for an unknown instance
+   */
+  async deleteConsumer(session: Session, group: string, name: string): Promise<void> {
+    this.existingInstance(session, group, name);
+    const instance = this.instances.remove(session.cluster.id, group, name);
+    if (instance) await this.closeInstance(instance);
+  }
+
+  private existingInstance(session: Session, group: string, name: string): ConsumerInstance {
+    const instance = this.instances.get(session.cluster.id, group, name);
+    if (!instance) throw new StreamError(404, `Consumer instance '${name}' of group '${group}' not found`);
+    return instance;
+  }
+
+  private async createInstance(session: Session, group: string, name: string, topics: string[], config: ConsumerConfig): Promise<ConsumerInstance> {
+    const { cluster, tenant } = session;
+    const limit = Object.values(cluster.topics).reduce((sum, n) => sum + n, 0);
+    if (this.instances.count(cluster.id) >= limit) {
+      throw StreamError.badRequest(`Illegal argument: at most ${limit} consumer instances (the partition count of all topics) may be open`);
+    }
+    const groupId = this.kafkaGroup(session, group);
+    const kafkaTopics = topics.map((t) => this.kafkaTopic(session, t));
+    if (config.autoOffsetReset === 'none') {
+      const partitions = await this.allPartitions(session, topics);
+      const committed = await this.broker(session, () => session.kafka.committed(groupId, partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) }))));
+      const missing = committed.map((c, i) => ({ ...c, topic: partitions[i]?.topic ?? '' })).filter((c) => c.offset < 0);
+      if (missing.length > 0) {
+        throw StreamError.badRequest(
+          `No committed offset for ${missing.map((m) => `${m.topic}-${m.partition}`).join(', ')} in group '${group}', and Stream-Auto-Offset-Reset is none`,
+        );
+      }
+    }
+    const consumer = session.kafka.consumer({
+      groupId,
+      topics: kafkaTopics,
+      config,
+      sessionTimeoutMs: this.config.consumer.sessionTimeoutMs,
+      maxWaitMs: this.config.consumer.maxWaitMs,
+      maxBufferedRecords: this.config.consumer.maxBufferedRecords,
+      onError: (error) => this.logger.warn(`consumer ${tenant}/${cluster.name}/${group}/${name}: ${String(error)}`),
+    });
+    try {
+      await consumer.start();
+    } catch (error) {
+      await consumer.close().catch(() => undefined);
+      throw this.kafkaFailure(session, error);
+    }
+    this.metrics.instanceOpened(tenant, 1);
+    return { tenant, clusterId: cluster.id, group, name, topics, config, consumer };
+  }
+
+  private async closeInstance(instance: ConsumerInstance): Promise<void> {
+    this.metrics.instanceOpened(instance.tenant, -1);
+    await instance.consumer.close().catch((error: unknown) => this.logger.warn(`closing consumer ${instance.group}/${instance.name}: ${String(error)}`));
+  }
+
+  /** Every partition of the topics, as tenant-named TopicPartitions. */
+  private async allPartitions(session: Session, topics: string[]): Promise<TopicPartition[]> {
+    const counts = await this.partitionCounts(session, topics);
+    return topics.flatMap((topic) => Array.from({ length: counts.get(topic) ?? 0 }, (_, partition) => ({ topic, partition })));
+  }
+
+  /**
+   * Partition counts of tenant topics, creating the cluster's declared topics on first use.
+   * @throws StreamError 404 for a topic the cluster does not declare
+   */
+  private async partitionCounts(session: Session, topics: string[]): Promise<Map<string, number>> {
+    const unknown = topics.find((t) => !Object.hasOwn(session.cluster.topics, t));
+    if (unknown !== undefined) throw new StreamError(404, `Topic '${unknown}' does not exist`);
+    await this.ensureTopics(session);
+    const unique = [...new Set(topics)];
+    const counts = await Promise.all(unique.map((t) => this.broker(session, () => session.kafka.partitionCount(this.kafkaTopic(session, t)))));
+    return new Map(unique.map((t, i) => [t, counts[i] ?? 0]));
+  }
+
+  /** Creates the cluster's declared topics once per registry record (a changed record checks again). */
+  private ensureTopics(session: Session): Promise<void> {
+    const { cluster } = session;
+    let ready = this.topicsReady.get(cluster);
+    if (!ready) {
+      const wanted = Object.fromEntries(Object.entries(cluster.topics).map(([name, count]) => [this.kafkaTopic(session, name), count]));
+      ready = this.broker(session, () => session.kafka.ensureTopics(wanted));
+      this.topicsReady.set(cluster, ready);
+      ready.catch(() => this.topicsReady.delete(cluster));
+    }
+    return ready;
+  }
+
+  private kafkaTopic(session: Session, topic: string): string {
+    return `${session.cluster.prefix}${topic}`;
+  }
+
+  private kafkaGroup(session: Session, group: string): string {
+    return `${session.cluster.prefix}${group}`;
+  }
+
+  /** The kafkajs clients of a broker list, shared by every cluster record that names the same brokers. */
+  private kafkaOf(cluster: StreamClusterRecord): KafkaCluster {
+    const key = cluster.brokers.join(',');
+    let kafka = this.clusters.get(key);
+    if (!kafka) {
+      kafka = new KafkaCluster({
+        brokers: cluster.brokers,
+        clientId: 'restash-stream-gateway',
+        requestTimeoutMs: this.config.kafkaRequestTimeoutMs,
+        log: (level, message) => (level === 'error' ? this.logger.warn(message) : this.logger.debug(message)),
+      });
+      this.clusters.set(key, kafka);
+    }
+    return kafka;
+  }
+
+  /** Runs a Kafka call, turning its failures into the API's errors. */
+  private async broker<T>(session: Session, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      throw this.kafkaFailure(session, error);
+    }
+  }
+
+  private kafkaFailure(session: Session, error: unknown): StreamError {
+    if (error instanceof StreamError) return error;
+    const type = (error as { type?: string }).type ?? '';
+    const message = error instanceof Error ? error.message : String(error);
+    if (type === 'UNKNOWN_TOPIC_OR_PARTITION') return new StreamError(404, `Unknown topic or partition: ${stripPrefix(message, session.cluster.prefix)}`);
+    if (GROUP_BUSY.has(type)) return new StreamError(409, `The consumer group is rebalancing, retry: ${message}`);
+    if (message.startsWith('the consumer instance has not joined')) return new StreamError(409, message);
+    this.metrics.backendError(session.tenant, 'broker');
+    this.logger.warn(`Kafka call failed for tenant ${session.tenant}: ${message}`);
+    return new StreamError(503, 'Service unavailable: Kafka cannot be reached');
+  }
+
+  private async registryCall<T>(tenant: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      this.metrics.backendError(tenant, 'registry');
+      this.logger.warn(`registry lookup failed: ${String(error)}`);
+      throw new StreamError(503, 'Service unavailable: the tenant registry cannot be reached');
+    }
+  }
+}
+
+/** @throws StreamError 400 when the topic has no such partition */
+function checkPartition(topic: string, partition: number, count: number): void {
+  if (partition >= count) throw StreamError.badRequest(`Illegal argument: topic '${topic}' has ${count} partition(s), there is no partition ${partition}`);
+}
+
+function stripPrefix(message: string, prefix: string): string {
+  return message.split(prefix).join('');
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** @throws StreamError 504 when the promise takes longer than `ms` */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StreamError(504, `Timed out after ${ms} ms waiting for the offsets`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Starts a single-node Apache Kafka broker (KRaft, combined broker + controller) from the jars that
+# install.sh copies from Maven Central. Dev/CI only.
+#
+#   start.sh --port PORT --controller-port CPORT --data DIR [--heap 512m]
+#
+# Clients connect to 127.0.0.1:PORT (PLAINTEXT); the KRaft controller listens on 127.0.0.1:CPORT.
+# DIR holds server.properties, log4j2.properties, cluster-id and the logs (logs/); starting again on
+# the same DIR keeps the topics and their messages. The script execs the JVM, so its PID is the
+# broker's and SIGTERM stops it cleanly. Logs go to stdout (WARN and up, plus startup/shutdown).
+set -euo pipefail
+
+usage() {
+  echo "usage: $0 --port PORT --controller-port CPORT --data DIR [--heap 512m]" >&2
+  exit 2
+}
+
+port='' cport='' data='' heap='512m'
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --port) port="${2:-}"; shift 2 || usage ;;
+    --controller-port) cport="${2:-}"; shift 2 || usage ;;
+    --data) data="${2:-}"; shift 2 || usage ;;
+    --heap) heap="${2:-}"; shift 2 || usage ;;
+    -h | --help) usage ;;
+    *) echo "unknown argument: $1" >&2; usage ;;
+  esac
+done
+[[ "$port" =~ ^[0-9]+$ && "$cport" =~ ^[0-9]+$ && -n "$data" && "$heap" =~ ^[0-9]+[kKmMgG]?$ ]] || usage
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+bash "$here/install.sh"
+libs="$(cd "$root/.cache/kafka/libs" && pwd -P)"
+java="${JAVA:-java}"
+
+mkdir -p "$data"
+data="$(cd "$data" && pwd)"
+
+cat >"$data/server.properties" <<EOF
+# Written by deploy/kafka-local/start.sh (rewritten on every start).
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$data/logs
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+# Topics are created by the gateway.
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.num.partitions=1
+group.initial.rebalance.delay.ms=0
+EOF
+
+cat >"$data/log4j2.properties" <<'EOF'
+# Written by deploy/kafka-local/start.sh: console only, WARN and up plus the broker's start/stop lines.
+status = warn
+# Kafka logs its own shutdown; a Log4j hook racing it only warns "JVM is shutting down".
+shutdownHook = disable
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.raftserver.name = kafka.server.KafkaRaftServer
+logger.raftserver.level = INFO
+EOF
+
+log4j="-Dlog4j2.configurationFile=$data/log4j2.properties"
+# One cluster id per data directory, so a restart on the same DIR finds its own formatted storage.
+if [[ ! -s "$data/cluster-id" ]]; then
+  "$java" "$log4j" -cp "$libs/*" kafka.tools.StorageTool random-uuid >"$data/cluster-id.tmp"
+  mv "$data/cluster-id.tmp" "$data/cluster-id"
+fi
+# Static quorum (controller.quorum.voters): format without --standalone.
+"$java" "$log4j" -cp "$libs/*" kafka.tools.StorageTool format \
+  -t "$(cat "$data/cluster-id")" -c "$data/server.properties" --ignore-formatted
+
+exec "$java" -Xms256m "-Xmx$heap" -XX:+UseG1GC -Djava.awt.headless=true "$log4j" \
+  -cp "$libs/*" kafka.Kafka "$data/server.properties"

@@ -1,0 +1,3 @@
+export * from './kafka-cluster';
+export * from './group-consumer';
+export * from './partition-reader';

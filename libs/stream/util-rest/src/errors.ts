@@ -1,0 +1,26 @@
+/**
+ * An error of the Stream REST API, answered as `{error, status}` with that HTTP status (spec 002,
+ * Errors 1). The official SDK throws `UpstashError(body.error)`, so `message` is what users read.
+ */
+export class StreamError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'StreamError';
+  }
+
+  /** 400: a malformed request or an illegal argument. */
+  static badRequest(message: string): StreamError {
+    return new StreamError(400, message);
+  }
+}
+
+/** The spec's error body: `{"error": <string>, "status": <integer>}`. */
+export function encodeError(status: number, message: string): string {
+  return JSON.stringify({ error: message, status });
+}
+
+/** The spec's Success record, answered by commit and delete-consumer. */
+export const SUCCESS_JSON = JSON.stringify({ result: 'Success', status: 200 });

@@ -1,0 +1,4 @@
+export * from './errors';
+export * from './requests';
+export * from './auth';
+export * from './messages';

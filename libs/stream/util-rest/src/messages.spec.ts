@@ -1,0 +1,58 @@
+import { parseBasicAuth, queryCredentials } from './auth';
+import { restMessage, webhookHeaders } from './messages';
+
+describe('restMessage', () => {
+  it('shapes a record as spec 002’s Message: "" for no key, [] for no headers, numbers for offset and timestamp', () => {
+    expect(restMessage('t', 2, { offset: '41', timestamp: '1700000000000', key: null, value: Buffer.from('v') })).toEqual({
+      topic: 't',
+      partition: 2,
+      offset: 41,
+      timestamp: 1_700_000_000_000,
+      key: '',
+      value: 'v',
+      headers: [],
+    });
+  });
+
+  it('repeats a header name given several times', () => {
+    const message = restMessage('t', 0, {
+      offset: '0',
+      timestamp: '0',
+      key: Buffer.from('k'),
+      value: null,
+      headers: { a: [Buffer.from('1'), Buffer.from('2')], b: Buffer.from('3') },
+    });
+    expect(message.headers).toEqual([
+      { key: 'a', value: '1' },
+      { key: 'a', value: '2' },
+      { key: 'b', value: '3' },
+    ]);
+    expect(message.value).toBe('');
+    expect(message.key).toBe('k');
+  });
+});
+
+describe('webhookHeaders', () => {
+  it('keeps non-standard headers as the client spelled them, in order', () => {
+    const raw = ['Host', 'x', 'Content-Type', 'application/json', 'X-Signature', 's', 'User-Agent', 'curl', 'Sec-Fetch-Mode', 'cors', 'Stripe-Event', 'e'];
+    expect(webhookHeaders(raw)).toEqual([
+      { key: 'X-Signature', value: 's' },
+      { key: 'Stripe-Event', value: 'e' },
+    ]);
+  });
+});
+
+describe('credentials', () => {
+  it('reads Basic auth, whose password may hold colons', () => {
+    const header = `Basic ${Buffer.from('demo.events:pa:ss').toString('base64')}`;
+    expect(parseBasicAuth(header)).toEqual({ username: 'demo.events', password: 'pa:ss' });
+    expect(parseBasicAuth('Bearer abc')).toBeUndefined();
+    expect(parseBasicAuth(`Basic ${Buffer.from('nocolon').toString('base64')}`)).toBeUndefined();
+    expect(parseBasicAuth(undefined)).toBeUndefined();
+  });
+
+  it('reads user and pass from the query only when both are there', () => {
+    expect(queryCredentials(new URLSearchParams('user=u&pass=p'))).toEqual({ username: 'u', password: 'p' });
+    expect(queryCredentials(new URLSearchParams('user=u'))).toBeUndefined();
+  });
+});

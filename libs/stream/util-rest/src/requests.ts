@@ -1,0 +1,279 @@
+import { StreamError } from './errors';
+
+/**
+ * Parsers of the Stream REST API's request bodies, path segments, query values and headers (spec 002
+ * part A, Resources and Endpoints; what `@upstash/kafka` sends, upstash-compat.md §3.2). Every parser
+ * throws {@link StreamError} 400 naming the offending field, so nothing reaches the broker half-checked.
+ * Numbers may be JSON numbers or decimal strings (the Java REST servers accept both).
+ */
+
+/** A message header, as the API shows it. */
+export interface Header {
+  key: string;
+  value: string;
+}
+
+/** One message to produce (spec: Message (produce)); `topic` is the tenant's name. */
+export interface ProduceMessage {
+  topic: string;
+  value: string;
+  partition?: number;
+  /** Milliseconds since the epoch. */
+  timestamp?: number;
+  key?: string;
+  headers: Header[];
+}
+
+export interface TopicPartition {
+  topic: string;
+  partition: number;
+}
+
+export interface TopicPartitionOffset extends TopicPartition {
+  offset: number;
+}
+
+/** A FetchRequest: the partitions to read from and where, and the longest wait for data (ms). */
+export interface FetchRequest {
+  partitions: TopicPartitionOffset[];
+  timeoutMs: number;
+}
+
+/** A ConsumeRequest: the topics of the instance's subscription and the longest wait for data (ms). */
+export interface ConsumeRequest {
+  topics: string[];
+  timeoutMs: number;
+}
+
+/** Where a new group starts reading when it has no committed offset. */
+export type OffsetReset = 'earliest' | 'latest' | 'none';
+
+/** Configuration of a consumer instance, from the request that creates it (spec 002, Consume). */
+export interface ConsumerConfig {
+  autoCommit: boolean;
+  autoCommitIntervalMs: number;
+  autoOffsetReset: OffsetReset;
+}
+
+/** The `/offsets/<…>` path segment: a timestamp (ms since the epoch) or the literal earliest/latest. */
+export type OffsetsAt = { timestamp: number } | 'earliest' | 'latest';
+
+/** Fetch and consume wait at most this long by default (spec 002, Limits). */
+export const DEFAULT_FETCH_TIMEOUT_MS = 1000;
+/** Committed and offsets wait at most this long by default (spec 002, Limits). */
+export const DEFAULT_METADATA_TIMEOUT_MS = 10_000;
+/** Longer `timeout` values are cut to this, so that no request holds a connection for long. */
+export const MAX_TIMEOUT_MS = 30_000;
+/** Default auto-commit interval (spec 002, Limits). */
+export const DEFAULT_AUTO_COMMIT_INTERVAL_MS = 5000;
+
+const MAX_INT32 = 2 ** 31 - 1;
+
+/**
+ * The request body as JSON; undefined for an absent or empty body.
+ * @throws StreamError 400 when it is not JSON
+ */
+export function parseJson(raw: Buffer | undefined): unknown {
+  if (!raw || raw.length === 0) return undefined;
+  const text = raw.toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw StreamError.badRequest('Malformed request body: not valid JSON');
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function object(value: unknown, what: string): Record<string, unknown> {
+  if (!isObject(value)) throw StreamError.badRequest(`Malformed request body: ${what} must be a JSON object`);
+  return value;
+}
+
+/** One object or an array of them, as a list. */
+function list(value: unknown, what: string): unknown[] {
+  if (Array.isArray(value)) return value;
+  if (isObject(value)) return [value];
+  throw StreamError.badRequest(`Malformed request body: expected ${what} or an array of them`);
+}
+
+/** An integer in [min, max], given as a JSON number or a decimal string. */
+function integer(value: unknown, field: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const n = typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw StreamError.badRequest(`Illegal argument: ${field} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+function string(value: unknown, field: string): string {
+  if (typeof value !== 'string') throw StreamError.badRequest(`Illegal argument: ${field} must be a string`);
+  return value;
+}
+
+function topicName(value: unknown, field: string): string {
+  const name = string(value, field);
+  if (name === '') throw StreamError.badRequest(`Illegal argument: ${field} must not be empty`);
+  return name;
+}
+
+/** A wait in ms: absent → the default; larger than {@link MAX_TIMEOUT_MS} → that maximum. */
+function timeout(value: unknown, field: string, fallback: number): number {
+  if (value === undefined || value === null || value === '') return fallback;
+  return Math.min(integer(value, field, 0), MAX_TIMEOUT_MS);
+}
+
+/**
+ * The `timeout` query parameter (ms) of consume, committed and offsets.
+ * @throws StreamError 400 for a value that is not a non-negative integer
+ */
+export function parseTimeoutQuery(query: URLSearchParams, fallback: number): number {
+  return timeout(query.get('timeout') ?? undefined, 'timeout', fallback);
+}
+
+function headers(value: unknown, field: string): Header[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw StreamError.badRequest(`Illegal argument: ${field} must be an array of {key, value}`);
+  return value.map((h, i) => {
+    const header = object(h, `${field}[${i}]`);
+    return { key: string(header.key, `${field}[${i}].key`), value: string(header.value, `${field}[${i}].value`) };
+  });
+}
+
+/**
+ * Produce bodies: one Message or an array of them (spec 002, Produce). With `pathTopic` (`/produce/<topic>`)
+ * every message goes to that topic; otherwise each needs its own `topic`.
+ * @throws StreamError 400 for an empty list, a missing or non-string value, or a bad optional field
+ */
+export function parseProduce(body: unknown, pathTopic?: string): ProduceMessage[] {
+  if (body === undefined) throw StreamError.badRequest('Malformed request body: a message or an array of messages is required');
+  const items = list(body, 'a message');
+  if (items.length === 0) throw StreamError.badRequest('Illegal argument: no messages to produce');
+  return items.map((item, i) => {
+    const at = items.length === 1 && !Array.isArray(body) ? '' : `[${i}]`;
+    const m = object(item, `message${at}`);
+    if (m.value === undefined || m.value === null) throw StreamError.badRequest(`Illegal argument: message${at}.value is required`);
+    const message: ProduceMessage = {
+      topic: pathTopic ?? topicName(m.topic, `message${at}.topic`),
+      value: string(m.value, `message${at}.value`),
+      headers: headers(m.headers, `message${at}.headers`),
+    };
+    if (m.partition !== undefined && m.partition !== null) message.partition = integer(m.partition, `message${at}.partition`, 0, MAX_INT32);
+    if (m.timestamp !== undefined && m.timestamp !== null) message.timestamp = integer(m.timestamp, `message${at}.timestamp`, 0);
+    if (m.key !== undefined && m.key !== null) message.key = string(m.key, `message${at}.key`);
+    return message;
+  });
+}
+
+function topicPartitionOffset(value: unknown, field: string): TopicPartitionOffset {
+  const o = object(value, field);
+  return {
+    topic: topicName(o.topic, `${field}.topic`),
+    partition: integer(o.partition, `${field}.partition`, 0, MAX_INT32),
+    offset: integer(o.offset, `${field}.offset`, 0),
+  };
+}
+
+/**
+ * A FetchRequest: `topic`/`partition`/`offset`, `topicPartitionOffsets`, or both (spec 002, Fetch).
+ * @throws StreamError 400 when it names no partition or a field is malformed
+ */
+export function parseFetch(body: unknown): FetchRequest {
+  const o = object(body ?? {}, 'the fetch request');
+  const partitions: TopicPartitionOffset[] = [];
+  if (o.topicPartitionOffsets !== undefined && o.topicPartitionOffsets !== null) {
+    if (!Array.isArray(o.topicPartitionOffsets)) throw StreamError.badRequest('Illegal argument: topicPartitionOffsets must be an array');
+    o.topicPartitionOffsets.forEach((tpo, i) => partitions.push(topicPartitionOffset(tpo, `topicPartitionOffsets[${i}]`)));
+  }
+  if (o.topic !== undefined && o.topic !== null) partitions.push(topicPartitionOffset(o, 'fetch request'));
+  if (partitions.length === 0) throw StreamError.badRequest('Illegal argument: give topic, partition and offset, or topicPartitionOffsets');
+  return { partitions, timeoutMs: timeout(o.timeout, 'timeout', DEFAULT_FETCH_TIMEOUT_MS) };
+}
+
+/**
+ * A ConsumeRequest (`topic` or `topics`, `timeout`), or only the path's topic for the GET form.
+ * @throws StreamError 400 when no topic is named or a field is malformed
+ */
+export function parseConsume(body: unknown, pathTopic?: string, query?: URLSearchParams): ConsumeRequest {
+  if (pathTopic !== undefined) {
+    return { topics: [pathTopic], timeoutMs: timeout(query?.get('timeout') ?? undefined, 'timeout', DEFAULT_FETCH_TIMEOUT_MS) };
+  }
+  const o = object(body ?? {}, 'the consume request');
+  const topics = new Set<string>();
+  if (o.topic !== undefined && o.topic !== null) topics.add(topicName(o.topic, 'topic'));
+  if (o.topics !== undefined && o.topics !== null) {
+    if (!Array.isArray(o.topics)) throw StreamError.badRequest('Illegal argument: topics must be an array of topic names');
+    o.topics.forEach((t, i) => topics.add(topicName(t, `topics[${i}]`)));
+  }
+  if (topics.size === 0) throw StreamError.badRequest('Illegal argument: give topic or topics');
+  const wait = o.timeout ?? query?.get('timeout') ?? undefined;
+  return { topics: [...topics], timeoutMs: timeout(wait, 'timeout', DEFAULT_FETCH_TIMEOUT_MS) };
+}
+
+/**
+ * One TopicPartition or an array of them (committed, offsets).
+ * @throws StreamError 400 for an absent or empty body, or a malformed entry
+ */
+export function parseTopicPartitions(body: unknown): TopicPartition[] {
+  if (body === undefined) throw StreamError.badRequest('Malformed request body: a {topic, partition} or an array of them is required');
+  const items = list(body, 'a {topic, partition}');
+  if (items.length === 0) throw StreamError.badRequest('Illegal argument: no topic partitions given');
+  return items.map((item, i) => {
+    const o = object(item, `topicPartitions[${i}]`);
+    return { topic: topicName(o.topic, `topicPartitions[${i}].topic`), partition: integer(o.partition, `topicPartitions[${i}].partition`, 0, MAX_INT32) };
+  });
+}
+
+/**
+ * A commit body: one TopicPartitionOffset, an array of them, or nothing (empty list: commit what the
+ * instance has returned so far; spec 002, Commit).
+ * @throws StreamError 400 for a malformed entry
+ */
+export function parseCommit(body: unknown): TopicPartitionOffset[] {
+  if (body === undefined || body === null) return [];
+  return list(body, 'a {topic, partition, offset}').map((item, i) => topicPartitionOffset(item, `offsets[${i}]`));
+}
+
+/**
+ * The `/offsets/<segment>` value: `earliest`, `latest`, or a timestamp in milliseconds since the epoch
+ * (Kafka's ListOffsets unit; the spec leaves the unit open).
+ * @throws StreamError 400 for anything else
+ */
+export function parseOffsetsAt(segment: string): OffsetsAt {
+  if (segment === 'earliest' || segment === 'latest') return segment;
+  if (!/^\d+$/.test(segment)) throw StreamError.badRequest(`Illegal argument: offsets takes a timestamp (ms), earliest or latest, got '${segment}'`);
+  return { timestamp: integer(segment, 'timestamp', 0) };
+}
+
+/** Reads a consumer setting from either spelling (spec: `Stream-…`; SDK: `Kafka-…`). */
+function setting(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const value = headers[`stream-${name}`] ?? headers[`kafka-${name}`];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The consumer configuration headers (spec 002, Consume): `Stream-Enable-Auto-Commit`,
+ * `Stream-Auto-Commit-Interval`, `Stream-Auto-Offset-Reset`, or the same with `Kafka-`; defaults when absent.
+ *
+ * @param headers request headers with lower-case names (Node's IncomingHttpHeaders)
+ * @throws StreamError 400 for a value outside the documented ones
+ */
+export function parseConsumerConfig(headers: Record<string, string | string[] | undefined>): ConsumerConfig {
+  const autoCommit = setting(headers, 'enable-auto-commit')?.trim().toLowerCase();
+  if (autoCommit !== undefined && autoCommit !== 'true' && autoCommit !== 'false') {
+    throw StreamError.badRequest(`Illegal argument: Stream-Enable-Auto-Commit must be true or false, got '${autoCommit}'`);
+  }
+  const interval = setting(headers, 'auto-commit-interval');
+  const reset = setting(headers, 'auto-offset-reset')?.trim().toLowerCase();
+  if (reset !== undefined && reset !== 'earliest' && reset !== 'latest' && reset !== 'none') {
+    throw StreamError.badRequest(`Illegal argument: Stream-Auto-Offset-Reset must be earliest, latest or none, got '${reset}'`);
+  }
+  return {
+    autoCommit: autoCommit !== 'false',
+    autoCommitIntervalMs: interval === undefined ? DEFAULT_AUTO_COMMIT_INTERVAL_MS : integer(interval.trim(), 'Stream-Auto-Commit-Interval', 1),
+    autoOffsetReset: reset ?? 'latest',
+  };
+}
