@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, loadConfig } from '@restash/shared/util-config';
+import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/shared/util-config';
 
 /**
  * Environment of kv-gateway. Every variable is checked at boot; all problems are reported at once.
@@ -22,27 +22,16 @@ import { env, loadConfig } from '@restash/shared/util-config';
 export const kvGatewayEnvSchema = z
   .object({
     CONTROL_REDIS_URL: env.redisUrl(),
-    HOST: z.string().default('0.0.0.0'),
-    PORT: env.port(8080),
-    MANAGEMENT_PORT: env.port(9080),
-    BODY_LIMIT_BYTES: env.positiveInt(100 * 1024 * 1024),
+    ...httpServiceEnv(8080, 9080),
     REDIS_POOL_SIZE: env.positiveInt(2),
     REDIS_TRANSACTION_POOL_SIZE: env.positiveInt(8),
     REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().nonnegative().default(10_000),
     REDIS_IDLE_TIMEOUT_MS: env.positiveInt(60_000),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
     SSE_HEARTBEAT_MS: env.positiveInt(15_000),
-    LOG_LEVEL: env.logLevel(),
   })
   .transform((e) => ({
-    http: {
-      service: 'kv-gateway',
-      host: e.HOST,
-      port: e.PORT,
-      managementPort: e.MANAGEMENT_PORT,
-      bodyLimitBytes: e.BODY_LIMIT_BYTES,
-      logLevel: e.LOG_LEVEL,
-    },
+    http: httpServiceConfig('kv-gateway', e),
     controlRedisUrl: e.CONTROL_REDIS_URL,
     backend: {
       poolSize: e.REDIS_POOL_SIZE,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, loadConfig } from '@restash/shared/util-config';
+import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/shared/util-config';
 
 /**
  * Environment of stream-gateway. Every variable is checked at boot; all problems are reported at once.
@@ -23,10 +23,7 @@ import { env, loadConfig } from '@restash/shared/util-config';
 export const streamGatewayEnvSchema = z
   .object({
     CONTROL_REDIS_URL: env.redisUrl(),
-    HOST: z.string().default('0.0.0.0'),
-    PORT: env.port(8082),
-    MANAGEMENT_PORT: env.port(9082),
-    BODY_LIMIT_BYTES: env.positiveInt(100 * 1024 * 1024),
+    ...httpServiceEnv(8082, 9082),
     KAFKA_REQUEST_TIMEOUT_MS: env.positiveInt(30_000),
     CONSUMER_IDLE_TIMEOUT_MS: env.positiveInt(120_000),
     CONSUMER_SESSION_TIMEOUT_MS: env.positiveInt(30_000),
@@ -34,17 +31,9 @@ export const streamGatewayEnvSchema = z
     CONSUMER_MAX_BUFFERED_RECORDS: env.positiveInt(10_000),
     CONSUMER_JOIN_WAIT_MS: env.positiveInt(10_000),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
-    LOG_LEVEL: env.logLevel(),
   })
   .transform((e) => ({
-    http: {
-      service: 'stream-gateway',
-      host: e.HOST,
-      port: e.PORT,
-      managementPort: e.MANAGEMENT_PORT,
-      bodyLimitBytes: e.BODY_LIMIT_BYTES,
-      logLevel: e.LOG_LEVEL,
-    },
+    http: httpServiceConfig('stream-gateway', e),
     controlRedisUrl: e.CONTROL_REDIS_URL,
     kafkaRequestTimeoutMs: e.KAFKA_REQUEST_TIMEOUT_MS,
     consumer: {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, loadConfig } from '@restash/shared/util-config';
+import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/shared/util-config';
 
 /**
  * Environment of vector-gateway. Every variable is checked at boot; all problems are reported at once.
@@ -23,25 +23,14 @@ import { env, loadConfig } from '@restash/shared/util-config';
 export const vectorGatewayEnvSchema = z
   .object({
     CONTROL_REDIS_URL: env.redisUrl(),
-    HOST: z.string().default('0.0.0.0'),
-    PORT: env.port(8081),
-    MANAGEMENT_PORT: env.port(9081),
-    BODY_LIMIT_BYTES: env.positiveInt(100 * 1024 * 1024),
+    ...httpServiceEnv(8081, 9081),
     QDRANT_TIMEOUT_MS: env.positiveInt(30_000),
     EMBEDDER_TIMEOUT_MS: env.positiveInt(30_000),
     FILTER_SCAN_LIMIT: env.positiveInt(10_000),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
-    LOG_LEVEL: env.logLevel(),
   })
   .transform((e) => ({
-    http: {
-      service: 'vector-gateway',
-      host: e.HOST,
-      port: e.PORT,
-      managementPort: e.MANAGEMENT_PORT,
-      bodyLimitBytes: e.BODY_LIMIT_BYTES,
-      logLevel: e.LOG_LEVEL,
-    },
+    http: httpServiceConfig('vector-gateway', e),
     controlRedisUrl: e.CONTROL_REDIS_URL,
     qdrantTimeoutMs: e.QDRANT_TIMEOUT_MS,
     embedderTimeoutMs: e.EMBEDDER_TIMEOUT_MS,

@@ -9,19 +9,21 @@ const dnsLabel = z
 /** Upstash's documented default maximum request size (redis/troubleshooting/max_request_size_exceeded). */
 export const DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024;
 
+/** Limits of a database, index or cluster: largest request in bytes, and requests per UTC day (0 or absent: unlimited). */
+const limitsSchema = z
+  .object({
+    maxRequestBytes: z.number().int().positive().default(DEFAULT_MAX_REQUEST_BYTES),
+    dailyRequests: z.number().int().nonnegative().default(0),
+  })
+  .default({ maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES, dailyRequests: 0 });
+
 export const kvDatabaseSpecSchema = z.object({
   name: dnsLabel,
   redis: z.object({
     /** The Redis the database lives on, with the gateway's admin credentials and the logical db. */
     url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
   }),
-  limits: z
-    .object({
-      maxRequestBytes: z.number().int().positive().default(DEFAULT_MAX_REQUEST_BYTES),
-      /** Commands per UTC day; 0 or absent means unlimited. */
-      dailyRequests: z.number().int().nonnegative().default(0),
-    })
-    .default({ maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES, dailyRequests: 0 }),
+  limits: limitsSchema,
 });
 export type KvDatabaseSpec = z.infer<typeof kvDatabaseSpecSchema>;
 
@@ -44,12 +46,7 @@ export const vectorIndexSpecSchema = z.object({
       apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
     })
     .optional(),
-  limits: z
-    .object({
-      maxRequestBytes: z.number().int().positive().default(DEFAULT_MAX_REQUEST_BYTES),
-      dailyRequests: z.number().int().nonnegative().default(0),
-    })
-    .default({ maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES, dailyRequests: 0 }),
+  limits: limitsSchema,
 });
 export type VectorIndexSpec = z.infer<typeof vectorIndexSpecSchema>;
 
@@ -74,12 +71,7 @@ export const streamClusterSpecSchema = z.object({
       }),
     )
     .default([]),
-  limits: z
-    .object({
-      maxRequestBytes: z.number().int().positive().default(DEFAULT_MAX_REQUEST_BYTES),
-      dailyRequests: z.number().int().nonnegative().default(0),
-    })
-    .default({ maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES, dailyRequests: 0 }),
+  limits: limitsSchema,
 });
 export type StreamClusterSpec = z.infer<typeof streamClusterSpecSchema>;
 

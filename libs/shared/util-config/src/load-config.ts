@@ -44,3 +44,25 @@ export const env = {
   redisUrl: () => z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']).default('log'),
 };
+
+/**
+ * The variables every HTTP service reads, to spread into its schema: HOST (0.0.0.0), PORT,
+ * MANAGEMENT_PORT, BODY_LIMIT_BYTES (100 MiB, the hard cap on any body) and LOG_LEVEL (log).
+ */
+export function httpServiceEnv(port: number, managementPort: number) {
+  return {
+    HOST: z.string().default('0.0.0.0'),
+    PORT: env.port(port),
+    MANAGEMENT_PORT: env.port(managementPort),
+    BODY_LIMIT_BYTES: env.positiveInt(100 * 1024 * 1024),
+    LOG_LEVEL: env.logLevel(),
+  };
+}
+
+/** The `http` section of a service's config (what `startHttpService` takes), from the {@link httpServiceEnv} variables. */
+export function httpServiceConfig(
+  service: string,
+  e: { HOST: string; PORT: number; MANAGEMENT_PORT: number; BODY_LIMIT_BYTES: number; LOG_LEVEL: z.output<ReturnType<typeof env.logLevel>> },
+) {
+  return { service, host: e.HOST, port: e.PORT, managementPort: e.MANAGEMENT_PORT, bodyLimitBytes: e.BODY_LIMIT_BYTES, logLevel: e.LOG_LEVEL };
+}

@@ -1,8 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { installOnce, repoRoot, type Running, startProcess } from './python-services';
+import { installOnce, repoRoot, restartable, startProcess } from './python-services';
 import { freePort } from './redis-server';
 
 /** A real Apache Kafka broker (deploy/kafka-local: 4.3.1, KRaft, single combined node) started for a test. */
@@ -58,32 +58,8 @@ export async function startKafka(options: KafkaBrokerOptions = {}): Promise<Kafk
     pollMs: POLL_MS,
     killAfterMs: KILL_AFTER_MS,
   };
-  let running: Running | undefined;
-  try {
-    running = await startProcess(spec);
-  } catch (error) {
-    if (ownDir) await rm(dataDir, { recursive: true, force: true });
-    throw error;
-  }
-  return {
-    port,
-    brokers,
-    dataDir,
-    stop: async () => {
-      await running?.stop('SIGTERM');
-      running = undefined;
-      if (ownDir) await rm(dataDir, { recursive: true, force: true });
-    },
-    kill: async () => {
-      await running?.stop('SIGKILL');
-      running = undefined;
-    },
-    restart: async () => {
-      await running?.stop('SIGTERM');
-      running = undefined;
-      running = await startProcess(spec);
-    },
-  };
+  const controls = await restartable(() => startProcess(spec), dataDir, ownDir);
+  return { port, brokers, dataDir, ...controls };
 }
 
 /** One admin connect + DescribeCluster without retries; `false` on any error. */

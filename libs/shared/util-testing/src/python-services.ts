@@ -104,30 +104,46 @@ export async function startQdrantLocal(options: QdrantLocalOptions = {}): Promis
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'restash-qdrant-local-')));
   const script = join(repoRoot(), 'deploy/qdrant-local/server.py');
   const args = [script, '--host', '127.0.0.1', '--port', String(port), '--data', dataDir];
+  const controls = await restartable(() => spawnService('qdrant-local', python, args, port, '/readyz'), dataDir, ownDir);
+  return { port, url: `http://127.0.0.1:${port}`, dataDir, ...controls };
+}
+
+/** Stop, kill and restart of a service that keeps its state in a data directory. */
+export interface RestartableControls {
+  /** SIGTERM (SIGKILL after the service's grace time); removes the data directory if the helper made it. */
+  stop(): Promise<void>;
+  /** SIGKILL; keeps the data directory. */
+  kill(): Promise<void>;
+  /** Stops the service if it runs and starts it again on the same data directory. */
+  restart(): Promise<void>;
+}
+
+/**
+ * Starts a service with `start` and returns its controls. When the first start fails, a data
+ * directory the helper made (`ownDir`) is removed before the error is rethrown.
+ */
+export async function restartable(start: () => Promise<Running>, dataDir: string, ownDir: boolean): Promise<RestartableControls> {
+  const removeDir = () => (ownDir ? rm(dataDir, { recursive: true, force: true }) : Promise.resolve());
   let running: Running | undefined;
   try {
-    running = await spawnService('qdrant-local', python, args, port, '/readyz');
+    running = await start();
   } catch (error) {
-    if (ownDir) await rm(dataDir, { recursive: true, force: true });
+    await removeDir();
     throw error;
   }
+  const halt = async (signal: 'SIGTERM' | 'SIGKILL') => {
+    await running?.stop(signal);
+    running = undefined;
+  };
   return {
-    port,
-    url: `http://127.0.0.1:${port}`,
-    dataDir,
     stop: async () => {
-      await running?.stop('SIGTERM');
-      running = undefined;
-      if (ownDir) await rm(dataDir, { recursive: true, force: true });
+      await halt('SIGTERM');
+      await removeDir();
     },
-    kill: async () => {
-      await running?.stop('SIGKILL');
-      running = undefined;
-    },
+    kill: () => halt('SIGKILL'),
     restart: async () => {
-      await running?.stop('SIGTERM');
-      running = undefined;
-      running = await spawnService('qdrant-local', python, args, port, '/readyz');
+      await halt('SIGTERM');
+      running = await start();
     },
   };
 }
