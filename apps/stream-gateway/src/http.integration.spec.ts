@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { call, eventually } from '@restash/shared/util-testing';
-import { type StreamStack, type TestCredentials, basicAuth, startStreamStack } from './testing/stream-stack';
+import { type StreamStack, type TestCredentials, basicAuth, gatewayProcess, startStreamStack } from './testing/stream-stack';
 
 // Raw HTTP against stream-gateway and a real broker: the forms the SDK does not use (GET produce and
 // consume, the webhook, both header spellings), every error, and the consumer-group semantics.
@@ -281,6 +281,47 @@ describe('consumer groups', () => {
     const again = await consumeValues(`/consume/${group}/i/orders?timeout=500`, 6, headers);
     expect(again).toEqual(values.slice(4));
     await api(`/delete-consumer/${group}/i`, { method: 'DELETE' });
+  });
+
+  it('loses nothing when the gateway is killed (SIGKILL) mid-work: committed progress stays, the rest comes again', async () => {
+    const gateway = await gatewayProcess(stack);
+    await gateway.start();
+    try {
+      const group = randomUUID();
+      const headers = { authorization: basicAuth(acme), 'Kafka-Auto-Offset-Reset': 'earliest', 'Kafka-Enable-Auto-Commit': 'false' };
+      const consume = async () => (await call(`${gateway.url}/consume/${group}/i/wide?timeout=300`, { method: 'GET', headers })).body as Array<{ value: string; partition: number; offset: number }>;
+      const values = Array.from({ length: 40 }, (_, i) => `k-${group}-${i}`);
+      await produce('wide', values);
+      const before: Array<{ value: string; partition: number; offset: number }> = [];
+      await eventually(async () => {
+        before.push(...(await consume()).filter((m) => m.value.startsWith(`k-${group}`)));
+        expect(before.length).toBe(40);
+      }, 20_000, 50);
+      // The client has processed the first half of what it got from each partition and commits that.
+      const commits = [0, 1].map((partition) => {
+        const mine = before.filter((m) => m.partition === partition);
+        return { topic: 'wide', partition, offset: mine[Math.floor(mine.length / 2)]!.offset };
+      });
+      expect((await call(`${gateway.url}/commit/${group}/i`, { body: commits, headers })).status).toBe(200);
+      const processed = before.filter((m) => m.offset < commits[m.partition]!.offset).map((m) => m.value);
+      await gateway.kill();
+
+      await gateway.start();
+      const after: string[] = [];
+      await eventually(async () => {
+        after.push(...(await consume()).map((m) => m.value).filter((v) => v.startsWith(`k-${group}`)));
+        expect(new Set([...processed, ...after]).size).toBe(40);
+      }, 30_000, 50);
+      const lost = values.filter((v) => !processed.includes(v) && !after.includes(v));
+      const redelivered = after.filter((v) => processed.includes(v));
+      expect({ lost: lost.length, redeliveredCommitted: redelivered.length, deliveredAgain: after.length }).toEqual({
+        lost: 0,
+        redeliveredCommitted: 0,
+        deliveredAgain: 40 - processed.length,
+      });
+    } finally {
+      await gateway.stop();
+    }
   });
 
   it('keeps tenants apart: the same topic and group names reach different data', async () => {

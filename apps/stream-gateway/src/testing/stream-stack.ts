@@ -1,3 +1,5 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import {
   RegistryWriter,
@@ -7,7 +9,7 @@ import {
   tenantDocumentSchema,
 } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
-import { type KafkaBroker, startKafka, startRedisServer } from '@restash/shared/util-testing';
+import { type KafkaBroker, eventually, freePort, repoRoot, startKafka, startRedisServer } from '@restash/shared/util-testing';
 import { AppModule } from '../app.module';
 import { loadStreamGatewayConfig } from '../config';
 
@@ -30,6 +32,8 @@ export interface StreamStack {
   url: string;
   managementUrl: string;
   kafka: KafkaBroker;
+  /** The control Redis (registry) URL. */
+  controlUrl: string;
   credentials(tenant: string, cluster: string, role?: 'standard' | 'readonly'): TestCredentials;
   /** Stops the gateway gracefully and starts a new one on the same engines (a new URL). */
   restartGateway(): Promise<void>;
@@ -85,6 +89,7 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
     url: service.url,
     managementUrl: service.managementUrl,
     kafka,
+    controlUrl: control.url,
     credentials: (tenant, cluster, role = 'standard') => {
       const found = credentials.get(`${tenant}/${cluster}`);
       if (!found) throw new Error(`no cluster ${tenant}/${cluster}`);
@@ -107,4 +112,52 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
 /** `Authorization: Basic …` for credentials. */
 export function basicAuth(credentials: TestCredentials): string {
   return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
+}
+
+/** A stream-gateway in its own process (for crash tests), on fixed ports so that it can come back at the same URL. */
+export interface GatewayProcess {
+  url: string;
+  /** Starts the process and waits until it is ready. */
+  start(): Promise<void>;
+  /** SIGKILL: the gateway dies mid-work, closing nothing. */
+  kill(): Promise<void>;
+  /** SIGTERM, and waits for the exit. */
+  stop(): Promise<void>;
+}
+
+/** A stream-gateway process on the stack's engines, run from the TypeScript sources (@swc-node/register). */
+export async function gatewayProcess(stack: StreamStack): Promise<GatewayProcess> {
+  const [port, managementPort] = [await freePort(), await freePort()];
+  const env = {
+    ...process.env,
+    ...TEST_ENV,
+    CONTROL_REDIS_URL: stack.controlUrl,
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    MANAGEMENT_PORT: String(managementPort),
+    LOG_LEVEL: 'fatal',
+    SWC_NODE_PROJECT: join(repoRoot(), 'tsconfig.base.json'),
+  };
+  let child: ChildProcess | undefined;
+  const end = async (signal: NodeJS.Signals) => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    running.kill(signal);
+    await exited;
+  };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    start: async () => {
+      child = spawn(process.execPath, ['-r', '@swc-node/register', join(repoRoot(), 'apps/stream-gateway/src/main.ts')], { env, stdio: 'ignore' });
+      await eventually(async () => {
+        if (!child || child.exitCode !== null) throw new Error('stream-gateway exited');
+        const ready = await fetch(`http://127.0.0.1:${managementPort}/readyz`);
+        if (ready.status !== 200) throw new Error(`stream-gateway is not ready (${ready.status})`);
+      }, 30_000, 100);
+    },
+    kill: () => end('SIGKILL'),
+    stop: () => end('SIGTERM'),
+  };
 }
