@@ -12,7 +12,7 @@ export interface GroupConsumerOptions {
   sessionTimeoutMs: number;
   /** How long one broker fetch waits for data while the instance is idle (ms). */
   maxWaitMs: number;
-  /** Fetching pauses while this many records wait to be returned. */
+  /** Fetching waits while this many records wait to be returned. */
   maxBufferedRecords: number;
   /** Called with failures of background work (auto commit, a crashed consumer). */
   onError(error: unknown): void;
@@ -55,8 +55,10 @@ export class GroupConsumer {
   private readonly delivered = new Map<string, { topic: string; partition: number; offset: number }>();
   /** What was last committed from `delivered`, by partition key. */
   private readonly committedDelivered = new Map<string, number>();
+  /** Consume requests waiting for records. */
   private readonly waiters = new Set<() => void>();
-  private paused = false;
+  /** Batches holding the fetch loop until the buffer drains. */
+  private readonly drainWaiters = new Set<() => void>();
   private closed = false;
   private autoCommitTimer: NodeJS.Timeout | undefined;
   private markJoined: () => void = () => undefined;
@@ -90,14 +92,20 @@ export class GroupConsumer {
     await this.consumer.run({
       autoCommit: false,
       partitionsConsumedConcurrently: 16,
-      eachBatch: async ({ batch, isRunning, isStale }) => {
+      eachBatch: async ({ batch, isRunning, isStale, heartbeat }) => {
         if (!isRunning() || isStale() || this.closed) return;
         for (const record of batch.messages) this.buffer.push({ topic: batch.topic, partition: batch.partition, record });
-        if (!this.paused && this.buffer.length >= this.options.maxBufferedRecords) {
-          this.paused = true;
-          this.consumer.pause(this.options.topics.map((topic) => ({ topic })));
-        }
         this.wake();
+        // Backpressure: hold kafkajs's fetch loop while the client has enough to read. (Holding the batch
+        // rather than pausing the topics: kafkajs polls paused consumers only every maxWaitTimeInMs.)
+        while (this.buffer.length >= this.options.maxBufferedRecords && isRunning() && !isStale() && !this.closed) {
+          await this.drained(1000);
+          try {
+            await heartbeat();
+          } catch {
+            return; // a rebalance: let kafkajs rejoin (the join drops the buffer)
+          }
+        }
       },
     });
     if (this.options.config.autoCommit) {
@@ -133,10 +141,7 @@ export class GroupConsumer {
     for (const { topic, partition, record } of taken) {
       this.delivered.set(key(topic, partition), { topic, partition, offset: Number(record.offset) + 1 });
     }
-    if (this.paused) {
-      this.paused = false;
-      this.consumer.resume(this.options.topics.map((topic) => ({ topic })));
-    }
+    this.release();
     this.lastUsedAt = Date.now();
     return taken;
   }
@@ -162,6 +167,7 @@ export class GroupConsumer {
     this.closed = true;
     clearInterval(this.autoCommitTimer);
     this.wake();
+    this.release();
     if (this.options.config.autoCommit && !this.failure) await this.commitDelivered().catch((error: unknown) => this.options.onError(error));
     await this.consumer.disconnect();
   }
@@ -186,10 +192,7 @@ export class GroupConsumer {
   private onJoin(assignment: Record<string, number[]>): void {
     const kept = new Set(Object.entries(assignment).flatMap(([topic, partitions]) => partitions.map((p) => key(topic, p))));
     this.buffer = [];
-    if (this.paused) {
-      this.paused = false;
-      this.consumer.resume(this.options.topics.map((topic) => ({ topic })));
-    }
+    this.release();
     const lost = [...this.delivered].filter(([k]) => !kept.has(k));
     if (this.options.config.autoCommit && lost.length > 0) {
       const offsets = lost
@@ -208,5 +211,22 @@ export class GroupConsumer {
 
   private wake(): void {
     for (const waiter of [...this.waiters]) waiter();
+  }
+
+  /** Resolves when the buffer was taken (or the instance closes or rejoins), or after `ms`. */
+  private drained(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.drainWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.drainWaiters.add(done);
+    });
+  }
+
+  private release(): void {
+    for (const waiter of [...this.drainWaiters]) waiter();
   }
 }

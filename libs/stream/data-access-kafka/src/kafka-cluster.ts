@@ -50,6 +50,8 @@ export class KafkaCluster {
   private readonly admin: Admin;
   private readonly reader: PartitionReader;
   private readonly partitioner = Partitioners.DefaultPartitioner();
+  /** The partitioner's view of a topic with n partitions (all available), by n. */
+  private readonly partitionLists = new Map<number, PartitionMetadata[]>();
   private readonly counts = new Map<string, { count: Promise<number | undefined>; expiresAt: number }>();
   private producerReady: Promise<void> | undefined;
   private adminReady: Promise<void> | undefined;
@@ -115,9 +117,12 @@ export class KafkaCluster {
    * without one (the Java client's choice, so keyed messages land where other clients put them).
    */
   choosePartition(topic: string, partitionCount: number, key: string | undefined): number {
-    const partitionMetadata = Array.from({ length: partitionCount }, (_, partitionId) => ({ partitionId, leader: 0 }) as PartitionMetadata);
-    const message: Message = { key: key ?? null, value: null };
-    return this.partitioner({ topic, partitionMetadata, message });
+    let partitionMetadata = this.partitionLists.get(partitionCount);
+    if (!partitionMetadata) {
+      partitionMetadata = Array.from({ length: partitionCount }, (_, partitionId) => ({ partitionId, leader: 0 }) as PartitionMetadata);
+      this.partitionLists.set(partitionCount, partitionMetadata);
+    }
+    return this.partitioner({ topic, partitionMetadata, message: { key: key ?? null, value: null } });
   }
 
   /**
@@ -135,12 +140,15 @@ export class KafkaCluster {
       const index = seen.get(tp) ?? 0;
       seen.set(tp, index + 1);
       indexInPartition.push(index);
-      const headers: Record<string, string[]> = {};
-      for (const h of m.headers) (headers[h.key] ??= []).push(h.value);
-      byTopic.set(m.topic, [
-        ...(byTopic.get(m.topic) ?? []),
-        { partition: m.partition, value: m.value, key: m.key ?? null, timestamp: String(m.timestamp ?? now), headers },
-      ]);
+      const message: Message = { partition: m.partition, value: m.value, key: m.key ?? null, timestamp: String(m.timestamp ?? now) };
+      if (m.headers.length > 0) {
+        const headers: Record<string, string[]> = {};
+        for (const h of m.headers) (headers[h.key] ??= []).push(h.value);
+        message.headers = headers;
+      }
+      let list = byTopic.get(m.topic);
+      if (!list) byTopic.set(m.topic, (list = []));
+      list.push(message);
     });
     const results = await this.producer.sendBatch({
       acks: -1,
