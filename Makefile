@@ -4,7 +4,7 @@ export NX_DAEMON := false
 export NX_NO_CLOUD := true
 export NX_TUI := false
 
-.PHONY: install dev build lint typecheck unit integration engines test bench bench-kv bench-vector
+.PHONY: install dev build lint typecheck unit integration engines test bench bench-kv bench-vector bench-stream
 
 install: ## redis-server (apt) and npm packages, when missing
 	bash deploy/local/install.sh
@@ -32,10 +32,13 @@ engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/e
 
 test: lint typecheck unit integration engines ## what CI runs
 
-bench: bench-kv bench-vector
+bench: bench-kv bench-vector bench-stream
 
 bench-kv: build ## KV gateway vs Redis direct (bench/kv)
 	bash bench/kv/run.sh
 
 bench-vector: build ## vector gateway vs qdrant-local direct, recall@10 (bench/vector)
 	bash bench/vector/run.sh
+
+bench-stream: build ## Stream gateway (Upstash Kafka REST) vs kafkajs straight to the broker (bench/stream)
+	bash bench/stream/run.sh

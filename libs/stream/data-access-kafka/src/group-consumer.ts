@@ -138,9 +138,12 @@ export class GroupConsumer {
     if (this.failure) throw this.failure;
     const taken = this.buffer;
     this.buffer = [];
-    for (const { topic, partition, record } of taken) {
+    // Records of one batch are contiguous: note each partition's position once, at its last record.
+    taken.forEach(({ topic, partition, record }, i) => {
+      const next = taken[i + 1];
+      if (next?.partition === partition && next.topic === topic) return;
       this.delivered.set(key(topic, partition), { topic, partition, offset: Number(record.offset) + 1 });
-    }
+    });
     this.release();
     this.lastUsedAt = Date.now();
     return taken;
