@@ -60,7 +60,7 @@ for (const { kind, label, min } of CASES) {
   const ratio = gateway.mps / direct.mps;
   const directLatency = kind === 'consume' ? `n/a (batches of ~${int(direct.perBatch)})` : latency(direct);
   const gatewayLatency = kind === 'consume' ? `${latency(gateway)} (~${int(gateway.perBatch)} msgs each)` : latency(gateway);
-  rows.push(`| ${label} | ${int(gateway.mps)} | ${int(direct.mps)} | ${ratio.toFixed(2)} | ${target(ratio, min)} | ${gatewayLatency} | ${directLatency} |`);
+  rows.push(`| ${label} | ${int(gateway.mps)} | ${int(direct.mps)} | ${(Math.floor(ratio * 1000) / 1000).toFixed(3)} | ${target(ratio, min)} | ${gatewayLatency} | ${directLatency} |`);
 }
 const table = rows.join('\n');
 
