@@ -37,7 +37,8 @@ const key = (topic: string, partition: number) => `${partition}:${topic}`;
  * - After a rebalance kafkajs restarts every assigned partition from its committed offset, so the buffer
  *   is dropped and partitions this instance keeps are moved to just after what it delivered (no
  *   repeats for its client); partitions it lost restart elsewhere from the committed offset
- *   (at least once). With auto commit, delivered offsets of lost partitions are committed first.
+ *   (at least once). With auto commit, delivered offsets of lost partitions are committed right after
+ *   the rejoin (best effort: the new owner may already have started from the older offset).
  * - kafkajs commits nothing by itself (`autoCommit: false`); this class commits.
  */
 export class GroupConsumer {
