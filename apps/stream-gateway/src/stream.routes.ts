@@ -4,7 +4,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { useRawBodies } from '@restash/shared/util-http';
 import {
   DEFAULT_METADATA_TIMEOUT_MS,
-  JsonText,
   SUCCESS_JSON,
   StreamError,
   encodeError,
@@ -197,7 +196,7 @@ export class StreamRoutes implements OnModuleInit {
       await this.service.admit(session, operation.write, (raw?.length ?? 0) + request.url.length);
       const parsed = name === 'webhook' ? undefined : parseJson(raw);
       const result = await operation.run(this.service, { session, args, body: parsed, query, request });
-      body = result === undefined ? SUCCESS_JSON : result instanceof JsonText ? result.text : JSON.stringify(result);
+      body = result === undefined ? SUCCESS_JSON : JSON.stringify(result);
     } catch (error) {
       if (!(error instanceof StreamError)) throw error;
       status = error.status;

@@ -15,11 +15,11 @@ import {
   type FetchRequest,
   type OffsetsAt,
   type ProduceMessage,
-  JsonText,
+  type RestMessage,
   StreamError,
   type TopicPartition,
   type TopicPartitionOffset,
-  restMessageJson,
+  restMessage,
 } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { type ConsumerInstance, ConsumerInstances } from './consumer-instances';
@@ -151,15 +151,15 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** `/fetch`: messages from each given offset on, with no consumer group (spec 002, Fetch). */
-  async fetch(session: Session, request: FetchRequest): Promise<JsonText> {
+  async fetch(session: Session, request: FetchRequest): Promise<RestMessage[]> {
     const counts = await this.partitionCounts(session, request.partitions.map((p) => p.topic));
     for (const p of request.partitions) checkPartition(p.topic, p.partition, counts.get(p.topic) ?? 0);
     const results = await this.broker(session, () =>
       session.kafka.read(request.partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) })), request.timeoutMs),
     );
-    const messages = results.flatMap((r, i) => r.records.map((record) => restMessageJson(request.partitions[i]?.topic ?? '', r.partition, record)));
+    const messages = results.flatMap((r, i) => r.records.map((record) => restMessage(request.partitions[i]?.topic ?? '', r.partition, record)));
     this.metrics.countMessages(session.tenant, 'out', messages.length);
-    return new JsonText(`[${messages.join(',')}]`);
+    return messages;
   }
 
   /**
@@ -170,7 +170,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
    *
    * @throws StreamError 400 past the instance limit or for reset `none` without committed offsets
    */
-  async consume(session: Session, group: string, name: string, request: ConsumeRequest, config: () => ConsumerConfig): Promise<JsonText> {
+  async consume(session: Session, group: string, name: string, request: ConsumeRequest, config: () => ConsumerConfig): Promise<RestMessage[]> {
     await this.partitionCounts(session, request.topics);
     const topics = [...request.topics].sort();
     const current = this.instances.get(session.cluster.id, group, name);
@@ -189,9 +189,9 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       throw this.kafkaFailure(session, error);
     }
     const prefix = session.cluster.prefix;
-    const messages = records.map((r) => restMessageJson(r.topic.slice(prefix.length), r.partition, r.record));
+    const messages = records.map((r) => restMessage(r.topic.slice(prefix.length), r.partition, r.record));
     this.metrics.countMessages(session.tenant, 'out', messages.length);
-    return new JsonText(`[${messages.join(',')}]`);
+    return messages;
   }
 
   /**

@@ -76,24 +76,3 @@ export function webhookHeaders(rawHeaders: string[]): Header[] {
   }
   return kept;
 }
-
-/** JSON text to answer as is (already encoded), e.g. a long list of consumed messages. */
-export class JsonText {
-  constructor(readonly text: string) {}
-}
-
-/**
- * `JSON.stringify(restMessage(topic, partition, record))`, written out directly: consume answers hold
- * tens of thousands of messages, and skipping the intermediate objects saves garbage collection.
- */
-export function restMessageJson(topic: string, partition: number, record: KafkaRecord): string {
-  let headers = '';
-  for (const [key, value] of Object.entries(record.headers ?? {})) {
-    for (const one of Array.isArray(value) ? value : [value]) {
-      if (one !== undefined) headers += `${headers === '' ? '' : ','}{"key":${JSON.stringify(key)},"value":${JSON.stringify(one.toString())}}`;
-    }
-  }
-  const key = JSON.stringify(record.key?.toString('utf8') ?? '');
-  const value = JSON.stringify(record.value?.toString('utf8') ?? '');
-  return `{"topic":${JSON.stringify(topic)},"partition":${partition},"offset":${Number(record.offset)},"timestamp":${Number(record.timestamp)},"key":${key},"value":${value},"headers":[${headers}]}`;
-}
