@@ -1,4 +1,3 @@
-import type { ConsumerConfig } from '@restash/stream/util-rest';
 import type { GroupConsumer } from '@restash/stream/data-access-kafka';
 
 /** A consumer instance of spec 002 (Consume) as this gateway holds it. */
@@ -11,7 +10,6 @@ export interface ConsumerInstance {
   name: string;
   /** Tenant topic names of the subscription, sorted. */
   topics: string[];
-  config: ConsumerConfig;
   consumer: GroupConsumer;
 }
 

@@ -61,6 +61,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   private readonly registry: RegistryReader;
   private readonly quota: DailyQuota;
   private readonly clusters = new Map<string, KafkaCluster>();
+  private readonly clustersByRecord = new WeakMap<StreamClusterRecord, KafkaCluster>();
   private readonly topicsReady = new WeakMap<StreamClusterRecord, Promise<void>>();
   private readonly instances = new ConsumerInstances();
   private reaper: NodeJS.Timeout | undefined;
@@ -201,7 +202,10 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
    */
   async commit(session: Session, group: string, name: string, offsets: TopicPartitionOffset[]): Promise<void> {
     const instance = this.existingInstance(session, group, name);
-    if (offsets.length > 0) await this.partitionCounts(session, offsets.map((o) => o.topic));
+    if (offsets.length > 0) {
+      const counts = await this.partitionCounts(session, offsets.map((o) => o.topic));
+      for (const o of offsets) checkPartition(o.topic, o.partition, counts.get(o.topic) ?? 0);
+    }
     const mapped = offsets.length === 0 ? undefined : offsets.map((o) => ({ ...o, topic: this.kafkaTopic(session, o.topic) }));
     await this.broker(session, () => instance.consumer.commit(mapped, this.config.consumer.joinWaitMs));
   }
@@ -288,7 +292,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       throw this.kafkaFailure(session, error);
     }
     this.metrics.instanceOpened(tenant, 1);
-    return { tenant, clusterId: cluster.id, group, name, topics, config, consumer };
+    return { tenant, clusterId: cluster.id, group, name, topics, consumer };
   }
 
   private async closeInstance(instance: ConsumerInstance): Promise<void> {
@@ -336,8 +340,13 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     return `${session.cluster.prefix}${group}`;
   }
 
-  /** The kafkajs clients of a broker list, shared by every cluster record that names the same brokers. */
+  /**
+   * The kafkajs clients of a broker list, shared by every cluster record that names the same brokers;
+   * looked up once per record (the registry cache hands out the same object until it changes).
+   */
   private kafkaOf(cluster: StreamClusterRecord): KafkaCluster {
+    const known = this.clustersByRecord.get(cluster);
+    if (known) return known;
     const key = cluster.brokers.join(',');
     let kafka = this.clusters.get(key);
     if (!kafka) {
@@ -349,6 +358,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       });
       this.clusters.set(key, kafka);
     }
+    this.clustersByRecord.set(cluster, kafka);
     return kafka;
   }
 

@@ -45,7 +45,7 @@ const PARTITION_COUNT_TTL_MS = 30_000;
  * answered with one); callers map them onto the API's errors.
  */
 export class KafkaCluster {
-  readonly kafka: Kafka;
+  private readonly kafka: Kafka;
   private readonly producer: Producer;
   private readonly admin: Admin;
   private readonly reader: PartitionReader;
