@@ -21,6 +21,7 @@ export default [
             { sourceTag: 'scope:kv', onlyDependOnLibsWithTags: ['scope:kv', 'scope:shared'] },
             { sourceTag: 'scope:vector', onlyDependOnLibsWithTags: ['scope:vector', 'scope:shared'] },
             { sourceTag: 'scope:stream', onlyDependOnLibsWithTags: ['scope:stream', 'scope:shared'] },
+            { sourceTag: 'scope:queue', onlyDependOnLibsWithTags: ['scope:queue', 'scope:shared'] },
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:feature', 'type:data-access', 'type:util'] },
             { sourceTag: 'type:feature', onlyDependOnLibsWithTags: ['type:data-access', 'type:util'] },
             { sourceTag: 'type:data-access', onlyDependOnLibsWithTags: ['type:data-access', 'type:util'] },

@@ -1,6 +1,6 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type TenantDocument, type TenantTokens, generateToken } from '@restash/shared/data-access-registry';
+import { type TenantDocument, type TenantTokens, generateSigningKey, generateToken } from '@restash/shared/data-access-registry';
 
 /**
  * The plain tokens of a tenant, kept in `<dir>/<tenant>.json` (mode 0600): the local stand-in for
@@ -16,10 +16,17 @@ export async function ensureTenantTokens(dir: string, tenant: TenantDocument): P
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read ${file}: ${String(error)}`);
   }
   const fresh = () => ({ standard: generateToken(), readonly: generateToken() });
-  const tokens: TenantTokens = { kv: {}, vector: {}, stream: {} };
+  const tokens: TenantTokens = { kv: {}, vector: {}, stream: {}, queue: {} };
   for (const db of tenant.spec.kv.databases) tokens.kv[db.name] = existing.kv?.[db.name] ?? fresh();
   for (const index of tenant.spec.vector.indexes) tokens.vector[index.name] = existing.vector?.[index.name] ?? fresh();
   for (const cluster of tenant.spec.stream.clusters) tokens.stream[cluster.name] = existing.stream?.[cluster.name] ?? fresh();
+  for (const project of tenant.spec.queue.projects) {
+    tokens.queue[project.name] = existing.queue?.[project.name] ?? {
+      ...fresh(),
+      currentSigningKey: generateSigningKey(),
+      nextSigningKey: generateSigningKey(),
+    };
+  }
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await writeFile(file, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600 });
   await chmod(file, 0o600);

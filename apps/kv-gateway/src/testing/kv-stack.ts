@@ -66,7 +66,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
       },
     });
     const kv = Object.fromEntries(databases.map((d) => [d.name, { standard: generateToken(), readonly: generateToken() }]));
-    await writer.applyTenant(doc, { kv, vector: {}, stream: {} });
+    await writer.applyTenant(doc, { kv, vector: {}, stream: {}, queue: {} });
     for (const [name, t] of Object.entries(kv)) tokens.set(`${tenant}/${name}`, t);
   }
   registry.disconnect();

@@ -1,5 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import {
   RegistryWriter,
@@ -9,7 +7,7 @@ import {
   tenantDocumentSchema,
 } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
-import { type KafkaBroker, eventually, freePort, repoRoot, startKafka, startRedisServer } from '@restash/shared/util-testing';
+import { type KafkaBroker, type NodeServiceProcess, freePort, nodeServiceProcess, startKafka, startRedisServer } from '@restash/shared/util-testing';
 import { AppModule } from '../app.module';
 import { loadStreamGatewayConfig } from '../config';
 
@@ -70,7 +68,7 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
       },
     });
     const stream = Object.fromEntries(clusters.map((c) => [c.name, { standard: generateToken(), readonly: generateToken() }]));
-    await writer.applyTenant(doc, { kv: {}, vector: {}, stream });
+    await writer.applyTenant(doc, { kv: {}, vector: {}, stream, queue: {} });
     for (const [name, t] of Object.entries(stream)) credentials.set(`${tenant}/${name}`, t);
   }
   registry.disconnect();
@@ -115,49 +113,20 @@ export function basicAuth(credentials: TestCredentials): string {
 }
 
 /** A stream-gateway in its own process (for crash tests), on fixed ports so that it can come back at the same URL. */
-export interface GatewayProcess {
+export interface GatewayProcess extends NodeServiceProcess {
   url: string;
-  /** Starts the process and waits until it is ready. */
-  start(): Promise<void>;
-  /** SIGKILL: the gateway dies mid-work, closing nothing. */
-  kill(): Promise<void>;
-  /** SIGTERM, and waits for the exit. */
-  stop(): Promise<void>;
 }
 
-/** A stream-gateway process on the stack's engines, run from the TypeScript sources (@swc-node/register). */
+/** A stream-gateway process on the stack's engines, run from the TypeScript sources. */
 export async function gatewayProcess(stack: StreamStack): Promise<GatewayProcess> {
   const [port, managementPort] = [await freePort(), await freePort()];
   const env = {
-    ...process.env,
     ...TEST_ENV,
     CONTROL_REDIS_URL: stack.controlUrl,
     HOST: '127.0.0.1',
     PORT: String(port),
     MANAGEMENT_PORT: String(managementPort),
     LOG_LEVEL: 'fatal',
-    SWC_NODE_PROJECT: join(repoRoot(), 'tsconfig.base.json'),
   };
-  let child: ChildProcess | undefined;
-  const end = async (signal: NodeJS.Signals) => {
-    const running = child;
-    child = undefined;
-    if (!running || running.exitCode !== null) return;
-    const exited = new Promise((resolve) => running.once('exit', resolve));
-    running.kill(signal);
-    await exited;
-  };
-  return {
-    url: `http://127.0.0.1:${port}`,
-    start: async () => {
-      child = spawn(process.execPath, ['-r', '@swc-node/register', join(repoRoot(), 'apps/stream-gateway/src/main.ts')], { env, stdio: 'ignore' });
-      await eventually(async () => {
-        if (!child || child.exitCode !== null) throw new Error('stream-gateway exited');
-        const ready = await fetch(`http://127.0.0.1:${managementPort}/readyz`);
-        if (ready.status !== 200) throw new Error(`stream-gateway is not ready (${ready.status})`);
-      }, 30_000, 100);
-    },
-    kill: () => end('SIGKILL'),
-    stop: () => end('SIGTERM'),
-  };
+  return { url: `http://127.0.0.1:${port}`, ...nodeServiceProcess('apps/stream-gateway/src/main.ts', env, managementPort) };
 }

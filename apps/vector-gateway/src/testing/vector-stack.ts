@@ -74,7 +74,7 @@ export async function startVectorStack(tenants: Record<string, TestIndex[]>, env
       },
     });
     const vector = Object.fromEntries(indexes.map((i) => [i.name, { standard: generateToken(), readonly: generateToken() }]));
-    await writer.applyTenant(doc, { kv: {}, vector, stream: {} });
+    await writer.applyTenant(doc, { kv: {}, vector, stream: {}, queue: {} });
     for (const [name, t] of Object.entries(vector)) tokens.set(`${tenant}/${name}`, t);
   }
   registry.disconnect();

@@ -10,6 +10,11 @@ export function generateToken(): string {
   return randomBytes(32).toString('base64url');
 }
 
+/** A new request-signing key of a queue project, in QStash's form: `sig_` and 28 random base58-like characters. */
+export function generateSigningKey(): string {
+  return `sig_${randomBytes(21).toString('base64url')}`;
+}
+
 /** SHA-256 of the token's UTF-8 bytes, lower-case hex. */
 export function tokenDigest(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');

@@ -13,6 +13,7 @@ import { z } from 'zod';
  * | `restash:v1:vector:namespaces:<id>` | Redis hash: namespace → next insertion sequence number (index state, kept by vector-gateway) |
  * | `restash:v1:vector:resumable:<uuid>` | a resumable query's state, with the query's idle timeout as TTL |
  * | `restash:v1:stream:cluster:<id>`    | {@link StreamClusterRecord}            |
+ * | `restash:v1:queue:project:<id>`     | {@link QueueProjectRecord}             |
  * | `restash:v1:tenant:<name>`          | {@link TenantIndexRecord}              |
  * | `restash:v1:tenant:<name>:acl-tokens` | Redis set of token keys minted at run time |
  * | `restash:v1:quota:<api>:<id>:<day>` | integer, requests counted that UTC day |
@@ -34,6 +35,7 @@ export const registryKeys = {
   vectorNamespaces: (id: string) => `${REGISTRY_PREFIX}vector:namespaces:${id}`,
   vectorResumable: (uuid: string) => `${REGISTRY_PREFIX}vector:resumable:${uuid}`,
   streamCluster: (id: string) => `${REGISTRY_PREFIX}stream:cluster:${id}`,
+  queueProject: (id: string) => `${REGISTRY_PREFIX}queue:project:${id}`,
   tenant: (name: string) => `${REGISTRY_PREFIX}tenant:${name}`,
   tenantAclTokens: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:acl-tokens`,
   quota: (api: string, id: string, day: string) => `${REGISTRY_PREFIX}quota:${api}:${id}:${day}`,
@@ -52,10 +54,10 @@ export const tokenRecordSchema = z.object({
   /** SHA-256 of the token, hex; equal to the key suffix (checked in constant time on read). */
   digest: z.string().regex(/^[0-9a-f]{64}$/),
   tenant: z.string(),
-  api: z.enum(['kv', 'vector', 'stream']),
-  /** The resource id: a KV database id, a vector index id or a stream cluster id. */
+  api: z.enum(['kv', 'vector', 'stream', 'queue']),
+  /** The resource id: a KV database id, a vector index id, a stream cluster id or a queue project id. */
   resource: z.string(),
-  /** standard: every operation; readonly: reads only (stream: no produce); acl (KV only): runs as a Redis ACL user. */
+  /** standard: every operation; readonly: reads only (stream: no produce; queue: no publish, cancel, DLQ change); acl (KV only): runs as a Redis ACL user. */
   role: z.enum(['standard', 'readonly', 'acl']),
   /** role acl only: the Redis ACL user name as stored in Redis (namespaced). */
   aclUser: z.string().optional(),
@@ -136,6 +138,28 @@ export const streamClusterRecordSchema = z.object({
 });
 export type StreamClusterRecord = z.infer<typeof streamClusterRecordSchema>;
 
+/**
+ * A queue project (Upstash's "QStash"): a tenant's publish token, its signing keys and its limits. Its messages,
+ * DLQ and events live in the queue Redis under the project id.
+ */
+export const queueProjectRecordSchema = z.object({
+  id: z.string(),
+  tenant: z.string(),
+  name: z.string(),
+  /**
+   * The keys outgoing requests are signed with (`Upstash-Signature`): the worker signs with `current`; receivers
+   * accept `current` or `next`, so a rotation (next becomes current) never rejects a request in flight.
+   */
+  signingKeys: z.object({ current: z.string().min(1), next: z.string().min(1) }),
+  /** Retries of a message that sets no `Upstash-Retries`, and the most it may ask for. */
+  retries: z.object({ default: z.number().int().nonnegative(), max: z.number().int().nonnegative() }),
+  /** Largest accepted request (message body), in bytes. */
+  maxRequestBytes: z.number().int().positive(),
+  /** Requests per UTC day across all gateway replicas; 0 means unlimited. */
+  dailyRequestLimit: z.number().int().nonnegative(),
+});
+export type QueueProjectRecord = z.infer<typeof queueProjectRecordSchema>;
+
 /** What a tenant owns in the registry, so that a re-apply can remove what left its spec. */
 export const tenantIndexRecordSchema = z.object({
   name: z.string(),
@@ -156,6 +180,11 @@ export function kvDatabaseId(tenant: string, database: string): string {
 /** The id of a tenant's stream cluster (both names are DNS labels, so it is unique). */
 export function streamClusterId(tenant: string, cluster: string): string {
   return `${tenant}.${cluster}`;
+}
+
+/** The id of a tenant's queue project (both names are DNS labels, so it is unique). */
+export function queueProjectId(tenant: string, project: string): string {
+  return `${tenant}.${project}`;
 }
 
 /**

@@ -4,10 +4,12 @@ import { digestsEqual, tokenDigest } from './credentials';
 import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
+  type QueueProjectRecord,
   type StreamClusterRecord,
   type TokenRecord,
   type VectorIndexRecord,
   kvDatabaseRecordSchema,
+  queueProjectRecordSchema,
   registryKeys,
   streamClusterRecordSchema,
   tokenRecordSchema,
@@ -97,6 +99,11 @@ export class RegistryReader {
   /** The stream cluster record with this id, or null. */
   streamCluster(id: string): Promise<StreamClusterRecord | null> {
     return this.lookup(registryKeys.streamCluster(id), streamClusterRecordSchema);
+  }
+
+  /** The queue project record with this id, or null. */
+  queueProject(id: string): Promise<QueueProjectRecord | null> {
+    return this.lookup(registryKeys.queueProject(id), queueProjectRecordSchema);
   }
 
   private lookup<T>(key: string, schema: z.ZodType<T>): Promise<T | null> {

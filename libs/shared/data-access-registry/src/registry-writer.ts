@@ -3,10 +3,12 @@ import { tokenDigest } from './credentials';
 import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
+  type QueueProjectRecord,
   type StreamClusterRecord,
   type TokenRecord,
   type VectorIndexRecord,
   kvDatabaseId,
+  queueProjectId,
   registryKeys,
   streamClusterId,
   streamPrefix,
@@ -23,7 +25,7 @@ export class RegistryWriter {
   constructor(private readonly redis: Redis) {}
 
   /**
-   * Makes the registry hold exactly this tenant: its KV databases, vector indexes, stream clusters and their tokens. Keys the tenant
+   * Makes the registry hold exactly this tenant: its KV databases, vector indexes, stream clusters, queue projects and their tokens. Keys the tenant
    * owned before and no longer declares are deleted, ACL tokens of removed databases included.
    * Applied in one MULTI/EXEC, then every touched key is announced for cache invalidation.
    *
@@ -32,7 +34,7 @@ export class RegistryWriter {
    */
   async applyTenant(doc: TenantDocument, tokens: TenantTokens): Promise<void> {
     const tenant = doc.metadata.name;
-    const records = new Map<string, KvDatabaseRecord | VectorIndexRecord | StreamClusterRecord | TokenRecord>();
+    const records = new Map<string, KvDatabaseRecord | VectorIndexRecord | StreamClusterRecord | QueueProjectRecord | TokenRecord>();
     const addTokens = (api: TokenRecord['api'], resource: string, name: string, plain: ResourceTokens | undefined) => {
       if (!plain) throw new Error(`no tokens given for ${api} resource '${name}' of tenant '${tenant}'`);
       for (const role of ['standard', 'readonly'] as const) {
@@ -83,6 +85,21 @@ export class RegistryWriter {
         dailyRequestLimit: cluster.limits.dailyRequests,
       });
       addTokens('stream', id, cluster.name, tokens.stream[cluster.name]);
+    }
+    for (const project of doc.spec.queue.projects) {
+      const id = queueProjectId(tenant, project.name);
+      const secrets = tokens.queue[project.name];
+      if (!secrets) throw new Error(`no tokens given for queue resource '${project.name}' of tenant '${tenant}'`);
+      records.set(registryKeys.queueProject(id), {
+        id,
+        tenant,
+        name: project.name,
+        signingKeys: { current: secrets.currentSigningKey, next: secrets.nextSigningKey },
+        retries: project.retries,
+        maxRequestBytes: project.limits.maxRequestBytes,
+        dailyRequestLimit: project.limits.dailyRequests,
+      });
+      addTokens('queue', id, project.name, secrets);
     }
 
     const indexKey = registryKeys.tenant(tenant);

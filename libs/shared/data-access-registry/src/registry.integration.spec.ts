@@ -17,7 +17,7 @@ function tenant(name: string, databases: string[]): TenantDocument {
 }
 
 function tokensFor(databases: string[]) {
-  return { kv: Object.fromEntries(databases.map((db) => [db, { standard: generateToken(), readonly: generateToken() }])), vector: {}, stream: {} };
+  return { kv: Object.fromEntries(databases.map((db) => [db, { standard: generateToken(), readonly: generateToken() }])), vector: {}, stream: {}, queue: {} };
 }
 
 describe('tenant registry on a real Redis', () => {
@@ -77,7 +77,7 @@ describe('tenant registry on a real Redis', () => {
     await writer.putRuntimeToken({ digest: tokenDigest(aclToken), tenant: 'gamma', api: 'kv', resource: 'gamma.two', role: 'acl', aclUser: 'u' });
     expect(await reader.resolveToken(aclToken)).not.toBeNull();
 
-    await writer.applyTenant(tenant('gamma', ['one']), { kv: { one: tokens.kv.one }, vector: {}, stream: {} });
+    await writer.applyTenant(tenant('gamma', ['one']), { kv: { one: tokens.kv.one }, vector: {}, stream: {}, queue: {} });
     await eventually(async () => expect(await reader.resolveToken(tokens.kv.two.standard)).toBeNull());
     await eventually(async () => expect(await reader.resolveToken(aclToken)).toBeNull());
     expect(await reader.kvDatabase('gamma.two')).toBeNull();

@@ -75,6 +75,20 @@ export const streamClusterSpecSchema = z.object({
 });
 export type StreamClusterSpec = z.infer<typeof streamClusterSpecSchema>;
 
+export const queueProjectSpecSchema = z.object({
+  name: dnsLabel,
+  /** Retries of a message that sets no `Upstash-Retries` (QStash's default is 3), and the most a message may ask for. */
+  retries: z
+    .object({
+      default: z.number().int().min(0).max(100).default(3),
+      max: z.number().int().min(0).max(100).default(10),
+    })
+    .refine((r) => r.default <= r.max, 'retries.default must not exceed retries.max')
+    .default({ default: 3, max: 10 }),
+  limits: limitsSchema,
+});
+export type QueueProjectSpec = z.infer<typeof queueProjectSpecSchema>;
+
 /**
  * A tenant as declared by a platform team: the document `tenants apply -f` reads (and, later, the
  * spec of the `Tenant` custom resource the operator reconciles).
@@ -100,6 +114,11 @@ export const tenantDocumentSchema = z.object({
           clusters: z.array(streamClusterSpecSchema).default([]),
         })
         .default({ clusters: [] }),
+      queue: z
+        .object({
+          projects: z.array(queueProjectSpecSchema).default([]),
+        })
+        .default({ projects: [] }),
     })
     .superRefine((spec, ctx) => {
       const unique = (names: string[], path: Array<string | number>, what: string) => {
@@ -112,6 +131,7 @@ export const tenantDocumentSchema = z.object({
       unique(spec.kv.databases.map((d) => d.name), ['kv', 'databases'], 'database');
       unique(spec.vector.indexes.map((x) => x.name), ['vector', 'indexes'], 'index');
       unique(spec.stream.clusters.map((c) => c.name), ['stream', 'clusters'], 'cluster');
+      unique(spec.queue.projects.map((p) => p.name), ['queue', 'projects'], 'project');
       spec.stream.clusters.forEach((c, i) => unique(c.topics.map((t) => t.name), ['stream', 'clusters', i, 'topics'], 'topic'));
     }),
 });
@@ -126,11 +146,18 @@ export interface ResourceTokens {
   readonly: string;
 }
 
-/** Plain tokens of a tenant, by KV database name, vector index name and stream cluster name. */
+/** The secrets of a queue project: its tokens (QSTASH_TOKEN) and its signing keys (QSTASH_*_SIGNING_KEY). */
+export interface QueueProjectSecrets extends ResourceTokens {
+  currentSigningKey: string;
+  nextSigningKey: string;
+}
+
+/** Plain tokens of a tenant, by KV database name, vector index name, stream cluster name and queue project name. */
 export interface TenantTokens {
   kv: Record<string, ResourceTokens>;
   vector: Record<string, ResourceTokens>;
   stream: Record<string, ResourceTokens>;
+  queue: Record<string, QueueProjectSecrets>;
 }
 
 /** The collection of a vector index when its spec names none. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ConsoleLogger, type DynamicModule, type LogLevel, type Type } from '@nestjs/common';
+import { ConsoleLogger, type DynamicModule, type INestApplicationContext, type LogLevel, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -78,10 +78,43 @@ export async function startHttpService(rootModule: Type<unknown> | DynamicModule
   };
 }
 
+/** What a background service (no API port) needs: its name, where the management server binds, and the log level. */
+export type WorkerServiceConfig = Pick<HttpServiceConfig, 'service' | 'host' | 'managementPort' | 'logLevel'>;
+
+/** A running background service: the Nest application context and its management server. */
+export interface WorkerService {
+  app: INestApplicationContext;
+  managementUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a NestJS application context with no API port (a worker) and the same management server as
+ * {@link startHttpService}: `/healthz`, `/readyz` and `/metrics`. Shutdown hooks are on (SIGTERM closes it).
+ * The root module must import ObservabilityModule.
+ */
+export async function startWorkerService(rootModule: Type<unknown> | DynamicModule, config: WorkerServiceConfig): Promise<WorkerService> {
+  const logger = new ConsoleLogger(config.service, { json: true, logLevels: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1) });
+  const app = await NestFactory.createApplicationContext(rootModule, { logger });
+  app.enableShutdownHooks();
+  const management = await startManagementServer(app.get(Readiness), app.get<Registry>(METRICS_REGISTRY), config);
+  logger.log(`running, management on ${management.url}`);
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await management.server.close();
+    await app.close();
+  };
+  // SIGTERM runs the Nest shutdown hooks; the management server goes with them.
+  process.once('SIGTERM', () => void management.server.close());
+  return { app, managementUrl: management.url, close };
+}
+
 async function startManagementServer(
   readiness: Readiness,
   registry: Registry,
-  config: HttpServiceConfig,
+  config: Pick<HttpServiceConfig, 'host' | 'managementPort'>,
 ): Promise<{ server: FastifyInstance; url: string }> {
   const server = Fastify({ logger: false });
   server.get('/healthz', async () => ({ status: 'ok' }));

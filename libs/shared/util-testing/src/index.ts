@@ -3,3 +3,4 @@ export * from './eventually';
 export * from './python-services';
 export * from './http-call';
 export * from './kafka';
+export * from './node-service';

@@ -1,0 +1,26 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { ObservabilityModule } from '@restash/shared/util-http';
+import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
+import { QueueMetrics } from './queue-metrics';
+import { QueueRoutes } from './queue.routes';
+import { CONTROL_REDIS, QUEUE_REDIS, QueueService } from './queue.service';
+
+/** queue-gateway: the queue API (spec 002 part B; QStash v2) over BullMQ; queue-worker delivers. */
+@Module({})
+export class AppModule {
+  static forRoot(config: QueueGatewayConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [ObservabilityModule],
+      providers: [
+        { provide: QUEUE_CONFIG, useValue: config },
+        { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
+        { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2 }) },
+        QueueMetrics,
+        QueueService,
+        QueueRoutes,
+      ],
+    };
+  }
+}

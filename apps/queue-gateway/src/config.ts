@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/shared/util-config';
+import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
+
+/**
+ * Environment of queue-gateway. Every variable is checked at boot; all problems are reported at once.
+ *
+ * | variable | default | meaning |
+ * |---|---|---|
+ * | CONTROL_REDIS_URL | (required) | the control Redis: tenant registry and quotas |
+ * | HOST | 0.0.0.0 | address to bind |
+ * | PORT | 8083 | the queue API (QStash v2) |
+ * | MANAGEMENT_PORT | 9083 | /healthz, /readyz, /metrics |
+ * | BODY_LIMIT_BYTES | 104857600 | hard cap on a request body; per-project limits are lower |
+ * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
+ * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
+ *
+ * plus the queue storage variables of `queueStoreEnv` (QUEUE_REDIS_URL, QUEUE_PREFIX, MESSAGE_RETENTION_MS,
+ * DLQ_RETENTION_MS, EVENTS_PER_PROJECT), which queue-worker must be given the same.
+ */
+export const queueGatewayEnvSchema = z
+  .object({
+    CONTROL_REDIS_URL: env.redisUrl(),
+    ...httpServiceEnv(8083, 9083),
+    ...queueStoreEnv(),
+    REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
+  })
+  .transform((e) => ({
+    http: httpServiceConfig('queue-gateway', e),
+    controlRedisUrl: e.CONTROL_REDIS_URL,
+    store: queueStoreConfig(e),
+    registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+  }));
+
+export type QueueGatewayConfig = z.output<typeof queueGatewayEnvSchema>;
+
+/** Injection token of {@link QueueGatewayConfig}. */
+export const QUEUE_CONFIG = Symbol('QUEUE_CONFIG');
+
+/** @throws ConfigError listing every invalid variable */
+export function loadQueueGatewayConfig(source: NodeJS.ProcessEnv = process.env): QueueGatewayConfig {
+  return loadConfig(queueGatewayEnvSchema, source);
+}

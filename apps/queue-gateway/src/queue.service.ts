@@ -1,0 +1,187 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { Readiness } from '@restash/shared/util-http';
+import { DailyQuota, type QueueProjectRecord, RegistryReader } from '@restash/shared/data-access-registry';
+import { type ListFilter, type Page, QueueStore } from '@restash/queue/data-access-store';
+import {
+  type DlqEntry,
+  type MessageEvent,
+  type ParsedPublish,
+  type QueueMessage,
+  QueueError,
+  newMessageId,
+} from '@restash/queue/util-message';
+import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
+import { QueueMetrics } from './queue-metrics';
+
+/** Injection tokens of the two Redis connections: the control Redis (registry, quotas) and the queue's. */
+export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
+export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
+
+/** The queue project a request's token opens. */
+export interface Session {
+  tenant: string;
+  project: QueueProjectRecord;
+  readOnly: boolean;
+}
+
+/** What publish answers (upstash-compat.md §4.3): the message id and destination; `deduplicated` for a duplicate. */
+export interface PublishResult {
+  messageId: string;
+  url: string;
+  deduplicated?: true;
+}
+
+/**
+ * The queue API's operations over {@link QueueStore} (spec 002 part B; upstash-compat.md §4.3): publish,
+ * messages, the DLQ, events and signing keys, each scoped to the session's project. queue-worker delivers.
+ * Backend failures become {@link QueueError} 503; client mistakes are raised by the parsers before.
+ */
+@Injectable()
+export class QueueService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(QueueService.name);
+  private readonly registry: RegistryReader;
+  private readonly quota: DailyQuota;
+  private readonly store: QueueStore;
+
+  constructor(
+    @Inject(CONTROL_REDIS) private readonly control: Redis,
+    @Inject(QUEUE_REDIS) private readonly queueRedis: Redis,
+    @Inject(QUEUE_CONFIG) config: QueueGatewayConfig,
+    private readonly metrics: QueueMetrics,
+    readiness: Readiness,
+  ) {
+    this.registry = new RegistryReader(control, { cacheTtlMs: config.registryCacheTtlMs });
+    this.quota = new DailyQuota(control);
+    this.store = new QueueStore(queueRedis, config.store.options);
+    readiness.register('control-redis', () => control.ping());
+    readiness.register('queue-redis', () => queueRedis.ping());
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.registry.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.store.close();
+    await this.registry.close();
+    this.control.disconnect();
+    this.queueRedis.disconnect();
+  }
+
+  /**
+   * Finds the queue project of a bearer token (spec 002, Authentication 3).
+   * @throws QueueError 401 for a missing or unknown token, 503 when the registry cannot be reached
+   */
+  async authenticate(token: string | undefined): Promise<Session> {
+    if (!token) throw new QueueError(401, 'Unauthorized: send the token as Authorization: Bearer <QSTASH_TOKEN>');
+    const resolved = await this.backend('', 'registry', () => this.registry.resolveToken(token));
+    const record = resolved?.record;
+    const project = record?.api === 'queue' ? await this.backend('', 'registry', () => this.registry.queueProject(record.resource)) : null;
+    if (!record || !project) throw new QueueError(401, 'Unauthorized: unknown token');
+    return { tenant: project.tenant, project, readOnly: record.role === 'readonly' };
+  }
+
+  /**
+   * Admits one request under the project's limits: write rights, request size, daily count.
+   * @throws QueueError 403 for a change with a read-only token, 413 for a large request, 429 past the daily limit
+   */
+  async admit(session: Session, write: boolean, bytes: number): Promise<void> {
+    if (write && session.readOnly) throw new QueueError(403, 'Forbidden: this token is read-only');
+    const { maxRequestBytes, dailyRequestLimit, id, tenant } = session.project;
+    if (bytes > maxRequestBytes) throw new QueueError(413, `Request too large: ${bytes} bytes, at most ${maxRequestBytes} for this project`);
+    if (dailyRequestLimit > 0) {
+      const decision = await this.backend(tenant, 'registry', () => this.quota.consume('queue', id, 1, dailyRequestLimit));
+      if (!decision.allowed) throw new QueueError(429, `Daily request limit of ${dailyRequestLimit} reached for this project`);
+    }
+  }
+
+  /**
+   * Publishes parsed messages in order (`/v2/publish` gives one, `/v2/batch` several); each is enqueued
+   * for delivery at its notBefore, or answered with the earlier id when it is a duplicate.
+   */
+  async publish(session: Session, parsed: ParsedPublish[]): Promise<PublishResult[]> {
+    const results: PublishResult[] = [];
+    for (const { message, deduplicationId } of parsed) {
+      const full: QueueMessage = { ...message, messageId: newMessageId(), project: session.project.id };
+      const { messageId, deduplicated } = await this.backend(session.tenant, 'queue', () => this.store.publish(full, deduplicationId));
+      this.metrics.countPublished(session.tenant, deduplicated);
+      results.push({ messageId, url: full.url, ...(deduplicated ? { deduplicated: true as const } : {}) });
+    }
+    return results;
+  }
+
+  /** `GET /v2/messages/{id}`. @throws QueueError 404 for an unknown (or expired) message */
+  async message(session: Session, messageId: string): Promise<QueueMessage> {
+    const found = await this.backend(session.tenant, 'queue', () => this.store.message(session.project.id, messageId));
+    if (!found) throw new QueueError(404, `message ${messageId} not found`);
+    return found.message;
+  }
+
+  /** `DELETE /v2/messages/{id}`: cancels a message not delivered yet. @throws QueueError 404 when there is none */
+  async cancel(session: Session, messageId: string): Promise<void> {
+    const cancelled = await this.backend(session.tenant, 'queue', () => this.store.cancel(session.project.id, messageId));
+    if (!cancelled) throw new QueueError(404, `message ${messageId} not found or already delivered`);
+  }
+
+  /** `DELETE /v2/messages?…`: cancels the given messages, or every pending one matching the filter. @returns how many */
+  async cancelMany(session: Session, target: { messageIds: string[] } | { filter: Pick<ListFilter, 'url' | 'label'> }): Promise<number> {
+    const project = session.project.id;
+    const ids =
+      'messageIds' in target ? target.messageIds : await this.backend(session.tenant, 'queue', () => this.store.pendingMessageIds(project, target.filter));
+    let cancelled = 0;
+    for (const id of ids) {
+      if (await this.backend(session.tenant, 'queue', () => this.store.cancel(project, id))) cancelled++;
+    }
+    return cancelled;
+  }
+
+  /** `GET /v2/dlq`. */
+  dlqList(session: Session, args: { cursor?: string; count: number; filter: ListFilter; dlqIds?: string[] }): Promise<Page<DlqEntry>> {
+    return this.backend(session.tenant, 'queue', () => this.store.dlqList(session.project.id, args));
+  }
+
+  /** `GET /v2/dlq/{dlqId}`. @throws QueueError 404 */
+  async dlqEntry(session: Session, dlqId: string): Promise<DlqEntry> {
+    const entry = await this.backend(session.tenant, 'queue', () => this.store.dlqEntry(session.project.id, dlqId));
+    if (!entry) throw new QueueError(404, `dlq message ${dlqId} not found`);
+    return entry;
+  }
+
+  /** Deletes DLQ entries. @returns how many existed */
+  dlqDelete(session: Session, dlqIds: string[]): Promise<number> {
+    return this.backend(session.tenant, 'queue', () => this.store.dlqDelete(session.project.id, dlqIds));
+  }
+
+  /**
+   * Publishes DLQ entries again as new messages (new ids, delivered now, the original settings) and removes
+   * them from the DLQ. Unknown ids are skipped.
+   * @returns the new message ids, in the order of the entries found
+   */
+  async dlqRetry(session: Session, entries: DlqEntry[]): Promise<string[]> {
+    const now = Date.now();
+    const ids: string[] = [];
+    for (const entry of entries) {
+      const message: QueueMessage = { ...entry.message, messageId: newMessageId(), createdAt: now, notBefore: now };
+      await this.backend(session.tenant, 'queue', () => this.store.publish(message));
+      await this.dlqDelete(session, [entry.dlqId]);
+      ids.push(message.messageId);
+    }
+    return ids;
+  }
+
+  /** `GET /v2/events` and `/v2/logs`. */
+  events(session: Session, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
+    return this.backend(session.tenant, 'queue', () => this.store.events(session.project.id, args));
+  }
+
+  private async backend<T>(tenant: string, kind: 'queue' | 'registry', call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      this.metrics.backendError(tenant, kind);
+      this.logger.warn(`${kind} Redis call failed: ${String(error)}`);
+      throw new QueueError(503, `Service unavailable: the ${kind === 'queue' ? 'queue store' : 'tenant registry'} cannot be reached`);
+    }
+  }
+}

@@ -1,0 +1,45 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Histogram, type Registry } from 'prom-client';
+import { METRICS_REGISTRY } from '@restash/shared/util-http';
+
+/** How one delivery attempt ended. */
+export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'cancelled';
+
+/**
+ * Prometheus metrics of queue-worker:
+ * - `restash_queue_delivery_duration_seconds{tenant,outcome}`: every delivery attempt (its `_count` is the attempt
+ *   count) by outcome: `delivered` (2xx), `retry` (failed, will retry), `failed` (moved to the DLQ), `cancelled`.
+ * - `restash_queue_delivery_lag_seconds{tenant}`: from a message's notBefore to the start of its first attempt.
+ */
+@Injectable()
+export class WorkerMetrics {
+  private readonly attempts: Histogram<'tenant' | 'outcome'>;
+  private readonly lag: Histogram<'tenant'>;
+
+  constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
+    this.attempts = new Histogram({
+      name: 'restash_queue_delivery_duration_seconds',
+      help: 'Delivery attempts by tenant and outcome, and their duration in seconds',
+      labelNames: ['tenant', 'outcome'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30],
+      registers: [registry],
+    });
+    this.lag = new Histogram({
+      name: 'restash_queue_delivery_lag_seconds',
+      help: 'Time from a message being due to the start of its first delivery attempt, in seconds',
+      labelNames: ['tenant'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60],
+      registers: [registry],
+    });
+  }
+
+  /** Records one attempt. */
+  observeAttempt(tenant: string, outcome: AttemptOutcome, seconds: number): void {
+    this.attempts.labels(tenant, outcome).observe(seconds);
+  }
+
+  /** Records the lag of a first attempt. */
+  observeLag(tenant: string, seconds: number): void {
+    this.lag.labels(tenant).observe(Math.max(0, seconds));
+  }
+}

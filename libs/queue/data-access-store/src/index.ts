@@ -1,0 +1,2 @@
+export * from './queue-store';
+export * from './store-config';

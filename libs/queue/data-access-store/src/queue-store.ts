@@ -1,0 +1,299 @@
+import { Job, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { DlqEntry, MessageEvent, QueueMessage } from '@restash/queue/util-message';
+
+/** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
+export const DELIVERY_QUEUE = 'deliveries';
+/** Name of the jobs of {@link DELIVERY_QUEUE}. */
+export const DELIVERY_JOB = 'deliver';
+/** QStash's deduplication window (qstash/features/deduplication.mdx): 10 minutes. */
+export const DEDUPLICATION_WINDOW_MS = 10 * 60 * 1000;
+
+export interface QueueStoreOptions {
+  /** Prefix of every key: BullMQ's own and the DLQ, event and cancel keys (e.g. `restash:queue`). */
+  prefix: string;
+  /** How long delivered and failed messages stay readable (`GET /v2/messages/{id}`), in ms. */
+  messageRetentionMs: number;
+  /** How long DLQ entries are kept, in ms. */
+  dlqRetentionMs: number;
+  /** Events kept per project (oldest trimmed first, approximately). */
+  eventsPerProject: number;
+}
+
+/** Where a message stands, from its BullMQ job state. */
+export type MessageStatus = 'pending' | 'active' | 'delivered' | 'failed';
+
+/** A page of a listing; `cursor` is absent on the last page (the SDK tests expect undefined). */
+export interface Page<T> {
+  items: T[];
+  cursor?: string;
+}
+
+/** Filters of the DLQ and events listings (upstash-compat.md §4.3); every given one must match. */
+export interface ListFilter {
+  messageId?: string[];
+  url?: string[];
+  state?: string[];
+  label?: string[];
+  responseStatus?: number[];
+  fromDate?: number;
+  toDate?: number;
+}
+
+const PENDING_STATES = new Set(['waiting', 'delayed', 'prioritized', 'waiting-children', 'paused']);
+/** How many stored entries one listing call reads at most while filtering. */
+const SCAN_LIMIT = 10_000;
+
+/**
+ * The queue's storage on its Redis (AOF and `noeviction`, DESIGN.md): messages are BullMQ jobs of
+ * {@link DELIVERY_QUEUE} with the message id as job id (so a cancel finds them and a re-added callback
+ * is a no-op); the DLQ is a sorted set plus a hash per project; events are a Redis stream per project;
+ * deduplication is BullMQ's (throttle mode, {@link DEDUPLICATION_WINDOW_MS}).
+ */
+export class QueueStore {
+  readonly queue: Queue<QueueMessage>;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: QueueStoreOptions,
+  ) {
+    this.queue = new Queue<QueueMessage>(DELIVERY_QUEUE, { connection: redis, prefix: options.prefix });
+  }
+
+  /**
+   * Enqueues a message for delivery at `notBefore`, unless a message of the same project with the same
+   * deduplication id was published in the last 10 minutes.
+   * @returns the id that holds the message: `message.messageId`, or the earlier message's for a duplicate
+   */
+  async publish(message: QueueMessage, deduplicationId?: string): Promise<{ messageId: string; deduplicated: boolean }> {
+    const job = await this.queue.add(DELIVERY_JOB, message, {
+      ...this.jobOptions(message),
+      ...(deduplicationId ? { deduplication: { id: `${message.project}:${deduplicationId}`, ttl: DEDUPLICATION_WINDOW_MS } } : {}),
+    });
+    const messageId = job.id ?? message.messageId;
+    const deduplicated = messageId !== message.messageId;
+    if (!deduplicated) {
+      await this.addEvent(message.project, {
+        time: message.createdAt,
+        state: 'CREATED',
+        messageId,
+        url: message.url,
+        header: message.header,
+        ...(message.body ? { body: message.body } : {}),
+        ...(message.labels ? { labels: message.labels } : {}),
+      });
+    }
+    return { messageId, deduplicated };
+  }
+
+  /** Enqueues a message whose id is derived (a callback): adding it again is a no-op. */
+  async enqueue(message: QueueMessage): Promise<void> {
+    await this.queue.add(DELIVERY_JOB, message, this.jobOptions(message));
+  }
+
+  /** The message of a project with this id and where it stands, or null (unknown, another project's, or expired). */
+  async message(project: string, messageId: string): Promise<{ message: QueueMessage; status: MessageStatus } | null> {
+    const job = await this.job(project, messageId);
+    if (!job) return null;
+    return { message: job.data, status: statusOf(await job.getState()) };
+  }
+
+  /**
+   * Cancels a message that is not delivered yet. A pending message is removed; one being delivered gets a
+   * cancel request, which stops its retries (the attempt under way finishes).
+   * @returns false when there is no such pending or active message
+   */
+  async cancel(project: string, messageId: string): Promise<boolean> {
+    const job = await this.job(project, messageId);
+    if (!job) return false;
+    const state = await job.getState();
+    let event: MessageEvent['state'];
+    if (PENDING_STATES.has(state)) {
+      try {
+        await job.remove();
+        event = 'CANCELLED';
+      } catch {
+        // It became active in the meantime.
+        await this.requestCancel(messageId);
+        event = 'CANCEL_REQUESTED';
+      }
+    } else if (state === 'active') {
+      await this.requestCancel(messageId);
+      event = 'CANCEL_REQUESTED';
+    } else {
+      return false;
+    }
+    await this.addEvent(project, { time: Date.now(), state: event, messageId, url: job.data.url });
+    return true;
+  }
+
+  /** The ids of a project's messages that are not delivered yet, oldest first (for a bulk cancel). */
+  async pendingMessageIds(project: string, filter: Pick<ListFilter, 'url' | 'label'>): Promise<string[]> {
+    const jobs = await this.queue.getJobs(['waiting', 'delayed', 'prioritized', 'active'], 0, -1, true);
+    return jobs
+      .filter((job) => job.data?.project === project && matches(filter, { url: job.data.url, labels: job.data.labels }))
+      .map((job) => job.data.messageId);
+  }
+
+  /** Whether a cancel was requested for a message being delivered. */
+  async cancelRequested(messageId: string): Promise<boolean> {
+    return (await this.redis.exists(this.key('cancel', messageId))) === 1;
+  }
+
+  /** Stores a DLQ entry (idempotent: the DLQ id is fixed per message) and trims expired entries. */
+  async putDlq(entry: DlqEntry): Promise<void> {
+    const project = entry.message.project;
+    const index = this.key('dlq', project);
+    const entries = this.key('dlq-entries', project);
+    const expired = await this.redis.zrangebyscore(index, '-inf', entry.failedAt - this.options.dlqRetentionMs);
+    const tx = this.redis.multi().zadd(index, entry.failedAt, entry.dlqId).hset(entries, entry.dlqId, JSON.stringify(entry));
+    if (expired.length > 0) tx.zrem(index, ...expired).hdel(entries, ...expired);
+    await execOrThrow(tx);
+  }
+
+  /** One DLQ entry of a project, or null. */
+  async dlqEntry(project: string, dlqId: string): Promise<DlqEntry | null> {
+    const raw = await this.redis.hget(this.key('dlq-entries', project), dlqId);
+    return raw ? (JSON.parse(raw) as DlqEntry) : null;
+  }
+
+  /**
+   * A page of a project's DLQ, newest first, filtered. The cursor is the position to continue from.
+   * @param dlqIds when given, exactly these entries (unknown ids skipped), in the given order
+   */
+  async dlqList(project: string, args: { cursor?: string; count: number; filter: ListFilter; dlqIds?: string[] }): Promise<Page<DlqEntry>> {
+    const entriesKey = this.key('dlq-entries', project);
+    if (args.dlqIds) {
+      const raws = args.dlqIds.length > 0 ? await this.redis.hmget(entriesKey, ...args.dlqIds) : [];
+      return { items: raws.flatMap((raw) => (raw ? [JSON.parse(raw) as DlqEntry] : [])) };
+    }
+    let position = parseCursor(args.cursor);
+    const items: DlqEntry[] = [];
+    let scanned = 0;
+    while (items.length < args.count && scanned < SCAN_LIMIT) {
+      const ids = await this.redis.zrevrange(this.key('dlq', project), position, position + 499);
+      if (ids.length === 0) return { items };
+      const raws = await this.redis.hmget(entriesKey, ...ids);
+      for (let i = 0; i < ids.length; i++) {
+        position++;
+        scanned++;
+        const raw = raws[i];
+        if (!raw) continue;
+        const entry = JSON.parse(raw) as DlqEntry;
+        const m = entry.message;
+        const candidate = { messageId: m.messageId, url: m.url, labels: m.labels, time: entry.failedAt, responseStatus: entry.responseStatus };
+        if (matches(args.filter, candidate)) items.push(entry);
+        if (items.length === args.count) break;
+      }
+    }
+    const more = (await this.redis.zcard(this.key('dlq', project))) > position;
+    return more ? { items, cursor: String(position) } : { items };
+  }
+
+  /** Deletes DLQ entries of a project. @returns how many existed */
+  async dlqDelete(project: string, dlqIds: string[]): Promise<number> {
+    if (dlqIds.length === 0) return 0;
+    const results = await execOrThrow(
+      this.redis
+        .multi()
+        .hdel(this.key('dlq-entries', project), ...dlqIds)
+        .zrem(this.key('dlq', project), ...dlqIds),
+    );
+    return results[0] as number;
+  }
+
+  /** Appends an event to a project's log (trimmed to about `eventsPerProject`). */
+  async addEvent(project: string, event: MessageEvent): Promise<void> {
+    await this.redis.xadd(this.key('events', project), 'MAXLEN', '~', String(this.options.eventsPerProject), '*', 'e', JSON.stringify(event));
+  }
+
+  /** A page of a project's events, newest first, filtered. The cursor is the stream id to continue before. */
+  async events(project: string, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
+    const key = this.key('events', project);
+    let end = args.cursor && /^\d+-\d+$/.test(args.cursor) ? `(${args.cursor}` : '+';
+    const items: MessageEvent[] = [];
+    let scanned = 0;
+    let last: string | undefined;
+    while (items.length < args.count && scanned < SCAN_LIMIT) {
+      const batch = await this.redis.xrevrange(key, end, '-', 'COUNT', 500);
+      if (batch.length === 0) return { items };
+      for (const [id, fields] of batch) {
+        scanned++;
+        last = id;
+        const event = JSON.parse(fields[1] ?? '{}') as MessageEvent;
+        if (matches(args.filter, { messageId: event.messageId, url: event.url, labels: event.labels, state: event.state, time: event.time })) {
+          items.push(event);
+        }
+        if (items.length === args.count) break;
+      }
+      end = `(${last}`;
+    }
+    if (!last) return { items };
+    const older = await this.redis.xrevrange(key, `(${last}`, '-', 'COUNT', 1);
+    return older.length > 0 ? { items, cursor: last } : { items };
+  }
+
+  /** Closes the BullMQ queue (not the Redis connection, which the caller owns). */
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+
+  private jobOptions(message: QueueMessage) {
+    const retention = { age: Math.ceil(this.options.messageRetentionMs / 1000) };
+    return {
+      jobId: message.messageId,
+      delay: Math.max(0, message.notBefore - Date.now()),
+      attempts: message.maxRetries + 1,
+      backoff: { type: 'qstash' },
+      removeOnComplete: retention,
+      removeOnFail: retention,
+    };
+  }
+
+  private async job(project: string, messageId: string): Promise<Job<QueueMessage> | null> {
+    if (!/^[A-Za-z0-9_-]{1,200}$/.test(messageId)) return null;
+    const job = (await Job.fromId<QueueMessage>(this.queue, messageId)) ?? null;
+    return job && job.data?.project === project ? job : null;
+  }
+
+  private async requestCancel(messageId: string): Promise<void> {
+    await this.redis.set(this.key('cancel', messageId), '1', 'PX', this.options.messageRetentionMs);
+  }
+
+  private key(kind: string, id: string): string {
+    return `${this.options.prefix}:${kind}:${id}`;
+  }
+}
+
+function statusOf(state: string): MessageStatus {
+  if (state === 'active') return 'active';
+  if (state === 'completed') return 'delivered';
+  if (state === 'failed') return 'failed';
+  return 'pending';
+}
+
+function parseCursor(cursor: string | undefined): number {
+  const n = cursor ? Number(cursor) : 0;
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
+}
+
+function matches(
+  filter: ListFilter,
+  item: { messageId?: string; url?: string; labels?: string[] | undefined; state?: string; time?: number; responseStatus?: number | undefined },
+): boolean {
+  if (filter.messageId && !filter.messageId.includes(item.messageId ?? '')) return false;
+  if (filter.url && !filter.url.includes(item.url ?? '')) return false;
+  if (filter.state && !filter.state.includes(item.state ?? '')) return false;
+  if (filter.label && !filter.label.some((label) => item.labels?.includes(label))) return false;
+  if (filter.responseStatus && !filter.responseStatus.includes(item.responseStatus ?? -1)) return false;
+  if (filter.fromDate !== undefined && (item.time ?? 0) < filter.fromDate) return false;
+  if (filter.toDate !== undefined && (item.time ?? 0) > filter.toDate) return false;
+  return true;
+}
+
+async function execOrThrow(tx: ReturnType<Redis['multi']>): Promise<unknown[]> {
+  const results = await tx.exec();
+  const failed = results?.find(([err]) => err);
+  if (!results || failed) throw failed?.[0] ?? new Error('queue transaction was discarded');
+  return results.map(([, value]) => value);
+}

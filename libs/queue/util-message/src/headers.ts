@@ -1,0 +1,34 @@
+/** Characters of an HTTP token (RFC 9110 §5.6.2), the only ones a header name may hold. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * A header name as QStash reports it: Go's `textproto.CanonicalMIMEHeaderKey` (upstash-compat.md §4.2,
+ * "canonical MIME names"): the first letter and every letter after a `-` upper-case, the others lower-case
+ * (`test-header` → `Test-Header`, `CONTENT-TYPE` → `Content-Type`). Like Go, a name that is not an HTTP
+ * token (a space, `:`, non-ASCII, empty) is returned unchanged.
+ */
+export function canonicalHeaderName(name: string): string {
+  if (!TOKEN.test(name)) return name;
+  let upper = true;
+  let out = '';
+  for (const char of name) {
+    out += upper ? char.toUpperCase() : char.toLowerCase();
+    upper = char === '-';
+  }
+  return out;
+}
+
+/** Whether `name` is a valid HTTP header name (an RFC 9110 token). */
+export function isHeaderName(name: string): boolean {
+  return TOKEN.test(name);
+}
+
+/**
+ * The values of one of Node's request headers (`IncomingMessage.headers`) as a list: none for
+ * undefined, one for a string (Node has already joined repeated headers with `, `; no further split),
+ * a copy of an array (`set-cookie`).
+ */
+export function headerValues(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  return typeof value === 'string' ? [value] : [...value];
+}

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+
+/** The methods a message may be delivered with (`Upstash-Method`). */
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+/** Headers as QStash stores and reports them: canonical MIME names (`Content-Type`), each to its values. */
+export type HeaderMap = Record<string, string[]>;
+
+/**
+ * How a callback or failure callback is delivered, from the `Upstash-Callback-*` /
+ * `Upstash-Failure-Callback-*` headers of the source message (upstash-compat.md §4.2). Unset fields
+ * take the defaults of a published message (POST, the service's default retries, no timeout).
+ */
+export interface CallbackSettings {
+  method?: HttpMethod;
+  /** Headers forwarded to the callback (`Upstash-Callback-Forward-*`), canonical names. */
+  header?: HeaderMap;
+  retries?: number;
+  timeoutMs?: number;
+  retryDelayExpression?: string;
+  delayMs?: number;
+}
+
+/**
+ * A message of the queue API (spec 002 part B; upstash-compat.md §4.3 Message), as stored in the BullMQ
+ * job that delivers it. Times are Unix milliseconds; the body is kept base64 so any bytes survive JSON.
+ */
+export interface QueueMessage {
+  /** `msg_…`, see {@link newMessageId}. */
+  messageId: string;
+  /** The registry id of the queue project (`<tenant>.<name>`) whose token published it. */
+  project: string;
+  /** The destination URL exactly as published (query string included). */
+  url: string;
+  method: HttpMethod;
+  /** Headers delivered with the message: the forwarded ones and Content-Type. */
+  header: HeaderMap;
+  /** The raw body, base64. */
+  body: string;
+  /** Retries after the first attempt before the message goes to the DLQ. */
+  maxRetries: number;
+  /** `Upstash-Retry-Delay`: milliseconds as an expression over `retried`. */
+  retryDelayExpression?: string;
+  /** `Upstash-Timeout`: an attempt unanswered this long fails. */
+  timeoutMs?: number;
+  /** First delivery time. */
+  notBefore: number;
+  createdAt: number;
+  callback?: string;
+  failureCallback?: string;
+  callbackSettings?: CallbackSettings;
+  failureCallbackSettings?: CallbackSettings;
+  /** Address of the client that published it. */
+  callerIp: string;
+  /** `Upstash-Label`, split on commas. */
+  labels?: string[];
+  /** Set on callback and failure-callback messages: the message whose outcome they report. */
+  callbackOf?: string;
+}
+
+/** A message that retries could not deliver, with the last answer of its destination (§4.3 DLQ). */
+export interface DlqEntry {
+  dlqId: string;
+  message: QueueMessage;
+  /** When it entered the DLQ, Unix ms. */
+  failedAt: number;
+  responseStatus?: number;
+  responseHeader?: HeaderMap;
+  /** The last response body, base64. */
+  responseBody?: string;
+  /** Why the last attempt failed, when the destination gave no answer (timeout, refused address, …). */
+  error?: string;
+}
+
+/** Message states reported by the events (logs) endpoint (upstash-compat.md §4.3 Logs). */
+export const MESSAGE_STATES = ['CREATED', 'ACTIVE', 'RETRY', 'ERROR', 'DELIVERED', 'FAILED', 'CANCEL_REQUESTED', 'CANCELLED'] as const;
+export type MessageState = (typeof MESSAGE_STATES)[number];
+
+/** One entry of `GET /v2/events` (upstash-compat.md §4.3 Logs and events). */
+export interface MessageEvent {
+  time: number;
+  state: MessageState;
+  messageId: string;
+  url: string;
+  nextDeliveryTime?: number;
+  error?: string;
+  header?: HeaderMap;
+  /** The message body, base64. */
+  body?: string;
+  labels?: string[];
+  responseStatus?: number;
+}
+
+/** A new message id: `msg_` and 32 random base64url characters (no ':' so it is also a valid BullMQ job id). */
+export function newMessageId(): string {
+  return `msg_${randomBytes(24).toString('base64url')}`;
+}
+
+/** The id of the callback message that reports `messageId`'s outcome: fixed, so that a redone attempt enqueues it once. */
+export function callbackMessageId(messageId: string, kind: 'callback' | 'failure-callback'): string {
+  return `${messageId}_${kind === 'callback' ? 'cb' : 'fcb'}`;
+}
+
+/** The DLQ id of a message: one per message, so a redone final attempt writes the same entry. */
+export function dlqIdOf(message: Pick<QueueMessage, 'messageId' | 'createdAt'>): string {
+  return `${message.createdAt}-${message.messageId.slice(4)}`;
+}

@@ -1,0 +1,238 @@
+import { createHash } from 'node:crypto';
+import { MAX_DURATION_MS, parseDuration } from './durations';
+import { QueueError } from './errors';
+import { canonicalHeaderName, headerValues } from './headers';
+import { HTTP_METHODS, type CallbackSettings, type HeaderMap, type HttpMethod, type QueueMessage } from './message';
+import { compileRetryDelay } from './retry';
+
+/** A publish request (`POST /v2/publish/<destination>`) as the gateway received it. */
+export interface PublishInput {
+  /** The destination as the raw remainder of the path after `/v2/publish/`, plus `?query` if the request had one. */
+  destination: string;
+  /** Node's request headers: lower-case names. */
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  nowMs: number;
+  callerIp: string;
+  /** retries when Upstash-Retries is absent, and the largest accepted value. */
+  retries: { default: number; max: number };
+}
+
+/** What {@link parsePublish} makes of a publish request: the message to store, and its deduplication key. */
+export interface ParsedPublish {
+  message: Omit<QueueMessage, 'messageId' | 'project'>;
+  /** 'id:<Upstash-Deduplication-Id>' or 'content:<sha256 hex>' with content-based deduplication; absent otherwise. */
+  deduplicationId?: string;
+}
+
+/**
+ * The URL if `value` is an absolute `http:` or `https:` URL with a host (WHATWG `new URL`).
+ * @throws QueueError 400 `invalid <what>: "<value>" (…)` otherwise
+ */
+export function parseHttpUrl(value: string, what: string): URL {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+    throw QueueError.badRequest(`invalid ${what}: ${JSON.stringify(value)} (expected an absolute http or https URL)`);
+  }
+  return url;
+}
+
+/**
+ * An `Upstash-Method` value: GET POST PUT PATCH DELETE in any case (upstash-compat.md §4.2).
+ * @returns the upper-case method
+ * @throws QueueError 400 naming `header` for any other value
+ */
+export function parseMethod(value: string, header: string): HttpMethod {
+  const method = value.trim().toUpperCase();
+  if (!(HTTP_METHODS as readonly string[]).includes(method)) {
+    throw QueueError.badRequest(`invalid ${header}: ${JSON.stringify(value)} (expected one of ${HTTP_METHODS.join(', ')})`);
+  }
+  return method as HttpMethod;
+}
+
+/**
+ * A retries header (`Upstash-Retries`, `Upstash-Callback-Retries`, …): a decimal integer from 0 to `max`.
+ * @throws QueueError 400 naming `header` otherwise
+ */
+export function parseRetries(value: string, header: string, max: number): number {
+  const text = value.trim();
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 0 && n <= max)) throw QueueError.badRequest(`invalid ${header}: ${JSON.stringify(value)} (expected an integer from 0 to ${max})`);
+  return n;
+}
+
+/** Request headers by lower-case name, each with all its values (names differing only in case merged). */
+type RequestHeaders = Map<string, string[]>;
+
+function requestHeaders(headers: PublishInput['headers']): RequestHeaders {
+  const out: RequestHeaders = new Map();
+  for (const [name, value] of Object.entries(headers)) {
+    const values = headerValues(value);
+    if (values.length === 0) continue;
+    const lower = name.toLowerCase();
+    out.set(lower, [...(out.get(lower) ?? []), ...values]);
+  }
+  return out;
+}
+
+/** A single-valued control header: its values joined with `, ` (as Node does) and trimmed; undefined when absent or blank. */
+function scalar(headers: RequestHeaders, name: string): string | undefined {
+  const values = headers.get(name);
+  const text = values?.join(', ').trim();
+  return text ? text : undefined;
+}
+
+/** The headers named `<prefix><name>` as `{CanonicalName: values}`; undefined when there are none. */
+function forwarded(headers: RequestHeaders, prefix: string): HeaderMap | undefined {
+  let out: HeaderMap | undefined;
+  for (const [name, values] of headers) {
+    if (!name.startsWith(prefix) || name.length === prefix.length) continue;
+    const key = canonicalHeaderName(name.slice(prefix.length));
+    out ??= {};
+    out[key] = [...(out[key] ?? []), ...values];
+  }
+  return out;
+}
+
+/**
+ * The `<prefix>{method,timeout,retries,delay,retry-delay}` and `<prefix>forward-*` headers of a callback
+ * kind (upstash-compat.md §4.2, callback tuning); undefined when none is present.
+ * @param prefix `upstash-callback-` or `upstash-failure-callback-`
+ * @param display the same prefix as users write it, for error messages
+ */
+function callbackSettings(headers: RequestHeaders, prefix: string, display: string, maxRetries: number): CallbackSettings | undefined {
+  const settings: CallbackSettings = {};
+  const method = scalar(headers, `${prefix}method`);
+  if (method !== undefined) settings.method = parseMethod(method, `${display}Method`);
+  const header = forwarded(headers, `${prefix}forward-`);
+  if (header) settings.header = header;
+  const retries = scalar(headers, `${prefix}retries`);
+  if (retries !== undefined) settings.retries = parseRetries(retries, `${display}Retries`, maxRetries);
+  const timeout = scalar(headers, `${prefix}timeout`);
+  if (timeout !== undefined) {
+    const ms = parseDuration(timeout, `${display}Timeout`);
+    if (ms > 0) settings.timeoutMs = ms;
+  }
+  const retryDelay = scalar(headers, `${prefix}retry-delay`);
+  if (retryDelay !== undefined) {
+    compileRetryDelay(retryDelay, `${display}Retry-Delay`);
+    settings.retryDelayExpression = retryDelay;
+  }
+  const delay = scalar(headers, `${prefix}delay`);
+  if (delay !== undefined) settings.delayMs = parseDuration(delay, `${display}Delay`);
+  return Object.keys(settings).length > 0 ? settings : undefined;
+}
+
+/** `content:` + SHA-256 (hex) of url, method, headers (sorted by name) and body: equal messages, equal keys. */
+function contentDeduplicationId(url: string, method: HttpMethod, header: HeaderMap, body: string): string {
+  const sortedHeader = Object.keys(header)
+    .sort()
+    .map((name) => [name, header[name]]);
+  const digest = createHash('sha256')
+    .update(JSON.stringify([url, method, sortedHeader, body]))
+    .digest('hex');
+  return `content:${digest}`;
+}
+
+/**
+ * Parses a publish request, `POST /v2/publish/<destination>` (spec 002 part B; upstash-compat.md §4.1
+ * transport and §4.2 headers), into the message to store. Header rules (names matched ignoring case;
+ * a blank control header counts as absent):
+ * - destination: an absolute http(s) URL, kept exactly as given (URL groups are not supported);
+ * - `Upstash-Method` GET POST PUT PATCH DELETE, any case, default POST;
+ * - `Upstash-Forward-<name>` → `header[<Canonical-Name>]`; `Content-Type` → `header['Content-Type']`
+ *   (it wins over an `Upstash-Forward-Content-Type`); every other header (Authorization, Host,
+ *   `Upstash-Telemetry-*`, unknown `Upstash-*`) is dropped;
+ * - `Upstash-Not-Before` (Unix seconds, at most 365 days ahead) wins over `Upstash-Delay`
+ *   ({@link parseDuration}); both are checked when both are sent; without either notBefore = now;
+ * - `Upstash-Retries` 0..`retries.max`, default `retries.default`;
+ * - `Upstash-Retry-Delay` checked with {@link compileRetryDelay} and stored as given (trimmed);
+ * - `Upstash-Timeout` ({@link parseDuration}); `0` means no timeout (timeoutMs absent);
+ * - `Upstash-Callback` / `Service-Callback`, `Upstash-Failure-Callback` / `Service-Failure-Callback`:
+ *   absolute http(s) URLs (the `Upstash-` form wins when both are sent);
+ * - `Upstash-Callback-{Method,Timeout,Retries,Delay,Retry-Delay}` and `Upstash-Callback-Forward-*` →
+ *   `callbackSettings`, the same under `Upstash-Failure-Callback-` → `failureCallbackSettings`
+ *   (each object only when one of its headers is sent, even without a callback URL);
+ * - `Upstash-Label`: comma-separated, trimmed, empty ones dropped;
+ * - `Upstash-Deduplication-Id` → `id:<value>`; else `Upstash-Content-Based-Deduplication: true` (any
+ *   case) → `content:<sha256 hex>` of url, method, header and body (not of the project: the store must
+ *   scope keys by project).
+ * The body is stored base64; createdAt = `nowMs`; callerIp copied. Absent optional fields are left out.
+ * @throws QueueError 400 naming the header or the destination for every bad value
+ */
+export function parsePublish(input: PublishInput): ParsedPublish {
+  const url = input.destination;
+  parseHttpUrl(url, 'destination url');
+  const headers = requestHeaders(input.headers);
+  const get = (name: string) => scalar(headers, name);
+
+  const methodHeader = get('upstash-method');
+  const method = methodHeader === undefined ? 'POST' : parseMethod(methodHeader, 'Upstash-Method');
+
+  const header: HeaderMap = forwarded(headers, 'upstash-forward-') ?? {};
+  const contentType = headers.get('content-type');
+  if (contentType) header['Content-Type'] = [...contentType];
+
+  const delay = get('upstash-delay');
+  const delayMs = delay === undefined ? 0 : parseDuration(delay, 'Upstash-Delay');
+  let notBefore = input.nowMs + delayMs;
+  const notBeforeHeader = get('upstash-not-before');
+  if (notBeforeHeader !== undefined) {
+    const seconds = /^\d+$/.test(notBeforeHeader) ? Number(notBeforeHeader) : NaN;
+    if (!(seconds >= 0)) {
+      throw QueueError.badRequest(`invalid Upstash-Not-Before: ${JSON.stringify(notBeforeHeader)} (expected Unix seconds, a non-negative integer)`);
+    }
+    if (!(seconds * 1000 <= input.nowMs + MAX_DURATION_MS)) {
+      throw QueueError.badRequest(`invalid Upstash-Not-Before: ${JSON.stringify(notBeforeHeader)} (more than 365 days ahead)`);
+    }
+    notBefore = seconds * 1000;
+  }
+
+  const retriesHeader = get('upstash-retries');
+  const maxRetries = retriesHeader === undefined ? input.retries.default : parseRetries(retriesHeader, 'Upstash-Retries', input.retries.max);
+
+  const retryDelayExpression = get('upstash-retry-delay');
+  if (retryDelayExpression !== undefined) compileRetryDelay(retryDelayExpression, 'Upstash-Retry-Delay');
+
+  const timeout = get('upstash-timeout');
+  const timeoutMs = timeout === undefined ? 0 : parseDuration(timeout, 'Upstash-Timeout');
+
+  const callbackName = get('upstash-callback') !== undefined ? 'Upstash-Callback' : 'Service-Callback';
+  const callback = get('upstash-callback') ?? get('service-callback');
+  if (callback !== undefined) parseHttpUrl(callback, callbackName);
+  const failureCallbackName = get('upstash-failure-callback') !== undefined ? 'Upstash-Failure-Callback' : 'Service-Failure-Callback';
+  const failureCallback = get('upstash-failure-callback') ?? get('service-failure-callback');
+  if (failureCallback !== undefined) parseHttpUrl(failureCallback, failureCallbackName);
+
+  const callbackTuning = callbackSettings(headers, 'upstash-callback-', 'Upstash-Callback-', input.retries.max);
+  const failureCallbackTuning = callbackSettings(headers, 'upstash-failure-callback-', 'Upstash-Failure-Callback-', input.retries.max);
+
+  const labels = (headers.get('upstash-label') ?? [])
+    .flatMap((value) => value.split(','))
+    .map((label) => label.trim())
+    .filter((label) => label !== '');
+
+  const body = input.body.toString('base64');
+  const message: ParsedPublish['message'] = { url, method, header, body, maxRetries, notBefore, createdAt: input.nowMs, callerIp: input.callerIp };
+  if (retryDelayExpression !== undefined) message.retryDelayExpression = retryDelayExpression;
+  if (timeoutMs > 0) message.timeoutMs = timeoutMs;
+  if (callback !== undefined) message.callback = callback;
+  if (failureCallback !== undefined) message.failureCallback = failureCallback;
+  if (callbackTuning) message.callbackSettings = callbackTuning;
+  if (failureCallbackTuning) message.failureCallbackSettings = failureCallbackTuning;
+  if (labels.length > 0) message.labels = labels;
+
+  const result: ParsedPublish = { message };
+  const deduplicationKey = get('upstash-deduplication-id');
+  if (deduplicationKey !== undefined) {
+    result.deduplicationId = `id:${deduplicationKey}`;
+  } else if (get('upstash-content-based-deduplication')?.toLowerCase() === 'true') {
+    result.deduplicationId = contentDeduplicationId(url, method, header, body);
+  }
+  return result;
+}

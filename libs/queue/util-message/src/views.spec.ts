@@ -1,0 +1,103 @@
+import type { DlqEntry, MessageEvent, QueueMessage } from './message';
+import { dlqView, eventView, messageView } from './views';
+
+function message(overrides: Partial<QueueMessage> = {}): QueueMessage {
+  return {
+    messageId: 'msg_1',
+    project: 'tenant.queue',
+    url: 'https://example.com/hook',
+    method: 'POST',
+    header: { 'Content-Type': ['application/json'] },
+    body: Buffer.from('{"a":1}').toString('base64'),
+    maxRetries: 3,
+    notBefore: 2000,
+    createdAt: 1000,
+    callerIp: '203.0.113.7',
+    ...overrides,
+  };
+}
+
+describe('messageView', () => {
+  it('shows the fields the SDK reads, without internal or absent ones', () => {
+    const view = messageView(message({ timeoutMs: 5000, callbackSettings: { retries: 1 } }));
+    expect(view).toEqual({
+      messageId: 'msg_1',
+      url: 'https://example.com/hook',
+      method: 'POST',
+      header: { 'Content-Type': ['application/json'] },
+      body: '{"a":1}',
+      maxRetries: 3,
+      notBefore: 2000,
+      createdAt: 1000,
+      callerIP: '203.0.113.7',
+    });
+    expect(Object.values(view)).not.toContain(null);
+    expect(Object.values(view)).not.toContain(undefined);
+  });
+
+  it('shows the optional fields when set', () => {
+    expect(
+      messageView(
+        message({ retryDelayExpression: '1000', callback: 'https://cb.example.com', failureCallback: 'https://f.example.com', labels: ['a', 'b'] }),
+      ),
+    ).toMatchObject({ retryDelayExpression: '1000', callback: 'https://cb.example.com', failureCallback: 'https://f.example.com', label: 'a', labels: ['a', 'b'] });
+    expect(messageView(message({ labels: [] }))).not.toHaveProperty('label');
+  });
+
+  it('gives bodies that are not UTF-8 as bodyBase64, and no body when empty', () => {
+    const binary = Buffer.from([0xff, 0xfe, 0x00, 0x80]).toString('base64');
+    const view = messageView(message({ body: binary }));
+    expect(view.bodyBase64).toBe(binary);
+    expect(view).not.toHaveProperty('body');
+    const empty = messageView(message({ body: '' }));
+    expect(empty).not.toHaveProperty('body');
+    expect(empty).not.toHaveProperty('bodyBase64');
+    expect(messageView(message({ body: Buffer.from('héllo ✓ \u{1F600}').toString('base64') })).body).toBe('héllo ✓ \u{1F600}');
+    expect(messageView(message({ body: Buffer.from('\uFEFFbom').toString('base64') })).body).toBe('\uFEFFbom');
+  });
+});
+
+describe('dlqView', () => {
+  const entry: DlqEntry = { dlqId: '1000-abc', message: message(), failedAt: 3000 };
+
+  it('adds the DLQ fields to the message view', () => {
+    expect(dlqView({ ...entry, responseStatus: 500, responseHeader: { 'X-A': ['1'] }, responseBody: Buffer.from('oops').toString('base64') })).toEqual({
+      ...messageView(entry.message),
+      dlqId: '1000-abc',
+      responseStatus: 500,
+      responseHeader: { 'X-A': ['1'] },
+      responseBody: 'oops',
+    });
+    expect(dlqView({ ...entry, error: 'connect ECONNREFUSED' })).toEqual({ ...messageView(entry.message), dlqId: '1000-abc', error: 'connect ECONNREFUSED' });
+  });
+
+  it('gives a binary response body as responseBodyBase64', () => {
+    const binary = Buffer.from([0xc3, 0x28]).toString('base64');
+    const view = dlqView({ ...entry, responseBody: binary });
+    expect(view.responseBodyBase64).toBe(binary);
+    expect(view).not.toHaveProperty('responseBody');
+    expect(dlqView({ ...entry, responseBody: '' })).not.toHaveProperty('responseBody');
+  });
+});
+
+describe('eventView', () => {
+  it('leaves absent fields out and adds the first label', () => {
+    const event: MessageEvent = { time: 1, state: 'CREATED', messageId: 'msg_1', url: 'https://example.com' };
+    expect(eventView(event)).toEqual({ time: 1, state: 'CREATED', messageId: 'msg_1', url: 'https://example.com' });
+    expect(
+      eventView({ ...event, state: 'ERROR', nextDeliveryTime: 5, error: 'timeout', header: { A: ['b'] }, body: 'Ym9keQ==', labels: ['x', 'y'], responseStatus: 502 }),
+    ).toEqual({
+      time: 1,
+      state: 'ERROR',
+      messageId: 'msg_1',
+      url: 'https://example.com',
+      nextDeliveryTime: 5,
+      error: 'timeout',
+      header: { A: ['b'] },
+      body: 'Ym9keQ==',
+      label: 'x',
+      labels: ['x', 'y'],
+      responseStatus: 502,
+    });
+  });
+});
