@@ -1,7 +1,7 @@
 import { Client, Receiver } from '@upstash/qstash';
 import { eventually } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
-import { type Sink, type SinkRequest, startSink } from './testing/sink';
+import { type Sink, type SinkRequest, atLeast, nonEmpty, startSink } from './testing/sink';
 
 /**
  * The official `@upstash/qstash` Client against queue-gateway + queue-worker on real Redis servers; a local
@@ -172,13 +172,3 @@ describe('queue API with the official @upstash/qstash Client', () => {
     expect(received.map((r) => JSON.parse(r.body.toString()).n).sort()).toEqual([1, 2]);
   }, 20_000);
 });
-
-function nonEmpty<T>(items: T[]): [T, ...T[]] {
-  if (items.length === 0) throw new Error('nothing yet');
-  return items as [T, ...T[]];
-}
-
-function atLeast<T>(items: T[], n: number): T[] {
-  if (items.length < n) throw new Error(`${items.length} of ${n} so far`);
-  return items;
-}

@@ -63,3 +63,15 @@ export async function startSink(): Promise<Sink> {
       }),
   };
 }
+
+/** The items, for `eventually`: throws while there are none. */
+export function nonEmpty<T>(items: T[]): [T, ...T[]] {
+  if (items.length === 0) throw new Error('nothing yet');
+  return items as [T, ...T[]];
+}
+
+/** The items, for `eventually`: throws while there are fewer than `n`. */
+export function atLeast<T>(items: T[], n: number): T[] {
+  if (items.length < n) throw new Error(`${items.length} of ${n} so far`);
+  return items;
+}

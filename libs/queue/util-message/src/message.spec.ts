@@ -1,0 +1,20 @@
+import { HTTP_METHODS, MESSAGE_STATES, callbackMessageId, dlqIdOf, newMessageId } from './message';
+
+describe('message ids', () => {
+  it('makes msg_ ids of 32 base64url characters, distinct each time', () => {
+    const id = newMessageId();
+    expect(id).toMatch(/^msg_[A-Za-z0-9_-]{32}$/);
+    expect(newMessageId()).not.toBe(id);
+  });
+
+  it('derives callback and DLQ ids from the message', () => {
+    expect(callbackMessageId('msg_x', 'callback')).toBe('msg_x_cb');
+    expect(callbackMessageId('msg_x', 'failure-callback')).toBe('msg_x_fcb');
+    expect(dlqIdOf({ messageId: 'msg_abc', createdAt: 1700 })).toBe('1700-abc');
+  });
+
+  it('lists the methods and states', () => {
+    expect(HTTP_METHODS).toEqual(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+    expect(MESSAGE_STATES).toContain('DELIVERED');
+  });
+});
