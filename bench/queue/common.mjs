@@ -1,0 +1,67 @@
+// Shared by the scripts of bench/queue: the clock, the message body, the raw BullMQ queue of the direct
+// case, a keep-alive HTTP client of the gateway, and the CPU counters read around every run.
+//
+// env: QUEUE_REDIS_URL, QUEUE_PREFIX (restash:queue, the gateway's and worker's), DIRECT_QUEUE
+//      (bench-direct), MESSAGE_RETENTION_MS (86400000, as queue-gateway's default), GATEWAY_URL,
+//      QUEUE_TOKEN
+import { Pool } from 'undici';
+
+/** The BullMQ queue of the direct case: a queue of its own on the same Redis, under the same prefix. */
+export const DIRECT_QUEUE = process.env.DIRECT_QUEUE ?? 'bench-direct';
+export const QUEUE_PREFIX = process.env.QUEUE_PREFIX ?? 'restash:queue';
+
+/**
+ * Job options of the direct case: auto ids, one attempt (the gateway's messages are published with
+ * Upstash-Retries: 0), and completed jobs kept as long as the gateway keeps delivered messages
+ * (MESSAGE_RETENTION_MS), so both sides leave the same kind of trail in Redis.
+ */
+export function directJobOptions() {
+  const age = Math.ceil(Number(process.env.MESSAGE_RETENTION_MS ?? 86_400_000) / 1000);
+  return { attempts: 1, removeOnComplete: { age }, removeOnFail: { age } };
+}
+
+/**
+ * Milliseconds on CLOCK_MONOTONIC (process.hrtime), which every process of the machine shares: the
+ * direct worker's completion times and the load generator's add times are on the same clock.
+ */
+export const clock = () => Number(process.hrtime.bigint()) / 1e6;
+
+/** A 100-byte ASCII message body, varying with `i` so that no two neighbours are alike. */
+export function value(i) {
+  const head = `bench-${i.toString(36)}-`;
+  return head + 'x'.repeat(100 - head.length);
+}
+
+/** A keep-alive undici pool of the gateway, `connections` sockets, Bearer auth. */
+export function gateway(connections) {
+  const pool = new Pool(process.env.GATEWAY_URL, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
+  const authorization = `Bearer ${process.env.QUEUE_TOKEN}`;
+  /** POST path with a body and headers; resolves the parsed answer, rejects on anything but a 201. */
+  const post = async (path, body, headers = {}) => {
+    const res = await pool.request({ method: 'POST', path, body, headers: { authorization, ...headers } });
+    const text = await res.body.text();
+    if (res.statusCode !== 201) throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 160)}`);
+    return JSON.parse(text);
+  };
+  return { post, close: () => pool.close() };
+}
+
+/** process_cpu_seconds_total of a service's /metrics (prom-client), or NaN. */
+export async function cpuSeconds(managementUrl) {
+  try {
+    const text = await (await fetch(`${managementUrl}/metrics`)).text();
+    return Number(/^process_cpu_seconds_total (\S+)/m.exec(text)?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU seconds (user + sys, all threads) and commands processed so far of a Redis, from INFO. */
+export async function redisCounters(redis) {
+  const info = await redis.info();
+  const field = (name) => Number(new RegExp(`^${name}:(\\S+)`, 'm').exec(info)?.[1] ?? NaN);
+  return { cpu: field('used_cpu_user') + field('used_cpu_sys'), commands: field('total_commands_processed') };
+}
+
+export const percentile = (sorted, q) => (sorted.length ? sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] : NaN);
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

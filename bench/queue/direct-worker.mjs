@@ -1,0 +1,63 @@
+// The worker of the direct case of bench/queue/run.sh: a plain BullMQ Worker on DIRECT_QUEUE of the
+// queue Redis, in its own process on core 0 where queue-worker runs, started once like queue-worker.
+// Its processor does nothing but note when it ran (CLOCK_MONOTONIC, see common.mjs) and the job's
+// run tag and number; no HTTP, no other Redis call than BullMQ's own.
+//
+// Management server on 127.0.0.1:MANAGEMENT_PORT, for run.sh and load.mjs:
+//   GET  /readyz   200 once the worker runs
+//   GET  /metrics  process_cpu_seconds_total, in prom-client's format (as queue-worker's /metrics)
+//   GET  /count    how many jobs were processed since the last /take
+//   POST /take     the processed jobs since the last /take, [[run, n, ms], ...], and forgets them
+//
+// env: QUEUE_REDIS_URL, QUEUE_PREFIX, DIRECT_QUEUE, WORKER_CONCURRENCY (100, as queue-worker's),
+//      MANAGEMENT_PORT
+import { createServer } from 'node:http';
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { DIRECT_QUEUE, QUEUE_PREFIX, clock } from './common.mjs';
+
+let done = [];
+// As queue-worker: the connection of a worker must retry forever (BullMQ requires it), lock and stalled
+// checks at BullMQ's defaults (queue-worker's defaults are the same 30 s).
+const worker = new Worker(
+  DIRECT_QUEUE,
+  async (job) => {
+    done.push([job.data.r, job.data.n, clock()]);
+  },
+  {
+    connection: new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: null }),
+    prefix: QUEUE_PREFIX,
+    concurrency: Number(process.env.WORKER_CONCURRENCY ?? 100),
+  },
+);
+worker.on('error', (error) => process.stderr.write(`worker: ${String(error)}\n`));
+worker.on('failed', (job, error) => process.stderr.write(`job ${job?.id ?? '?'} failed: ${String(error)}\n`));
+await worker.waitUntilReady();
+
+const server = createServer((req, res) => {
+  const send = (status, body, type = 'text/plain') => {
+    res.writeHead(status, { 'content-type': type });
+    res.end(body);
+  };
+  if (req.url === '/readyz') return worker.isRunning() ? send(200, 'ok') : send(503, 'not running');
+  if (req.url === '/metrics') {
+    const { user, system } = process.cpuUsage();
+    return send(200, `# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total ${(user + system) / 1e6}\n`);
+  }
+  if (req.url === '/count') return send(200, String(done.length));
+  if (req.url === '/take' && req.method === 'POST') {
+    const taken = done;
+    done = [];
+    return send(200, JSON.stringify(taken), 'application/json');
+  }
+  send(404, 'not found');
+});
+server.listen(Number(process.env.MANAGEMENT_PORT), '127.0.0.1');
+
+const stop = async () => {
+  server.close();
+  await worker.close();
+  process.exit(0);
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

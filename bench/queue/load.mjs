@@ -1,0 +1,220 @@
+// One timed run for bench/queue/run.sh: prints one JSON record on stdout, a readable line on stderr.
+//
+//   node bench/queue/load.mjs gateway|direct MESSAGES
+//
+// Both publish MESSAGES messages of 100 bytes in a closed loop, CONCURRENCY publishes in flight (each
+// sends the next as soon as its answer is read), and wait until every one has come out of the other end.
+// The bodies are built before the clock starts.
+//   gateway  POST /v2/publish/http://127.0.0.1:SINK_PORT/sink with the body, Bearer token and
+//            Upstash-Retries: 0 (undici, CONCURRENCY keep-alive connections); a publish counts when it
+//            answered 201 with a messageId. queue-worker delivers each message by HTTP POST to the sink,
+//            a node:http server in this process (so on the load core) that answers 200 at once and notes
+//            when each Upstash-Message-Id arrived (a second arrival of an id is an error).
+//   direct   raw BullMQ, no HTTP: Queue.add of {r, n, body} on DIRECT_QUEUE of the same Redis (one
+//            ioredis connection, as the gateway has one), the same number of adds in flight; the
+//            processor of direct-worker.mjs (its own process on core 0, started by run.sh) notes when it
+//            ran, and this process fetches those notes from its management server at the end.
+// Per message, latency is from the start of its publish (add) to its arrival at the sink (the run of the
+// processor), on CLOCK_MONOTONIC shared by both processes; p50/p99 over the messages. Throughput is
+// the messages that arrived / (last arrival - first publish start). The publish-only rate is the
+// accepted publishes (adds) / (last answer - first start). A run gives up when nothing arrived for
+// BENCH_STALL_SECONDS (30); what is missing is reported as an error.
+// CPU per message, read before the first publish and 250 ms after the last arrival: the gateway's and
+// the worker's (process_cpu_seconds_total of their /metrics: queue-gateway and queue-worker, or
+// direct-worker.mjs), the queue Redis's (INFO used_cpu_user + used_cpu_sys, with its commands
+// processed per message) and this process's own (process.cpuUsage, publisher and sink together).
+// env: see common.mjs; CONCURRENCY, SINK_PORT, GATEWAY_MANAGEMENT_URL, WORKER_MANAGEMENT_URL,
+//      DIRECT_MANAGEMENT_URL, BENCH_STALL_SECONDS
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { DIRECT_QUEUE, QUEUE_PREFIX, clock, cpuSeconds, directJobOptions, gateway, percentile, redisCounters, sleep, value } from './common.mjs';
+
+const [tool, arg] = process.argv.slice(2);
+const total = Number(arg);
+const concurrency = Number(process.env.CONCURRENCY ?? 64);
+const stallMs = Number(process.env.BENCH_STALL_SECONDS ?? 30) * 1000;
+
+const errors = {}; // message -> count
+const fail = (message, count = 1) => (errors[message] = (errors[message] ?? 0) + count);
+
+const bodies = Array.from({ length: total }, (_, i) => value(i));
+const starts = new Float64Array(total).fill(NaN); // publish (add) start, ms
+const answered = new Float64Array(total).fill(NaN); // publish (add) answer, ms
+const arrived = new Float64Array(total).fill(NaN); // arrival at the sink (processor run), ms
+
+/** Publishes message i, resolves once it was accepted; `send` rejects on a refusal. */
+async function publishAll(send) {
+  let next = 0;
+  let accepted = 0;
+  const loop = async () => {
+    while (next < total) {
+      const i = next++;
+      starts[i] = clock();
+      try {
+        await send(i);
+        answered[i] = clock();
+        accepted++;
+      } catch (error) {
+        fail(String(error.message ?? error).slice(0, 120));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  return accepted;
+}
+
+/** Waits until `count()` reaches `target`, giving up when it has not moved for stallMs. */
+async function waitFor(count, target, every) {
+  let last = -1;
+  let movedAt = clock();
+  for (;;) {
+    const n = await count();
+    if (n >= target) return;
+    if (n !== last) [last, movedAt] = [n, clock()];
+    else if (clock() - movedAt > stallMs) return;
+    await sleep(every);
+  }
+}
+
+async function runGateway() {
+  const ids = new Array(total); // message i -> messageId
+  const sink = new Map(); // messageId -> arrival, ms
+  const server = createServer((req, res) => {
+    const at = clock();
+    const id = req.headers['upstash-message-id'];
+    if (typeof id !== 'string') fail('a delivery without Upstash-Message-Id');
+    else if (sink.has(id)) fail('a message delivered twice');
+    else sink.set(id, at);
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok');
+    });
+  });
+  server.keepAliveTimeout = 120_000;
+  await new Promise((resolve) => server.listen(Number(process.env.SINK_PORT), '127.0.0.1', resolve));
+  const http = gateway(concurrency);
+  const path = `/v2/publish/http://127.0.0.1:${process.env.SINK_PORT}/sink`;
+  const headers = { 'content-type': 'text/plain', 'upstash-retries': '0' };
+  const accepted = await publishAll(async (i) => {
+    const answer = await http.post(path, bodies[i], headers);
+    if (typeof answer.messageId !== 'string') throw new Error(`unexpected answer ${JSON.stringify(answer).slice(0, 120)}`);
+    ids[i] = answer.messageId;
+  });
+  // Messages that came early from an earlier, failed run would not be ours: count only our ids.
+  const ours = () => ids.reduce((n, id) => n + (id !== undefined && sink.has(id) ? 1 : 0), 0);
+  await waitFor(() => (sink.size >= accepted ? ours() : sink.size), accepted, 20);
+  for (let i = 0; i < total; i++) if (ids[i] !== undefined) arrived[i] = sink.get(ids[i]) ?? NaN;
+  return {
+    accepted,
+    close: async () => {
+      await http.close();
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+async function runDirect() {
+  const manage = process.env.DIRECT_MANAGEMENT_URL;
+  const connection = new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: 2 });
+  const queue = new Queue(DIRECT_QUEUE, { connection, prefix: QUEUE_PREFIX });
+  await queue.waitUntilReady();
+  await fetch(`${manage}/take`, { method: 'POST' }).then((res) => res.text()); // forget anything older
+  const run = randomBytes(6).toString('hex');
+  const options = directJobOptions();
+  const accepted = await publishAll(async (i) => {
+    await queue.add('bench', { r: run, n: i, body: bodies[i] }, options);
+  });
+  // The worker's count is polled (cheap), its notes taken once they can all be there.
+  let seen = 0;
+  const take = async () => {
+    for (const [r, n, at] of await (await fetch(`${manage}/take`, { method: 'POST' })).json()) {
+      if (r !== run) continue;
+      if (!Number.isNaN(arrived[n])) fail('a job processed twice');
+      else seen++;
+      arrived[n] = at;
+    }
+    return seen;
+  };
+  await waitFor(async () => {
+    const pending = Number(await (await fetch(`${manage}/count`)).text());
+    return seen + pending >= accepted ? take() : seen + pending;
+  }, accepted, 50);
+  await take();
+  return {
+    accepted,
+    close: async () => {
+      await queue.close();
+      connection.disconnect();
+    },
+  };
+}
+
+const redis = new Redis(process.env.QUEUE_REDIS_URL);
+const workerUrl = tool === 'gateway' ? process.env.WORKER_MANAGEMENT_URL : process.env.DIRECT_MANAGEMENT_URL;
+const counters = async () => ({
+  at: clock(),
+  gateway: tool === 'gateway' ? await cpuSeconds(process.env.GATEWAY_MANAGEMENT_URL) : NaN,
+  worker: await cpuSeconds(workerUrl),
+  redis: await redisCounters(redis),
+});
+const before = await counters();
+const clientBefore = process.cpuUsage();
+const { accepted, close } = tool === 'gateway' ? await runGateway() : await runDirect();
+await sleep(250); // the worker's bookkeeping after the last arrival (the completed job, the event)
+const client = process.cpuUsage(clientBefore);
+const after = await counters();
+await close();
+redis.disconnect();
+
+const first = Math.min(...starts.filter((t) => !Number.isNaN(t)));
+const delivered = arrived.filter((t) => !Number.isNaN(t));
+const lastArrival = Math.max(...delivered);
+const lastAnswer = Math.max(...answered.filter((t) => !Number.isNaN(t)));
+if (delivered.length < accepted) fail(`${accepted - delivered.length} of ${accepted} accepted messages never arrived`);
+const latencies = Float64Array.from(delivered.length ? arrived.map((t, i) => t - starts[i]).filter((t) => !Number.isNaN(t)) : []).sort();
+const publishLatencies = Float64Array.from(answered.map((t, i) => t - starts[i]).filter((t) => !Number.isNaN(t))).sort();
+const seconds = (lastArrival - first) / 1000;
+const window = (after.at - before.at) / 1000; // what the CPU counters cover
+const perMessage = (cpu) => (cpu / delivered.length) * 1e6;
+const record = {
+  kind: 'queue',
+  tool,
+  messages: total,
+  accepted,
+  delivered: delivered.length,
+  concurrency,
+  seconds,
+  messagesPerSecond: delivered.length / seconds,
+  publishSeconds: (lastAnswer - first) / 1000,
+  publishPerSecond: accepted / ((lastAnswer - first) / 1000),
+  p50: percentile(latencies, 0.5),
+  p99: percentile(latencies, 0.99),
+  publishP50: percentile(publishLatencies, 0.5),
+  publishP99: percentile(publishLatencies, 0.99),
+  clientCpuUsPerMessage: perMessage((client.user + client.system) / 1e6),
+  ...(tool === 'gateway'
+    ? { gatewayCpuUsPerMessage: perMessage(after.gateway - before.gateway), gatewayCpuShare: (after.gateway - before.gateway) / window }
+    : {}),
+  workerCpuUsPerMessage: perMessage(after.worker - before.worker),
+  workerCpuShare: (after.worker - before.worker) / window,
+  redisCpuUsPerMessage: perMessage(after.redis.cpu - before.redis.cpu),
+  redisCpuShare: (after.redis.cpu - before.redis.cpu) / window,
+  redisCommandsPerMessage: (after.redis.commands - before.redis.commands) / delivered.length,
+  errors,
+};
+const failures = Object.entries(errors).map(([message, count]) => `${count}x ${message}`).join('; ');
+const us = (n) => n.toFixed(0);
+const cpu =
+  `  CPU µs/msg:` +
+  (record.gatewayCpuUsPerMessage !== undefined ? ` gateway ${us(record.gatewayCpuUsPerMessage)},` : '') +
+  ` worker ${us(record.workerCpuUsPerMessage)}, redis ${us(record.redisCpuUsPerMessage)} (${record.redisCommandsPerMessage.toFixed(1)} cmd/msg), load ${us(record.clientCpuUsPerMessage)}`;
+process.stderr.write(
+  `${tool.padEnd(7)} ${Math.round(record.messagesPerSecond).toString().padStart(6)} msg/s  p50 ${record.p50.toFixed(1)} ms  p99 ${record.p99.toFixed(1)} ms` +
+    `  (publish only ${Math.round(record.publishPerSecond)}/s)${cpu}${failures ? `  ERRORS: ${failures}` : ''}\n`,
+);
+process.stdout.write(`${JSON.stringify(record)}\n`);
+process.exit(0);
