@@ -3,7 +3,7 @@
 # Redis (registry, quotas) and the tenant data Redis as two separate servers, qdrant-local (Qdrant's
 # engine behind its REST API, dev only), embedder-local (a sentence-embedding model) and an Apache
 # Kafka broker (KRaft, deploy/kafka-local), applies deploy/local/tenants.yaml, starts kv-gateway,
-# vector-gateway and stream-gateway, creates the demo topics, and writes .restash/local.env
+# vector-gateway, stream-gateway, queue-gateway and queue-worker, creates the demo topics, and writes .restash/local.env
 # with the variables the official Upstash SDKs read. Ctrl-C or SIGTERM stops everything it started;
 # running it again reuses the tokens and the data.
 #
@@ -11,7 +11,9 @@
 # 6391, RESTASH_KV_PORT 8080, RESTASH_KV_MANAGEMENT_PORT 9080, RESTASH_VECTOR_PORT 8081,
 # RESTASH_VECTOR_MANAGEMENT_PORT 9081, RESTASH_QDRANT_PORT 6333, RESTASH_EMBEDDER_PORT 7997,
 # RESTASH_STREAM_PORT 8082, RESTASH_STREAM_MANAGEMENT_PORT 9082, RESTASH_KAFKA_PORT 9092,
-# RESTASH_KAFKA_CONTROLLER_PORT 9093.
+# RESTASH_KAFKA_CONTROLLER_PORT 9093, RESTASH_QUEUE_PORT 8083, RESTASH_QUEUE_MANAGEMENT_PORT 9083,
+# RESTASH_QUEUE_WORKER_MANAGEMENT_PORT 9084. The queue's data (BullMQ jobs, DLQ, events) lives in the
+# control Redis, which runs with AOF and noeviction as BullMQ needs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -28,6 +30,9 @@ stream_port=${RESTASH_STREAM_PORT:-8082}
 stream_management_port=${RESTASH_STREAM_MANAGEMENT_PORT:-9082}
 export RESTASH_KAFKA_PORT=${RESTASH_KAFKA_PORT:-9092}
 kafka_controller_port=${RESTASH_KAFKA_CONTROLLER_PORT:-9093}
+queue_port=${RESTASH_QUEUE_PORT:-8083}
+queue_management_port=${RESTASH_QUEUE_MANAGEMENT_PORT:-9083}
+queue_worker_management_port=${RESTASH_QUEUE_WORKER_MANAGEMENT_PORT:-9084}
 
 bash deploy/local/install.sh
 node tools/build.mjs
@@ -82,6 +87,8 @@ port $RESTASH_CONTROL_REDIS_PORT
 bind 127.0.0.1
 dir $state/control
 appendonly yes
+appendfsync everysec
+maxmemory-policy noeviction
 save ""
 CONF
 (umask 077; cat >"$state/data/redis.conf" <<CONF
@@ -110,11 +117,17 @@ bin/tenants apply -f deploy/local/tenants.yaml --secrets-dir "$state/secrets"
 PORT=$kv_port MANAGEMENT_PORT=$kv_management_port HOST=127.0.0.1 start kv-gateway node dist/apps/kv-gateway/src/main.js
 PORT=$vector_port MANAGEMENT_PORT=$vector_management_port HOST=127.0.0.1 start vector-gateway node dist/apps/vector-gateway/src/main.js
 PORT=$stream_port MANAGEMENT_PORT=$stream_management_port HOST=127.0.0.1 start stream-gateway node dist/apps/stream-gateway/src/main.js
+export QUEUE_REDIS_URL=$CONTROL_REDIS_URL
+PORT=$queue_port MANAGEMENT_PORT=$queue_management_port HOST=127.0.0.1 start queue-gateway node dist/apps/queue-gateway/src/main.js
+# Local destinations (a server on this machine) are allowed; in production leave DESTINATION_ALLOWLIST empty.
+MANAGEMENT_PORT=$queue_worker_management_port HOST=127.0.0.1 DESTINATION_ALLOWLIST=127.0.0.0/8,::1 start queue-worker node dist/apps/queue-worker/src/main.js
 wait_until "qdrant-local" curl -sf "http://127.0.0.1:$RESTASH_QDRANT_PORT/readyz"
 wait_until "embedder-local" curl -sf "http://127.0.0.1:$RESTASH_EMBEDDER_PORT/healthz"
 wait_until "kv-gateway" curl -sf "http://127.0.0.1:$kv_management_port/readyz"
 wait_until "vector-gateway" curl -sf "http://127.0.0.1:$vector_management_port/readyz"
 wait_until "stream-gateway" curl -sf "http://127.0.0.1:$stream_management_port/readyz"
+wait_until "queue-gateway" curl -sf "http://127.0.0.1:$queue_management_port/readyz"
+wait_until "queue-worker" curl -sf "http://127.0.0.1:$queue_worker_management_port/readyz"
 
 token() { node -e "console.log(require('$state/secrets/demo.json').$1)"; }
 (umask 077; cat >"$state/local.env" <<ENV
@@ -128,6 +141,10 @@ export UPSTASH_VECTOR_REST_READONLY_TOKEN=$(token vector.docs.readonly)
 export UPSTASH_KAFKA_REST_URL=http://127.0.0.1:$stream_port
 export UPSTASH_KAFKA_REST_USERNAME=demo.events
 export UPSTASH_KAFKA_REST_PASSWORD=$(token stream.events.standard)
+export QSTASH_URL=http://127.0.0.1:$queue_port
+export QSTASH_TOKEN=$(token queue.main.standard)
+export QSTASH_CURRENT_SIGNING_KEY=$(token queue.main.currentSigningKey)
+export QSTASH_NEXT_SIGNING_KEY=$(token queue.main.nextSigningKey)
 ENV
 )
 # The gateway creates a cluster's declared topics on first use: list them once so they exist now
@@ -136,15 +153,17 @@ wait_until "the Kafka broker and the demo topics" curl -sf -u "demo.events:$(tok
 
 cat <<MSG
 
-restash local stack is up (logs in .restash/logs/; metrics on :$kv_management_port, :$vector_management_port and :$stream_management_port /metrics)
+restash local stack is up (logs in .restash/logs/; metrics on :$kv_management_port, :$vector_management_port, :$stream_management_port, :$queue_management_port and :$queue_worker_management_port /metrics)
   KV REST API       http://127.0.0.1:$kv_port   (tenant demo, database main)
   Vector REST API   http://127.0.0.1:$vector_port   (tenant demo, index docs: 384 dimensions, COSINE, local MiniLM model)
   Stream REST API   http://127.0.0.1:$stream_port   (tenant demo, cluster events: topics orders (3 partitions) and webhooks; Kafka on :$RESTASH_KAFKA_PORT)
+  Queue API (QStash) http://127.0.0.1:$queue_port   (tenant demo, project main; queue-worker delivers, loopback destinations allowed)
 
   source .restash/local.env
   node -e "const {Redis}=require('@upstash/redis'); const r=Redis.fromEnv(); r.set('hello','world').then(()=>r.get('hello')).then(console.log)"
   node -e "const {Index}=require('@upstash/vector'); const i=Index.fromEnv(); i.upsert({id:'1',data:'a cat on a mat'}).then(()=>i.query({data:'kitten',topK:1})).then(console.log)"
   node -e "const {Kafka}=require('@upstash/kafka'); const e=process.env; const k=new Kafka({url:e.UPSTASH_KAFKA_REST_URL,username:e.UPSTASH_KAFKA_REST_USERNAME,password:e.UPSTASH_KAFKA_REST_PASSWORD}); k.producer().produce('orders','hello').then(console.log)"
+  node -e "const {Client}=require('@upstash/qstash'); const e=process.env; new Client({baseUrl:e.QSTASH_URL,token:e.QSTASH_TOKEN}).publishJSON({url:e.UPSTASH_REDIS_REST_URL,headers:{Authorization:'Bearer '+e.UPSTASH_REDIS_REST_TOKEN},body:['SET','from-queue','delivered']}).then(console.log)"
 
 Ctrl-C stops everything.
 MSG

@@ -40,7 +40,7 @@ async function main(argv: string[]): Promise<number> {
         const tokens = await ensureTenantTokens(values['secrets-dir'], tenant);
         await writer.applyTenant(tenant, tokens);
         console.log(
-          `tenant/${tenant.metadata.name} applied (${tenant.spec.kv.databases.length} KV database(s), ${tenant.spec.vector.indexes.length} vector index(es), ${tenant.spec.stream.clusters.length} stream cluster(s))`,
+          `tenant/${tenant.metadata.name} applied (${tenant.spec.kv.databases.length} KV database(s), ${tenant.spec.vector.indexes.length} vector index(es), ${tenant.spec.stream.clusters.length} stream cluster(s), ${tenant.spec.queue.projects.length} queue project(s))`,
         );
       }
     });

@@ -80,6 +80,39 @@ ${topics}
   });
 });
 
+describe('parseTenantFile: queue projects', () => {
+  const queue = (project: string) => `
+apiVersion: restash.dev/v1alpha1
+kind: Tenant
+metadata:
+  name: shop
+spec:
+  queue:
+    projects:
+${project}
+`;
+
+  it("defaults a project's retries to QStash's 3, at most 10", () => {
+    const [tenant] = parseTenantFile(queue('      - name: main'), {});
+    expect(tenant?.spec.queue.projects[0]).toMatchObject({ name: 'main', retries: { default: 3, max: 10 } });
+  });
+
+  it('refuses a default above the maximum', () => {
+    expect(() => parseTenantFile(queue('      - name: main\n        retries: { default: 5, max: 2 }'), {})).toThrow(
+      /spec.queue.projects.0.retries: retries.default must not exceed retries.max/,
+    );
+  });
+
+  it('mints a token pair and two distinct signing keys per project, kept on the next apply', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'restash-secrets-'));
+    const [tenant] = parseTenantFile(queue('      - name: main'), {});
+    const first = await ensureTenantTokens(dir, tenant!);
+    expect(first.queue.main?.currentSigningKey).toMatch(/^sig_/);
+    expect(first.queue.main?.nextSigningKey).not.toEqual(first.queue.main?.currentSigningKey);
+    expect(await ensureTenantTokens(dir, tenant!)).toEqual(first);
+  });
+});
+
 describe('ensureTenantTokens', () => {
   it('mints tokens once, keeps them on the next apply, and keeps the file private', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'restash-secrets-'));
