@@ -262,11 +262,12 @@ function segment(rest: string): string {
  * SDK puts the destination's query there), less our own `qstash_token`.
  */
 function destinationOf(call: Call): string {
-  const query = [...call.query].filter(([key]) => key !== 'qstash_token');
-  const raw = (call.request.raw.url ?? '').indexOf('?');
-  const search =
-    query.length === [...call.query].length ? (raw < 0 ? '' : (call.request.raw.url ?? '').slice(raw)) : query.length > 0 ? `?${new URLSearchParams(query)}` : '';
-  return `${call.rest}${search}`;
+  const url = call.request.raw.url ?? '';
+  const at = url.indexOf('?');
+  if (at < 0) return call.rest;
+  if (!call.query.has('qstash_token')) return `${call.rest}${url.slice(at)}`;
+  const kept = new URLSearchParams([...call.query].filter(([key]) => key !== 'qstash_token')).toString();
+  return kept ? `${call.rest}?${kept}` : call.rest;
 }
 
 /** The request's headers from the raw pairs, lower-case names (the body hook drops content-type from `headers`). */

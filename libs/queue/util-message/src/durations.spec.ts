@@ -1,17 +1,6 @@
 import fc from 'fast-check';
 import { MAX_DURATION_MS, parseDuration, parseRetryAfter } from './durations';
-import { QueueError } from './errors';
-
-function badRequest(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(QueueError);
-    expect((error as QueueError).status).toBe(400);
-    return (error as QueueError).message;
-  }
-  throw new Error('expected a 400');
-}
+import { badRequest } from './testing/bad-request';
 
 describe('parseDuration', () => {
   it('reads single units, combinations and bare seconds', () => {

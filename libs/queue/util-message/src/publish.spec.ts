@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { QueueError } from './errors';
+import { badRequest } from './testing/bad-request';
 import { parseHttpUrl, parseMethod, parsePublish, parseRetries, type PublishInput } from './publish';
 
 const NOW = 1_700_000_000_000;
@@ -14,17 +14,6 @@ function input(headers: PublishInput['headers'] = {}, overrides: Partial<Publish
     retries: { default: 3, max: 5 },
     ...overrides,
   };
-}
-
-function badRequest(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(QueueError);
-    expect((error as QueueError).status).toBe(400);
-    return (error as QueueError).message;
-  }
-  throw new Error('expected a 400');
 }
 
 describe('parsePublish', () => {

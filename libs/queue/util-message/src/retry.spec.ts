@@ -1,17 +1,6 @@
 import fc from 'fast-check';
-import { QueueError } from './errors';
+import { badRequest } from './testing/bad-request';
 import { MAX_RETRY_DELAY_MS, RETRY_AFTER_HEADERS, compileRetryDelay, defaultBackoffMs, nextRetryDelayMs } from './retry';
-
-function badRequest(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(QueueError);
-    expect((error as QueueError).status).toBe(400);
-    return (error as QueueError).message;
-  }
-  throw new Error('expected a 400');
-}
 
 describe('defaultBackoffMs', () => {
   it('is min(86400, e^(2.5n)) seconds', () => {
