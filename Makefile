@@ -4,7 +4,7 @@ export NX_DAEMON := false
 export NX_NO_CLOUD := true
 export NX_TUI := false
 
-.PHONY: install dev build lint typecheck unit integration engines test bench bench-kv bench-vector bench-stream
+.PHONY: install dev build lint typecheck unit integration engines test bench bench-kv bench-vector bench-stream bench-queue
 
 install: ## redis-server (apt) and npm packages, when missing
 	bash deploy/local/install.sh
@@ -32,7 +32,7 @@ engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/e
 
 test: lint typecheck unit integration engines ## what CI runs
 
-bench: bench-kv bench-vector bench-stream
+bench: bench-kv bench-vector bench-stream bench-queue
 
 bench-kv: build ## KV gateway vs Redis direct (bench/kv)
 	bash bench/kv/run.sh
@@ -42,3 +42,6 @@ bench-vector: build ## vector gateway vs qdrant-local direct, recall@10 (bench/v
 
 bench-stream: build ## Stream gateway (Upstash Kafka REST) vs kafkajs straight to the broker (bench/stream)
 	bash bench/stream/run.sh
+
+bench-queue: build ## queue-gateway + queue-worker (publish to delivery) vs raw BullMQ add-to-process (bench/queue)
+	bash bench/queue/run.sh

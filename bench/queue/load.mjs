@@ -22,7 +22,8 @@
 // CPU per message, read before the first publish and 250 ms after the last arrival: the gateway's and
 // the worker's (process_cpu_seconds_total of their /metrics: queue-gateway and queue-worker, or
 // direct-worker.mjs), the queue Redis's (INFO used_cpu_user + used_cpu_sys, with its commands
-// processed per message) and this process's own (process.cpuUsage, publisher and sink together).
+// processed per message) and this process's own (process.cpuUsage, publisher and sink together). The
+// share of a core is that CPU over the run's seconds (first publish to last arrival).
 // env: see common.mjs; CONCURRENCY, SINK_PORT, GATEWAY_MANAGEMENT_URL, WORKER_MANAGEMENT_URL,
 //      DIRECT_MANAGEMENT_URL, BENCH_STALL_SECONDS
 import { randomBytes } from 'node:crypto';
@@ -156,7 +157,6 @@ async function runDirect() {
 const redis = new Redis(process.env.QUEUE_REDIS_URL);
 const workerUrl = tool === 'gateway' ? process.env.WORKER_MANAGEMENT_URL : process.env.DIRECT_MANAGEMENT_URL;
 const counters = async () => ({
-  at: clock(),
   gateway: tool === 'gateway' ? await cpuSeconds(process.env.GATEWAY_MANAGEMENT_URL) : NaN,
   worker: await cpuSeconds(workerUrl),
   redis: await redisCounters(redis),
@@ -170,15 +170,16 @@ const after = await counters();
 await close();
 redis.disconnect();
 
-const first = Math.min(...starts.filter((t) => !Number.isNaN(t)));
+const least = (values) => values.reduce((m, t) => (t < m ? t : m), Infinity); // NaN never wins
+const most = (values) => values.reduce((m, t) => (t > m ? t : m), -Infinity);
+const first = least(starts);
 const delivered = arrived.filter((t) => !Number.isNaN(t));
-const lastArrival = Math.max(...delivered);
-const lastAnswer = Math.max(...answered.filter((t) => !Number.isNaN(t)));
+const lastArrival = most(delivered);
+const lastAnswer = most(answered);
 if (delivered.length < accepted) fail(`${accepted - delivered.length} of ${accepted} accepted messages never arrived`);
 const latencies = Float64Array.from(delivered.length ? arrived.map((t, i) => t - starts[i]).filter((t) => !Number.isNaN(t)) : []).sort();
 const publishLatencies = Float64Array.from(answered.map((t, i) => t - starts[i]).filter((t) => !Number.isNaN(t))).sort();
 const seconds = (lastArrival - first) / 1000;
-const window = (after.at - before.at) / 1000; // what the CPU counters cover
 const perMessage = (cpu) => (cpu / delivered.length) * 1e6;
 const record = {
   kind: 'queue',
@@ -197,12 +198,12 @@ const record = {
   publishP99: percentile(publishLatencies, 0.99),
   clientCpuUsPerMessage: perMessage((client.user + client.system) / 1e6),
   ...(tool === 'gateway'
-    ? { gatewayCpuUsPerMessage: perMessage(after.gateway - before.gateway), gatewayCpuShare: (after.gateway - before.gateway) / window }
+    ? { gatewayCpuUsPerMessage: perMessage(after.gateway - before.gateway), gatewayCpuShare: (after.gateway - before.gateway) / seconds }
     : {}),
   workerCpuUsPerMessage: perMessage(after.worker - before.worker),
-  workerCpuShare: (after.worker - before.worker) / window,
+  workerCpuShare: (after.worker - before.worker) / seconds,
   redisCpuUsPerMessage: perMessage(after.redis.cpu - before.redis.cpu),
-  redisCpuShare: (after.redis.cpu - before.redis.cpu) / window,
+  redisCpuShare: (after.redis.cpu - before.redis.cpu) / seconds,
   redisCommandsPerMessage: (after.redis.commands - before.redis.commands) / delivered.length,
   errors,
 };

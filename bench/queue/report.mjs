@@ -85,6 +85,7 @@ Written by \`bash bench/queue/run.sh\` (\`make bench-queue\`); the method is in 
 - node ${process.version}, redis-server ${REDIS_VERSION} (queue Redis: appendonly yes, appendfsync everysec, noeviction), bullmq ${BULLMQ_VERSION}, ioredis ${IOREDIS_VERSION}, nproc ${NPROC}, ${cpu}
 - queue-gateway and queue-worker (or the direct BullMQ worker) on core 0; both Redis servers, the load generator and the sink on core 1
 - ${int(Number(BENCH_MESSAGES))} messages of 100 bytes per run, ${BENCH_CONCURRENCY} publishes (adds) in flight, ${BENCH_WORKER_CONCURRENCY} deliveries (jobs) in flight, one attempt each; median of ${BENCH_ROUNDS} rounds, gateway then direct
+- CPU: process_cpu_seconds_total of /metrics (Redis: INFO; load generator: process.cpuUsage) before the run and 250 ms after its last arrival, per message delivered; a share of a core is that CPU over the run's seconds
 - msg/s: messages / (last arrival at the sink, or processor run, − first publish start); latency per message from its publish (add) start to its arrival; publish only: accepted publishes (adds) / (last answer − first start)
 ${notes.map((n) => `- ${n}`).join('\n')}
 
