@@ -16,7 +16,8 @@ export class AppModule {
       providers: [
         { provide: QUEUE_CONFIG, useValue: config },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
-        { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2 }) },
+        // Auto-pipelining: the commands of concurrent publishes go out in one socket write per event-loop turn.
+        { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true }) },
         QueueMetrics,
         QueueService,
         QueueRoutes,

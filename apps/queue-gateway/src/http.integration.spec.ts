@@ -116,17 +116,19 @@ describe('queue API over raw HTTP', () => {
   });
 
   it('loses no message when the worker is killed with SIGKILL in the middle of deliveries', async () => {
-    const total = 200;
-    sink.answer('/crash', { status: 200, delayMs: 150 });
+    const total = 300;
+    // Each answer takes 1 s, so with 100 deliveries in flight the kill lands while about 100 are under way.
+    sink.answer('/crash', { status: 200, delayMs: 1000 });
     const published: string[] = [];
     for (let i = 0; i < total; i++) {
       const { status, body } = await publish(`${sink.url}/crash`, { raw: `m${i}` });
       expect(status).toBe(201);
       published.push((body as { messageId: string }).messageId);
     }
-    await eventually(() => atLeast(sink.on('/crash'), 30), 20_000, 10);
+    await eventually(() => atLeast(sink.on('/crash'), 50), 20_000, 10);
     await stack.worker.kill();
     const atKill = sink.on('/crash').length;
+    expect(atKill).toBeLessThan(total); // the kill came in the middle of the deliveries
     await stack.worker.start();
     const delivered = await eventually(() => {
       const ids = new Set(sink.on('/crash').map((r) => String(r.headers['upstash-message-id'])));

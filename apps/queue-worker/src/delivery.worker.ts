@@ -53,6 +53,7 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
   private readonly store: QueueStore;
   private readonly deliverer: HttpDeliverer;
   private worker: Worker<QueueMessage> | undefined;
+  private workerRedis: Redis | undefined;
 
   constructor(
     @Inject(WORKER_CONFIG) private readonly config: QueueWorkerConfig,
@@ -60,7 +61,9 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
     readiness: Readiness,
   ) {
     this.control = new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 });
-    this.queueRedis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: null });
+    // The store's commands (events, DLQ, callbacks) of concurrent deliveries share socket writes; BullMQ's
+    // worker gets a connection of its own below, since it issues blocking commands.
+    this.queueRedis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: null, enableAutoPipelining: true });
     this.registry = new RegistryReader(this.control, { cacheTtlMs: config.registryCacheTtlMs });
     this.store = new QueueStore(this.queueRedis, config.store.options);
     this.deliverer = new HttpDeliverer({
@@ -78,7 +81,7 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
   async onModuleInit(): Promise<void> {
     await this.registry.start();
     this.worker = new Worker<QueueMessage>(DELIVERY_QUEUE, (job) => this.process(job), {
-      connection: this.queueRedis.duplicate(),
+      connection: (this.workerRedis = new Redis(this.config.store.redisUrl, { maxRetriesPerRequest: null })),
       prefix: this.config.store.options.prefix,
       concurrency: this.config.concurrency,
       lockDuration: this.config.lockDurationMs,
@@ -95,6 +98,7 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
   /** Stops taking messages, lets attempts under way finish, then closes the connections. */
   async onApplicationShutdown(): Promise<void> {
     await this.worker?.close();
+    this.workerRedis?.disconnect();
     this.deliverer.close();
     await this.store.close();
     await this.registry.close();
@@ -116,7 +120,9 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
       finish('failed');
       return;
     }
-    if (await this.store.cancelRequested(message.messageId)) {
+    // A cancel of a pending message removes its job; a cancel during an attempt leaves a request that the
+    // attempt's failure path sees, or that the next attempt sees here (first attempts have none to see).
+    if (retried > 0 && (await this.store.cancelRequested(message.messageId))) {
       await this.event(message, 'CANCELLED');
       finish('cancelled');
       return;

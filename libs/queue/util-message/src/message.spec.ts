@@ -1,9 +1,9 @@
 import { HTTP_METHODS, MESSAGE_STATES, callbackMessageId, dlqIdOf, newMessageId } from './message';
 
 describe('message ids', () => {
-  it('makes msg_ ids of 32 base64url characters, distinct each time', () => {
+  it('makes msg_ ids of 32 hex digits, distinct each time', () => {
     const id = newMessageId();
-    expect(id).toMatch(/^msg_[A-Za-z0-9_-]{32}$/);
+    expect(id).toMatch(/^msg_[0-9a-f]{32}$/);
     expect(newMessageId()).not.toBe(id);
   });
 

@@ -1,5 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { SignJWT } from 'jose';
+import { createHash, createHmac, randomUUID } from 'node:crypto';
 
 /** A signature is valid this long after it is made, in seconds (QStash's 5 minutes). */
 export const SIGNATURE_TTL_SEC = 300;
@@ -13,16 +12,23 @@ export const SIGNATURE_TTL_SEC = 300;
  * @param args.body the bytes that will be sent
  * @param args.nowSec the current time, Unix seconds
  * @returns the compact JWT
+ *
+ * Signed with node:crypto's HMAC rather than jose: the JWT is one fixed header and a flat claim set, and
+ * jose's WebCrypto path cost about 10% of queue-worker's CPU per delivery in `make bench-queue`.
  */
 export async function signRequest(args: { signingKey: string; url: string; body: Buffer; nowSec: number }): Promise<string> {
-  const bodyHash = createHash('sha256').update(args.body).digest('base64url');
-  return new SignJWT({ body: bodyHash })
-    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-    .setIssuer('Upstash')
-    .setSubject(args.url)
-    .setIssuedAt(args.nowSec)
-    .setNotBefore(args.nowSec)
-    .setExpirationTime(args.nowSec + SIGNATURE_TTL_SEC)
-    .setJti(`jwt_${randomBytes(16).toString('hex')}`)
-    .sign(new TextEncoder().encode(args.signingKey));
+  const claims = {
+    iss: 'Upstash',
+    sub: args.url,
+    exp: args.nowSec + SIGNATURE_TTL_SEC,
+    nbf: args.nowSec,
+    iat: args.nowSec,
+    jti: `jwt_${randomUUID().replaceAll('-', '')}`,
+    body: createHash('sha256').update(args.body).digest('base64url'),
+  };
+  const signed = `${JWT_HEADER}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  return `${signed}.${createHmac('sha256', args.signingKey).update(signed).digest('base64url')}`;
 }
+
+/** base64url of `{"alg":"HS256","typ":"JWT"}`. */
+const JWT_HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
