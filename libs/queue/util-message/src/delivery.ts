@@ -3,7 +3,7 @@ import type { HttpMethod, QueueMessage } from './message';
 import { signRequest } from './signature';
 
 /** One attempt to deliver a message: what the worker sends to the destination. */
-export interface DeliveryRequest {
+export interface SignedRequest {
   url: string;
   method: HttpMethod;
   headers: Record<string, string>;
@@ -29,7 +29,7 @@ const UNFORWARDABLE = new Set(['connection', 'keep-alive', 'proxy-connection', '
  * @param retried failed attempts before this one
  * @param nowSec the current time, Unix seconds (for the signature)
  */
-export async function deliveryRequest(message: QueueMessage, retried: number, signingKey: string, nowSec: number): Promise<DeliveryRequest> {
+export async function deliveryRequest(message: QueueMessage, retried: number, signingKey: string, nowSec: number): Promise<SignedRequest> {
   const body = Buffer.from(message.body, 'base64');
   const own: Record<string, string> = {
     'User-Agent': 'Upstash-QStash',
