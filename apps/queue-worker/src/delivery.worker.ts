@@ -11,6 +11,7 @@ import {
   callbackMessage,
   callbackPayload,
   deliveryRequest,
+  headerValuesIgnoringCase,
   dlqIdOf,
   nextRetryDelayMs,
   parseAllowlist,
@@ -134,8 +135,7 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
     const { response } = attempt;
     if (response && message.callback) {
       const payload = callbackPayload(message, response, retried, this.config.maxResponseBytes);
-      const callback = callbackMessage(message, 'callback', payload, now, this.config.callbackRetries);
-      await this.store.enqueue({ ...callback, messageId: `${callback.messageId}${retried}` });
+      await this.store.enqueue(callbackMessage(message, 'callback', payload, now, this.config.callbackRetries, retried));
     }
     if (response && response.status >= 200 && response.status < 300) {
       await this.event(message, 'DELIVERED', { responseStatus: response.status });
@@ -144,7 +144,8 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
     }
 
     const error = attempt.error ?? `the destination answered ${response?.status}`;
-    const nonRetryable = response?.status === 489 && headerValue(response, 'Upstash-NonRetryable-Error') === 'true';
+    const nonRetryable =
+      response?.status === 489 && headerValuesIgnoringCase(response.header, 'Upstash-NonRetryable-Error')[0]?.trim().toLowerCase() === 'true';
     const cancelled = await this.store.cancelRequested(message.messageId);
     if (!nonRetryable && !cancelled && retried < message.maxRetries) {
       const delayMs = nextRetryDelayMs({
@@ -202,9 +203,4 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
       ...extra,
     });
   }
-}
-
-function headerValue(response: DeliveryResponse, name: string): string | undefined {
-  const key = Object.keys(response.header).find((k) => k.toLowerCase() === name.toLowerCase());
-  return key ? response.header[key]?.[0]?.trim().toLowerCase() : undefined;
 }

@@ -1,5 +1,6 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { execOrThrow } from '@restash/shared/data-access-registry';
 import type { DlqEntry, MessageEvent, QueueMessage } from '@restash/queue/util-message';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
@@ -289,11 +290,4 @@ function matches(
   if (filter.fromDate !== undefined && (item.time ?? 0) < filter.fromDate) return false;
   if (filter.toDate !== undefined && (item.time ?? 0) > filter.toDate) return false;
   return true;
-}
-
-async function execOrThrow(tx: ReturnType<Redis['multi']>): Promise<unknown[]> {
-  const results = await tx.exec();
-  const failed = results?.find(([err]) => err);
-  if (!results || failed) throw failed?.[0] ?? new Error('queue transaction was discarded');
-  return results.map(([, value]) => value);
 }

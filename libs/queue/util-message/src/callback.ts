@@ -47,7 +47,7 @@ export function callbackPayload(
 /**
  * The message that POSTs `payload` to the source's callback or failure callback (upstash-compat.md
  * §4.4: "POSTed as a new, signed message"), tuned by the source's `callbackSettings` /
- * `failureCallbackSettings`: id {@link callbackMessageId}(source, kind) so that a redone attempt enqueues
+ * `failureCallbackSettings`: id {@link callbackMessageId}(source, kind, attempt) so that a redone attempt enqueues
  * it once; the source's project and callerIp; method `settings.method` or POST; header
  * `Content-Type: application/json` overlaid with `settings.header`; body the JSON payload (base64);
  * maxRetries `settings.retries` or `defaultRetries`; timeoutMs and retryDelayExpression from the
@@ -61,12 +61,13 @@ export function callbackMessage(
   payload: Record<string, unknown>,
   nowMs: number,
   defaultRetries: number,
+  attempt?: number,
 ): QueueMessage {
   const url = kind === 'callback' ? source.callback : source.failureCallback;
   if (url === undefined) throw new Error(`message ${source.messageId} has no ${kind} URL`);
   const settings = (kind === 'callback' ? source.callbackSettings : source.failureCallbackSettings) ?? {};
   const message: QueueMessage = {
-    messageId: callbackMessageId(source.messageId, kind),
+    messageId: callbackMessageId(source.messageId, kind, attempt),
     project: source.project,
     url,
     method: settings.method ?? 'POST',

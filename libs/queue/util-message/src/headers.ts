@@ -1,3 +1,5 @@
+import type { HeaderMap } from './message';
+
 /** Characters of an HTTP token (RFC 9110 §5.6.2), the only ones a header name may hold. */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
@@ -31,4 +33,10 @@ export function isHeaderName(name: string): boolean {
 export function headerValues(value: string | string[] | undefined): string[] {
   if (value === undefined) return [];
   return typeof value === 'string' ? [value] : [...value];
+}
+
+/** Every value of a header in a HeaderMap, its name looked up ignoring case. */
+export function headerValuesIgnoringCase(header: HeaderMap, name: string): string[] {
+  const lower = name.toLowerCase();
+  return Object.entries(header).flatMap(([key, values]) => (key.toLowerCase() === lower ? values : []));
 }

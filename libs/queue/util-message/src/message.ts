@@ -100,9 +100,12 @@ export function newMessageId(): string {
   return `msg_${randomUUID().replaceAll('-', '')}`;
 }
 
-/** The id of the callback message that reports `messageId`'s outcome: fixed, so that a redone attempt enqueues it once. */
-export function callbackMessageId(messageId: string, kind: 'callback' | 'failure-callback'): string {
-  return `${messageId}_${kind === 'callback' ? 'cb' : 'fcb'}`;
+/**
+ * The id of the callback message that reports `messageId`'s outcome: fixed, so that a redone attempt enqueues
+ * it once. A callback fires once per answered attempt, so its id carries the attempt (`retried`) when given.
+ */
+export function callbackMessageId(messageId: string, kind: 'callback' | 'failure-callback', attempt?: number): string {
+  return `${messageId}_${kind === 'callback' ? 'cb' : 'fcb'}${attempt ?? ''}`;
 }
 
 /** The DLQ id of a message: one per message, so a redone final attempt writes the same entry. */

@@ -1,6 +1,7 @@
 import { isConstantNode, isFunctionNode, isOperatorNode, isParenthesisNode, isSymbolNode, parse, type MathNode } from 'mathjs';
 import { MAX_RETRY_AFTER_MS, parseRetryAfter } from './durations';
 import { QueueError } from './errors';
+import { headerValuesIgnoringCase } from './headers';
 import type { HeaderMap } from './message';
 
 /** Longest delay between two attempts: one day, in ms (the default backoff's and Retry-After's cap). */
@@ -121,12 +122,6 @@ function cachedRetryDelay(expression: string): ((retried: number) => number) | n
     compiledCache.set(expression, compiled);
   }
   return compiled;
-}
-
-/** Every value of a header in a HeaderMap, its name looked up ignoring case. */
-function headerValuesIgnoringCase(header: HeaderMap, name: string): string[] {
-  const lower = name.toLowerCase();
-  return Object.entries(header).flatMap(([key, values]) => (key.toLowerCase() === lower ? values : []));
 }
 
 /**
