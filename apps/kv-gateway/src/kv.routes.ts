@@ -26,6 +26,9 @@ const OTHER_METHODS = ['DELETE', 'PATCH', 'OPTIONS'];
 
 type Work = (session: Session) => Promise<string>;
 
+/** Response headers of a `/subscribe` or `/psubscribe` event stream (upstash-compat §1.6). */
+const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
+
 /**
  * The HTTP surface of the KV API (spec 000): routes, status codes and headers; everything else is
  * KvService. Routes are registered on Fastify directly (in their own plugin scope, with a raw-body
@@ -98,7 +101,8 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       handler: single((request) => {
         const [path, query] = splitUrl(request.url);
         const args = commandFromPath(path, body(request), new URLSearchParams(query));
-        return { args, bytes: commandBytes(args) + request.url.length };
+        // What the command carries, once: the path, body and query are its arguments (not `_token`).
+        return { args, bytes: commandBytes(args) };
       }),
     });
     app.route({
@@ -135,7 +139,11 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       .send(body);
   }
 
-  /** `/subscribe/<channel>` and `/psubscribe/<pattern>`: a server-sent-event stream until the client leaves. */
+  /**
+   * `/subscribe/<channel>` and `/psubscribe/<pattern>`: a server-sent-event stream until the client
+   * leaves. HEAD is authenticated, validated and admitted like the others, then answered with the
+   * stream's headers and no body, without subscribing.
+   */
   private async stream(request: FastifyRequest, reply: FastifyReply, kind: 'subscribe' | 'psubscribe'): Promise<void> {
     const started = performance.now();
     let tenant = '';
@@ -145,7 +153,13 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       const [path] = splitUrl(request.url);
       const name = decodeSegment(path.slice(kind.length + 2));
       if (name === '') throw KvError.badRequest(`ERR wrong number of arguments for '${kind}' command`);
-      await this.service.admit(session, 1, request.url.length);
+      await this.service.admit(session, 1, commandBytes([kind, name]));
+      if (request.method === 'HEAD') {
+        // HEAD asks for the headers of the stream, not the stream: answer them without subscribing.
+        this.metrics.observeRequest(tenant, kind, 200, seconds(started));
+        await reply.code(200).headers(EVENT_STREAM_HEADERS).header('x-request-id', request.id).send();
+        return;
+      }
       const prefix = session.policy.prefix.length;
       const raw = reply.raw;
       const subscription = await this.service.subscribe(session, kind, name, {
@@ -164,12 +178,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
         return;
       }
       reply.hijack();
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-request-id': request.id,
-      });
+      raw.writeHead(200, { ...EVENT_STREAM_HEADERS, 'x-request-id': request.id });
       raw.write(sseEvent([kind, name, '1']));
       const heartbeat = setInterval(() => raw.write(SSE_HEARTBEAT), this.config.sseHeartbeatMs);
       const end = () => raw.end();

@@ -4,8 +4,8 @@ import { type PolicyContext, prepareCommand, rewriteReply } from './policy';
 import type { CommandArgs } from './request';
 
 /** A COMMAND entry in the shape Redis 7 sends: name, arity, flags, keys, categories, tips, key specs, subcommands. */
-const entry = (name: string, arity: number, flags: string[], subcommands: unknown[] = []) => [
-  name, arity, flags, 0, 0, 0, [], [], [], subcommands,
+const entry = (name: string, arity: number, flags: string[], subcommands: unknown[] = [], categories: string[] = []) => [
+  name, arity, flags, 0, 0, 0, categories, [], [], subcommands,
 ];
 
 const table = CommandTable.fromCommandReply([
@@ -31,6 +31,14 @@ const table = CommandTable.fromCommandReply([
     entry('acl|log', -2, ['admin', 'noscript']),
   ]),
   entry('pubsub', -2, [], [entry('pubsub|channels', -2, ['pubsub']), entry('pubsub|numsub', -2, ['pubsub'])]),
+  entry('lastsave', 1, ['loading', 'stale', 'fast'], [], ['@admin', '@fast', '@dangerous']),
+  entry('script', -2, [], [
+    entry('script|debug', 3, ['noscript']),
+    entry('script|flush', -2, ['noscript']),
+    entry('script|exists', -3, ['noscript']),
+  ]),
+  entry('function', -2, [], [entry('function|list', -2, ['noscript']), entry('function|load', -3, ['write', 'noscript'])]),
+  entry('memory', -2, [], [entry('memory|stats', 2, []), entry('memory|usage', -3, ['readonly']), entry('memory|purge', 2, [])]),
 ]);
 
 const standard: PolicyContext = { role: 'standard', prefix: 'd1:' };
@@ -77,6 +85,28 @@ describe('prepareCommand', () => {
     expect(refusal(['acl', 'log'])).toMatch(/'acl\|log'/);
   });
 
+  it('refuses what Redis only categorises @admin (no admin flag)', () => {
+    expect(refusal(['LASTSAVE'])).toMatch(/'lastsave' \(server administration/);
+  });
+
+  it('refuses SCRIPT DEBUG to every token, and what reports or acts on the server process', () => {
+    for (const ctx of [standard, readonly, { role: 'acl', prefix: 'd1:' } as PolicyContext]) {
+      for (const mode of ['YES', 'SYNC', 'NO']) expect(refusal(['SCRIPT', 'DEBUG', mode], ctx)).toMatch(/^ERR Command is not available: 'script\|debug'/);
+      expect(refusal(['MEMORY', 'STATS'], ctx)).toMatch(/'memory\|stats' \(it acts on or reports the server process/);
+      expect(refusal(['memory', 'purge'], ctx)).toMatch(/'memory\|purge'/);
+    }
+    expect(prepare(['MEMORY', 'USAGE', 'k'], readonly)).toMatchObject({ label: 'memory|usage' });
+  });
+
+  it('leaves the script cache and functions to the tenant (its server backs only its database); read-only tokens only read them', () => {
+    expect(prepare(['SCRIPT', 'FLUSH'])).toMatchObject({ label: 'script|flush' });
+    expect(prepare(['FUNCTION', 'LOAD', 'code'])).toMatchObject({ label: 'function|load' });
+    expect(prepare(['SCRIPT', 'EXISTS', 'abc'], readonly)).toMatchObject({ label: 'script|exists' });
+    expect(prepare(['FUNCTION', 'LIST'], readonly)).toMatchObject({ label: 'function|list' });
+    expect(refusal(['SCRIPT', 'FLUSH'], readonly)).toMatch(/^NOPERM/);
+    expect(refusal(['FUNCTION', 'LOAD', 'code'], readonly)).toMatch(/^NOPERM/);
+  });
+
   it('turns FLUSHALL into FLUSHDB', () => {
     expect(argsOf(['FLUSHALL', 'ASYNC'])).toEqual(['flushdb', 'ASYNC']);
   });
@@ -119,5 +149,18 @@ describe('rewriteReply', () => {
     expect(text(rewriteReply('pubsub-numsub', [b('d1:news'), '2'], 'd1:'))).toEqual(['news', '2']);
     expect(text(rewriteReply('acl-whoami', b('restash-gateway'), 'd1:'))).toBe('default');
     expect(text(rewriteReply('acl-whoami', b('d1:alice'), 'd1:'))).toBe('alice');
+  });
+
+  it('drops the INFO lines that identify or locate the process, its files or other servers', () => {
+    expect(prepare(['INFO', 'server'])).toMatchObject({ rewrite: 'info' });
+    const info = [
+      '# Server', 'redis_version:7.0.15', 'os:Linux 6.1 x86_64', 'process_id:4242', 'run_id:abc', 'tcp_port:6391',
+      'executable:/usr/bin/redis-server', 'config_file:/etc/redis.conf', 'uptime_in_seconds:10', '',
+      '# Replication', 'role:master', 'slave0:ip=10.0.0.2,port=6380,state=online', 'master_replid:abc', 'master_replid2:000', '',
+      '# Keyspace', 'db0:keys=1,expires=0,avg_ttl=0', '',
+    ].join('\r\n');
+    expect(text(rewriteReply('info', b(info), 'd1:')).split('\r\n')).toEqual([
+      '# Server', 'redis_version:7.0.15', 'uptime_in_seconds:10', '', '# Replication', 'role:master', '', '# Keyspace', 'db0:keys=1,expires=0,avg_ttl=0', '',
+    ]);
   });
 });

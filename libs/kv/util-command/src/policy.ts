@@ -16,7 +16,7 @@ export interface PolicyContext {
 }
 
 /** How a reply must be rewritten so that the tenant never sees the prefix or other tenants' names. */
-export type ReplyRewrite = 'acl-list' | 'acl-users' | 'acl-whoami' | 'pubsub-channels' | 'pubsub-numsub';
+export type ReplyRewrite = 'acl-list' | 'acl-users' | 'acl-whoami' | 'pubsub-channels' | 'pubsub-numsub' | 'info';
 
 /** A command that passed the policy, ready for Redis. */
 export interface RedisCommand {
@@ -46,6 +46,7 @@ const BLOCKING = 'blocking commands cannot be served over HTTP';
 const CONNECTION = 'the gateway manages connection state';
 const CLUSTER = 'cluster commands are not supported';
 const OUTSIDE = 'it reaches outside this database';
+const PROCESS = 'it acts on or reports the server process, not the data';
 
 /** Commands outside the coverage table of spec 000, or that would escape the tenant's database. */
 const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
@@ -64,7 +65,16 @@ const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
   ...['auth', 'hello', 'select', 'quit', 'reset', 'client'].map((n) => [n, CONNECTION] as const),
   ...['cluster', 'readonly', 'readwrite', 'asking'].map((n) => [n, CLUSTER] as const),
   ...['swapdb', 'move', 'migrate'].map((n) => [n, OUTSIDE] as const),
+  // YES forks a debugging session that takes over the (pooled) connection; SYNC blocks the server.
+  ['script|debug', 'the Lua debugger takes over the connection and can block the server'],
+  ...['memory|stats', 'memory|doctor', 'memory|malloc-stats', 'memory|purge'].map((n) => [n, PROCESS] as const),
 ]);
+
+/**
+ * INFO fields that identify or locate the server process, its files or other servers (README, KV
+ * command rules): removed from every INFO reply. Counters and settings stay.
+ */
+const INFO_HIDDEN = /^(?:run_id|process_id|process_supervised|executable|config_file|tcp_port|master_replid2?|master_host|master_port|slave\d+|os|gcc_version):/;
 
 /** ACL subcommands flagged `admin` that tenants may still run, on their own (prefixed) users. */
 const TENANT_ACL: ReadonlyMap<string, ReplyRewrite | undefined> = new Map([
@@ -111,9 +121,11 @@ const READONLY_VARIANT: ReadonlyMap<string, string> = new Map([
  *
  * Refused: commands unknown to the server; commands outside the coverage table (blocking, WATCH
  * family, SUBSCRIBE family, connection and cluster commands); what would leave the database (SELECT,
- * SWAPDB, MOVE, MIGRATE, COPY … DB); server administration (everything Redis flags `admin`, except
- * ACL on the tenant's own users); for read-only tokens, everything Redis flags `write`, plus SCAN,
- * KEYS and PUBLISH.
+ * SWAPDB, MOVE, MIGRATE, COPY … DB); server administration (everything Redis flags or categorises
+ * `admin`, except ACL on the tenant's own users); what acts on a connection or the server process
+ * (CLIENT, SCRIPT DEBUG, MEMORY STATS/DOCTOR/MALLOC-STATS/PURGE); for read-only tokens, everything
+ * Redis flags `write`, plus SCAN, KEYS and PUBLISH. INFO replies lose the lines that identify or
+ * locate the process (README, KV command rules; DESIGN.md: a tenant owns its data, not the server).
  *
  * @throws KvError 400 with a native-looking error text when refused
  */
@@ -128,7 +140,8 @@ export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: Poli
   const refusal = UNSUPPORTED.get(label) ?? UNSUPPORTED.get(name) ?? structuralRefusal(name, args, spec.flags);
   if (refusal) throw KvError.badRequest(`ERR Command is not available: '${label}' (${refusal})`);
   const tenantAcl = TENANT_ACL.has(label);
-  if (spec.flags.has('admin') && !tenantAcl) {
+  // Redis classes a command as administration by flag (CONFIG, DEBUG, …) or by ACL category only (LASTSAVE, ROLE).
+  if ((spec.flags.has('admin') || spec.categories.has('admin')) && !tenantAcl) {
     throw KvError.badRequest(`ERR Command is not available: '${label}' (server administration is reserved to the platform)`);
   }
 
@@ -175,6 +188,8 @@ function scope(command: RedisCommand, prefix: string, rewrite: ReplyRewrite | un
       return { ...command, args: withPrefix(args.length > 2 ? args : [...args, '*'], prefix, 2), rewrite: 'pubsub-channels' };
     case 'pubsub|numsub':
       return { ...command, args: withPrefix(args, prefix, 2), rewrite: 'pubsub-numsub' };
+    case 'info':
+      return { ...command, rewrite: 'info' };
   }
   return rewrite ? { ...command, rewrite } : command;
 }
@@ -224,5 +239,12 @@ export function rewriteReply(rewrite: ReplyRewrite | undefined, reply: Reply, pr
       return own(reply) ? strip(reply) : Buffer.from('default');
     case 'pubsub-numsub':
       return list.map((item, i) => (i % 2 === 0 ? strip(item) : item));
+    case 'info':
+      return Buffer.from(
+        text(reply)
+          .split('\r\n')
+          .filter((line) => !INFO_HIDDEN.test(line))
+          .join('\r\n'),
+      );
   }
 }

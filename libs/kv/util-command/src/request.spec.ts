@@ -78,3 +78,24 @@ describe('commandFromPath', () => {
 it('measures commands in bytes', () => {
   expect(commandBytes(['set', 'é', Buffer.alloc(10)])).toBe(3 + 2 + 10);
 });
+
+describe('request size of a command (spec 000, Limits)', () => {
+  it('counts a command in the path once: its arguments, as the JSON form counts them less the quoting', () => {
+    const key = 'k'.repeat(520);
+    const inPath = commandBytes(commandFromPath(`/set/${key}/v`, undefined, q('_token=t')));
+    const asJson = Buffer.byteLength(JSON.stringify(['set', key, 'v']));
+    expect(inPath).toBe(3 + 520 + 1);
+    expect(inPath).toBeLessThan(asJson);
+  });
+
+  it('gives the same count for any command in the path and as JSON', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: 'grapheme', minLength: 1 }), { minLength: 1 }), (parts) => {
+        const args = ['set', ...parts];
+        const inPath = commandBytes(commandFromPath(`/${args.map(encodeURIComponent).join('/')}`, undefined, q()));
+        expect(inPath).toBe(commandBytes(commandFromJson(JSON.parse(JSON.stringify(args)))));
+        expect(inPath).toBeLessThanOrEqual(Buffer.byteLength(JSON.stringify(args)));
+      }),
+    );
+  });
+});
