@@ -1,3 +1,4 @@
 export * from './kafka-cluster';
 export * from './group-consumer';
 export * from './partition-reader';
+export * from './purge';

@@ -1,0 +1,55 @@
+import { Kafka, logLevel } from 'kafkajs';
+import { type KafkaBroker, startKafka } from '@restash/shared/util-testing';
+import { purgeStreamCluster } from './purge';
+
+describe('purgeStreamCluster', () => {
+  let broker: KafkaBroker;
+  let kafka: Kafka;
+
+  beforeAll(async () => {
+    broker = await startKafka();
+    kafka = new Kafka({ brokers: broker.brokers, logLevel: logLevel.NOTHING });
+  });
+
+  afterAll(async () => {
+    await broker?.stop();
+  });
+
+  /** Commits offset 1 of partition 0 for a group, which makes the group exist on the broker (empty, no members). */
+  async function commitOffset(groupId: string, topic: string): Promise<void> {
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.setOffsets({ groupId, topic, partitions: [{ partition: 0, offset: '1' }] });
+    await admin.disconnect();
+  }
+
+  it("deletes the prefix's topics and consumer groups and nothing else; nothing left is no error", async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const topics = ['t-aaa-orders', 't-aaa-events', 't-bbb-orders', 'other'];
+      await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: 1 })) });
+      const producer = kafka.producer();
+      await producer.connect();
+      await producer.send({ topic: 't-aaa-orders', messages: [{ value: 'a' }, { value: 'b' }] });
+      await producer.send({ topic: 't-bbb-orders', messages: [{ value: 'a' }, { value: 'b' }] });
+      await producer.disconnect();
+      await commitOffset('t-aaa-group', 't-aaa-orders');
+      await commitOffset('t-bbb-group', 't-bbb-orders');
+
+      await purgeStreamCluster({ brokers: broker.brokers, prefix: 't-aaa-' });
+
+      expect((await admin.listTopics()).filter((t) => !t.startsWith('__')).sort()).toEqual(['other', 't-bbb-orders']);
+      expect((await admin.listGroups()).groups.map((g) => g.groupId)).toEqual(['t-bbb-group']);
+
+      await expect(purgeStreamCluster({ brokers: broker.brokers, prefix: 't-aaa-' })).resolves.toBeUndefined();
+    } finally {
+      await admin.disconnect();
+    }
+  });
+
+  it('refuses an empty prefix, and fails when the brokers cannot be reached', async () => {
+    await expect(purgeStreamCluster({ brokers: broker.brokers, prefix: '' })).rejects.toThrow('empty prefix');
+    await expect(purgeStreamCluster({ brokers: ['127.0.0.1:1'], prefix: 't-aaa-' })).rejects.toThrow();
+  });
+});
