@@ -9,6 +9,7 @@ import { z } from 'zod';
  * |-------------------------------------|----------------------------------------|
  * | `restash:v1:token:<sha256 hex>`     | {@link TokenRecord}                    |
  * | `restash:v1:kv:database:<id>`       | {@link KvDatabaseRecord}               |
+ * | `restash:v1:kv:server:<run_id>`     | the id of the KV database that Redis server backs (bound by kv-gateway, RegistryWriter.bindKvServer) |
  * | `restash:v1:vector:index:<id>`      | {@link VectorIndexRecord}              |
  * | `restash:v1:vector:namespaces:<id>` | Redis hash: namespace → next insertion sequence number (index state, kept by vector-gateway) |
  * | `restash:v1:vector:resumable:<uuid>` | a resumable query's state, with the query's idle timeout as TTL |
@@ -29,6 +30,8 @@ const KV_ACL_USER = `${REGISTRY_PREFIX}kv:acl-user:`;
 export const registryKeys = {
   token: (digest: string) => `${REGISTRY_PREFIX}token:${digest}`,
   kvDatabase: (id: string) => `${REGISTRY_PREFIX}kv:database:${id}`,
+  /** The KV database a Redis server (by its `run_id`) backs: a server backs at most one (DESIGN.md, KV). */
+  kvServer: (runId: string) => `${REGISTRY_PREFIX}kv:server:${runId}`,
   /** Announced (never stored) when a tenant changes a Redis ACL user, so every gateway drops its connections. */
   kvAclUser: (id: string, user: string) => `${KV_ACL_USER}${id}:${user}`,
   vectorIndex: (id: string) => `${REGISTRY_PREFIX}vector:index:${id}`,

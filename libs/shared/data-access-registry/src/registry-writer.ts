@@ -8,6 +8,7 @@ import {
   type TokenRecord,
   type VectorIndexRecord,
   kvDatabaseId,
+  kvDatabaseRecordSchema,
   queueProjectId,
   registryKeys,
   streamClusterId,
@@ -15,7 +16,7 @@ import {
   tenantIndexRecordSchema,
   vectorIndexId,
 } from './records';
-import { type ResourceTokens, type TenantDocument, type TenantTokens, defaultCollection } from './tenant-spec';
+import { type ResourceTokens, type TenantDocument, type TenantTokens, defaultCollection, kvServerEndpoint, kvServerShared } from './tenant-spec';
 
 /**
  * Writes the registry (records.ts). Used by the local applier (`tenants apply`), later by the
@@ -102,6 +103,7 @@ export class RegistryWriter {
       addTokens('queue', id, project.name, secrets);
     }
 
+    await this.refuseSharedKvServers(doc);
     const indexKey = registryKeys.tenant(tenant);
     const previous = await this.readIndex(indexKey);
     const stale = previous.filter((key) => !records.has(key));
@@ -125,6 +127,44 @@ export class RegistryWriter {
     const tx = this.redis.multi().del(indexKey, aclKey, ...keys);
     for (const key of keys) tx.publish(REGISTRY_CHANNEL, key);
     await execOrThrow(tx);
+  }
+
+  /**
+   * Binds a Redis server, by its `run_id`, to the one KV database it backs (DESIGN.md, KV), atomically
+   * across gateway replicas. A binding to a database that is no longer in the registry is stale and is
+   * taken over.
+   * @returns null when the server is (now) bound to `databaseId`; else the id of the other database it backs
+   */
+  async bindKvServer(runId: string, databaseId: string): Promise<string | null> {
+    const bound = await this.redis.eval(BIND_KV_SERVER, 1, registryKeys.kvServer(runId), databaseId, registryKeys.kvDatabase(''));
+    return typeof bound === 'string' ? bound : null;
+  }
+
+  /**
+   * @throws Error when a KV database of `doc` is on the same server endpoint (kvServerEndpoint) as a KV
+   *   database of another tenant in the registry (within the document, the schema refuses it)
+   */
+  private async refuseSharedKvServers(doc: TenantDocument): Promise<void> {
+    if (doc.spec.kv.databases.length === 0) return;
+    const others = new Map<string, string>();
+    const prefix = registryKeys.kvDatabase('');
+    for await (const keys of this.redis.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) {
+      const values = keys.length > 0 ? await this.redis.mget(...keys) : [];
+      for (const raw of values) {
+        const record = raw ? kvDatabaseRecordSchema.safeParse(JSON.parse(raw)) : undefined;
+        if (!record?.success || record.data.tenant === doc.metadata.name) continue;
+        try {
+          others.set(kvServerEndpoint(record.data.redisUrl), record.data.id);
+        } catch {
+          // a malformed URL backs nothing
+        }
+      }
+    }
+    for (const db of doc.spec.kv.databases) {
+      const endpoint = kvServerEndpoint(db.redis.url);
+      const other = others.get(endpoint);
+      if (other) throw new Error(`tenant '${doc.metadata.name}': ${kvServerShared(db.name, other, endpoint)}`);
+    }
   }
 
   /** Stores a token minted at run time (ACL RESTTOKEN) and files it under its tenant. */
@@ -159,6 +199,17 @@ export class RegistryWriter {
     });
   }
 }
+
+/**
+ * KEYS[1] the server's binding key; ARGV[1] the database id; ARGV[2] the key prefix of KV database
+ * records. Returns the other existing database the server is bound to, else binds it and returns nil.
+ */
+const BIND_KV_SERVER = `
+local bound = redis.call('GET', KEYS[1])
+if bound == ARGV[1] then return false end
+if bound and redis.call('EXISTS', ARGV[2] .. bound) == 1 then return bound end
+redis.call('SET', KEYS[1], ARGV[1])
+return false`;
 
 /**
  * Runs a MULTI/EXEC and returns each command's result.

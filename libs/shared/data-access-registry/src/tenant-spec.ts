@@ -27,6 +27,22 @@ export const kvDatabaseSpecSchema = z.object({
 });
 export type KvDatabaseSpec = z.infer<typeof kvDatabaseSpecSchema>;
 
+/**
+ * The server a KV database's Redis URL points at, normalised to `host:port` (host lower-cased, port
+ * 6379 when the URL gives none); the logical db number and the credentials do not count, since
+ * Redis does not isolate logical databases (DESIGN.md, KV: a Redis server backs at most one KV database).
+ * @throws TypeError when `url` is not a URL
+ */
+export function kvServerEndpoint(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.hostname.toLowerCase()}:${parsed.port || '6379'}`;
+}
+
+/** The applier's refusal of a KV database whose server already backs `other`. */
+export function kvServerShared(database: string, other: string, endpoint: string): string {
+  return `KV database '${database}' is on Redis server ${endpoint}, which already backs KV database '${other}': a Redis server backs at most one KV database (Redis does not isolate logical databases)`;
+}
+
 export const vectorIndexSpecSchema = z.object({
   name: dnsLabel,
   dimension: z.number().int().min(1).max(65_536),
@@ -129,6 +145,20 @@ export const tenantDocumentSchema = z.object({
         });
       };
       unique(spec.kv.databases.map((d) => d.name), ['kv', 'databases'], 'database');
+      // DESIGN.md, KV: a Redis server backs at most one KV database.
+      const servers = new Map<string, string>();
+      spec.kv.databases.forEach((d, i) => {
+        let endpoint: string;
+        try {
+          endpoint = kvServerEndpoint(d.redis.url);
+        } catch {
+          ctx.addIssue({ code: 'custom', path: ['kv', 'databases', i, 'redis', 'url'], message: 'must be a valid redis:// or rediss:// URL' });
+          return;
+        }
+        const first = servers.get(endpoint);
+        if (first) ctx.addIssue({ code: 'custom', path: ['kv', 'databases', i, 'redis', 'url'], message: kvServerShared(d.name, first, endpoint) });
+        servers.set(endpoint, first ?? d.name);
+      });
       unique(spec.vector.indexes.map((x) => x.name), ['vector', 'indexes'], 'index');
       unique(spec.stream.clusters.map((c) => c.name), ['stream', 'clusters'], 'cluster');
       unique(spec.queue.projects.map((p) => p.name), ['queue', 'projects'], 'project');
