@@ -3,5 +3,6 @@ export * from './numbers';
 export * from './scores';
 export * from './point-id';
 export * from './merge-patch';
+export * from './limits';
 export * from './requests';
 export * from './serialise';

@@ -18,3 +18,21 @@ describe('mergePatch (RFC 7396)', () => {
     expect(JSON.stringify(target)).toBe(before);
   });
 });
+
+describe('mergePatch on deep input', () => {
+  it('merges a patch 10,000 levels deep without recursion', () => {
+    let patch: Record<string, unknown> = { leaf: 1 };
+    for (let i = 0; i < 10_000; i++) patch = { a: patch };
+    let depth = 0;
+    for (let node = mergePatch({ a: { keep: true } }, patch) as Record<string, unknown>; node.a; node = node.a as Record<string, unknown>) depth++;
+    expect(depth).toBe(10_000);
+  });
+});
+
+describe('mergePatch on a __proto__ member', () => {
+  it('keeps it an ordinary member', () => {
+    const out = mergePatch({}, JSON.parse('{"__proto__": {"x": 1}}')) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(JSON.stringify(out)).toBe('{"__proto__":{"x":1}}');
+  });
+});

@@ -1,4 +1,5 @@
 import { VectorError } from './errors';
+import { checkMetadata, checkWellFormed } from './limits';
 
 /**
  * Request bodies of the Vector API (spec 001 and what `@upstash/vector` sends, upstash-compat.md
@@ -102,7 +103,7 @@ export function parseUpsert(body: unknown, withData: boolean): VectorInput[] {
       out.vector = vector(record.vector, `${at}vector`);
       if (record.data !== undefined) out.data = text(record.data, `${at}data`);
     }
-    if (record.metadata !== undefined) out.metadata = metadata(record.metadata, `${at}metadata`);
+    if (record.metadata !== undefined) out.metadata = checkMetadata(record.metadata, `${at}metadata`);
     return out;
   });
 }
@@ -128,6 +129,7 @@ export function parseQuery(body: unknown, at = ''): QueryInput {
   else throw VectorError.badRequest(`${at}vector is missing: a query needs a vector (or data, to query by text)`);
   if (q.filter !== undefined && q.filter !== null) {
     if (typeof q.filter !== 'string') throw VectorError.badRequest(`${at}filter must be a string`);
+    checkWellFormed(q.filter, `${at}filter`);
     if (q.filter.trim() !== '') out.filter = q.filter;
   }
   return out;
@@ -193,7 +195,7 @@ export function parseUpdate(body: unknown): UpdateInput {
   const out: UpdateInput = { id: id(b.id, 'id'), metadataUpdateMode: mode };
   if (b.vector !== undefined) out.vector = vector(b.vector, 'vector');
   if (b.data !== undefined) out.data = text(b.data, 'data');
-  if (b.metadata !== undefined) out.metadata = metadata(b.metadata, 'metadata');
+  if (b.metadata !== undefined) out.metadata = checkMetadata(b.metadata, 'metadata');
   if (out.vector === undefined && out.data === undefined && out.metadata === undefined) {
     throw VectorError.badRequest('Nothing to update: give vector, data or metadata');
   }
@@ -216,7 +218,7 @@ function object(value: unknown, what: string): Record<string, unknown> {
 function id(value: unknown, field: string): string {
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   if (typeof value !== 'string' || value === '') throw VectorError.badRequest(`${field} must be a non-empty string or a number`);
-  return value;
+  return checkWellFormed(value, field);
 }
 
 function ids(value: unknown, max: number): string[] {
@@ -227,7 +229,7 @@ function ids(value: unknown, max: number): string[] {
 
 function text(value: unknown, field: string, allowEmpty = false): string {
   if (typeof value !== 'string' || (!allowEmpty && value === '')) throw VectorError.badRequest(`${field} must be a ${allowEmpty ? '' : 'non-empty '}string`);
-  return value;
+  return checkWellFormed(value, field);
 }
 
 function vector(value: unknown, field: string): number[] {
@@ -239,11 +241,6 @@ function vector(value: unknown, field: string): number[] {
     if (Math.abs(x) > FLOAT32_MAX) throw VectorError.badRequest(`${field}[${i}] is outside the float32 range`);
   }
   return value as number[];
-}
-
-function metadata(value: unknown, field: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw VectorError.badRequest(`${field} must be a JSON object`);
-  return value as Record<string, unknown>;
 }
 
 function integer(value: unknown, field: string, min: number, max: number): number {
