@@ -4,3 +4,4 @@ export * from './python-services';
 export * from './http-call';
 export * from './kafka';
 export * from './node-service';
+export * from './fuzz';
