@@ -1,1 +1,2 @@
 export * from './qdrant-index-store';
+export * from './purge';

@@ -275,7 +275,8 @@ function describe(error: unknown): string {
 }
 
 /**
- * Qdrant clients by endpoint and stores by index, shared by every request of a gateway.
+ * Qdrant clients by endpoint and stores by index, shared by every request of a gateway. Stores of an
+ * index live until {@link drop}; a client lives while a store uses it.
  */
 export class QdrantStores {
   private readonly clients = new Map<string, QdrantClient>();
@@ -302,5 +303,17 @@ export class QdrantStores {
       this.stores.set(key, store);
     }
     return store;
+  }
+
+  /** Forgets every store of an index, and the clients no store uses any more (its record changed or went). */
+  drop(indexId: string): void {
+    for (const key of this.stores.keys()) if (key.startsWith(`${indexId}\0`)) this.stores.delete(key);
+    const used = new Set([...this.stores.values()].map((s) => `${s.location.url}\0${s.location.apiKey ?? ''}`));
+    for (const key of this.clients.keys()) if (!used.has(key)) this.clients.delete(key);
+  }
+
+  /** How many index stores are open. */
+  get size(): number {
+    return this.stores.size;
   }
 }
