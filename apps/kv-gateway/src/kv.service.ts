@@ -42,6 +42,9 @@ import { Readiness } from '@restash/shared/util-http';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
 
+/** Registry keys of KV database records end in the database id. */
+const KV_DATABASE_KEY = registryKeys.kvDatabase('');
+
 /** Bound on cached sessions; past it the cache starts over (it only saves registry round trips). */
 const MAX_CACHED_SESSIONS = 10_000;
 
@@ -108,8 +111,23 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       this.sessions.clear();
       const changed = parseKvAclUserKey(key);
       if (changed) this.backends.find(changed.database)?.dropUser(changed.user);
+      if (key.startsWith(KV_DATABASE_KEY)) void this.recheckBackend(key.slice(KV_DATABASE_KEY.length));
     });
     await this.registry.start();
+  }
+
+  /**
+   * A database's record was written or deleted (on any replica's registry): its backend is closed when
+   * the database is gone or now lives on another server, so nothing of it outlives its registry entry.
+   * While the registry cannot be read, the backend is kept.
+   */
+  private async recheckBackend(id: string): Promise<void> {
+    const backend = this.backends.find(id);
+    if (!backend) return;
+    const record = await this.registry.kvDatabase(id).catch(() => undefined);
+    if (record === undefined || record?.redisUrl === backend.url) return;
+    this.logger.log(`KV database ${id} ${record ? 'moved to another server' : 'left the registry'}: closing its connections`);
+    await this.backends.drop(id);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -172,6 +190,15 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       // DESIGN.md: tenant data never shares a server with the registry, or FLUSHDB and scripts could reach it.
       this.logger.error(`KV database ${database.id} points at the control Redis; refusing to serve it`);
       throw new KvError(503, 'ERR this database is misconfigured: it points at the platform control Redis');
+    }
+    // DESIGN.md: a Redis server backs at most one KV database (Redis does not isolate logical databases).
+    const other = await this.fromRegistry(() => this.writer.bindKvServer(runId, database.id));
+    if (other) {
+      this.logger.error(
+        `KV database ${database.id} is on the Redis server (run_id ${runId}) that already backs KV database ${other}; refusing to serve it: a Redis server backs at most one KV database`,
+      );
+      await this.backends.drop(database.id);
+      throw new KvError(503, 'ERR this database is misconfigured: its Redis server already backs another KV database');
     }
     return {
       tenant: database.tenant,

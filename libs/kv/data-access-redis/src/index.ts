@@ -1,3 +1,4 @@
 export * from './raw-command';
 export * from './kv-backend';
 export * from './kv-backends';
+export * from './purge';

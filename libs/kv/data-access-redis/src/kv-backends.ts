@@ -24,6 +24,17 @@ export class KvBackends {
     return this.backends.get(id);
   }
 
+  /**
+   * Closes a database's backend (its pools, transaction and ACL-user connections, subscriptions) and
+   * forgets it; the next {@link get} opens a fresh one. No-op when there is none.
+   */
+  async drop(id: string): Promise<void> {
+    const backend = this.backends.get(id);
+    if (!backend) return;
+    this.backends.delete(id);
+    await backend.close();
+  }
+
   entries(): IterableIterator<[string, KvBackend]> {
     return this.backends.entries();
   }

@@ -12,7 +12,7 @@ function tenant(name: string, databases: string[]): TenantDocument {
     apiVersion: 'restash.dev/v1alpha1',
     kind: 'Tenant',
     metadata: { name },
-    spec: { kv: { databases: databases.map((db) => ({ name: db, redis: { url: 'redis://127.0.0.1:1/0' } })) } },
+    spec: { kv: { databases: databases.map((db) => ({ name: db, redis: { url: `redis://${name}-${db}.test:6379/0` } })) } },
   });
 }
 
