@@ -1,7 +1,8 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { KvBackends } from '@restash/kv/data-access-redis';
-import { ObservabilityModule } from '@restash/shared/util-http';
+import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
+import { encodeError } from '@restash/kv/util-command';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
 import { KvRoutes } from './kv.routes';
@@ -16,6 +17,7 @@ export class AppModule {
       imports: [ObservabilityModule],
       providers: [
         { provide: KV_CONFIG, useValue: config },
+        { provide: API_ERRORS, useValue: { encode: (_status: number, message: string) => encodeError(`ERR ${message}`), methods: ['GET', 'HEAD', 'POST', 'PUT'] } },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         { provide: KvBackends, useFactory: () => new KvBackends(config.backend) },
         KvMetrics,

@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { ObservabilityModule } from '@restash/shared/util-http';
+import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
+import { encodeQueueError } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 import { QueueRoutes } from './queue.routes';
@@ -15,6 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule],
       providers: [
         { provide: QUEUE_CONFIG, useValue: config },
+        { provide: API_ERRORS, useValue: { encode: (_status: number, message: string) => encodeQueueError(message), methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] } },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         // Auto-pipelining: the commands of concurrent publishes go out in one socket write per event-loop turn.
         { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true }) },

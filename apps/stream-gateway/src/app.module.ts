@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { ObservabilityModule } from '@restash/shared/util-http';
+import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
+import { encodeError } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { StreamMetrics } from './stream-metrics';
 import { StreamRoutes } from './stream.routes';
@@ -15,6 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule],
       providers: [
         { provide: STREAM_CONFIG, useValue: config },
+        { provide: API_ERRORS, useValue: { encode: encodeError, methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'] } },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         StreamMetrics,
         StreamService,

@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { ObservabilityModule } from '@restash/shared/util-http';
+import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
+import { encodeError } from '@restash/vector/util-query';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { VectorMetrics } from './vector-metrics';
 import { VectorRoutes } from './vector.routes';
@@ -15,6 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule],
       providers: [
         { provide: VECTOR_CONFIG, useValue: config },
+        { provide: API_ERRORS, useValue: { encode: encodeError, methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'] } },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         VectorMetrics,
         VectorService,

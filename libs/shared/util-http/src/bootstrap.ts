@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConsoleLogger, type DynamicModule, type INestApplicationContext, type LogLevel, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
+import { API_ERRORS, ApiExceptionFilter, type ApiErrors, clientErrorHandler, errorAnswer } from './api-errors';
 import { METRICS_REGISTRY, Readiness } from './observability.module';
 
 export interface HttpServiceConfig {
@@ -37,29 +39,71 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * a body size limit, no built-in body parsing (each API parses its own bodies), shutdown hooks,
  * and a separate management server so that probes and scrapes never queue behind tenant traffic.
  *
- * The root module must import ObservabilityModule.
+ * Every answer of the API port is in the API's error shape ({@link API_ERRORS}), also those that
+ * never reach its routes: what Node's HTTP parser refuses (400, 408, 431; written to the socket, then
+ * the connection is closed), a malformed URL (400, e.g. a bad `%` escape), a method the API does not
+ * serve (405 with `Allow`; spec 000, Endpoints), a path no route serves (404), an `Expect` other than
+ * `100-continue` (417), an HTTP/1.1 request without `Host` (400), a request while closing (503) and
+ * an unexpected failure (500 with the request id, logged, no stack trace).
+ *
+ * The root module must import ObservabilityModule and provide {@link API_ERRORS}.
+ * @throws Error when the root module does not provide API_ERRORS
  */
 export async function startHttpService(rootModule: Type<unknown> | DynamicModule, config: HttpServiceConfig): Promise<HttpService> {
   const logger = new ConsoleLogger(config.service, {
     json: true,
     logLevels: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1),
   });
+  // The API's errors are known once the application exists; handlers created before read them late.
+  let errors: ApiErrors = { encode: (status, message) => JSON.stringify({ error: message, status }), methods: [] };
+  const answer = (reply: FastifyReply, status: number, message: string) =>
+    reply.code(status).header('content-type', 'application/json').send(errors.encode(status, message));
+  let closing = false;
   const adapter = new FastifyAdapter({
     bodyLimit: config.bodyLimitBytes,
+    // Missing Host is answered below, in the API's shape, instead of by Node with an empty 400.
+    http: { requireHostHeader: false },
+    clientErrorHandler: clientErrorHandler(() => errors),
+    // A malformed URL (FST_ERR_BAD_URL) or an over-long path parameter, before any route or hook runs.
+    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const { status, message } = errorAnswer(error, request.id);
+      void answer(reply.header('x-request-id', request.id), status, message);
+    },
     logger: false,
     requestIdHeader: 'x-request-id',
     genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    return503OnClosing: true,
+    return503OnClosing: false,
   });
-  adapter.getInstance().addHook('onRequest', (request, reply, done) => {
+  const fastify = adapter.getInstance();
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     done();
   });
+  // Root hooks run before every route's and the not-found handler's, and before any body is read.
+  fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
+    if (closing) return void answer(reply.header('connection', 'close'), 503, 'service unavailable: the server is shutting down');
+    if (request.raw.httpVersion === '1.1' && !request.headers.host) return void answer(reply, 400, 'bad request: the Host header is required');
+    if (!errors.methods.includes(request.method)) {
+      return void answer(reply.header('allow', errors.methods.join(', ')), 405, `method ${request.method} is not allowed: use ${errors.methods.join(', ')}`);
+    }
+    done();
+  });
+  fastify.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  // Node answers an unknown expectation itself (417, empty body) unless someone listens.
+  fastify.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const body = errors.encode(417, `expectation failed: only Expect: 100-continue is supported, got ${JSON.stringify(request.headers.expect)}`);
+    response.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+  });
 
   const app = await NestFactory.create<NestFastifyApplication>(rootModule, adapter, { bodyParser: false, logger });
+  errors = app.get<ApiErrors>(API_ERRORS);
+  app.useGlobalFilters(new ApiExceptionFilter(errors, logger));
   app.enableShutdownHooks();
   const management = await startManagementServer(app.get(Readiness), app.get<Registry>(METRICS_REGISTRY), config);
   // However the application closes (close(), SIGTERM), the management server closes with it.

@@ -1,3 +1,4 @@
 export * from './observability.module';
 export * from './bootstrap';
 export * from './raw-body';
+export * from './api-errors';

@@ -1,3 +1,4 @@
+import { errorAnswer } from './api-errors';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 
 /** Methods whose bodies are read unless an API asks for others (the Stream API takes GET bodies too). */
@@ -87,9 +88,8 @@ export function useRawBodies(
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const status = error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    const { status, message } = errorAnswer(error, request.id);
     if (status === 500) options.logger.error(`request ${request.id}: ${error.stack ?? String(error)}`);
-    const message = status === 500 ? `internal error (request id ${request.id})` : error.message;
     void reply.code(status).header('content-type', 'application/json').send(options.encode(status, message));
   });
 }

@@ -1,0 +1,86 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, NotFoundException } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/**
+ * Injection token of the {@link ApiErrors} of the API a root module serves. Every root module given to
+ * startHttpService provides it; the bootstrap answers everything that never reaches the API's routes
+ * (HTTP parse errors, bad URLs, unknown methods and paths, `Expect`, missing `Host`) with it.
+ */
+export const API_ERRORS = Symbol('API_ERRORS');
+
+/** How an API answers errors, and which methods it serves. */
+export interface ApiErrors {
+  /** The API's error body (JSON text) for an HTTP status and a message, e.g. `{"error": …}`. */
+  encode(status: number, message: string): string;
+  /** The methods the API serves (upper case); any other gets 405 with `Allow` listing these. */
+  methods: readonly string[];
+}
+
+/** Logs unexpected failures (answered 500). */
+export interface ErrorLog {
+  error(message: string): void;
+}
+
+/** The status and message of an error raised by Fastify, Nest or a handler: its own 4xx, else 500 naming the request id. */
+export function errorAnswer(error: unknown, requestId: string): { status: number; message: string } {
+  const status = error instanceof HttpException ? error.getStatus() : Number((error as { statusCode?: unknown } | null)?.statusCode);
+  if (Number.isInteger(status) && status >= 400 && status < 500) return { status, message: (error as Error).message };
+  return { status: 500, message: `internal error (request id ${requestId})` };
+}
+
+/**
+ * The Nest exception filter of the API port: Nest's not-found handler (a path no route serves → 404)
+ * and the root error handler (Fastify's 4xx errors outside the API's plugin scope keep their status;
+ * anything else → 500 with the request id, logged, no stack to the client), in the API's error shape.
+ */
+@Catch()
+export class ApiExceptionFilter implements ExceptionFilter {
+  constructor(
+    private readonly errors: ApiErrors,
+    private readonly log: ErrorLog,
+  ) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const request = host.switchToHttp().getRequest<FastifyRequest>();
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    if (reply.sent) return;
+    const { status, message: own } = errorAnswer(exception, request.id);
+    const message = exception instanceof NotFoundException ? `not found: ${request.method} ${request.url.split('?', 1)[0]}` : own;
+    if (status === 500) this.log.error(`request ${request.id}: ${(exception as Error)?.stack ?? String(exception)}`);
+    void reply.code(status).header('content-type', 'application/json').send(this.errors.encode(status, message));
+  }
+}
+
+/**
+ * A complete HTTP/1.1 response with a JSON body and `connection: close`, for answers written to the
+ * socket before (or instead of) a request object: Node's `clientError` event.
+ */
+export function rawResponse(status: number, body: string): string {
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json\r\n` +
+    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+  );
+}
+
+/**
+ * A handler of Node's `clientError` event (Fastify's `clientErrorHandler` option): what Node's HTTP
+ * parser refuses is answered in the API's error shape, then the connection is closed — 431 for headers
+ * over the limit, 408 for a request not received in time, 400 for anything malformed.
+ *
+ * @param errors the API's errors (a function: the bootstrap knows them only once the application exists)
+ */
+export function clientErrorHandler(errors: () => ApiErrors): (error: Error & { code?: string; reason?: string }, socket: Socket) => void {
+  return (error, socket) => {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const [status, message] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'request header fields too large']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'request not received in time']
+          : [400, `malformed HTTP request${error.reason ? `: ${error.reason}` : ''}`];
+    if (socket.writable) socket.end(rawResponse(status, errors().encode(status, message)), () => socket.destroy());
+    else socket.destroy();
+  };
+}

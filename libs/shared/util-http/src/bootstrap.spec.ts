@@ -1,0 +1,130 @@
+import 'reflect-metadata';
+import { connect } from 'node:net';
+import { Injectable, Module, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
+import { API_ERRORS, type ApiErrors } from './api-errors';
+import { type HttpService, startHttpService } from './bootstrap';
+import { ObservabilityModule } from './observability.module';
+
+/** A test API: errors are `{"problem": …, "code": …}`; it serves GET and POST on /known only. */
+const TEST_ERRORS: ApiErrors = {
+  encode: (status, message) => JSON.stringify({ problem: message, code: status }),
+  methods: ['GET', 'HEAD', 'POST'],
+};
+
+@Injectable()
+class TestRoutes implements OnModuleInit {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  onModuleInit(): void {
+    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    // Registered at the root (no plugin error handler), so that the bootstrap's handlers answer.
+    fastify.route({ method: ['GET', 'POST'], url: '/known', handler: async () => ({ ok: true }) });
+    fastify.get('/boom', async () => {
+      throw new Error('secret internals');
+    });
+  }
+}
+
+@Module({ imports: [ObservabilityModule], providers: [TestRoutes, { provide: API_ERRORS, useValue: TEST_ERRORS }] })
+class TestModule {}
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Writes raw bytes on a new connection and reads until the server closes it. */
+function raw(url: string, request: string): Promise<RawResponse> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const [head = '', body = ''] = text.split('\r\n\r\n', 2);
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body });
+    });
+  });
+}
+
+describe('startHttpService: every answer of the API port is in the API error shape', () => {
+  let service: HttpService;
+
+  beforeAll(async () => {
+    service = await startHttpService(TestModule, {
+      service: 'test',
+      host: '127.0.0.1',
+      port: 0,
+      managementPort: 0,
+      bodyLimitBytes: 1024,
+      logLevel: 'fatal',
+    });
+  });
+
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  const request = (head: string, body = '') => raw(service.url, `${head}\r\n\r\n${body}`);
+
+  function expectApiError(response: RawResponse, status: number, message: string | RegExp): void {
+    expect(response.status).toBe(status);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    const parsed = JSON.parse(response.body) as { problem: string; code: number };
+    expect(parsed).toEqual({ problem: typeof message === 'string' ? message : expect.stringMatching(message), code: status });
+    expect(response.body).not.toMatch(/statusCode|FST_|at .*\.js/);
+  }
+
+  it('serves the routes', async () => {
+    const response = await request('GET /known HTTP/1.1\r\nHost: x\r\nConnection: close');
+    expect(response.status).toBe(200);
+    expect(JSON.parse(response.body)).toEqual({ ok: true });
+  });
+
+  it('answers what the HTTP parser refuses (400) and over-long headers (431), then closes the connection', async () => {
+    const malformed = await request('GET /known HTTP/1.1\r\nHost: x\r\nBad Header Name: 1');
+    expectApiError(malformed, 400, /^malformed HTTP request/);
+    expect(malformed.headers.connection).toBe('close');
+    expectApiError(await request('GARBAGE\u0001 / HTTP/1.1\r\nHost: x'), 400, /^malformed HTTP request/);
+    const huge = await request(`GET /known HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}`);
+    expectApiError(huge, 431, 'request header fields too large');
+    expect(huge.headers.connection).toBe('close');
+  });
+
+  it('answers methods the API does not serve with 405 and Allow, before reading a body', async () => {
+    for (const method of ['TRACE', 'PROPFIND', 'DELETE', 'OPTIONS']) {
+      const response = await request(`${method} /known HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3\r\nConnection: close`, '{x}');
+      expectApiError(response, 405, `method ${method} is not allowed: use GET, HEAD, POST`);
+      expect(response.headers.allow).toBe('GET, HEAD, POST');
+    }
+  });
+
+  it('answers a malformed URL (bad % escape) with 400 and a path no route serves with 404', async () => {
+    expectApiError(await request('GET /known/%zz HTTP/1.1\r\nHost: x\r\nConnection: close'), 400, /not a valid url/);
+    expectApiError(await request('GET /%E0%A4%A HTTP/1.1\r\nHost: x\r\nConnection: close'), 400, /not a valid url/);
+    expectApiError(await request('POST /nowhere?a=1 HTTP/1.1\r\nHost: x\r\nConnection: close'), 404, 'not found: POST /nowhere');
+  });
+
+  it('answers Expect other than 100-continue with 417 and a request without Host with 400', async () => {
+    expectApiError(await request('GET /known HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\nConnection: close'), 417, /^expectation failed/);
+    expectApiError(await request('GET /known HTTP/1.1\r\nConnection: close'), 400, 'bad request: the Host header is required');
+    // HTTP/1.0 does not require Host.
+    expect((await request('GET /known HTTP/1.0')).status).toBe(200);
+  });
+
+  it("keeps Fastify's own 4xx status outside the API's plugins, and answers an unexpected failure 500 with the request id only", async () => {
+    const body = '{"not json';
+    const bad = await request(`POST /known HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close`, body);
+    expectApiError(bad, 400, /JSON/);
+    const boom = await request('GET /boom HTTP/1.1\r\nHost: x\r\nX-Request-Id: req-42\r\nConnection: close');
+    expectApiError(boom, 500, 'internal error (request id req-42)');
+    expect(boom.body).not.toContain('secret internals');
+  });
+});
