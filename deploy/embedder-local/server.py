@@ -126,6 +126,11 @@ def make_handler(embedder: Embedder, log_requests: bool) -> type[BaseHTTPRequest
                     texts = [texts]
                 if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
                     raise InvalidRequest("'input' must be a non-empty string or a non-empty array of strings (token arrays are not supported)")
+                for i, t in enumerate(texts):
+                    try:
+                        t.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise InvalidRequest(f"'input[{i}]' is not valid Unicode text: it contains a lone UTF-16 surrogate") from None
                 if len(texts) > MAX_INPUTS:
                     raise InvalidRequest(f"'input' may hold at most {MAX_INPUTS} strings, got {len(texts)}")
                 if body.get("encoding_format") not in (None, "float"):

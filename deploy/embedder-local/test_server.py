@@ -83,6 +83,13 @@ class EmbedderLocalTest(unittest.TestCase):
             self.assertEqual(status, 400, body)
             self.assertEqual(out["error"]["type"], "invalid_request_error")
 
+    def test_lone_surrogate_is_a_400_naming_the_input(self) -> None:
+        # json.dumps writes the lone surrogate as the escape \ud800, which json.loads reads back as is
+        status, out = self.call("POST", "/v1/embeddings", {"model": "m", "input": ["fine", "bad \ud800 text"]})
+        self.assertEqual(status, 400)
+        self.assertEqual(out["error"]["message"], "'input[1]' is not valid Unicode text: it contains a lone UTF-16 surrogate")
+        self.assertNotIn("Traceback", json.dumps(out))
+
 
 if __name__ == "__main__":
     unittest.main()
