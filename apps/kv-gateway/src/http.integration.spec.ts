@@ -37,14 +37,14 @@ describe('kv-gateway over raw HTTP', () => {
     it('a POST body is the last argument and query parameters follow it', async () => {
       const value = 'a value with / and ? and spaces';
       expect((await call(url('/set/posted?EX=100'), { token, raw: value })).body).toEqual({ result: 'OK' });
-      expect(await stack.admin(0).get('posted')).toBe(value);
-      expect(await stack.admin(0).ttl('posted')).toBeGreaterThan(90);
+      expect(await stack.admin('acme', 'main').get('posted')).toBe(value);
+      expect(await stack.admin('acme', 'main').ttl('posted')).toBeGreaterThan(90);
     });
 
     it('binary POST bodies are stored byte for byte and read back in base64', async () => {
       const bytes = Buffer.from([0x00, 0xff, 0xfe, 0x80, 0x41]);
       await call(url('/set/binary'), { token, raw: bytes });
-      expect(Buffer.compare((await stack.admin(0).getBuffer('binary')) as Buffer, bytes)).toBe(0);
+      expect(Buffer.compare((await stack.admin('acme', 'main').getBuffer('binary')) as Buffer, bytes)).toBe(0);
       const encoded = await call(url('/get/binary'), { token, headers: { 'Upstash-Encoding': 'base64' } });
       expect(Buffer.from((encoded.body as { result: string }).result, 'base64')).toEqual(bytes);
       const spec = await call(url('/get/binary'), { token, headers: { 'Service-Encoding': 'base64' } });
@@ -63,7 +63,7 @@ describe('kv-gateway over raw HTTP', () => {
     it('JSON numbers and booleans are arguments', async () => {
       await call(url(), { token, body: ['SET', 'num', 99.5] });
       await call(url(), { token, body: ['SET', 'bool', true] });
-      expect(await stack.admin(0).mget('num', 'bool')).toEqual(['99.5', 'true']);
+      expect(await stack.admin('acme', 'main').mget('num', 'bool')).toEqual(['99.5', 'true']);
     });
   });
 
@@ -102,7 +102,7 @@ describe('kv-gateway over raw HTTP', () => {
       for (const path of ['/pipeline', '/multi-exec']) {
         expect((await call(url(path), { token, raw: '[["SET","half","1"],["SET"' })).status).toBe(400);
       }
-      expect(await stack.admin(0).exists('half')).toBe(0);
+      expect(await stack.admin('acme', 'main').exists('half')).toBe(0);
     });
   });
 
@@ -156,8 +156,8 @@ describe('kv-gateway over raw HTTP', () => {
       await call(url(), { token: rival, body: ['SET', 'survivor', '1'] });
       await call(url(), { token, body: ['SET', 'doomed', '1'] });
       expect((await call(url(), { token, body: ['FLUSHALL'] })).body).toEqual({ result: 'OK' });
-      expect(await stack.admin(0).dbsize()).toBe(0);
-      expect(await stack.admin(2).get('survivor')).toBe('1');
+      expect(await stack.admin('acme', 'main').dbsize()).toBe(0);
+      expect(await stack.admin('rival', 'main').get('survivor')).toBe('1');
     });
   });
 
@@ -172,7 +172,7 @@ describe('kv-gateway over raw HTTP', () => {
       }
       const script = await call(url(), { token: readonly, body: ['EVAL', "return redis.call('SET', KEYS[1], 'x')", '1', 'shared'] });
       expect(script.status).toBe(400);
-      expect(await stack.admin(0).get('shared')).toBe('v');
+      expect(await stack.admin('acme', 'main').get('shared')).toBe('v');
       const batch = await call(url('/pipeline'), { token: readonly, body: [['GET', 'shared'], ['SET', 'shared', 'y']] });
       expect(batch.body).toEqual([{ result: 'v' }, { error: "NOPERM this user has no permissions to run the 'set' command" }]);
     });
@@ -184,7 +184,7 @@ describe('kv-gateway over raw HTTP', () => {
       const response = await call(url('/pipeline'), { token, body: commands });
       expect(response.status).toBe(200);
       expect((response.body as unknown[]).map((item) => (item as { result: number }).result)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
-      expect(await stack.admin(0).lrange('ordered', 995, -1)).toEqual(['995', '996', '997', '998', '999']);
+      expect(await stack.admin('acme', 'main').lrange('ordered', 995, -1)).toEqual(['995', '996', '997', '998', '999']);
     });
 
     it('a pipeline continues past failing and refused commands', async () => {
@@ -201,7 +201,7 @@ describe('kv-gateway over raw HTTP', () => {
       const response = await call(url('/multi-exec'), { token, body: [['SET', 'ta', 'text'], ['INCR', 'ta'], ['SET', 'tb', '1']] });
       expect(response.status).toBe(200);
       expect(response.body).toEqual([{ result: 'OK' }, { error: 'ERR value is not an integer or out of range' }, { result: 'OK' }]);
-      expect(await stack.admin(0).get('tb')).toBe('1');
+      expect(await stack.admin('acme', 'main').get('tb')).toBe('1');
     });
 
     it.each([
@@ -212,7 +212,7 @@ describe('kv-gateway over raw HTTP', () => {
       const response = await call(url('/multi-exec'), { token, body: commands });
       expect(response.status).toBe(400);
       expect(Object.keys(response.body as object)).toEqual(['error']);
-      expect(await stack.admin(0).exists('td')).toBe(0);
+      expect(await stack.admin('acme', 'main').exists('td')).toBe(0);
     });
   });
 
@@ -227,7 +227,18 @@ describe('kv-gateway over raw HTTP', () => {
         expect((response.body as { error: string }).error).toMatch(/^ERR max request size exceeded/);
       }
       expect((await call(url('/set/big'), { token: small(), raw: big })).status).toBe(400);
-      expect(await stack.admin(1).exists('big', 'ok')).toBe(0);
+      expect(await stack.admin('acme', 'small').exists('big', 'ok')).toBe(0);
+    });
+
+    it('counts a command in the path once, as what it carries: what passes as JSON passes in the path', async () => {
+      // 1024-byte limit: SET + a 1000-byte key + v is 1004 bytes of arguments (1014 as JSON text).
+      const key = 'p'.repeat(1000);
+      expect((await call(url(), { token: small(), body: ['SET', key, 'v'] })).body).toEqual({ result: 'OK' });
+      expect((await call(url(`/set/${key}/w`), { token: small() })).body).toEqual({ result: 'OK' });
+      expect(await stack.admin('acme', 'small').get(key)).toBe('w');
+      const over = await call(url(`/set/${key}x/${'y'.repeat(21)}`), { token: small() });
+      expect(over).toMatchObject({ status: 400, body: { error: 'ERR max request size exceeded. Limit: 1024 bytes, Actual: 1025 bytes' } });
+      await stack.admin('acme', 'small').del(key);
     });
 
     it('counts commands against the daily limit and discards a transaction that would exceed it', async () => {
@@ -237,7 +248,7 @@ describe('kv-gateway over raw HTTP', () => {
       const tx = await call(url('/multi-exec'), { token: small(), body: Array.from({ length: 6 }, (_, i) => ['SET', `over${i}`, '1']) });
       expect(tx.status).toBe(400);
       expect((tx.body as { error: string }).error).toMatch(/^ERR max daily request limit exceeded/);
-      expect(await stack.admin(1).exists('over0')).toBe(0);
+      expect(await stack.admin('acme', 'small').exists('over0')).toBe(0);
       expect((await call(url(), { token: small(), body: ['GET', 'q1'] })).body).toEqual({ result: '1' });
     });
 
@@ -249,7 +260,7 @@ describe('kv-gateway over raw HTTP', () => {
         statuses.push((await call(`${i % 2 ? other : stack.url}/incr/hits`, { token: shared })).status);
       }
       expect(statuses.filter((s) => s === 200)).toHaveLength(10);
-      expect(await stack.admin(4).get('hits')).toBe('10');
+      expect(await stack.admin('acme', 'shared').get('hits')).toBe('10');
     });
   });
 
@@ -282,13 +293,14 @@ describe('kv-gateway over raw HTTP', () => {
     it('keeps tenant users apart from the gateway’s and each other’s', async () => {
       await call(url(), { token, body: ['ACL', 'DELUSER', 'restash-gateway'] });
       await call(url(), { token, body: ['ACL', 'SETUSER', 'restash-gateway', 'off'] });
-      expect(await stack.admin(0).ping()).toBe('PONG'); // the gateway's own user is untouched
+      expect(await stack.admin('acme', 'main').ping()).toBe('PONG'); // the gateway's own user is untouched
       const rival = stack.tokens('rival', 'main').standard;
       await call(url(), { token: rival, body: ['ACL', 'SETUSER', 'rivaluser', 'on'] });
       const users = (await call(url(), { token, body: ['ACL', 'USERS'] })).body as { result: string[] };
       expect(users.result).not.toContain('rivaluser');
       expect(users.result).not.toContain('default');
-      expect(await stack.admin(0).acl('USERS')).toEqual(expect.arrayContaining(['acme.main:reader', 'rival.main:rivaluser', 'restash-gateway']));
+      expect(await stack.admin('acme', 'main').acl('USERS')).toEqual(expect.arrayContaining(['acme.main:reader', 'restash-gateway']));
+      expect(await stack.admin('rival', 'main').acl('USERS')).toEqual(expect.arrayContaining(['rival.main:rivaluser', 'restash-gateway']));
     });
   });
 
@@ -318,6 +330,18 @@ describe('kv-gateway over raw HTTP', () => {
       expect((await call(url(), { token, body: ['PUBLISH', 'chat:room1', '{"text":"hi"}'] })).body).toEqual({ result: 1 });
       expect(Buffer.from((await reader.read()).value!).toString()).toBe('data: pmessage,chat:*,chat:room1,{"text":"hi"}\n\n');
       await reader.cancel();
+    });
+
+    it('HEAD of a subscribe stream answers the stream’s headers at once, without subscribing', async () => {
+      for (const path of ['/subscribe/heads', '/psubscribe/heads*']) {
+        const response = await fetch(url(path), { method: 'HEAD', headers: { authorization: `Bearer ${token}` } });
+        expect(response.status).toBe(200);
+        expect(response.headers.get('content-type')).toBe('text/event-stream');
+        expect(await response.text()).toBe('');
+      }
+      expect((await call(url(), { token, body: ['PUBSUB', 'NUMSUB', 'heads'] })).body).toEqual({ result: ['heads', 0] });
+      expect((await fetch(url('/subscribe/heads'), { method: 'HEAD', headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+      expect((await fetch(url('/subscribe/'), { method: 'HEAD', headers: { authorization: `Bearer ${token}` } })).status).toBe(400);
     });
 
     it('a subscribe stream needs a valid token and a channel', async () => {

@@ -16,13 +16,13 @@ describe('kv-gateway when things fail', () => {
 
   it('answers 503 with a JSON error while the tenant Redis is down, and recovers when it is back', async () => {
     expect((await call(url(), { token, body: ['SET', 'k', 'before'] })).body).toEqual({ result: 'OK' });
-    await stack.data.kill();
+    await stack.server('acme', 'main').kill();
     for (const [path, body] of [['/', ['GET', 'k']], ['/pipeline', [['GET', 'k']]], ['/multi-exec', [['GET', 'k']]]] as const) {
       const response = await call(url(path), { token, body });
       expect(response.status).toBe(503);
       expect((response.body as { error: string }).error).toMatch(/^ERR the database is unavailable/);
     }
-    await stack.data.restart();
+    await stack.server('acme', 'main').restart();
     await eventually(async () => expect((await call(url(), { token, body: ['SET', 'k', 'after'] })).body).toEqual({ result: 'OK' }), 10_000);
     const metrics = (await call(`${stack.managementUrl}/metrics`)).body as string;
     expect(metrics).toMatch(/restash_kv_backend_errors_total\{tenant="acme",kind="connection"\} [1-9]/);

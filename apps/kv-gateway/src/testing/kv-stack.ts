@@ -11,61 +11,91 @@ import { type RedisServer, startRedisServer } from '@restash/shared/util-testing
 import { AppModule } from '../app.module';
 import { loadKvGatewayConfig } from '../config';
 
-/** A KV database of a test tenant: a logical database of the shared data Redis, and its limits. */
+/** A KV database of a test tenant: a Redis server of its own (DESIGN.md, KV), and its limits. */
 export interface TestDatabase {
   name: string;
-  db: number;
+  /** The logical database on its server (default 0). */
+  db?: number;
   /** Put the database on the control Redis (a misconfiguration the gateway must refuse). */
   onControlRedis?: boolean;
+  /**
+   * Put the database on the server of another database of this stack, `tenant/database` (a
+   * misconfiguration the gateway must refuse). The URL names that server as `localhost` rather than
+   * `127.0.0.1`, as a DNS alias would, so the applier's endpoint check cannot see it: only the
+   * gateway's check by `run_id` can. The other database must be declared before this one.
+   */
+  onServerOf?: string;
   maxRequestBytes?: number;
   dailyRequests?: number;
 }
 
-/** A running kv-gateway in this process, with its own control and data Redis servers. */
+/** A running kv-gateway in this process, with its own control Redis and one data Redis per database. */
 export interface KvStack {
   url: string;
   managementUrl: string;
   control: RedisServer;
-  data: RedisServer;
+  /** The data Redis of a database. */
+  server(tenant: string, database: string): RedisServer;
   tokens(tenant: string, database: string): ResourceTokens;
-  /** A direct connection to the data Redis as the gateway's admin user, to check what really happened. */
-  admin(db: number): Redis;
+  /** A direct connection to a database's Redis (its logical db) as the gateway's admin user, to check what really happened. */
+  admin(tenant: string, database: string): Redis;
   /** Another gateway replica on the same registry (closed by stop()). */
   replica(): Promise<string>;
   stop(): Promise<void>;
 }
 
-const ADMIN = { username: 'restash-gateway', password: 'test-admin-password' };
+/** The gateway's ACL user on every data Redis; tenants never get its password. */
+export const KV_TEST_ADMIN = { username: 'restash-gateway', password: 'test-admin-password' };
+
+/** A data Redis as production runs it: default user off, the gateway's own ACL user on. */
+export function startDataRedis(): Promise<RedisServer> {
+  return startRedisServer({
+    config: ['user default off', `user ${KV_TEST_ADMIN.username} on >${KV_TEST_ADMIN.password} ~* &* +@all`],
+    auth: KV_TEST_ADMIN,
+  });
+}
 
 /**
- * Starts a control Redis, a data Redis (default user off, the gateway's own ACL user on, as in
- * production), writes the tenants into the registry, and starts kv-gateway on a free port.
+ * Starts a control Redis and one data Redis per database (unless it is put on the control Redis or
+ * on another database's server), writes the tenants into the registry, and starts kv-gateway on a
+ * free port.
  */
 export async function startKvStack(tenants: Record<string, TestDatabase[]>, env: NodeJS.ProcessEnv = {}): Promise<KvStack> {
   const control = await startRedisServer();
-  const data = await startRedisServer({
-    config: ['user default off', `user ${ADMIN.username} on >${ADMIN.password} ~* &* +@all`],
-    auth: ADMIN,
-  });
+  const declared = Object.entries(tenants).flatMap(([tenant, databases]) => databases.map((d) => ({ key: `${tenant}/${d.name}`, d })));
+  const own = declared.filter(({ d }) => !d.onControlRedis && !d.onServerOf);
+  const started = await Promise.all(own.map(() => startDataRedis()));
+  const servers = new Map(own.map(({ key }, i) => [key, started[i] as RedisServer]));
+  const databases = new Map<string, { server: RedisServer; db: number }>();
+  const urlOf = (key: string, d: TestDatabase): string => {
+    const db = d.db ?? 0;
+    const credentials = `${KV_TEST_ADMIN.username}:${KV_TEST_ADMIN.password}`;
+    if (d.onControlRedis) return `${control.url}/${db}`;
+    const server = d.onServerOf ? databases.get(d.onServerOf)?.server : servers.get(key);
+    if (!server) throw new Error(`${key}: no database ${d.onServerOf} declared before it`);
+    databases.set(key, { server, db });
+    return `redis://${credentials}@${d.onServerOf ? 'localhost' : '127.0.0.1'}:${server.port}/${db}`;
+  };
+
   const registry = new Redis(control.url);
   const tokens = new Map<string, ResourceTokens>();
   const writer = new RegistryWriter(registry);
-  for (const [tenant, databases] of Object.entries(tenants)) {
+  for (const [tenant, list] of Object.entries(tenants)) {
     const doc: TenantDocument = tenantDocumentSchema.parse({
       apiVersion: 'restash.dev/v1alpha1',
       kind: 'Tenant',
       metadata: { name: tenant },
       spec: {
         kv: {
-          databases: databases.map((d) => ({
+          databases: list.map((d) => ({
             name: d.name,
-            redis: { url: d.onControlRedis ? `${control.url}/${d.db}` : `redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${data.port}/${d.db}` },
+            redis: { url: urlOf(`${tenant}/${d.name}`, d) },
             limits: { maxRequestBytes: d.maxRequestBytes ?? 1024 * 1024, dailyRequests: d.dailyRequests ?? 0 },
           })),
         },
       },
     });
-    const kv = Object.fromEntries(databases.map((d) => [d.name, { standard: generateToken(), readonly: generateToken() }]));
+    const kv = Object.fromEntries(list.map((d) => [d.name, { standard: generateToken(), readonly: generateToken() }]));
     await writer.applyTenant(doc, { kv, vector: {}, stream: {}, queue: {} });
     for (const [name, t] of Object.entries(kv)) tokens.set(`${tenant}/${name}`, t);
   }
@@ -82,18 +112,24 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
   const service: HttpService = await startHttpService(AppModule.forRoot(config), config.http);
   const replicas: HttpService[] = [];
   const admins: Redis[] = [];
+  const database = (tenant: string, name: string) => {
+    const found = databases.get(`${tenant}/${name}`);
+    if (!found) throw new Error(`no data Redis for ${tenant}/${name}`);
+    return found;
+  };
   return {
     url: service.url,
     managementUrl: service.managementUrl,
     control,
-    data,
-    tokens: (tenant, database) => {
-      const found = tokens.get(`${tenant}/${database}`);
-      if (!found) throw new Error(`no database ${tenant}/${database}`);
+    server: (tenant, name) => database(tenant, name).server,
+    tokens: (tenant, name) => {
+      const found = tokens.get(`${tenant}/${name}`);
+      if (!found) throw new Error(`no database ${tenant}/${name}`);
       return found;
     },
-    admin: (db) => {
-      const client = new Redis({ port: data.port, host: '127.0.0.1', db, ...ADMIN });
+    admin: (tenant, name) => {
+      const { server, db } = database(tenant, name);
+      const client = new Redis({ port: server.port, host: '127.0.0.1', db, ...KV_TEST_ADMIN });
       admins.push(client);
       return client;
     },
@@ -106,7 +142,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
       for (const client of admins) client.disconnect();
       await Promise.all(replicas.map((r) => r.close()));
       await service.close();
-      await Promise.all([control.stop(), data.stop()]);
+      await Promise.all([control.stop(), ...started.map((s) => s.stop())]);
     },
   };
 }
