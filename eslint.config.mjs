@@ -22,6 +22,10 @@ export default [
             { sourceTag: 'scope:vector', onlyDependOnLibsWithTags: ['scope:vector', 'scope:shared'] },
             { sourceTag: 'scope:stream', onlyDependOnLibsWithTags: ['scope:stream', 'scope:shared'] },
             { sourceTag: 'scope:queue', onlyDependOnLibsWithTags: ['scope:queue', 'scope:shared'] },
+            {
+              sourceTag: 'scope:platform',
+              onlyDependOnLibsWithTags: ['scope:platform', 'scope:shared', 'scope:kv', 'scope:vector', 'scope:stream', 'scope:queue'],
+            },
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:feature', 'type:data-access', 'type:util'] },
             { sourceTag: 'type:feature', onlyDependOnLibsWithTags: ['type:data-access', 'type:util'] },
             { sourceTag: 'type:data-access', onlyDependOnLibsWithTags: ['type:data-access', 'type:util'] },

@@ -116,9 +116,10 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
     const tenant = project?.tenant ?? '';
     const finish = (outcome: AttemptOutcome) => this.metrics.observeAttempt(tenant, outcome, (performance.now() - started) / 1000);
     if (!project) {
-      // The tenant or project was removed: nobody can sign for it or read its outcome.
-      await this.event(message, 'FAILED', { error: 'the queue project no longer exists' });
-      finish('failed');
+      // The tenant or project was removed (its teardown purges its messages): drop the message without
+      // delivering it or writing anything under the project, which a re-created project of the same name
+      // would otherwise see.
+      finish('dropped');
       return;
     }
     // A cancel of a pending message removes its job; a cancel during an attempt leaves a request that the

@@ -3,12 +3,13 @@ import { Histogram, type Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '@restash/shared/util-http';
 
 /** How one delivery attempt ended. */
-export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'cancelled';
+export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'cancelled' | 'dropped';
 
 /**
  * Prometheus metrics of queue-worker:
  * - `restash_queue_delivery_duration_seconds{tenant,outcome}`: every delivery attempt (its `_count` is the attempt
- *   count) by outcome: `delivered` (2xx), `retry` (failed, will retry), `failed` (moved to the DLQ), `cancelled`.
+ *   count) by outcome: `delivered` (2xx), `retry` (failed, will retry), `failed` (moved to the DLQ), `cancelled`,
+ *   `dropped` (its queue project was deleted: not delivered).
  * - `restash_queue_delivery_lag_seconds{tenant}`: from a message's notBefore to the start of its first attempt.
  */
 @Injectable()

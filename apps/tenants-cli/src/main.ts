@@ -1,20 +1,32 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { RegistryWriter } from '@restash/shared/data-access-registry';
-import { ensureTenantTokens } from './secrets';
+import { z } from 'zod';
+import { loadConfig } from '@restash/shared/util-config';
+import { QueueStore, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
+import { TenantTeardown, enginePurgers, formatFailures } from '@restash/platform/feature-teardown';
+import { ensureTenantTokens, removeTenantTokens } from './secrets';
 import { parseTenantFile } from './tenant-file';
 
 const USAGE = `usage:
   tenants apply -f FILE [--secrets-dir DIR]   write the tenants of FILE into the registry
-  tenants delete NAME...                      remove tenants and everything they own
+  tenants delete NAME... [--secrets-dir DIR]  delete tenants and everything they own
 
 The registry is the control Redis named by CONTROL_REDIS_URL. Plain tokens are written to
-DIR/<tenant>.json (default .restash/secrets) and reused on the next apply.`;
+DIR/<tenant>.json (default .restash/secrets) and reused on the next apply; delete removes them.
+
+Deleting a tenant (or dropping a resource from its spec on apply) also deletes its data: KV
+databases' Redis contents, vector indexes' Qdrant collections, stream clusters' Kafka topics and
+consumer groups (at the addresses in the registry), queue projects' messages, DLQ and events, and
+quota counters. The queue's Redis is QUEUE_REDIS_URL (default: CONTROL_REDIS_URL) with keys under
+QUEUE_PREFIX (default restash:queue), as queue-gateway and queue-worker use them. When some data
+cannot be deleted, the command names it and exits with 1; run it again to finish. Until then the
+tenant cannot be applied again.`;
 
 /**
- * The local applier (DESIGN.md, tenant registry): writes tenants, their KV databases, vector indexes, stream clusters and token
- * digests into the registry, as the operator does in a cluster.
+ * The local applier (DESIGN.md, tenant registry): writes tenants, their KV databases, vector indexes, stream
+ * clusters, queue projects and token digests into the registry, as the operator does in a cluster, and
+ * deletes tenants with their data (libs/platform/feature-teardown).
  */
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -33,24 +45,40 @@ async function main(argv: string[]): Promise<number> {
     console.error('CONTROL_REDIS_URL is not set');
     return 2;
   }
+  const secretsDir = values['secrets-dir'];
   if (verb === 'apply' && values.file) {
     const tenants = parseTenantFile(await readFile(values.file, 'utf8'), process.env);
-    return withRegistry(url, async (writer) => {
+    return withTeardown(url, async (teardown) => {
+      let code = 0;
       for (const tenant of tenants) {
-        const tokens = await ensureTenantTokens(values['secrets-dir'], tenant);
-        await writer.applyTenant(tenant, tokens);
+        const tokens = await ensureTenantTokens(secretsDir, tenant);
+        const report = await teardown.applyTenant(tenant, tokens);
         console.log(
           `tenant/${tenant.metadata.name} applied (${tenant.spec.kv.databases.length} KV database(s), ${tenant.spec.vector.indexes.length} vector index(es), ${tenant.spec.stream.clusters.length} stream cluster(s), ${tenant.spec.queue.projects.length} queue project(s))`,
         );
+        for (const purged of report.purged) console.log(`  ${purged} removed from the spec: its data is deleted`);
+        if (report.failed.length > 0) {
+          console.error(formatFailures(report, `run \`tenants apply -f ${values.file}\` again to finish`));
+          code = 1;
+        }
       }
+      return code;
     });
   }
   if (verb === 'delete' && names.length > 0) {
-    return withRegistry(url, async (writer) => {
+    return withTeardown(url, async (teardown) => {
+      let code = 0;
       for (const name of names) {
-        await writer.deleteTenant(name);
-        console.log(`tenant/${name} deleted`);
+        const report = await teardown.deleteTenant(name);
+        await removeTenantTokens(secretsDir, name);
+        if (report.failed.length > 0) {
+          console.error(formatFailures(report, `its tokens are revoked; run \`tenants delete ${name}\` again to finish`));
+          code = 1;
+        } else {
+          console.log(`tenant/${name} deleted${report.purged.length > 0 ? ` with the data of ${report.purged.join(', ')}` : ''}`);
+        }
       }
+      return code;
     });
   }
   return usage(2);
@@ -61,14 +89,27 @@ function usage(code: number): number {
   return code;
 }
 
-async function withRegistry(url: string, work: (writer: RegistryWriter) => Promise<void>): Promise<number> {
+/** Runs `work` with a teardown on the control Redis; the queue store is opened only if a queue project is purged. */
+async function withTeardown(url: string, work: (teardown: TenantTeardown) => Promise<number>): Promise<number> {
+  const queue = loadConfig(z.object(queueStoreEnv()).transform(queueStoreConfig), { QUEUE_REDIS_URL: url, ...process.env });
   const redis = new Redis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
   redis.on('error', () => undefined); // the failing command reports it
+  let store: { redis: Redis; store: QueueStore } | undefined;
+  const queueStore = () => {
+    if (!store) {
+      const queueRedis = new Redis(queue.redisUrl, { maxRetriesPerRequest: 3 });
+      queueRedis.on('error', () => undefined);
+      store = { redis: queueRedis, store: new QueueStore(queueRedis, queue.options) };
+      store.store.queue.on('error', () => undefined);
+    }
+    return store.store;
+  };
   try {
     await redis.connect();
-    await work(new RegistryWriter(redis));
-    return 0;
+    return await work(new TenantTeardown(redis, enginePurgers(queueStore)));
   } finally {
+    await store?.store.close().catch(() => undefined);
+    store?.redis.disconnect();
     redis.disconnect();
   }
 }

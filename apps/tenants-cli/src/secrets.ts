@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type TenantDocument, type TenantTokens, generateSigningKey, generateToken } from '@restash/shared/data-access-registry';
 
@@ -31,4 +31,12 @@ export async function ensureTenantTokens(dir: string, tenant: TenantDocument): P
   await writeFile(file, `${JSON.stringify(tokens, null, 2)}\n`, { mode: 0o600 });
   await chmod(file, 0o600);
   return tokens;
+}
+
+/**
+ * Forgets a deleted tenant's plain tokens (`<dir>/<tenant>.json`), so that a tenant re-created under the same
+ * name gets new ones and the old tokens' holders cannot reach it. No-op when there is no file.
+ */
+export async function removeTenantTokens(dir: string, tenant: string): Promise<void> {
+  await rm(join(dir, `${tenant}.json`), { force: true });
 }

@@ -42,6 +42,8 @@ export interface ListFilter {
 }
 
 const PENDING_STATES = new Set(['waiting', 'delayed', 'prioritized', 'waiting-children', 'paused']);
+/** Every BullMQ job state, for a purge. */
+const ALL_STATES = ['active', 'wait', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
 /** How many stored entries one listing call reads at most while filtering. */
 const SCAN_LIMIT = 10_000;
 
@@ -234,6 +236,52 @@ export class QueueStore {
     return older.length > 0 ? { items, cursor: last } : { items };
   }
 
+  /**
+   * Deletes everything a project holds in the queue Redis (tenant teardown): its messages in every job state
+   * (pending, delayed, active, delivered, failed, callbacks included), its DLQ, its events, its deduplication
+   * ids and its cancel requests. A message being delivered cannot be removed while its worker holds it: the
+   * purge waits for it to finish (its project must already be gone from the registry, so the worker drops it
+   * or its retry without delivering), removing whatever it left behind, then deletes the DLQ and events.
+   *
+   * @param drainTimeoutMs how long to wait for messages being delivered to finish, in ms
+   * @returns how many messages were removed
+   * @throws Error when messages of the project are still being delivered after `drainTimeoutMs`, or the queue
+   *   Redis fails; running the purge again continues where it stopped
+   */
+  async purgeProject(project: string, drainTimeoutMs = 60_000): Promise<number> {
+    const deadline = Date.now() + drainTimeoutMs;
+    const messageIds = new Set<string>();
+    let removed = 0;
+    for (;;) {
+      const jobs = await this.projectJobs(project);
+      let busy = 0;
+      for (const job of jobs) {
+        messageIds.add(job.id);
+        if (job.state === 'active') {
+          busy++;
+          continue;
+        }
+        try {
+          await this.queue.remove(job.id);
+          removed++;
+        } catch {
+          busy++; // it became active in the meantime (BullMQ refuses to remove a locked job)
+        }
+      }
+      if (busy === 0) break;
+      if (Date.now() > deadline) throw new Error(`${busy} message(s) of project ${project} are still being delivered`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const dlqIds = await this.redis.zrange(this.key('dlq', project), '0', '-1');
+    const dlqEntries = dlqIds.length > 0 ? await this.redis.hmget(this.key('dlq-entries', project), ...dlqIds) : [];
+    for (const raw of dlqEntries) if (raw) messageIds.add((JSON.parse(raw) as DlqEntry).message.messageId);
+    const keys = [this.key('dlq', project), this.key('dlq-entries', project), this.key('events', project)];
+    keys.push(...[...messageIds].map((id) => this.key('cancel', id)));
+    keys.push(...(await this.scanKeys(`${this.options.prefix}:${DELIVERY_QUEUE}:de:${globEscape(project)}:*`)));
+    for (let i = 0; i < keys.length; i += 500) await this.redis.del(...keys.slice(i, i + 500));
+    return removed;
+  }
+
   /** Closes the BullMQ queue (not the Redis connection, which the caller owns). */
   async close(): Promise<void> {
     await this.queue.close();
@@ -255,6 +303,30 @@ export class QueueStore {
     if (!/^[A-Za-z0-9_-]{1,200}$/.test(messageId)) return null;
     const job = (await Job.fromId<QueueMessage>(this.queue, messageId)) ?? null;
     return job && job.data?.project === project ? job : null;
+  }
+
+  /** The id and state of every job of a project, whatever its state (listed in pages; the queue holds every project). */
+  private async projectJobs(project: string): Promise<Array<{ id: string; state: string }>> {
+    const found: Array<{ id: string; state: string }> = [];
+    for (const state of ALL_STATES) {
+      for (let start = 0; ; start += 1000) {
+        const jobs = await this.queue.getJobs([state], start, start + 999, true);
+        if (jobs.length === 0) break;
+        for (const job of jobs) if (job?.id && job.data?.project === project) found.push({ id: job.id, state });
+      }
+    }
+    return found;
+  }
+
+  private async scanKeys(pattern: string): Promise<string[]> {
+    const keys: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      keys.push(...batch);
+      cursor = next;
+    } while (cursor !== '0');
+    return keys;
   }
 
   private async requestCancel(messageId: string): Promise<void> {
@@ -290,4 +362,9 @@ function matches(
   if (filter.fromDate !== undefined && (item.time ?? 0) < filter.fromDate) return false;
   if (filter.toDate !== undefined && (item.time ?? 0) > filter.toDate) return false;
   return true;
+}
+
+/** `text` with Redis glob characters escaped, for SCAN MATCH. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
 }

@@ -17,6 +17,7 @@ import { z } from 'zod';
  * | `restash:v1:queue:project:<id>`     | {@link QueueProjectRecord}             |
  * | `restash:v1:tenant:<name>`          | {@link TenantIndexRecord}              |
  * | `restash:v1:tenant:<name>:acl-tokens` | Redis set of token keys minted at run time |
+ * | `restash:v1:tenant:<name>:teardown` | {@link TenantTeardownRecord}: resources taken out of the registry whose data is not purged yet |
  * | `restash:v1:quota:<api>:<id>:<day>` | integer, requests counted that UTC day |
  *
  * Every write publishes the changed key on {@link REGISTRY_CHANNEL} so readers drop it from their cache;
@@ -41,6 +42,7 @@ export const registryKeys = {
   queueProject: (id: string) => `${REGISTRY_PREFIX}queue:project:${id}`,
   tenant: (name: string) => `${REGISTRY_PREFIX}tenant:${name}`,
   tenantAclTokens: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:acl-tokens`,
+  tenantTeardown: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:teardown`,
   quota: (api: string, id: string, day: string) => `${REGISTRY_PREFIX}quota:${api}:${id}:${day}`,
 };
 
@@ -169,6 +171,27 @@ export const tenantIndexRecordSchema = z.object({
   keys: z.array(z.string()),
 });
 export type TenantIndexRecord = z.infer<typeof tenantIndexRecordSchema>;
+
+/** A resource taken out of the registry (tenant deleted, or resource dropped from its spec), with its record as it was. */
+export const retiredResourceSchema = z.discriminatedUnion('api', [
+  z.object({ api: z.literal('kv'), record: kvDatabaseRecordSchema }),
+  z.object({ api: z.literal('vector'), record: vectorIndexRecordSchema }),
+  z.object({ api: z.literal('stream'), record: streamClusterRecordSchema }),
+  z.object({ api: z.literal('queue'), record: queueProjectRecordSchema }),
+]);
+export type RetiredResource = z.infer<typeof retiredResourceSchema>;
+
+/**
+ * What is left of a tenant's teardown: the retired resources whose data (engine contents, quota counters,
+ * index state) is not purged yet. `deleting` is true while the whole tenant is being deleted: the tenant
+ * cannot be applied again until the key is gone, so a re-created tenant never sees leftovers.
+ */
+export const tenantTeardownRecordSchema = z.object({
+  name: z.string(),
+  deleting: z.boolean(),
+  resources: z.array(retiredResourceSchema),
+});
+export type TenantTeardownRecord = z.infer<typeof tenantTeardownRecordSchema>;
 
 /** The id of a tenant's vector index (tenant and index names are DNS labels, so it is unique). */
 export function vectorIndexId(tenant: string, index: string): string {

@@ -4,16 +4,20 @@ import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
   type QueueProjectRecord,
+  type RetiredResource,
   type StreamClusterRecord,
+  type TenantTeardownRecord,
   type TokenRecord,
   type VectorIndexRecord,
   kvDatabaseId,
   kvDatabaseRecordSchema,
   queueProjectId,
   registryKeys,
+  retiredResourceSchema,
   streamClusterId,
   streamPrefix,
   tenantIndexRecordSchema,
+  tenantTeardownRecordSchema,
   vectorIndexId,
 } from './records';
 import { type ResourceTokens, type TenantDocument, type TenantTokens, defaultCollection, kvServerEndpoint, kvServerShared } from './tenant-spec';
@@ -119,14 +123,78 @@ export class RegistryWriter {
     await execOrThrow(tx);
   }
 
-  /** Removes a tenant and everything it owns (ACL tokens included). No-op for an unknown tenant. */
-  async deleteTenant(tenant: string): Promise<void> {
+  /**
+   * Takes a tenant out of the registry in one MULTI/EXEC: its tokens (ACL tokens included), its index and its
+   * resource records go, and the resource records are filed in its {@link TenantTeardownRecord} (marked
+   * `deleting`) until their data is purged ({@link finishTeardown}). Every removed key is announced, so gateways
+   * drop their sessions, clients and cached records at once. Safe to call again: resources already filed stay.
+   *
+   * @returns the teardown record: every resource whose data is still to be purged (none for an unknown tenant;
+   *   a record without resources is not stored)
+   * @throws Error when the control Redis fails (nothing is changed then)
+   */
+  async deleteTenant(tenant: string): Promise<TenantTeardownRecord> {
     const indexKey = registryKeys.tenant(tenant);
     const aclKey = registryKeys.tenantAclTokens(tenant);
     const keys = [...(await this.readIndex(indexKey)), ...(await this.redis.smembers(aclKey))];
+    const retired = await this.retiredRecords(keys);
+    const teardown = mergeTeardown(await this.teardown(tenant), tenant, retired, true);
     const tx = this.redis.multi().del(indexKey, aclKey, ...keys);
+    if (teardown.resources.length > 0) tx.set(registryKeys.tenantTeardown(tenant), JSON.stringify(teardown));
+    else tx.del(registryKeys.tenantTeardown(tenant));
     for (const key of keys) tx.publish(REGISTRY_CHANNEL, key);
     await execOrThrow(tx);
+    return teardown;
+  }
+
+  /**
+   * Files resources that are about to leave a tenant's spec in its teardown record, before `applyTenant`
+   * removes their records, so that their data is purged even if the caller stops in between.
+   * @returns the teardown record after the change
+   */
+  async retireResources(tenant: string, resources: RetiredResource[]): Promise<TenantTeardownRecord> {
+    const teardown = mergeTeardown(await this.teardown(tenant), tenant, resources, false);
+    await this.redis.set(registryKeys.tenantTeardown(tenant), JSON.stringify(teardown));
+    return teardown;
+  }
+
+  /** The resources the tenant has in the registry that `doc` no longer declares (which `applyTenant` would remove). */
+  async droppedResources(doc: TenantDocument): Promise<RetiredResource[]> {
+    const tenant = doc.metadata.name;
+    const declared = new Set([
+      ...doc.spec.kv.databases.map((d) => registryKeys.kvDatabase(kvDatabaseId(tenant, d.name))),
+      ...doc.spec.vector.indexes.map((i) => registryKeys.vectorIndex(vectorIndexId(tenant, i.name))),
+      ...doc.spec.stream.clusters.map((c) => registryKeys.streamCluster(streamClusterId(tenant, c.name))),
+      ...doc.spec.queue.projects.map((p) => registryKeys.queueProject(queueProjectId(tenant, p.name))),
+    ]);
+    const keys = await this.readIndex(registryKeys.tenant(tenant));
+    return this.retiredRecords(keys.filter((key) => !declared.has(key)));
+  }
+
+  /** The tenant's teardown record: what is still to be purged, or null when nothing is. */
+  async teardown(tenant: string): Promise<TenantTeardownRecord | null> {
+    const raw = await this.redis.get(registryKeys.tenantTeardown(tenant));
+    return raw ? tenantTeardownRecordSchema.parse(JSON.parse(raw)) : null;
+  }
+
+  /**
+   * Drops purged resources (matched by API and id) from the tenant's teardown record; deletes the record once
+   * nothing is left, which lets the tenant be applied again.
+   * @returns what is still to be purged, or null when nothing is
+   */
+  async finishTeardown(tenant: string, purged: RetiredResource[]): Promise<TenantTeardownRecord | null> {
+    const current = await this.teardown(tenant);
+    if (!current) return null;
+    const done = new Set(purged.map(retiredKey));
+    const resources = current.resources.filter((r) => !done.has(retiredKey(r)));
+    const key = registryKeys.tenantTeardown(tenant);
+    if (resources.length === 0) {
+      await this.redis.del(key);
+      return null;
+    }
+    const left = { ...current, resources };
+    await this.redis.set(key, JSON.stringify(left));
+    return left;
   }
 
   /**
@@ -184,6 +252,24 @@ export class RegistryWriter {
     await this.redis.publish(REGISTRY_CHANNEL, key);
   }
 
+  /** The KV, vector, stream and queue records among these registry keys. */
+  private async retiredRecords(keys: string[]): Promise<RetiredResource[]> {
+    const prefixes: Array<[RetiredResource['api'], string]> = [
+      ['kv', registryKeys.kvDatabase('')],
+      ['vector', registryKeys.vectorIndex('')],
+      ['stream', registryKeys.streamCluster('')],
+      ['queue', registryKeys.queueProject('')],
+    ];
+    const resourceKeys = keys.filter((key) => prefixes.some(([, prefix]) => key.startsWith(prefix)));
+    if (resourceKeys.length === 0) return [];
+    const values = await this.redis.mget(...resourceKeys);
+    return resourceKeys.flatMap((key, i) => {
+      const raw = values[i];
+      const api = prefixes.find(([, prefix]) => key.startsWith(prefix))?.[0];
+      return raw && api ? [retiredResourceSchema.parse({ api, record: JSON.parse(raw) })] : [];
+    });
+  }
+
   private async readIndex(key: string): Promise<string[]> {
     const raw = await this.redis.get(key);
     return raw ? tenantIndexRecordSchema.parse(JSON.parse(raw)).keys : [];
@@ -198,6 +284,18 @@ export class RegistryWriter {
       return !raw || !resources.has((JSON.parse(raw) as TokenRecord).resource);
     });
   }
+}
+
+/** The teardown record with `resources` added (one entry per resource id, the newest record winning). */
+function mergeTeardown(current: TenantTeardownRecord | null, tenant: string, resources: RetiredResource[], deleting: boolean): TenantTeardownRecord {
+  const byId = new Map((current?.resources ?? []).map((r) => [retiredKey(r), r]));
+  for (const r of resources) byId.set(retiredKey(r), r);
+  return { name: tenant, deleting: deleting || (current?.deleting ?? false), resources: [...byId.values()] };
+}
+
+/** `<api>:<id>`: ids are unique per API only (a KV database and a vector index may share a name). */
+function retiredKey(resource: RetiredResource): string {
+  return `${resource.api}:${resource.record.id}`;
 }
 
 /**

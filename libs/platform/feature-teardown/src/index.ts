@@ -1,0 +1,2 @@
+export * from './teardown';
+export * from './engines';

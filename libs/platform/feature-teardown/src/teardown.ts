@@ -1,0 +1,237 @@
+import type { Redis } from 'ioredis';
+import {
+  type KvDatabaseRecord,
+  type QueueProjectRecord,
+  RegistryWriter,
+  type RetiredResource,
+  type StreamClusterRecord,
+  type TenantDocument,
+  type TenantTeardownRecord,
+  type TenantTokens,
+  type VectorIndexRecord,
+  registryKeys,
+} from '@restash/shared/data-access-registry';
+
+/** Deletes one resource's data in its engine. Each must be idempotent: a teardown that stopped runs it again. */
+export interface ResourcePurgers {
+  /** Empties the KV database's Redis (keys, scripts, functions, the tenant's ACL users). */
+  kv(record: KvDatabaseRecord): Promise<void>;
+  /** Deletes the vector index's Qdrant collection. */
+  vector(record: VectorIndexRecord): Promise<void>;
+  /** Deletes the stream cluster's prefixed Kafka topics and consumer groups. */
+  stream(record: StreamClusterRecord): Promise<void>;
+  /** Deletes the queue project's messages, DLQ, events, deduplication ids and cancel requests. */
+  queue(record: QueueProjectRecord): Promise<void>;
+}
+
+/** A resource whose data could not be purged, and why. */
+export interface TeardownFailure {
+  /** e.g. `vector index acme.docs` (see {@link describeResource}). */
+  resource: string;
+  reason: string;
+}
+
+/** What one teardown run did: the resources purged and those left (a re-run retries them). */
+export interface TeardownReport {
+  tenant: string;
+  purged: string[];
+  failed: TeardownFailure[];
+}
+
+/** Thrown by {@link TenantTeardown.applyTenant} when the tenant may not be applied: its deletion, or a purge, is unfinished. */
+export class TeardownPendingError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TeardownPendingError';
+  }
+}
+
+export interface TenantTeardownOptions {
+  /** Longest time one resource's purge may take before it is reported as failed, in ms (default 120000). */
+  purgeTimeoutMs?: number;
+}
+
+/** The words a report uses for a resource: `<kind> <id>`, e.g. `queue project acme.jobs`. */
+export function describeResource(resource: RetiredResource): string {
+  const kind = { kv: 'KV database', vector: 'vector index', stream: 'stream cluster', queue: 'queue project' }[resource.api];
+  return `${kind} ${resource.record.id}`;
+}
+
+/**
+ * The control-Redis state a resource owns besides its registry record and tokens: exact keys, and SCAN patterns
+ * whose matches it owns. Quota counters (`restash:v1:quota:<api>:<id>:<day>`, one per UTC day) for every API;
+ * for a vector index also its namespaces hash. (Resumable queries are matched by their `index` field, see
+ * {@link isResumableOf}.) Resource ids are two DNS labels joined by '.', so they hold no glob character.
+ */
+export function controlStateOf(resource: RetiredResource): { keys: string[]; patterns: string[] } {
+  const { api, record } = resource;
+  return {
+    keys: api === 'vector' ? [registryKeys.vectorNamespaces(record.id)] : [],
+    patterns: [registryKeys.quota(api, record.id, '*')],
+  };
+}
+
+/** Whether a stored resumable-query state (vector-gateway's JSON, `{ index, … }`) belongs to the vector index `id`. */
+export function isResumableOf(raw: string | null, id: string): boolean {
+  if (!raw) return false;
+  try {
+    return (JSON.parse(raw) as { index?: unknown }).index === id;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The text `tenants delete` and `tenants apply` print for a report: one line per failed resource with its
+ * reason and how to finish; empty when everything was purged.
+ */
+export function formatFailures(report: TeardownReport, finish: string): string {
+  if (report.failed.length === 0) return '';
+  const lines = report.failed.map((f) => `  - ${f.resource}: ${f.reason}`);
+  return `tenant/${report.tenant}: could not delete the data of ${report.failed.length} resource(s); it is still stored:\n${lines.join('\n')}\n${finish}`;
+}
+
+/**
+ * Deletes what tenants own (issue 11, DESIGN.md tenant registry): their registry entries and the data of their
+ * KV databases, vector indexes, stream clusters and queue projects, with the control-Redis state of each
+ * (quota counters, vector namespaces, resumable queries). The local applier (`tenants`) and the operator's
+ * finalizer call it.
+ *
+ * Order: the tenant leaves the registry first in one transaction (tokens revoked, records gone, every
+ * gateway told), its resource records kept in a teardown record; then each resource's data is purged; a
+ * purged resource leaves the teardown record. Whatever failed stays there: the report names it, a re-run
+ * retries it, and until it is gone the tenant cannot be applied again, so a re-created tenant never sees
+ * an old one's data.
+ */
+export class TenantTeardown {
+  private readonly writer: RegistryWriter;
+  private readonly timeoutMs: number;
+
+  /**
+   * @param control the control Redis (the registry, quota counters, vector index state)
+   * @param purgers each engine's purge (see `enginePurgers`)
+   */
+  constructor(
+    private readonly control: Redis,
+    private readonly purgers: ResourcePurgers,
+    options: TenantTeardownOptions = {},
+  ) {
+    this.writer = new RegistryWriter(control);
+    this.timeoutMs = options.purgeTimeoutMs ?? 120_000;
+  }
+
+  /**
+   * Deletes a tenant and everything it owns; running it again finishes an unfinished deletion. No-op for an
+   * unknown tenant with nothing left to purge.
+   * @returns the report: `failed` is empty when everything is gone
+   * @throws Error when the control Redis fails before the tenant left the registry
+   */
+  async deleteTenant(tenant: string): Promise<TeardownReport> {
+    const teardown = await this.writer.deleteTenant(tenant);
+    return this.purge(teardown);
+  }
+
+  /**
+   * Applies a tenant (RegistryWriter.applyTenant), first finishing purges it left unfinished, and purges the
+   * data of every resource the new spec drops, so that a resource added again under the same name starts empty.
+   * @returns the report of the dropped resources' purge (a failed one is retried by the next apply)
+   * @throws TeardownPendingError when the tenant's deletion is unfinished, or an earlier purge still fails
+   *   (nothing is applied then)
+   */
+  async applyTenant(doc: TenantDocument, tokens: TenantTokens): Promise<TeardownReport> {
+    const tenant = doc.metadata.name;
+    const pending = await this.writer.teardown(tenant);
+    if (pending?.deleting) {
+      const left = pending.resources.map(describeResource).join(', ') || 'registry entries';
+      throw new TeardownPendingError(
+        `tenant/${tenant} is being deleted and its data is not purged yet (${left}); run \`tenants delete ${tenant}\` until it succeeds, then apply it again`,
+      );
+    }
+    if (pending) {
+      const earlier = await this.purge(pending);
+      if (earlier.failed.length > 0) {
+        throw new TeardownPendingError(formatFailures(earlier, `resources dropped from tenant/${tenant} earlier must be purged before it is applied again`));
+      }
+    }
+    const dropped = await this.writer.droppedResources(doc);
+    const teardown = dropped.length > 0 ? await this.writer.retireResources(tenant, dropped) : null;
+    await this.writer.applyTenant(doc, tokens);
+    return teardown ? this.purge(teardown) : { tenant, purged: [], failed: [] };
+  }
+
+  /** Purges every resource of a teardown record (concurrently), then files what is left. */
+  private async purge(teardown: TenantTeardownRecord): Promise<TeardownReport> {
+    const outcomes = await Promise.all(
+      teardown.resources.map(async (resource) => {
+        try {
+          await this.withTimeout(describeResource(resource), this.purgeOne(resource));
+          return { resource };
+        } catch (error) {
+          return { resource, reason: error instanceof Error ? error.message : String(error) };
+        }
+      }),
+    );
+    const purged = outcomes.filter((o) => o.reason === undefined).map((o) => o.resource);
+    if (purged.length > 0) await this.writer.finishTeardown(teardown.name, purged);
+    return {
+      tenant: teardown.name,
+      purged: purged.map(describeResource),
+      failed: outcomes.flatMap((o) => (o.reason === undefined ? [] : [{ resource: describeResource(o.resource), reason: o.reason }])),
+    };
+  }
+
+  private async purgeOne(resource: RetiredResource): Promise<void> {
+    switch (resource.api) {
+      case 'kv':
+        await this.purgers.kv(resource.record);
+        break;
+      case 'vector':
+        await this.purgers.vector(resource.record);
+        await this.deleteResumable(resource.record.id);
+        break;
+      case 'stream':
+        await this.purgers.stream(resource.record);
+        break;
+      case 'queue':
+        await this.purgers.queue(resource.record);
+        break;
+    }
+    const { keys, patterns } = controlStateOf(resource);
+    for (const pattern of patterns) keys.push(...(await this.scan(pattern)));
+    if (keys.length > 0) await this.control.del(...keys);
+  }
+
+  /** Ends the index's resumable queries (they would otherwise live until their idle timeout). */
+  private async deleteResumable(id: string): Promise<void> {
+    const keys = await this.scan(registryKeys.vectorResumable('*'));
+    for (let i = 0; i < keys.length; i += 500) {
+      const batch = keys.slice(i, i + 500);
+      const values = await this.control.mget(...batch);
+      const owned = batch.filter((_, j) => isResumableOf(values[j] ?? null, id));
+      if (owned.length > 0) await this.control.del(...owned);
+    }
+  }
+
+  private async scan(pattern: string): Promise<string[]> {
+    const keys: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.control.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      keys.push(...batch);
+      cursor = next;
+    } while (cursor !== '0');
+    return keys;
+  }
+
+  private async withTimeout<T>(what: string, work: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+    });
+    try {
+      return await Promise.race([work, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
