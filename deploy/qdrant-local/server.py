@@ -6,7 +6,8 @@ For dev and CI only (no Qdrant server binary is available there). See README.md.
 
 Layout: DIR/<collection>/collection.json holds {"vectors": {"size", "distance"}, "shard": "shard-<n>"};
 DIR/<collection>/shard-<n>/ is the Edge shard. Writes go through Edge's WAL before they are answered,
-so acknowledged writes survive SIGKILL.
+so acknowledged writes survive SIGKILL. Each collection loads on its own at start: one that fails is
+logged, answers 503 naming it, and can be deleted; the others serve.
 
 Concurrency: EdgeShard is internally synchronised and releases the GIL while it queries, so reads
 run in parallel without a lock of ours beyond a shared (read) hold on a per-collection RW lock.
@@ -60,6 +61,10 @@ SCHEMAS = {
     "uuid": qe.PayloadSchemaType.Uuid,
 }
 NAME_RE = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,254}$")
+# Edge writes a payload to its WAL and reads it back with serde_json's recursion limit (128 levels,
+# the WAL entry included): a payload about 124 levels deep is acknowledged and then the shard cannot
+# load again. Refuse deep payloads up front, with a margin.
+MAX_PAYLOAD_DEPTH = 64
 OPTIMIZE_AFTER_WRITES = 1000
 OPTIMIZE_AFTER_IDLE_S = 1.0
 EDGE_ERRORS = (Exception,)  # Edge raises plain Exception / ValueError / TypeError for bad input
@@ -78,6 +83,22 @@ class HttpError(Exception):
 
 def not_found(name: str) -> HttpError:
     return HttpError(404, f"Not found: Collection `{name}` doesn't exist!")
+
+
+def broken_error(name: str, reason: str) -> HttpError:
+    return HttpError(503, f"Service unavailable: Collection `{name}` could not be loaded and is out of service: {reason}")
+
+
+def payload_depth_ok(payload: Any) -> bool:
+    """Whether objects and arrays in `payload` nest at most MAX_PAYLOAD_DEPTH deep (iterative)."""
+    stack = [(payload, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_PAYLOAD_DEPTH:
+            return False
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return True
 
 
 @contextmanager
@@ -196,6 +217,8 @@ class Store:
         self.data = data
         self.lock = threading.Lock()
         self.collections: dict[str, Collection] = {}
+        # Collections whose shard failed to load, with the reason: they answer 503 and can be deleted.
+        self.broken: dict[str, str] = {}
         self.op_ids = itertools.count()
         self.stopping = threading.Event()
         data.mkdir(parents=True, exist_ok=True)
@@ -205,26 +228,40 @@ class Store:
                 log(f"removing incomplete collection directory {path}")
                 shutil.rmtree(path, ignore_errors=True)
                 continue
-            meta = json.loads(meta_file.read_text())
-            gen = int(meta["shard"].split("-")[1])
-            for stale in path.glob("shard-*"):
-                if stale.name != meta["shard"]:
-                    shutil.rmtree(stale, ignore_errors=True)
-            shard = qe.EdgeShard.load(str(path / meta["shard"]))
-            self.collections[path.name] = Collection(path.name, path, meta["vectors"]["size"], meta["vectors"]["distance"], gen, shard)
-        log(f"loaded {len(self.collections)} collection(s) from {data}")
+            try:
+                self.collections[path.name] = self.load(path, meta_file)
+            except Exception as e:  # noqa: BLE001 - one collection must not keep the others from serving
+                self.broken[path.name] = str(e).splitlines()[0][:500] if str(e) else type(e).__name__
+                log(f"collection `{path.name}` could not be loaded; it answers 503 until deleted:\n{traceback.format_exc()}")
+        broken = f", {len(self.broken)} broken: {', '.join(sorted(self.broken))}" if self.broken else ""
+        log(f"loaded {len(self.collections)} collection(s) from {data}{broken}")
+
+    @staticmethod
+    def load(path: Path, meta_file: Path) -> Collection:
+        meta = json.loads(meta_file.read_text())
+        gen = int(meta["shard"].split("-")[1])
+        for stale in path.glob("shard-*"):
+            if stale.name != meta["shard"]:
+                shutil.rmtree(stale, ignore_errors=True)
+        shard = qe.EdgeShard.load(str(path / meta["shard"]))
+        return Collection(path.name, path, meta["vectors"]["size"], meta["vectors"]["distance"], gen, shard)
 
     def get(self, name: str) -> Collection:
         coll = self.collections.get(name)
         if coll is None:
+            if name in self.broken:
+                raise broken_error(name, self.broken[name])
             raise not_found(name)
         return coll
+
+    def exists(self, name: str) -> bool:
+        return name in self.collections or name in self.broken
 
     def create(self, name: str, size: int, distance: str) -> None:
         if not NAME_RE.match(name) or name in (".", ".."):
             raise BadRequest(f"Validation error in path parameters: [name: collection name {name!r} must use only letters, digits, '_', '-', '.']")
         with self.lock:
-            if name in self.collections:
+            if self.exists(name):
                 raise HttpError(409, f"Wrong input: Collection `{name}` already exists!")
             path = self.data / name
             shutil.rmtree(path, ignore_errors=True)
@@ -239,7 +276,11 @@ class Store:
         with self.lock:
             coll = self.collections.pop(name, None)
             if coll is None:
-                return False
+                if self.broken.pop(name, None) is None:
+                    return False
+                shutil.rmtree(self.data / name, ignore_errors=True)
+                log(f"deleted broken collection `{name}`")
+                return True
             coll.deleted = True
             proc = coll.optimize_proc
             if proc is not None:
@@ -377,7 +418,7 @@ class Api:
     def handle(self, method: str, parts: list[str], body: Any) -> Any:
         s = self.store
         if parts == ["collections"] and method == "GET":
-            return {"collections": [{"name": n} for n in sorted(s.collections)]}
+            return {"collections": [{"name": n} for n in sorted([*s.collections, *s.broken])]}
         if len(parts) < 2 or parts[0] != "collections":
             raise HttpError(404, f"Not found: {method} /{'/'.join(parts)}")
         name, rest = parts[1], parts[2:]
@@ -386,7 +427,7 @@ class Api:
         if rest == [] and method == "DELETE":
             return s.delete(name)
         if rest == ["exists"] and method == "GET":
-            return {"exists": name in s.collections}
+            return {"exists": s.exists(name)}
         coll = s.get(name)
         key = (method, "/".join(rest))
         b = body_dict(body)
@@ -479,6 +520,8 @@ class Api:
                     payload = p.get("payload")
                     if payload is not None and not isinstance(payload, dict):
                         raise BadRequest(f"Format error in JSON body: points[{i}].payload must be an object")
+                    if payload is not None and not payload_depth_ok(payload):
+                        raise BadRequest(f"Format error in JSON body: points[{i}].payload nests deeper than {MAX_PAYLOAD_DEPTH} levels")
                     points.append(qe.Point(F.parse_id(p["id"], f"points[{i}].id"), F.vector(p["vector"], coll.size, f"points[{i}].vector"), payload))
             elif isinstance(b.get("batch"), dict):
                 batch = b["batch"]
@@ -489,6 +532,8 @@ class Api:
                 for i, (pid, vec, payload) in enumerate(zip(ids, vectors, payloads)):
                     if payload is not None and not isinstance(payload, dict):
                         raise BadRequest(f"Format error in JSON body: batch.payloads[{i}] must be an object")
+                    if payload is not None and not payload_depth_ok(payload):
+                        raise BadRequest(f"Format error in JSON body: batch.payloads[{i}] nests deeper than {MAX_PAYLOAD_DEPTH} levels")
                     points.append(qe.Point(F.parse_id(pid, f"batch.ids[{i}]"), F.vector(vec, coll.size, f"batch.vectors[{i}]"), payload))
             else:
                 raise BadRequest("Format error in JSON body: expected {points: [...]} or {batch: {...}}")
@@ -613,6 +658,8 @@ def make_handler(api: Api, log_requests: bool) -> type[BaseHTTPRequestHandler]:
                 return None
             try:
                 return json.loads(raw)
+            except RecursionError:
+                raise BadRequest("Format error in JSON body: nested too deeply") from None
             except ValueError as e:
                 raise BadRequest(f"Format error in JSON body: {e}") from None
 

@@ -187,6 +187,53 @@ class QdrantLocalTest(unittest.TestCase):
         self.server = s = Server(self.dir, s.port).start()
         self.assertEqual(s.ok("POST", "/collections/d/points/count", {})["count"], 1004)
 
+    def test_refuses_payloads_nested_too_deep(self) -> None:
+        s = self.server
+        s.ok("PUT", "/collections/p", {"vectors": {"size": 2, "distance": "Cosine"}})
+        status, out = s.call("PUT", "/collections/p/points?wait=true", {"points": [{"id": 1, "vector": [1, 0], "payload": {"m": nested(127)}}]})
+        self.assertEqual((status, out["status"]["error"]), (400, "Format error in JSON body: points[0].payload nests deeper than 64 levels"))
+        status, out = s.call("PUT", "/collections/p/points", {"batch": {"ids": [1], "vectors": [[1, 0]], "payloads": [{"m": nested(127)}]}})
+        self.assertEqual(status, 400)
+        s.ok("PUT", "/collections/p/points?wait=true", {"points": [{"id": 2, "vector": [1, 0], "payload": {"m": nested(60)}}]})
+        self.assertEqual(s.stop(), 0)
+        self.server = s = Server(self.dir, s.port).start()
+        self.assertEqual(s.ok("POST", "/collections/p/points/count", {})["count"], 1)
+
+    def test_a_collection_that_cannot_load_is_out_of_service_and_the_rest_serve(self) -> None:
+        s = self.server
+        for name in ("good", "poisoned"):
+            s.ok("PUT", f"/collections/{name}", {"vectors": {"size": 2, "distance": "Cosine"}})
+            s.ok("PUT", f"/collections/{name}/points?wait=true", {"points": [{"id": 1, "vector": [1, 0], "payload": {"k": "v"}}]})
+        self.assertEqual(s.stop(), 0)
+        # What earlier versions let through: Edge acknowledges a 127-level payload, then cannot read its WAL.
+        import qdrant_edge as qe
+
+        shard = qe.EdgeShard.load(str(Path(self.dir, "poisoned", "shard-0")))
+        shard.update(qe.UpdateOperation.upsert_points([qe.Point(2, [0.0, 1.0], {"m": nested(127)})]))
+        shard.close()
+
+        self.server = s = Server(self.dir, s.port).start()
+        self.assertEqual(s.ok("POST", "/collections/good/points/count", {})["count"], 1)
+        self.assertEqual(s.ok("GET", "/collections"), {"collections": [{"name": "good"}, {"name": "poisoned"}]})
+        self.assertEqual(s.ok("GET", "/collections/poisoned/exists"), {"exists": True})
+        for method, path, body in (("POST", "points/count", {}), ("POST", "points/query", {"query": [1, 0]}), ("GET", "", None)):
+            status, out = s.call(method, f"/collections/poisoned/{path}".rstrip("/"), body)
+            self.assertEqual(status, 503, path)
+            self.assertTrue(out["status"]["error"].startswith("Service unavailable: Collection `poisoned` could not be loaded"), out)
+        self.assertEqual(s.call("PUT", "/collections/poisoned", {"vectors": {"size": 2, "distance": "Cosine"}})[0], 409)
+        # Deleting it is the way out: the name can be created again.
+        self.assertTrue(s.ok("DELETE", "/collections/poisoned"))
+        self.assertFalse(Path(self.dir, "poisoned").exists())
+        s.ok("PUT", "/collections/poisoned", {"vectors": {"size": 2, "distance": "Cosine"}})
+        self.assertEqual(s.ok("POST", "/collections/poisoned/points/count", {})["count"], 0)
+
+
+def nested(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
 
 if __name__ == "__main__":
     unittest.main()
