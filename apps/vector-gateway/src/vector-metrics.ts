@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '@restash/shared/util-http';
 
 /**
@@ -8,11 +8,14 @@ import { METRICS_REGISTRY } from '@restash/shared/util-http';
  *   is the request count); `operation` is the endpoint name (`query`, `upsert`, …) or `unknown`.
  * - `restash_vector_backend_errors_total{tenant,kind}`: Qdrant (`engine`), embedding provider
  *   (`embedder`) and control Redis (`registry`) failures.
+ * - `restash_vector_open_indexes`: indexes this replica holds a Qdrant store for (dropped when the
+ *   index's registry record changes or goes).
  */
 @Injectable()
 export class VectorMetrics {
   private readonly requests: Histogram<'tenant' | 'operation' | 'status'>;
   private readonly backendErrors: Counter<'tenant' | 'kind'>;
+  private openIndexes: () => number = () => 0;
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     this.requests = new Histogram({
@@ -28,6 +31,17 @@ export class VectorMetrics {
       labelNames: ['tenant', 'kind'],
       registers: [registry],
     });
+    const openIndexes: Gauge = new Gauge({
+      name: 'restash_vector_open_indexes',
+      help: 'Vector indexes this gateway replica holds an open Qdrant store for',
+      registers: [registry],
+      collect: (): void => openIndexes.set(this.openIndexes()),
+    });
+  }
+
+  /** Reports `count()` as `restash_vector_open_indexes` at every scrape. */
+  trackOpenIndexes(count: () => number): void {
+    this.openIndexes = count;
   }
 
   /** Records one request and its latency in seconds. */

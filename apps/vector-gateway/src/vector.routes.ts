@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { useRawBodies } from '@restash/shared/util-http';
 import {
   VectorError,
+  checkNamespace,
   encodeError,
   parseDelete,
   parseFetch,
@@ -31,6 +32,11 @@ interface Call {
 interface Operation {
   /** Refused for read-only tokens. */
   write: boolean;
+  /**
+   * HTTP methods besides POST (which the SDK sends for everything): GET (and HEAD) only for reads,
+   * DELETE only for the documented deletes. A safe method never changes the index.
+   */
+  also?: 'GET' | 'DELETE';
   /** Whether a namespace may follow the operation in the path. */
   namespaced: boolean;
   run(service: VectorService, call: Call): Promise<string>;
@@ -39,14 +45,14 @@ interface Operation {
 /**
  * Every operation by its path segment (spec 001 Endpoints; upstash-compat.md §2.2). The SDK POSTs
  * all of them; the documented GET (info, random, fetch, range, list-namespaces) and DELETE (reset,
- * delete, delete-namespace) are accepted too.
+ * delete, delete-namespace) are accepted too. Any other method is 405 with an `Allow` header.
  */
 const OPERATIONS: Record<string, Operation> = {
   upsert: { write: true, namespaced: true, run: (s, c) => s.upsert(c.session, c.namespace, parseUpsert(c.body, false)) },
   'upsert-data': { write: true, namespaced: true, run: (s, c) => s.upsert(c.session, c.namespace, parseUpsert(c.body, true)) },
   update: { write: true, namespaced: true, run: (s, c) => s.update(c.session, c.namespace, parseUpdate(c.body)) },
-  delete: { write: true, namespaced: true, run: (s, c) => s.delete(c.session, c.namespace, parseDelete(c.body)) },
-  fetch: { write: false, namespaced: true, run: (s, c) => s.fetch(c.session, c.namespace, parseFetch(c.body)) },
+  delete: { write: true, also: 'DELETE', namespaced: true, run: (s, c) => s.delete(c.session, c.namespace, parseDelete(c.body)) },
+  fetch: { write: false, also: 'GET', namespaced: true, run: (s, c) => s.fetch(c.session, c.namespace, parseFetch(c.body)) },
   query: { write: false, namespaced: true, run: (s, c) => queries(s, c) },
   'query-data': { write: false, namespaced: true, run: (s, c) => queries(s, c) },
   'resumable-query': { write: false, namespaced: true, run: (s, c) => s.resumableStart(c.session, c.namespace, parseResumableStart(c.body)) },
@@ -60,12 +66,12 @@ const OPERATIONS: Record<string, Operation> = {
     },
   },
   'resumable-query-end': { write: false, namespaced: false, run: (s, c) => s.resumableEnd(c.session, parseResumableEnd(c.body).uuid) },
-  range: { write: false, namespaced: true, run: (s, c) => s.range(c.session, c.namespace, parseRange(c.body)) },
-  random: { write: false, namespaced: true, run: (s, c) => s.random(c.session, c.namespace) },
-  reset: { write: true, namespaced: true, run: (s, c) => s.reset(c.session, c.namespace, c.query.has('all')) },
-  info: { write: false, namespaced: false, run: (s, c) => s.info(c.session) },
-  'list-namespaces': { write: false, namespaced: false, run: (s, c) => s.listNamespaces(c.session) },
-  'delete-namespace': { write: true, namespaced: true, run: (s, c) => s.deleteNamespace(c.session, c.namespace) },
+  range: { write: false, also: 'GET', namespaced: true, run: (s, c) => s.range(c.session, c.namespace, parseRange(c.body)) },
+  random: { write: false, also: 'GET', namespaced: true, run: (s, c) => s.random(c.session, c.namespace) },
+  reset: { write: true, also: 'DELETE', namespaced: true, run: (s, c) => s.reset(c.session, c.namespace, c.query.has('all')) },
+  info: { write: false, also: 'GET', namespaced: false, run: (s, c) => s.info(c.session) },
+  'list-namespaces': { write: false, also: 'GET', namespaced: false, run: (s, c) => s.listNamespaces(c.session) },
+  'delete-namespace': { write: true, also: 'DELETE', namespaced: true, run: (s, c) => s.deleteNamespace(c.session, c.namespace) },
 };
 
 function queries(service: VectorService, call: Call): Promise<string> {
@@ -97,7 +103,12 @@ export class VectorRoutes implements OnModuleInit {
 
   private routes(app: FastifyInstance): void {
     useRawBodies(app, { bodyLimitBytes: this.config.http.bodyLimitBytes, logger: this.logger, encode: encodeError });
-    app.route({ method: ['GET', 'POST', 'PUT', 'DELETE'], url: '/*', handler: (request, reply) => this.handle(request, reply) });
+    app.route({
+      method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      url: '/*',
+      exposeHeadRoute: false,
+      handler: (request, reply) => this.handle(request, reply),
+    });
   }
 
   private async handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -111,6 +122,11 @@ export class VectorRoutes implements OnModuleInit {
     let body: string;
     try {
       if (!operation) throw new VectorError(404, `Not found: ${path} is not an endpoint of the Vector API`);
+      const allowed = allowedMethods(operation);
+      if (!allowed.includes(request.method)) {
+        void reply.header('allow', allowed.join(', '));
+        throw new VectorError(405, `Method ${request.method} is not allowed on /${name}; use ${allowed.join(' or ')}`);
+      }
       const session = await this.service.authenticate(request.headers.authorization);
       tenant = session.tenant;
       const namespace = slash < 0 ? '' : decodeNamespace(path.slice(slash + 1));
@@ -128,11 +144,23 @@ export class VectorRoutes implements OnModuleInit {
   }
 }
 
-/** The namespace path suffix: the SDK sends it un-encoded, HTTP clients may percent-encode it. */
+/** The methods an operation answers: POST, and its documented GET (with HEAD) or DELETE. */
+function allowedMethods(operation: Operation): string[] {
+  if (operation.also === 'GET') return ['GET', 'HEAD', 'POST'];
+  if (operation.also === 'DELETE') return ['POST', 'DELETE'];
+  return ['POST'];
+}
+
+/**
+ * The namespace path suffix: the SDK sends it un-encoded, HTTP clients may percent-encode it.
+ * @throws VectorError 400 for bad percent-encoding, NUL or a lone surrogate (checkNamespace)
+ */
 function decodeNamespace(segment: string): string {
+  let namespace: string;
   try {
-    return decodeURIComponent(segment);
+    namespace = decodeURIComponent(segment);
   } catch {
     throw VectorError.badRequest(`Invalid namespace in the path: ${segment}`);
   }
+  return checkNamespace(namespace);
 }

@@ -5,6 +5,7 @@ import {
   DailyQuota,
   RegistryReader,
   type VectorIndexRecord,
+  registryKeys,
 } from '@restash/shared/data-access-registry';
 import { Readiness } from '@restash/shared/util-http';
 import { type Embedder, EmbedderError, OpenAiEmbedder } from '@restash/vector/data-access-embedder';
@@ -30,6 +31,7 @@ import {
   type VectorInput,
   VectorError,
   checkDimension,
+  checkMetadata,
   exactScore,
   mergePatch,
   normaliseScore,
@@ -93,10 +95,25 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
     this.state = new IndexState(control);
     this.stores = new QdrantStores({ timeoutMs: config.qdrantTimeoutMs }, pointId);
     readiness.register('control-redis', () => control.ping());
+    metrics.trackOpenIndexes(() => this.stores.size);
   }
 
   async onModuleInit(): Promise<void> {
+    const prefix = registryKeys.vectorIndex('');
+    this.registry.onChange((key) => {
+      if (key.startsWith(prefix)) this.forget(key.slice(prefix.length));
+    });
     await this.registry.start();
+  }
+
+  /**
+   * Drops what this replica holds for an index whose registry record changed or went (every replica
+   * hears the change on the registry channel): its Qdrant store (and client, when unused) and its
+   * embedder. The next request, if the index still exists, opens them again from the new record.
+   */
+  private forget(indexId: string): void {
+    this.stores.drop(indexId);
+    for (const key of this.embedders.keys()) if (key.startsWith(`${indexId}\0`)) this.embedders.delete(key);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -175,7 +192,8 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
     }
     if (input.data !== undefined) next.data = input.data;
     if (input.metadata !== undefined) {
-      next.metadata = input.metadataUpdateMode === 'PATCH' ? (mergePatch(existing.metadata, input.metadata) as Record<string, unknown>) : input.metadata;
+      // The patch passed the limits; what it makes of the stored metadata must too (it can grow).
+      next.metadata = input.metadataUpdateMode === 'PATCH' ? checkMetadata(mergePatch(existing.metadata, input.metadata), 'metadata') : input.metadata;
     }
     await this.engine(session, () => session.store.upsert(namespace, [next]));
     return resultJson('{"updated":1}');
@@ -235,7 +253,7 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
   async resumableStart(session: Session, namespace: string, input: ResumableStartInput): Promise<string> {
     const vector = input.vector ?? (await this.embed(session, [input.data as string]))[0] as number[];
     const query = { ...input, vector };
-    const hits = await this.search(session, namespace, query, input.topK);
+    const hits = await this.searchTotal(session, namespace, query, input.topK);
     const uuid = randomUUID();
     await this.stateCall(session, () =>
       this.state.saveResumable(uuid, { index: session.index.id, namespace, query, returned: hits.length, maxIdle: input.maxIdle }),
@@ -247,7 +265,7 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
   async resumableNext(session: Session, uuid: string, additionalK: number): Promise<string> {
     const state = await this.stateCall(session, () => this.state.loadResumable(uuid));
     if (!state || state.index !== session.index.id) throw new VectorError(404, `Resumable query ${uuid} not found: it ended or idled out`);
-    const hits = (await this.search(session, state.namespace, state.query, state.returned + additionalK)).slice(state.returned);
+    const hits = (await this.searchTotal(session, state.namespace, state.query, state.returned + additionalK)).slice(state.returned);
     await this.stateCall(session, () => this.state.saveResumable(uuid, { ...state, returned: state.returned + hits.length }));
     return resultJson(this.encodeHits(hits, state.query.include));
   }
@@ -340,7 +358,23 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
     return resultJson('"Success"');
   }
 
-  /** The best `limit` hits of a query, filter applied exactly; scores normalised. */
+  /**
+   * The first `limit` hits of a query in the total order (score descending, then id ascending), so
+   * that resumable queries hand out every vector exactly once across pages even when scores tie:
+   * the engine cuts a page anywhere among tied hits, so this reads more until the hit after the
+   * last one wanted scores strictly lower (or the namespace ends).
+   */
+  private async searchTotal(session: Session, namespace: string, q: QueryInput, limit: number): Promise<ScoredVector[]> {
+    for (let fetch = limit + 1; ; fetch *= 2) {
+      const hits = await this.search(session, namespace, q, fetch);
+      const last = hits[limit - 1];
+      if (hits.length < fetch || !last || (hits[fetch - 1] as ScoredVector).rawScore < last.rawScore || fetch >= this.config.filterScanLimit) {
+        return hits.slice(0, limit);
+      }
+    }
+  }
+
+  /** The best `limit` hits of a query, filter applied exactly; scores normalised; in total order (byScoreThenId). */
   private async search(session: Session, namespace: string, q: QueryInput, limit: number): Promise<ScoredVector[]> {
     const vector = q.vector ?? ((await this.embed(session, [q.data as string]))[0] as number[]);
     checkDimension(vector, session.index.dimension);
@@ -363,7 +397,7 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
     }
     const similarity = session.index.similarityFunction;
     const scored = hits.map((h) => ({ ...h, rawScore: normaliseScore(similarity, h.rawScore) }));
-    return this.rescoreNearMatches(session, namespace, vector, scored);
+    return (await this.rescoreNearMatches(session, namespace, vector, scored)).sort(byScoreThenId);
   }
 
   /**
@@ -383,8 +417,7 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
       .map((h) => {
         const v = extreme(h.rawScore) ? stored.get(h.id)?.vector : undefined;
         return v ? { ...h, rawScore: exactScore(similarity, v, query) } : h;
-      })
-      .sort((a, b) => b.rawScore - a.rawScore);
+      });
   }
 
   private encodeHits(hits: ScoredVector[], include: Includes): string {
@@ -427,7 +460,9 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
       if (!(error instanceof EmbedderError)) throw error;
       this.metrics.backendError(session.tenant, 'embedder');
       this.logger.warn(`index ${index.id}: ${error.message}`);
-      throw new VectorError(502, `Embedding failed: ${error.message}`);
+      // The provider's own text stays in the log: it may quote internals (stack traces, keys, hosts).
+      const answered = error.status === undefined ? 'could not be reached or gave no usable answer' : `answered HTTP ${error.status}`;
+      throw new VectorError(502, `Embedding failed: the embedding provider ${answered}`);
     }
     const wrong = vectors.find((v) => v.length !== index.dimension);
     if (wrong) throw new VectorError(502, `The embedding model returned ${wrong.length} dimensions; this index has ${index.dimension}`);
@@ -461,6 +496,11 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
       throw new VectorError(503, 'Service unavailable: the platform registry cannot be reached; retry later');
     }
   }
+}
+
+/** The total order of hits: score descending, then id ascending (ids are unique in a namespace). */
+function byScoreThenId(a: ScoredVector, b: ScoredVector): number {
+  return b.rawScore - a.rawScore || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 /** Parses a filter; its errors are 400s that say where. */

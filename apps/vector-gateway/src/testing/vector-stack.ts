@@ -25,6 +25,8 @@ export interface TestIndex {
   similarityFunction?: SimilarityFunction;
   /** Give the index the local embedding model (the stack then starts embedder-local). */
   embedding?: boolean;
+  /** Give the index an embedding endpoint at this URL instead (embedder-local is not started for it). */
+  embeddingUrl?: string | ((qdrantUrl: string) => string);
   maxRequestBytes?: number;
   dailyRequests?: number;
 }
@@ -68,6 +70,7 @@ export async function startVectorStack(tenants: Record<string, TestIndex[]>, env
             similarityFunction: i.similarityFunction ?? 'COSINE',
             qdrant: { url: qdrant.url },
             ...(i.embedding && embedder ? { embedding: { url: embedder.url, model: LOCAL_MODEL } } : {}),
+            ...(i.embeddingUrl ? { embedding: { url: typeof i.embeddingUrl === 'string' ? i.embeddingUrl : i.embeddingUrl(qdrant.url), model: LOCAL_MODEL } } : {}),
             limits: { maxRequestBytes: i.maxRequestBytes ?? 1024 * 1024, dailyRequests: i.dailyRequests ?? 0 },
           })),
         },
