@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make dev`: the whole local stack in the foreground. Installs what is missing, starts the control
-# Redis (registry, quotas) and the tenant data Redis as two separate servers, qdrant-local (Qdrant's
+# Redis (registry, quotas) and one Redis server per KV database of deploy/local/tenants.yaml (a Redis
+# server backs at most one KV database: Redis does not isolate logical databases; each in
+# .restash/kv/<tenant>.<database>/, with AOF and the gateway's ACL user), qdrant-local (Qdrant's
 # engine behind its REST API, dev only), embedder-local (a sentence-embedding model) and an Apache
 # Kafka broker (KRaft, deploy/kafka-local), applies deploy/local/tenants.yaml, starts kv-gateway,
 # vector-gateway, stream-gateway, queue-gateway and queue-worker, creates the demo topics, and writes .restash/local.env
@@ -8,7 +10,7 @@
 # running it again reuses the tokens and the data.
 #
 # Ports (override with the variables): RESTASH_CONTROL_REDIS_PORT 6390, RESTASH_DATA_REDIS_PORT
-# 6391, RESTASH_KV_PORT 8080, RESTASH_KV_MANAGEMENT_PORT 9080, RESTASH_VECTOR_PORT 8081,
+# 6391 (the Redis of KV database demo.main), RESTASH_KV_PORT 8080, RESTASH_KV_MANAGEMENT_PORT 9080, RESTASH_VECTOR_PORT 8081,
 # RESTASH_VECTOR_MANAGEMENT_PORT 9081, RESTASH_QDRANT_PORT 6333, RESTASH_EMBEDDER_PORT 7997,
 # RESTASH_STREAM_PORT 8082, RESTASH_STREAM_MANAGEMENT_PORT 9082, RESTASH_KAFKA_PORT 9092,
 # RESTASH_KAFKA_CONTROLLER_PORT 9093, RESTASH_QUEUE_PORT 8083, RESTASH_QUEUE_MANAGEMENT_PORT 9083,
@@ -37,8 +39,12 @@ queue_worker_management_port=${RESTASH_QUEUE_WORKER_MANAGEMENT_PORT:-9084}
 bash deploy/local/install.sh
 node tools/build.mjs
 
-mkdir -p "$state"/{control,data,qdrant,kafka,logs,run}
+mkdir -p "$state"/{control,kv,qdrant,kafka,logs,run}
 chmod 700 "$state"
+# The KV databases of tenants.yaml, "<tenant>.<database> <port>", one Redis server each: keep in step with the file.
+kv_databases=("demo.main $RESTASH_DATA_REDIS_PORT")
+# Before one server per database, demo.main lived in .restash/data: keep its data.
+if [ -d "$state/data" ] && [ ! -e "$state/kv/demo.main" ]; then mv "$state/data" "$state/kv/demo.main"; fi
 
 # Whatever an earlier run left behind (killed without its trap) is stopped first.
 for pidfile in "$state"/run/*.pid; do
@@ -91,20 +97,27 @@ appendfsync everysec
 maxmemory-policy noeviction
 save ""
 CONF
-(umask 077; cat >"$state/data/redis.conf" <<CONF
-port $RESTASH_DATA_REDIS_PORT
+start control-redis redis-server "$state/control/redis.conf"
+for entry in "${kv_databases[@]}"; do
+  read -r id port <<<"$entry"
+  mkdir -p "$state/kv/$id"
+  (umask 077; cat >"$state/kv/$id/redis.conf" <<CONF
+port $port
 bind 127.0.0.1
-dir $state/data
+dir $state/kv/$id
 appendonly yes
 save ""
 user default off
 user restash-gateway on >$RESTASH_DATA_REDIS_PASSWORD ~* &* +@all
 CONF
-)
-start control-redis redis-server "$state/control/redis.conf"
-start data-redis redis-server "$state/data/redis.conf"
+  )
+  start "kv-redis-$id" redis-server "$state/kv/$id/redis.conf"
+done
 wait_until "control Redis" redis-cli -p "$RESTASH_CONTROL_REDIS_PORT" ping
-wait_until "data Redis" redis-cli -p "$RESTASH_DATA_REDIS_PORT" --user restash-gateway --pass "$RESTASH_DATA_REDIS_PASSWORD" --no-auth-warning ping
+for entry in "${kv_databases[@]}"; do
+  read -r id port <<<"$entry"
+  wait_until "the Redis of KV database $id" redis-cli -p "$port" --user restash-gateway --pass "$RESTASH_DATA_REDIS_PASSWORD" --no-auth-warning ping
+done
 
 python=.cache/python/venv/bin/python
 start qdrant-local "$python" deploy/qdrant-local/server.py --host 127.0.0.1 --port "$RESTASH_QDRANT_PORT" --data "$state/qdrant"
