@@ -477,7 +477,8 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
       if (!(error instanceof EngineUnavailableError)) throw error;
       this.metrics.backendError(session.tenant, 'engine');
       this.logger.warn(`index ${session.index.id}: ${error.message}`);
-      throw new VectorError(503, 'Service unavailable: the vector engine cannot be reached; retry later');
+      const what = error.status === undefined ? 'cannot be reached' : 'failed on this index';
+      throw new VectorError(503, `Service unavailable: the vector engine ${what}; retry later`);
     }
   }
 

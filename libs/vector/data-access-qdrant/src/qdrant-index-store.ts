@@ -34,9 +34,15 @@ export interface Want {
   data: boolean;
 }
 
-/** The engine could not be reached, timed out, or failed; the API answers 503. */
+/**
+ * The engine could not be reached, timed out, or failed; the API answers 503. `status` is Qdrant's
+ * HTTP status when it answered (e.g. 503 for a collection qdrant-local could not load).
+ */
 export class EngineUnavailableError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
     this.name = 'EngineUnavailableError';
   }
@@ -256,7 +262,7 @@ export class QdrantIndexStore {
       return await run();
     } catch (error) {
       if (status(error) === 404) this.ensured = undefined; // the collection went away: create it again next time
-      throw new EngineUnavailableError(describe(error));
+      throw new EngineUnavailableError(describe(error), status(error));
     }
   }
 }
