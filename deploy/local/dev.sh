@@ -108,7 +108,7 @@ dir $state/kv/$id
 appendonly yes
 save ""
 user default off
-user restash-gateway on >$RESTASH_DATA_REDIS_PASSWORD ~* &* +@all
+user restash-gateway on >$RESTASH_DATA_REDIS_PASSWORD ~* &* +@all -migrate
 CONF
   )
   start "kv-redis-$id" redis-server "$state/kv/$id/redis.conf"

@@ -77,6 +77,15 @@ describe('kv-gateway tenant isolation', () => {
       await result(hostile.standard, ['SET', 'k', 'mine']);
     });
 
+    it('a script cannot MIGRATE keys to another server (the gateway’s user has no MIGRATE)', async () => {
+      const port = stack.server('rival', 'main').port;
+      const migrate = `redis.call('SET', 'x', 'y') return redis.call('MIGRATE', '127.0.0.1', ${port}, 'x', 3, 1000, 'AUTH2', '${KV_TEST_ADMIN.username}', '${KV_TEST_ADMIN.password}')`;
+      const response = await as(hostile.standard, ['EVAL', migrate, '0']);
+      expect(response.status).toBe(400);
+      expect((response.body as { error: string }).error).toMatch(/can't run this command/);
+      await neighbourIntact();
+    });
+
     it('the same commands sent directly are refused or stay in the database', async () => {
       await result(hostile.standard, ['SET', 'x', 'y']);
       for (const command of [['MOVE', 'x', '3'], ['COPY', 'x', 'k', 'DB', '3'], ['SWAPDB', '0', '3'], ['SELECT', '3']]) {

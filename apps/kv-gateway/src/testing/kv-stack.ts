@@ -47,10 +47,13 @@ export interface KvStack {
 /** The gateway's ACL user on every data Redis; tenants never get its password. */
 export const KV_TEST_ADMIN = { username: 'restash-gateway', password: 'test-admin-password' };
 
-/** A data Redis as production runs it: default user off, the gateway's own ACL user on. */
+/**
+ * A data Redis as production runs it: default user off, the gateway's own ACL user on, without
+ * MIGRATE (tenant scripts run as that user, and MIGRATE would connect the server anywhere).
+ */
 export function startDataRedis(): Promise<RedisServer> {
   return startRedisServer({
-    config: ['user default off', `user ${KV_TEST_ADMIN.username} on >${KV_TEST_ADMIN.password} ~* &* +@all`],
+    config: ['user default off', `user ${KV_TEST_ADMIN.username} on >${KV_TEST_ADMIN.password} ~* &* +@all -migrate`],
     auth: KV_TEST_ADMIN,
   });
 }
