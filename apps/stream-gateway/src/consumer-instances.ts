@@ -77,22 +77,24 @@ export class ConsumerInstances {
     return [...this.open.values()].filter((i) => i.clusterId === clusterId);
   }
 
-  /** Removes and returns the instances unused for `idleMs` or stopped for good. */
-  reap(idleMs: number, now = Date.now()): ConsumerInstance[] {
+  /** Removes and returns the instances that `test` selects (the caller closes them). */
+  removeWhere(test: (instance: ConsumerInstance) => boolean): ConsumerInstance[] {
     const gone: ConsumerInstance[] = [];
     for (const [key, instance] of this.open) {
-      if (instance.consumer.failure || now - instance.consumer.lastUsedAt > idleMs) {
-        this.open.delete(key);
-        gone.push(instance);
-      }
+      if (!test(instance)) continue;
+      this.open.delete(key);
+      gone.push(instance);
     }
     return gone;
   }
 
+  /** Removes and returns the instances unused for `idleMs` or stopped for good. */
+  reap(idleMs: number, now = Date.now()): ConsumerInstance[] {
+    return this.removeWhere((instance) => instance.consumer.failure !== undefined || now - instance.consumer.lastUsedAt > idleMs);
+  }
+
   /** Removes and returns every instance (shutdown). */
   drain(): ConsumerInstance[] {
-    const all = [...this.open.values()];
-    this.open.clear();
-    return all;
+    return this.removeWhere(() => true);
   }
 }

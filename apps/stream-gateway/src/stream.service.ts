@@ -4,6 +4,7 @@ import {
   DailyQuota,
   RegistryReader,
   type StreamClusterRecord,
+  registryKeys,
   streamUsername,
 } from '@restash/shared/data-access-registry';
 import { Readiness } from '@restash/shared/util-http';
@@ -42,7 +43,13 @@ export interface GroupAssignments {
   instances: Array<{ name: string; topics: Array<{ topic: string; partitions: number[] }> }>;
 }
 
+/** Registry keys of stream cluster records, followed by the cluster id. */
+const STREAM_CLUSTER_KEY = registryKeys.streamCluster('');
+
 /** Kafka error codes that mean "the group is moving; try again" rather than "Kafka is down". */
+/** Kafka error codes of records the broker refuses (400) and of batches over its size limits (413). */
+const REFUSED_RECORD = new Set(['INVALID_TIMESTAMP', 'INVALID_RECORD', 'CORRUPT_MESSAGE']);
+const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 const GROUP_BUSY = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'NOT_COORDINATOR', 'COORDINATOR_LOAD_IN_PROGRESS']);
 
 /**
@@ -60,7 +67,10 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(StreamService.name);
   private readonly registry: RegistryReader;
   private readonly quota: DailyQuota;
+  /** kafkajs clients by broker list (`brokers.join(',')`). */
   private readonly clusters = new Map<string, KafkaCluster>();
+  /** The broker list and prefix each cluster id's clients and instances were opened with. */
+  private readonly clusterUse = new Map<string, { brokers: string; prefix: string }>();
   private readonly clustersByRecord = new WeakMap<StreamClusterRecord, KafkaCluster>();
   private readonly topicsReady = new WeakMap<StreamClusterRecord, Promise<void>>();
   private readonly instances = new ConsumerInstances();
@@ -78,6 +88,10 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onModuleInit(): Promise<void> {
+    // Any replica's registry write: what this gateway holds for the cluster must not outlive the change.
+    this.registry.onChange((key) => {
+      if (key.startsWith(STREAM_CLUSTER_KEY)) void this.recheckCluster(key.slice(STREAM_CLUSTER_KEY.length));
+    });
     await this.registry.start();
     const every = Math.max(100, Math.min(5000, Math.floor(this.config.consumer.idleTimeoutMs / 4)));
     this.reaper = setInterval(() => {
@@ -93,6 +107,35 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     await Promise.all([...this.clusters.values()].map((cluster) => cluster.close()));
     await this.registry.close();
     this.control.disconnect();
+  }
+
+  /**
+   * A stream cluster's record was written or deleted. When it is gone, or names other brokers or another
+   * prefix, its consumer instances are closed and its kafkajs clients too unless another cluster on the
+   * same brokers uses them; when it no longer declares a topic, the instances subscribed to it are closed.
+   * Cached records were dropped by the registry reader already. While the registry cannot be read,
+   * everything is kept.
+   */
+  private async recheckCluster(id: string): Promise<void> {
+    const used = this.clusterUse.get(id);
+    if (!used) return;
+    let record: StreamClusterRecord | null;
+    try {
+      record = await this.registry.streamCluster(id);
+    } catch {
+      return;
+    }
+    const moved = !record || record.brokers.join(',') !== used.brokers || record.prefix !== used.prefix;
+    const topics = record?.topics ?? {};
+    const stale = this.instances.removeWhere((i) => i.clusterId === id && (moved || i.topics.some((t) => !Object.hasOwn(topics, t))));
+    if (stale.length > 0) this.logger.log(`stream cluster ${id} ${record ? 'changed' : 'left the registry'}: closing ${stale.length} consumer instance(s)`);
+    await Promise.all(stale.map((instance) => this.closeInstance(instance)));
+    if (!moved) return;
+    this.clusterUse.delete(id);
+    if ([...this.clusterUse.values()].some((u) => u.brokers === used.brokers)) return;
+    const kafka = this.clusters.get(used.brokers);
+    this.clusters.delete(used.brokers);
+    await kafka?.close();
   }
 
   /**
@@ -359,6 +402,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       this.clusters.set(key, kafka);
     }
     this.clustersByRecord.set(cluster, kafka);
+    this.clusterUse.set(cluster.id, { brokers: key, prefix: cluster.prefix });
     return kafka;
   }
 
@@ -373,8 +417,11 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
 
   private kafkaFailure(session: Session, error: unknown): StreamError {
     if (error instanceof StreamError) return error;
-    const type = (error as { type?: string }).type ?? '';
+    const type = kafkaErrorType(error);
     const message = error instanceof Error ? error.message : String(error);
+    // The broker refusing what the client sent (e.g. under stricter broker settings than the gateway checks) is a client error.
+    if (REFUSED_RECORD.has(type)) return StreamError.badRequest(`Illegal argument: the broker refused a message (${type}): ${stripPrefix(message, session.cluster.prefix)}`);
+    if (TOO_LARGE.has(type)) return new StreamError(413, `Request too large: the broker refused the messages (${type})`);
     if (type === 'UNKNOWN_TOPIC_OR_PARTITION') return new StreamError(404, `Unknown topic or partition: ${stripPrefix(message, session.cluster.prefix)}`);
     if (GROUP_BUSY.has(type)) return new StreamError(409, `The consumer group is rebalancing, retry: ${message}`);
     if (message.startsWith('the consumer instance has not joined')) return new StreamError(409, message);
@@ -392,6 +439,15 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       throw new StreamError(503, 'Service unavailable: the tenant registry cannot be reached');
     }
   }
+}
+
+/** Kafka's error code of a kafkajs error: its own `type`, or that of the error it wraps (retries exhausted, non-retriable). */
+function kafkaErrorType(error: unknown): string {
+  let current = error as { type?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; current && depth < 5; depth++, current = current.cause as typeof current) {
+    if (typeof current.type === 'string') return current.type;
+  }
+  return '';
 }
 
 /** @throws StreamError 400 when the topic has no such partition */

@@ -35,6 +35,8 @@ export interface StreamStack {
   credentials(tenant: string, cluster: string, role?: 'standard' | 'readonly'): TestCredentials;
   /** Stops the gateway gracefully and starts a new one on the same engines (a new URL). */
   restartGateway(): Promise<void>;
+  /** Starts another gateway replica on the same registry and broker (closed by stop()); returns its URL. */
+  replica(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -83,6 +85,7 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
     ...env,
   });
   let service: HttpService = await startHttpService(AppModule.forRoot(config), config.http);
+  const replicas: HttpService[] = [];
   const stack: StreamStack = {
     url: service.url,
     managementUrl: service.managementUrl,
@@ -99,8 +102,13 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
       stack.url = service.url;
       stack.managementUrl = service.managementUrl;
     },
+    replica: async () => {
+      const replica = await startHttpService(AppModule.forRoot(config), config.http);
+      replicas.push(replica);
+      return replica.url;
+    },
     stop: async () => {
-      await service.close();
+      await Promise.all([service, ...replicas].map((s) => s.close()));
       await Promise.all([control.stop(), kafka.stop()]);
     },
   };

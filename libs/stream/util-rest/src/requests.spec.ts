@@ -40,6 +40,20 @@ describe('parseProduce', () => {
     ).toEqual([{ topic: 't', value: 'v', partition: 2, timestamp: 1_700_000_000_000, key: 'k', headers: [{ key: 'a', value: 'b' }] }]);
   });
 
+  it('refuses a timestamp more than an hour in the future (the broker would refuse the batch), in every message of a batch', () => {
+    const now = 1_700_000_000_000;
+    const hour = 60 * 60 * 1000;
+    expect(parseProduce({ topic: 't', value: 'v', timestamp: now + hour }, undefined, now)[0]?.timestamp).toBe(now + hour);
+    expect(parseProduce({ topic: 't', value: 'v', timestamp: 0 }, undefined, now)[0]?.timestamp).toBe(0);
+    expect(badRequest(() => parseProduce({ topic: 't', value: 'v', timestamp: now + hour + 1 }, undefined, now))).toMatch(
+      /^Illegal argument: message\.timestamp \d+ is more than an hour in the future/,
+    );
+    const batch = [{ topic: 't', value: 'a' }, { topic: 't', value: 'b', timestamp: String(now + 2 * hour) }];
+    expect(badRequest(() => parseProduce(batch, undefined, now))).toMatch(/message\[1\]\.timestamp .* in the future/);
+    expect(badRequest(() => parseProduce([{ value: 'a', timestamp: 9e18 }], 'path', now))).toMatch(/message\[0\]\.timestamp/);
+    expect(badRequest(() => parseProduce({ topic: 't', value: 'v', timestamp: -1 }, undefined, now))).toMatch(/message\.timestamp must be an integer/);
+  });
+
   it('takes the topic from the path when one is given', () => {
     expect(parseProduce([{ value: 'a' }, { topic: 'ignored', value: 'b' }], 'path')).toEqual([
       { topic: 'path', value: 'a', headers: [] },
@@ -117,6 +131,17 @@ describe('parseOffsetsAt and parseTimeoutQuery', () => {
     expect(parseTimeoutQuery(new URLSearchParams(''), 10_000)).toBe(10_000);
     expect(parseTimeoutQuery(new URLSearchParams('timeout=250'), 10_000)).toBe(250);
     expect(badRequest(() => parseTimeoutQuery(new URLSearchParams('timeout=soon'), 1)).toString()).toMatch(/timeout/);
+    expect(parseTimeoutQuery(new URLSearchParams('timeout=100'), 10_000)).toBe(100);
+    expect(parseTimeoutQuery(new URLSearchParams('timeout=99999999'), 10_000)).toBe(MAX_TIMEOUT_MS);
+    for (const bad of ['0', '99', '-1', '1.5', '1e3', '99999999999999999999']) {
+      expect(badRequest(() => parseTimeoutQuery(new URLSearchParams(`timeout=${bad}`), 10_000))).toMatch(/^Illegal argument: timeout must be an integer from 100/);
+    }
+  });
+
+  it('take 0 as the fetch and consume timeout (no wait)', () => {
+    expect(parseFetch({ topic: 'a', partition: 0, offset: 0, timeout: 0 }).timeoutMs).toBe(0);
+    expect(parseConsume(undefined, 'a', new URLSearchParams('timeout=0')).timeoutMs).toBe(0);
+    expect(badRequest(() => parseConsume(undefined, 'a', new URLSearchParams('timeout=-5')))).toMatch(/timeout must be an integer/);
   });
 });
 
@@ -137,6 +162,9 @@ describe('parseConsumerConfig', () => {
   it('refuses values outside the documented ones', () => {
     expect(badRequest(() => parseConsumerConfig({ 'stream-enable-auto-commit': 'yes' }))).toMatch(/true or false/);
     expect(badRequest(() => parseConsumerConfig({ 'kafka-auto-commit-interval': '0' }))).toMatch(/Auto-Commit-Interval/);
+    // Past 2^31-1 ms Node's timers fire after 1 ms.
+    expect(parseConsumerConfig({ 'kafka-auto-commit-interval': String(2 ** 31 - 1) }).autoCommitIntervalMs).toBe(2 ** 31 - 1);
+    expect(badRequest(() => parseConsumerConfig({ 'kafka-auto-commit-interval': String(2 ** 31) }))).toMatch(/Auto-Commit-Interval must be an integer from 1 to 2147483647/);
     expect(badRequest(() => parseConsumerConfig({ 'stream-auto-offset-reset': 'smallest' }))).toMatch(/earliest, latest or none/);
   });
 });

@@ -64,6 +64,17 @@ export const DEFAULT_FETCH_TIMEOUT_MS = 1000;
 export const DEFAULT_METADATA_TIMEOUT_MS = 10_000;
 /** Longer `timeout` values are cut to this, so that no request holds a connection for long. */
 export const MAX_TIMEOUT_MS = 30_000;
+/**
+ * Committed and offsets need at least this long (ms): their `timeout` bounds a broker round trip, and a
+ * shorter one could only end in 504 (a `timeout` of 0 would time out at once).
+ */
+export const MIN_METADATA_TIMEOUT_MS = 100;
+/**
+ * How far ahead of the gateway's clock a produced message's timestamp may be (ms): Kafka 4's default
+ * `log.message.timestamp.after.max.ms` (1 h), past which the broker refuses the whole batch
+ * (INVALID_TIMESTAMP). Past timestamps are accepted (`log.message.timestamp.before.max.ms` is unbounded).
+ */
+export const MAX_TIMESTAMP_AHEAD_MS = 60 * 60 * 1000;
 /** Default auto-commit interval (spec 002, Limits). */
 export const DEFAULT_AUTO_COMMIT_INTERVAL_MS = 5000;
 
@@ -120,18 +131,28 @@ function topicName(value: unknown, field: string): string {
   return name;
 }
 
-/** A wait in ms: absent → the default; larger than {@link MAX_TIMEOUT_MS} → that maximum. */
-function timeout(value: unknown, field: string, fallback: number): number {
+/** A wait in ms, at least `min`: absent → the default; larger than {@link MAX_TIMEOUT_MS} → that maximum. */
+function timeout(value: unknown, field: string, fallback: number, min = 0): number {
   if (value === undefined || value === null || value === '') return fallback;
-  return Math.min(integer(value, field, 0), MAX_TIMEOUT_MS);
+  return Math.min(integer(value, field, min), MAX_TIMEOUT_MS);
 }
 
 /**
- * The `timeout` query parameter (ms) of consume, committed and offsets.
- * @throws StreamError 400 for a value that is not a non-negative integer
+ * The `timeout` query parameter (ms) of committed and offsets: from {@link MIN_METADATA_TIMEOUT_MS};
+ * larger than {@link MAX_TIMEOUT_MS} is cut to it.
+ * @throws StreamError 400 naming `timeout` for a value that is not an integer of at least MIN_METADATA_TIMEOUT_MS
  */
 export function parseTimeoutQuery(query: URLSearchParams, fallback: number): number {
-  return timeout(query.get('timeout') ?? undefined, 'timeout', fallback);
+  return timeout(query.get('timeout') ?? undefined, 'timeout', fallback, MIN_METADATA_TIMEOUT_MS);
+}
+
+/** A produced message's timestamp (ms since the epoch): not negative, at most {@link MAX_TIMESTAMP_AHEAD_MS} after `now`. */
+function timestamp(value: unknown, field: string, now: number): number {
+  const ms = integer(value, field, 0);
+  if (ms > now + MAX_TIMESTAMP_AHEAD_MS) {
+    throw StreamError.badRequest(`Illegal argument: ${field} ${ms} is more than an hour in the future (milliseconds since the epoch; the broker refuses it)`);
+  }
+  return ms;
 }
 
 function headers(value: unknown, field: string): Header[] {
@@ -146,9 +167,12 @@ function headers(value: unknown, field: string): Header[] {
 /**
  * Produce bodies: one Message or an array of them (spec 002, Produce). With `pathTopic` (`/produce/<topic>`)
  * every message goes to that topic; otherwise each needs its own `topic`.
- * @throws StreamError 400 for an empty list, a missing or non-string value, or a bad optional field
+ *
+ * @param now the clock (ms since the epoch) that `timestamp` may be at most {@link MAX_TIMESTAMP_AHEAD_MS} ahead of
+ * @throws StreamError 400 for an empty list, a missing or non-string value, or a bad optional field (e.g. a
+ *   timestamp more than an hour in the future, which the broker would refuse)
  */
-export function parseProduce(body: unknown, pathTopic?: string): ProduceMessage[] {
+export function parseProduce(body: unknown, pathTopic?: string, now = Date.now()): ProduceMessage[] {
   if (body === undefined) throw StreamError.badRequest('Malformed request body: a message or an array of messages is required');
   const items = list(body, 'a message');
   if (items.length === 0) throw StreamError.badRequest('Illegal argument: no messages to produce');
@@ -162,7 +186,7 @@ export function parseProduce(body: unknown, pathTopic?: string): ProduceMessage[
       headers: headers(m.headers, `message${at}.headers`),
     };
     if (m.partition !== undefined && m.partition !== null) message.partition = integer(m.partition, `message${at}.partition`, 0, MAX_INT32);
-    if (m.timestamp !== undefined && m.timestamp !== null) message.timestamp = integer(m.timestamp, `message${at}.timestamp`, 0);
+    if (m.timestamp !== undefined && m.timestamp !== null) message.timestamp = timestamp(m.timestamp, `message${at}.timestamp`, now);
     if (m.key !== undefined && m.key !== null) message.key = string(m.key, `message${at}.key`);
     return message;
   });
@@ -273,7 +297,8 @@ export function parseConsumerConfig(headers: Record<string, string | string[] | 
   }
   return {
     autoCommit: autoCommit !== 'false',
-    autoCommitIntervalMs: interval === undefined ? DEFAULT_AUTO_COMMIT_INTERVAL_MS : integer(interval.trim(), 'Stream-Auto-Commit-Interval', 1),
+    // A timer longer than 2^31-1 ms would fire after 1 ms (Node's setInterval), committing in a loop.
+    autoCommitIntervalMs: interval === undefined ? DEFAULT_AUTO_COMMIT_INTERVAL_MS : integer(interval.trim(), 'Stream-Auto-Commit-Interval', 1, MAX_INT32),
     autoOffsetReset: reset ?? 'latest',
   };
 }
