@@ -144,12 +144,38 @@ describe('errors', () => {
     ['a commit for an unknown instance', () => api(`/commit/${randomUUID()}/x`, { method: 'POST' }), 404, /not found/],
     ['deleting an unknown instance', () => api(`/delete-consumer/${randomUUID()}/x`, { method: 'POST' }), 404, /not found/],
     ['a bad offsets timestamp', () => api('/offsets/yesterday', { body: [{ topic: 'orders', partition: 0 }] }), 400, /earliest or latest/],
+    ['a timestamp more than an hour ahead', () => api('/produce', { body: { topic: 'orders', value: 'v', timestamp: Date.now() + 2 * 3_600_000 } }), 400, /message\.timestamp \d+ is more than an hour in the future/],
+    ['offsets with timeout=0', () => api('/offsets/latest?timeout=0', { body: [{ topic: 'orders', partition: 0 }] }), 400, /timeout must be an integer from 100/],
+    ['committed with a negative timeout', () => api('/committed/g/i?timeout=-1', { body: [{ topic: 'orders', partition: 0 }] }), 400, /timeout must be an integer/],
+    ['consume with a timeout that is not a number', () => api('/consume/g/i/orders?timeout=soon', { method: 'GET' }), 400, /timeout must be an integer/],
     ['a body over the cluster limit', () => api('/produce', { body: { topic: 'orders', value: 'x'.repeat(70_000) } }), 413, /too large/],
   ];
   it.each(cases)('%s', async (_name, request, status, message) => {
     const res = await request();
     expect(res.status).toBe(status);
     expect(res.body).toEqual({ error: expect.stringMatching(message), status });
+  });
+
+  it('writes nothing of a batch with one timestamp over an hour ahead; accepts any timestamp up to an hour ahead, old ones too', async () => {
+    const latest = async () => ((await api('/offsets/latest', { body: [{ topic: 'solo', partition: 0 }] })).body as Array<{ offset: number }>)[0]?.offset;
+    const before = await latest();
+    const batch = [{ topic: 'solo', value: 'fine' }, { topic: 'solo', value: 'late', timestamp: Date.now() + 61 * 60_000 }];
+    expect(await api('/produce', { body: batch })).toMatchObject({ status: 400, body: { error: expect.stringMatching(/message\[1\]\.timestamp/) } });
+    expect(await latest()).toBe(before);
+    const soon = Date.now() + 59 * 60_000;
+    const accepted = await api('/produce', { body: [{ topic: 'solo', value: 'soon', timestamp: soon }, { topic: 'solo', value: 'old', timestamp: 1000 }] });
+    expect(accepted.status).toBe(200);
+    expect((accepted.body as Array<{ timestamp: number }>).map((m) => m.timestamp)).toEqual([soon, 1000]);
+  });
+
+  it('answers fetch and consume with timeout 0 at once, and offsets with the smallest timeout', async () => {
+    const { offset } = (await produce('solo', ['now']))[0]!;
+    const fetched = await api('/fetch', { body: { topic: 'solo', partition: 0, offset, timeout: 0 } });
+    expect(fetched.status).toBe(200);
+    const group = randomUUID();
+    expect((await api(`/consume/${group}/i/solo?timeout=0`, { method: 'GET' })).status).toBe(200);
+    await api(`/delete-consumer/${group}/i`, { method: 'DELETE' });
+    expect((await api('/offsets/earliest?timeout=100', { body: [{ topic: 'solo', partition: 0 }] })).status).toBe(200);
   });
 
   it('refuses produce and webhook with read-only credentials but lets them read', async () => {
