@@ -16,7 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule],
       providers: [
         { provide: QUEUE_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: { encode: (_status: number, message: string) => encodeQueueError(message), methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] } },
+        { provide: API_ERRORS, useValue: { encode: (_status: number, message: string) => encodeQueueError(message), methods: ['GET', 'POST', 'DELETE'] } },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         // Auto-pipelining: the commands of concurrent publishes go out in one socket write per event-loop turn.
         { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true }) },

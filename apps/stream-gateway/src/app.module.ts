@@ -16,7 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule],
       providers: [
         { provide: STREAM_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: { encode: encodeError, methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'] } },
+        { provide: API_ERRORS, useValue: { encode: encodeError, methods: ['GET', 'POST', 'DELETE'] } },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         StreamMetrics,
         StreamService,

@@ -138,7 +138,8 @@ describe('errors', () => {
     ['a fetch naming nothing', () => api('/fetch', { body: {} }), 400, /topicPartitionOffsets/],
     ['bad headers in a message', () => api('/produce', { body: { topic: 'orders', value: 'v', headers: { a: 'b' } } }), 400, /headers must be an array/],
     ['an unknown endpoint', () => api('/nothing-here'), 404, /not an endpoint/],
-    ['a wrong method', () => api('/topics', { method: 'DELETE' }), 405, /not allowed/],
+    ['a wrong method', () => api('/topics', { method: 'DELETE' }), 405, /Method DELETE is not allowed on \/topics/],
+    ['a method the API does not take', () => api('/topics', { method: 'PATCH' }), 405, /method PATCH is not allowed: use GET, POST, DELETE/],
     ['a bad auto-commit header', () => api('/consume/g/i/orders', { method: 'GET', headers: { 'Stream-Enable-Auto-Commit': 'maybe' } }), 400, /true or false/],
     ['a bad offset-reset header', () => api('/consume/g/i/orders', { method: 'GET', headers: { 'Kafka-Auto-Offset-Reset': 'oldest' } }), 400, /earliest, latest or none/],
     ['a commit for an unknown instance', () => api(`/commit/${randomUUID()}/x`, { method: 'POST' }), 404, /not found/],
@@ -154,6 +155,12 @@ describe('errors', () => {
     const res = await request();
     expect(res.status).toBe(status);
     expect(res.body).toEqual({ error: expect.stringMatching(message), status });
+  });
+
+  it('names the allowed methods of a 405 in Allow: the endpoint’s, or the API’s for a method no endpoint takes', async () => {
+    expect((await api('/topics', { method: 'DELETE' })).headers.get('allow')).toBe('GET');
+    expect((await api('/delete-consumer/g/i', { method: 'GET' })).headers.get('allow')).toBe('POST, DELETE');
+    expect((await api('/topics', { method: 'PUT' })).headers.get('allow')).toBe('GET, POST, DELETE');
   });
 
   it('writes nothing of a batch with one timestamp over an hour ahead; accepts any timestamp up to an hour ahead, old ones too', async () => {

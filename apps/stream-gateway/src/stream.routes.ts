@@ -168,7 +168,7 @@ export class StreamRoutes implements OnModuleInit {
       encode: encodeError,
       bodyMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     });
-    app.route({ method: ['GET', 'POST', 'PUT', 'DELETE'], url: '/*', handler: (request, reply) => this.handle(request, reply) });
+    app.route({ method: ['GET', 'POST', 'DELETE'], url: '/*', handler: (request, reply) => this.handle(request, reply) });
   }
 
   private async handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -188,7 +188,10 @@ export class StreamRoutes implements OnModuleInit {
       if (args.length < operation.min || args.length > operation.max || named.some((a) => a === '')) {
         throw new StreamError(404, `Not found: ${path} is not an endpoint of the Stream API`);
       }
-      if (!operation.methods.includes(request.method)) throw new StreamError(405, `Method ${request.method} is not allowed on /${name}`);
+      if (!operation.methods.includes(request.method)) {
+        void reply.header('allow', operation.methods.join(', '));
+        throw new StreamError(405, `Method ${request.method} is not allowed on /${name}`);
+      }
       const credentials = parseBasicAuth(request.headers.authorization) ?? (operation.queryAuth ? queryCredentials(query) : undefined);
       const session = await this.service.authenticate(credentials);
       tenant = session.tenant;

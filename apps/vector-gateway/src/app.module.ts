@@ -16,7 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule],
       providers: [
         { provide: VECTOR_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: { encode: encodeError, methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'] } },
+        { provide: API_ERRORS, useValue: { encode: encodeError, methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] } },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         VectorMetrics,
         VectorService,
