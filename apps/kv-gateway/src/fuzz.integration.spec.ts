@@ -1,12 +1,14 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { RegistryWriter, generateSigningKey, generateToken, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 import {
+  type ForeignTokens,
   type FuzzCase,
   type FuzzRequest,
   bearer,
   brokenBody,
   encodeSegment,
+  foreignTenant,
   fuzzSeed,
   hostileString,
   httpGarbage,
@@ -30,7 +32,7 @@ let token: string;
 let readonly: string;
 let rival: string;
 /** Tokens of the other APIs' resources, registered on the same registry. */
-let foreign: { vector: string; stream: string; queue: string };
+let foreign: ForeignTokens;
 
 /** The kinds of token a fuzzed request carries. */
 type Auth = 'standard' | 'readonly' | 'none' | 'garbage' | 'vector' | 'stream' | 'queue';
@@ -54,28 +56,13 @@ const json = (path: string, body: unknown, auth: Auth = 'standard'): FuzzRequest
 const raw = (path: string, body: string | Buffer, auth: Auth = 'standard', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body });
 const get = (path: string, method = 'GET', auth: Auth = 'standard', headers: Record<string, string> = {}): FuzzRequest => ({ method, path, headers: { ...authHeader(auth), ...headers } });
 
-/** Registers a tenant with one resource of each other API, so that their real tokens can be tried here. */
-async function registerForeignTenant(controlUrl: string): Promise<typeof foreign> {
+/** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
+async function registerForeignTenant(controlUrl: string): Promise<ForeignTokens> {
   const registry = new Redis(controlUrl);
-  const doc = tenantDocumentSchema.parse({
-    apiVersion: 'restash.dev/v1alpha1',
-    kind: 'Tenant',
-    metadata: { name: 'foreign' },
-    spec: {
-      vector: { indexes: [{ name: 'v', dimension: 2, qdrant: { url: 'http://127.0.0.1:1' } }] },
-      stream: { clusters: [{ name: 's', kafka: { brokers: ['127.0.0.1:1'] }, topics: [{ name: 't' }] }] },
-      queue: { projects: [{ name: 'q' }] },
-    },
-  });
-  const [vector, stream, queue] = [generateToken(), generateToken(), generateToken()];
-  await new RegistryWriter(registry).applyTenant(doc, {
-    kv: {},
-    vector: { v: { standard: vector, readonly: generateToken() } },
-    stream: { s: { standard: stream, readonly: generateToken() } },
-    queue: { q: { standard: queue, readonly: generateToken(), currentSigningKey: generateSigningKey(), nextSigningKey: generateSigningKey() } },
-  });
+  const foreign = foreignTenant();
+  await new RegistryWriter(registry).applyTenant(tenantDocumentSchema.parse(foreign.document), foreign.tokens as TenantTokens);
   registry.disconnect();
-  return { vector, stream, queue };
+  return foreign.standard;
 }
 
 beforeAll(async () => {

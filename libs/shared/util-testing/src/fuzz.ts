@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import fc from 'fast-check';
 
@@ -501,4 +502,38 @@ export function summarizeFailures(failures: FuzzFailure[], perGroup = 3): string
     groups.set(key, [...(groups.get(key) ?? []), f.exchange]);
   }
   return [...groups.entries()].map(([problem, exchanges]) => `${exchanges.length}× ${problem}:\n    ${exchanges.slice(0, perGroup).join('\n    ')}`);
+}
+
+/** Tokens of a {@link foreignTenant}'s resources, by API: a real token of each API, to try against the others. */
+export type ForeignTokens = Record<'kv' | 'vector' | 'stream' | 'queue', string>;
+
+/**
+ * A tenant document (for tenantDocumentSchema) with one resource of each API on unreachable engines,
+ * and the tokens to register with it (RegistryWriter.applyTenant's shape): its standard tokens are
+ * real tokens of every API, so that a fuzz test can check a gateway refuses the others' tokens (401).
+ */
+export function foreignTenant(name = 'foreign'): { document: unknown; tokens: { kv: object; vector: object; stream: object; queue: object }; standard: ForeignTokens } {
+  const token = () => randomBytes(32).toString('base64url');
+  const signingKey = () => `sig_${randomBytes(21).toString('base64url')}`;
+  const standard: ForeignTokens = { kv: token(), vector: token(), stream: token(), queue: token() };
+  return {
+    document: {
+      apiVersion: 'restash.dev/v1alpha1',
+      kind: 'Tenant',
+      metadata: { name },
+      spec: {
+        kv: { databases: [{ name: 'k', redis: { url: 'redis://127.0.0.1:1/0' } }] },
+        vector: { indexes: [{ name: 'v', dimension: 2, qdrant: { url: 'http://127.0.0.1:1' } }] },
+        stream: { clusters: [{ name: 's', kafka: { brokers: ['127.0.0.1:1'] }, topics: [{ name: 't' }] }] },
+        queue: { projects: [{ name: 'q' }] },
+      },
+    },
+    tokens: {
+      kv: { k: { standard: standard.kv, readonly: token() } },
+      vector: { v: { standard: standard.vector, readonly: token() } },
+      stream: { s: { standard: standard.stream, readonly: token() } },
+      queue: { q: { standard: standard.queue, readonly: token(), currentSigningKey: signingKey(), nextSigningKey: signingKey() } },
+    },
+    standard,
+  };
 }

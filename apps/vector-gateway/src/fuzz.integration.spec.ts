@@ -1,0 +1,330 @@
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import {
+  type ForeignTokens,
+  type FuzzCase,
+  type FuzzRequest,
+  bearer,
+  brokenBody,
+  encodeSegment,
+  foreignTenant,
+  fuzzSeed,
+  hostileString,
+  hostileValue,
+  httpGarbage,
+  mutatedJson,
+  nestedJson,
+  runCase,
+  runFuzz,
+  summarizeFailures,
+} from '@restash/shared/util-testing';
+import { type VectorStack, startVectorStack } from './testing/vector-stack';
+
+// Issue 11: malformed requests of every kind against the Vector API (spec 001) over qdrant-local and
+// embedder-local. Every answer must be a complete HTTP response, never 5xx, errors exactly
+// {"error": string, "status": <the HTTP status>}; afterwards the gateway is ready, serves, and the
+// other tenant's vectors are intact. Deterministic: fast-check with a fixed seed.
+
+jest.setTimeout(120_000);
+
+const SEED = fuzzSeed();
+const RUNS = 2000;
+
+let stack: VectorStack;
+/** Tokens of acme's dense index `main` (dimension 4) and of its embedding index `text` (384). */
+let main: { standard: string; readonly: string };
+let text: string;
+let rival: string;
+let foreign: ForeignTokens;
+
+type Auth = 'main' | 'text' | 'readonly' | 'none' | 'garbage' | 'kv' | 'stream' | 'queue';
+
+function authHeader(auth: Auth): Record<string, string> {
+  switch (auth) {
+    case 'main':
+      return bearer(main.standard);
+    case 'text':
+      return bearer(text);
+    case 'readonly':
+      return bearer(main.readonly);
+    case 'none':
+      return {};
+    case 'garbage':
+      return bearer('not-a-token');
+    default:
+      return bearer(foreign[auth]);
+  }
+}
+
+const json = (path: string, body: unknown, auth: Auth = 'main', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body: JSON.stringify(body) });
+const raw = (path: string, body: string | Buffer, auth: Auth = 'main', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body });
+const bare = (path: string, method = 'GET', auth: Auth = 'main'): FuzzRequest => ({ method, path, headers: authHeader(auth) });
+
+/** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
+async function registerForeignTenant(controlUrl: string): Promise<ForeignTokens> {
+  const registry = new Redis(controlUrl);
+  const tenant = foreignTenant();
+  await new RegistryWriter(registry).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
+  registry.disconnect();
+  return tenant.standard;
+}
+
+const V = [0.1, 0.2, 0.3, 0.4];
+
+/** POSTs with the rival's token through fetch and returns the parsed body. */
+async function asRival(path: string, body: unknown): Promise<unknown> {
+  const response = await fetch(`${stack.url}${path}`, { method: 'POST', headers: bearer(rival), body: JSON.stringify(body) });
+  return response.json();
+}
+
+const RIVAL_POINTS = [
+  { id: 'r1', vector: [1, 0, 0, 0], metadata: { owner: 'rival' } },
+  { id: 'r2', vector: [0, 1, 0, 0], metadata: { owner: 'rival' } },
+];
+
+beforeAll(async () => {
+  stack = await startVectorStack({
+    acme: [
+      { name: 'main', dimension: 4, maxRequestBytes: 64 * 1024 },
+      { name: 'text', dimension: 384, embedding: true },
+    ],
+    rival: [{ name: 'main', dimension: 4 }],
+  });
+  main = stack.tokens('acme', 'main');
+  text = stack.tokens('acme', 'text').standard;
+  rival = stack.tokens('rival', 'main').standard;
+  foreign = await registerForeignTenant(stack.control.url);
+  // The other tenant's vectors (default namespace and `a`, the namespace the hostile tenant targets), checked after the fuzz.
+  expect(await asRival('/upsert', RIVAL_POINTS)).toEqual({ result: 'Success' });
+  expect(await asRival('/upsert/a', RIVAL_POINTS)).toEqual({ result: 'Success' });
+  console.log(`vector fuzz seed ${SEED} (FUZZ_SEED=${SEED} repeats this run)`);
+});
+
+afterAll(() => stack?.stop());
+
+describe('safe methods change nothing', () => {
+  it('GET and HEAD on reset, delete and delete-namespace leave the points', async () => {
+    expect(await runCase(stack.url, 'vector', { request: json('/upsert', { id: 'keep', vector: V }), expect: 200 })).toBe('ok');
+    expect(await runCase(stack.url, 'vector', { request: json('/upsert/ns', { id: 'keep', vector: V }), expect: 200 })).toBe('ok');
+    for (const method of ['GET', 'HEAD']) {
+      for (const path of ['/reset', '/reset?all', '/reset/ns', '/delete', '/delete-namespace/ns']) {
+        const verdict = await runCase(stack.url, 'vector', { request: bare(path, method) });
+        expect(`${method} ${path}: ${verdict}`).toBe(`${method} ${path}: ok`);
+      }
+    }
+    const fetched = await fetch(`${stack.url}/fetch`, { method: 'POST', headers: bearer(main.standard), body: JSON.stringify({ ids: ['keep'] }) });
+    expect(await fetched.json()).toEqual({ result: [{ id: 'keep' }] });
+    const inNamespace = await fetch(`${stack.url}/fetch/ns`, { method: 'POST', headers: bearer(main.standard), body: JSON.stringify({ ids: ['keep'] }) });
+    expect(await inNamespace.json()).toEqual({ result: [{ id: 'keep' }] });
+  });
+});
+
+const ENDPOINTS = ['upsert', 'upsert-data', 'update', 'delete', 'fetch', 'query', 'query-data', 'resumable-query', 'resumable-query-data', 'resumable-query-next', 'resumable-query-end', 'range', 'random', 'info', 'list-namespaces', 'delete-namespace/ns', 'reset/nothing-here'];
+
+/** Hand-written cases: every kind the issue lists, adapted to the Vector endpoints, with the status the issue or spec 001 demands where known. */
+const CASES: Array<[string, () => FuzzCase]> = [
+  // malformed JSON, empty bodies
+  ['truncated JSON on upsert', () => ({ request: raw('/upsert', '{"id": "a", "vector": [1,2'), expect: 400 })],
+  ['truncated JSON on query', () => ({ request: raw('/query', '{"vector": [1,2,3,4], "topK"'), expect: 400 })],
+  ['NaN literal in a vector', () => ({ request: raw('/upsert', '{"id":"a","vector":[NaN,1,2,3]}'), expect: 400 })],
+  ['trailing garbage after the body', () => ({ request: raw('/fetch', '{"ids":["a"]} x'), expect: 400 })],
+  ['invalid UTF-8 in an id', () => ({ request: raw('/upsert', Buffer.from('{"id":"\xff\xfe","vector":[1,2,3,4]}', 'latin1')) })],
+  ['WTF-8 surrogate bytes in metadata', () => ({ request: raw('/upsert', Buffer.from('{"id":"w","vector":[1,2,3,4],"metadata":{"k":"\xed\xa0\x80"}}', 'latin1')) })],
+  ...['/upsert', '/upsert-data', '/update', '/delete', '/fetch', '/query', '/query-data', '/range', '/resumable-query', '/resumable-query-next', '/resumable-query-end'].map(
+    (path): [string, () => FuzzCase] => [`empty body on ${path}`, () => ({ request: raw(path, '', path.includes('data') ? 'text' : 'main'), expect: 400 })],
+  ),
+  // wrong types in every field
+  ['an object as the id', () => ({ request: json('/upsert', { id: { a: 1 }, vector: V }), expect: 400 })],
+  ['null as the id', () => ({ request: json('/upsert', { id: null, vector: V }), expect: 400 })],
+  ['a string as the vector', () => ({ request: json('/upsert', { id: 'a', vector: '0.1,0.2' }), expect: 400 })],
+  ['an object as the vector', () => ({ request: json('/upsert', { id: 'a', vector: { 0: 1, 1: 2, 2: 3, 3: 4 } }), expect: 400 })],
+  ['nulls in the vector', () => ({ request: json('/upsert', { id: 'a', vector: [null, 1, 2, 3] }), expect: 400 })],
+  ['a string as metadata', () => ({ request: json('/upsert', { id: 'a', vector: V, metadata: 'text' }), expect: 400 })],
+  ['an array as metadata', () => ({ request: json('/upsert', { id: 'a', vector: V, metadata: [1, 2] }), expect: 400 })],
+  ['a number as data', () => ({ request: json('/upsert-data', { id: 'a', data: 42 }, 'text'), expect: 400 })],
+  ['a string topK', () => ({ request: json('/query', { vector: V, topK: 'five' }), expect: 400 })],
+  ['a fractional topK', () => ({ request: json('/query', { vector: V, topK: 1.5 }), expect: 400 })],
+  ['a huge topK', () => ({ request: json('/query', { vector: V, topK: 1e308 }), expect: 400 })],
+  ['topK 2^53+1', () => ({ request: json('/query', { vector: V, topK: 2 ** 53 + 1 }), expect: 400 })],
+  ['a number as the filter', () => ({ request: json('/query', { vector: V, topK: 1, filter: 42 }), expect: 400 })],
+  ['a string includeMetadata', () => ({ request: json('/query', { vector: V, topK: 1, includeMetadata: 'yes' }), expect: 400 })],
+  ['an object as ids', () => ({ request: json('/fetch', { ids: { a: 1 } }), expect: 400 })],
+  ['an unknown metadataUpdateMode', () => ({ request: json('/update', { id: 'a', metadata: { a: 1 }, metadataUpdateMode: 'MERGE' }), expect: 400 })],
+  ['a negative range limit', () => ({ request: json('/range', { cursor: '0', limit: -1 }), expect: 400 })],
+  ['a huge range limit', () => ({ request: json('/range', { cursor: '0', limit: 1e308 }) })],
+  ['an object as the range cursor', () => ({ request: json('/range', { cursor: {}, limit: 1 }), expect: 400 })],
+  ['a negative additionalK', () => ({ request: json('/resumable-query-next', { uuid: 'x', additionalK: -1 }), expect: [400, 404] })],
+  ['a number as the uuid', () => ({ request: json('/resumable-query-end', { uuid: 7 }), expect: 400 })],
+  ['a negative maxIdle', () => ({ request: json('/resumable-query', { vector: V, topK: 1, maxIdle: -1 }), expect: 400 })],
+  ['sparse indices out of range', () => ({ request: json('/upsert', { id: 's', vector: V, sparseVector: { indices: [-1], values: [1] } }), expect: [400, 422] })],
+  ['sparse indices and values of different lengths', () => ({ request: json('/upsert', { id: 's', vector: V, sparseVector: { indices: [1, 2], values: [1] } }), expect: [400, 422] })],
+  // huge numbers, NaN-like strings
+  ['1e999 in a vector', () => ({ request: raw('/upsert', '{"id":"a","vector":[1e999,1,2,3]}'), expect: 400 })],
+  ['-1e999 in a query vector', () => ({ request: raw('/query', '{"vector":[-1e999,1,2,3],"topK":1}'), expect: 400 })],
+  ['1e308 everywhere in a vector', () => ({ request: json('/upsert', { id: 'huge', vector: [1e308, 1e308, 1e308, 1e308] }) })],
+  ['"NaN" strings in a vector', () => ({ request: json('/upsert', { id: 'a', vector: ['NaN', 'Infinity', '-Infinity', '1'] }), expect: 400 })],
+  ['a 30-digit id', () => ({ request: raw('/upsert', '{"id":123456789012345678901234567890,"vector":[1,2,3,4]}') })],
+  ['a 30-digit metadata value', () => ({ request: raw('/upsert', '{"id":"n","vector":[1,2,3,4],"metadata":{"n":123456789012345678901234567890}}') })],
+  ['a wrong dimension', () => ({ request: json('/upsert', { id: 'a', vector: [1, 2] }), expect: 422 })],
+  // arrays where objects go and vice versa
+  ['an array of arrays to upsert', () => ({ request: json('/upsert', [[1, 2, 3, 4]]), expect: 400 })],
+  ['an array of vectors to query', () => ({ request: json('/query', [V]), expect: 400 })],
+  ['an object to list-namespaces', () => ({ request: json('/list-namespaces', { a: 1 }) })],
+  ['an object of objects to delete', () => ({ request: json('/delete', { ids: [{ id: 'a' }] }), expect: 400 })],
+  // deep nesting (the issue: 127 levels corrupts the engine; 10,000 overflows the PATCH merge)
+  ['metadata 127 levels deep on upsert', () => ({ request: raw('/upsert', `{"id":"deep","vector":[1,2,3,4],"metadata":${nestedJson(127)}}`), expect: 400 })],
+  ['metadata 127 levels deep on upsert-data', () => ({ request: raw('/upsert-data', `{"id":"deep","data":"deep","metadata":${nestedJson(127)}}`, 'text'), expect: 400 })],
+  ['metadata 10,000 levels deep on upsert', () => ({ request: raw('/upsert', `{"id":"deep","vector":[1,2,3,4],"metadata":${nestedJson(10_000)}}`), expect: 400 })],
+  ['metadata 127 levels deep on update OVERWRITE', () => ({ request: raw('/update', `{"id":"keep","metadata":${nestedJson(127)},"metadataUpdateMode":"OVERWRITE"}`), expect: 400 })],
+  ['metadata 10,000 levels deep on update PATCH', () => ({ request: raw('/update', `{"id":"keep","metadata":${nestedJson(10_000)},"metadataUpdateMode":"PATCH"}`), expect: 400 })],
+  ['a filter 10,000 parentheses deep', () => ({ request: json('/query', { vector: V, topK: 1, filter: `${'('.repeat(10_000)}a = 1${')'.repeat(10_000)}` }), expect: 400 })],
+  ['10,000 levels of arrays as the body', () => ({ request: raw('/query', '['.repeat(10_000) + ']'.repeat(10_000)), expect: 400 })],
+  // oversize bodies
+  ['a body over the index limit', () => ({ request: json('/upsert', { id: 'big', vector: V, metadata: { pad: 'x'.repeat(70 * 1024) } }), expect: 413 })],
+  ['more than 1000 vectors', () => ({ request: json('/upsert', Array.from({ length: 1001 }, (_, i) => ({ id: i, vector: [1] }))), expect: 400 })],
+  // lone surrogates, NUL, malformed escapes
+  ['a lone surrogate id', () => ({ request: json('/upsert', { id: '\ud800', vector: V }), expect: 400 })],
+  ['a lone surrogate metadata key', () => ({ request: json('/upsert', { id: 'a', vector: V, metadata: { '\udc00': 1 } }), expect: 400 })],
+  ['a lone surrogate metadata value', () => ({ request: json('/upsert', { id: 'a', vector: V, metadata: { k: 'a\ud800' } }), expect: 400 })],
+  ['a lone surrogate in nested metadata', () => ({ request: json('/upsert', { id: 'a', vector: V, metadata: { k: [{ deeper: '\udfff' }] } }), expect: 400 })],
+  ['a lone surrogate data', () => ({ request: json('/upsert-data', { id: 'a', data: 'text \ud800' }, 'text'), expect: 400 })],
+  ['a lone surrogate data on a dense upsert', () => ({ request: json('/upsert', { id: 'a', vector: V, data: '\ud800' }), expect: 400 })],
+  ['a lone surrogate query data', () => ({ request: json('/query-data', { data: '\udc00', topK: 1 }, 'text'), expect: 400 })],
+  ['a lone surrogate in update metadata', () => ({ request: json('/update', { id: 'keep', metadata: { k: '\ud800' } }), expect: 400 })],
+  ['a lone surrogate in fetch ids', () => ({ request: json('/fetch', { ids: ['\ud800'] }), expect: 400 })],
+  ['a lone surrogate prefix', () => ({ request: json('/range', { cursor: '0', limit: 1, prefix: '\ud800' }), expect: 400 })],
+  ['a lone surrogate in a filter', () => ({ request: json('/query', { vector: V, topK: 1, filter: "k = '\ud800'" }), expect: 400 })],
+  ['a lone surrogate namespace in the path', () => ({ request: json('/upsert/%ED%A0%80', { id: 'a', vector: V }), expect: 400 })],
+  ['a NUL namespace (a%00b)', () => ({ request: json('/upsert/a%00b', { id: 'c', vector: V }), expect: 400 })],
+  ['a NUL namespace on query', () => ({ request: json('/query/a%00b', { vector: V, topK: 1 }), expect: 400 })],
+  ['a NUL namespace on delete-namespace', () => ({ request: json('/delete-namespace/a%00b', []), expect: 400 })],
+  ['a malformed escape in the namespace', () => ({ request: json('/upsert/%zz', { id: 'a', vector: V }), expect: 400 })],
+  ['a lone %', () => ({ request: json('/%', []), expect: 400 })],
+  ['a lone surrogate in a header value', () => ({ request: { ...json('/info', []), headers: { ...bearer(main.standard), 'Upstash-Telemetry-Sdk': Buffer.from('\xed\xa0\x80', 'latin1') } } })],
+  ['a namespace on info', () => ({ request: json('/info/ns', []), expect: 404 })],
+  ['an unknown endpoint', () => ({ request: json('/nothing', []), expect: 404 })],
+  ['an unknown resumable query', () => ({ request: json('/resumable-query-next', { uuid: 'nope', additionalK: 1 }), expect: [400, 404] })],
+  // HEAD on every endpoint (must complete, no body)
+  ...ENDPOINTS.map((path): [string, () => FuzzCase] => [`HEAD /${path}`, () => ({ request: bare(`/${path}`, 'HEAD', path.includes('data') ? 'text' : 'main') })]),
+  // bad and missing tokens, tokens of another API, read-only tokens on writes
+  ['no token', () => ({ request: json('/info', [], 'none'), expect: 401 })],
+  ['a wrong token', () => ({ request: json('/info', [], 'garbage'), expect: 401 })],
+  ['an empty Bearer', () => ({ request: { method: 'POST', path: '/info', headers: { Authorization: 'Bearer ' }, body: '[]' }, expect: 401 })],
+  ['Basic instead of Bearer', () => ({ request: { method: 'POST', path: '/info', headers: { Authorization: `Basic ${Buffer.from(`u:${main.standard}`).toString('base64')}` }, body: '[]' }, expect: 401 })],
+  ['a lone surrogate token', () => ({ request: { method: 'POST', path: '/info', headers: { Authorization: Buffer.from('Bearer \xed\xa0\x80', 'latin1') }, body: '[]' }, expect: 401 })],
+  ['a KV token', () => ({ request: json('/info', [], 'kv'), expect: 401 })],
+  ['a Stream token', () => ({ request: json('/info', [], 'stream'), expect: 401 })],
+  ['a Queue token', () => ({ request: json('/info', [], 'queue'), expect: 401 })],
+  ['a read-only token on upsert', () => ({ request: json('/upsert', { id: 'x', vector: V }, 'readonly'), expect: 403 })],
+  ['a read-only token on reset?all', () => ({ request: json('/reset?all', [], 'readonly'), expect: 403 })],
+  ['a read-only token on delete-namespace', () => ({ request: json('/delete-namespace/ns', [], 'readonly', 'DELETE'), expect: 403 })],
+];
+
+describe('hand-written malformed requests', () => {
+  it.each(CASES)('%s', async (_name, build) => {
+    expect(await runCase(stack.url, 'vector', build(), { timeoutMs: 20_000 })).toBe('ok');
+  });
+});
+
+describe('HTTP-level garbage on a raw socket', () => {
+  const names = httpGarbage('http://127.0.0.1:1', '/info', 'Bearer x').map((c) => c.name);
+  it.each(names)('%s', async (name) => {
+    const garbage = httpGarbage(stack.url, '/info', `Bearer ${main.standard}`).find((c) => c.name === name)!;
+    expect(await runCase(stack.url, 'vector', { raw: garbage.bytes, head: garbage.head, expect: garbage.expect })).toBe('ok');
+  });
+});
+
+/** Filter text from the grammar's own pieces in random order, with hostile literals. */
+const filterText: fc.Arbitrary<string> = fc
+  .array(
+    fc.oneof(
+      fc.constantFrom('genre', 'n', 'tags[0]', 'a.b.c', '=', '!=', '<', '>=', 'AND', 'OR', 'NOT', '(', ')', 'IN', 'CONTAINS', 'GLOB', 'HAS FIELD', 'HAS NOT FIELD', '[', ']', ',', "'x'", '1', '-1.5', '1e999', "'\ud800'", "'", '"'),
+      hostileString(),
+    ),
+    { maxLength: 8 },
+  )
+  .map((parts) => parts.join(' '));
+
+/** Valid bodies of every endpoint (and the index they go to), to mutate one field at a time. */
+const TEMPLATES: Array<[string, Auth, unknown]> = [
+  ['upsert', 'main', { id: 'a', vector: V, metadata: { genre: 'x', n: 1, tags: ['a'] }, data: 'text' }],
+  ['upsert', 'main', [{ id: 'b', vector: [1, 0, 0, 0] }, { id: 'c', vector: [0, 1, 0, 0], metadata: { k: 'v' } }]],
+  ['upsert', 'main', { id: 's', vector: V, sparseVector: { indices: [1, 5], values: [0.5, 0.5] } }],
+  ['upsert-data', 'text', { id: 't', data: 'hello world', metadata: { k: 'v' } }],
+  ['update', 'main', { id: 'a', vector: V, metadata: { n: 2 }, metadataUpdateMode: 'PATCH' }],
+  ['update', 'text', { id: 't', data: 'new text', metadata: { n: 2 }, metadataUpdateMode: 'OVERWRITE' }],
+  ['delete', 'main', { ids: ['a', 'b'] }],
+  ['delete', 'main', { prefix: 'a' }],
+  ['delete', 'main', { filter: 'n > 1' }],
+  ['fetch', 'main', { ids: ['a'], includeMetadata: true, includeVectors: true, includeData: true }],
+  ['fetch', 'main', { prefix: 'a', includeMetadata: true }],
+  ['query', 'main', { vector: V, topK: 3, includeMetadata: true, includeVectors: true, filter: "genre = 'x' AND n >= 1" }],
+  ['query', 'main', [{ vector: V, topK: 1 }, { vector: V, topK: 2 }]],
+  ['query-data', 'text', { data: 'hello', topK: 2, includeData: true }],
+  ['resumable-query', 'main', { vector: V, topK: 2, maxIdle: 60, includeMetadata: true }],
+  ['resumable-query-data', 'text', { data: 'hello', topK: 1, maxIdle: 60 }],
+  ['resumable-query-next', 'main', { uuid: '00000000-0000-0000-0000-000000000000', additionalK: 2 }],
+  ['resumable-query-end', 'main', { uuid: '00000000-0000-0000-0000-000000000000' }],
+  ['range', 'main', { cursor: '0', limit: 10, includeMetadata: true, prefix: 'a' }],
+];
+
+const auth: fc.Arbitrary<'standard' | Auth> = fc.oneof(
+  { weight: 12, arbitrary: fc.constant<'standard'>('standard') },
+  { weight: 1, arbitrary: fc.constantFrom<Auth>('readonly', 'none', 'garbage', 'kv', 'stream', 'queue') },
+);
+
+const namespaceSuffix: fc.Arbitrary<string> = fc.oneof(
+  { weight: 4, arbitrary: fc.constant('') },
+  { weight: 1, arbitrary: fc.oneof(fc.constantFrom('a', 'ns', 'a%00b', '%zz', '%'), hostileString().map(encodeSegment)).map((s) => `/${s}`) },
+);
+
+/** Random malformed requests: one field of a valid body changed, random filters, broken bodies, hostile namespaces, any method. */
+const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
+  fc.tuple(fc.constantFrom(...TEMPLATES), auth, namespaceSuffix).chain(([[endpoint, index, template], a, ns]) =>
+    mutatedJson(template).map((body) => raw(`/${endpoint}${endpoint.startsWith('resumable-query-') ? '' : ns}`, body, a === 'standard' ? index : a)),
+  ),
+  fc.tuple(fc.constantFrom('query', 'delete', 'range'), filterText).map(([endpoint, filter]) =>
+    json(`/${endpoint}`, endpoint === 'query' ? { vector: V, topK: 2, filter } : endpoint === 'delete' ? { filter } : { cursor: '0', limit: 2, prefix: filter }),
+  ),
+  fc.tuple(fc.constantFrom(...ENDPOINTS), brokenBody(), auth).map(([endpoint, body, a]) => raw(`/${endpoint}`, body, a === 'standard' ? 'main' : a)),
+  fc.tuple(fc.constantFrom('upsert', 'update', 'upsert-data'), hostileValue()).map(([endpoint, metadata]) =>
+    json(`/${endpoint}`, endpoint === 'upsert-data' ? { id: 'm', data: 'meta', metadata } : { id: 'm', vector: V, metadata }, endpoint === 'upsert-data' ? 'text' : 'main'),
+  ),
+  fc
+    .tuple(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'), fc.constantFrom(...ENDPOINTS), namespaceSuffix, fc.option(brokenBody()), auth)
+    .map(([method, endpoint, ns, body, a]) => ({
+      method,
+      path: `/${endpoint}${ns}`,
+      headers: authHeader(a === 'standard' ? 'main' : a),
+      ...(body === null ? {} : { body }),
+    })),
+);
+
+describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
+  it('answers every random malformed request completely, below 500, errors as exactly {error, status}', async () => {
+    const requests = fc.sample(fuzzRequest, { seed: SEED, numRuns: RUNS });
+    const { failures, statuses } = await runFuzz(stack.url, 'vector', requests, { timeoutMs: 20_000 });
+    console.log(`vector fuzz: answers by status ${JSON.stringify(statuses)}`);
+    expect(summarizeFailures(failures)).toEqual([]);
+  }, 300_000);
+});
+
+describe('after the fuzz', () => {
+  it('is ready and serves', async () => {
+    expect((await fetch(`${stack.managementUrl}/readyz`)).status).toBe(200);
+    expect(await runCase(stack.url, 'vector', { request: json('/upsert', { id: 'after', vector: V, metadata: { ok: true } }), expect: 200 })).toBe('ok');
+    const response = await fetch(`${stack.url}/query`, { method: 'POST', headers: bearer(main.standard), body: JSON.stringify({ vector: V, topK: 1, includeMetadata: true, filter: 'ok = true' }) });
+    expect(await response.json()).toEqual({ result: [{ id: 'after', score: expect.any(Number), metadata: { ok: true } }] });
+    const data = await fetch(`${stack.url}/query-data`, { method: 'POST', headers: bearer(text), body: JSON.stringify({ data: 'hello', topK: 1 }) });
+    expect(data.status).toBe(200);
+  });
+
+  it("left the other tenant's vectors intact", async () => {
+    for (const ns of ['', '/a']) {
+      expect(await asRival(`/fetch${ns}`, { ids: ['r1', 'r2'], includeMetadata: true, includeVectors: true })).toEqual({ result: RIVAL_POINTS });
+      expect(await asRival(`/range${ns}`, { cursor: '0', limit: 10 })).toEqual({ result: { nextCursor: expect.any(String), vectors: [{ id: 'r1' }, { id: 'r2' }] } });
+    }
+    expect(await asRival('/info', [])).toMatchObject({ result: { vectorCount: 4, namespaces: { '': { vectorCount: 2 }, a: { vectorCount: 2 } } } });
+  });
+});
