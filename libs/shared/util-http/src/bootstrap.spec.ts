@@ -30,6 +30,29 @@ class TestRoutes implements OnModuleInit {
 @Module({ imports: [ObservabilityModule], providers: [TestRoutes, { provide: API_ERRORS, useValue: TEST_ERRORS }] })
 class TestModule {}
 
+/** Signals of the closing test: the held request arrived, the server started closing; and the release of that request. */
+const slow = { arrived: () => undefined as void, closing: () => undefined as void, release: () => undefined as void };
+
+@Injectable()
+class SlowRoutes implements OnModuleInit {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  onModuleInit(): void {
+    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    fastify.get('/slow', () => {
+      slow.arrived();
+      return new Promise((resolve) => (slow.release = () => resolve({ slow: true })));
+    });
+    fastify.addHook('preClose', (done) => {
+      slow.closing();
+      done();
+    });
+  }
+}
+
+@Module({ imports: [ObservabilityModule], providers: [SlowRoutes, { provide: API_ERRORS, useValue: TEST_ERRORS }] })
+class SlowModule {}
+
 interface RawResponse {
   status: number;
   headers: Record<string, string>;
@@ -117,6 +140,30 @@ describe('startHttpService: every answer of the API port is in the API error sha
     expectApiError(await request('GET /known HTTP/1.1\r\nConnection: close'), 400, 'bad request: the Host header is required');
     // HTTP/1.0 does not require Host.
     expect((await request('GET /known HTTP/1.0')).status).toBe(200);
+  });
+
+  it('answers a request that arrives while the server closes with 503 in the API shape', async () => {
+    const closingService = await startHttpService(SlowModule, { service: 'slow', host: '127.0.0.1', port: 0, managementPort: 0, bodyLimitBytes: 1024, logLevel: 'fatal' });
+    const { port } = new URL(closingService.url);
+    const arrived = new Promise<void>((resolve) => (slow.arrived = resolve));
+    const closing = new Promise<void>((resolve) => (slow.closing = resolve));
+    const socket = connect(Number(port), '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const ended = new Promise((resolve) => socket.on('close', resolve));
+    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await arrived;
+    const closed = closingService.close();
+    await closing;
+    // A second request on the same (busy, so not closed) connection, after shutdown began.
+    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    slow.release();
+    await ended;
+    await closed;
+    const [first = '', second = ''] = Buffer.concat(chunks).toString('latin1').split(/(?=HTTP\/1\.1 )/);
+    expect(first).toMatch(/^HTTP\/1\.1 200 [\s\S]*\{"slow":true\}$/);
+    expect(second).toMatch(/^HTTP\/1\.1 503 /);
+    expect(JSON.parse(second.split('\r\n\r\n')[1] ?? '')).toEqual({ problem: 'service unavailable: the server is shutting down', code: 503 });
   });
 
   it("keeps Fastify's own 4xx status outside the API's plugins, and answers an unexpected failure 500 with the request id only", async () => {
