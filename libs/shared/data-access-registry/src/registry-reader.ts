@@ -31,7 +31,12 @@ export interface ResolvedToken {
   record: TokenRecord;
 }
 
+/** Keys compared per MGET when the subscription comes back. */
+const RESYNC_BATCH = 500;
+
 interface Entry {
+  /** The stored JSON text (null: no such key), kept to tell after a resubscribe whether it changed. */
+  raw: Promise<string | null>;
   value: Promise<unknown>;
   expiresAt: number;
 }
@@ -39,7 +44,8 @@ interface Entry {
 /**
  * Read side of the tenant registry (records.ts), for gateways: records are cached in process and
  * dropped when the writer announces a change on {@link REGISTRY_CHANNEL}. When the subscription
- * reconnects, the whole cache is dropped (messages may have been missed meanwhile).
+ * reconnects, announcements may have been missed meanwhile: the whole cache is dropped, and every key
+ * it held whose stored value differs now is passed to the change listeners as if it had been announced.
  *
  * Call {@link start} before use and {@link close} on shutdown.
  */
@@ -59,10 +65,31 @@ export class RegistryReader {
     this.subscriber = subscriber;
     subscriber.on('message', (_channel: string, key: string) => {
       this.cache.delete(key);
-      for (const listener of this.listeners) listener(key);
+      this.notify(key);
     });
-    subscriber.on('ready', () => this.cache.clear());
+    subscriber.on('ready', () => void this.resync());
     await subscriber.subscribe(REGISTRY_CHANNEL);
+  }
+
+  /**
+   * After a (re)subscribe: drops the cache and announces each key it held whose stored value is not
+   * the one cached (changed, deleted, or unknown because the read fails), so that listeners release
+   * what a missed announcement would have released.
+   */
+  private async resync(): Promise<void> {
+    const held = [...this.cache].map(([key, entry]) => ({ key, raw: entry.raw.catch(() => undefined) }));
+    this.cache.clear();
+    for (let at = 0; at < held.length; at += RESYNC_BATCH) {
+      const batch = held.slice(at, at + RESYNC_BATCH);
+      const now = await this.redis.mget(...batch.map((h) => h.key)).catch(() => undefined);
+      for (const [i, { key, raw }] of batch.entries()) {
+        if (now === undefined || (await raw) !== now[i]) this.notify(key);
+      }
+    }
+  }
+
+  private notify(key: string): void {
+    for (const listener of this.listeners) listener(key);
   }
 
   /** Calls `listener` with every key announced on the change channel, by any writer. */
@@ -110,8 +137,9 @@ export class RegistryReader {
     const now = Date.now();
     const hit = this.cache.get(key);
     if (hit && hit.expiresAt > now) return hit.value as Promise<T | null>;
-    const value = this.redis.get(key).then((raw) => (raw === null ? null : schema.parse(JSON.parse(raw))));
-    const entry = { value, expiresAt: now + this.options.cacheTtlMs };
+    const raw = this.redis.get(key);
+    const value = raw.then((text) => (text === null ? null : schema.parse(JSON.parse(text))));
+    const entry = { raw, value, expiresAt: now + this.options.cacheTtlMs };
     this.cache.set(key, entry);
     // A failed lookup must not be served from the cache.
     value.catch(() => {

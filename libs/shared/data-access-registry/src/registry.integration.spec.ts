@@ -88,6 +88,26 @@ describe('tenant registry on a real Redis', () => {
     expect(await redis.exists(registryKeys.tenant('gamma'))).toBe(0);
   });
 
+  it('after its subscription comes back, announces what changed unannounced meanwhile, and only that', async () => {
+    await writer.applyTenant(tenant('delta', ['kept', 'moved', 'gone']), tokensFor(['kept', 'moved', 'gone']));
+    const announced: string[] = [];
+    reader.onChange((key) => announced.push(key));
+    for (const db of ['kept', 'moved', 'gone']) expect(await reader.kvDatabase(kvDatabaseId('delta', db))).not.toBeNull();
+
+    // Changes whose announcements are lost: written without a PUBLISH, then the subscription drops.
+    const moved = registryKeys.kvDatabase(kvDatabaseId('delta', 'moved'));
+    const record = JSON.parse((await redis.get(moved)) as string) as Record<string, unknown>;
+    await redis.set(moved, JSON.stringify({ ...record, redisUrl: 'redis://elsewhere.test:6379/0' }));
+    await redis.del(registryKeys.kvDatabase(kvDatabaseId('delta', 'gone')));
+    announced.length = 0;
+    await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+
+    await eventually(async () => expect(announced).toEqual(expect.arrayContaining([moved, registryKeys.kvDatabase('delta.gone')])));
+    expect(announced).not.toContain(registryKeys.kvDatabase('delta.kept'));
+    expect((await reader.kvDatabase('delta.moved'))?.redisUrl).toBe('redis://elsewhere.test:6379/0');
+    expect(await reader.kvDatabase('delta.gone')).toBeNull();
+  });
+
   it('counts a daily quota across callers without overshooting', async () => {
     const quotaA = new DailyQuota(redis);
     const other = new Redis(server.url);
