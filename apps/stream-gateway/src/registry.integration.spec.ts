@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
-import { RegistryWriter, streamPrefix } from '@restash/shared/data-access-registry';
+import { RegistryWriter, streamPrefix, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 import { call, eventually } from '@restash/shared/util-testing';
 import { type StreamStack, basicAuth, startStreamStack } from './testing/stream-stack';
 
@@ -52,6 +52,35 @@ async function groupMembers(kafka: Kafka, groupId: string): Promise<number> {
     await admin.disconnect();
   }
 }
+
+it('closes the instances subscribed to a topic the changed record no longer declares, and keeps the others', async () => {
+  const auth = { authorization: basicAuth(stack.credentials('doomed', 'events')) };
+  const earliest = { ...auth, 'Stream-Auto-Offset-Reset': 'earliest' };
+  expect((await call(`${stack.url}/consume/keep/i/t?timeout=0`, { method: 'GET', headers: earliest })).status).toBe(200);
+  expect((await call(`${stack.url}/consume/drop/i/u?timeout=0`, { method: 'GET', headers: earliest })).status).toBe(200);
+  const kafka = new Kafka({ brokers: stack.kafka.brokers, logLevel: logLevel.NOTHING });
+  const prefix = streamPrefix('doomed', 'events');
+  await eventually(async () => expect(await groupMembers(kafka, `${prefix}drop`)).toBe(1), 30_000, 200);
+
+  // The same cluster without topic u (same brokers, same credentials).
+  const doc = tenantDocumentSchema.parse({
+    apiVersion: 'restash.dev/v1alpha1',
+    kind: 'Tenant',
+    metadata: { name: 'doomed' },
+    spec: { stream: { clusters: [{ name: 'events', kafka: { brokers: stack.kafka.brokers }, topics: [{ name: 't', partitions: 2 }] }] } },
+  });
+  const control = new Redis(stack.controlUrl);
+  const standard = stack.credentials('doomed', 'events');
+  const readonly = stack.credentials('doomed', 'events', 'readonly');
+  await new RegistryWriter(control).applyTenant(doc, { kv: {}, vector: {}, stream: { events: { standard: standard.password, readonly: readonly.password } }, queue: {} });
+  control.disconnect();
+
+  await eventually(async () => expect(await groupMembers(kafka, `${prefix}drop`)).toBe(0), 30_000, 200);
+  const consumers = await call(`${stack.url}/consumers`, { headers: auth });
+  expect(consumers.body).toEqual([{ name: 'keep', instances: [{ name: 'i', topics: [{ topic: 't', partitions: [0, 1] }] }] }]);
+  expect(await groupMembers(kafka, `${prefix}keep`)).toBe(1);
+  await call(`${stack.url}/delete-consumer/keep/i`, { method: 'DELETE', headers: auth });
+});
 
 it('closes the consumer instances and kafkajs clients of a deleted cluster on every replica, and its credentials stop working', async () => {
   const replicaUrl = await stack.replica();
