@@ -121,11 +121,12 @@ describe('startHttpService: every answer of the API port is in the API error sha
     expect(huge.headers.connection).toBe('close');
   });
 
-  it('answers methods the API does not serve with 405 and Allow, before reading a body', async () => {
+  it('answers methods the API does not serve with 405 and Allow, without waiting for the body, and closes the connection', async () => {
     for (const method of ['TRACE', 'PROPFIND', 'DELETE', 'OPTIONS']) {
-      const response = await request(`${method} /known HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3\r\nConnection: close`, '{x}');
+      const response = await request(`${method} /known HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100`, '{x}');
       expectApiError(response, 405, `method ${method} is not allowed: use GET, HEAD, POST`);
       expect(response.headers.allow).toBe('GET, HEAD, POST');
+      expect(response.headers.connection).toBe('close');
     }
   });
 

@@ -82,12 +82,16 @@ export async function startHttpService(rootModule: Type<unknown> | DynamicModule
     reply.header('x-request-id', request.id);
     done();
   });
-  // Root hooks run before every route's and the not-found handler's, and before any body is read.
+  // Root hooks run before every route's and the not-found handler's, and before any body is read; what
+  // they refuse closes the connection, so that an unread body is not drained.
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
-    if (closing) return void answer(reply.header('connection', 'close'), 503, 'service unavailable: the server is shutting down');
-    if (request.raw.httpVersion === '1.1' && !request.headers.host) return void answer(reply, 400, 'bad request: the Host header is required');
+    const refuse = (status: number, message: string) => void answer(reply.header('connection', 'close'), status, message);
+    if (closing) return refuse(503, 'service unavailable: the server is shutting down');
+    if (request.raw.httpVersion === '1.1' && !request.headers.host) return refuse(400, 'bad request: the Host header is required');
     if (!errors.methods.includes(request.method)) {
-      return void answer(reply.header('allow', errors.methods.join(', ')), 405, `method ${request.method} is not allowed: use ${errors.methods.join(', ')}`);
+      const allowed = errors.methods.join(', ');
+      void reply.header('allow', allowed);
+      return refuse(405, `method ${request.method} is not allowed: use ${allowed}`);
     }
     done();
   });
