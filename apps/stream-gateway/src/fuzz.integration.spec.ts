@@ -1,0 +1,285 @@
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import {
+  type ForeignTokens,
+  type FuzzCase,
+  type FuzzRequest,
+  brokenBody,
+  encodeSegment,
+  foreignTenant,
+  fuzzSeed,
+  hostileString,
+  httpGarbage,
+  mutatedJson,
+  nestedJson,
+  runCase,
+  runFuzz,
+  summarizeFailures,
+} from '@restash/shared/util-testing';
+import { type StreamStack, type TestCredentials, basicAuth, startStreamStack } from './testing/stream-stack';
+
+// Issue 11: malformed requests of every kind against the Stream API (spec 002 part A) on a real
+// broker. Every answer must be a complete HTTP response, never 5xx, errors exactly
+// {"error": string, "status": <the HTTP status>}; afterwards the gateway is ready, serves, and the
+// other tenant's messages are intact. Deterministic: fast-check with a fixed seed.
+
+jest.setTimeout(180_000);
+
+const SEED = fuzzSeed();
+const RUNS = 1500;
+const HOUR = 3_600_000;
+
+let stack: StreamStack;
+let acme: TestCredentials;
+let readonly: TestCredentials;
+let rival: TestCredentials;
+let foreign: ForeignTokens;
+
+type Auth = 'standard' | 'readonly' | 'none' | 'garbage' | 'kv' | 'vector' | 'queue';
+
+function authHeader(auth: Auth): Record<string, string> {
+  switch (auth) {
+    case 'standard':
+      return { Authorization: basicAuth(acme) };
+    case 'readonly':
+      return { Authorization: basicAuth(readonly) };
+    case 'none':
+      return {};
+    case 'garbage':
+      return { Authorization: basicAuth({ username: acme.username, password: 'not-a-password' }) };
+    default:
+      // another API's real token, with acme's user name
+      return { Authorization: basicAuth({ username: acme.username, password: foreign[auth] }) };
+  }
+}
+
+const json = (path: string, body: unknown, auth: Auth = 'standard', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body: JSON.stringify(body) });
+const raw = (path: string, body: string | Buffer, auth: Auth = 'standard', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body });
+const bare = (path: string, method = 'GET', auth: Auth = 'standard', headers: Record<string, string | Buffer> = {}): FuzzRequest => ({ method, path, headers: { ...authHeader(auth), ...headers } });
+
+/** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
+async function registerForeignTenant(controlUrl: string): Promise<ForeignTokens> {
+  const registry = new Redis(controlUrl);
+  const tenant = foreignTenant();
+  await new RegistryWriter(registry).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
+  registry.disconnect();
+  return tenant.standard;
+}
+
+/** A request with the rival's credentials through fetch: status and parsed body. */
+async function asRival(path: string, body: unknown): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(`${stack.url}${path}`, { method: 'POST', headers: { Authorization: basicAuth(rival) }, body: JSON.stringify(body) });
+  return { status: response.status, body: await response.json() };
+}
+
+beforeAll(async () => {
+  stack = await startStreamStack({
+    acme: [{ name: 'events', topics: { orders: 1, wide: 2 }, maxRequestBytes: 64 * 1024 }],
+    rival: [{ name: 'events', topics: { orders: 1 } }],
+  });
+  acme = stack.credentials('acme', 'events');
+  readonly = stack.credentials('acme', 'events', 'readonly');
+  rival = stack.credentials('rival', 'events');
+  foreign = await registerForeignTenant(stack.controlUrl);
+  // The other tenant's messages, written before the fuzz and checked after it; acme's topic gets data too.
+  expect((await asRival('/produce', [{ topic: 'orders', value: 'r1' }, { topic: 'orders', value: 'r2', key: 'k' }])).status).toBe(200);
+  expect(await runCase(stack.url, 'stream', { request: json('/produce', [{ topic: 'orders', value: 'a1' }, { topic: 'wide', value: 'w1', partition: 1 }]), expect: 200 })).toBe('ok');
+  console.log(`stream fuzz seed ${SEED} (FUZZ_SEED=${SEED} repeats this run)`);
+});
+
+afterAll(() => stack?.stop());
+
+const ENDPOINTS = ['topics', 'consumers', 'produce', 'produce/orders', 'produce/orders/hello', 'fetch', 'offsets/latest', 'committed/g/i', 'commit/g/i', 'delete-consumer/g/i', 'webhook?topic=orders', 'consume/fz-head/i/orders'];
+
+/** Hand-written cases: every kind the issue lists, adapted to the Stream endpoints, with the status the issue or spec 002 demands where known. */
+const CASES: Array<[string, () => FuzzCase]> = [
+  // malformed JSON, empty bodies
+  ['truncated JSON on produce', () => ({ request: raw('/produce', '{"topic":"orders","value":'), expect: 400 })],
+  ['truncated JSON on fetch', () => ({ request: raw('/fetch', '{"topic":"orders"'), expect: 400 })],
+  ['truncated JSON on committed', () => ({ request: raw('/committed/g/i', '[{"topic":"orders"'), expect: 400 })],
+  ['truncated JSON on offsets', () => ({ request: raw('/offsets/latest', '[{'), expect: 400 })],
+  ['truncated JSON on commit', () => ({ request: raw('/commit/g/i', '[{"topic"'), expect: 400 })],
+  ['NaN literal as a partition', () => ({ request: raw('/produce', '{"topic":"orders","value":"v","partition":NaN}'), expect: 400 })],
+  ['invalid UTF-8 in a value', () => ({ request: raw('/produce', Buffer.from('{"topic":"orders","value":"\xff\xfe"}', 'latin1')) })],
+  ['WTF-8 surrogate bytes in a value', () => ({ request: raw('/produce', Buffer.from('{"topic":"orders","value":"\xed\xa0\x80"}', 'latin1')) })],
+  ['empty body on produce', () => ({ request: raw('/produce', ''), expect: 400 })],
+  ['empty body on produce/<topic>', () => ({ request: raw('/produce/orders', ''), expect: 400 })],
+  ['empty body on fetch', () => ({ request: raw('/fetch', ''), expect: 400 })],
+  ['empty body on offsets', () => ({ request: raw('/offsets/latest', ''), expect: 400 })],
+  ['empty body on committed', () => ({ request: raw('/committed/g/i', ''), expect: 400 })],
+  // wrong types in every field
+  ['a number as the topic', () => ({ request: json('/produce', { topic: 1, value: 'v' }), expect: 400 })],
+  ['null as the value', () => ({ request: json('/produce', { topic: 'orders', value: null }), expect: 400 })],
+  ['a string partition', () => ({ request: json('/produce', { topic: 'orders', value: 'v', partition: 'zero' }), expect: 400 })],
+  ['a negative partition', () => ({ request: json('/produce', { topic: 'orders', value: 'v', partition: -1 }), expect: 400 })],
+  ['a fractional partition', () => ({ request: json('/produce', { topic: 'orders', value: 'v', partition: 0.5 }), expect: 400 })],
+  ['a partition the topic does not have', () => ({ request: json('/produce', { topic: 'orders', value: 'v', partition: 7 }), expect: [400, 404] })],
+  ['an object as the key', () => ({ request: json('/produce', { topic: 'orders', value: 'v', key: { a: 1 } }), expect: 400 })],
+  ['a string as headers', () => ({ request: json('/produce', { topic: 'orders', value: 'v', headers: 'x' }), expect: 400 })],
+  ['a header without a key', () => ({ request: json('/produce', { topic: 'orders', value: 'v', headers: [{ value: 'x' }] }), expect: 400 })],
+  ['a number as a header value', () => ({ request: json('/produce', { topic: 'orders', value: 'v', headers: [{ key: 'k', value: 1 }] }), expect: 400 })],
+  ['a string offset on fetch', () => ({ request: json('/fetch', { topic: 'orders', partition: 0, offset: 'zero' }), expect: 400 })],
+  ['a negative offset on fetch', () => ({ request: json('/fetch', { topic: 'orders', partition: 0, offset: -5 }) })],
+  ['a string partition on committed', () => ({ request: json('/committed/g/i', [{ topic: 'orders', partition: 'x' }]), expect: 400 })],
+  ['a string offset on commit', () => ({ request: json('/commit/g/i', [{ topic: 'orders', partition: 0, offset: 'x' }]), expect: 400 })],
+  // huge numbers, NaN-like strings, timestamps and timeouts
+  ['a huge partition', () => ({ request: json('/produce', { topic: 'orders', value: 'v', partition: 1e308 }), expect: 400 })],
+  ['partition 2^31', () => ({ request: json('/produce', { topic: 'orders', value: 'v', partition: 2 ** 31 }), expect: [400, 404] })],
+  ['a 30-digit offset on fetch', () => ({ request: raw('/fetch', '{"topic":"orders","partition":0,"offset":123456789012345678901234567890}'), expect: 400 })],
+  ['offset 2^63 on fetch', () => ({ request: json('/fetch', { topic: 'orders', partition: 0, offset: 2 ** 63 }), expect: 400 })],
+  ['1e999 as an offset on commit', () => ({ request: raw('/commit/g/i', '[{"topic":"orders","partition":0,"offset":1e999}]'), expect: 400 })],
+  ['"NaN" as a timestamp', () => ({ request: json('/produce', { topic: 'orders', value: 'v', timestamp: 'NaN' }), expect: 400 })],
+  ['a timestamp two hours in the future', () => ({ request: json('/produce', { topic: 'orders', value: 'v', timestamp: Date.now() + 2 * HOUR }), expect: 400 })],
+  ['a timestamp in the year 5000', () => ({ request: json('/produce/orders', { value: 'v', timestamp: 95_617_584_000_000 }), expect: 400 })],
+  ['a far-future timestamp in a batch', () => ({ request: json('/produce', [{ topic: 'orders', value: 'ok' }, { topic: 'orders', value: 'v', timestamp: 8.64e15 }]), expect: 400 })],
+  ['a negative timestamp', () => ({ request: json('/produce', { topic: 'orders', value: 'v', timestamp: -1 }), expect: 400 })],
+  ['a huge timestamp', () => ({ request: json('/produce', { topic: 'orders', value: 'v', timestamp: 1e308 }), expect: 400 })],
+  ['offsets?timeout=0', () => ({ request: json('/offsets/latest?timeout=0', [{ topic: 'orders', partition: 0 }]), expect: [200, 400] })],
+  ['offsets?timeout=-1', () => ({ request: json('/offsets/latest?timeout=-1', [{ topic: 'orders', partition: 0 }]), expect: 400 })],
+  ['offsets?timeout=1e308', () => ({ request: json('/offsets/earliest?timeout=1e308', [{ topic: 'orders', partition: 0 }]), expect: 400 })],
+  ['offsets?timeout=99999999999999999999', () => ({ request: json('/offsets/earliest?timeout=99999999999999999999', [{ topic: 'orders', partition: 0 }]), expect: 400 })],
+  ['offsets?timeout=NaN', () => ({ request: json('/offsets/latest?timeout=NaN', [{ topic: 'orders', partition: 0 }]), expect: 400 })],
+  ['committed?timeout=0', () => ({ request: json('/committed/g/i?timeout=0', [{ topic: 'orders', partition: 0 }]), expect: [200, 400, 404] })],
+  ['committed?timeout=-5', () => ({ request: json('/committed/g/i?timeout=-5', [{ topic: 'orders', partition: 0 }]), expect: [400, 404] })],
+  ['offsets at a 30-digit timestamp', () => ({ request: json('/offsets/123456789012345678901234567890', [{ topic: 'orders', partition: 0 }]), expect: 400 })],
+  ['offsets at a negative timestamp', () => ({ request: json('/offsets/-1', [{ topic: 'orders', partition: 0 }]), expect: 400 })],
+  ['offsets at NaN', () => ({ request: json('/offsets/NaN', [{ topic: 'orders', partition: 0 }]), expect: 400 })],
+  ['fetch with timeout -1', () => ({ request: json('/fetch', { topic: 'orders', partition: 0, offset: 0, timeout: -1 }), expect: 400 })],
+  ['fetch with timeout 1e308', () => ({ request: json('/fetch', { topic: 'orders', partition: 0, offset: 0, timeout: 1e308 }), expect: 400 })],
+  ['fetch with timeout "NaN"', () => ({ request: json('/fetch', { topic: 'orders', partition: 0, offset: 0, timeout: 'NaN' }), expect: 400 })],
+  ['consume?timeout=-1', () => ({ request: bare('/consume/fz/i/orders?timeout=-1'), expect: 400 })],
+  ['consume?timeout=1e308', () => ({ request: bare('/consume/fz/i/orders?timeout=1e308'), expect: 400 })],
+  ['consume?timeout=abc', () => ({ request: bare('/consume/fz/i/orders?timeout=abc'), expect: 400 })],
+  ['consume with a body timeout of -1', () => ({ request: json('/consume/fz/i', { topic: 'orders', timeout: -1 }), expect: 400 })],
+  ['consume with an unknown auto-offset-reset', () => ({ request: bare('/consume/fz-reset/i/orders?timeout=100', 'GET', 'standard', { 'Kafka-Auto-Offset-Reset': 'sideways' }), expect: 400 })],
+  ['consume with a negative auto-commit interval', () => ({ request: bare('/consume/fz-interval/i/orders?timeout=100', 'GET', 'standard', { 'Kafka-Auto-Commit-Interval': '-1' }), expect: 400 })],
+  ['consume with a non-boolean auto-commit', () => ({ request: bare('/consume/fz-commit/i/orders?timeout=100', 'GET', 'standard', { 'Kafka-Enable-Auto-Commit': 'maybe' }), expect: 400 })],
+  ['consume?timeout=0', () => ({ request: bare('/consume/fz-zero/i/orders?timeout=0'), expect: [200, 400] })],
+  // arrays where objects go and vice versa
+  ['an array of arrays to produce', () => ({ request: json('/produce', [['orders', 'v']]), expect: 400 })],
+  ['an array to fetch', () => ({ request: json('/fetch', [{ topic: 'orders', partition: 0, offset: 0 }]), expect: 400 })],
+  ['an object to committed', () => ({ request: json('/committed/g/i', { topic: 'orders', partition: 0 }) })],
+  ['an object as the value', () => ({ request: json('/produce', { topic: 'orders', value: { a: 1 } }), expect: 400 })],
+  // deep nesting and oversize bodies
+  ['a value 127 levels deep', () => ({ request: raw('/produce', `{"topic":"orders","value":${nestedJson(127)}}`), expect: 400 })],
+  ['a value 10,000 levels deep', () => ({ request: raw('/produce', `{"topic":"orders","value":${nestedJson(10_000)}}`), expect: 400 })],
+  ['10,000 levels of arrays as the body', () => ({ request: raw('/produce', '['.repeat(10_000) + ']'.repeat(10_000)), expect: 400 })],
+  ['a body over the cluster limit', () => ({ request: json('/produce', { topic: 'orders', value: 'x'.repeat(70 * 1024) }), expect: 413 })],
+  ['a webhook body over the cluster limit', () => ({ request: raw('/webhook?topic=orders', 'x'.repeat(70 * 1024)), expect: 413 })],
+  // lone surrogates, NUL, malformed escapes
+  ['a lone surrogate topic in the body', () => ({ request: json('/produce', { topic: '\ud800', value: 'v' }), expect: [400, 404] })],
+  ['a lone surrogate topic in the path', () => ({ request: json('/produce/%ED%A0%80', { value: 'v' }), expect: [400, 404] })],
+  ['a lone surrogate topic on fetch', () => ({ request: json('/fetch', { topic: 'a\udc00', partition: 0, offset: 0 }), expect: [400, 404] })],
+  ['a lone surrogate value', () => ({ request: json('/produce', { topic: 'orders', value: 'v\ud800' }) })],
+  ['a lone surrogate key', () => ({ request: json('/produce', { topic: 'orders', value: 'v', key: '\udfff' }) })],
+  ['a lone surrogate header key and value', () => ({ request: json('/produce', { topic: 'orders', value: 'v', headers: [{ key: '\ud800', value: '\udc00' }] }) })],
+  ['a lone surrogate message in the path', () => ({ request: bare('/produce/orders/%ED%A0%80') })],
+  ['a lone surrogate group in the path', () => ({ request: json('/committed/%ED%A0%80/i', [{ topic: 'orders', partition: 0 }]), expect: [400, 404] })],
+  ['a lone surrogate webhook topic', () => ({ request: raw('/webhook?topic=%ED%A0%80', 'v'), expect: [400, 404] })],
+  ['a lone surrogate webhook header value', () => ({ request: { ...raw('/webhook?topic=orders', 'v'), headers: { ...authHeader('standard'), 'X-Fuzz': Buffer.from('\xed\xa0\x80', 'latin1') } } })],
+  ['a NUL topic in the path', () => ({ request: json('/produce/a%00b', { value: 'v' }), expect: [400, 404] })],
+  ['a NUL group in the path', () => ({ request: json('/committed/a%00b/i', [{ topic: 'orders', partition: 0 }]) })],
+  ['a malformed escape in the topic', () => ({ request: json('/produce/%zz', { value: 'v' }), expect: 400 })],
+  ['a lone %', () => ({ request: bare('/%'), expect: 400 })],
+  ['a malformed escape in the webhook query', () => ({ request: raw('/webhook?topic=%zz', 'v'), expect: [400, 404] })],
+  ['an unknown topic', () => ({ request: json('/produce', { topic: 'nope', value: 'v' }), expect: [400, 404] })],
+  ['the other tenant-prefixed topic name', () => ({ request: json('/fetch', { topic: '../orders', partition: 0, offset: 0 }), expect: [400, 404] })],
+  ['a webhook without a topic', () => ({ request: raw('/webhook', 'v'), expect: 400 })],
+  ['an unknown endpoint', () => ({ request: bare('/nothing'), expect: 404 })],
+  ['too many path segments', () => ({ request: json('/commit/g/i/x/y', []), expect: [400, 404] })],
+  ['a consumer that does not exist', () => ({ request: bare('/delete-consumer/nobody/none', 'DELETE'), expect: 404 })],
+  // HEAD on every endpoint (must complete, no body)
+  ...ENDPOINTS.map((path): [string, () => FuzzCase] => [`HEAD /${path}`, () => ({ request: bare(`/${path}`, 'HEAD') })]),
+  // bad and missing credentials, tokens of another API, read-only credentials on writes
+  ['no credentials', () => ({ request: bare('/topics', 'GET', 'none'), expect: 401 })],
+  ['a wrong password', () => ({ request: bare('/topics', 'GET', 'garbage'), expect: 401 })],
+  ['an unknown user name', () => ({ request: { method: 'GET', path: '/topics', headers: { Authorization: basicAuth({ username: 'nobody', password: acme.password }) } }, expect: 401 })],
+  ['Basic without a colon', () => ({ request: { method: 'GET', path: '/topics', headers: { Authorization: `Basic ${Buffer.from('nocolon').toString('base64')}` } }, expect: 401 })],
+  ['Basic that is not base64', () => ({ request: { method: 'GET', path: '/topics', headers: { Authorization: 'Basic %%%' } }, expect: 401 })],
+  ['Bearer instead of Basic', () => ({ request: { method: 'GET', path: '/topics', headers: { Authorization: `Bearer ${acme.password}` } }, expect: 401 })],
+  ['a lone surrogate in credentials', () => ({ request: { method: 'GET', path: '/topics', headers: { Authorization: Buffer.from('Basic \xed\xa0\x80', 'latin1') } }, expect: 401 })],
+  ['a KV token', () => ({ request: bare('/topics', 'GET', 'kv'), expect: 401 })],
+  ['a Vector token', () => ({ request: bare('/topics', 'GET', 'vector'), expect: 401 })],
+  ['a Queue token', () => ({ request: bare('/topics', 'GET', 'queue'), expect: 401 })],
+  ['a KV token as Bearer', () => ({ request: { method: 'GET', path: '/topics', headers: { Authorization: `Bearer ${foreign.kv}` } }, expect: 401 })],
+  ['wrong webhook query credentials', () => ({ request: { method: 'POST', path: `/webhook?topic=orders&user=${encodeURIComponent(acme.username)}&pass=nope`, body: 'v' }, expect: 401 })],
+  ['query credentials outside the webhook', () => ({ request: { method: 'GET', path: `/topics?user=${encodeURIComponent(acme.username)}&pass=${encodeURIComponent(acme.password)}` }, expect: 401 })],
+  ['read-only credentials on produce', () => ({ request: json('/produce', { topic: 'orders', value: 'v' }, 'readonly'), expect: 403 })],
+  ['read-only credentials on GET produce', () => ({ request: bare('/produce/orders/v', 'GET', 'readonly'), expect: 403 })],
+  ['read-only credentials on the webhook', () => ({ request: raw('/webhook?topic=orders', 'v', 'readonly'), expect: 403 })],
+];
+
+describe('hand-written malformed requests', () => {
+  it.each(CASES)('%s', async (_name, build) => {
+    expect(await runCase(stack.url, 'stream', build(), { timeoutMs: 40_000 })).toBe('ok');
+  });
+});
+
+describe('HTTP-level garbage on a raw socket', () => {
+  const names = httpGarbage('http://127.0.0.1:1', '/topics', 'Basic x').map((c) => c.name);
+  it.each(names)('%s', async (name) => {
+    const garbage = httpGarbage(stack.url, '/topics', basicAuth(acme)).find((c) => c.name === name)!;
+    expect(await runCase(stack.url, 'stream', { raw: garbage.bytes, head: garbage.head, expect: garbage.expect })).toBe('ok');
+  });
+});
+
+/** Valid bodies of the endpoints that answer at once (consume joins a group: it is in the table only), to mutate one field at a time. */
+const TEMPLATES: Array<[string, unknown]> = [
+  ['/produce', { topic: 'orders', value: 'v', key: 'k', partition: 0, timestamp: 1_700_000_000_000, headers: [{ key: 'h', value: 'x' }] }],
+  ['/produce', [{ topic: 'orders', value: 'a' }, { topic: 'wide', value: 'b', partition: 1 }]],
+  ['/produce/wide', [{ value: 'a', partition: 1 }, { value: 'b' }]],
+  ['/fetch', { topic: 'orders', partition: 0, offset: 0, timeout: 100 }],
+  ['/offsets/earliest', [{ topic: 'orders', partition: 0 }, { topic: 'wide', partition: 1 }]],
+  ['/committed/g/i', [{ topic: 'orders', partition: 0 }]],
+  ['/commit/g/i', [{ topic: 'orders', partition: 0, offset: 1 }]],
+];
+
+const auth: fc.Arbitrary<Auth> = fc.oneof(
+  { weight: 12, arbitrary: fc.constant<Auth>('standard') },
+  { weight: 1, arbitrary: fc.constantFrom<Auth>('readonly', 'none', 'garbage', 'kv', 'vector', 'queue') },
+);
+
+const segment: fc.Arbitrary<string> = fc.oneof(fc.constantFrom('orders', 'wide', 'g', 'i', '0', '-1', 'latest', '%zz', '%00', '%'), hostileString().map(encodeSegment));
+const query: fc.Arbitrary<string> = fc.option(fc.tuple(fc.constantFrom('timeout', 'key', 'topic', 'user', 'pass'), hostileString())).map((q) => (q ? `?${q[0]}=${encodeSegment(q[1])}` : ''));
+
+/** Random malformed requests: one field of a valid body changed, broken bodies, hostile path segments and query values, any method. */
+const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
+  fc.tuple(fc.constantFrom(...TEMPLATES), auth).chain(([[path, template], a]) => mutatedJson(template).map((body) => raw(path, body, a))),
+  fc.tuple(fc.constantFrom('/produce', '/produce/orders', '/fetch', '/offsets/latest', '/committed/g/i', '/commit/g/i', '/webhook?topic=orders'), brokenBody(), auth).map(([path, body, a]) => raw(path, body, a)),
+  fc
+    .tuple(fc.constantFrom('produce', 'offsets', 'committed', 'commit', 'delete-consumer', 'fetch', 'topics', 'webhook'), fc.array(segment, { maxLength: 3 }), query, fc.constantFrom('GET', 'POST', 'HEAD', 'DELETE'), auth)
+    .map(([name, segments, q, method, a]) => ({ ...bare(`/${[name, ...segments].join('/')}${q}`, method, a), ...(method === 'POST' ? { body: '[]' } : {}) })),
+  fc
+    .tuple(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'), fc.constantFrom(...ENDPOINTS.filter((e) => !e.startsWith('consume'))), fc.option(brokenBody()), auth)
+    .map(([method, path, body, a]) => ({ ...bare(`/${path}`, method, a), ...(body === null ? {} : { body }) })),
+);
+
+describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
+  it('answers every random malformed request completely, below 500, errors as exactly {error, status}', async () => {
+    const requests = fc.sample(fuzzRequest, { seed: SEED, numRuns: RUNS });
+    const { failures, statuses } = await runFuzz(stack.url, 'stream', requests, { timeoutMs: 20_000 });
+    console.log(`stream fuzz: answers by status ${JSON.stringify(statuses)}`);
+    expect(summarizeFailures(failures)).toEqual([]);
+  }, 600_000);
+});
+
+describe('after the fuzz', () => {
+  it('is ready and serves', async () => {
+    expect((await fetch(`${stack.managementUrl}/readyz`)).status).toBe(200);
+    const produced = await fetch(`${stack.url}/produce`, { method: 'POST', headers: { Authorization: basicAuth(acme) }, body: JSON.stringify({ topic: 'wide', value: 'after', partition: 0 }) });
+    expect(produced.status).toBe(200);
+    const [{ offset }] = (await produced.json()) as Array<{ offset: number }>;
+    const fetched = await fetch(`${stack.url}/fetch`, { method: 'POST', headers: { Authorization: basicAuth(acme) }, body: JSON.stringify({ topic: 'wide', partition: 0, offset }) });
+    expect(await fetched.json()).toEqual([expect.objectContaining({ topic: 'wide', partition: 0, offset, value: 'after' })]);
+  });
+
+  it("left the other tenant's messages intact", async () => {
+    const { status, body } = await asRival('/fetch', { topic: 'orders', partition: 0, offset: 0 });
+    expect(status).toBe(200);
+    expect((body as Array<{ value: string; key: string }>).map((m) => [m.key, m.value])).toEqual([
+      ['', 'r1'],
+      ['k', 'r2'],
+    ]);
+  });
+});
