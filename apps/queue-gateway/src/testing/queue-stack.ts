@@ -25,6 +25,8 @@ export interface QueueStack {
   /** The gateway's URL (QSTASH_URL). */
   url: string;
   managementUrl: string;
+  /** The control Redis (the registry). */
+  control: RedisServer;
   /** The queue's Redis (AOF on, `noeviction`). */
   queueRedis: RedisServer;
   worker: NodeServiceProcess;
@@ -93,6 +95,7 @@ export async function startQueueStack(tenants: Record<string, TestProject[]>, wo
   return {
     url: gateway.url,
     managementUrl: gateway.managementUrl,
+    control,
     queueRedis,
     worker,
     secrets: (tenant, project) => {
