@@ -1,0 +1,95 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { registryKeys } from '@restash/shared/data-access-registry';
+import { type RedisServer, repoRoot, startRedisServer } from '@restash/shared/util-testing';
+
+const ADMIN = { username: 'restash-gateway', password: 'test-admin-password' };
+
+/** `bin/tenants` from its TypeScript sources: its exit code and output. */
+function tenants(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['-r', '@swc-node/register', join(repoRoot(), 'apps/tenants-cli/src/main.ts'), ...args],
+      { env: { ...process.env, SWC_NODE_PROJECT: join(repoRoot(), 'tsconfig.base.json'), ...env } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('tenants delete', () => {
+  let control: RedisServer;
+  let data: RedisServer;
+  let dir: string;
+  let file: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    [control, data] = await Promise.all([
+      startRedisServer(),
+      startRedisServer({ config: ['user default off', `user ${ADMIN.username} on >${ADMIN.password} ~* &* +@all`], auth: ADMIN }),
+    ]);
+    dir = await mkdtemp(join(tmpdir(), 'restash-tenants-'));
+    file = join(dir, 'tenants.yaml');
+    await writeFile(
+      file,
+      `apiVersion: restash.dev/v1alpha1
+kind: Tenant
+metadata:
+  name: acme
+spec:
+  kv:
+    databases:
+      - name: main
+        redis:
+          url: redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${data.port}/0
+  queue:
+    projects:
+      - name: jobs
+`,
+    );
+    env = { CONTROL_REDIS_URL: control.url, QUEUE_REDIS_URL: control.url };
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all([control?.stop(), data?.stop()]);
+  });
+
+  it('names what it could not delete and exits 1, apply refuses meanwhile, and a re-run finishes', async () => {
+    const secrets = ['--secrets-dir', join(dir, 'secrets')];
+    expect((await tenants(['apply', '-f', file, ...secrets], env)).code).toBe(0);
+    const kv = new Redis({ host: '127.0.0.1', port: data.port, ...ADMIN });
+    await kv.set('left', 'behind');
+    kv.disconnect();
+
+    await data.kill();
+    let deleted: Awaited<ReturnType<typeof tenants>>;
+    try {
+      deleted = await tenants(['delete', 'acme', ...secrets], env);
+      expect(deleted.code).toBe(1);
+      expect(deleted.stderr).toContain('KV database acme.main');
+      expect(deleted.stderr).toContain('tenants delete acme');
+      expect(deleted.stderr).not.toContain('queue project acme.jobs');
+      expect(await readdir(join(dir, 'secrets'))).toEqual([]); // the old tokens are forgotten at once
+
+      const refused = await tenants(['apply', '-f', file, ...secrets], env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/tenant\/acme is being deleted.*KV database acme\.main/);
+    } finally {
+      await data.restart();
+    }
+
+    deleted = await tenants(['delete', 'acme', ...secrets], env);
+    expect(deleted).toMatchObject({ code: 0, stdout: 'tenant/acme deleted with the data of KV database acme.main\n' });
+    const check = new Redis({ host: '127.0.0.1', port: data.port, ...ADMIN });
+    expect(await check.dbsize()).toBe(0);
+    check.disconnect();
+    const registry = new Redis(control.url);
+    expect(await registry.exists(registryKeys.tenantTeardown('acme'))).toBe(0);
+    registry.disconnect();
+    expect((await tenants(['apply', '-f', file, ...secrets], env)).code).toBe(0);
+  }, 60_000);
+});
