@@ -1,11 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 import {
+  type ForeignTokens,
   type FuzzCase,
   type FuzzRequest,
   bearer,
   brokenBody,
   encodeSegment,
+  foreignTenant,
   fuzzSeed,
   hostileString,
   httpGarbage,
@@ -13,9 +17,11 @@ import {
   nestedJson,
   runCase,
   runFuzz,
+  eventually,
   summarizeFailures,
 } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
+import { type Sink, nonEmpty, startSink } from './testing/sink';
 
 // Issue 11: malformed requests of every kind against the Queue API (spec 002 part B) with the worker
 // running. Every answer must be a complete HTTP response, never 5xx, errors exactly {"error": string};
@@ -30,18 +36,18 @@ const RUNS = 1000;
 const DEST = 'http://127.0.0.1:1/fuzz';
 
 let stack: QueueStack;
+/** A destination that answers, to see that the worker still delivers after the fuzz. */
+let sink: Sink;
 let token: string;
 let readonly: string;
 let rival: string;
 let rivalMessage: string;
 let rivalEvents: unknown;
 
-/**
- * The kinds of token a request carries. The queue stack does not expose its registry, so the other
- * APIs' tokens are stood in for by well-formed unregistered tokens (the KV, Vector and Stream fuzz
- * tests register real tokens of every API and try them there).
- */
-type Auth = 'standard' | 'readonly' | 'none' | 'garbage' | 'unregistered';
+let foreign: ForeignTokens;
+
+/** The kinds of token a request carries: kv, vector and stream are real tokens of those APIs. */
+type Auth = 'standard' | 'readonly' | 'none' | 'garbage' | 'unregistered' | 'kv' | 'vector' | 'stream';
 
 function authHeader(auth: Auth): Record<string, string> {
   switch (auth) {
@@ -55,7 +61,18 @@ function authHeader(auth: Auth): Record<string, string> {
       return bearer('not-a-token');
     case 'unregistered':
       return bearer(randomBytes(32).toString('base64url'));
+    default:
+      return bearer(foreign[auth]);
   }
+}
+
+/** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
+async function registerForeignTenant(controlUrl: string): Promise<ForeignTokens> {
+  const registry = new Redis(controlUrl);
+  const tenant = foreignTenant();
+  await new RegistryWriter(registry).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
+  registry.disconnect();
+  return tenant.standard;
 }
 
 const publish = (destination: string, headers: Record<string, string | Buffer> = {}, body: string | Buffer = 'body', auth: Auth = 'standard'): FuzzRequest => ({
@@ -81,9 +98,13 @@ async function eventCount(): Promise<number> {
 }
 
 beforeAll(async () => {
-  stack = await startQueueStack({ acme: [{ name: 'main', maxRequestBytes: 64 * 1024, retries: { default: 0, max: 3 } }], rival: [{ name: 'main' }] });
+  [stack, sink] = await Promise.all([
+    startQueueStack({ acme: [{ name: 'main', maxRequestBytes: 64 * 1024, retries: { default: 0, max: 3 } }], rival: [{ name: 'main' }] }),
+    startSink(),
+  ]);
   ({ token, readonlyToken: readonly } = stack.secrets('acme', 'main'));
   rival = stack.secrets('rival', 'main').token;
+  foreign = await registerForeignTenant(stack.control.url);
   // The other tenant's message (delayed a day: it stays pending) and events, checked after the fuzz.
   const published = await asRival(`/v2/publish/${DEST}`, { method: 'POST', headers: { 'Upstash-Delay': '1d' }, body: 'rival' });
   expect(published.status).toBe(201);
@@ -92,7 +113,10 @@ beforeAll(async () => {
   console.log(`queue fuzz seed ${SEED} (FUZZ_SEED=${SEED} repeats this run)`);
 });
 
-afterAll(() => stack?.stop());
+afterAll(async () => {
+  await stack?.stop();
+  await sink?.close();
+});
 
 describe('safe methods change nothing', () => {
   it('HEAD and GET on publish and batch publish nothing', async () => {
@@ -241,6 +265,10 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['no token', () => ({ request: publish(DEST, {}, 'x', 'none'), expect: 401 })],
   ['a wrong token', () => ({ request: publish(DEST, {}, 'x', 'garbage'), expect: 401 })],
   ['an unregistered token of the right form', () => ({ request: publish(DEST, {}, 'x', 'unregistered'), expect: 401 })],
+  ['a KV token', () => ({ request: publish(DEST, {}, 'x', 'kv'), expect: 401 })],
+  ['a Vector token', () => ({ request: publish(DEST, {}, 'x', 'vector'), expect: 401 })],
+  ['a Stream token', () => ({ request: publish(DEST, {}, 'x', 'stream'), expect: 401 })],
+  ['a KV token as qstash_token', () => ({ request: { method: 'GET', path: `/v2/events?qstash_token=${foreign.kv}` }, expect: 401 })],
   ['a wrong qstash_token', () => ({ request: { method: 'POST', path: `/v2/publish/${DEST}?qstash_token=nope`, body: 'x' }, expect: 401 })],
   ['an empty Bearer', () => ({ request: { method: 'GET', path: '/v2/events', headers: { Authorization: 'Bearer ' } }, expect: 401 })],
   ['Basic instead of Bearer', () => ({ request: { method: 'GET', path: '/v2/events', headers: { Authorization: `Basic ${Buffer.from(`u:${token}`).toString('base64')}` } }, expect: 401 })],
@@ -296,7 +324,7 @@ const headerValue: fc.Arbitrary<string> = fc.oneof(
 
 const auth: fc.Arbitrary<Auth> = fc.oneof(
   { weight: 12, arbitrary: fc.constant<Auth>('standard') },
-  { weight: 1, arbitrary: fc.constantFrom<Auth>('readonly', 'none', 'garbage', 'unregistered') },
+  { weight: 1, arbitrary: fc.constantFrom<Auth>('readonly', 'none', 'garbage', 'unregistered', 'kv', 'vector', 'stream') },
 );
 
 const destination: fc.Arbitrary<string> = fc.oneof(
@@ -337,10 +365,11 @@ describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
 });
 
 describe('after the fuzz', () => {
-  it('is ready and serves', async () => {
+  it('is ready, serves, and the worker still delivers (it also took the accepted fuzz messages)', async () => {
     expect((await fetch(`${stack.managementUrl}/readyz`)).status).toBe(200);
-    expect(await runCase(stack.url, 'queue', { request: publish(DEST, { 'Upstash-Delay': '1h' }, 'after'), expect: 201 })).toBe('ok');
-    expect(await runCase(stack.url, 'queue', { request: bare('/v2/events'), expect: 200 })).toBe('ok');
+    expect(await runCase(stack.url, 'queue', { request: publish(`${sink.url}/after`, { 'Content-Type': 'text/plain' }, 'after'), expect: 201 })).toBe('ok');
+    const [delivered] = await eventually(() => nonEmpty(sink.on('/after')), 15_000);
+    expect(delivered.body.toString()).toBe('after');
   });
 
   it("left the other tenant's message and events intact", async () => {
