@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
+import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
+import { streamPrefix } from '@restash/shared/data-access-registry';
 import { call, eventually } from '@restash/shared/util-testing';
 import { type StreamStack, type TestCredentials, basicAuth, gatewayProcess, startStreamStack } from './testing/stream-stack';
 
@@ -14,6 +16,7 @@ beforeAll(async () => {
   stack = await startStreamStack({
     acme: [{ name: 'events', topics: { orders: 1, wide: 2, hooks: 1, solo: 1 }, maxRequestBytes: 64 * 1024 }],
     other: [{ name: 'events', topics: { orders: 1 } }],
+    strict: [{ name: 'events', topics: { s: 1 } }],
   });
   acme = stack.credentials('acme', 'events');
 });
@@ -183,6 +186,34 @@ describe('errors', () => {
     expect((await api(`/consume/${group}/i/solo?timeout=0`, { method: 'GET' })).status).toBe(200);
     await api(`/delete-consumer/${group}/i`, { method: 'DELETE' });
     expect((await api('/offsets/earliest?timeout=100', { body: [{ topic: 'solo', partition: 0 }] })).status).toBe(200);
+  });
+
+  it('answers what the broker itself refuses as a client error: a timestamp past the topic’s limit 400, a message too large 413', async () => {
+    const strict = stack.credentials('strict', 'events');
+    expect((await api('/produce', { body: { topic: 's', value: 'created' }, as: strict })).status).toBe(200);
+    const admin = new Kafka({ brokers: stack.kafka.brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [
+        {
+          type: ConfigResourceTypes.TOPIC,
+          name: `${streamPrefix('strict', 'events')}s`,
+          configEntries: [
+            { name: 'message.timestamp.after.max.ms', value: '1000' },
+            { name: 'max.message.bytes', value: '300' },
+          ],
+        },
+      ],
+    });
+    await admin.disconnect();
+    await eventually(async () => {
+      const res = await api('/produce', { body: { topic: 's', value: 'v', timestamp: Date.now() + 10 * 60_000 }, as: strict });
+      expect(res).toMatchObject({ status: 400, body: { error: expect.stringMatching(/broker refused a message \(INVALID_TIMESTAMP\)/), status: 400 } });
+      expect(JSON.stringify(res.body)).not.toContain('restash.');
+    }, 15_000, 200);
+    const large = await api('/produce', { body: { topic: 's', value: 'x'.repeat(1000) }, as: strict });
+    expect(large).toMatchObject({ status: 413, body: { error: expect.stringMatching(/broker refused the messages \(MESSAGE_TOO_LARGE\)/), status: 413 } });
   });
 
   it('refuses produce and webhook with read-only credentials but lets them read', async () => {

@@ -57,30 +57,43 @@ export class ApiExceptionFilter implements ExceptionFilter {
  * A complete HTTP/1.1 response with a JSON body and `connection: close`, for answers written to the
  * socket before (or instead of) a request object: Node's `clientError` event.
  */
-export function rawResponse(status: number, body: string): string {
+export function rawResponse(status: number, body: string, headers: Record<string, string> = {}): string {
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json\r\n` +
-    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+    `content-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`
   );
 }
+
+/** A request line that starts with a well-formed method token (RFC 9110 §5.6.2) and a space. */
+const METHOD_TOKEN = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) /;
 
 /**
  * A handler of Node's `clientError` event (Fastify's `clientErrorHandler` option): what Node's HTTP
  * parser refuses is answered in the API's error shape, then the connection is closed — 431 for headers
- * over the limit, 408 for a request not received in time, 400 for anything malformed.
+ * over the limit, 408 for a request not received in time, 405 with `Allow` for a well-formed method
+ * token Node does not know (e.g. `FROBNICATE`; spec 000: any other method yields 405), 400 for
+ * anything malformed.
  *
  * @param errors the API's errors (a function: the bootstrap knows them only once the application exists)
  */
-export function clientErrorHandler(errors: () => ApiErrors): (error: Error & { code?: string; reason?: string }, socket: Socket) => void {
+export function clientErrorHandler(
+  errors: () => ApiErrors,
+): (error: Error & { code?: string; reason?: string; rawPacket?: unknown }, socket: Socket) => void {
   return (error, socket) => {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const method = error.code === 'HPE_INVALID_METHOD' ? METHOD_TOKEN.exec(Buffer.isBuffer(error.rawPacket) ? error.rawPacket.toString('latin1') : '')?.[1] : undefined;
+    const allowed = errors().methods.join(', ');
     const [status, message] =
       error.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'request header fields too large']
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? [408, 'request not received in time']
-          : [400, `malformed HTTP request${error.reason ? `: ${error.reason}` : ''}`];
-    if (socket.writable) socket.end(rawResponse(status, errors().encode(status, message)), () => socket.destroy());
+          : method !== undefined
+            ? [405, `method ${method} is not allowed: use ${allowed}`]
+            : [400, `malformed HTTP request${error.reason ? `: ${error.reason}` : ''}`];
+    const headers: Record<string, string> = status === 405 ? { allow: allowed } : {};
+    if (socket.writable) socket.end(rawResponse(status, errors().encode(status, message), headers), () => socket.destroy());
     else socket.destroy();
   };
 }

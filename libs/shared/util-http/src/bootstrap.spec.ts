@@ -122,7 +122,8 @@ describe('startHttpService: every answer of the API port is in the API error sha
   });
 
   it('answers methods the API does not serve with 405 and Allow, without waiting for the body, and closes the connection', async () => {
-    for (const method of ['TRACE', 'PROPFIND', 'DELETE', 'OPTIONS']) {
+    // FROBNICATE is a well-formed method token Node's parser does not know: answered from the clientError handler.
+    for (const method of ['TRACE', 'PROPFIND', 'DELETE', 'OPTIONS', 'FROBNICATE']) {
       const response = await request(`${method} /known HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100`, '{x}');
       expectApiError(response, 405, `method ${method} is not allowed: use GET, HEAD, POST`);
       expect(response.headers.allow).toBe('GET, HEAD, POST');
