@@ -231,6 +231,14 @@ describe('TenantTeardown', () => {
       await expect(teardown.applyTenant(doc, tokensOf(doc))).rejects.toThrow(TeardownPendingError);
       await expect(teardown.applyTenant(doc, tokensOf(doc))).rejects.toThrow(/being deleted.*vector index acme\.docs.*tenants delete acme/);
       expect(await registry.exists(registryKeys.vectorIndex('acme.docs'))).toBe(0); // not served meanwhile
+      // Nor may another tenant take the collection the purge has still to delete.
+      const beta = tenantDocumentSchema.parse({
+        apiVersion: 'restash.dev/v1alpha1',
+        kind: 'Tenant',
+        metadata: { name: 'beta' },
+        spec: { vector: { indexes: [{ name: 'docs', dimension: 3, qdrant: { url: qdrant.url, collection: COLLECTION } }] } },
+      });
+      await expect(teardown.applyTenant(beta, tokensOf(beta))).rejects.toThrow(/Qdrant collection restash-acme-docs, which still holds the data of vector index acme\.docs of tenant\/acme/);
     } finally {
       await qdrant.restart();
     }

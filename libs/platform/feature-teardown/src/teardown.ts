@@ -9,7 +9,10 @@ import {
   type TenantTeardownRecord,
   type TenantTokens,
   type VectorIndexRecord,
+  defaultCollection,
+  kvServerEndpoint,
   registryKeys,
+  tenantTeardownRecordSchema,
 } from '@restash/shared/data-access-registry';
 
 /** Deletes one resource's data in its engine. Each must be idempotent: a teardown that stopped runs it again. */
@@ -153,10 +156,47 @@ export class TenantTeardown {
         throw new TeardownPendingError(formatFailures(earlier, `resources dropped from tenant/${tenant} earlier must be purged before it is applied again`));
       }
     }
+    await this.refuseLeftovers(doc);
     const dropped = await this.writer.droppedResources(doc);
     const teardown = dropped.length > 0 ? await this.writer.retireResources(tenant, dropped) : null;
     await this.writer.applyTenant(doc, tokens);
     return teardown ? this.purge(teardown) : { tenant, purged: [], failed: [] };
+  }
+
+  /**
+   * Refuses a KV database on a Redis server, or a vector index on a Qdrant collection, that another tenant's
+   * unfinished teardown still has to purge: the purge would wipe the new resource's data, and until then the
+   * new resource would see the old data.
+   * @throws TeardownPendingError naming the resource and the tenant whose teardown holds it
+   */
+  private async refuseLeftovers(doc: TenantDocument): Promise<void> {
+    const problems: string[] = [];
+    for (const key of await this.scan(registryKeys.tenantTeardown('*'))) {
+      const raw = await this.control.get(key);
+      const pending = raw ? tenantTeardownRecordSchema.safeParse(JSON.parse(raw)) : undefined;
+      if (!pending?.success || pending.data.name === doc.metadata.name) continue;
+      for (const resource of pending.data.resources) {
+        const owner = `${describeResource(resource)} of tenant/${pending.data.name}`;
+        if (resource.api === 'kv') {
+          const endpoint = sameEndpoint(resource.record.redisUrl);
+          for (const db of doc.spec.kv.databases) {
+            if (endpoint && sameEndpoint(db.redis.url) === endpoint) problems.push(`KV database '${db.name}' is on Redis server ${endpoint}, which still holds the data of ${owner}`);
+          }
+        } else if (resource.api === 'vector') {
+          for (const index of doc.spec.vector.indexes) {
+            const collection = index.qdrant.collection ?? defaultCollection(doc.metadata.name, index.name);
+            if (index.qdrant.url === resource.record.qdrantUrl && collection === resource.record.collection) {
+              problems.push(`vector index '${index.name}' uses Qdrant collection ${collection}, which still holds the data of ${owner}`);
+            }
+          }
+        }
+      }
+    }
+    if (problems.length > 0) {
+      throw new TeardownPendingError(
+        `tenant/${doc.metadata.name} cannot be applied until another tenant's deletion finishes:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+      );
+    }
   }
 
   /** Purges every resource of a teardown record (concurrently), then files what is left. */
@@ -233,5 +273,14 @@ export class TenantTeardown {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/** The `host:port` of a Redis URL (kvServerEndpoint), or undefined for a malformed one. */
+function sameEndpoint(url: string): string | undefined {
+  try {
+    return kvServerEndpoint(url);
+  } catch {
+    return undefined;
   }
 }
