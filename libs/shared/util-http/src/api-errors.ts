@@ -55,13 +55,14 @@ export class ApiExceptionFilter implements ExceptionFilter {
 
 /**
  * A complete HTTP/1.1 response with a JSON body and `connection: close`, for answers written to the
- * socket before (or instead of) a request object: Node's `clientError` event.
+ * socket before (or instead of) a request object: Node's `clientError` event. The answer to a HEAD
+ * request has the headers only (RFC 9110 §9.3.2).
  */
-export function rawResponse(status: number, body: string, headers: Record<string, string> = {}): string {
+export function rawResponse(status: number, body: string, headers: Record<string, string> = {}, head = false): string {
   const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: application/json\r\n` +
-    `content-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`
+    `content-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${head ? '' : body}`
   );
 }
 
@@ -82,7 +83,9 @@ export function clientErrorHandler(
 ): (error: Error & { code?: string; reason?: string; rawPacket?: unknown }, socket: Socket) => void {
   return (error, socket) => {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
-    const method = error.code === 'HPE_INVALID_METHOD' ? METHOD_TOKEN.exec(Buffer.isBuffer(error.rawPacket) ? error.rawPacket.toString('latin1') : '')?.[1] : undefined;
+    // The bytes being parsed: for a request in one write (what clients do), its request line comes first.
+    const sent = METHOD_TOKEN.exec(Buffer.isBuffer(error.rawPacket) ? error.rawPacket.toString('latin1', 0, 64) : '')?.[1];
+    const method = error.code === 'HPE_INVALID_METHOD' ? sent : undefined;
     const allowed = errors().methods.join(', ');
     const [status, message] =
       error.code === 'HPE_HEADER_OVERFLOW'
@@ -93,7 +96,7 @@ export function clientErrorHandler(
             ? [405, `method ${method} is not allowed: use ${allowed}`]
             : [400, `malformed HTTP request${error.reason ? `: ${error.reason}` : ''}`];
     const headers: Record<string, string> = status === 405 ? { allow: allowed } : {};
-    if (socket.writable) socket.end(rawResponse(status, errors().encode(status, message), headers), () => socket.destroy());
+    if (socket.writable) socket.end(rawResponse(status, errors().encode(status, message), headers, sent === 'HEAD'), () => socket.destroy());
     else socket.destroy();
   };
 }

@@ -116,6 +116,11 @@ describe('startHttpService: every answer of the API port is in the API error sha
     expectApiError(malformed, 400, /^malformed HTTP request/);
     expect(malformed.headers.connection).toBe('close');
     expectApiError(await request('GARBAGE\u0001 / HTTP/1.1\r\nHost: x'), 400, /^malformed HTTP request/);
+    // A HEAD request's answer has no body, though it names the length the body would have.
+    const head = await request('HEAD /known HTTP/1.1\r\nHost: x\r\nBad Header Name: 1');
+    expect(head.status).toBe(400);
+    expect(Number(head.headers['content-length'])).toBeGreaterThan(0);
+    expect(head.body).toBe('');
     const huge = await request(`GET /known HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}`);
     expectApiError(huge, 431, 'request header fields too large');
     expect(huge.headers.connection).toBe('close');
