@@ -10,6 +10,7 @@ import {
   encodeSegment,
   foreignTenant,
   fuzzSeed,
+  hostileHeaderValue,
   hostileString,
   httpGarbage,
   mutatedJson,
@@ -224,7 +225,7 @@ const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
       headers: authHeader(a),
     })),
   fc
-    .tuple(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'), fc.constantFrom('/', '/pipeline', '/multi-exec', '/get/k'), fc.option(brokenBody()), auth, fc.option(hostileString()))
+    .tuple(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'), fc.constantFrom('/', '/pipeline', '/multi-exec', '/get/k'), fc.option(brokenBody()), auth, fc.option(hostileHeaderValue()))
     .map(([method, path, body, a, header]) => ({
       method,
       path,

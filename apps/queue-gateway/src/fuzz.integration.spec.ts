@@ -11,6 +11,7 @@ import {
   encodeSegment,
   foreignTenant,
   fuzzSeed,
+  hostileHeaderValue,
   hostileString,
   httpGarbage,
   mutatedJson,
@@ -319,7 +320,7 @@ const HEADER_NAMES = [
 const headerValue: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom('10s', '1d10h30m', '0', '1', '3', 'true', 'POST', 'get', 'pow(2, retried) * 1000', '1000 * retried', DEST, 'https://example.com/cb', '1700000000', ''),
   fc.tuple(fc.integer(), fc.constantFrom('', 's', 'm', 'h', 'd', 'ms')).map(([n, unit]) => `${n}${unit}`),
-  hostileString(),
+  hostileHeaderValue(),
 );
 
 const auth: fc.Arbitrary<Auth> = fc.oneof(

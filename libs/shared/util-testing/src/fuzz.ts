@@ -280,6 +280,7 @@ export function httpGarbage(url: string, path: string, auth: string): RawCase[] 
     { name: 'an asterisk-form target on GET', bytes: raw(`GET * HTTP/1.1\r\n${ok}\r\n`) },
     { name: 'OPTIONS *', bytes: raw(`OPTIONS * HTTP/1.1\r\n${ok}\r\n`) },
     { name: 'a header value with a lone surrogate (WTF-8 bytes)', bytes: Buffer.concat([raw(`GET ${path} HTTP/1.1\r\n${ok}X-Fuzz: `), wtf8('\ud800'), raw('\r\n\r\n')]) },
+    { name: 'HEAD with a NUL in a header value (400 without a body)', bytes: raw(`HEAD ${path} HTTP/1.1\r\n${ok}X-Fuzz: a\x00b\r\n\r\n`), expect: 400, head: true },
     { name: 'a path with a raw NUL byte', bytes: raw(`GET ${path}/a\x00b HTTP/1.1\r\n${ok}\r\n`), expect: 400 },
     { name: 'a path with raw non-ASCII bytes', bytes: raw(`GET ${path}/\xed\xa0\x80 HTTP/1.1\r\n${ok}\r\n`) },
   ];
@@ -327,6 +328,14 @@ export function hostileString(): fc.Arbitrary<string> {
     fc.string({ unit: 'binary', maxLength: 40 }),
     fc.string({ maxLength: 20 }),
   );
+}
+
+/**
+ * {@link hostileString} for a header value: without CR or LF, which would end the header line and
+ * make the rest a second request (the server rightly answers both).
+ */
+export function hostileHeaderValue(): fc.Arbitrary<string> {
+  return hostileString().filter((s) => !/[\r\n]/.test(s));
 }
 
 /**
