@@ -48,6 +48,30 @@ describe('purgeStreamCluster', () => {
     }
   });
 
+  it('waits for a group to lose its members before deleting it, and fails when they stay past the wait', async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic: 't-ccc-live', numPartitions: 1 }] });
+    await admin.disconnect();
+    const consumer = kafka.consumer({ groupId: 't-ccc-live-group', maxWaitTimeInMs: 100 });
+    await consumer.connect();
+    await consumer.subscribe({ topics: ['t-ccc-live'] });
+    const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+    await consumer.run({ eachMessage: async () => undefined });
+    await joined;
+
+    await expect(purgeStreamCluster({ brokers: broker.brokers, prefix: 't-ccc-' }, { groupWaitMs: 0 })).rejects.toThrow();
+    const purged = purgeStreamCluster({ brokers: broker.brokers, prefix: 't-ccc-' }, { groupWaitMs: 60_000 });
+    await consumer.disconnect();
+    await purged;
+
+    const check = kafka.admin();
+    await check.connect();
+    expect((await check.listGroups()).groups.map((g) => g.groupId)).not.toContain('t-ccc-live-group');
+    expect(await check.listTopics()).not.toContain('t-ccc-live');
+    await check.disconnect();
+  });
+
   it('refuses an empty prefix, and fails when the brokers cannot be reached', async () => {
     await expect(purgeStreamCluster({ brokers: broker.brokers, prefix: '' })).rejects.toThrow('empty prefix');
     await expect(purgeStreamCluster({ brokers: ['127.0.0.1:1'], prefix: 't-aaa-' })).rejects.toThrow();

@@ -7,20 +7,34 @@ import type { StreamClusterRecord } from '@restash/shared/data-access-registry';
  * StreamClusterRecord.prefix). Other clusters on the same brokers are left alone. Nothing to delete is
  * not an error. Used when a tenant or one of its clusters is deleted (`tenants delete`).
  *
+ * Kafka deletes only groups without members: gateways close their consumer instances when the registry
+ * record goes, and the members of a gateway that died leave after their session timeout, so this waits
+ * up to `groupWaitMs` for the groups to empty.
+ *
  * @param record the cluster's registry record (brokers and prefix are used)
- * @throws Error (a kafkajs error) when the brokers cannot be reached or refuse a deletion
+ * @param options.groupWaitMs how long to wait for groups to lose their members (default 45 s: the
+ *   gateways' default session timeout, 30 s, and then some)
+ * @throws Error (a kafkajs error) when the brokers cannot be reached or refuse a deletion, e.g. a group
+ *   that still has members after the wait (NON_EMPTY_GROUP)
  */
-export async function purgeStreamCluster(record: Pick<StreamClusterRecord, 'brokers' | 'prefix'>): Promise<void> {
+export async function purgeStreamCluster(record: Pick<StreamClusterRecord, 'brokers' | 'prefix'>, options: { groupWaitMs?: number } = {}): Promise<void> {
   if (record.prefix === '') throw new Error('refusing to purge a stream cluster with an empty prefix (it would delete every topic)');
   const kafka = new Kafka({ brokers: record.brokers, clientId: 'restash-purge', logLevel: logLevel.NOTHING, retry: { retries: 3 } });
   const admin = kafka.admin();
   await admin.connect();
   try {
     const owned = (name: string) => name.startsWith(record.prefix);
-    const { groups } = await admin.listGroups();
-    const groupIds = groups.map((g) => g.groupId).filter(owned);
-    // A group with members cannot be deleted; the gateways close theirs when the registry record goes.
-    if (groupIds.length > 0) await admin.deleteGroups(groupIds);
+    const deadline = Date.now() + (options.groupWaitMs ?? 45_000);
+    for (;;) {
+      const groupIds = (await admin.listGroups()).groups.map((g) => g.groupId).filter(owned);
+      if (groupIds.length === 0) break;
+      const { groups } = await admin.describeGroups(groupIds);
+      if (groups.every((g) => g.members.length === 0) || Date.now() >= deadline) {
+        await admin.deleteGroups(groupIds);
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
     const topics = (await admin.listTopics()).filter(owned);
     if (topics.length > 0) await admin.deleteTopics({ topics });
   } finally {
