@@ -15,6 +15,7 @@ import {
   httpGarbage,
   mutatedJson,
   nestedJson,
+  readBack,
   runCase,
   runFuzz,
   summarizeFailures,
@@ -249,6 +250,24 @@ describe('after the fuzz', () => {
     expect(await runCase(stack.url, 'kv', { request: json('/', ['SET', 'after', 'fine']), expect: 200 })).toBe('ok');
     const response = await fetch(`${stack.url}/get/after`, { headers: bearer(token) });
     expect(await response.json()).toEqual({ result: 'fine' });
+  });
+
+  it('reads back every key the fuzz wrote, as text and as base64', async () => {
+    const problems: string[] = [];
+    const read = async (command: unknown[], headers: Record<string, string> = {}) => {
+      const answer = await readBack(stack.url, 'kv', { ...json('/', command), headers: { ...bearer(token), ...headers } });
+      if (answer.problem) problems.push(answer.problem);
+      return (answer.body as { result?: unknown } | undefined)?.result;
+    };
+    const READ: Record<string, string[]> = { string: ['GET'], hash: ['HGETALL'], list: ['LRANGE', '0', '-1'], set: ['SMEMBERS'], zset: ['ZRANGE', '0', '-1', 'WITHSCORES'], stream: ['XRANGE', '-', '+'] };
+    const [, keys] = ((await read(['SCAN', '0', 'COUNT', '10000'])) ?? ['0', []]) as [string, string[]];
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) {
+      const [name, ...rest] = READ[String(await read(['TYPE', key]))] ?? ['EXISTS'];
+      await read([name, key, ...rest]);
+      await read([name, key, ...rest], { 'Upstash-Encoding': 'base64' });
+    }
+    expect(problems).toEqual([]);
   });
 
   it("left the other tenant's data intact", async () => {

@@ -16,6 +16,7 @@ import {
   httpGarbage,
   mutatedJson,
   nestedJson,
+  readBack,
   runCase,
   runFuzz,
   eventually,
@@ -371,6 +372,21 @@ describe('after the fuzz', () => {
     expect(await runCase(stack.url, 'queue', { request: publish(`${sink.url}/after`, { 'Content-Type': 'text/plain' }, 'after'), expect: 201 })).toBe('ok');
     const [delivered] = await eventually(() => nonEmpty(sink.on('/after')), 15_000);
     expect(delivered.body.toString()).toBe('after');
+  });
+
+  it('reads back every message, event and DLQ entry the fuzz left', async () => {
+    const problems: string[] = [];
+    const read = async (path: string, expect = [200]) => {
+      const answer = await readBack(stack.url, 'queue', bare(path), expect);
+      if (answer.problem) problems.push(answer.problem);
+      return answer.body as Record<string, unknown> | undefined;
+    };
+    const events = ((await read('/v2/events?count=1000'))?.events ?? []) as Array<{ messageId: string }>;
+    await read('/v2/logs?count=1000');
+    for (const messageId of new Set(events.map((e) => e.messageId))) await read(`/v2/messages/${encodeSegment(messageId)}`, [200, 404]);
+    const dlq = ((await read('/v2/dlq?count=1000'))?.messages ?? []) as Array<{ dlqId: string }>;
+    for (const { dlqId } of dlq) await read(`/v2/dlq/${encodeSegment(dlqId)}`);
+    expect(problems).toEqual([]);
   });
 
   it("left the other tenant's message and events intact", async () => {

@@ -13,6 +13,7 @@ import {
   httpGarbage,
   mutatedJson,
   nestedJson,
+  readBack,
   runCase,
   runFuzz,
   summarizeFailures,
@@ -272,6 +273,28 @@ describe('after the fuzz', () => {
     const [{ offset }] = (await produced.json()) as Array<{ offset: number }>;
     const fetched = await fetch(`${stack.url}/fetch`, { method: 'POST', headers: { Authorization: basicAuth(acme) }, body: JSON.stringify({ topic: 'wide', partition: 0, offset }) });
     expect(await fetched.json()).toEqual([expect.objectContaining({ topic: 'wide', partition: 0, offset, value: 'after' })]);
+  });
+
+  it('reads back every message the fuzz produced', async () => {
+    const problems: string[] = [];
+    const read = async (request: FuzzRequest) => {
+      const answer = await readBack(stack.url, 'stream', request);
+      if (answer.problem) problems.push(answer.problem);
+      return answer.body;
+    };
+    await read(bare('/topics'));
+    await read(bare('/consumers'));
+    for (const [topic, partition] of [['orders', 0], ['wide', 0], ['wide', 1]] as const) {
+      const [latest] = ((await read(json('/offsets/latest', [{ topic, partition }]))) ?? []) as Array<{ offset: number }>;
+      let offset = 0;
+      for (let page = 0; page < 200 && latest && offset < latest.offset; page++) {
+        const messages = ((await read(json('/fetch', { topic, partition, offset, timeout: 100 }))) ?? []) as Array<{ offset: number }>;
+        if (!Array.isArray(messages) || messages.length === 0) break;
+        offset = messages[messages.length - 1]!.offset + 1;
+      }
+      expect([topic, partition, offset]).toEqual([topic, partition, latest?.offset]);
+    }
+    expect(problems).toEqual([]);
   });
 
   it("left the other tenant's messages intact", async () => {

@@ -15,6 +15,7 @@ import {
   httpGarbage,
   mutatedJson,
   nestedJson,
+  readBack,
   runCase,
   runFuzz,
   summarizeFailures,
@@ -318,6 +319,34 @@ describe('after the fuzz', () => {
     expect(await response.json()).toEqual({ result: [{ id: 'after', score: expect.any(Number), metadata: { ok: true } }] });
     const data = await fetch(`${stack.url}/query-data`, { method: 'POST', headers: bearer(text), body: JSON.stringify({ data: 'hello', topK: 1 }) });
     expect(data.status).toBe(200);
+  });
+
+  it('reads back everything the fuzz stored, in every namespace, then resets', async () => {
+    const problems: string[] = [];
+    const read = async (request: FuzzRequest) => {
+      const answer = await readBack(stack.url, 'vector', request);
+      if (answer.problem) problems.push(answer.problem);
+      return answer.body as { result?: unknown } | undefined;
+    };
+    for (const index of ['main', 'text'] as const) {
+      const namespaces = ((await read(json('/list-namespaces', [], index)))?.result ?? []) as string[];
+      expect(namespaces).toContain('');
+      for (const namespace of namespaces) {
+        const ns = namespace === '' ? '' : `/${encodeSegment(namespace)}`;
+        let cursor = '0';
+        for (let page = 0; page < 50 && cursor !== ''; page++) {
+          const result = (await read(json(`/range${ns}`, { cursor, limit: 100, includeMetadata: true, includeVectors: true, includeData: true }, index)))?.result as { nextCursor?: string } | undefined;
+          cursor = result?.nextCursor ?? '';
+        }
+        const query = index === 'main' ? { vector: V, topK: 100 } : { data: 'hello', topK: 100 };
+        await read(json(`/${index === 'main' ? 'query' : 'query-data'}${ns}`, { ...query, includeMetadata: true, includeVectors: true, includeData: true }, index));
+        await read(json(`/random${ns}`, [], index));
+      }
+      await read(json('/info', [], index));
+      await read(json('/reset?all', [], index));
+      expect(((await read(json('/info', [], index)))?.result as { vectorCount?: number } | undefined)?.vectorCount).toBe(0);
+    }
+    expect(problems).toEqual([]);
   });
 
   it("left the other tenant's vectors intact", async () => {

@@ -473,6 +473,22 @@ export async function runCase(url: string, shape: ErrorShape, fuzzCase: FuzzCase
   return `${wrong}: ${describeExchange(what, response)}`;
 }
 
+/**
+ * Sends a request and parses the JSON answer, for reading back after a fuzz run: `problem` is the
+ * {@link responseProblem} or another status than `expect` (default 200), with the exchange.
+ */
+export async function readBack(url: string, shape: ErrorShape, request: FuzzRequest, expect: number[] = [200]): Promise<{ problem?: string; status: number; body: unknown }> {
+  const response = await send(url, request, { timeoutMs: 20_000 });
+  const problem = responseProblem(shape, request.method, response) ?? (expect.includes(response.status) ? undefined : `status ${response.status}, want ${expect.join(' or ')}`);
+  let body: unknown;
+  try {
+    body = response.body === '' ? undefined : JSON.parse(response.body);
+  } catch {
+    body = response.body;
+  }
+  return { status: response.status, body, ...(problem ? { problem: `${problem}: ${describeExchange(request, response)}` } : {}) };
+}
+
 /** A failure of a fuzz exchange, with the request and the response, for grouping and reporting. */
 export interface FuzzFailure {
   /** Method and first path segment, to group failures by endpoint. */
