@@ -20,9 +20,11 @@ import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
 import { KvService, type Session } from './kv.service';
 
-/** Methods the spec allows on every endpoint (spec 000, Endpoints); any other gets 405. */
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT'];
-const OTHER_METHODS = ['DELETE', 'PATCH', 'OPTIONS'];
+/**
+ * Methods the spec allows on every endpoint (spec 000, Endpoints). Any other gets 405 from the shared
+ * bootstrap (API_ERRORS in app.module.ts), before routing.
+ */
+export const KV_METHODS = ['GET', 'HEAD', 'POST', 'PUT'];
 
 type Work = (session: Session) => Promise<string>;
 
@@ -86,17 +88,17 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
         });
 
     app.route({
-      method: METHODS,
+      method: KV_METHODS,
       url: '/',
       handler: single((request) => ({ args: commandFromJson(parseJsonBody(body(request))), bytes: body(request)?.length ?? 0 })),
     });
-    app.route({ method: METHODS, url: '/pipeline', handler: batch('pipeline', (s, c, b) => this.service.pipeline(s, c, b)) });
-    app.route({ method: METHODS, url: '/multi-exec', handler: batch('multi-exec', (s, c, b) => this.service.transaction(s, c, b)) });
+    app.route({ method: KV_METHODS, url: '/pipeline', handler: batch('pipeline', (s, c, b) => this.service.pipeline(s, c, b)) });
+    app.route({ method: KV_METHODS, url: '/multi-exec', handler: batch('multi-exec', (s, c, b) => this.service.transaction(s, c, b)) });
     for (const kind of ['subscribe', 'psubscribe'] as const) {
-      app.route({ method: METHODS, url: `/${kind}/*`, handler: (request, reply) => this.stream(request, reply, kind) });
+      app.route({ method: KV_METHODS, url: `/${kind}/*`, handler: (request, reply) => this.stream(request, reply, kind) });
     }
     app.route({
-      method: METHODS,
+      method: KV_METHODS,
       url: '/*',
       handler: single((request) => {
         const [path, query] = splitUrl(request.url);
@@ -104,16 +106,6 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
         // What the command carries, once: the path, body and query are its arguments (not `_token`).
         return { args, bytes: commandBytes(args) };
       }),
-    });
-    app.route({
-      method: OTHER_METHODS,
-      url: '/*',
-      handler: (_request, reply) =>
-        reply
-          .code(405)
-          .header('allow', METHODS.join(', '))
-          .header('content-type', 'application/json')
-          .send(encodeError('ERR method not allowed: use GET, HEAD, POST or PUT')),
     });
   }
 
