@@ -17,7 +17,11 @@ export function enginePurgers(queueStore: () => QueueStore): ResourcePurgers {
     vector: (record) => purgeVectorIndex(record),
     stream: (record) => purgeStreamCluster(record),
     queue: async (record) => {
-      await queueStore().purgeProject(record.id);
+      try {
+        await queueStore().purgeProject(record.id);
+      } catch (error) {
+        throw new Error(`queue store (QUEUE_REDIS_URL): ${error instanceof Error ? error.message : String(error)}`);
+      }
     },
   };
 }

@@ -204,7 +204,7 @@ export class TenantTeardown {
     const outcomes = await Promise.all(
       teardown.resources.map(async (resource) => {
         try {
-          await this.withTimeout(describeResource(resource), this.purgeOne(resource));
+          await this.withTimeout(this.purgeOne(resource));
           return { resource };
         } catch (error) {
           return { resource, reason: error instanceof Error ? error.message : String(error) };
@@ -263,10 +263,10 @@ export class TenantTeardown {
     return keys;
   }
 
-  private async withTimeout<T>(what: string, work: Promise<T>): Promise<T> {
+  private async withTimeout<T>(work: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
     });
     try {
       return await Promise.race([work, timeout]);

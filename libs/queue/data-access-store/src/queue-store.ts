@@ -249,6 +249,7 @@ export class QueueStore {
    *   Redis fails; running the purge again continues where it stopped
    */
   async purgeProject(project: string, drainTimeoutMs = 60_000): Promise<number> {
+    await this.redis.ping(); // fails as the caller's connection does, before BullMQ waits for it to be ready
     const deadline = Date.now() + drainTimeoutMs;
     const messageIds = new Set<string>();
     let removed = 0;
