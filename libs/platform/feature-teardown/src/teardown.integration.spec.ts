@@ -113,6 +113,8 @@ async function scan(redis: Redis, pattern: string): Promise<string[]> {
 /** Puts data of every kind into every engine, as the tenant's use of the four APIs leaves it. */
 async function seed(): Promise<void> {
   await kvAdmin.set('greeting', 'hello');
+  await registry.set(registryKeys.kvServer('run-of-acme'), 'acme.main'); // as kv-gateway binds the server
+  await registry.set(registryKeys.kvServer('run-of-other'), 'other.main');
   await kvAdmin.call('acl', 'setuser', 'acme.main:alice', 'on', '>alice-password', '~*', '+@all');
   await kvAdmin.call('function', 'load', "#!lua name=acmelib\nredis.register_function('acme_f', function() return 1 end)");
 
@@ -191,6 +193,8 @@ describe('TenantTeardown', () => {
     expect(await kvAdmin.dbsize()).toBe(0);
     expect(await kvAdmin.call('function', 'list')).toEqual([]);
     expect(await kvAdmin.call('acl', 'users')).not.toContain('acme.main:alice');
+    expect(await registry.exists(registryKeys.kvServer('run-of-acme'))).toBe(0);
+    expect(await registry.get(registryKeys.kvServer('run-of-other'))).toBe('other.main');
     // Vector: collection, namespaces and resumable queries gone.
     const qdrantClient = new QdrantClient({ url: qdrant.url, checkCompatibility: false });
     expect((await qdrantClient.collectionExists(COLLECTION)).exists).toBe(false);

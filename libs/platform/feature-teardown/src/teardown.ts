@@ -49,6 +49,7 @@ export class TeardownPendingError extends Error {
   }
 }
 
+/** Settings of a {@link TenantTeardown}. */
 export interface TenantTeardownOptions {
   /** Longest time one resource's purge may take before it is reported as failed, in ms (default 120000). */
   purgeTimeoutMs?: number;
@@ -64,7 +65,7 @@ export function describeResource(resource: RetiredResource): string {
  * The control-Redis state a resource owns besides its registry record and tokens: exact keys, and SCAN patterns
  * whose matches it owns. Quota counters (`restash:v1:quota:<api>:<id>:<day>`, one per UTC day) for every API;
  * for a vector index also its namespaces hash. (Resumable queries are matched by their `index` field, see
- * {@link isResumableOf}.) Resource ids are two DNS labels joined by '.', so they hold no glob character.
+ * {@link isResumableOf}; a KV database's server binding `restash:v1:kv:server:<run_id>` by its value.) Resource ids are two DNS labels joined by '.', so they hold no glob character.
  */
 export function controlStateOf(resource: RetiredResource): { keys: string[]; patterns: string[] } {
   const { api, record } = resource;
@@ -222,13 +223,18 @@ export class TenantTeardown {
 
   private async purgeOne(resource: RetiredResource): Promise<void> {
     switch (resource.api) {
-      case 'kv':
+      case 'kv': {
+        const { id } = resource.record;
         await this.purgers.kv(resource.record);
+        await this.deleteWhere(registryKeys.kvServer('*'), (raw) => raw === id); // its server's binding
         break;
-      case 'vector':
+      }
+      case 'vector': {
+        const { id } = resource.record;
         await this.purgers.vector(resource.record);
-        await this.deleteResumable(resource.record.id);
+        await this.deleteWhere(registryKeys.vectorResumable('*'), (raw) => isResumableOf(raw, id));
         break;
+      }
       case 'stream':
         await this.purgers.stream(resource.record);
         break;
@@ -241,14 +247,17 @@ export class TenantTeardown {
     if (keys.length > 0) await this.control.del(...keys);
   }
 
-  /** Ends the index's resumable queries (they would otherwise live until their idle timeout). */
-  private async deleteResumable(id: string): Promise<void> {
-    const keys = await this.scan(registryKeys.vectorResumable('*'));
+  /**
+   * Deletes the control-Redis string keys matching `pattern` whose value a resource owns: an index's resumable
+   * queries (which would otherwise live until their idle timeout), a KV database's server binding.
+   */
+  private async deleteWhere(pattern: string, owned: (raw: string | null) => boolean): Promise<void> {
+    const keys = await this.scan(pattern);
     for (let i = 0; i < keys.length; i += 500) {
       const batch = keys.slice(i, i + 500);
       const values = await this.control.mget(...batch);
-      const owned = batch.filter((_, j) => isResumableOf(values[j] ?? null, id));
-      if (owned.length > 0) await this.control.del(...owned);
+      const mine = batch.filter((_, j) => owned(values[j] ?? null));
+      if (mine.length > 0) await this.control.del(...mine);
     }
   }
 
