@@ -15,6 +15,8 @@ import {
   httpGarbage,
   mutatedJson,
   nestedJson,
+  rawHttpRequest,
+  runRawFuzz,
   readBack,
   runCase,
   runFuzz,
@@ -28,6 +30,7 @@ import { type KvStack, startKvStack } from './testing/kv-stack';
 
 const SEED = fuzzSeed();
 const RUNS = 1000;
+const RAW_RUNS = 400;
 
 let stack: KvStack;
 let token: string;
@@ -242,6 +245,15 @@ describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
     console.log(`kv fuzz: answers by status ${JSON.stringify(statuses)}`);
     expect(summarizeFailures(failures)).toEqual([]);
   }, 120_000);
+});
+
+describe(`fast-check on raw bytes (seed ${SEED}, ${RAW_RUNS} runs)`, () => {
+  it('answers every random request line, header and body completely, below 500, in the API error shape', async () => {
+    const requests = fc.sample(rawHttpRequest(stack.url, ['/', '/pipeline', '/multi-exec', '/get/k', '/set/k/v', '/ping'], `Bearer ${token}`), { seed: SEED, numRuns: RAW_RUNS });
+    const { failures, statuses } = await runRawFuzz(stack.url, 'kv', requests);
+    console.log(`kv raw fuzz: answers by status ${JSON.stringify(statuses)}`);
+    expect(summarizeFailures(failures)).toEqual([]);
+  }, 300_000);
 });
 
 describe('after the fuzz', () => {

@@ -16,6 +16,8 @@ import {
   httpGarbage,
   mutatedJson,
   nestedJson,
+  rawHttpRequest,
+  runRawFuzz,
   readBack,
   runCase,
   runFuzz,
@@ -34,6 +36,7 @@ jest.setTimeout(120_000);
 
 const SEED = fuzzSeed();
 const RUNS = 1000;
+const RAW_RUNS = 400;
 /** A loopback destination that refuses connections: messages published in the fuzz fail fast. */
 const DEST = 'http://127.0.0.1:1/fuzz';
 
@@ -362,6 +365,15 @@ describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
     const requests = fc.sample(fuzzRequest, { seed: SEED, numRuns: RUNS });
     const { failures, statuses } = await runFuzz(stack.url, 'queue', requests, { timeoutMs: 10_000 });
     console.log(`queue fuzz: answers by status ${JSON.stringify(statuses)}`);
+    expect(summarizeFailures(failures)).toEqual([]);
+  }, 300_000);
+});
+
+describe(`fast-check on raw bytes (seed ${SEED}, ${RAW_RUNS} runs)`, () => {
+  it('answers every random request line, header and body completely, below 500, in the API error shape', async () => {
+    const requests = fc.sample(rawHttpRequest(stack.url, ['/v2/events', '/v2/dlq', `/v2/publish/${DEST}`, '/v2/batch', '/v2/keys', '/v2/messages/x'], `Bearer ${token}`), { seed: SEED, numRuns: RAW_RUNS });
+    const { failures, statuses } = await runRawFuzz(stack.url, 'queue', requests);
+    console.log(`queue raw fuzz: answers by status ${JSON.stringify(statuses)}`);
     expect(summarizeFailures(failures)).toEqual([]);
   }, 300_000);
 });

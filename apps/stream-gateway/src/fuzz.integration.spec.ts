@@ -13,6 +13,8 @@ import {
   httpGarbage,
   mutatedJson,
   nestedJson,
+  rawHttpRequest,
+  runRawFuzz,
   readBack,
   runCase,
   runFuzz,
@@ -29,6 +31,7 @@ jest.setTimeout(180_000);
 
 const SEED = fuzzSeed();
 const RUNS = 1500;
+const RAW_RUNS = 400;
 const HOUR = 3_600_000;
 
 let stack: StreamStack;
@@ -263,6 +266,15 @@ describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
     console.log(`stream fuzz: answers by status ${JSON.stringify(statuses)}`);
     expect(summarizeFailures(failures)).toEqual([]);
   }, 600_000);
+});
+
+describe(`fast-check on raw bytes (seed ${SEED}, ${RAW_RUNS} runs)`, () => {
+  it('answers every random request line, header and body completely, below 500, in the API error shape', async () => {
+    const requests = fc.sample(rawHttpRequest(stack.url, ['/topics', '/consumers', '/produce', '/fetch', '/offsets/latest', '/webhook?topic=orders'], basicAuth(acme)), { seed: SEED, numRuns: RAW_RUNS });
+    const { failures, statuses } = await runRawFuzz(stack.url, 'stream', requests);
+    console.log(`stream raw fuzz: answers by status ${JSON.stringify(statuses)}`);
+    expect(summarizeFailures(failures)).toEqual([]);
+  }, 300_000);
 });
 
 describe('after the fuzz', () => {

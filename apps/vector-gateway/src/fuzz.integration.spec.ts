@@ -15,6 +15,8 @@ import {
   httpGarbage,
   mutatedJson,
   nestedJson,
+  rawHttpRequest,
+  runRawFuzz,
   readBack,
   runCase,
   runFuzz,
@@ -31,6 +33,7 @@ jest.setTimeout(120_000);
 
 const SEED = fuzzSeed();
 const RUNS = 2000;
+const RAW_RUNS = 400;
 
 let stack: VectorStack;
 /** Tokens of acme's dense index `main` (dimension 4) and of its embedding index `text` (384). */
@@ -307,6 +310,15 @@ describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
     const requests = fc.sample(fuzzRequest, { seed: SEED, numRuns: RUNS });
     const { failures, statuses } = await runFuzz(stack.url, 'vector', requests, { timeoutMs: 20_000 });
     console.log(`vector fuzz: answers by status ${JSON.stringify(statuses)}`);
+    expect(summarizeFailures(failures)).toEqual([]);
+  }, 300_000);
+});
+
+describe(`fast-check on raw bytes (seed ${SEED}, ${RAW_RUNS} runs)`, () => {
+  it('answers every random request line, header and body completely, below 500, in the API error shape', async () => {
+    const requests = fc.sample(rawHttpRequest(stack.url, ['/info', '/query', '/upsert', '/fetch', '/range', '/reset/nothing-here'], `Bearer ${main.standard}`), { seed: SEED, numRuns: RAW_RUNS });
+    const { failures, statuses } = await runRawFuzz(stack.url, 'vector', requests);
+    console.log(`vector raw fuzz: answers by status ${JSON.stringify(statuses)}`);
     expect(summarizeFailures(failures)).toEqual([]);
   }, 300_000);
 });

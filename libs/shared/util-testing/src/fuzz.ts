@@ -91,8 +91,10 @@ export function requestBytes(url: string, request: FuzzRequest, options: { host?
  * Writes bytes to the server of `url` on a fresh connection and reads one response. Resolves with
  * `problem` set (never rejects) when the answer is not a complete HTTP/1.1 response within
  * `timeoutMs`, when a HEAD answer carries a body, or when bytes follow the declared body.
+ * `head: 'maybe'` (garbage that may or may not count as a HEAD request) accepts a response with its
+ * declared body or with none.
  */
-export function sendRaw(url: string, bytes: Buffer, options: { head?: boolean; timeoutMs?: number } = {}): Promise<RawResponse> {
+export function sendRaw(url: string, bytes: Buffer, options: { head?: boolean | 'maybe'; timeoutMs?: number } = {}): Promise<RawResponse> {
   const { hostname, port } = new URL(url);
   const timeoutMs = options.timeoutMs ?? 10_000;
   return new Promise((resolve) => {
@@ -135,7 +137,7 @@ export function sendRaw(url: string, bytes: Buffer, options: { head?: boolean; t
  * Parses the first final response in `data` (1xx interim responses are skipped). Returns undefined
  * while it is incomplete and the connection is still open.
  */
-function parseResponse(data: Buffer, head: boolean, ended: boolean): RawResponse | undefined {
+function parseResponse(data: Buffer, head: boolean | 'maybe', ended: boolean): RawResponse | undefined {
   let at = 0;
   for (;;) {
     const end = data.indexOf('\r\n\r\n', at);
@@ -154,9 +156,10 @@ function parseResponse(data: Buffer, head: boolean, ended: boolean): RawResponse
       at = end + 4;
       continue;
     }
-    if (head || status === 204 || status === 304) {
+    if (head === 'maybe' && ended && rest.length === 0) return { status, headers, body: '' };
+    if (head === true || status === 204 || status === 304) {
       if (rest.length > 0) return { status, headers, body: rest.toString('utf8'), problem: `${rest.length} bytes of body after a response that cannot have one` };
-      return ended || head ? { status, headers, body: '' } : undefined;
+      return ended || head === true ? { status, headers, body: '' } : undefined;
     }
     if (/\bchunked\b/i.test(headers['transfer-encoding'] ?? '')) {
       const decoded = dechunk(rest);
@@ -385,25 +388,31 @@ function removeAt(value: unknown, path: Array<string | number>): unknown {
   return copy;
 }
 
-/**
- * A valid JSON body with one field changed: replaced by a {@link hostileValue}, removed, wrapped in
- * an array, or unwrapped from one (an object where an array goes and vice versa); or an extra
- * unknown field. Serialized with JSON.stringify, so lone surrogates arrive as `"\ud800"` escapes.
- */
-export function mutatedJson(template: unknown): fc.Arbitrary<string> {
+/** One field of a JSON value changed: replaced, removed, wrapped in an array, unwrapped from one, or given an extra key. */
+function mutation(template: unknown): fc.Arbitrary<unknown> {
   const paths = fieldPaths(template);
   return fc
     .tuple(fc.constantFrom(...paths), fc.constantFrom('replace', 'remove', 'wrap', 'unwrap', 'extra'), hostileValue(), hostileString())
     .map(([path, how, value, key]) => {
       const current = path.reduce<unknown>((v, p) => (v as Record<string | number, unknown>)?.[p], template);
-      let mutated: unknown;
-      if (how === 'replace') mutated = replaceAt(template, path, value);
-      else if (how === 'remove') mutated = removeAt(template, path);
-      else if (how === 'wrap') mutated = replaceAt(template, path, [current]);
-      else if (how === 'unwrap') mutated = replaceAt(template, path, Array.isArray(current) ? current[0] : current);
-      else mutated = typeof current === 'object' && current !== null && !Array.isArray(current) ? replaceAt(template, path, { ...current, [key]: value }) : replaceAt(template, path, value);
-      return JSON.stringify(mutated) ?? '';
+      if (how === 'replace') return replaceAt(template, path, value);
+      if (how === 'remove') return removeAt(template, path);
+      if (how === 'wrap') return replaceAt(template, path, [current]);
+      if (how === 'unwrap') return replaceAt(template, path, Array.isArray(current) ? current[0] : current);
+      return typeof current === 'object' && current !== null && !Array.isArray(current) ? replaceAt(template, path, { ...current, [key]: value }) : replaceAt(template, path, value);
     });
+}
+
+/**
+ * A valid JSON body with one to `maxMutations` fields changed, each replaced by a {@link hostileValue},
+ * removed, wrapped in an array, or unwrapped from one (an object where an array goes and vice
+ * versa), or given an extra unknown key. Serialized with JSON.stringify, so lone surrogates arrive
+ * as `"\ud800"` escapes.
+ */
+export function mutatedJson(template: unknown, maxMutations = 2): fc.Arbitrary<string> {
+  let arbitrary = mutation(template);
+  for (let i = 1; i < maxMutations; i++) arbitrary = arbitrary.chain((value) => fc.oneof(fc.constant(value), mutation(value)));
+  return arbitrary.map((value) => JSON.stringify(value) ?? '');
 }
 
 /** Bodies that are not valid JSON or not what any endpoint takes: truncated, trailing garbage, NaN literals, 10,000 levels, invalid UTF-8 bytes. */
@@ -561,4 +570,61 @@ export function foreignTenant(name = 'foreign'): { document: unknown; tokens: { 
     },
     standard,
   };
+}
+
+/** Bytes of a printable-ASCII-or-high-byte string without CR and LF (what can sit inside one request line or header line). */
+function lineBytes(maxLength: number): fc.Arbitrary<string> {
+  return fc.string({ unit: fc.integer({ min: 0, max: 255 }).filter((b) => b !== 0x0d && b !== 0x0a).map((b) => String.fromCharCode(b)), maxLength });
+}
+
+/**
+ * Random HTTP/1.x requests built byte by byte around a valid one: the method, the target, the
+ * version, header names and values (bytes 0–255 except CR and LF, so that a request stays one
+ * request) and the body are each either valid or random. Content-Length is always the true body
+ * length, so that the server never rightly waits for more bytes; Connection: close ends it.
+ * @param paths valid targets of the API; `auth` a valid Authorization value
+ */
+export function rawHttpRequest(url: string, paths: string[], auth: string): fc.Arbitrary<{ bytes: Buffer; head: boolean; text: string }> {
+  const { host } = new URL(url);
+  const methods = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'HEAD', 'DELETE', 'PATCH', 'OPTIONS') },
+    { weight: 1, arbitrary: fc.constantFrom('TRACE', 'CONNECT', 'PROPFIND', 'MKCOL', 'SEARCH', 'QUERY', 'PURGE', 'BREW', 'get', 'G ET', '') },
+    { weight: 1, arbitrary: lineBytes(12) },
+  );
+  const targets = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...paths) },
+    { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...paths), lineBytes(20)).map(([p, tail]) => `${p}${tail}`) },
+    { weight: 1, arbitrary: fc.constantFrom('*', '', '/%', '/%zz', '/%ED%A0%80', '/..%2f..%2fetc', `http://${host}/`, 'http://example.com/', '//x', '/?%', '/#x') },
+    { weight: 1, arbitrary: lineBytes(30) },
+  );
+  const versions = fc.oneof({ weight: 8, arbitrary: fc.constant('HTTP/1.1') }, { weight: 1, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/2.0', 'HTTP/0.9', 'HTTP/1.2', 'HTTP/1.1 ', 'http/1.1', 'HTTP/1', 'HTTPS/1.1', '') });
+  const names = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom('Authorization', 'Host', 'Content-Type', 'Expect', 'Upgrade', 'Connection', 'Accept-Encoding', 'Cookie', 'X-Forwarded-For', 'Upstash-Encoding', 'Upstash-Delay', 'Kafka-Auto-Offset-Reset', 'Te', 'Trailer', 'Range') },
+    { weight: 1, arbitrary: lineBytes(12).filter((n) => !/^(content-length|transfer-encoding)$/i.test(n.trim())) },
+  );
+  const values = fc.oneof({ weight: 3, arbitrary: fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((b) => String.fromCharCode(b)), maxLength: 40 }) }, { weight: 1, arbitrary: lineBytes(40) });
+  const header = fc.tuple(names, values);
+  const body = fc.option(fc.oneof(brokenBody().map((b) => (typeof b === 'string' ? wtf8(b) : b)), fc.uint8Array({ maxLength: 200 }).map((a) => Buffer.from(a))));
+  return fc
+    .tuple(methods, targets, versions, fc.boolean(), fc.array(header, { maxLength: 4 }), body)
+    .map(([method, target, version, withAuth, headers, payload]) => {
+      const lines = [`${method} ${target} ${version}`, `Host: ${host}`, ...(withAuth ? [`Authorization: ${auth}`] : []), ...headers.map(([n, v]) => `${n}: ${v}`), 'Connection: close'];
+      if (payload) lines.push(`Content-Length: ${payload.length}`);
+      const head = Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
+      const bytes = payload ? Buffer.concat([head, payload]) : head;
+      return { bytes, head: method === 'HEAD', text: bytes.toString('latin1') };
+    });
+}
+
+/** Sends raw requests one after the other and collects those whose response has a {@link responseProblem}, grouped by problem. */
+export async function runRawFuzz(url: string, shape: ErrorShape, requests: Array<{ bytes: Buffer; head: boolean; text: string }>): Promise<{ failures: FuzzFailure[]; statuses: Record<number, number> }> {
+  const failures: FuzzFailure[] = [];
+  const statuses: Record<number, number> = {};
+  for (const request of requests) {
+    const response = await sendRaw(url, request.bytes, { head: request.head ? 'maybe' : false, timeoutMs: 10_000 });
+    statuses[response.status] = (statuses[response.status] ?? 0) + 1;
+    const problem = responseProblem(shape, request.head ? 'HEAD' : 'GET', response);
+    if (problem) failures.push({ endpoint: 'raw', exchange: describeExchange(JSON.stringify(request.text.slice(0, 200)), response), problem });
+  }
+  return { failures, statuses };
 }
