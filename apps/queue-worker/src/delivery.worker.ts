@@ -132,6 +132,11 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
     if (retried === 0) this.metrics.observeLag(tenant, (Date.now() - message.notBefore) / 1000);
 
     const attempt = await this.attempt(message, retried, project.signingKeys.current);
+    if (!(await this.registry.queueProject(message.project))) {
+      // Deleted during the attempt: no retry, DLQ entry, callback or event under a project being purged.
+      finish('dropped');
+      return;
+    }
     const now = Date.now();
     const { response } = attempt;
     if (response && message.callback) {
