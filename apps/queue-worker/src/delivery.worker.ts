@@ -44,6 +44,9 @@ type Attempt = { response: DeliveryResponse; error?: undefined } | { response?: 
  * At least once: the job completes only after its outcome (DLQ entry, callback message) is stored, and a
  * worker that dies mid-attempt loses its lock, so BullMQ hands the job to another worker. Outcome writes
  * use ids fixed per message and attempt, so a redone attempt does not duplicate them.
+ *
+ * A message whose project has left the registry (its tenant or project deleted, issue 11) is dropped: not
+ * delivered, and nothing written under the project, before an attempt or after one under way.
  */
 @Injectable()
 export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
