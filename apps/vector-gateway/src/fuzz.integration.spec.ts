@@ -124,6 +124,17 @@ describe('safe methods change nothing', () => {
   });
 });
 
+describe('metadata growth through a merge patch', () => {
+  it('refuses a PATCH whose result is over the size limit, and keeps the metadata', async () => {
+    const big = { a: 'x'.repeat(30 * 1024) };
+    expect(await runCase(stack.url, 'vector', { request: json('/upsert', { id: 'grow', vector: V, metadata: big }), expect: 200 })).toBe('ok');
+    const patch = { b: 'y'.repeat(30 * 1024) };
+    expect(await runCase(stack.url, 'vector', { request: json('/update', { id: 'grow', metadata: patch, metadataUpdateMode: 'PATCH' }), expect: 400 })).toBe('ok');
+    const fetched = await fetch(`${stack.url}/fetch`, { method: 'POST', headers: bearer(main.standard), body: JSON.stringify({ ids: ['grow'], includeMetadata: true }) });
+    expect(await fetched.json()).toEqual({ result: [{ id: 'grow', metadata: big }] });
+  });
+});
+
 const ENDPOINTS = ['upsert', 'upsert-data', 'update', 'delete', 'fetch', 'query', 'query-data', 'resumable-query', 'resumable-query-data', 'resumable-query-next', 'resumable-query-end', 'range', 'random', 'info', 'list-namespaces', 'delete-namespace/ns', 'reset/nothing-here'];
 
 /** Hand-written cases: every kind the issue lists, adapted to the Vector endpoints, with the status the issue or spec 001 demands where known. */
@@ -292,6 +303,17 @@ const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
     json(`/${endpoint}`, endpoint === 'query' ? { vector: V, topK: 2, filter } : endpoint === 'delete' ? { filter } : { cursor: '0', limit: 2, prefix: filter }),
   ),
   fc.tuple(fc.constantFrom(...ENDPOINTS), brokenBody(), auth).map(([endpoint, body, a]) => raw(`/${endpoint}`, body, a === 'standard' ? 'main' : a)),
+  fc
+    .tuple(fc.constantFrom('upsert', 'update-PATCH', 'update-OVERWRITE', 'upsert-data'), fc.integer({ min: 1, max: 200 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 4 }), hostileValue())
+    .map(([endpoint, depth, arrays, leaf]) => {
+      // metadata `depth` levels deep around the boundaries the engine and the gateway have, mixing objects and arrays
+      let metadata: unknown = leaf;
+      for (let i = depth - 1; i > 0; i--) metadata = arrays[i % arrays.length] ? [metadata] : { [`k${i}`]: metadata };
+      const top = { deep: metadata };
+      if (endpoint === 'upsert-data') return json('/upsert-data', { id: 'deep', data: 'deep', metadata: top }, 'text');
+      if (endpoint === 'upsert') return json('/upsert', { id: 'deep', vector: V, metadata: top });
+      return json('/update', { id: 'deep', metadata: top, metadataUpdateMode: endpoint.slice('update-'.length) });
+    }),
   fc.tuple(fc.constantFrom('upsert', 'update', 'upsert-data'), hostileValue()).map(([endpoint, metadata]) =>
     json(`/${endpoint}`, endpoint === 'upsert-data' ? { id: 'm', data: 'meta', metadata } : { id: 'm', vector: V, metadata }, endpoint === 'upsert-data' ? 'text' : 'main'),
   ),
