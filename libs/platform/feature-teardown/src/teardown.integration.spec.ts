@@ -262,6 +262,11 @@ describe('TenantTeardown', () => {
     await store.publish(message('acme.extra', 3_600_000), 'x-1');
     await new DailyQuota(registry).consume('queue', 'acme.extra', 5, 5);
 
+    // An apply that fails leaves the dropped resource served, so it is not purged.
+    await expect(teardown.applyTenant(acme(['jobs']), { kv: {}, vector: {}, stream: {}, queue: {} })).rejects.toThrow(/no tokens given/);
+    expect(await registry.exists(registryKeys.tenantTeardown('acme'))).toBe(0);
+    expect(await jobsOf('acme.extra')).toHaveLength(1);
+
     const report = await teardown.applyTenant(acme(['jobs']), tokensOf(acme(['jobs'])));
     expect(report).toEqual({ tenant: 'acme', purged: ['queue project acme.extra'], failed: [] });
     expect(await jobsOf('acme.extra')).toEqual([]);

@@ -160,7 +160,13 @@ export class TenantTeardown {
     await this.refuseLeftovers(doc);
     const dropped = await this.writer.droppedResources(doc);
     const teardown = dropped.length > 0 ? await this.writer.retireResources(tenant, dropped) : null;
-    await this.writer.applyTenant(doc, tokens);
+    try {
+      await this.writer.applyTenant(doc, tokens);
+    } catch (error) {
+      // Not applied: the dropped resources are still served, so their data must not be purged.
+      if (dropped.length > 0) await this.writer.finishTeardown(tenant, dropped);
+      throw error;
+    }
     return teardown ? this.purge(teardown) : { tenant, purged: [], failed: [] };
   }
 
