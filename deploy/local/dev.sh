@@ -145,6 +145,8 @@ wait_until "queue-worker" curl -sf "http://127.0.0.1:$queue_worker_management_po
 token() { node -e "console.log(require('$state/secrets/demo.json').$1)"; }
 (umask 077; cat >"$state/local.env" <<ENV
 # Written by make dev: \`source .restash/local.env\`, then any Upstash SDK program talks to the local stack.
+# The registry, for bin/tenants (apply, delete) from another shell:
+export CONTROL_REDIS_URL=$CONTROL_REDIS_URL
 export UPSTASH_REDIS_REST_URL=http://127.0.0.1:$kv_port
 export UPSTASH_REDIS_REST_TOKEN=$(token kv.main.standard)
 export UPSTASH_REDIS_REST_READONLY_TOKEN=$(token kv.main.readonly)
