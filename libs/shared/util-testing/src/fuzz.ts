@@ -141,7 +141,7 @@ function parseResponse(data: Buffer, head: boolean | 'maybe', ended: boolean): R
   let at = 0;
   for (;;) {
     const end = data.indexOf('\r\n\r\n', at);
-    if (end < 0) return ended ? incomplete(data, 'no end of the header section') : undefined;
+    if (end < 0) return ended ? incomplete(data, data.length === at ? 'connection closed without a response' : 'no end of the header section') : undefined;
     const lines = data.subarray(at, end).toString('latin1').split('\r\n');
     const match = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(lines[0] ?? '');
     if (!match) return { status: 0, headers: {}, body: data.toString('latin1'), problem: `not an HTTP/1.1 status line: ${JSON.stringify(lines[0])}` };
@@ -242,7 +242,7 @@ export function describeExchange(request: FuzzRequest | string, response: RawRes
 export interface RawCase {
   name: string;
   bytes: Buffer;
-  expect?: number;
+  expect?: number | number[];
   head?: boolean;
 }
 
@@ -270,6 +270,11 @@ export function httpGarbage(url: string, path: string, auth: string): RawCase[] 
     { name: 'no Host on HTTP/1.1', bytes: raw(`GET ${path} HTTP/1.1\r\nAuthorization: ${auth}\r\nConnection: close\r\n\r\n`), expect: 400 },
     { name: 'method TRACE', bytes: raw(`TRACE ${path} HTTP/1.1\r\n${ok}\r\n`), expect: 405 },
     { name: 'method PROPFIND', bytes: raw(`PROPFIND ${path} HTTP/1.1\r\n${ok}\r\n`), expect: 405 },
+    { name: 'method CONNECT', bytes: raw(`CONNECT ${path} HTTP/1.1\r\n${ok}\r\n`), expect: 405 },
+    { name: 'CONNECT in authority form', bytes: raw(`CONNECT ${host} HTTP/1.1\r\n${ok}\r\n`), expect: [400, 405] },
+    { name: 'an Upgrade to websocket', bytes: raw(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${auth}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`) },
+    { name: 'an Upgrade to h2c', bytes: raw(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${auth}\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n`) },
+    { name: 'an HTTP/2 connection preface', bytes: raw('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), expect: [400, 405] },
     { name: 'a made-up method token', bytes: raw(`FROBNICATE ${path} HTTP/1.1\r\n${ok}\r\n`), expect: 405 },
     { name: 'a malformed escape %zz in the path', bytes: raw(`GET ${path}/%zz HTTP/1.1\r\n${ok}\r\n`), expect: 400 },
     { name: 'a lone % as the path', bytes: raw(`GET /% HTTP/1.1\r\n${ok}\r\n`), expect: 400 },
