@@ -9,6 +9,7 @@ import {
   encodeSegment,
   foreignTenant,
   fuzzSeed,
+  hostileHeaderValue,
   hostileString,
   httpGarbage,
   mutatedJson,
@@ -264,6 +265,33 @@ describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
     const requests = fc.sample(fuzzRequest, { seed: SEED, numRuns: RUNS });
     const { failures, statuses } = await runFuzz(stack.url, 'stream', requests, { timeoutMs: 20_000 });
     console.log(`stream fuzz: answers by status ${JSON.stringify(statuses)}`);
+    expect(summarizeFailures(failures)).toEqual([]);
+  }, 600_000);
+});
+
+/**
+ * Consume, commit and committed on one live consumer instance (created first), with mutated bodies
+ * and timeouts, plus new instances with random consumer settings. A consume may rightly wait up to
+ * the 30 s cap for data, so these runs are few.
+ */
+const consumerRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
+  mutatedJson({ topic: 'orders', timeout: 100 }).map((body) => raw('/consume/fz-live/i', body)),
+  mutatedJson({ topics: ['orders', 'wide'], timeout: 100 }).map((body) => raw('/consume/fz-live/i', body)),
+  hostileString().map((timeout) => bare(`/consume/fz-live/i/orders?timeout=${encodeSegment(timeout)}`)),
+  mutatedJson([{ topic: 'orders', partition: 0, offset: 1 }]).map((body) => raw('/commit/fz-live/i', body)),
+  mutatedJson([{ topic: 'wide', partition: 1 }]).map((body) => raw('/committed/fz-live/i', body)),
+  fc
+    .tuple(fc.constantFrom('Kafka-Auto-Offset-Reset', 'Stream-Auto-Offset-Reset', 'Kafka-Enable-Auto-Commit', 'Kafka-Auto-Commit-Interval', 'Kafka-Session-Timeout-Ms'), hostileHeaderValue(), fc.nat(1_000_000))
+    .map(([name, value, n]) => bare(`/consume/fz-settings-${n}/i/orders?timeout=100`, 'GET', 'standard', { [name]: value })),
+);
+const CONSUMER_RUNS = 100;
+
+describe(`fast-check on a live consumer (seed ${SEED}, ${CONSUMER_RUNS} runs)`, () => {
+  it('answers every malformed consume, commit and committed completely, below 500, errors as exactly {error, status}', async () => {
+    expect(await runCase(stack.url, 'stream', { request: json('/consume/fz-live/i', { topic: 'orders', timeout: 1000 }), expect: 200 }, { timeoutMs: 40_000 })).toBe('ok');
+    const requests = fc.sample(consumerRequest, { seed: SEED, numRuns: CONSUMER_RUNS });
+    const { failures, statuses } = await runFuzz(stack.url, 'stream', requests, { timeoutMs: 40_000 });
+    console.log(`stream consumer fuzz: answers by status ${JSON.stringify(statuses)}`);
     expect(summarizeFailures(failures)).toEqual([]);
   }, 600_000);
 });
