@@ -283,7 +283,7 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['a read-only token on keys', () => ({ request: bare('/v2/keys', 'GET', 'readonly'), expect: 403 })],
   ['a read-only token on cancel', () => ({ request: bare('/v2/messages', 'DELETE', 'readonly'), expect: 403 })],
   ['a read-only token on DLQ delete', () => ({ request: bare('/v2/dlq', 'DELETE', 'readonly'), expect: 403 })],
-  ['the rival token on its own message via acme path', () => ({ request: { method: 'DELETE', path: `/v2/messages/${rivalMessage}`, headers: bearer(token) }, expect: 404 })],
+  ["cancelling the other tenant's message", () => ({ request: { method: 'DELETE', path: `/v2/messages/${rivalMessage}`, headers: bearer(token) }, expect: 404 })],
 ];
 
 describe('hand-written malformed requests', () => {
