@@ -149,6 +149,15 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ...['/', '/pipeline', '/multi-exec', '/get/k', '/ping', '/subscribe/x', '/psubscribe/x*', '/nothing/here', '/set/headk/v'].map(
     (path): [string, () => FuzzCase] => [`HEAD ${path}`, () => ({ request: get(path, 'HEAD') })],
   ),
+  // subscriptions with hostile channels and patterns (an accepted one is an endless event stream: its head is checked)
+  ...['%ED%A0%80', 'a%00b', '%zz', '%5B', '%5C', '*'.repeat(1000), `x${'%2A'.repeat(200)}`, '', 'x/y', `${'a'.repeat(20 * 1024)}`].flatMap((channel): Array<[string, () => FuzzCase]> => [
+    [`subscribe to ${channel.slice(0, 30)}`, () => ({ request: get(`/subscribe/${channel}`) })],
+    [`psubscribe to ${channel.slice(0, 30)}`, () => ({ request: get(`/psubscribe/${channel}`) })],
+  ]),
+  ['subscribe with a read-only token', () => ({ request: get('/subscribe/ro', 'GET', 'readonly') })],
+  ['subscribe without a token', () => ({ request: get('/subscribe/none', 'GET', 'none'), expect: 401 })],
+  ['subscribe with a POST body', () => ({ request: raw('/subscribe/body', '["x"]') })],
+  ['subscribe with DELETE', () => ({ request: get('/subscribe/x', 'DELETE'), expect: 405 })],
   // bad and missing tokens, tokens of another API, read-only tokens on writes
   ['no token', () => ({ request: get('/get/k', 'GET', 'none'), expect: 401 })],
   ['a wrong token', () => ({ request: get('/get/k', 'GET', 'garbage'), expect: 401 })],

@@ -157,6 +157,8 @@ function parseResponse(data: Buffer, head: boolean | 'maybe', ended: boolean): R
       continue;
     }
     if (head === 'maybe' && ended && rest.length === 0) return { status, headers, body: '' };
+    // a server-sent-event stream (KV /subscribe) does not end: its head is the whole answer to check
+    if (!head && status < 300 && eventStream(headers)) return { status, headers, body: rest.toString('utf8') };
     if (head === true || status === 204 || status === 304) {
       if (rest.length > 0) return { status, headers, body: rest.toString('utf8'), problem: `${rest.length} bytes of body after a response that cannot have one` };
       return ended || head === true ? { status, headers, body: '' } : undefined;
@@ -174,6 +176,10 @@ function parseResponse(data: Buffer, head: boolean | 'maybe', ended: boolean): R
     }
     return ended ? { status, headers, body: rest.toString('utf8') } : undefined;
   }
+}
+
+function eventStream(headers: Record<string, string>): boolean {
+  return (headers['content-type'] ?? '').toLowerCase().startsWith('text/event-stream');
 }
 
 function incomplete(data: Buffer, why: string): RawResponse {
@@ -204,12 +210,13 @@ export function send(url: string, request: FuzzRequest, options: { timeoutMs?: n
 /**
  * What is wrong with a response to a fuzzed request, or undefined: a 5xx; an incomplete response;
  * a body on HEAD; an error (4xx) whose body is not exactly the API's error shape (Vector and Stream:
- * `status` equal to the HTTP status); a success body that is not JSON.
+ * `status` equal to the HTTP status); a success body that is not JSON (an event stream is checked by
+ * its head only).
  */
 export function responseProblem(shape: ErrorShape, method: string, response: RawResponse): string | undefined {
   if (response.problem) return response.problem;
   if (response.status >= 500) return `status ${response.status}`;
-  if (method === 'HEAD') return undefined;
+  if (method === 'HEAD' || (response.status < 300 && eventStream(response.headers))) return undefined;
   let parsed: unknown;
   if (response.body !== '' || response.status >= 400) {
     try {
