@@ -250,6 +250,10 @@ const query: fc.Arbitrary<string> = fc.option(fc.tuple(fc.constantFrom('timeout'
 
 /** Random malformed requests: one field of a valid body changed, broken bodies, hostile path segments and query values, any method. */
 const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
+  // the webhook turns request headers into message headers: any token name, any value bytes
+  fc
+    .tuple(fc.dictionary(fc.stringMatching(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,24}$/), hostileHeaderValue(), { maxKeys: 4 }), fc.oneof(fc.constant('v'), hostileString()), auth)
+    .map(([headers, body, a]) => ({ ...raw('/webhook?topic=orders', body, a), headers: { ...headers, ...authHeader(a) } })),
   fc.tuple(fc.constantFrom(...TEMPLATES), auth).chain(([[path, template], a]) => mutatedJson(template).map((body) => raw(path, body, a))),
   fc.tuple(fc.constantFrom('/produce', '/produce/orders', '/fetch', '/offsets/latest', '/committed/g/i', '/commit/g/i', '/webhook?topic=orders'), brokenBody(), auth).map(([path, body, a]) => raw(path, body, a)),
   fc
