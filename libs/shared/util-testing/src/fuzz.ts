@@ -256,7 +256,9 @@ export interface RawCase {
 /**
  * The HTTP-level garbage of issue 11 against one endpoint of an API: a broken request line, invalid
  * header names, a header section over 16 KiB (431), `Expect: bogus` (417), no `Host` (400),
- * unregistered methods (405), malformed `%` escapes (400), a Content-Length that lies, both framings.
+ * unregistered methods and CONNECT (405), protocol upgrades and the HTTP/2 preface, malformed `%`
+ * escapes (400), a Content-Length that is not a number or too large (413), both framings, NUL and
+ * WTF-8 bytes in the path and in header values.
  * `path` is a valid endpoint and `auth` a valid `Authorization` value, so only the garbage is wrong.
  */
 export function httpGarbage(url: string, path: string, auth: string): RawCase[] {
