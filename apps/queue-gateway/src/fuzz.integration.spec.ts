@@ -136,6 +136,21 @@ describe('safe methods change nothing', () => {
   });
 });
 
+describe('no half-applied write', () => {
+  it.each([
+    ['negative retries', { 'Upstash-Retries': '-1' }],
+    ['a malformed delay', { 'Upstash-Delay': 'soon' }],
+    ['a callback that is not a URL', { 'Upstash-Callback': '/relative' }],
+    ['a header that is not a string', { 'Upstash-Delay': 5 }],
+  ])('publishes none of a batch whose last item has %s', async (_what, headers) => {
+    const before = await eventCount();
+    const batch = [{ destination: DEST, headers: { 'Upstash-Delay': '1d' } }, { destination: DEST, headers }];
+    const answer = await readBack(stack.url, 'queue', json('/v2/batch', batch), [400]);
+    expect(answer.problem).toBeUndefined();
+    expect(await eventCount()).toBe(before);
+  });
+});
+
 const ENDPOINTS = [`publish/${DEST}`, 'batch', 'messages/nothing', 'messages', 'dlq', 'dlq/nothing', 'dlq/retry', 'dlq/retry/nothing', 'events', 'logs', 'keys'];
 
 /** Bad values of the Upstash-* headers of publish (issue 11: delays, retries, cron-like strings, callback URLs that are not URLs). */

@@ -215,6 +215,21 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['read-only credentials on the webhook', () => ({ request: raw('/webhook?topic=orders', 'v', 'readonly'), expect: 403 })],
 ];
 
+describe('no half-applied write', () => {
+  it.each([
+    ['a timestamp two hours ahead', { topic: 'wide', value: 'bad', partition: 0, timestamp: Date.now() + 2 * HOUR }],
+    ['an unknown topic', { topic: 'nope', value: 'bad' }],
+    ['a partition the topic does not have', { topic: 'wide', value: 'bad', partition: 9 }],
+    ['a value that is not a string', { topic: 'wide', value: { a: 1 }, partition: 0 }],
+  ])('produces none of a batch whose last message has %s', async (_what, bad) => {
+    const latest = async () => ((await readBack(stack.url, 'stream', json('/offsets/latest', [{ topic: 'wide', partition: 0 }]))).body as Array<{ offset: number }>)[0]?.offset;
+    const before = await latest();
+    const answer = await readBack(stack.url, 'stream', json('/produce', [{ topic: 'wide', value: 'half', partition: 0 }, bad]), [400, 404]);
+    expect(answer.problem).toBeUndefined();
+    expect(await latest()).toBe(before);
+  });
+});
+
 describe('hand-written malformed requests', () => {
   it.each(CASES)('%s', async (_name, build) => {
     expect(await runCase(stack.url, 'stream', build(), { timeoutMs: 40_000 })).toBe('ok');

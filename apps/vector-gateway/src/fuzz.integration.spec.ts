@@ -124,6 +124,21 @@ describe('safe methods change nothing', () => {
   });
 });
 
+describe('no half-applied write', () => {
+  it.each([
+    ['a lone surrogate id', { id: '\ud800', vector: V }],
+    ['metadata 127 levels deep', { id: 'bad', vector: V, metadata: JSON.parse(nestedJson(127)) as object }],
+    ['a wrong dimension', { id: 'bad', vector: [1, 2] }],
+    ['a string vector', { id: 'bad', vector: 'x' }],
+  ])('writes none of a batch whose last item has %s', async (_what, bad) => {
+    const batch = [{ id: 'half-1', vector: V }, { id: 'half-2', vector: V, metadata: { a: 1 } }, bad];
+    const answer = await readBack(stack.url, 'vector', json('/upsert/half', batch), [400, 422]);
+    expect(answer.problem).toBeUndefined();
+    const fetched = await fetch(`${stack.url}/fetch/half`, { method: 'POST', headers: bearer(main.standard), body: JSON.stringify({ ids: ['half-1', 'half-2'] }) });
+    expect(await fetched.json()).toEqual({ result: [null, null] });
+  });
+});
+
 describe('metadata growth through a merge patch', () => {
   it('refuses a PATCH whose result is over the size limit, and keeps the metadata', async () => {
     const big = { a: 'x'.repeat(30 * 1024) };
