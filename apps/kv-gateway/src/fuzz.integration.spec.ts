@@ -16,10 +16,10 @@ import {
   mutatedJson,
   nestedJson,
   rawHttpRequest,
-  runRawFuzz,
   readBack,
   runCase,
   runFuzz,
+  runRawFuzz,
   summarizeFailures,
 } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';

@@ -9,6 +9,7 @@ import {
   bearer,
   brokenBody,
   encodeSegment,
+  eventually,
   foreignTenant,
   fuzzSeed,
   hostileHeaderValue,
@@ -17,11 +18,10 @@ import {
   mutatedJson,
   nestedJson,
   rawHttpRequest,
-  runRawFuzz,
   readBack,
   runCase,
   runFuzz,
-  eventually,
+  runRawFuzz,
   summarizeFailures,
 } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';

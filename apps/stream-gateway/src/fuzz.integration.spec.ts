@@ -15,10 +15,10 @@ import {
   mutatedJson,
   nestedJson,
   rawHttpRequest,
-  runRawFuzz,
   readBack,
   runCase,
   runFuzz,
+  runRawFuzz,
   summarizeFailures,
 } from '@restash/shared/util-testing';
 import { type StreamStack, type TestCredentials, basicAuth, startStreamStack } from './testing/stream-stack';
