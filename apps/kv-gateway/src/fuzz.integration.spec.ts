@@ -83,7 +83,6 @@ beforeAll(async () => {
 
 afterAll(() => stack?.stop());
 
-
 /** Hand-written cases: every kind the issue lists, adapted to the KV endpoints, with the status spec 000 demands where it says one. */
 const CASES: Array<[string, () => FuzzCase]> = [
   // malformed JSON, empty bodies, wrong types, arrays where objects go and vice versa
