@@ -136,6 +136,14 @@ describe('startHttpService: every answer of the API port is in the API error sha
     }
   });
 
+  it('answers CONNECT (a proxy tunnel, which Node hands to no route) with 405 and Allow, in both target forms', async () => {
+    for (const target of ['/known', '127.0.0.1:1']) {
+      const response = await request(`CONNECT ${target} HTTP/1.1\r\nHost: x`);
+      expectApiError(response, 405, 'method CONNECT is not allowed: use GET, HEAD, POST');
+      expect(response.headers.allow).toBe('GET, HEAD, POST');
+    }
+  });
+
   it('answers a malformed URL (bad % escape) with 400 and a path no route serves with 404', async () => {
     expectApiError(await request('GET /known/%zz HTTP/1.1\r\nHost: x\r\nConnection: close'), 400, /not a valid url/);
     expectApiError(await request('GET /%E0%A4%A HTTP/1.1\r\nHost: x\r\nConnection: close'), 400, /not a valid url/);

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { ConsoleLogger, type DynamicModule, type INestApplicationContext, type LogLevel, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
-import { API_ERRORS, ApiExceptionFilter, type ApiErrors, clientErrorHandler, errorAnswer } from './api-errors';
+import { API_ERRORS, ApiExceptionFilter, type ApiErrors, clientErrorHandler, errorAnswer, rawResponse } from './api-errors';
 import { METRICS_REGISTRY, Readiness } from './observability.module';
 
 export interface HttpServiceConfig {
@@ -42,7 +43,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * Every answer of the API port is in the API's error shape ({@link API_ERRORS}), also those that
  * never reach its routes: what Node's HTTP parser refuses (400, 408, 431; written to the socket, then
  * the connection is closed), a malformed URL (400, e.g. a bad `%` escape), a method the API does not
- * serve (405 with `Allow`; spec 000, Endpoints), a path no route serves (404), an `Expect` other than
+ * serve (405 with `Allow`; spec 000, Endpoints; CONNECT included), a path no route serves (404), an `Expect` other than
  * `100-continue` (417), an HTTP/1.1 request without `Host` (400), a request while closing (503) and
  * an unexpected failure (500 with the request id, logged, no stack trace).
  *
@@ -103,6 +104,13 @@ export async function startHttpService(rootModule: Type<unknown> | DynamicModule
   fastify.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     const body = errors.encode(417, `expectation failed: only Expect: 100-continue is supported, got ${JSON.stringify(request.headers.expect)}`);
     response.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+  });
+
+  // Node hands CONNECT (a proxy tunnel request) to 'connect' listeners only, and closes the socket unanswered without one.
+  fastify.server.on('connect', (_request: IncomingMessage, socket: Duplex) => {
+    const allowed = errors.methods.join(', ');
+    const body = errors.encode(405, `method CONNECT is not allowed: use ${allowed}`);
+    socket.end(rawResponse(405, body, { allow: allowed }), () => socket.destroy());
   });
 
   const app = await NestFactory.create<NestFastifyApplication>(rootModule, adapter, { bodyParser: false, logger });
