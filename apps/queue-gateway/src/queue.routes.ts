@@ -9,6 +9,7 @@ import {
   encodeQueueError,
   eventView,
   messageView,
+  headersFromJson,
   parsePublish,
   type ParsedPublish,
 } from '@restash/queue/util-message';
@@ -299,11 +300,7 @@ function parseBatch(call: Call): ParsedPublish[] {
     if (typeof destination !== 'string' || destination === '') throw QueueError.badRequest(`batch item ${i}: destination must be a URL`);
     if (queue !== undefined) throw QueueError.badRequest(`batch item ${i}: queues are not supported`);
     if (typeof body !== 'string') throw QueueError.badRequest(`batch item ${i}: body must be a string`);
-    if (typeof headers !== 'object' || headers === null || Object.values(headers).some((v) => typeof v !== 'string')) {
-      throw QueueError.badRequest(`batch item ${i}: headers must map names to strings`);
-    }
-    const lower = Object.fromEntries(Object.entries(headers as Record<string, string>).map(([k, v]) => [k.toLowerCase(), v]));
-    return parsePublish(publishInput(call, destination, lower, Buffer.from(body, 'utf8')));
+    return parsePublish(publishInput(call, destination, headersFromJson(headers, `batch item ${i}`), Buffer.from(body, 'utf8')));
   });
 }
 

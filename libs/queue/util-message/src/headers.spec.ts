@@ -1,4 +1,4 @@
-import { canonicalHeaderName, headerValues, isHeaderName } from './headers';
+import { canonicalHeaderName, headerValues, headersFromJson, isHeaderName } from './headers';
 
 describe('canonicalHeaderName', () => {
   it.each([
@@ -34,5 +34,27 @@ describe('headerValues', () => {
     const values = ['a', 'b'];
     expect(headerValues(values)).toEqual(['a', 'b']);
     expect(headerValues(values)).not.toBe(values);
+  });
+});
+
+describe('headersFromJson', () => {
+  it('gives the headers by lower-case name', () => {
+    expect(headersFromJson({ 'Upstash-Forward-X': 'a b', 'Content-Type': 'text/plain; charset=é' }, 'batch item 0')).toEqual({
+      'upstash-forward-x': 'a b',
+      'content-type': 'text/plain; charset=é',
+    });
+  });
+
+  it.each([
+    ['a name with a space', { 'Upstash-Forward-Bad Name': 'x' }, /batch item 1: "Upstash-Forward-Bad Name" is not a valid header name/],
+    ['an empty name', { '': 'x' }, /is not a valid header name/],
+    ['a name with a lone surrogate', { 'Upstash-Forward-\ud800': 'x' }, /is not a valid header name/],
+    ['a value with CR LF', { 'Upstash-Forward-X': 'a\r\nInjected: 1' }, /the value of header Upstash-Forward-X holds a character HTTP does not allow/],
+    ['a value with NUL', { 'Upstash-Forward-X': 'a\u0000b' }, /holds a character HTTP does not allow/],
+    ['a value with a lone surrogate', { 'Upstash-Forward-X': '\ud800' }, /holds a character HTTP does not allow/],
+    ['a value that is not a string', { 'Upstash-Forward-X': 1 }, /headers must map names to strings/],
+    ['an array', ['x'], /headers must map names to strings/],
+  ])('refuses %s with a 400 naming the item', (_what, headers, message) => {
+    expect(() => headersFromJson(headers, 'batch item 1')).toThrow(expect.objectContaining({ status: 400, message: expect.stringMatching(message) }));
   });
 });

@@ -1,3 +1,4 @@
+import { QueueError } from './errors';
 import type { HeaderMap } from './message';
 
 /** Characters of an HTTP token (RFC 9110 §5.6.2), the only ones a header name may hold. */
@@ -23,6 +24,31 @@ export function canonicalHeaderName(name: string): string {
 /** Whether `name` is a valid HTTP header name (an RFC 9110 token). */
 export function isHeaderName(name: string): boolean {
   return TOKEN.test(name);
+}
+
+/** Characters Node's HTTP client refuses in a header value (what `http.validateHeaderValue` checks). */
+const INVALID_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
+
+/**
+ * The headers of a message given as JSON (a `/v2/batch` item: `{name: value}`), checked as Node's HTTP
+ * parser checks the headers of a request, so that nothing reaches the store that the worker could not
+ * send: names are HTTP tokens, values hold no CR, LF, NUL or other control characters, nor characters
+ * above U+00FF (a lone surrogate included).
+ *
+ * @param where the item, for error texts, e.g. `batch item 2`
+ * @returns the headers by lower-case name, as Node presents a request's
+ * @throws QueueError 400 naming the item and the header
+ */
+export function headersFromJson(value: unknown, where: string): Record<string, string> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest(`${where}: headers must map names to strings`);
+  const out: Record<string, string> = {};
+  for (const [name, text] of Object.entries(value)) {
+    if (typeof text !== 'string') throw QueueError.badRequest(`${where}: headers must map names to strings`);
+    if (!isHeaderName(name)) throw QueueError.badRequest(`${where}: ${JSON.stringify(name)} is not a valid header name`);
+    if (INVALID_VALUE_CHAR.test(text)) throw QueueError.badRequest(`${where}: the value of header ${name} holds a character HTTP does not allow`);
+    out[name.toLowerCase()] = text;
+  }
+  return out;
 }
 
 /**
