@@ -1,5 +1,5 @@
-import type { RetiredResource } from '@restash/shared/data-access-registry';
-import { controlStateOf, describeResource, formatFailures, isResumableOf } from './teardown';
+import { type RetiredResource, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { controlStateOf, describeResource, formatFailures, isResumableOf, reusedStorage } from './teardown';
 
 const limits = { maxRequestBytes: 1024, dailyRequestLimit: 10 };
 const kv: RetiredResource = { api: 'kv', record: { id: 'acme.main', tenant: 'acme', name: 'main', redisUrl: 'redis://h:1', ...limits } };
@@ -66,5 +66,34 @@ describe('formatFailures', () => {
 
   it('is empty when everything was purged', () => {
     expect(formatFailures({ tenant: 'acme', purged: [], failed: [] }, 'x')).toBe('');
+  });
+});
+
+describe('reusedStorage', () => {
+  const doc = (kvUrl: string, collection?: string) =>
+    tenantDocumentSchema.parse({
+      apiVersion: 'restash.dev/v1alpha1',
+      kind: 'Tenant',
+      metadata: { name: 'acme' },
+      spec: {
+        kv: { databases: [{ name: 'renamed', redis: { url: kvUrl } }] },
+        vector: { indexes: [{ name: 'other', dimension: 3, qdrant: { url: 'http://q:1', ...(collection ? { collection } : {}) } }] },
+      },
+    });
+
+  it("names a KV database on the dropped one's server, whatever the db number or credentials", () => {
+    expect(reusedStorage(doc('redis://user:pw@h:1/3'), [kv], 'that this apply drops')).toEqual([
+      "KV database 'renamed' is on Redis server h:1, which still holds the data of KV database acme.main that this apply drops",
+    ]);
+  });
+
+  it("names a vector index on the dropped one's collection", () => {
+    expect(reusedStorage(doc('redis://h:2', 'restash-acme-main'), [vector], 'of tenant/old')).toEqual([
+      "vector index 'other' uses Qdrant collection restash-acme-main, which still holds the data of vector index acme.main of tenant/old",
+    ]);
+  });
+
+  it('finds nothing when the storage differs', () => {
+    expect(reusedStorage(doc('redis://h:2'), [kv, vector, queue], 'x')).toEqual([]);
   });
 });

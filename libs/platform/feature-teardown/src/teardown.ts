@@ -159,6 +159,12 @@ export class TenantTeardown {
     }
     await this.refuseLeftovers(doc);
     const dropped = await this.writer.droppedResources(doc);
+    const reused = reusedStorage(doc, dropped, 'that this apply drops');
+    if (reused.length > 0) {
+      throw new TeardownPendingError(
+        `tenant/${tenant}: a resource would reuse what a dropped one leaves, and the purge would wipe it; apply without the new resource first, then with it:\n${reused.map((p) => `  - ${p}`).join('\n')}`,
+      );
+    }
     const teardown = dropped.length > 0 ? await this.writer.retireResources(tenant, dropped) : null;
     try {
       await this.writer.applyTenant(doc, tokens);
@@ -182,22 +188,7 @@ export class TenantTeardown {
       const raw = await this.control.get(key);
       const pending = raw ? tenantTeardownRecordSchema.safeParse(JSON.parse(raw)) : undefined;
       if (!pending?.success || pending.data.name === doc.metadata.name) continue;
-      for (const resource of pending.data.resources) {
-        const owner = `${describeResource(resource)} of tenant/${pending.data.name}`;
-        if (resource.api === 'kv') {
-          const endpoint = sameEndpoint(resource.record.redisUrl);
-          for (const db of doc.spec.kv.databases) {
-            if (endpoint && sameEndpoint(db.redis.url) === endpoint) problems.push(`KV database '${db.name}' is on Redis server ${endpoint}, which still holds the data of ${owner}`);
-          }
-        } else if (resource.api === 'vector') {
-          for (const index of doc.spec.vector.indexes) {
-            const collection = index.qdrant.collection ?? defaultCollection(doc.metadata.name, index.name);
-            if (index.qdrant.url === resource.record.qdrantUrl && collection === resource.record.collection) {
-              problems.push(`vector index '${index.name}' uses Qdrant collection ${collection}, which still holds the data of ${owner}`);
-            }
-          }
-        }
-      }
+      problems.push(...reusedStorage(doc, pending.data.resources, `of tenant/${pending.data.name}`));
     }
     if (problems.length > 0) {
       throw new TeardownPendingError(
@@ -289,6 +280,33 @@ export class TenantTeardown {
       clearTimeout(timer);
     }
   }
+}
+
+/**
+ * The KV databases and vector indexes of `doc` that would live on what a resource to be purged still holds:
+ * its Redis server (same host:port) or its Qdrant collection (same URL and collection). Pure.
+ * @param owner how the problems name the holders, e.g. `of tenant/acme`
+ * @returns one line per conflict (empty when none)
+ */
+export function reusedStorage(doc: TenantDocument, resources: RetiredResource[], owner: string): string[] {
+  const problems: string[] = [];
+  for (const resource of resources) {
+    const holder = `${describeResource(resource)} ${owner}`;
+    if (resource.api === 'kv') {
+      const endpoint = sameEndpoint(resource.record.redisUrl);
+      for (const db of doc.spec.kv.databases) {
+        if (endpoint && sameEndpoint(db.redis.url) === endpoint) problems.push(`KV database '${db.name}' is on Redis server ${endpoint}, which still holds the data of ${holder}`);
+      }
+    } else if (resource.api === 'vector') {
+      for (const index of doc.spec.vector.indexes) {
+        const collection = index.qdrant.collection ?? defaultCollection(doc.metadata.name, index.name);
+        if (index.qdrant.url === resource.record.qdrantUrl && collection === resource.record.collection) {
+          problems.push(`vector index '${index.name}' uses Qdrant collection ${collection}, which still holds the data of ${holder}`);
+        }
+      }
+    }
+  }
+  return problems;
 }
 
 /** The `host:port` of a Redis URL (kvServerEndpoint), or undefined for a malformed one. */
