@@ -19,13 +19,20 @@ spec:
 
 describe('parseTenantFile', () => {
   it('reads several documents, expands ${VAR} and applies default limits', () => {
-    const tenants = parseTenantFile(`${doc('one')}---${doc('two')}---\n`, { PASSWORD: 'pw', PORT: '6391' });
+    const tenants = parseTenantFile(`${doc('one')}---${doc('two', 'redis://u:${PASSWORD}@127.0.0.1:6392/0')}---\n`, { PASSWORD: 'pw', PORT: '6391' });
     expect(tenants.map((t) => t.metadata.name)).toEqual(['one', 'two']);
     expect(tenants[0]?.spec.kv.databases[0]).toEqual({
       name: 'main',
       redis: { url: 'redis://u:pw@127.0.0.1:6391/0' },
       limits: { maxRequestBytes: 10 * 1024 * 1024, dailyRequests: 0 },
     });
+  });
+
+  it("refuses two tenants' KV databases on one Redis server, whatever the db number or credentials, before applying any", () => {
+    expect(() => parseTenantFile(`${doc('one', 'redis://a:x@Host.test:7000/0')}---${doc('two', 'redis://b:y@host.test:7000/5')}`, {})).toThrow(
+      "tenant 'two': KV database 'main' is on Redis server host.test:7000, which already backs KV database 'one/main'",
+    );
+    expect(parseTenantFile(`${doc('one', 'redis://host.test:7000')}---${doc('two', 'redis://host.test:7001')}`, {})).toHaveLength(2);
   });
 
   it('reports every problem at once: unset variables, bad names, bad URLs, duplicates', () => {

@@ -1,12 +1,17 @@
 import { parseAllDocuments } from 'yaml';
-import { type TenantDocument, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { type TenantDocument, kvServerEndpoint, kvServerShared, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 
 /**
  * Reads a tenants file: one or more YAML documents of kind `Tenant` (apiVersion
  * `restash.dev/v1alpha1`), separated by `---`. `${NAME}` in any string is replaced by the
  * environment variable NAME, so that credentials (e.g. in Redis URLs) stay out of the file.
  *
- * @throws Error naming the document and field of every problem (YAML syntax, schema, unset variable)
+ * Tenants of one file may not share a KV database's Redis server (DESIGN.md, KV: a Redis server backs at
+ * most one KV database; each document's schema checks its own databases), so that no tenant of the file
+ * is applied before another one is refused.
+ *
+ * @throws Error naming the document and field of every problem (YAML syntax, schema, unset variable,
+ *   two tenants' KV databases on one server)
  */
 export function parseTenantFile(text: string, env: NodeJS.ProcessEnv): TenantDocument[] {
   const problems: string[] = [];
@@ -26,6 +31,7 @@ export function parseTenantFile(text: string, env: NodeJS.ProcessEnv): TenantDoc
   });
   const names = tenants.map((t) => t.metadata.name);
   names.filter((n, i) => names.indexOf(n) !== i).forEach((n) => problems.push(`tenant '${n}' is declared twice`));
+  problems.push(...sharedKvServers(tenants));
   if (problems.length > 0) throw new Error(`invalid tenants file:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   return tenants;
 }
@@ -43,4 +49,21 @@ function expand(value: unknown, env: NodeJS.ProcessEnv, missing: (name: string, 
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v, env, missing, path ? `${path}.${k}` : k)]));
   }
   return value;
+}
+
+/** One line per KV database on a server that a KV database of another tenant of the file is on already. */
+function sharedKvServers(tenants: TenantDocument[]): string[] {
+  const first = new Map<string, { tenant: string; database: string }>();
+  const problems: string[] = [];
+  for (const tenant of tenants) {
+    for (const db of tenant.spec.kv.databases) {
+      const endpoint = kvServerEndpoint(db.redis.url); // the schema has checked the URL
+      const other = first.get(endpoint);
+      if (!other) first.set(endpoint, { tenant: tenant.metadata.name, database: db.name });
+      else if (other.tenant !== tenant.metadata.name) {
+        problems.push(`tenant '${tenant.metadata.name}': ${kvServerShared(db.name, `${other.tenant}/${other.database}`, endpoint)}`);
+      }
+    }
+  }
+  return problems;
 }
