@@ -125,6 +125,9 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['10,000 levels of nesting as an argument', () => ({ request: raw('/', `["SET","k",${nestedJson(10_000)}]`), expect: 400 })],
   ['10,000 levels of arrays as the body', () => ({ request: raw('/', '['.repeat(10_000) + ']'.repeat(10_000)), expect: 400 })],
   ['10,000 levels of arrays as a pipeline', () => ({ request: raw('/pipeline', '['.repeat(10_000) + ']'.repeat(10_000)), expect: 400 })],
+  ['a pipeline of 5000 commands within the limit', () => ({ request: json('/pipeline', Array.from({ length: 5000 }, () => ['PING'])), expect: 200 })],
+  ['a transaction of 2000 commands within the limit', () => ({ request: json('/multi-exec', Array.from({ length: 2000 }, () => ['INCR', 'many'])), expect: 200 })],
+  ['a command with 5000 arguments', () => ({ request: json('/', ['MGET', ...Array.from({ length: 5000 }, (_, i) => `${i}`)]), expect: 200 })],
   // spec 000 Limits and Errors: a command over the maximum request size is a 400 (and discards the batch)
   ['a body over the database limit', () => ({ request: json('/', ['SET', 'big', 'x'.repeat(70 * 1024)]), expect: 400 })],
   ['a path over the header limit', () => ({ request: get(`/set/big/${'x'.repeat(70 * 1024)}`), expect: [400, 414, 431] })],

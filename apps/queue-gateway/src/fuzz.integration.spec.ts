@@ -233,6 +233,10 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['a binary body', () => ({ request: publish(DEST, {}, Buffer.from([0, 0xff, 0xfe])), expect: 201 })],
   ['a body over the project limit', () => ({ request: publish(DEST, {}, 'x'.repeat(70 * 1024)), expect: 413 })],
   ['a batch over the project limit', () => ({ request: json('/v2/batch', [{ destination: DEST, body: 'x'.repeat(70 * 1024) }]), expect: 413 })],
+  ['a batch of 500 messages within the limit', () => ({ request: json('/v2/batch', Array.from({ length: 500 }, () => ({ destination: DEST, headers: { 'Upstash-Delay': '1d' } }))), expect: 200 })],
+  ['200 forwarded headers', () => ({ request: publish(DEST, Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`Upstash-Forward-H${i}`, 'x']))), expect: 201 })],
+  ['a 1000-character label list', () => ({ request: publish(DEST, { 'Upstash-Label': Array.from({ length: 200 }, (_, i) => `l${i}`).join(',') }) })],
+  ['events?count=1000 with every filter', () => ({ request: bare(`/v2/events?count=1000&state=CREATED&url=${encodeURIComponent(DEST)}&fromDate=0&toDate=${Date.now()}&label=x&responseStatus=200`), expect: 200 })],
   // batch: malformed JSON, wrong types, arrays and objects swapped, deep nesting
   ['truncated JSON batch', () => ({ request: raw('/v2/batch', '[{"destination":'), expect: 400 })],
   ['empty batch body', () => ({ request: raw('/v2/batch', ''), expect: 400 })],

@@ -172,6 +172,12 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['10,000 levels of arrays as the body', () => ({ request: raw('/produce', '['.repeat(10_000) + ']'.repeat(10_000)), expect: 400 })],
   ['a body over the cluster limit', () => ({ request: json('/produce', { topic: 'orders', value: 'x'.repeat(70 * 1024) }), expect: 413 })],
   ['a webhook body over the cluster limit', () => ({ request: raw('/webhook?topic=orders', 'x'.repeat(70 * 1024)), expect: 413 })],
+  ['a batch of 2000 small messages within the limit', () => ({ request: json('/produce', Array.from({ length: 2000 }, (_, i) => ({ topic: 'wide', value: `${i}` }))), expect: 200 })],
+  ['a 60 KiB key', () => ({ request: json('/produce', { topic: 'orders', value: 'v', key: 'k'.repeat(60 * 1024) }) })],
+  ['1000 message headers', () => ({ request: json('/produce', { topic: 'orders', value: 'v', headers: Array.from({ length: 1000 }, (_, i) => ({ key: `h${i}`, value: 'x' })) }) })],
+  ['a 300-character topic name', () => ({ request: json('/produce', { topic: 't'.repeat(300), value: 'v' }), expect: [400, 404] })],
+  ['a 300-character group name', () => ({ request: json(`/committed/${'g'.repeat(300)}/i`, [{ topic: 'orders', partition: 0 }]) })],
+  ['fetch at an offset far past the end', () => ({ request: json('/fetch', { topic: 'orders', partition: 0, offset: 2 ** 40, timeout: 100 }) })],
   // lone surrogates, NUL, malformed escapes
   ['a lone surrogate topic in the body', () => ({ request: json('/produce', { topic: '\ud800', value: 'v' }), expect: [400, 404] })],
   ['a lone surrogate topic in the path', () => ({ request: json('/produce/%ED%A0%80', { value: 'v' }), expect: [400, 404] })],
