@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { RegistryWriter, type TenantTokens, generateToken, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 import {
   type ForeignTokens,
   type FuzzCase,
@@ -121,6 +121,31 @@ describe('safe methods change nothing', () => {
     expect(await fetched.json()).toEqual({ result: [{ id: 'keep' }] });
     const inNamespace = await fetch(`${stack.url}/fetch/ns`, { method: 'POST', headers: bearer(main.standard), body: JSON.stringify({ ids: ['keep'] }) });
     expect(await inNamespace.json()).toEqual({ result: [{ id: 'keep' }] });
+  });
+});
+
+describe('names a hostile tenant can choose', () => {
+  it("keeps tenant 'x-y' index 'z' and tenant 'x' index 'y-z' apart (both read as x-y-z), or the applier refuses the second", async () => {
+    const registry = new Redis(stack.control.url);
+    const writer = new RegistryWriter(registry);
+    const apply = async (tenant: string, index: string): Promise<string> => {
+      const standard = generateToken();
+      const document = tenantDocumentSchema.parse({
+        apiVersion: 'restash.dev/v1alpha1',
+        kind: 'Tenant',
+        metadata: { name: tenant },
+        spec: { vector: { indexes: [{ name: index, dimension: 4, qdrant: { url: stack.qdrant.url } }] } },
+      });
+      await writer.applyTenant(document, { kv: {}, vector: { [index]: { standard, readonly: generateToken() } }, stream: {}, queue: {} });
+      return standard;
+    };
+    const first = await apply('x-y', 'z');
+    const second = await apply('x', 'y-z').catch((error: Error) => error);
+    registry.disconnect();
+    expect(await runCase(stack.url, 'vector', { request: { ...json('/upsert', { id: 'secret', vector: V }), headers: bearer(first) }, expect: 200 })).toBe('ok');
+    if (second instanceof Error) return; // refused by the applier: the names cannot meet
+    const fetched = await fetch(`${stack.url}/fetch`, { method: 'POST', headers: bearer(second), body: JSON.stringify({ ids: ['secret'] }) });
+    expect(await fetched.json()).toEqual({ result: [null] });
   });
 });
 
