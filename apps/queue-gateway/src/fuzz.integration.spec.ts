@@ -48,6 +48,7 @@ let readonly: string;
 let rival: string;
 let rivalMessage: string;
 let rivalEvents: unknown;
+let rivalDlq: string;
 
 let foreign: ForeignTokens;
 
@@ -114,7 +115,15 @@ beforeAll(async () => {
   const published = await asRival(`/v2/publish/${DEST}`, { method: 'POST', headers: { 'Upstash-Delay': '1d' }, body: 'rival' });
   expect(published.status).toBe(201);
   rivalMessage = (published.body as { messageId: string }).messageId;
-  rivalEvents = (await asRival('/v2/events')).body;
+  // and a message that fails at once (no retries) into the rival's DLQ
+  expect((await asRival(`/v2/publish/${DEST}`, { method: 'POST', headers: { 'Upstash-Retries': '0' }, body: 'dead' })).status).toBe(201);
+  [{ dlqId: rivalDlq }] = await eventually(async () => nonEmpty(((await asRival('/v2/dlq')).body as { messages: Array<{ dlqId: string }> }).messages), 15_000);
+  // the worker records the FAILED event after the DLQ entry: wait for it, then the rival's events stay as they are
+  rivalEvents = await eventually(async () => {
+    const { body } = await asRival('/v2/events');
+    nonEmpty((body as { events: Array<{ state: string }> }).events.filter((e) => e.state === 'FAILED'));
+    return body;
+  }, 15_000);
   console.log(`queue fuzz seed ${SEED} (FUZZ_SEED=${SEED} repeats this run)`);
 });
 
@@ -302,6 +311,12 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['a read-only token on keys', () => ({ request: bare('/v2/keys', 'GET', 'readonly'), expect: 403 })],
   ['a read-only token on cancel', () => ({ request: bare('/v2/messages', 'DELETE', 'readonly'), expect: 403 })],
   ['a read-only token on DLQ delete', () => ({ request: bare('/v2/dlq', 'DELETE', 'readonly'), expect: 403 })],
+  ["reading the other tenant's message", () => ({ request: bare(`/v2/messages/${rivalMessage}`), expect: 404 })],
+  ["reading the other tenant's DLQ entry", () => ({ request: bare(`/v2/dlq/${rivalDlq}`), expect: 404 })],
+  ["retrying the other tenant's DLQ entry", () => ({ request: bare(`/v2/dlq/retry/${rivalDlq}`, 'POST'), expect: 404 })],
+  ["deleting the other tenant's DLQ entry", () => ({ request: bare(`/v2/dlq/${rivalDlq}`, 'DELETE'), expect: 404 })],
+  ["deleting the other tenant's DLQ entry by dlqIds", () => ({ request: bare(`/v2/dlq?dlqIds=${rivalDlq}`, 'DELETE'), expect: 200 })],
+  ["cancelling the other tenant's message by messageIds", () => ({ request: bare(`/v2/messages?messageIds=${rivalMessage}`, 'DELETE'), expect: [200, 404] })],
   ["cancelling the other tenant's message", () => ({ request: { method: 'DELETE', path: `/v2/messages/${rivalMessage}`, headers: bearer(token) }, expect: 404 })],
 ];
 
@@ -424,5 +439,6 @@ describe('after the fuzz', () => {
     const message = await asRival(`/v2/messages/${rivalMessage}`);
     expect(message).toMatchObject({ status: 200, body: { messageId: rivalMessage, url: DEST, body: 'rival' } });
     expect((await asRival('/v2/events')).body).toEqual(rivalEvents);
+    expect((await asRival(`/v2/dlq/${rivalDlq}`)).body).toMatchObject({ dlqId: rivalDlq, body: 'dead' });
   });
 });
