@@ -149,6 +149,18 @@ describe('names a hostile tenant can choose', () => {
   });
 });
 
+describe("the other tenant's resumable query", () => {
+  it('cannot be continued or ended with another token', async () => {
+    const started = (await asRival('/resumable-query', { vector: [1, 0, 0, 0], topK: 1, maxIdle: 3600, includeMetadata: true })) as { result: { uuid: string } };
+    const { uuid } = started.result;
+    for (const [path, body] of [['/resumable-query-next', { uuid, additionalK: 1 }], ['/resumable-query-end', { uuid }]] as const) {
+      expect(`${path}: ${await runCase(stack.url, 'vector', { request: json(path, body), expect: [400, 404] })}`).toBe(`${path}: ok`);
+    }
+    expect(await asRival('/resumable-query-next', { uuid, additionalK: 1 })).toEqual({ result: [expect.objectContaining({ id: expect.any(String) })] });
+    expect(await asRival('/resumable-query-end', { uuid })).toEqual({ result: 'Success' });
+  });
+});
+
 describe('no half-applied write', () => {
   it.each([
     ['a lone surrogate id', { id: '\ud800', vector: V }],
