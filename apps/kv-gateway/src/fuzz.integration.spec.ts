@@ -221,8 +221,16 @@ const auth: fc.Arbitrary<Auth> = fc.oneof(
 const SERVER_COMMANDS = ['SELECT', 'SWAPDB', 'FLUSHALL', 'FLUSHDB', 'MOVE', 'COPY', 'CONFIG', 'ACL', 'CLIENT', 'SCRIPT', 'FUNCTION', 'INFO', 'MEMORY', 'OBJECT', 'PUBLISH', 'PUBSUB', 'KEYS', 'DEBUG', 'SHUTDOWN', 'MONITOR', 'BGSAVE', 'REPLICAOF', 'WAIT', 'BLPOP', 'MIGRATE', 'LATENCY', 'SLOWLOG', 'COMMAND'];
 const SERVER_ARGS = ['0', '1', '15', 'k', 'rival:k', '*', 'GET', 'SET', 'LIST', 'FLUSH', 'KILL', 'PAUSE', 'DEBUG', 'YES', 'SYNC', 'NO', 'ONE', 'DB', 'REPLACE', 'keyspace', 'everything', 'maxmemory'];
 
+/** ACL on the tenant's own users, with names and rules aimed at the gateway's user and at other scopes. */
+const ACL_SUBCOMMANDS = ['SETUSER', 'GETUSER', 'DELUSER', 'DRYRUN', 'LIST', 'USERS', 'WHOAMI', 'RESTTOKEN', 'LOG', 'CAT', 'SAVE', 'LOAD', 'GENPASS'];
+const ACL_NAMES = ['restash-gateway', 'default', 'x', '', '\ud800', 'main:x', 'rival.main:x', '../x', 'a b', '*', 'x\u0000y'];
+const ACL_RULES = ['on', 'off', '>p', '<p', 'nopass', 'resetpass', '+@all', '-@all', '+acl', '+config', '~*', '%R~*', '&*', 'allkeys', 'allchannels', 'allcommands', 'reset', '(+get ~k)', 'clearselectors', `#${'0'.repeat(64)}`, `!${'0'.repeat(64)}`];
+
 /** Random malformed requests: mutated commands and batches, broken bodies, path forms with hostile segments, any method. */
 const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
+  fc
+    .tuple(fc.constantFrom(...ACL_SUBCOMMANDS), fc.constantFrom(...ACL_NAMES), fc.array(fc.oneof(fc.constantFrom(...ACL_RULES), hostileString()), { maxLength: 4 }), auth)
+    .map(([sub, name, rules, a]) => json('/', ['ACL', sub, name, ...rules], a)),
   fc
     .tuple(fc.constantFrom(...SERVER_COMMANDS), fc.array(fc.constantFrom(...SERVER_ARGS), { maxLength: 3 }), fc.constantFrom('direct', 'EVAL', 'EVAL_RO'), auth)
     .map(([command, args, how, a]) => {
