@@ -35,6 +35,26 @@ describe('parseTenantFile', () => {
     expect(parseTenantFile(`${doc('one', 'redis://host.test:7000')}---${doc('two', 'redis://host.test:7001')}`, {})).toHaveLength(2);
   });
 
+  it("refuses two tenants' vector indexes on one Qdrant collection, but not the default names of 'x-y'/'z' and 'x'/'y-z'", () => {
+    const vector = (tenant: string, index: string, collection?: string) => `
+apiVersion: restash.dev/v1alpha1
+kind: Tenant
+metadata:
+  name: ${tenant}
+spec:
+  vector:
+    indexes:
+      - name: ${index}
+        dimension: 3
+        qdrant:
+          url: http://q:6333
+${collection ? `          collection: ${collection}\n` : ''}`;
+    expect(parseTenantFile(`${vector('x-y', 'z')}---${vector('x', 'y-z')}`, {})).toHaveLength(2);
+    expect(() => parseTenantFile(`${vector('x-y', 'z')}---${vector('x', 'y-z', 'restash.x-y.z')}`, {})).toThrow(
+      "tenant 'x': vector index 'y-z' is on Qdrant collection restash.x-y.z on http://q:6333, which already holds vector index 'x-y/z'",
+    );
+  });
+
   it('reports every problem at once: unset variables, bad names, bad URLs, duplicates', () => {
     const text = `${doc('Bad_Name')}---${doc('ok', 'http://x')}---${doc('dup')}---${doc('dup')}`;
     let message = '';

@@ -1,5 +1,13 @@
 import { parseAllDocuments } from 'yaml';
-import { type TenantDocument, kvServerEndpoint, kvServerShared, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import {
+  type TenantDocument,
+  defaultCollection,
+  kvServerEndpoint,
+  kvServerShared,
+  tenantDocumentSchema,
+  vectorCollectionOf,
+  vectorCollectionShared,
+} from '@restash/shared/data-access-registry';
 
 /**
  * Reads a tenants file: one or more YAML documents of kind `Tenant` (apiVersion
@@ -7,11 +15,11 @@ import { type TenantDocument, kvServerEndpoint, kvServerShared, tenantDocumentSc
  * environment variable NAME, so that credentials (e.g. in Redis URLs) stay out of the file.
  *
  * Tenants of one file may not share a KV database's Redis server (DESIGN.md, KV: a Redis server backs at
- * most one KV database; each document's schema checks its own databases), so that no tenant of the file
- * is applied before another one is refused.
+ * most one KV database) nor a vector index's Qdrant collection (each document's schema checks its own),
+ * so that no tenant of the file is applied before another one is refused.
  *
  * @throws Error naming the document and field of every problem (YAML syntax, schema, unset variable,
- *   two tenants' KV databases on one server)
+ *   two tenants' KV databases on one server or vector indexes on one collection)
  */
 export function parseTenantFile(text: string, env: NodeJS.ProcessEnv): TenantDocument[] {
   const problems: string[] = [];
@@ -31,7 +39,7 @@ export function parseTenantFile(text: string, env: NodeJS.ProcessEnv): TenantDoc
   });
   const names = tenants.map((t) => t.metadata.name);
   names.filter((n, i) => names.indexOf(n) !== i).forEach((n) => problems.push(`tenant '${n}' is declared twice`));
-  problems.push(...sharedKvServers(tenants));
+  problems.push(...sharedStorage(tenants));
   if (problems.length > 0) throw new Error(`invalid tenants file:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   return tenants;
 }
@@ -51,18 +59,26 @@ function expand(value: unknown, env: NodeJS.ProcessEnv, missing: (name: string, 
   return value;
 }
 
-/** One line per KV database on a server that a KV database of another tenant of the file is on already. */
-function sharedKvServers(tenants: TenantDocument[]): string[] {
-  const first = new Map<string, { tenant: string; database: string }>();
+/**
+ * One line per KV database on a server, or vector index on a Qdrant collection, that a resource of another
+ * tenant of the file is on already (each document's schema checks its own; the schema has checked the URLs).
+ */
+function sharedStorage(tenants: TenantDocument[]): string[] {
+  const first = new Map<string, { tenant: string; name: string }>();
   const problems: string[] = [];
-  for (const tenant of tenants) {
-    for (const db of tenant.spec.kv.databases) {
-      const endpoint = kvServerEndpoint(db.redis.url); // the schema has checked the URL
-      const other = first.get(endpoint);
-      if (!other) first.set(endpoint, { tenant: tenant.metadata.name, database: db.name });
-      else if (other.tenant !== tenant.metadata.name) {
-        problems.push(`tenant '${tenant.metadata.name}': ${kvServerShared(db.name, `${other.tenant}/${other.database}`, endpoint)}`);
-      }
+  const claim = (tenant: string, name: string, where: string, refusal: (other: string) => string) => {
+    const other = first.get(where);
+    if (!other) first.set(where, { tenant, name });
+    else if (other.tenant !== tenant) problems.push(`tenant '${tenant}': ${refusal(`${other.tenant}/${other.name}`)}`);
+  };
+  for (const { metadata, spec } of tenants) {
+    for (const db of spec.kv.databases) {
+      const endpoint = kvServerEndpoint(db.redis.url);
+      claim(metadata.name, db.name, `kv ${endpoint}`, (other) => kvServerShared(db.name, other, endpoint));
+    }
+    for (const index of spec.vector.indexes) {
+      const where = vectorCollectionOf(index.qdrant.url, index.qdrant.collection ?? defaultCollection(metadata.name, index.name));
+      claim(metadata.name, index.name, where, (other) => vectorCollectionShared(index.name, other, where));
     }
   }
   return problems;

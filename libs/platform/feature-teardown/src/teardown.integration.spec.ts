@@ -8,6 +8,7 @@ import {
   type TenantTokens,
   generateSigningKey,
   generateToken,
+  defaultCollection,
   registryKeys,
   tenantDocumentSchema,
   tokenDigest,
@@ -21,7 +22,7 @@ import { enginePurgers } from './engines';
 jest.setTimeout(180_000);
 
 const ADMIN = { username: 'restash-gateway', password: 'test-admin-password' };
-const COLLECTION = 'restash-acme-docs';
+const COLLECTION = defaultCollection('acme', 'docs');
 const TOPIC = 'restash.acme.events.orders';
 const GROUP = 'restash.acme.events.readers';
 const OTHER_TOPIC = 'restash.other.events.orders';
@@ -242,7 +243,7 @@ describe('TenantTeardown', () => {
         metadata: { name: 'beta' },
         spec: { vector: { indexes: [{ name: 'docs', dimension: 3, qdrant: { url: qdrant.url, collection: COLLECTION } }] } },
       });
-      await expect(teardown.applyTenant(beta, tokensOf(beta))).rejects.toThrow(/Qdrant collection restash-acme-docs, which still holds the data of vector index acme\.docs of tenant\/acme/);
+      await expect(teardown.applyTenant(beta, tokensOf(beta))).rejects.toThrow(/Qdrant collection restash\.acme\.docs, which still holds the data of vector index acme\.docs of tenant\/acme/);
     } finally {
       await qdrant.restart();
     }

@@ -13,6 +13,7 @@ import {
   kvServerEndpoint,
   registryKeys,
   tenantTeardownRecordSchema,
+  vectorCollectionOf,
 } from '@restash/shared/data-access-registry';
 
 /** Deletes one resource's data in its engine. Each must be idempotent: a teardown that stopped runs it again. */
@@ -298,9 +299,10 @@ export function reusedStorage(doc: TenantDocument, resources: RetiredResource[],
         if (endpoint && sameEndpoint(db.redis.url) === endpoint) problems.push(`KV database '${db.name}' is on Redis server ${endpoint}, which still holds the data of ${holder}`);
       }
     } else if (resource.api === 'vector') {
+      const where = attempt(() => vectorCollectionOf(resource.record.qdrantUrl, resource.record.collection));
       for (const index of doc.spec.vector.indexes) {
         const collection = index.qdrant.collection ?? defaultCollection(doc.metadata.name, index.name);
-        if (index.qdrant.url === resource.record.qdrantUrl && collection === resource.record.collection) {
+        if (where && attempt(() => vectorCollectionOf(index.qdrant.url, collection)) === where) {
           problems.push(`vector index '${index.name}' uses Qdrant collection ${collection}, which still holds the data of ${holder}`);
         }
       }
@@ -311,8 +313,13 @@ export function reusedStorage(doc: TenantDocument, resources: RetiredResource[],
 
 /** The `host:port` of a Redis URL (kvServerEndpoint), or undefined for a malformed one. */
 function sameEndpoint(url: string): string | undefined {
+  return attempt(() => kvServerEndpoint(url));
+}
+
+/** The value of `make`, or undefined when it throws (a malformed URL matches nothing). */
+function attempt<T>(make: () => T): T | undefined {
   try {
-    return kvServerEndpoint(url);
+    return make();
   } catch {
     return undefined;
   }

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { z } from 'zod';
 import { tokenDigest } from './credentials';
 import {
   REGISTRY_CHANNEL,
@@ -11,6 +12,7 @@ import {
   type VectorIndexRecord,
   kvDatabaseId,
   kvDatabaseRecordSchema,
+  vectorIndexRecordSchema,
   queueProjectId,
   registryKeys,
   retiredResourceSchema,
@@ -20,7 +22,16 @@ import {
   tenantTeardownRecordSchema,
   vectorIndexId,
 } from './records';
-import { type ResourceTokens, type TenantDocument, type TenantTokens, defaultCollection, kvServerEndpoint, kvServerShared } from './tenant-spec';
+import {
+  type ResourceTokens,
+  type TenantDocument,
+  type TenantTokens,
+  defaultCollection,
+  kvServerEndpoint,
+  kvServerShared,
+  vectorCollectionOf,
+  vectorCollectionShared,
+} from './tenant-spec';
 
 /**
  * Writes the registry (records.ts). Used by the local applier (`tenants apply`), later by the
@@ -107,7 +118,7 @@ export class RegistryWriter {
       addTokens('queue', id, project.name, secrets);
     }
 
-    await this.refuseSharedKvServers(doc);
+    await this.refuseSharedStorage(doc);
     const indexKey = registryKeys.tenant(tenant);
     const previous = await this.readIndex(indexKey);
     const stale = previous.filter((key) => !records.has(key));
@@ -209,30 +220,54 @@ export class RegistryWriter {
   }
 
   /**
-   * @throws Error when a KV database of `doc` is on the same server endpoint (kvServerEndpoint) as a KV
-   *   database of another tenant in the registry (within the document, the schema refuses it)
+   * Refuses what would let two tenants' resources share storage: a KV database of `doc` on the server
+   * (kvServerEndpoint) of another tenant's KV database, or a vector index of `doc` on the Qdrant
+   * collection (vectorCollectionOf) of another tenant's index. Within one document the schema refuses it.
+   * @throws Error naming the resource and the one it would share with
    */
-  private async refuseSharedKvServers(doc: TenantDocument): Promise<void> {
-    if (doc.spec.kv.databases.length === 0) return;
-    const others = new Map<string, string>();
-    const prefix = registryKeys.kvDatabase('');
+  private async refuseSharedStorage(doc: TenantDocument): Promise<void> {
+    const { databases } = doc.spec.kv;
+    const { indexes } = doc.spec.vector;
+    if (databases.length === 0 && indexes.length === 0) return;
+    const servers = new Map<string, string>();
+    const collections = new Map<string, string>();
+    const others = <T extends { tenant: string }>(prefix: string, schema: z.ZodType<T>) => this.recordsOfOthers(prefix, schema, doc.metadata.name);
+    if (databases.length > 0) {
+      for (const record of await others(registryKeys.kvDatabase(''), kvDatabaseRecordSchema)) {
+        const endpoint = attempt(() => kvServerEndpoint(record.redisUrl));
+        if (endpoint) servers.set(endpoint, record.id);
+      }
+    }
+    if (indexes.length > 0) {
+      for (const record of await others(registryKeys.vectorIndex(''), vectorIndexRecordSchema)) {
+        const where = attempt(() => vectorCollectionOf(record.qdrantUrl, record.collection));
+        if (where) collections.set(where, record.id);
+      }
+    }
+    const tenant = doc.metadata.name;
+    for (const db of databases) {
+      const endpoint = kvServerEndpoint(db.redis.url);
+      const other = servers.get(endpoint);
+      if (other) throw new Error(`tenant '${tenant}': ${kvServerShared(db.name, other, endpoint)}`);
+    }
+    for (const index of indexes) {
+      const where = vectorCollectionOf(index.qdrant.url, index.qdrant.collection ?? defaultCollection(tenant, index.name));
+      const other = collections.get(where);
+      if (other) throw new Error(`tenant '${tenant}': ${vectorCollectionShared(index.name, other, where)}`);
+    }
+  }
+
+  /** The records under `prefix` (one kind) that belong to tenants other than `tenant`; malformed ones are skipped. */
+  private async recordsOfOthers<T extends { tenant: string }>(prefix: string, schema: z.ZodType<T>, tenant: string): Promise<T[]> {
+    const found: T[] = [];
     for await (const keys of this.redis.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) {
       const values = keys.length > 0 ? await this.redis.mget(...keys) : [];
       for (const raw of values) {
-        const record = raw ? kvDatabaseRecordSchema.safeParse(JSON.parse(raw)) : undefined;
-        if (!record?.success || record.data.tenant === doc.metadata.name) continue;
-        try {
-          others.set(kvServerEndpoint(record.data.redisUrl), record.data.id);
-        } catch {
-          // a malformed URL backs nothing
-        }
+        const record = raw ? schema.safeParse(JSON.parse(raw)) : undefined;
+        if (record?.success && record.data.tenant !== tenant) found.push(record.data);
       }
     }
-    for (const db of doc.spec.kv.databases) {
-      const endpoint = kvServerEndpoint(db.redis.url);
-      const other = others.get(endpoint);
-      if (other) throw new Error(`tenant '${doc.metadata.name}': ${kvServerShared(db.name, other, endpoint)}`);
-    }
+    return found;
   }
 
   /** Stores a token minted at run time (ACL RESTTOKEN) and files it under its tenant. */
@@ -318,4 +353,13 @@ export async function execOrThrow(tx: ReturnType<Redis['multi']>): Promise<unkno
   const failed = results?.find(([err]) => err);
   if (!results || failed) throw failed?.[0] ?? new Error('transaction was discarded');
   return results.map(([, value]) => value);
+}
+
+/** The value of `make`, or undefined when it throws (a malformed URL in a stored record backs nothing). */
+function attempt<T>(make: () => T): T | undefined {
+  try {
+    return make();
+  } catch {
+    return undefined;
+  }
 }

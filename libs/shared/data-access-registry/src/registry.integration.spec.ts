@@ -108,6 +108,28 @@ describe('tenant registry on a real Redis', () => {
     expect(await reader.kvDatabase('delta.gone')).toBeNull();
   });
 
+  it("refuses a vector index on another tenant's Qdrant collection, and keeps default collections of look-alike names apart", async () => {
+    const index = (name: string, indexName: string, collection?: string) =>
+      tenantDocumentSchema.parse({
+        apiVersion: 'restash.dev/v1alpha1',
+        kind: 'Tenant',
+        metadata: { name },
+        spec: { vector: { indexes: [{ name: indexName, dimension: 3, qdrant: { url: 'http://qdrant.test:6333', ...(collection ? { collection } : {}) } }] } },
+      });
+    const tokens = (indexName: string) => ({ kv: {}, vector: { [indexName]: { standard: generateToken(), readonly: generateToken() } }, stream: {}, queue: {} });
+    await writer.applyTenant(index('x-y', 'z'), tokens('z'));
+    await writer.applyTenant(index('x', 'y-z'), tokens('y-z'));
+    expect((await reader.vectorIndex('x-y.z'))?.collection).toBe('restash.x-y.z');
+    expect((await reader.vectorIndex('x.y-z'))?.collection).toBe('restash.x.y-z');
+
+    await expect(writer.applyTenant(index('thief', 'docs', 'restash.x-y.z'), tokens('docs'))).rejects.toThrow(
+      "tenant 'thief': vector index 'docs' is on Qdrant collection restash.x-y.z on http://qdrant.test:6333, which already holds vector index 'x-y.z'",
+    );
+    expect(await reader.vectorIndex('thief.docs')).toBeNull();
+    // The owner may re-apply its own index.
+    await writer.applyTenant(index('x-y', 'z', 'restash.x-y.z'), tokens('z'));
+  });
+
   it('counts a daily quota across callers without overshooting', async () => {
     const quotaA = new DailyQuota(redis);
     const other = new Redis(server.url);

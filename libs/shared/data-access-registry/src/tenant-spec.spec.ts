@@ -1,4 +1,4 @@
-import { kvServerEndpoint, tenantDocumentSchema } from './tenant-spec';
+import { defaultCollection, kvServerEndpoint, tenantDocumentSchema, vectorCollectionOf } from './tenant-spec';
 
 const tenant = (...urls: string[]) => ({
   apiVersion: 'restash.dev/v1alpha1',
@@ -37,5 +37,41 @@ describe('a tenant document (DESIGN.md, KV: a Redis server backs at most one KV 
 
   it('refuses a URL it cannot parse', () => {
     expect(tenantDocumentSchema.safeParse(tenant('redis://[bad')).success).toBe(false);
+  });
+});
+
+describe('vector collections (a collection holds one vector index)', () => {
+  const indexes = (name: string, ...specs: Array<{ name: string; url?: string; collection?: string }>) => ({
+    apiVersion: 'restash.dev/v1alpha1',
+    kind: 'Tenant',
+    metadata: { name },
+    spec: { vector: { indexes: specs.map((s) => ({ name: s.name, dimension: 3, qdrant: { url: s.url ?? 'http://q:6333', collection: s.collection } })) } },
+  });
+
+  it("gives every (tenant, index) its own default collection, '-' in names included", () => {
+    expect(defaultCollection('x-y', 'z')).toBe('restash.x-y.z');
+    expect(defaultCollection('x', 'y-z')).toBe('restash.x.y-z');
+  });
+
+  it('names the endpoint and the collection, whatever the case of the host or a trailing slash', () => {
+    expect(vectorCollectionOf('http://Q:6333/', 'c')).toBe('collection c on http://q:6333');
+    expect(vectorCollectionOf('https://q/prefix/', 'c')).toBe('collection c on https://q/prefix');
+  });
+
+  it.each([
+    ['the same collection named twice', [{ name: 'a', collection: 'shared' }, { name: 'b', collection: 'shared', url: 'http://Q:6333/' }]],
+    ["another index's default collection", [{ name: 'a' }, { name: 'b', collection: 'restash.acme.a' }]],
+  ])('refuses two indexes on %s, naming both', (_why, specs) => {
+    const parsed = tenantDocumentSchema.safeParse(indexes('acme', ...specs));
+    expect(parsed.error?.issues).toEqual([
+      expect.objectContaining({
+        path: ['spec', 'vector', 'indexes', 1, 'qdrant'],
+        message: expect.stringMatching(/^vector index 'b' is on Qdrant collection \S+ on http:\/\/q:6333, which already holds vector index 'a'/),
+      }),
+    ]);
+  });
+
+  it('accepts one collection name on two Qdrant servers', () => {
+    expect(tenantDocumentSchema.safeParse(indexes('acme', { name: 'a', collection: 'c' }, { name: 'b', collection: 'c', url: 'http://r:6333' })).success).toBe(true);
   });
 });

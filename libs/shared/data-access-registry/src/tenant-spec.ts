@@ -51,7 +51,7 @@ export const vectorIndexSpecSchema = z.object({
     /** Qdrant's REST endpoint, e.g. `http://qdrant:6333`. */
     url: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL'),
     apiKey: z.string().optional(),
-    /** The collection; default `restash-<tenant>-<index>`. */
+    /** The collection; default `restash.<tenant>.<index>` (defaultCollection). */
     collection: z.string().regex(/^[A-Za-z0-9_.-]{1,255}$/, 'letters, digits, _ . - only').optional(),
   }),
   /** The embedding model of the `*-data` endpoints; without it they answer 422. */
@@ -164,7 +164,23 @@ export const tenantDocumentSchema = z.object({
       unique(spec.queue.projects.map((p) => p.name), ['queue', 'projects'], 'project');
       spec.stream.clusters.forEach((c, i) => unique(c.topics.map((t) => t.name), ['stream', 'clusters', i, 'topics'], 'topic'));
     }),
-});
+  })
+  .superRefine((doc, ctx) => {
+    // A collection holds one index: two would read and overwrite each other's points.
+    const collections = new Map<string, string>();
+    doc.spec.vector.indexes.forEach((x, i) => {
+      let where: string;
+      try {
+        where = vectorCollectionOf(x.qdrant.url, x.qdrant.collection ?? defaultCollection(doc.metadata.name, x.name));
+      } catch {
+        ctx.addIssue({ code: 'custom', path: ['spec', 'vector', 'indexes', i, 'qdrant', 'url'], message: 'must be a valid http:// or https:// URL' });
+        return;
+      }
+      const first = collections.get(where);
+      if (first) ctx.addIssue({ code: 'custom', path: ['spec', 'vector', 'indexes', i, 'qdrant'], message: vectorCollectionShared(x.name, first, where) });
+      collections.set(where, first ?? x.name);
+    });
+  });
 export type TenantDocument = z.infer<typeof tenantDocumentSchema>;
 
 /**
@@ -190,7 +206,27 @@ export interface TenantTokens {
   queue: Record<string, QueueProjectSecrets>;
 }
 
-/** The collection of a vector index when its spec names none. */
+/**
+ * The collection of a vector index when its spec names none: `restash.<tenant>.<index>`. Tenant and index
+ * names are DNS labels, which hold no '.', so no two (tenant, index) pairs share it (with '-' as the
+ * separator, tenant `x-y` index `z` and tenant `x` index `y-z` did).
+ */
 export function defaultCollection(tenant: string, index: string): string {
-  return `restash-${tenant}-${index}`;
+  return `restash.${tenant}.${index}`;
+}
+
+/**
+ * Where a vector index's points live, for telling whether two indexes share them: the Qdrant endpoint
+ * (scheme, host lower-cased, port, path without trailing '/') and the collection, e.g.
+ * `collection restash.acme.docs on http://qdrant:6333`.
+ * @throws TypeError when `qdrantUrl` is not a URL
+ */
+export function vectorCollectionOf(qdrantUrl: string, collection: string): string {
+  const url = new URL(qdrantUrl);
+  return `collection ${collection} on ${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}`;
+}
+
+/** The applier's refusal of a vector index whose collection already holds index `other`. */
+export function vectorCollectionShared(index: string, other: string, where: string): string {
+  return `vector index '${index}' is on Qdrant ${where}, which already holds vector index '${other}': a collection holds at most one vector index`;
 }
