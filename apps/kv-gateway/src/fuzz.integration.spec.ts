@@ -132,6 +132,13 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['a body over the database limit', () => ({ request: json('/', ['SET', 'big', 'x'.repeat(70 * 1024)]), expect: 400 })],
   ['a path over the header limit', () => ({ request: get(`/set/big/${'x'.repeat(70 * 1024)}`), expect: [400, 414, 431] })],
   ['a transaction over the database limit', () => ({ request: json('/multi-exec', Array.from({ length: 2000 }, (_, i) => ['SET', `k${i}`, 'x'.repeat(40)])), expect: 400 })],
+  // names of Object.prototype members as commands, keys and headers
+  ...['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'].flatMap((name): Array<[string, () => FuzzCase]> => [
+    [`a command named ${name}`, () => ({ request: json('/', [name, 'k']), expect: 400 })],
+    [`a command named ${name} in the path`, () => ({ request: get(`/${name}/k`), expect: 400 })],
+    [`a key named ${name}`, () => ({ request: json('/', ['SET', name, 'v']), expect: 200 })],
+    [`a request header named ${name}`, () => ({ request: get('/get/k', 'GET', 'standard', { [name]: 'x' }), expect: 200 })],
+  ]),
   // lone surrogates, NUL, malformed escapes
   ['a lone surrogate key in JSON', () => ({ request: json('/', ['SET', '\ud800', 'v']) })],
   ['a lone surrogate value in JSON', () => ({ request: json('/', ['SET', 'k', 'a\udfffb']) })],

@@ -246,6 +246,12 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['200 forwarded headers', () => ({ request: publish(DEST, Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`Upstash-Forward-H${i}`, 'x']))), expect: 201 })],
   ['a 1000-character label list', () => ({ request: publish(DEST, { 'Upstash-Label': Array.from({ length: 200 }, (_, i) => `l${i}`).join(',') }) })],
   ['events?count=1000 with every filter', () => ({ request: bare(`/v2/events?count=1000&state=CREATED&url=${encodeURIComponent(DEST)}&fromDate=0&toDate=${Date.now()}&label=x&responseStatus=200`), expect: 200 })],
+  // names of Object.prototype members as header names
+  ...['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'].flatMap((name): Array<[string, () => FuzzCase]> => [
+    [`a publish header named ${name}`, () => ({ request: publish(DEST, { [name]: 'x' }) })],
+    [`a forwarded header named Upstash-Forward-${name}`, () => ({ request: publish(DEST, { [`Upstash-Forward-${name}`]: 'x' }) })],
+    [`a batch header named ${name}`, () => ({ request: raw('/v2/batch', `[{"destination":"${DEST}","headers":{"${name}":"x"}}]`) })],
+  ]),
   // batch: malformed JSON, wrong types, arrays and objects swapped, deep nesting
   ['truncated JSON batch', () => ({ request: raw('/v2/batch', '[{"destination":'), expect: 400 })],
   ['empty batch body', () => ({ request: raw('/v2/batch', ''), expect: 400 })],

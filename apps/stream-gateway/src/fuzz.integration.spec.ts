@@ -178,6 +178,12 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['a 300-character topic name', () => ({ request: json('/produce', { topic: 't'.repeat(300), value: 'v' }), expect: [400, 404] })],
   ['a 300-character group name', () => ({ request: json(`/committed/${'g'.repeat(300)}/i`, [{ topic: 'orders', partition: 0 }]) })],
   ['fetch at an offset far past the end', () => ({ request: json('/fetch', { topic: 'orders', partition: 0, offset: 2 ** 40, timeout: 100 }) })],
+  // names of Object.prototype members as header names and keys (found by seed 31: webhook `toString: x` gave 503)
+  ...['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'].flatMap((name): Array<[string, () => FuzzCase]> => [
+    [`a webhook request header named ${name}`, () => ({ request: { ...raw('/webhook?topic=orders', 'v'), headers: { ...authHeader('standard'), [name]: 'x' } } })],
+    [`a produced message header named ${name}`, () => ({ request: json('/produce', { topic: 'orders', value: 'v', headers: [{ key: name, value: 'x' }] }) })],
+  ]),
+  ['a consume setting header named like a prototype member', () => ({ request: bare('/consume/fz-proto/i/orders?timeout=100', 'GET', 'standard', { constructor: 'x' }) })],
   // lone surrogates, NUL, malformed escapes
   ['a lone surrogate topic in the body', () => ({ request: json('/produce', { topic: '\ud800', value: 'v' }), expect: [400, 404] })],
   ['a lone surrogate topic in the path', () => ({ request: json('/produce/%ED%A0%80', { value: 'v' }), expect: [400, 404] })],

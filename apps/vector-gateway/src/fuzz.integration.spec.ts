@@ -265,6 +265,12 @@ const CASES: Array<[string, () => FuzzCase]> = [
   // oversize bodies
   ['a body over the index limit', () => ({ request: json('/upsert', { id: 'big', vector: V, metadata: { pad: 'x'.repeat(70 * 1024) } }), expect: 413 })],
   ['more than 1000 vectors', () => ({ request: json('/upsert', Array.from({ length: 1001 }, (_, i) => ({ id: i, vector: [1] }))), expect: 400 })],
+  // names of Object.prototype members as metadata keys, on write, on a PATCH merge and in filters
+  ...['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf'].flatMap((name): Array<[string, () => FuzzCase]> => [
+    [`a metadata key named ${name}`, () => ({ request: raw('/upsert', `{"id":"proto-${name}","vector":[1,2,3,4],"metadata":{"${name}":{"polluted":1}}}`) })],
+    [`a PATCH with a metadata key named ${name}`, () => ({ request: raw('/update', `{"id":"keep","metadata":{"${name}":{"polluted":1}},"metadataUpdateMode":"PATCH"}`) })],
+    [`a filter on a field named ${name}`, () => ({ request: json('/query', { vector: V, topK: 1, filter: `${name} = 1` }) })],
+  ]),
   // lone surrogates, NUL, malformed escapes
   ['a lone surrogate id', () => ({ request: json('/upsert', { id: '\ud800', vector: V }), expect: 400 })],
   ['a lone surrogate metadata key', () => ({ request: json('/upsert', { id: 'a', vector: V, metadata: { '\udc00': 1 } }), expect: 400 })],
