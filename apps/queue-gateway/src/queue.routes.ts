@@ -269,7 +269,7 @@ function destinationOf(call: Call): string {
 
 /** The request's headers from the raw pairs, lower-case names (the body hook drops content-type from `headers`). */
 function rawHeaders(request: FastifyRequest): Record<string, string | string[]> {
-  const headers: Record<string, string | string[]> = {};
+  const headers: Record<string, string | string[]> = Object.create(null); // names are the client's: `__proto__` too
   const raw = request.raw.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = (raw[i] ?? '').toLowerCase();

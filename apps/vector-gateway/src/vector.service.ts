@@ -324,7 +324,7 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
       this.engine(session, () => session.store.countByNamespace()),
       this.stateCall(session, () => this.state.namespaces(index.id)),
     ]);
-    const namespaces: Record<string, { vectorCount: number; pendingVectorCount: number }> = {};
+    const namespaces: Record<string, { vectorCount: number; pendingVectorCount: number }> = Object.create(null); // tenant names: `__proto__` too
     for (const name of new Set([...names, ...counts.keys()])) namespaces[name] = { vectorCount: counts.get(name) ?? 0, pendingVectorCount: 0 };
     const vectorCount = [...counts.values()].reduce((a, b) => a + b, 0);
     const embeddingModel = index.embedder?.model;

@@ -21,6 +21,14 @@ describe('headerMapFromRaw', () => {
   });
 
   it('gives an empty map for no headers', () => expect(headerMapFromRaw([])).toEqual({}));
+
+  it('keeps headers named like Object.prototype members as ordinary headers (a destination chooses them)', () => {
+    const map = headerMapFromRaw(['__proto__', 'a', 'constructor', 'b', '__proto__', 'c']);
+    expect(Object.entries(map)).toEqual([
+      ['__proto__', ['a', 'c']],
+      ['Constructor', ['b']],
+    ]);
+  });
 });
 
 describe('outgoingHeaders', () => {

@@ -94,7 +94,7 @@ const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
  * repeated headers keep every value, in order.
  */
 export function headerMapFromRaw(rawHeaders: readonly string[]): HeaderMap {
-  const map: HeaderMap = {};
+  const map: HeaderMap = Object.create(null); // names are the destination's: `__proto__` too
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = canonicalHeaderName(rawHeaders[i]);
     (map[name] ??= []).push(rawHeaders[i + 1]);
@@ -108,7 +108,7 @@ export function headerMapFromRaw(rawHeaders: readonly string[]): HeaderMap {
  * POST, PUT or PATCH (then `0`; Go's client does the same).
  */
 export function outgoingHeaders(method: string, headers: Record<string, string>, body: Buffer): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null);
   for (const [name, value] of Object.entries(headers)) {
     if (!IGNORED_REQUEST_HEADERS.has(name.toLowerCase())) out[name] = value;
   }
@@ -140,7 +140,7 @@ export function redirectedRequest(status: number, request: HopRequest, from: URL
   const upper = request.method.toUpperCase();
   const method = keepBody || upper === 'GET' || upper === 'HEAD' ? request.method : 'GET';
   const crossOrigin = from.origin !== to.origin;
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = Object.create(null);
   for (const [name, value] of Object.entries(request.headers)) {
     const lower = name.toLowerCase();
     if (!keepBody && BODY_HEADERS.has(lower)) continue;

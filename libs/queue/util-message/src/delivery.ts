@@ -39,7 +39,7 @@ export async function deliveryRequest(message: QueueMessage, retried: number, si
     'Upstash-Signature': await signRequest({ signingKey, url: message.url, body, nowSec }),
   };
   const ownNames = new Set(Object.keys(own).map((name) => name.toLowerCase()));
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = Object.create(null);
   for (const [name, values] of Object.entries(message.header)) {
     const lower = name.toLowerCase();
     if (ownNames.has(lower) || UNFORWARDABLE.has(lower) || !isHeaderName(name)) continue;

@@ -38,6 +38,13 @@ describe('headerValues', () => {
 });
 
 describe('headersFromJson', () => {
+  it('keeps a header named __proto__ as an ordinary header', () => {
+    expect(Object.entries(headersFromJson(JSON.parse('{"__proto__": "x", "Constructor": "y"}'), 'batch item 0'))).toEqual([
+      ['__proto__', 'x'],
+      ['constructor', 'y'],
+    ]);
+  });
+
   it('gives the headers by lower-case name', () => {
     expect(headersFromJson({ 'Upstash-Forward-X': 'a b', 'Content-Type': 'text/plain; charset=é' }, 'batch item 0')).toEqual({
       'upstash-forward-x': 'a b',

@@ -41,7 +41,7 @@ const INVALID_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
  */
 export function headersFromJson(value: unknown, where: string): Record<string, string> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest(`${where}: headers must map names to strings`);
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null);
   for (const [name, text] of Object.entries(value)) {
     if (typeof text !== 'string') throw QueueError.badRequest(`${where}: headers must map names to strings`);
     if (!isHeaderName(name)) throw QueueError.badRequest(`${where}: ${JSON.stringify(name)} is not a valid header name`);

@@ -49,6 +49,14 @@ describe('parsePublish', () => {
     expect(badRequest(() => parsePublish(input({ 'upstash-method': 'FOO' })))).toMatch(/Upstash-Method/);
   });
 
+  it('forwards headers named like Object.prototype members as ordinary headers', () => {
+    const named = parsePublish(input({ 'upstash-forward-__proto__': 'p', 'upstash-forward-constructor': 'c' })).message.header;
+    expect(Object.entries(named)).toEqual([
+      ['__proto__', ['p']],
+      ['Constructor', ['c']],
+    ]);
+  });
+
   it('forwards Upstash-Forward-* under canonical names, plus Content-Type, and drops every other header', () => {
     const { message } = parsePublish(
       input({

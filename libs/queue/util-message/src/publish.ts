@@ -93,7 +93,7 @@ function forwarded(headers: RequestHeaders, prefix: string): HeaderMap | undefin
   for (const [name, values] of headers) {
     if (!name.startsWith(prefix) || name.length === prefix.length) continue;
     const key = canonicalHeaderName(name.slice(prefix.length));
-    out ??= {};
+    out ??= Object.create(null) as HeaderMap; // names are the client's: `__proto__` too
     out[key] = [...(out[key] ?? []), ...values];
   }
   return out;

@@ -142,7 +142,7 @@ export class KafkaCluster {
       indexInPartition.push(index);
       const message: Message = { partition: m.partition, value: m.value, key: m.key ?? null, timestamp: String(m.timestamp ?? now) };
       if (m.headers.length > 0) {
-        const headers: Record<string, string[]> = {};
+        const headers: Record<string, string[]> = Object.create(null); // keys are the client's: `toString` too
         for (const h of m.headers) (headers[h.key] ??= []).push(h.value);
         message.headers = headers;
       }

@@ -2,6 +2,15 @@ import { parseBasicAuth, queryCredentials } from './auth';
 import { restMessage, webhookHeaders } from './messages';
 
 describe('restMessage', () => {
+  it('keeps only the values of a header kafkajs decoded under an Object.prototype member name', () => {
+    // kafkajs reduces headers into a plain object: for `toString` it finds the inherited function first.
+    const headers = { toString: [Object.prototype.toString, Buffer.from('x')], ['__proto__']: [Object.prototype, Buffer.from('y')] };
+    expect(restMessage('t', 0, { offset: '0', timestamp: '0', key: null, value: null, headers }).headers).toEqual([
+      { key: 'toString', value: 'x' },
+      { key: '__proto__', value: 'y' },
+    ]);
+  });
+
   it('shapes a record as spec 002’s Message: "" for no key, [] for no headers, numbers for offset and timestamp', () => {
     expect(restMessage('t', 2, { offset: '41', timestamp: '1700000000000', key: null, value: Buffer.from('v') })).toEqual({
       topic: 't',

@@ -31,8 +31,10 @@ export interface RestMessage {
 export function restMessage(topic: string, partition: number, record: KafkaRecord): RestMessage {
   const headers: Header[] = [];
   for (const [key, value] of Object.entries(record.headers ?? {})) {
+    // kafkajs's decoder reads a header named like an Object.prototype member (`toString`) as
+    // [<the inherited member>, value]: only bytes and text are header values.
     for (const one of Array.isArray(value) ? value : [value]) {
-      if (one !== undefined) headers.push({ key, value: one.toString() });
+      if (Buffer.isBuffer(one) || typeof one === 'string') headers.push({ key, value: one.toString() });
     }
   }
   return {
