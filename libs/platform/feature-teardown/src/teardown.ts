@@ -259,14 +259,10 @@ export class TenantTeardown {
     }
   }
 
+  /** Every key matching `pattern` (SCAN through ioredis's scanStream; a key may repeat, as SCAN allows). */
   private async scan(pattern: string): Promise<string[]> {
     const keys: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, batch] = await this.control.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      keys.push(...batch);
-      cursor = next;
-    } while (cursor !== '0');
+    for await (const batch of this.control.scanStream({ match: pattern, count: 1000 }) as AsyncIterable<string[]>) keys.push(...batch);
     return keys;
   }
 

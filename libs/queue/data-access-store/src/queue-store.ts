@@ -319,14 +319,10 @@ export class QueueStore {
     return found;
   }
 
+  /** Every key matching `pattern` (SCAN through ioredis's scanStream; a key may repeat, as SCAN allows). */
   private async scanKeys(pattern: string): Promise<string[]> {
     const keys: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, batch] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      keys.push(...batch);
-      cursor = next;
-    } while (cursor !== '0');
+    for await (const batch of this.redis.scanStream({ match: pattern, count: 1000 }) as AsyncIterable<string[]>) keys.push(...batch);
     return keys;
   }
 
