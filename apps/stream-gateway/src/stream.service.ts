@@ -46,10 +46,10 @@ export interface GroupAssignments {
 /** Registry keys of stream cluster records, followed by the cluster id. */
 const STREAM_CLUSTER_KEY = registryKeys.streamCluster('');
 
-/** Kafka error codes that mean "the group is moving; try again" rather than "Kafka is down". */
 /** Kafka error codes of records the broker refuses (400) and of batches over its size limits (413). */
 const REFUSED_RECORD = new Set(['INVALID_TIMESTAMP', 'INVALID_RECORD', 'CORRUPT_MESSAGE']);
 const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
+/** Kafka error codes that mean "the group is moving; try again" rather than "Kafka is down". */
 const GROUP_BUSY = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'NOT_COORDINATOR', 'COORDINATOR_LOAD_IN_PROGRESS']);
 
 /**
