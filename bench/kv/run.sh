@@ -62,7 +62,10 @@ wait_until control-redis redis-cli -p "$control_port" ping
 wait_until data-redis redis-cli -p "$data_port" --user restash-gateway --pass "$password" --no-auth-warning ping
 
 export CONTROL_REDIS_URL=redis://127.0.0.1:$control_port
+# The file also declares the demo's vector, stream and queue resources; this benchmark starts none of
+# their engines and never calls them, so their ports only need a value (nothing connects at apply).
 RESTASH_DATA_REDIS_PASSWORD=$password RESTASH_DATA_REDIS_PORT=$data_port \
+RESTASH_QDRANT_PORT=1 RESTASH_EMBEDDER_PORT=1 RESTASH_KAFKA_PORT=1 \
   bin/tenants apply -f deploy/local/tenants.yaml --secrets-dir "$tmp/secrets" >"$tmp/tenants.log" 2>&1 ||
   { cat "$tmp/tenants.log" >&2; exit 1; }
 PORT=$kv_port MANAGEMENT_PORT=$management_port HOST=127.0.0.1 start gateway taskset -c 0 node dist/apps/kv-gateway/src/main.js
