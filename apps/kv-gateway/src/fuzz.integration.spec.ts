@@ -5,6 +5,7 @@ import {
   type ForeignTokens,
   type FuzzCase,
   type FuzzRequest,
+  describeHttpLevelFuzz,
   bearer,
   brokenBody,
   encodeSegment,
@@ -12,14 +13,11 @@ import {
   fuzzSeed,
   hostileHeaderValue,
   hostileString,
-  httpGarbage,
   mutatedJson,
   nestedJson,
-  rawHttpRequest,
   readBack,
   runCase,
   runFuzz,
-  runRawFuzz,
   summarizeFailures,
 } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';
@@ -197,13 +195,7 @@ describe('no half-applied write', () => {
   });
 });
 
-describe('HTTP-level garbage on a raw socket', () => {
-  const names = httpGarbage('http://127.0.0.1:1', '/get/k', 'Bearer x').map((c) => c.name);
-  it.each(names)('%s', async (name) => {
-    const garbage = httpGarbage(stack.url, '/get/k', `Bearer ${token}`).find((c) => c.name === name)!;
-    expect(await runCase(stack.url, 'kv', { raw: garbage.bytes, head: garbage.head, expect: garbage.expect })).toBe('ok');
-  });
-});
+describeHttpLevelFuzz('kv', () => ({ url: stack.url, authorization: `Bearer ${token}` }), { path: '/get/k', paths: ['/', '/pipeline', '/multi-exec', '/get/k', '/set/k/v', '/ping'], seed: SEED, rawRuns: RAW_RUNS });
 
 /** Commands that cannot block, allocate unbounded memory or reach outside the tenant's database whatever their arguments. */
 const COMMANDS = ['SET', 'GET', 'DEL', 'INCR', 'INCRBY', 'INCRBYFLOAT', 'MGET', 'MSET', 'HSET', 'HGETALL', 'HINCRBY', 'LPUSH', 'LRANGE', 'SADD', 'ZADD', 'ZRANGE', 'EXPIRE', 'TTL', 'TYPE', 'EXISTS', 'SCAN', 'ECHO', 'PING', 'GETRANGE', 'STRLEN', 'XADD', 'XRANGE', 'EVAL', 'JSON.SET', 'OBJECT'];
@@ -282,15 +274,6 @@ describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
     console.log(`kv fuzz: answers by status ${JSON.stringify(statuses)}`);
     expect(summarizeFailures(failures)).toEqual([]);
   }, 120_000);
-});
-
-describe(`fast-check on raw bytes (seed ${SEED}, ${RAW_RUNS} runs)`, () => {
-  it('answers every random request line, header and body completely, below 500, in the API error shape', async () => {
-    const requests = fc.sample(rawHttpRequest(stack.url, ['/', '/pipeline', '/multi-exec', '/get/k', '/set/k/v', '/ping'], `Bearer ${token}`), { seed: SEED, numRuns: RAW_RUNS });
-    const { failures, statuses } = await runRawFuzz(stack.url, 'kv', requests);
-    console.log(`kv raw fuzz: answers by status ${JSON.stringify(statuses)}`);
-    expect(summarizeFailures(failures)).toEqual([]);
-  }, 300_000);
 });
 
 describe('after the fuzz', () => {

@@ -6,6 +6,7 @@ import {
   type ForeignTokens,
   type FuzzCase,
   type FuzzRequest,
+  describeHttpLevelFuzz,
   bearer,
   brokenBody,
   encodeSegment,
@@ -14,14 +15,11 @@ import {
   fuzzSeed,
   hostileHeaderValue,
   hostileString,
-  httpGarbage,
   mutatedJson,
   nestedJson,
-  rawHttpRequest,
   readBack,
   runCase,
   runFuzz,
-  runRawFuzz,
   summarizeFailures,
 } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
@@ -332,13 +330,7 @@ describe('hand-written malformed requests', () => {
   });
 });
 
-describe('HTTP-level garbage on a raw socket', () => {
-  const names = httpGarbage('http://127.0.0.1:1', '/v2/events', 'Bearer x').map((c) => c.name);
-  it.each(names)('%s', async (name) => {
-    const garbage = httpGarbage(stack.url, '/v2/events', `Bearer ${token}`).find((c) => c.name === name)!;
-    expect(await runCase(stack.url, 'queue', { raw: garbage.bytes, head: garbage.head, expect: garbage.expect })).toBe('ok');
-  });
-});
+describeHttpLevelFuzz('queue', () => ({ url: stack.url, authorization: `Bearer ${token}` }), { path: '/v2/events', paths: ['/v2/events', '/v2/dlq', `/v2/publish/${DEST}`, '/v2/batch', '/v2/keys', '/v2/messages/x'], seed: SEED, rawRuns: RAW_RUNS });
 
 const HEADER_NAMES = [
   'Upstash-Delay',
@@ -405,15 +397,6 @@ describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
     const requests = fc.sample(fuzzRequest, { seed: SEED, numRuns: RUNS });
     const { failures, statuses } = await runFuzz(stack.url, 'queue', requests, { timeoutMs: 10_000 });
     console.log(`queue fuzz: answers by status ${JSON.stringify(statuses)}`);
-    expect(summarizeFailures(failures)).toEqual([]);
-  }, 300_000);
-});
-
-describe(`fast-check on raw bytes (seed ${SEED}, ${RAW_RUNS} runs)`, () => {
-  it('answers every random request line, header and body completely, below 500, in the API error shape', async () => {
-    const requests = fc.sample(rawHttpRequest(stack.url, ['/v2/events', '/v2/dlq', `/v2/publish/${DEST}`, '/v2/batch', '/v2/keys', '/v2/messages/x'], `Bearer ${token}`), { seed: SEED, numRuns: RAW_RUNS });
-    const { failures, statuses } = await runRawFuzz(stack.url, 'queue', requests);
-    console.log(`queue raw fuzz: answers by status ${JSON.stringify(statuses)}`);
     expect(summarizeFailures(failures)).toEqual([]);
   }, 300_000);
 });

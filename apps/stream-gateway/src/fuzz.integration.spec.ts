@@ -5,20 +5,18 @@ import {
   type ForeignTokens,
   type FuzzCase,
   type FuzzRequest,
+  describeHttpLevelFuzz,
   brokenBody,
   encodeSegment,
   foreignTenant,
   fuzzSeed,
   hostileHeaderValue,
   hostileString,
-  httpGarbage,
   mutatedJson,
   nestedJson,
-  rawHttpRequest,
   readBack,
   runCase,
   runFuzz,
-  runRawFuzz,
   summarizeFailures,
 } from '@restash/shared/util-testing';
 import { type StreamStack, type TestCredentials, basicAuth, startStreamStack } from './testing/stream-stack';
@@ -254,13 +252,7 @@ describe('hand-written malformed requests', () => {
   });
 });
 
-describe('HTTP-level garbage on a raw socket', () => {
-  const names = httpGarbage('http://127.0.0.1:1', '/topics', 'Basic x').map((c) => c.name);
-  it.each(names)('%s', async (name) => {
-    const garbage = httpGarbage(stack.url, '/topics', basicAuth(acme)).find((c) => c.name === name)!;
-    expect(await runCase(stack.url, 'stream', { raw: garbage.bytes, head: garbage.head, expect: garbage.expect })).toBe('ok');
-  });
-});
+describeHttpLevelFuzz('stream', () => ({ url: stack.url, authorization: basicAuth(acme) }), { path: '/topics', paths: ['/topics', '/consumers', '/produce', '/fetch', '/offsets/latest', '/webhook?topic=orders'], seed: SEED, rawRuns: RAW_RUNS });
 
 /** Valid bodies of the endpoints that answer at once (consume joins a group: it is in the table only), to mutate one field at a time. */
 const TEMPLATES: Array<[string, unknown]> = [
@@ -331,15 +323,6 @@ describe(`fast-check on a live consumer (seed ${SEED}, ${CONSUMER_RUNS} runs)`, 
     console.log(`stream consumer fuzz: answers by status ${JSON.stringify(statuses)}`);
     expect(summarizeFailures(failures)).toEqual([]);
   }, 600_000);
-});
-
-describe(`fast-check on raw bytes (seed ${SEED}, ${RAW_RUNS} runs)`, () => {
-  it('answers every random request line, header and body completely, below 500, in the API error shape', async () => {
-    const requests = fc.sample(rawHttpRequest(stack.url, ['/topics', '/consumers', '/produce', '/fetch', '/offsets/latest', '/webhook?topic=orders'], basicAuth(acme)), { seed: SEED, numRuns: RAW_RUNS });
-    const { failures, statuses } = await runRawFuzz(stack.url, 'stream', requests);
-    console.log(`stream raw fuzz: answers by status ${JSON.stringify(statuses)}`);
-    expect(summarizeFailures(failures)).toEqual([]);
-  }, 300_000);
 });
 
 describe('after the fuzz', () => {

@@ -5,6 +5,7 @@ import {
   type ForeignTokens,
   type FuzzCase,
   type FuzzRequest,
+  describeHttpLevelFuzz,
   bearer,
   brokenBody,
   encodeSegment,
@@ -12,14 +13,11 @@ import {
   fuzzSeed,
   hostileString,
   hostileValue,
-  httpGarbage,
   mutatedJson,
   nestedJson,
-  rawHttpRequest,
   readBack,
   runCase,
   runFuzz,
-  runRawFuzz,
   summarizeFailures,
 } from '@restash/shared/util-testing';
 import { type VectorStack, startVectorStack } from './testing/vector-stack';
@@ -315,13 +313,7 @@ describe('hand-written malformed requests', () => {
   });
 });
 
-describe('HTTP-level garbage on a raw socket', () => {
-  const names = httpGarbage('http://127.0.0.1:1', '/info', 'Bearer x').map((c) => c.name);
-  it.each(names)('%s', async (name) => {
-    const garbage = httpGarbage(stack.url, '/info', `Bearer ${main.standard}`).find((c) => c.name === name)!;
-    expect(await runCase(stack.url, 'vector', { raw: garbage.bytes, head: garbage.head, expect: garbage.expect })).toBe('ok');
-  });
-});
+describeHttpLevelFuzz('vector', () => ({ url: stack.url, authorization: `Bearer ${main.standard}` }), { path: '/info', paths: ['/info', '/query', '/upsert', '/fetch', '/range', '/reset/nothing-here'], seed: SEED, rawRuns: RAW_RUNS });
 
 /** Filter text from the grammar's own pieces in random order, with hostile literals. */
 const filterText: fc.Arbitrary<string> = fc
@@ -412,15 +404,6 @@ describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
       .map((request) => (typeof request.body === 'string' ? { ...request, body: request.body.replaceAll(LIVE_QUERY, uuid) } : request));
     const { failures, statuses } = await runFuzz(stack.url, 'vector', requests, { timeoutMs: 20_000 });
     console.log(`vector fuzz: answers by status ${JSON.stringify(statuses)}`);
-    expect(summarizeFailures(failures)).toEqual([]);
-  }, 300_000);
-});
-
-describe(`fast-check on raw bytes (seed ${SEED}, ${RAW_RUNS} runs)`, () => {
-  it('answers every random request line, header and body completely, below 500, in the API error shape', async () => {
-    const requests = fc.sample(rawHttpRequest(stack.url, ['/info', '/query', '/upsert', '/fetch', '/range', '/reset/nothing-here'], `Bearer ${main.standard}`), { seed: SEED, numRuns: RAW_RUNS });
-    const { failures, statuses } = await runRawFuzz(stack.url, 'vector', requests);
-    console.log(`vector raw fuzz: answers by status ${JSON.stringify(statuses)}`);
     expect(summarizeFailures(failures)).toEqual([]);
   }, 300_000);
 });

@@ -642,3 +642,44 @@ export async function runRawFuzz(url: string, shape: ErrorShape, requests: Array
   }
   return { failures, statuses };
 }
+
+/** Where an API under fuzz is reached, read when its tests run (its stack starts in a beforeAll). */
+export interface FuzzTarget {
+  url: string;
+  /** The Authorization header value of a valid credential, e.g. `Bearer <token>` or `Basic …`. */
+  authorization: string;
+}
+
+/**
+ * The HTTP-level sections every API's fuzz test shares, as jest blocks declared where it is called:
+ * each fixed case of {@link httpGarbage} on a raw socket as a test of its own, then `rawRuns`
+ * fast-check samples of random request lines, headers and bodies ({@link rawHttpRequest}) on
+ * `paths`. Every answer must be a complete HTTP response below 500 in the API's error shape.
+ *
+ * @param target read when the tests run
+ * @param path the endpoint the fixed cases aim at; `paths` those the random requests pick from
+ */
+export function describeHttpLevelFuzz(
+  shape: ErrorShape,
+  target: () => FuzzTarget,
+  options: { path: string; paths: string[]; seed: number; rawRuns: number },
+): void {
+  describe('HTTP-level garbage on a raw socket', () => {
+    const names = httpGarbage('http://127.0.0.1:1', options.path, 'Bearer x').map((c) => c.name);
+    it.each(names)('%s', async (name) => {
+      const { url, authorization } = target();
+      const garbage = httpGarbage(url, options.path, authorization).find((c) => c.name === name) as RawCase;
+      expect(await runCase(url, shape, { raw: garbage.bytes, head: garbage.head, expect: garbage.expect })).toBe('ok');
+    });
+  });
+
+  describe(`fast-check on raw bytes (seed ${options.seed}, ${options.rawRuns} runs)`, () => {
+    it('answers every random request line, header and body completely, below 500, in the API error shape', async () => {
+      const { url, authorization } = target();
+      const requests = fc.sample(rawHttpRequest(url, options.paths, authorization), { seed: options.seed, numRuns: options.rawRuns });
+      const { failures, statuses } = await runRawFuzz(url, shape, requests);
+      process.stdout.write(`${shape} raw fuzz: answers by status ${JSON.stringify(statuses)}\n`);
+      expect(summarizeFailures(failures)).toEqual([]);
+    }, 300_000);
+  });
+}
