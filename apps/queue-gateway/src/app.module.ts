@@ -4,7 +4,7 @@ import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
 import { encodeQueueError } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
-import { QueueRoutes } from './queue.routes';
+import { QUEUE_METHODS, QueueRoutes } from './queue.routes';
 import { CONTROL_REDIS, QUEUE_REDIS, QueueService } from './queue.service';
 
 /** queue-gateway: the queue API (spec 002 part B; QStash v2) over BullMQ; queue-worker delivers. */
@@ -16,7 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule],
       providers: [
         { provide: QUEUE_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: { encode: (_status: number, message: string) => encodeQueueError(message), methods: ['GET', 'POST', 'DELETE'] } },
+        { provide: API_ERRORS, useValue: { encode: (_status: number, message: string) => encodeQueueError(message), methods: QUEUE_METHODS } },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         // Auto-pipelining: the commands of concurrent publishes go out in one socket write per event-loop turn.
         { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true }) },

@@ -164,6 +164,9 @@ const OPERATIONS: Operation[] = [
   },
 ];
 
+/** The methods the Queue API's operations use (OPERATIONS); any other gets 405 from the shared bootstrap (API_ERRORS in app.module.ts). */
+export const QUEUE_METHODS = ['GET', 'POST', 'DELETE'];
+
 /**
  * The HTTP surface of the queue API: bearer authentication (header or `qstash_token` query parameter),
  * per-project limits, `{error}` errors and metrics. One catch-all route, so that raw destination URLs
@@ -191,7 +194,7 @@ export class QueueRoutes implements OnModuleInit {
       logger: this.logger,
       encode: (_status, message) => encodeQueueError(message),
     });
-    app.route({ method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/*', handler: (request, reply) => this.handle(request, reply) });
+    app.route({ method: QUEUE_METHODS, url: '/*', handler: (request, reply) => this.handle(request, reply) });
   }
 
   private async handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {

@@ -4,7 +4,7 @@ import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
 import { encodeError } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { StreamMetrics } from './stream-metrics';
-import { StreamRoutes } from './stream.routes';
+import { STREAM_METHODS, StreamRoutes } from './stream.routes';
 import { CONTROL_REDIS, StreamService } from './stream.service';
 
 /** stream-gateway: the Stream REST API (spec 002 part A) over Kafka. */
@@ -16,7 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule],
       providers: [
         { provide: STREAM_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: { encode: encodeError, methods: ['GET', 'POST', 'DELETE'] } },
+        { provide: API_ERRORS, useValue: { encode: encodeError, methods: STREAM_METHODS } },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         StreamMetrics,
         StreamService,

@@ -140,6 +140,9 @@ const OPERATIONS: Record<string, Operation> = {
   },
 };
 
+/** The methods the Stream API's operations use; any other gets 405 from the shared bootstrap (API_ERRORS in app.module.ts). */
+export const STREAM_METHODS = ['GET', 'POST', 'DELETE'];
+
 /**
  * The HTTP surface of the Stream API: one route per endpoint, Basic authentication, limits,
  * `{error, status}` errors and metrics. Routes are registered on Fastify directly with the raw-body
@@ -168,7 +171,7 @@ export class StreamRoutes implements OnModuleInit {
       encode: encodeError,
       bodyMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     });
-    app.route({ method: ['GET', 'POST', 'DELETE'], url: '/*', handler: (request, reply) => this.handle(request, reply) });
+    app.route({ method: STREAM_METHODS, url: '/*', handler: (request, reply) => this.handle(request, reply) });
   }
 
   private async handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {

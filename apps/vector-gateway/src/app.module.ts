@@ -4,7 +4,7 @@ import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
 import { encodeError } from '@restash/vector/util-query';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { VectorMetrics } from './vector-metrics';
-import { VectorRoutes } from './vector.routes';
+import { VECTOR_METHODS, VectorRoutes } from './vector.routes';
 import { CONTROL_REDIS, VectorService } from './vector.service';
 
 /** vector-gateway: the Vector REST API (spec 001) over Qdrant collections. */
@@ -16,7 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule],
       providers: [
         { provide: VECTOR_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: { encode: encodeError, methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] } },
+        { provide: API_ERRORS, useValue: { encode: encodeError, methods: VECTOR_METHODS } },
         { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         VectorMetrics,
         VectorService,

@@ -80,6 +80,12 @@ function queries(service: VectorService, call: Call): Promise<string> {
 }
 
 /**
+ * The methods that reach the Vector API's routes, which answer each endpoint's own 405 with `Allow` (PUT
+ * and PATCH included); any other gets 405 from the shared bootstrap (API_ERRORS in app.module.ts).
+ */
+export const VECTOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
  * The HTTP surface of the Vector API: one route per operation with an optional namespace suffix,
  * bearer authentication, limits, `{error, status}` errors and metrics. Routes are registered on
  * Fastify directly with the raw-body hook (as kv-gateway does): Fastify's content-type parser is
@@ -104,7 +110,7 @@ export class VectorRoutes implements OnModuleInit {
   private routes(app: FastifyInstance): void {
     useRawBodies(app, { bodyLimitBytes: this.config.http.bodyLimitBytes, logger: this.logger, encode: encodeError });
     app.route({
-      method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      method: VECTOR_METHODS,
       url: '/*',
       exposeHeadRoute: false,
       handler: (request, reply) => this.handle(request, reply),
