@@ -12,7 +12,6 @@ import {
   type VectorIndexRecord,
   kvDatabaseId,
   kvDatabaseRecordSchema,
-  vectorIndexRecordSchema,
   queueProjectId,
   registryKeys,
   retiredResourceSchema,
@@ -21,6 +20,7 @@ import {
   tenantIndexRecordSchema,
   tenantTeardownRecordSchema,
   vectorIndexId,
+  vectorIndexRecordSchema,
 } from './records';
 import {
   type ResourceTokens,
