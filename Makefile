@@ -3,13 +3,23 @@ SHELL := /bin/bash
 export NX_DAEMON := false
 export NX_NO_CLOUD := true
 export NX_TUI := false
+# The pinned Node (.node-version), installed by deploy/local/node.sh outside the clone, comes first
+# on PATH for every target; node-gyp builds native modules against its headers.
+NODE_VERSION := $(shell tr -d ' \n' < .node-version)
+export RESTASH_CACHE ?= $(HOME)/.cache/restash
+NODE_HOME := $(RESTASH_CACHE)/node-$(NODE_VERSION)
+export PATH := $(NODE_HOME)/bin:$(PATH)
+export npm_config_nodedir := $(NODE_HOME)
 
-.PHONY: install dev build lint typecheck unit integration engines test bench bench-kv bench-vector bench-stream bench-queue
+.PHONY: runtime install dev build lint typecheck unit integration engines test bench bench-kv bench-vector bench-stream bench-queue
 
-install: ## redis-server (apt) and npm packages, when missing
+runtime: ## the pinned Node, when missing
+	bash deploy/local/node.sh
+
+install: runtime ## redis-server (apt) and npm packages, when missing
 	bash deploy/local/install.sh
 
-dev: ## the whole local stack in the foreground; writes .restash/local.env
+dev: runtime ## the whole local stack in the foreground; writes .restash/local.env
 	bash deploy/local/dev.sh
 
 build: install

@@ -25,7 +25,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 stamp=node_modules/.restash-lock-sha
-want=$(sha256sum package-lock.json | cut -d' ' -f1)
+# Keyed by the lockfile and the Node version: native modules are built for one Node ABI.
+want="$(sha256sum package-lock.json | cut -d' ' -f1) $(node --version)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "installing npm packages"
   # `npm install` (not `npm ci`): npm 11 writes lockfiles without the other platforms' optional
