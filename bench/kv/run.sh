@@ -22,7 +22,7 @@ cd "$root"
 export BENCH_DURATION=${BENCH_DURATION:-5} BENCH_WARMUP=${BENCH_WARMUP:-2} BENCH_ROUNDS=${BENCH_ROUNDS:-3}
 export BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-50} CONCURRENCY=${BENCH_CONCURRENCY:-50}
 [ "$(nproc)" -ge 2 ] || echo "warning: fewer than 2 cores; the gateway and the load share one" >&2
-[ -f dist/apps/kv-gateway/src/main.js ] || { echo "dist/ is missing: run node tools/build.mjs (or make bench-kv)" >&2; exit 1; }
+[ -f dist/apps/kv-gateway/main.js ] || { echo "dist/ is missing: run node tools/build.mjs (or make bench-kv)" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/restash-bench-kv.XXXXXX")
 pids=()
@@ -68,7 +68,7 @@ RESTASH_DATA_REDIS_PASSWORD=$password RESTASH_DATA_REDIS_PORT=$data_port \
 RESTASH_QDRANT_PORT=1 RESTASH_EMBEDDER_PORT=1 RESTASH_KAFKA_PORT=1 \
   bin/tenants apply -f deploy/local/tenants.yaml --secrets-dir "$tmp/secrets" >"$tmp/tenants.log" 2>&1 ||
   { cat "$tmp/tenants.log" >&2; exit 1; }
-PORT=$kv_port MANAGEMENT_PORT=$management_port HOST=127.0.0.1 start gateway taskset -c 0 node dist/apps/kv-gateway/src/main.js
+PORT=$kv_port MANAGEMENT_PORT=$management_port HOST=127.0.0.1 start gateway taskset -c 0 node dist/apps/kv-gateway/main.js
 wait_until gateway curl -sf "http://127.0.0.1:$management_port/readyz"
 
 export GATEWAY_URL=http://127.0.0.1:$kv_port

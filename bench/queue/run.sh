@@ -50,7 +50,7 @@ export BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-64} BENCH_WORKER_CONCURRENCY=${BEN
 export BENCH_STALL_SECONDS=${BENCH_STALL_SECONDS:-30} CONCURRENCY=${BENCH_CONCURRENCY:-64}
 [ "$(nproc)" -ge 2 ] || echo "warning: fewer than 2 cores; the services and the load share one" >&2
 for app in queue-gateway queue-worker; do
-  [ -f "dist/apps/$app/src/main.js" ] || { echo "dist/ is missing: run node tools/build.mjs (or make bench-queue)" >&2; exit 1; }
+  [ -f "dist/apps/$app/main.js" ] || { echo "dist/ is missing: run node tools/build.mjs (or make bench-queue)" >&2; exit 1; }
 done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/restash-bench-queue.XXXXXX")
@@ -104,10 +104,10 @@ EOF
 export CONTROL_REDIS_URL=redis://127.0.0.1:$control_port QUEUE_REDIS_URL=redis://127.0.0.1:$queue_port
 bin/tenants apply -f "$tmp/tenants.yaml" --secrets-dir "$tmp/secrets" >"$tmp/tenants.log" 2>&1 || { cat "$tmp/tenants.log" >&2; exit 1; }
 PORT=$gateway_port MANAGEMENT_PORT=$gateway_mgmt HOST=127.0.0.1 LOG_LEVEL=warn \
-  start gateway taskset -c 0 node dist/apps/queue-gateway/src/main.js
+  start gateway taskset -c 0 node dist/apps/queue-gateway/main.js
 gateway_pid=${pids[-1]}
 MANAGEMENT_PORT=$worker_mgmt HOST=127.0.0.1 LOG_LEVEL=warn WORKER_CONCURRENCY=$BENCH_WORKER_CONCURRENCY \
-  DESTINATION_ALLOWLIST=127.0.0.0/8,::1 start worker taskset -c 0 node dist/apps/queue-worker/src/main.js
+  DESTINATION_ALLOWLIST=127.0.0.0/8,::1 start worker taskset -c 0 node dist/apps/queue-worker/main.js
 worker_pid=${pids[-1]}
 MANAGEMENT_PORT=$direct_mgmt WORKER_CONCURRENCY=$BENCH_WORKER_CONCURRENCY \
   start direct-worker taskset -c 0 node bench/queue/direct-worker.mjs

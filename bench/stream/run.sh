@@ -47,7 +47,7 @@ export BENCH_DURATION=${BENCH_DURATION:-8} BENCH_WARMUP=${BENCH_WARMUP:-5} BENCH
 export BENCH_CONCURRENCY1=${BENCH_CONCURRENCY1:-64} BENCH_CONCURRENCY100=${BENCH_CONCURRENCY100:-8}
 export BENCH_MESSAGES=${BENCH_MESSAGES:-500000} BENCH_WARMUP_MESSAGES=${BENCH_WARMUP_MESSAGES:-50000}
 [ "$(nproc)" -ge 2 ] || echo "warning: fewer than 2 cores; the gateway and the load share one" >&2
-[ -f dist/apps/stream-gateway/src/main.js ] || { echo "dist/ is missing: run node tools/build.mjs (or make bench-stream)" >&2; exit 1; }
+[ -f dist/apps/stream-gateway/main.js ] || { echo "dist/ is missing: run node tools/build.mjs (or make bench-stream)" >&2; exit 1; }
 command -v java >/dev/null || { echo "java is missing: deploy/kafka-local needs a JRE 17+" >&2; exit 1; }
 bash deploy/kafka-local/install.sh
 
@@ -109,7 +109,7 @@ spec:
 EOF
 export CONTROL_REDIS_URL=redis://127.0.0.1:$control_port
 bin/tenants apply -f "$tmp/tenants.yaml" --secrets-dir "$tmp/secrets" >"$tmp/tenants.log" 2>&1 || { cat "$tmp/tenants.log" >&2; exit 1; }
-PORT=$stream_port MANAGEMENT_PORT=$management_port HOST=127.0.0.1 LOG_LEVEL=warn start gateway taskset -c 0 node dist/apps/stream-gateway/src/main.js
+PORT=$stream_port MANAGEMENT_PORT=$management_port HOST=127.0.0.1 LOG_LEVEL=warn start gateway taskset -c 0 node dist/apps/stream-gateway/main.js
 gateway_pid=${pids[-1]}
 wait_until gateway curl -sf "http://127.0.0.1:$management_port/readyz"
 

@@ -50,7 +50,7 @@ export BENCH_CONCURRENCY=${BENCH_CONCURRENCY:-16} CONCURRENCY=${BENCH_CONCURRENC
 export BENCH_VECTORS=${BENCH_VECTORS:-20000} BENCH_QUERIES=${BENCH_QUERIES:-1000} BENCH_UPSERT_BATCH=${BENCH_UPSERT_BATCH:-500}
 python=.cache/python/venv/bin/python
 [ "$(nproc)" -ge 2 ] || echo "warning: fewer than 2 cores; the gateway and the load share one" >&2
-[ -f dist/apps/vector-gateway/src/main.js ] || { echo "dist/ is missing: run node tools/build.mjs (or make bench-vector)" >&2; exit 1; }
+[ -f dist/apps/vector-gateway/main.js ] || { echo "dist/ is missing: run node tools/build.mjs (or make bench-vector)" >&2; exit 1; }
 [ -x "$python" ] || { echo "$python is missing: run bash deploy/python/install.sh" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/restash-bench-vector.XXXXXX")
@@ -104,7 +104,7 @@ export CONTROL_REDIS_URL=redis://127.0.0.1:$control_port
 RESTASH_QDRANT_PORT=$qdrant_port RESTASH_EMBEDDER_PORT=$embedder_port RESTASH_DATA_REDIS_PASSWORD=unused RESTASH_DATA_REDIS_PORT=1 \
   bin/tenants apply -f deploy/local/tenants.yaml --secrets-dir "$tmp/secrets" >"$tmp/tenants.log" 2>&1 ||
   { cat "$tmp/tenants.log" >&2; exit 1; }
-PORT=$vector_port MANAGEMENT_PORT=$management_port HOST=127.0.0.1 start gateway taskset -c 0 node dist/apps/vector-gateway/src/main.js
+PORT=$vector_port MANAGEMENT_PORT=$management_port HOST=127.0.0.1 start gateway taskset -c 0 node dist/apps/vector-gateway/main.js
 gateway_pid=${pids[-1]}
 wait_until gateway curl -sf "http://127.0.0.1:$management_port/readyz"
 

@@ -127,13 +127,13 @@ start kafka bash deploy/kafka-local/start.sh --port "$RESTASH_KAFKA_PORT" --cont
 export CONTROL_REDIS_URL=redis://127.0.0.1:$RESTASH_CONTROL_REDIS_PORT
 bin/tenants apply -f deploy/local/tenants.yaml --secrets-dir "$state/secrets"
 
-PORT=$kv_port MANAGEMENT_PORT=$kv_management_port HOST=127.0.0.1 start kv-gateway node dist/apps/kv-gateway/src/main.js
-PORT=$vector_port MANAGEMENT_PORT=$vector_management_port HOST=127.0.0.1 start vector-gateway node dist/apps/vector-gateway/src/main.js
-PORT=$stream_port MANAGEMENT_PORT=$stream_management_port HOST=127.0.0.1 start stream-gateway node dist/apps/stream-gateway/src/main.js
+PORT=$kv_port MANAGEMENT_PORT=$kv_management_port HOST=127.0.0.1 start kv-gateway node dist/apps/kv-gateway/main.js
+PORT=$vector_port MANAGEMENT_PORT=$vector_management_port HOST=127.0.0.1 start vector-gateway node dist/apps/vector-gateway/main.js
+PORT=$stream_port MANAGEMENT_PORT=$stream_management_port HOST=127.0.0.1 start stream-gateway node dist/apps/stream-gateway/main.js
 export QUEUE_REDIS_URL=$CONTROL_REDIS_URL
-PORT=$queue_port MANAGEMENT_PORT=$queue_management_port HOST=127.0.0.1 start queue-gateway node dist/apps/queue-gateway/src/main.js
+PORT=$queue_port MANAGEMENT_PORT=$queue_management_port HOST=127.0.0.1 start queue-gateway node dist/apps/queue-gateway/main.js
 # Local destinations (a server on this machine) are allowed; in production leave DESTINATION_ALLOWLIST empty.
-MANAGEMENT_PORT=$queue_worker_management_port HOST=127.0.0.1 DESTINATION_ALLOWLIST=127.0.0.0/8,::1 start queue-worker node dist/apps/queue-worker/src/main.js
+MANAGEMENT_PORT=$queue_worker_management_port HOST=127.0.0.1 DESTINATION_ALLOWLIST=127.0.0.0/8,::1 start queue-worker node dist/apps/queue-worker/main.js
 wait_until "qdrant-local" curl -sf "http://127.0.0.1:$RESTASH_QDRANT_PORT/readyz"
 wait_until "embedder-local" curl -sf "http://127.0.0.1:$RESTASH_EMBEDDER_PORT/healthz"
 wait_until "kv-gateway" curl -sf "http://127.0.0.1:$kv_management_port/readyz"
