@@ -1,0 +1,3 @@
+export * from './credentials';
+export * from './tenant-gate';
+export * from './tenancy.module';

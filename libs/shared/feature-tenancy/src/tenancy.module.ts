@@ -1,0 +1,64 @@
+import { type DynamicModule, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { DailyQuota, RegistryReader } from '@restash/shared/data-access-registry';
+import { Readiness } from '@restash/shared/util-http';
+import { TenantGate } from './tenant-gate';
+
+/** Injection token of the control Redis connection (registry, quotas; never tenant data). */
+export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
+
+export interface TenancyOptions {
+  /** The control Redis (CONTROL_REDIS_URL). */
+  controlRedisUrl: string;
+  /** Longest use of a cached registry record, in milliseconds (REGISTRY_CACHE_TTL_MS; pub/sub drops it sooner). */
+  registryCacheTtlMs: number;
+}
+
+/** Starts the registry reader's change subscription with the application, and closes it and the connection with it. */
+@Injectable()
+class TenancyLifecycle implements OnModuleInit, OnApplicationShutdown {
+  constructor(
+    @Inject(CONTROL_REDIS) private readonly control: Redis,
+    private readonly reader: RegistryReader,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.reader.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.reader.close();
+    this.control.disconnect();
+  }
+}
+
+/**
+ * Every consumer of the tenant registry, once: the control Redis connection ({@link CONTROL_REDIS},
+ * checked by `/readyz` as `control-redis`), the {@link RegistryReader} (subscribed before the
+ * importing module's providers initialise, closed after they shut down), {@link DailyQuota} and the
+ * {@link TenantGate}. The root module must also import ObservabilityModule (for Readiness).
+ */
+@Module({})
+export class TenancyModule {
+  static forRoot(options: TenancyOptions): DynamicModule {
+    return {
+      module: TenancyModule,
+      providers: [
+        {
+          provide: CONTROL_REDIS,
+          inject: [Readiness],
+          useFactory: (readiness: Readiness) => {
+            const control = new Redis(options.controlRedisUrl, { maxRetriesPerRequest: 2 });
+            readiness.register('control-redis', () => control.ping());
+            return control;
+          },
+        },
+        { provide: RegistryReader, inject: [CONTROL_REDIS], useFactory: (control: Redis) => new RegistryReader(control, { cacheTtlMs: options.registryCacheTtlMs }) },
+        { provide: DailyQuota, inject: [CONTROL_REDIS], useFactory: (control: Redis) => new DailyQuota(control) },
+        { provide: TenantGate, inject: [RegistryReader, DailyQuota], useFactory: (reader: RegistryReader, quota: DailyQuota) => new TenantGate(reader, quota) },
+        TenancyLifecycle,
+      ],
+      exports: [CONTROL_REDIS, RegistryReader, DailyQuota, TenantGate],
+    };
+  }
+}
