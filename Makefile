@@ -22,8 +22,8 @@ install: runtime ## redis-server (apt) and npm packages, when missing
 dev: runtime ## the whole local stack in the foreground; writes .restash/local.env
 	bash deploy/local/dev.sh
 
-build: install
-	node tools/build.mjs
+build: install ## each app with the libraries it imports into dist/apps/<app>/ (tools/build.mjs), cached by Nx
+	npx nx run-many -t build --outputStyle=static
 
 lint: install
 	npx nx run-many -t lint --outputStyle=static --skip-nx-cache

@@ -1,8 +1,41 @@
 // Lint rules for the whole workspace. `@nx/enforce-module-boundaries` keeps the two tag axes of
 // reference/style-anchors.md §6.1 honest: scope (which API a project belongs to) and type
-// (app → feature → data-access → util).
+// (app → feature → data-access → util). `type:testing` (libs/shared/util-testing) is for tests
+// only: specs and `testing/` folders may import it, production code may not, nor a `testing/`
+// folder or a spec (tools/build.mjs refuses the same imports when it builds an app).
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
+
+/** Test code: what may import `type:testing` projects and `testing/` folders. */
+const testFiles = ['**/*.spec.ts', '**/testing/**/*.ts', 'libs/shared/util-testing/**/*.ts'];
+
+/** The module-boundary rule; test code may also depend on `type:testing` projects. */
+function boundaries({ test }) {
+  const types = (...allowed) => (test ? [...allowed, 'type:testing'] : allowed);
+  return [
+    'error',
+    {
+      enforceBuildableLibDependency: false,
+      allow: [],
+      depConstraints: [
+        { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
+        { sourceTag: 'scope:kv', onlyDependOnLibsWithTags: ['scope:kv', 'scope:shared'] },
+        { sourceTag: 'scope:vector', onlyDependOnLibsWithTags: ['scope:vector', 'scope:shared'] },
+        { sourceTag: 'scope:stream', onlyDependOnLibsWithTags: ['scope:stream', 'scope:shared'] },
+        { sourceTag: 'scope:queue', onlyDependOnLibsWithTags: ['scope:queue', 'scope:shared'] },
+        {
+          sourceTag: 'scope:platform',
+          onlyDependOnLibsWithTags: ['scope:platform', 'scope:shared', 'scope:kv', 'scope:vector', 'scope:stream', 'scope:queue'],
+        },
+        { sourceTag: 'type:app', onlyDependOnLibsWithTags: types('type:feature', 'type:data-access', 'type:util') },
+        { sourceTag: 'type:feature', onlyDependOnLibsWithTags: types('type:data-access', 'type:util') },
+        { sourceTag: 'type:data-access', onlyDependOnLibsWithTags: types('type:data-access', 'type:util') },
+        { sourceTag: 'type:util', onlyDependOnLibsWithTags: types('type:util') },
+        { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:feature', 'type:data-access', 'type:util', 'type:testing'] },
+      ],
+    },
+  ];
+}
 
 export default [
   { ignores: ['**/dist', '**/node_modules', '**/.nx', '**/coverage', '.restash/**', '.cache/**'] },
@@ -11,27 +44,10 @@ export default [
     files: ['**/*.ts'],
     plugins: { '@nx': nx },
     rules: {
-      '@nx/enforce-module-boundaries': [
+      '@nx/enforce-module-boundaries': boundaries({ test: false }),
+      'no-restricted-imports': [
         'error',
-        {
-          enforceBuildableLibDependency: false,
-          allow: [],
-          depConstraints: [
-            { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
-            { sourceTag: 'scope:kv', onlyDependOnLibsWithTags: ['scope:kv', 'scope:shared'] },
-            { sourceTag: 'scope:vector', onlyDependOnLibsWithTags: ['scope:vector', 'scope:shared'] },
-            { sourceTag: 'scope:stream', onlyDependOnLibsWithTags: ['scope:stream', 'scope:shared'] },
-            { sourceTag: 'scope:queue', onlyDependOnLibsWithTags: ['scope:queue', 'scope:shared'] },
-            {
-              sourceTag: 'scope:platform',
-              onlyDependOnLibsWithTags: ['scope:platform', 'scope:shared', 'scope:kv', 'scope:vector', 'scope:stream', 'scope:queue'],
-            },
-            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:feature', 'type:data-access', 'type:util'] },
-            { sourceTag: 'type:feature', onlyDependOnLibsWithTags: ['type:data-access', 'type:util'] },
-            { sourceTag: 'type:data-access', onlyDependOnLibsWithTags: ['type:data-access', 'type:util'] },
-            { sourceTag: 'type:util', onlyDependOnLibsWithTags: ['type:util'] },
-          ],
-        },
+        { patterns: [{ regex: '(^|/)testing(/|$)|\\.spec$', message: 'test code (a testing/ folder, a spec) is not importable from production code' }] },
       ],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'error',
@@ -42,6 +58,10 @@ export default [
     files: ['**/*.js', '**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    files: testFiles,
+    rules: { '@nx/enforce-module-boundaries': boundaries({ test: true }), 'no-restricted-imports': 'off' },
   },
   {
     files: ['**/*.spec.ts', 'tools/**', 'bench/**', 'apps/tenants-cli/**'],
