@@ -1,0 +1,255 @@
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { repoRoot } from './paths';
+
+const LOG_TAIL_CHARS = 4_000;
+
+/** How {@link startProcess} runs one service and tells that it is ready. */
+export interface ProcessSpec {
+  /** Service name, for messages (e.g. `kv-gateway`, `kafka`). */
+  name: string;
+  command: string;
+  args: string[];
+  /** The whole environment of the process; `process.env` by default. */
+  env?: NodeJS.ProcessEnv;
+  /** CPUs to pin the process to, as `taskset -c` takes them (`0`, `1`, `0-1`); unpinned by default. */
+  cpus?: string;
+  /**
+   * A file to append the process's stdout and stderr to; by default the last 4 000 characters are
+   * kept in memory (for the error thrown when the process does not come up).
+   */
+  logFile?: string;
+  /** Resolves `true` once the service answers; must not throw. */
+  ready(): Promise<boolean>;
+  /** Milliseconds to wait for `ready()` (default 30 000). */
+  readyTimeoutMs?: number;
+  /** Milliseconds between `ready()` calls (default 100). */
+  pollMs?: number;
+  /** Milliseconds from SIGTERM to SIGKILL on stop (default 5 000). */
+  killAfterMs?: number;
+}
+
+/** One process that answered its readiness probe. */
+export interface Running {
+  /** The process id (with `cpus`, taskset execs the command: the id is the service's own). */
+  pid: number;
+  /** Resolves when the process has exited, with its exit code or signal. */
+  exited: Promise<string>;
+  /** Sends `signal` (SIGTERM escalates to SIGKILL after `killAfterMs`) and resolves once the process exited. */
+  stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** The last 4 000 characters of its output (of `logFile` when it has one). */
+  log(): Promise<string>;
+}
+
+/**
+ * Spawns `spec.command` (under `taskset -c spec.cpus` when given) and polls `spec.ready()` until it
+ * resolves `true`.
+ *
+ * @throws Error holding the tail of the process's output when it exits before it is ready, or is not
+ *   ready within `readyTimeoutMs` (it is then killed with SIGKILL)
+ */
+export async function startProcess(spec: ProcessSpec): Promise<Running> {
+  const { name, readyTimeoutMs = 30_000, pollMs = 100, killAfterMs = 5_000 } = spec;
+  const [command, args] = spec.cpus === undefined ? [spec.command, spec.args] : ['taskset', ['-c', spec.cpus, spec.command, ...spec.args]];
+  let memory = '';
+  let child: ChildProcess;
+  if (spec.logFile) {
+    const fd = openSync(spec.logFile, 'a', 0o600);
+    try {
+      child = spawn(command, args, { stdio: ['ignore', fd, fd], env: spec.env ?? process.env });
+    } finally {
+      closeSync(fd);
+    }
+  } else {
+    child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: spec.env ?? process.env });
+    const keep = (chunk: Buffer) => {
+      memory = (memory + chunk.toString('utf8')).slice(-LOG_TAIL_CHARS);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+  }
+  child.once('error', (error) => {
+    memory = `${memory}\n${String(error)}`;
+  });
+  const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? `exit code ${code}`)));
+  const log = async () => tail(spec.logFile ? await readTail(spec.logFile) : memory);
+  const deadline = Date.now() + readyTimeoutMs;
+  while (!(await spec.ready())) {
+    if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
+      await exited.catch(() => undefined);
+      throw new Error(`${name} exited (${child.exitCode ?? child.signalCode ?? 'not started'}) before it was ready:\n${await log()}`);
+    }
+    if (Date.now() > deadline) {
+      await stopChild(child, exited, 'SIGKILL', killAfterMs);
+      throw new Error(`${name} was not ready within ${readyTimeoutMs / 1000} s:\n${await log()}`);
+    }
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+  return { pid: child.pid as number, exited, stop: (signal = 'SIGTERM') => stopChild(child, exited, signal, killAfterMs), log };
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<string>, signal: 'SIGTERM' | 'SIGKILL', killAfterMs: number): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+    await exited;
+    clearTimeout(timer);
+  }
+  child.stdout?.destroy();
+  child.stderr?.destroy();
+}
+
+async function readTail(file: string): Promise<string> {
+  try {
+    return (await readFile(file, 'utf8')).slice(-LOG_TAIL_CHARS);
+  } catch {
+    return '';
+  }
+}
+
+/** The last 4 000 characters of `text`, trimmed, or `(no output)`. */
+export function tail(text: string): string {
+  return text.trim().slice(-LOG_TAIL_CHARS) || '(no output)';
+}
+
+/** Stop, kill and restart of a service that keeps its state (port, data directory) across restarts. */
+export interface Restartable {
+  /** The id of the running process (of the last one when it is not running). */
+  readonly pid: number;
+  /** SIGTERM (SIGKILL after the service's grace time); removes the data directory if the launcher made it. */
+  stop(): Promise<void>;
+  /** SIGKILL; keeps the data directory. */
+  kill(): Promise<void>;
+  /** Starts the service again on the same ports and data directory, unless it runs. */
+  start(): Promise<void>;
+  /** Stops the service if it runs and starts it again on the same ports and data directory. */
+  restart(): Promise<void>;
+  /** Resolves when the current process exits, with its exit code or signal. */
+  exited(): Promise<string>;
+}
+
+/**
+ * Starts a service with `start` and returns its controls. `cleanup` (e.g. removing a data directory
+ * the launcher made) runs on `stop()`, and when the first start fails, before the error is rethrown.
+ */
+export async function restartable(start: () => Promise<Running>, cleanup: () => Promise<void> = async () => undefined): Promise<Restartable> {
+  let last: Running;
+  let live: Running | undefined;
+  const launch = async () => {
+    const running = await start();
+    [last, live] = [running, running];
+    void running.exited.then(() => {
+      if (live === running) live = undefined;
+    });
+  };
+  try {
+    await launch();
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+  const halt = async (signal: 'SIGTERM' | 'SIGKILL') => {
+    const running = live;
+    live = undefined;
+    await running?.stop(signal);
+  };
+  return {
+    get pid() {
+      return last.pid;
+    },
+    stop: async () => {
+      await halt('SIGTERM');
+      await cleanup();
+    },
+    kill: () => halt('SIGKILL'),
+    start: async () => {
+      if (!live) await launch();
+    },
+    restart: async () => {
+      await halt('SIGTERM');
+      await launch();
+    },
+    exited: () => last.exited,
+  };
+}
+
+/** A TCP port that was free on 127.0.0.1 a moment ago. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** `count` distinct ports that were free on 127.0.0.1 a moment ago. */
+export async function freePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
+}
+
+/** One GET on 127.0.0.1 without keep-alive (nothing may linger after a refused connect): is it a 200? */
+export function answers200(port: number, path: string, headers: Record<string, string> = {}): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'GET', headers, agent: false, timeout: 1_000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}
+
+const installs = new Map<string, Promise<void>>();
+
+/**
+ * Runs `bash <script>` (a path relative to the repository root, e.g. `deploy/python/install.sh`)
+ * once per process; the install scripts under deploy/ are no-ops taking well under a second when
+ * everything is installed.
+ *
+ * @throws Error naming the script's output when it fails (the next call retries)
+ */
+export function installOnce(script: string): Promise<void> {
+  let done = installs.get(script);
+  if (!done) {
+    done = new Promise<void>((resolve, reject) => {
+      const root = repoRoot();
+      execFile('bash', [join(root, script)], { cwd: root, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+        if (error) reject(new Error(`${script} failed: ${error.message}\n${tail(`${stdout}${stderr}`)}`));
+        else resolve();
+      });
+    }).catch((error: unknown) => {
+      installs.delete(script);
+      throw error;
+    });
+    installs.set(script, done);
+  }
+  return done;
+}
+
+let ticksPerSecond: number | undefined;
+
+/**
+ * CPU seconds (user + system, all threads) a process has used so far, from the kernel's own
+ * accounting (`/proc/<pid>/stat` utime + stime, in clock ticks of `getconf CLK_TCK`, usually 10 ms).
+ *
+ * @throws Error when the process does not exist (or the machine has no /proc)
+ */
+export function processCpuSeconds(pid: number): number {
+  ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) is in parentheses and may hold spaces: count fields after its ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 14 and 15 (utime, stime) of proc(5); fields[0] here is field 3.
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+}

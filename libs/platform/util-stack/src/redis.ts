@@ -1,0 +1,113 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Restartable, freePort, restartable, startProcess } from './process';
+
+/** Credentials of a Redis ACL user. */
+export interface RedisAuth {
+  username: string;
+  password: string;
+}
+
+/** A redis-server started by the launcher, on its own port and data directory. */
+export interface RedisServer extends Restartable {
+  port: number;
+  /** `redis://127.0.0.1:<port>` (no credentials). */
+  url: string;
+  dir: string;
+}
+
+/** How {@link startRedisServer} runs a server. */
+export interface RedisServerOptions {
+  /** A free port of 127.0.0.1 by default. */
+  port?: number;
+  /** The data directory (kept on `stop()`); by default a fresh temporary one, removed on `stop()`. */
+  dir?: string;
+  /**
+   * More redis.conf lines, after the defaults (no RDB, no AOF), which they override: e.g.
+   * `appendonly yes`, or `user admin on >pw ~* &* +@all` (ACL users can only be declared in a config
+   * file: on the command line their rules would be read as part of the user name).
+   */
+  config?: string[];
+  /** Credentials to PING with when `config` disables the default user. */
+  auth?: RedisAuth;
+  /** CPUs to pin the server to (`taskset -c`). */
+  cpus?: string;
+  /** A file for the server's log; by default its tail is kept in memory. */
+  logFile?: string;
+  /** Its name in messages (`redis-server` by default). */
+  name?: string;
+}
+
+/** The gateway's own ACL user on every KV database's Redis server; tenants never get its password. */
+export const GATEWAY_REDIS_USER = 'restash-gateway';
+
+/**
+ * The redis.conf lines of a KV database's server as production runs it: the default user off, the
+ * gateway's ACL user on, without MIGRATE (tenant scripts run as that user, and MIGRATE would connect
+ * the server anywhere).
+ */
+export function gatewayUserConfig(password: string): string[] {
+  return ['user default off', `user ${GATEWAY_REDIS_USER} on >${password} ~* &* +@all -migrate`];
+}
+
+/**
+ * The redis.conf lines of a Redis that BullMQ keeps jobs in (the queue's Redis; in `make dev`, the
+ * control Redis): AOF every second, never evict.
+ */
+export const QUEUE_REDIS_CONFIG = ['appendonly yes', 'appendfsync everysec', 'maxmemory-policy noeviction'];
+
+/**
+ * Starts `redis-server` (from PATH) bound to 127.0.0.1 with no persistence unless `config` turns it
+ * on, and waits until it answers PING.
+ *
+ * @throws Error holding the server's output when it does not answer within 10 s
+ */
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const port = options.port ?? (await freePort());
+  const ownDir = options.dir === undefined;
+  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'restash-redis-')));
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const conf = join(dir, 'redis.conf');
+  const lines = [`port ${port}`, 'bind 127.0.0.1', 'save ""', 'appendonly no', `dir ${dir}`, ...(options.config ?? [])];
+  await writeFile(conf, `${lines.join('\n')}\n`, { mode: 0o600 });
+  const controls = await restartable(
+    () =>
+      startProcess({
+        name: options.name ?? `redis-server on port ${port}`,
+        command: 'redis-server',
+        args: [conf],
+        ...(options.cpus !== undefined ? { cpus: options.cpus } : {}),
+        ...(options.logFile !== undefined ? { logFile: options.logFile } : {}),
+        ready: () => answersPing(port, options.auth),
+        readyTimeoutMs: 10_000,
+        pollMs: 50,
+        killAfterMs: 3_000,
+      }),
+    async () => {
+      if (ownDir) await rm(dir, { recursive: true, force: true });
+    },
+  );
+  return Object.assign(controls, { port, url: `redis://127.0.0.1:${port}`, dir });
+}
+
+/** One PING over a plain socket (no client library: nothing may linger after a refused connect). */
+function answersPing(port: number, auth?: RedisAuth): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let reply = '';
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write(`${auth ? `AUTH ${auth.username} ${auth.password}\r\n` : ''}PING\r\n`));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString('latin1');
+      if (reply.includes('+PONG')) done(true);
+      else if (reply.includes('-')) done(false);
+    });
+  });
+}
