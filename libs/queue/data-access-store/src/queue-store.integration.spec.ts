@@ -1,0 +1,104 @@
+import { Redis } from 'ioredis';
+import { type QueueMessage, dlqIdOf, newMessageId } from '@restash/queue/util-message';
+import { QUEUE_REDIS_CONFIG, type RedisServer, startRedisServer } from '@restash/platform/util-stack';
+import { QueueStore } from './queue-store';
+
+/** A message of `project` due in an hour (no worker runs here: it stays pending). */
+function message(project: string, overrides: Partial<QueueMessage> = {}): QueueMessage {
+  const now = Date.now();
+  return {
+    messageId: newMessageId(),
+    project,
+    url: 'http://127.0.0.1:9/hook',
+    method: 'POST',
+    header: { 'Content-Type': ['text/plain'] },
+    body: Buffer.from('hello').toString('base64'),
+    maxRetries: 3,
+    notBefore: now + 3_600_000,
+    createdAt: now,
+    callerIp: '127.0.0.1',
+    ...overrides,
+  };
+}
+
+describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let store: QueueStore;
+
+  beforeAll(async () => {
+    server = await startRedisServer({ config: QUEUE_REDIS_CONFIG });
+    redis = new Redis(server.url);
+    store = new QueueStore(redis, { prefix: 'test:queue', messageRetentionMs: 60_000, dlqRetentionMs: 60_000, eventsPerProject: 100 });
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  it('keeps a published message pending, readable by its project only, and deduplicates within the window', async () => {
+    const first = message('t.a');
+    await expect(store.publish(first, 'dedup-1')).resolves.toEqual({ messageId: first.messageId, deduplicated: false });
+    await expect(store.publish(message('t.a'), 'dedup-1')).resolves.toEqual({ messageId: first.messageId, deduplicated: true });
+    const other = message('t.b');
+    await expect(store.publish(other, 'dedup-1')).resolves.toEqual({ messageId: other.messageId, deduplicated: false });
+
+    await expect(store.message('t.a', first.messageId)).resolves.toEqual({ message: first, status: 'pending' });
+    await expect(store.message('t.b', first.messageId)).resolves.toBeNull();
+    await expect(store.pendingMessageIds('t.a', {})).resolves.toEqual([first.messageId]);
+    const events = await store.events('t.a', { count: 10, filter: {} });
+    expect(events.items.map((e) => [e.state, e.messageId])).toEqual([['CREATED', first.messageId]]);
+  });
+
+  it('cancels a pending message once, and logs it', async () => {
+    const pending = message('t.c');
+    await store.publish(pending);
+    await expect(store.cancel('t.d', pending.messageId)).resolves.toBe(false);
+    await expect(store.cancel('t.c', pending.messageId)).resolves.toBe(true);
+    await expect(store.cancel('t.c', pending.messageId)).resolves.toBe(false);
+    await expect(store.message('t.c', pending.messageId)).resolves.toBeNull();
+    const events = await store.events('t.c', { count: 10, filter: {} });
+    expect(events.items.map((e) => e.state)).toEqual(['CANCELLED', 'CREATED']);
+  });
+
+  it('pages the DLQ newest first and deletes entries', async () => {
+    const entries = [1, 2, 3].map((i) => {
+      const m = message('t.e', { createdAt: Date.now() + i });
+      return { dlqId: dlqIdOf(m), message: m, failedAt: Date.now() + i, responseStatus: 500 + i };
+    });
+    for (const entry of entries) await store.putDlq(entry);
+    await store.putDlq(entries[0]); // idempotent
+
+    const first = await store.dlqList('t.e', { count: 2, filter: {} });
+    expect(first.items.map((e) => e.dlqId)).toEqual([entries[2].dlqId, entries[1].dlqId]);
+    const rest = await store.dlqList('t.e', { cursor: first.cursor, count: 2, filter: {} });
+    expect(rest).toEqual({ items: [entries[0]] });
+    await expect(store.dlqList('t.e', { count: 10, filter: { responseStatus: [502] } })).resolves.toEqual({ items: [entries[1]] });
+    await expect(store.dlqEntry('t.f', entries[0].dlqId)).resolves.toBeNull();
+
+    await expect(store.dlqDelete('t.e', [entries[0].dlqId, 'unknown'])).resolves.toBe(1);
+    await expect(store.dlqEntry('t.e', entries[0].dlqId)).resolves.toBeNull();
+  });
+
+  it('purges everything of one project and nothing of another', async () => {
+    const doomed = [message('t.g'), message('t.g', { notBefore: Date.now() })];
+    for (const m of doomed) await store.publish(m, `dedup-${m.messageId}`);
+    const dlq = message('t.g');
+    await store.putDlq({ dlqId: dlqIdOf(dlq), message: dlq, failedAt: Date.now() });
+    const kept = message('t.h');
+    await store.publish(kept, 'dedup-kept');
+
+    await expect(store.purgeProject('t.g')).resolves.toBe(2);
+    for (const m of doomed) await expect(store.message('t.g', m.messageId)).resolves.toBeNull();
+    await expect(store.dlqList('t.g', { count: 10, filter: {} })).resolves.toEqual({ items: [] });
+    await expect(store.events('t.g', { count: 10, filter: {} })).resolves.toEqual({ items: [] });
+    expect(await redis.keys('*t.g*')).toEqual([]);
+    // A deduplication id of the purged project no longer holds: publishing again creates a message.
+    const again = message('t.g');
+    await expect(store.publish(again, `dedup-${doomed[0].messageId}`)).resolves.toEqual({ messageId: again.messageId, deduplicated: false });
+
+    await expect(store.message('t.h', kept.messageId)).resolves.toMatchObject({ status: 'pending' });
+  });
+});
