@@ -46,7 +46,7 @@ export interface SubscriptionHandlers {
 
 function baseOptions(options: KvBackendOptions): RedisOptions {
   return {
-    // RESP2 on the wire: the REST API promises RESP2 shapes (spec 000; upstash-compat §1.2), and
+    // RESP2 on the wire: the REST API promises RESP2 shapes (README, "KV: replies and errors"), and
     // ioredis 6 would otherwise speak RESP3 (HELLO 3) and reshape replies client-side.
     protocol: 2,
     lazyConnect: false,
@@ -126,7 +126,7 @@ async function runTransaction(client: Redis, commands: CommandArgs[]): Promise<T
 }
 
 /**
- * The connections of one KV database (DESIGN.md, KV): a few multiplexed connections for single
+ * The connections of one KV database (README, "KV: one Redis server per database"): a few multiplexed connections for single
  * commands and pipelines, a pool of dedicated connections for transactions, one connection per
  * ACL user that holds a REST token, and one connection per subscription. Everything connects with
  * the URL of the database (the gateway's admin user and the logical database).

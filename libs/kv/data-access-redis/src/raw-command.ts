@@ -5,7 +5,7 @@ import type { CommandArgs, Reply } from '@restash/kv/util-command';
  * An ioredis command that hands back the reply exactly as Redis sent it (RESP2): bulk and status
  * strings as Buffers, no per-command reshaping. ioredis reshapes some replies by command name
  * (HGETALL into an object, ZRANGE … WITHSCORES into pairs), which would break the RESP2 shapes the
- * REST API promises (upstash-compat §1.2), so its reply transformers are bypassed here.
+ * REST API promises (README, "KV: replies and errors"), so its reply transformers are bypassed here.
  */
 export class RawCommand extends Command {
   constructor(args: CommandArgs) {

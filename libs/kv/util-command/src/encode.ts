@@ -12,7 +12,7 @@ const OK = Buffer.from('OK');
 const INTEGER = /^-?\d+$/;
 
 /**
- * JSON text of a reply (spec 000, Response encoding; upstash-compat §1.3).
+ * JSON text of a reply (README, "KV: response encoding").
  * - `base64`: every string is base64, except a top-level `OK` (the SDK keeps that one as is).
  * - otherwise: UTF-8 text, each invalid byte replaced by U+FFFD.
  * Integers are JSON numbers; nil is null; nested errors become their text.

@@ -3,7 +3,7 @@ import type { Reply } from './encode';
 import { KvError } from './kv-error';
 import { type CommandArgs, commandName } from './request';
 
-/** What a token may do (spec 000, Authentication): everything supported, reads only, or as a Redis ACL user. */
+/** What a token may do (README, "KV: tokens"): everything supported, reads only, or as a Redis ACL user. */
 export type TokenRole = 'standard' | 'readonly' | 'acl';
 
 export interface PolicyContext {
@@ -29,7 +29,7 @@ export interface RedisCommand {
   rewrite?: ReplyRewrite;
 }
 
-/** `ACL RESTTOKEN <user> <password>` (spec 000): answered by the gateway, not by Redis. */
+/** `ACL RESTTOKEN <user> <password>` (README, "KV: tokens"): answered by the gateway, not by Redis. */
 export interface RestTokenCommand {
   kind: 'acl-resttoken';
   label: 'acl|resttoken';
@@ -48,7 +48,7 @@ const CLUSTER = 'cluster commands are not supported';
 const OUTSIDE = 'it reaches outside this database';
 const PROCESS = 'it acts on or reports the server process, not the data';
 
-/** Commands outside the coverage table of spec 000, or that would escape the tenant's database. */
+/** Commands outside the coverage of the KV API (README, "KV: command coverage"), or that would escape the tenant's database. */
 const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
   ...['blpop', 'brpop', 'brpoplpush', 'blmove', 'blmpop', 'bzpopmax', 'bzpopmin', 'bzmpop', 'wait', 'waitaof'].map(
     (n) => [n, BLOCKING] as const,
@@ -71,8 +71,8 @@ const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * INFO fields that identify or locate the server process, its files or other servers (README, KV
- * command rules): removed from every INFO reply. Counters and settings stay.
+ * INFO fields that identify or locate the server process, its files or other servers (README, "KV
+ * command rules"): removed from every INFO reply. Counters and settings stay.
  */
 const INFO_HIDDEN = /^(?:run_id|process_id|process_supervised|executable|config_file|tcp_port|master_replid2?|master_host|master_port|slave\d+|os|gcc_version):/;
 
@@ -87,7 +87,7 @@ const TENANT_ACL: ReadonlyMap<string, ReplyRewrite | undefined> = new Map([
 ]);
 
 /**
- * Reads a public read-only token may not run (spec 000, Authentication 2), commands that change
+ * Reads a public read-only token may not run (README, "KV: tokens"), commands that change
  * state without a `write` flag, and ACL reads that would show users' rules and password hashes.
  */
 const READONLY_REFUSED: ReadonlySet<string> = new Set([
@@ -115,9 +115,9 @@ const READONLY_VARIANT: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * Checks a command against the coverage table of spec 000 and the token's role, and rewrites it for
- * the tenant's scope: `FLUSHALL` becomes `FLUSHDB`, ACL user names and Pub/Sub channels get the
- * database prefix, scripts of read-only tokens become `*_RO`.
+ * Checks a command against the KV API's coverage (README, "KV: command coverage") and the token's
+ * role, and rewrites it for the tenant's scope: `FLUSHALL` becomes `FLUSHDB`, ACL user names and
+ * Pub/Sub channels get the database prefix, scripts of read-only tokens become `*_RO`.
  *
  * Refused: commands unknown to the server; commands outside the coverage table (blocking, WATCH
  * family, SUBSCRIBE family, connection and cluster commands); what would leave the database (SELECT,
@@ -125,7 +125,7 @@ const READONLY_VARIANT: ReadonlyMap<string, string> = new Map([
  * `admin`, except ACL on the tenant's own users); what acts on a connection or the server process
  * (CLIENT, SCRIPT DEBUG, MEMORY STATS/DOCTOR/MALLOC-STATS/PURGE); for read-only tokens, everything
  * Redis flags `write`, plus SCAN, KEYS and PUBLISH. INFO replies lose the lines that identify or
- * locate the process (README, KV command rules; DESIGN.md: a tenant owns its data, not the server).
+ * locate the process (README, "KV command rules": a tenant owns its data, not the server).
  *
  * @throws KvError 400 with a native-looking error text when refused
  */

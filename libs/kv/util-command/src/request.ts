@@ -3,11 +3,11 @@ import { KvError } from './kv-error';
 /** One command argument as sent to Redis: text, or raw bytes (a POSTed value). */
 export type Arg = string | Buffer;
 
-/** A command: its name followed by its arguments, in native order (spec 000 §1–2). */
+/** A command: its name followed by its arguments, in native order (README, "KV: request forms"). */
 export type CommandArgs = Arg[];
 
 /**
- * Parses a request body that must be JSON (spec 000 §2–4).
+ * Parses a request body that must be JSON (README, "KV: request forms").
  * @throws KvError 400 for an empty body or invalid JSON
  */
 export function parseJsonBody(body: Buffer | undefined): unknown {
@@ -21,7 +21,7 @@ export function parseJsonBody(body: Buffer | undefined): unknown {
 
 /**
  * A command given as a JSON array, `["SET", "k", "v", "EX", 100]`. Strings are kept; numbers and
- * booleans become their JSON text, as `@upstash/redis` sends them (upstash-compat §1.1).
+ * booleans become their JSON text, as `@upstash/redis` sends them (README, "KV: request forms").
  *
  * @param position for error texts in batches: the 1-based index of the command
  * @throws KvError 400 when the value is not a non-empty array of strings, numbers and booleans
@@ -46,7 +46,7 @@ export function commandFromJson(value: unknown, position?: number): CommandArgs 
 }
 
 /**
- * The body of `/pipeline` and `/multi-exec`: a JSON array of commands (spec 000 §3–4).
+ * The body of `/pipeline` and `/multi-exec`: a JSON array of commands (README, "KV: request forms").
  * @throws KvError 400 for anything else, or an empty array
  */
 export function commandsFromJson(value: unknown): CommandArgs[] {
@@ -57,7 +57,7 @@ export function commandsFromJson(value: unknown): CommandArgs[] {
 }
 
 /**
- * A command in the path (spec 000 §1): `/<command>/<arg1>/…`, each segment percent-decoded; a
+ * A command in the path (README, "KV: request forms"): `/<command>/<arg1>/…`, each segment percent-decoded; a
  * request body, when present, is the last argument, followed by the query parameters as
  * `NAME VALUE` pairs (`?EX=100` → `EX 100`; a parameter without value is one argument).
  * `_token` is not an argument.

@@ -30,7 +30,7 @@ export interface Page<T> {
   cursor?: string;
 }
 
-/** Filters of the DLQ and events listings (upstash-compat.md §4.3); every given one must match. */
+/** Filters of the DLQ and events listings (README, "Queue: endpoints"); every given one must match. */
 export interface ListFilter {
   messageId?: string[];
   url?: string[];
@@ -48,7 +48,7 @@ const ALL_STATES = ['active', 'wait', 'delayed', 'prioritized', 'waiting-childre
 const SCAN_LIMIT = 10_000;
 
 /**
- * The queue's storage on its Redis (AOF and `noeviction`, DESIGN.md): messages are BullMQ jobs of
+ * The queue's storage on its Redis (AOF and `noeviction`, README, "Queue: at-least-once delivery"): messages are BullMQ jobs of
  * {@link DELIVERY_QUEUE} with the message id as job id (so a cancel finds them and a re-added callback
  * is a no-op); the DLQ is a sorted set plus a hash per project; events are a Redis stream per project;
  * deduplication is BullMQ's (throttle mode, {@link DEDUPLICATION_WINDOW_MS}).

@@ -8,8 +8,8 @@ export interface AttemptOutcome {
 }
 
 /**
- * The JSON body of a callback or failure callback (spec 002 Events table; upstash-compat.md §4.4
- * "Callback body"): `status`, `header` ({Name: [values]}) and `body` (base64, cut to `maxBodyBytes`
+ * The JSON body of a callback or failure callback (README, "Queue:
+ * callbacks"): `status`, `header` ({Name: [values]}) and `body` (base64, cut to `maxBodyBytes`
  * bytes) of the destination's response; `retried` and `maxRetries`; `sourceMessageId` and, with the
  * same value, the old documentation's spelling `sourceMessasgeId`; the source's `url`, `method`,
  * `sourceHeader` ({Name: [values]}), `sourceBody` (base64); `notBefore` and `createdAt` as strings of
@@ -45,8 +45,8 @@ export function callbackPayload(
 }
 
 /**
- * The message that POSTs `payload` to the source's callback or failure callback (upstash-compat.md
- * §4.4: "POSTed as a new, signed message"), tuned by the source's `callbackSettings` /
+ * The message that POSTs `payload` to the source's callback or failure callback (README,
+ * "Queue: callbacks": a message of its own, signed and retried), tuned by the source's `callbackSettings` /
  * `failureCallbackSettings`: id {@link callbackMessageId}(source, kind, attempt) so that a redone attempt enqueues
  * it once; the source's project and callerIp; method `settings.method` or POST; header
  * `Content-Type: application/json` overlaid with `settings.header`; body the JSON payload (base64);

@@ -102,7 +102,7 @@ function judgeIPv4(address: ipaddr.IPv4, suffix = ''): AddressVerdict {
 }
 
 /**
- * Whether a delivery may connect to `address` (the SSRF guard, spec 002 part B; the worker asks this
+ * Whether a delivery may connect to `address` (README, "Queue: SSRF guard"; the worker asks this
  * for every address a destination host resolves to, and for IP-literal hosts). Pure: no lookup, no
  * socket. Rules:
  * 1. An address in the allowlist is allowed (IPv6 forms embedding an IPv4 address are matched as that

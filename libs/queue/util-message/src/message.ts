@@ -9,7 +9,7 @@ export type HeaderMap = Record<string, string[]>;
 
 /**
  * How a callback or failure callback is delivered, from the `Upstash-Callback-*` /
- * `Upstash-Failure-Callback-*` headers of the source message (upstash-compat.md §4.2). Unset fields
+ * `Upstash-Failure-Callback-*` headers of the source message (README, "Queue: publish headers"). Unset fields
  * take the defaults of a published message (POST, the service's default retries, no timeout).
  */
 export interface CallbackSettings {
@@ -23,7 +23,7 @@ export interface CallbackSettings {
 }
 
 /**
- * A message of the queue API (spec 002 part B; upstash-compat.md §4.3 Message), as stored in the BullMQ
+ * A message of the queue API (README, "Queue: message, DLQ entry and event shapes"), as stored in the BullMQ
  * job that delivers it. Times are Unix milliseconds; the body is kept base64 so any bytes survive JSON.
  */
 export interface QueueMessage {
@@ -73,11 +73,11 @@ export interface DlqEntry {
   error?: string;
 }
 
-/** Message states reported by the events (logs) endpoint (upstash-compat.md §4.3 Logs). */
+/** Message states reported by the events (logs) endpoint (README, "Queue: message, DLQ entry and event shapes"). */
 export const MESSAGE_STATES = ['CREATED', 'ACTIVE', 'RETRY', 'ERROR', 'DELIVERED', 'FAILED', 'CANCEL_REQUESTED', 'CANCELLED'] as const;
 export type MessageState = (typeof MESSAGE_STATES)[number];
 
-/** One entry of `GET /v2/events` (upstash-compat.md §4.3 Logs and events). */
+/** One entry of `GET /v2/events` (README, "Queue: message, DLQ entry and event shapes"). */
 export interface MessageEvent {
   time: number;
   state: MessageState;

@@ -43,7 +43,7 @@ export function parseHttpUrl(value: string, what: string): URL {
 }
 
 /**
- * An `Upstash-Method` value: GET POST PUT PATCH DELETE in any case (upstash-compat.md §4.2).
+ * An `Upstash-Method` value: GET POST PUT PATCH DELETE in any case (README, "Queue: publish headers").
  * @returns the upper-case method
  * @throws QueueError 400 naming `header` for any other value
  */
@@ -101,7 +101,7 @@ function forwarded(headers: RequestHeaders, prefix: string): HeaderMap | undefin
 
 /**
  * The `<prefix>{method,timeout,retries,delay,retry-delay}` and `<prefix>forward-*` headers of a callback
- * kind (upstash-compat.md §4.2, callback tuning); undefined when none is present.
+ * kind (README, "Queue: publish headers"); undefined when none is present.
  * @param prefix `upstash-callback-` or `upstash-failure-callback-`
  * @param display the same prefix as users write it, for error messages
  */
@@ -140,8 +140,8 @@ function contentDeduplicationId(url: string, method: HttpMethod, header: HeaderM
 }
 
 /**
- * Parses a publish request, `POST /v2/publish/<destination>` (spec 002 part B; upstash-compat.md §4.1
- * transport and §4.2 headers), into the message to store. Header rules (names matched ignoring case;
+ * Parses a publish request, `POST /v2/publish/<destination>` (README, "Queue: endpoints" and
+ * "Queue: publish headers"), into the message to store. Header rules (names matched ignoring case;
  * a blank control header counts as absent):
  * - destination: an absolute http(s) URL, kept exactly as given (URL groups are not supported);
  * - `Upstash-Method` GET POST PUT PATCH DELETE, any case, default POST;

@@ -22,7 +22,7 @@ function putBody(view: Record<string, unknown>, base64: string | undefined, text
 }
 
 /**
- * A message as `GET /v2/messages/{id}` answers it (upstash-compat.md §4.3 Message; what
+ * A message as `GET /v2/messages/{id}` answers it (README, "Queue: message, DLQ entry and event shapes"; what
  * `@upstash/qstash`'s `messages.get` parses): `messageId, url, method, header ({Name:[values]}),
  * body` (UTF-8 text) or `bodyBase64` (bytes that are not valid UTF-8; neither for an empty body),
  * `maxRetries, retryDelayExpression?, notBefore, createdAt` (Unix ms numbers), `callback?,
@@ -47,7 +47,7 @@ export function messageView(m: QueueMessage): Record<string, unknown> {
 }
 
 /**
- * A DLQ entry as `GET /v2/dlq` lists it (upstash-compat.md §4.3 DlqMessage): {@link messageView} of the
+ * A DLQ entry as `GET /v2/dlq` lists it (README, "Queue: message, DLQ entry and event shapes"): {@link messageView} of the
  * message plus `dlqId`, `responseStatus?`, `responseHeader?`, `responseBody` (UTF-8 text) or
  * `responseBodyBase64` (other bytes; neither for an empty body), and `error?` (why the last attempt
  * got no answer).
@@ -63,7 +63,7 @@ export function dlqView(e: DlqEntry): Record<string, unknown> {
 }
 
 /**
- * An event as `GET /v2/events` lists it (upstash-compat.md §4.3 Logs and events): `time, state,
+ * An event as `GET /v2/events` lists it (README, "Queue: message, DLQ entry and event shapes"): `time, state,
  * messageId, url`, and when set `nextDeliveryTime, error, header, body` (base64, as stored),
  * `label` (the first label) with `labels`, and `responseStatus`. Absent fields are left out.
  */

@@ -1,4 +1,4 @@
-/** Turns texts into vectors for the `*-data` endpoints (DESIGN.md, Vector: the embedder port). */
+/** Turns texts into vectors for the `*-data` endpoints (README, "Vector: embeddings"). */
 export interface Embedder {
   /** The model name, reported by `info` as the index's embedding model. */
   readonly model: string;

@@ -49,7 +49,7 @@ export class EngineUnavailableError extends Error {
 }
 
 /**
- * Payload layout of a point (DESIGN.md, Vector): the namespace is a keyword-indexed partition, the
+ * Payload layout of a point (README, "Vector: storage in Qdrant"): the namespace is a keyword-indexed partition, the
  * string id and the insertion number are kept beside metadata and data. For COSINE indexes Qdrant
  * stores the vector normalised, so the vector as given is kept in the payload too: `fetch` must
  * give back what was upserted.

@@ -1,6 +1,6 @@
 /**
- * An error of the Vector API, answered as `{error, status}` with that HTTP status (spec 001,
- * Errors 1). The official SDK throws `UpstashError(body.error)`, so `message` is what users read.
+ * An error of the Vector API, answered as `{error, status}` with that HTTP status (README, "Vector:
+ * errors"). The official SDK throws `UpstashError(body.error)`, so `message` is what users read.
  */
 export class VectorError extends Error {
   constructor(

@@ -1,7 +1,7 @@
 /**
  * The shortest decimal that reads back as the same float32 as `x` (e.g. 0.1 → "0.1", not
  * "0.10000000149011612"). Upstash stores vectors and computes scores in float32 and prints them
- * this way; the official SDK's tests compare with `toEqual` (upstash-compat.md §2.3, Number formatting).
+ * this way; the official SDK's tests compare with `toEqual` (README, "Vector: scores and number formatting").
  *
  * @param x a finite number; it is rounded to float32 first
  */

@@ -27,7 +27,7 @@ describe('request parsing', () => {
     expect(error(() => parseUpsert(Array.from({ length: 1001 }, (_, i) => ({ id: i, vector: [1] })), false)).message).toContain('at most 1000');
   });
 
-  it('checks the dimension with spec 001 status and text', () => {
+  it('checks the dimension with the status and text of README, "Vector: errors"', () => {
     const e = error(() => checkDimension([1, 2], 3));
     expect([e.status, e.message]).toEqual([422, 'Invalid vector dimension: 2, expected: 3']);
   });

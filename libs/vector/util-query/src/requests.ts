@@ -2,9 +2,9 @@ import { VectorError } from './errors';
 import { checkMetadata, checkWellFormed } from './limits';
 
 /**
- * Request bodies of the Vector API (spec 001 and what `@upstash/vector` sends, upstash-compat.md
- * §2.2), validated into plain shapes. Every function throws {@link VectorError} 400 naming the
- * offending field; nothing is half-applied because nothing is written before validation ends.
+ * Request bodies of the Vector API (what `@upstash/vector` sends; README, "Vector: endpoints"),
+ * validated into plain shapes. Every function throws {@link VectorError} 400 naming the offending
+ * field; nothing is half-applied because nothing is written before validation ends.
  */
 
 /** The largest finite float32. */
@@ -13,7 +13,7 @@ const FLOAT32_MAX = 3.4028234663852886e38;
 /** Largest upsert batch, fetch by ids, topK and range page (Upstash's published limits). */
 export const LIMITS = { batch: 1000, topK: 1000, fetch: 1000, page: 1000 } as const;
 
-/** One record of an upsert (spec 001, Vector record), plus the SDK's `data` text. */
+/** One record of an upsert (README, "Vector: records and results"), plus the SDK's `data` text. */
 export interface VectorInput {
   id: string;
   vector?: number[];
@@ -28,7 +28,7 @@ export interface Includes {
   data: boolean;
 }
 
-/** A query (spec 001, Query and Query by text): by `vector`, or by `data` to embed first. */
+/** A query (README, "Vector: endpoints"): by `vector`, or by `data` to embed first. */
 export interface QueryInput {
   include: Includes;
   vector?: number[];
@@ -165,7 +165,7 @@ export function parseFetch(body: unknown): FetchInput {
   return { ids: ids(b.ids, LIMITS.fetch), include };
 }
 
-/** `/range`: `{cursor, limit, prefix?}` and what to include (spec 001, Range). */
+/** `/range`: `{cursor, limit, prefix?}` and what to include (README, "Vector: records and results"). */
 export function parseRange(body: unknown): RangeInput {
   const b = object(body, 'the range body');
   const out: RangeInput = { cursor: cursor(b.cursor), limit: integer(b.limit, 'limit', 1, LIMITS.page), include: includes(b, '') };
@@ -203,7 +203,7 @@ export function parseUpdate(body: unknown): UpdateInput {
 }
 
 /**
- * The dimension rule of spec 001 (Upsert): status 422, `Invalid vector dimension: <given>, expected: <dimension>`.
+ * The dimension rule (README, "Vector: errors"): status 422, `Invalid vector dimension: <given>, expected: <dimension>`.
  * @throws VectorError 422 when the lengths differ
  */
 export function checkDimension(vector: number[], dimension: number): void {

@@ -12,7 +12,7 @@ export interface VectorView {
 /**
  * One fetched, ranged or queried vector as JSON: `id`, then `score` when given, then only the parts
  * the request asked for and the vector has (absent parts are omitted, never null: the SDK's tests
- * compare with toEqual, upstash-compat.md §2.3). Numbers print as float32 (float32String).
+ * compare with toEqual, README, "Vector: records and results"). Numbers print as float32 (float32String).
  */
 export function vectorJson(v: VectorView, include: Includes, score?: number): string {
   let out = `{"id":${JSON.stringify(v.id)}`;
