@@ -11,9 +11,8 @@ import {
   callbackMessage,
   callbackPayload,
   deliveryRequest,
-  headerValuesIgnoringCase,
   dlqIdOf,
-  nextRetryDelayMs,
+  deliveryDecision,
   parseAllowlist,
 } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
@@ -146,31 +145,31 @@ export class DeliveryWorker implements OnModuleInit, OnApplicationShutdown {
       const payload = callbackPayload(message, response, retried, this.config.maxResponseBytes);
       await this.store.enqueue(callbackMessage(message, 'callback', payload, now, this.config.callbackRetries, retried));
     }
-    if (response && response.status >= 200 && response.status < 300) {
+    const decision = deliveryDecision({
+      answer: response,
+      retried,
+      maxRetries: message.maxRetries,
+      retryDelayExpression: message.retryDelayExpression,
+      nowMs: now,
+    });
+    if (response && decision.kind === 'delivered') {
       await this.event(message, 'DELIVERED', { responseStatus: response.status });
       finish('delivered');
       return;
     }
 
     const error = attempt.error ?? `the destination answered ${response?.status}`;
-    const nonRetryable =
-      response?.status === 489 && headerValuesIgnoringCase(response.header, 'Upstash-NonRetryable-Error')[0]?.trim().toLowerCase() === 'true';
-    const cancelled = await this.store.cancelRequested(message.messageId);
-    if (!nonRetryable && !cancelled && retried < message.maxRetries) {
-      const delayMs = nextRetryDelayMs({
-        failedAttempts: retried + 1,
-        ...(message.retryDelayExpression ? { retryDelayExpression: message.retryDelayExpression } : {}),
-        ...(response ? { responseHeader: response.header } : {}),
-        nowMs: now,
-      });
-      await this.event(message, 'RETRY', { error, nextDeliveryTime: now + delayMs, ...(response ? { responseStatus: response.status } : {}) });
-      finish('retry');
-      throw new RetryLater(delayMs, error);
-    }
-    if (cancelled) {
+    // A cancel requested during the attempt stops its retries and keeps the message out of the DLQ.
+    if (await this.store.cancelRequested(message.messageId)) {
       await this.event(message, 'CANCELLED');
       finish('cancelled');
       return;
+    }
+    if (decision.kind === 'retry') {
+      const { delayMs } = decision;
+      await this.event(message, 'RETRY', { error, nextDeliveryTime: now + delayMs, ...(response ? { responseStatus: response.status } : {}) });
+      finish('retry');
+      throw new RetryLater(delayMs, error);
     }
 
     const dlqId = dlqIdOf(message);

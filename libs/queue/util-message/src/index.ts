@@ -2,6 +2,7 @@ export * from './message';
 export * from './errors';
 export * from './durations';
 export * from './retry';
+export * from './delivery-decision';
 export * from './headers';
 export * from './publish';
 export * from './signature';
