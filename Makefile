@@ -25,16 +25,16 @@ dev: runtime ## the whole local stack in the foreground; writes .restash/local.e
 build: install ## each app with the libraries it imports into dist/apps/<app>/ (tools/build.mjs), cached by Nx
 	npx nx run-many -t build --outputStyle=static
 
-lint: install
-	npx nx run-many -t lint --outputStyle=static --skip-nx-cache
+lint: install ## eslint of every project (Nx module boundaries), cached by Nx
+	npx nx run-many -t lint --outputStyle=static
 
-typecheck: install
-	npx nx run-many -t typecheck --outputStyle=static --skip-nx-cache
+typecheck: install ## tsc --noEmit of every project, cached by Nx
+	npx nx run-many -t typecheck --outputStyle=static
 
-unit: install
-	npx nx run-many -t test --outputStyle=static --skip-nx-cache
+unit: install ## the unit tests of every project, cached by Nx
+	npx nx run-many -t test --outputStyle=static
 
-integration: install
+integration: install ## the integration tests against real engines, never cached
 	npx nx run-many -t test-integration --parallel=1 --outputStyle=static --skip-nx-cache
 
 engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/embedder-local)
