@@ -1,21 +1,26 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '@restash/shared/util-http';
+import type { InfrastructureOperation } from './infrastructure-retry';
 
 /** How one delivery attempt ended. */
-export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'cancelled' | 'dropped';
+export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'cancelled' | 'dropped' | 'requeued';
 
 /**
  * Prometheus metrics of queue-worker:
  * - `restash_queue_delivery_duration_seconds{tenant,outcome}`: every delivery attempt (its `_count` is the attempt
  *   count) by outcome: `delivered` (2xx), `retry` (failed, will retry), `failed` (moved to the DLQ), `cancelled`,
- *   `dropped` (its queue project was deleted: not delivered).
+ *   `dropped` (its queue project was deleted: not delivered), `requeued` (the registry or the store stayed
+ *   unavailable through the in-place retries: put back in the queue without spending an attempt).
  * - `restash_queue_delivery_lag_seconds{tenant}`: from a message's notBefore to the start of its first attempt.
+ * - `restash_queue_delivery_infrastructure_retries_total{operation}`: in-place retries of a failed call to
+ *   the `registry` (control Redis) or the `store` (queue Redis).
  */
 @Injectable()
 export class WorkerMetrics {
   private readonly attempts: Histogram<'tenant' | 'outcome'>;
   private readonly lag: Histogram<'tenant'>;
+  private readonly infrastructureRetries: Counter<'operation'>;
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     this.attempts = new Histogram({
@@ -32,6 +37,12 @@ export class WorkerMetrics {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60],
       registers: [registry],
     });
+    this.infrastructureRetries = new Counter({
+      name: 'restash_queue_delivery_infrastructure_retries_total',
+      help: 'In-place retries of a failed call to the registry (control Redis) or the store (queue Redis)',
+      labelNames: ['operation'],
+      registers: [registry],
+    });
   }
 
   /** Records one attempt. */
@@ -42,5 +53,10 @@ export class WorkerMetrics {
   /** Records the lag of a first attempt. */
   observeLag(tenant: string, seconds: number): void {
     this.lag.labels(tenant).observe(Math.max(0, seconds));
+  }
+
+  /** Counts one in-place retry of an infrastructure call. */
+  countInfrastructureRetry(operation: InfrastructureOperation): void {
+    this.infrastructureRetries.labels(operation).inc();
   }
 }
