@@ -1,17 +1,102 @@
-import { type DynamicModule, Module } from '@nestjs/common';
-import { ObservabilityModule } from '@restash/shared/util-http';
+import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Readiness, ObservabilityModule } from '@restash/shared/util-http';
+import { TenancyModule } from '@restash/shared/feature-tenancy';
+import { DELIVERY_QUEUE, QueueStore } from '@restash/queue/data-access-store';
+import { HttpDeliverer } from '@restash/queue/data-access-delivery';
+import { type QueueMessage, parseAllowlist } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
+import { DeliveryProcessor, retryLaterBackoff } from './delivery.processor';
 import { DeliveryWorker } from './delivery.worker';
 import { WorkerMetrics } from './worker-metrics';
 
-/** queue-worker: delivers the queue's messages (BullMQ jobs) to their destinations, with retries, callbacks and the DLQ. */
+/** Injection token of the queue Redis connection of the store's commands (events, DLQ, callbacks, cancel requests). */
+export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
+/** Injection token of the queue Redis connection of the BullMQ worker (blocking commands, locks). */
+export const WORKER_REDIS = Symbol('WORKER_REDIS');
+
+/**
+ * queue-worker: delivers the queue's messages (BullMQ jobs) to their destinations, with retries, callbacks
+ * and the DLQ. Every part is a provider: the control Redis and the registry reader (TenancyModule), two
+ * queue Redis connections, the store, the SSRF-guarded deliverer, the metrics, the per-message
+ * {@link DeliveryProcessor}, the BullMQ `Worker` and its {@link DeliveryWorker} lifecycle. The module closes
+ * what it opened once the worker has stopped (`onApplicationShutdown` comes after the worker's
+ * `beforeApplicationShutdown`).
+ */
 @Module({})
-export class WorkerModule {
+export class WorkerModule implements OnApplicationShutdown {
+  constructor(
+    @Inject(QUEUE_REDIS) private readonly queueRedis: Redis,
+    @Inject(WORKER_REDIS) private readonly workerRedis: Redis,
+    private readonly store: QueueStore,
+    private readonly deliverer: HttpDeliverer,
+  ) {}
+
   static forRoot(config: QueueWorkerConfig): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ObservabilityModule],
-      providers: [{ provide: WORKER_CONFIG, useValue: config }, WorkerMetrics, DeliveryWorker],
+      imports: [ObservabilityModule, TenancyModule.forRoot({ controlRedisUrl: config.controlRedisUrl, registryCacheTtlMs: config.registryCacheTtlMs })],
+      providers: [
+        { provide: WORKER_CONFIG, useValue: config },
+        {
+          provide: QUEUE_REDIS,
+          inject: [Readiness],
+          useFactory: (readiness: Readiness) => {
+            // Concurrent deliveries' commands share socket writes. A command fails after two reconnects, so
+            // that the processor's bounded retries see an outage (and log and count it) instead of waiting.
+            const redis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true });
+            readiness.register('queue-redis', () => redis.ping());
+            return redis;
+          },
+        },
+        { provide: WORKER_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: null }) },
+        {
+          provide: QueueStore,
+          inject: [QUEUE_REDIS],
+          useFactory: (redis: Redis) => {
+            const store = new QueueStore(redis, config.store.options);
+            // Without a listener BullMQ prints its connection errors raw to stderr.
+            store.queue.on('error', (error) => new Logger(QueueStore.name).warn(`queue: ${String(error)}`));
+            return store;
+          },
+        },
+        {
+          provide: HttpDeliverer,
+          useFactory: () =>
+            new HttpDeliverer({
+              allowlist: parseAllowlist(config.destinationAllowlist),
+              maxRedirects: config.maxRedirects,
+              maxResponseBytes: config.maxResponseBytes,
+            }),
+        },
+        WorkerMetrics,
+        DeliveryProcessor,
+        {
+          provide: Worker,
+          inject: [WORKER_REDIS, DeliveryProcessor],
+          useFactory: (connection: Redis, processor: DeliveryProcessor) =>
+            new Worker<QueueMessage>(DELIVERY_QUEUE, (job, token) => processor.process(job, token), {
+              autorun: false,
+              connection,
+              prefix: config.store.options.prefix,
+              concurrency: config.concurrency,
+              lockDuration: config.lockDurationMs,
+              stalledInterval: config.stalledIntervalMs,
+              maxStalledCount: config.maxStalledCount,
+              settings: { backoffStrategy: retryLaterBackoff },
+            }),
+        },
+        DeliveryWorker,
+      ],
     };
+  }
+
+  /** Closes the store, the deliverer and the queue Redis connections (TenancyModule closes the control Redis). */
+  async onApplicationShutdown(): Promise<void> {
+    this.deliverer.close();
+    await this.store.close();
+    this.workerRedis.disconnect();
+    this.queueRedis.disconnect();
   }
 }

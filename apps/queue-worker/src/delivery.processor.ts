@@ -1,0 +1,200 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DelayedError, type Job } from 'bullmq';
+import { RegistryReader } from '@restash/shared/data-access-registry';
+import { QueueStore } from '@restash/queue/data-access-store';
+import { DeliveryError, type DeliveryResponse, HttpDeliverer } from '@restash/queue/data-access-delivery';
+import {
+  type MessageEvent,
+  type QueueMessage,
+  callbackMessage,
+  callbackPayload,
+  deliveryDecision,
+  deliveryRequest,
+  dlqIdOf,
+} from '@restash/queue/util-message';
+import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
+import { INFRASTRUCTURE_RETRY, InfrastructureUnavailable, type InfrastructureOperation, retryInfrastructure } from './infrastructure-retry';
+import { type AttemptOutcome, WorkerMetrics } from './worker-metrics';
+
+/** Thrown by an attempt that will be retried: {@link retryLaterBackoff} waits `delayMs` before the next one. */
+export class RetryLater extends Error {
+  constructor(
+    readonly delayMs: number,
+    reason: string,
+  ) {
+    super(reason);
+    this.name = 'RetryLater';
+  }
+}
+
+/** BullMQ's backoff strategy of the deliveries: the delay a {@link RetryLater} carries, else 0. */
+export function retryLaterBackoff(_attemptsMade: number, _type: string | undefined, error: Error | undefined): number {
+  return error instanceof RetryLater ? error.delayMs : 0;
+}
+
+/** A message whose registry or store calls failed through their in-place retries comes back this much later, in ms. */
+export const REQUEUE_DELAY_MS = 10_000;
+
+/** What one attempt got: an HTTP answer, or the reason there was none. */
+type Attempt = { response: DeliveryResponse; error?: undefined } | { response?: undefined; error: string };
+
+/**
+ * One delivery attempt of one message (README, "Queue"): each BullMQ job is one message; an attempt sends it
+ * signed (`Upstash-Signature`, the project's current key) through the SSRF-guarded client, then
+ * {@link deliveryDecision} says delivered, retry after a delay, or DLQ. Every answered attempt enqueues
+ * the callback, if any; a message that goes to the DLQ enqueues its failure callback.
+ *
+ * At least once: the job completes only after its outcome (DLQ entry, callback message, event) is stored.
+ * Outcome writes use ids fixed per message and attempt, so a redone attempt does not duplicate them.
+ *
+ * Infrastructure failures are not the destination's answer and spend none of the message's attempts: a
+ * failed registry or store call is retried in place ({@link INFRASTRUCTURE_RETRY}, each retry logged and
+ * counted); when it still fails, the message goes back to the queue for {@link REQUEUE_DELAY_MS} without
+ * an attempt counted (or, when the queue Redis cannot take it back either, returns when its lock lapses).
+ *
+ * A message whose project has left the registry (its tenant or project deleted) is dropped: not
+ * delivered, and nothing written under the project, before an attempt or after one under way.
+ */
+@Injectable()
+export class DeliveryProcessor {
+  private readonly logger = new Logger(DeliveryProcessor.name);
+
+  constructor(
+    @Inject(WORKER_CONFIG) private readonly config: QueueWorkerConfig,
+    private readonly registry: RegistryReader,
+    private readonly store: QueueStore,
+    private readonly deliverer: HttpDeliverer,
+    private readonly metrics: WorkerMetrics,
+  ) {}
+
+  /**
+   * BullMQ's processor: one attempt of one message.
+   * @param token the job's lock token, to put it back in the queue
+   * @throws RetryLater when the message will be retried; DelayedError when it was put back without an attempt spent
+   */
+  async process(job: Job<QueueMessage>, token?: string): Promise<void> {
+    const started = performance.now();
+    const seen = { tenant: '' };
+    try {
+      const outcome = await this.attemptOnce(job.data, job.attemptsMade, seen);
+      this.metrics.observeAttempt(seen.tenant, outcome, (performance.now() - started) / 1000);
+    } catch (error) {
+      if (error instanceof RetryLater) this.metrics.observeAttempt(seen.tenant, 'retry', (performance.now() - started) / 1000);
+      if (!(error instanceof InfrastructureUnavailable)) throw error;
+      this.metrics.observeAttempt(seen.tenant, 'requeued', (performance.now() - started) / 1000);
+      try {
+        await job.moveToDelayed(Date.now() + REQUEUE_DELAY_MS, token);
+        this.logger.error(`message ${job.id ?? '?'}: ${error.message}; back in the queue in ${REQUEUE_DELAY_MS} ms, no attempt spent`);
+      } catch (moveError) {
+        this.logger.error(
+          `message ${job.id ?? '?'}: ${error.message}, and it could not be put back (${String(moveError)}); ` +
+            `it returns when its lock lapses (${this.config.lockDurationMs} ms), no attempt spent`,
+        );
+      }
+      // BullMQ neither fails nor retries a job whose processor throws DelayedError.
+      throw new DelayedError();
+    }
+  }
+
+  /** @returns how the attempt ended @throws RetryLater, or InfrastructureUnavailable */
+  private async attemptOnce(message: QueueMessage, retried: number, seen: { tenant: string }): Promise<AttemptOutcome> {
+    const project = await this.call('registry', () => this.registry.queueProject(message.project));
+    // The tenant or project was removed (its teardown purges its messages): drop the message without
+    // delivering it or writing anything under the project, which a re-created project of the same name
+    // would otherwise see.
+    if (!project) return 'dropped';
+    seen.tenant = project.tenant;
+    // A cancel of a pending message removes its job; a cancel during an attempt leaves a request that the
+    // attempt's failure path sees, or that the next attempt sees here (first attempts have none to see).
+    if (retried > 0 && (await this.call('store', () => this.store.cancelRequested(message.messageId)))) {
+      await this.event(message, 'CANCELLED');
+      return 'cancelled';
+    }
+    if (retried === 0) this.metrics.observeLag(project.tenant, (Date.now() - message.notBefore) / 1000);
+
+    const attempt = await this.attempt(message, retried, project.signingKeys.current);
+    // Deleted during the attempt: no retry, DLQ entry, callback or event under a project being purged.
+    if (!(await this.call('registry', () => this.registry.queueProject(message.project)))) return 'dropped';
+    const now = Date.now();
+    const { response } = attempt;
+    if (response && message.callback) {
+      const payload = callbackPayload(message, response, retried, this.config.maxResponseBytes);
+      await this.call('store', () => this.store.enqueue(callbackMessage(message, 'callback', payload, now, this.config.callbackRetries, retried)));
+    }
+    const decision = deliveryDecision({
+      answer: response,
+      retried,
+      maxRetries: message.maxRetries,
+      retryDelayExpression: message.retryDelayExpression,
+      nowMs: now,
+    });
+    if (response && decision.kind === 'delivered') {
+      await this.event(message, 'DELIVERED', { responseStatus: response.status });
+      return 'delivered';
+    }
+
+    const error = attempt.error ?? `the destination answered ${response?.status}`;
+    // A cancel requested during the attempt stops its retries and keeps the message out of the DLQ.
+    if (await this.call('store', () => this.store.cancelRequested(message.messageId))) {
+      await this.event(message, 'CANCELLED');
+      return 'cancelled';
+    }
+    if (decision.kind === 'retry') {
+      const { delayMs } = decision;
+      await this.event(message, 'RETRY', { error, nextDeliveryTime: now + delayMs, ...(response ? { responseStatus: response.status } : {}) });
+      throw new RetryLater(delayMs, error);
+    }
+
+    const dlqId = dlqIdOf(message);
+    await this.call('store', () =>
+      this.store.putDlq({
+        dlqId,
+        message,
+        failedAt: now,
+        ...(response
+          ? { responseStatus: response.status, responseHeader: response.header, responseBody: response.body.toString('base64') }
+          : { error }),
+      }),
+    );
+    if (message.failureCallback) {
+      const outcome = response ?? { status: 0, header: {}, body: Buffer.alloc(0) };
+      const payload = callbackPayload(message, outcome, retried, this.config.maxResponseBytes, dlqId);
+      await this.call('store', () => this.store.enqueue(callbackMessage(message, 'failure-callback', payload, now, this.config.callbackRetries)));
+    }
+    await this.event(message, 'FAILED', { error, ...(response ? { responseStatus: response.status } : {}) });
+    return 'failed';
+  }
+
+  /** Sends the message once. A {@link DeliveryError} (no answer) is the attempt's outcome; anything else is thrown. */
+  private async attempt(message: QueueMessage, retried: number, signingKey: string): Promise<Attempt> {
+    const request = await deliveryRequest(message, retried, signingKey, Math.floor(Date.now() / 1000));
+    const timeoutMs = Math.min(message.timeoutMs ?? this.config.deliveryTimeoutMs, this.config.deliveryTimeoutMs);
+    try {
+      return { response: await this.deliverer.deliver({ ...request, timeoutMs }) };
+    } catch (error) {
+      if (error instanceof DeliveryError) return { error: `${error.reason}: ${error.message}` };
+      throw error;
+    }
+  }
+
+  private event(message: QueueMessage, state: MessageEvent['state'], extra: Partial<MessageEvent> = {}): Promise<void> {
+    return this.call('store', () =>
+      this.store.addEvent(message.project, {
+        time: Date.now(),
+        state,
+        messageId: message.messageId,
+        url: message.url,
+        ...(message.labels ? { labels: message.labels } : {}),
+        ...extra,
+      }),
+    );
+  }
+
+  /** An infrastructure call, retried in place (logged, counted). @throws InfrastructureUnavailable after the last retry */
+  private call<T>(operation: InfrastructureOperation, call: () => Promise<T>): Promise<T> {
+    return retryInfrastructure(operation, call, (error, retry, delayMs) => {
+      this.metrics.countInfrastructureRetry(operation);
+      this.logger.warn(`${operation} call failed (${String(error)}); retry ${retry} of ${INFRASTRUCTURE_RETRY.retries} in ${delayMs} ms`);
+    });
+  }
+}
