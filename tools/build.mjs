@@ -83,6 +83,7 @@ async function build(app, graph, projectFileMap) {
   }
 }
 
+/** {@link build}'s work: compiles and checks into `tmpDir`, then replaces `outDir` with it. */
 async function buildInto(tmpDir, outDir, app, graph, projectFileMap) {
   const projects = closure(app, graph, projectFileMap);
   const files = projects.flatMap((project) => projectFileMap[project].map(({ file }) => file).filter(isProduction));
