@@ -1,12 +1,12 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { Redis } from 'ioredis';
 import { KvBackends } from '@restash/kv/data-access-redis';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
+import { TenancyModule } from '@restash/shared/feature-tenancy';
 import { encodeError } from '@restash/kv/util-command';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
 import { KV_METHODS, KvRoutes } from './kv.routes';
-import { CONTROL_REDIS, KvService } from './kv.service';
+import { KvService } from './kv.service';
 
 /** kv-gateway: the KV REST API (spec 000) over tenant Redis databases. */
 @Module({})
@@ -14,11 +14,10 @@ export class AppModule {
   static forRoot(config: KvGatewayConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [ObservabilityModule],
+      imports: [ObservabilityModule, TenancyModule.forRoot(config)],
       providers: [
         { provide: KV_CONFIG, useValue: config },
         { provide: API_ERRORS, useValue: { encode: (_status: number, message: string) => encodeError(`ERR ${message}`), methods: KV_METHODS } },
-        { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         { provide: KvBackends, useFactory: () => new KvBackends(config.backend) },
         KvMetrics,
         KvService,

@@ -16,6 +16,7 @@ import {
   sseEvent,
 } from '@restash/kv/util-command';
 import { useRawBodies } from '@restash/shared/util-http';
+import { type DenialTable, TenantDenied, denialAnswer, requestCredentials } from '@restash/shared/feature-tenancy';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
 import { KvService, type Session } from './kv.service';
@@ -27,6 +28,17 @@ import { KvService, type Session } from './kv.service';
 export const KV_METHODS = ['GET', 'HEAD', 'POST', 'PUT'];
 
 type Work = (session: Session) => Promise<string>;
+
+/** The KV API's answers to the tenant gate's denials (spec 000, Authentication and Limits). */
+export const KV_DENIALS: DenialTable = {
+  missing: [401, 'Unauthorized: send the token as Authorization: Bearer <token> or ?_token=<token>'],
+  unknown: [401, 'Unauthorized'],
+  // Not asked by KV: the command policy holds read-only tokens to reads.
+  'read-only': [400, 'NOPERM this token is read-only'],
+  'too-large': [400, (d) => `ERR max request size exceeded. Limit: ${d.limit} bytes, Actual: ${d.actual} bytes`],
+  'daily-limit': [400, (d) => `ERR max daily request limit exceeded. Limit: ${d.limit}, Usage: ${d.actual}`],
+  'registry-unavailable': [503, 'ERR the tenant registry is unavailable, retry later'],
+};
 
 /** Response headers of a `/subscribe` or `/psubscribe` event stream (upstash-compat §1.6). */
 const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
@@ -119,9 +131,9 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       session = await this.service.authenticate(credentials(request));
       body = await work(session);
     } catch (error) {
-      if (!(error instanceof KvError)) throw error;
-      status = error.status;
-      body = encodeError(error.message);
+      const answer = this.answer(error);
+      status = answer.status;
+      body = encodeError(answer.message);
     }
     this.metrics.observeRequest(session?.tenant ?? '', session ? label(session) : 'unknown', status, seconds(started));
     await reply
@@ -182,10 +194,21 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       });
       this.metrics.observeRequest(tenant, kind, 200, seconds(started));
     } catch (error) {
-      if (!(error instanceof KvError)) throw error;
-      this.metrics.observeRequest(tenant, kind, error.status, seconds(started));
-      await reply.code(error.status).header('content-type', 'application/json').send(encodeError(error.message));
+      const answer = this.answer(error);
+      this.metrics.observeRequest(tenant, kind, answer.status, seconds(started));
+      await reply.code(answer.status).header('content-type', 'application/json').send(encodeError(answer.message));
     }
+  }
+
+  /** The API's answer to a KvError or a denial; anything else is rethrown (500). */
+  private answer(error: unknown): { status: number; message: string } {
+    if (error instanceof KvError) return error;
+    if (!(error instanceof TenantDenied)) throw error;
+    if (error.reason === 'registry-unavailable') {
+      this.metrics.backendErrors.inc({ tenant: error.tenant, kind: 'registry' });
+      this.logger.error(`control Redis failed: ${String(error.cause)}`);
+    }
+    return denialAnswer(KV_DENIALS, error);
   }
 }
 
@@ -201,11 +224,7 @@ function seconds(started: number): number {
 }
 
 function credentials(request: FastifyRequest) {
-  const [, query] = splitUrl(request.url);
-  return {
-    authorization: request.headers.authorization,
-    queryToken: query.includes('_token=') ? new URLSearchParams(query).get('_token') : null,
-  };
+  return requestCredentials(request.headers.authorization, splitUrl(request.url)[1], { scheme: 'bearer', queryToken: '_token' });
 }
 
 function base64(request: FastifyRequest): boolean {

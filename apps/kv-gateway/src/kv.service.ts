@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import {
   type BatchItem,
   type CommandArgs,
@@ -27,7 +27,6 @@ import {
   serverRunId,
 } from '@restash/kv/data-access-redis';
 import {
-  DailyQuota,
   type KvDatabaseRecord,
   RegistryReader,
   RegistryWriter,
@@ -38,7 +37,7 @@ import {
   sealWithToken,
   tokenDigest,
 } from '@restash/shared/data-access-registry';
-import { Readiness } from '@restash/shared/util-http';
+import { CONTROL_REDIS, type Credentials, type Grant, TenantDenied, TenantGate } from '@restash/shared/feature-tenancy';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
 
@@ -48,11 +47,9 @@ const KV_DATABASE_KEY = registryKeys.kvDatabase('');
 /** Bound on cached sessions; past it the cache starts over (it only saves registry round trips). */
 const MAX_CACHED_SESSIONS = 10_000;
 
-/** Control Redis client (registry and quotas); injection token. */
-export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
-
 /** An authenticated request's view of its database. */
 export interface Session {
+  grant: Grant<'kv'>;
   tenant: string;
   token: string;
   database: KvDatabaseRecord;
@@ -66,12 +63,6 @@ export interface Session {
   user?: { username: string; password: string };
 }
 
-/** Where a token was found on the request (spec 000, Authentication 1). */
-export interface Credentials {
-  authorization: string | undefined;
-  queryToken: string | null;
-}
-
 /**
  * The KV API (spec 000) between HTTP and Redis: authenticates a token against the registry, admits
  * a request under the database's limits, runs single commands, pipelines, transactions and
@@ -80,9 +71,7 @@ export interface Credentials {
 @Injectable()
 export class KvService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(KvService.name);
-  private readonly registry: RegistryReader;
   private readonly writer: RegistryWriter;
-  private readonly quota: DailyQuota;
   /** Read-your-writes token: this process's id and a counter bumped by every write (upstash-compat §1.4). */
   private readonly instance = randomBytes(6).toString('hex');
   private writes = 0;
@@ -94,18 +83,16 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(KV_CONFIG) config: KvGatewayConfig,
     @Inject(CONTROL_REDIS) private readonly control: Redis,
+    private readonly registry: RegistryReader,
+    private readonly gate: TenantGate,
     private readonly backends: KvBackends,
     private readonly metrics: KvMetrics,
-    readiness: Readiness,
   ) {
-    this.registry = new RegistryReader(control, { cacheTtlMs: config.registryCacheTtlMs });
     this.sessionTtlMs = config.registryCacheTtlMs;
     this.writer = new RegistryWriter(control);
-    this.quota = new DailyQuota(control);
-    readiness.register('control-redis', () => control.ping());
   }
 
-  async onModuleInit(): Promise<void> {
+  onModuleInit(): void {
     // Another replica changed a Redis ACL user: its connections here must not outlive the change.
     this.registry.onChange((key) => {
       this.sessions.clear();
@@ -113,7 +100,6 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       if (changed) this.backends.find(changed.database)?.dropUser(changed.user);
       if (key.startsWith(KV_DATABASE_KEY)) void this.recheckBackend(key.slice(KV_DATABASE_KEY.length));
     });
-    await this.registry.start();
   }
 
   /**
@@ -131,9 +117,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.registry.close();
     await this.backends.close();
-    this.control.disconnect();
   }
 
   /** The current `upstash-sync-token` value; it changes after every write. */
@@ -143,17 +127,17 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Resolves the request's token (Bearer header first, then `_token`).
-   * @throws KvError 401 when the token is missing, unknown, or its ACL user's password changed;
-   *   503 when the registry or the database cannot be reached
+   * @throws TenantDenied when the token is missing or unknown, or the registry cannot be reached;
+   *   KvError 401 when an ACL token's user password changed, 503 when the database cannot be reached
    */
-  async authenticate(credentials: Credentials): Promise<Session> {
-    const token = bearer(credentials.authorization) ?? credentials.queryToken ?? undefined;
-    if (!token) throw new KvError(401, 'Unauthorized: send the token as Authorization: Bearer <token> or ?_token=<token>');
+  async authenticate(credentials: Credentials | undefined): Promise<Session> {
+    const token = credentials?.token;
+    if (!token) throw new TenantDenied('missing');
     const now = Date.now();
     let cached = this.sessions.get(token);
     if (!cached || cached.expiresAt <= now) {
       if (this.sessions.size >= MAX_CACHED_SESSIONS) this.sessions.clear();
-      cached = { session: this.openSession(token), expiresAt: now + this.sessionTtlMs };
+      cached = { session: this.openSession({ token }), expiresAt: now + this.sessionTtlMs };
       this.sessions.set(token, cached);
       const entry = cached;
       entry.session.catch(() => this.sessions.get(token) === entry && this.sessions.delete(token));
@@ -176,14 +160,12 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Everything about a token that only a registry change can alter (cached by {@link authenticate}). */
-  private async openSession(token: string): Promise<Session> {
-    const found = await this.fromRegistry(() => this.registry.resolveToken(token));
-    const resolved = found?.record.api === 'kv' ? found : null; // a vector token opens no database
-    const database = resolved && (await this.fromRegistry(() => this.registry.kvDatabase(resolved.record.resource)));
-    if (!resolved || !database) throw new KvError(401, 'Unauthorized');
-    const { record } = resolved;
+  private async openSession(credentials: Credentials): Promise<Session> {
+    const { token } = credentials;
+    const grant = await this.gate.open('kv', credentials);
+    const { resource: database, token: record } = grant;
     const backend = this.backends.get(database.id, database.redisUrl);
-    const [table, runId, controlRunId] = await this.fromBackend(database.tenant, () =>
+    const [table, runId, controlRunId] = await this.redisCall(database.tenant, () =>
       Promise.all([backend.table(), backend.serverRunId(), this.controlRunId()]),
     );
     if (runId === controlRunId) {
@@ -192,7 +174,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       throw new KvError(503, 'ERR this database is misconfigured: it points at the platform control Redis');
     }
     // DESIGN.md: a Redis server backs at most one KV database (Redis does not isolate logical databases).
-    const other = await this.fromRegistry(() => this.writer.bindKvServer(runId, database.id));
+    const other = await this.gate.registryCall(database.tenant, () => this.writer.bindKvServer(runId, database.id));
     if (other) {
       this.logger.error(
         `KV database ${database.id} is on the Redis server (run_id ${runId}) that already backs KV database ${other}; refusing to serve it: a Redis server backs at most one KV database`,
@@ -201,6 +183,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       throw new KvError(503, 'ERR this database is misconfigured: its Redis server already backs another KV database');
     }
     return {
+      grant,
       tenant: database.tenant,
       token,
       database,
@@ -216,22 +199,14 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Applies the database's limits (spec 000, Limits) before anything runs.
+   * Applies the database's limits (spec 000, Limits) before anything runs. Read-only tokens are
+   * held to reads by the command policy, not here.
    * @param commands commands the request carries (the daily limit counts commands)
-   * @param bytes the request's size: body plus path
-   * @throws KvError 400 over the maximum request size or the daily limit
+   * @param bytes the request's size: what the command carries, or the body
+   * @throws TenantDenied over the maximum request size or the daily limit
    */
-  async admit(session: Session, commands: number, bytes: number): Promise<void> {
-    const { maxRequestBytes, dailyRequestLimit, id } = session.database;
-    if (bytes > maxRequestBytes) {
-      throw KvError.badRequest(`ERR max request size exceeded. Limit: ${maxRequestBytes} bytes, Actual: ${bytes} bytes`);
-    }
-    if (dailyRequestLimit > 0) {
-      const decision = await this.fromRegistry(() => this.quota.consume('kv', id, commands, dailyRequestLimit));
-      if (!decision.allowed) {
-        throw KvError.badRequest(`ERR max daily request limit exceeded. Limit: ${dailyRequestLimit}, Usage: ${decision.used}`);
-      }
-    }
+  admit(session: Session, commands: number, bytes: number): Promise<void> {
+    return this.gate.admit(session.grant, { write: false, bytes, units: commands });
   }
 
   /**
@@ -273,7 +248,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       }
     });
     const runnable = prepared.filter((p): p is RedisCommand => !(p instanceof KvError));
-    const outcomes = runnable.length === 0 ? [] : await this.batch(session, () => session.runner.pipeline(runnable.map((c) => c.args)));
+    const outcomes = runnable.length === 0 ? [] : await this.redisCall(session.tenant, () => session.runner.pipeline(runnable.map((c) => c.args)));
     if (runnable.some((c) => c.write)) this.writes++;
     await this.afterAclChanges(session, runnable);
     let next = 0;
@@ -293,7 +268,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       return command;
     });
     for (const command of prepared) this.count(session, command.label);
-    const outcome = await this.batch(session, () => session.runner.transaction(prepared.map((c) => c.args)));
+    const outcome = await this.redisCall(session.tenant, () => session.runner.transaction(prepared.map((c) => c.args)));
     if ('discarded' in outcome) throw KvError.badRequest(outcome.discarded);
     if (prepared.some((c) => c.write)) this.writes++;
     await this.afterAclChanges(session, prepared);
@@ -328,7 +303,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       if (command.label !== 'acl|setuser' && command.label !== 'acl|deluser') continue;
       for (const user of command.args.slice(2, command.label === 'acl|setuser' ? 3 : undefined)) {
         session.backend.dropUser(String(user));
-        await this.fromRegistry(() => this.writer.announce(registryKeys.kvAclUser(session.database.id, String(user))));
+        await this.gate.registryCall(session.tenant, () => this.writer.announce(registryKeys.kvAclUser(session.database.id, String(user))));
       }
     }
   }
@@ -336,14 +311,6 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   private item(session: Session, command: RedisCommand, outcome: Outcome | undefined): BatchItem {
     if (!outcome) return { error: 'ERR no reply' };
     return outcome.ok ? { reply: rewriteReply(command.rewrite, outcome.reply, session.policy.prefix) } : { error: outcome.error };
-  }
-
-  private async batch<T>(session: Session, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (error) {
-      throw this.backendFailure(session.tenant, error);
-    }
   }
 
   /** ACL RESTTOKEN: checks the user's password by authenticating as the user, then stores a new token. */
@@ -355,7 +322,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       throw KvError.badRequest(`ERR Wrong password or user ${command.username} does not exist`);
     }
     const token = generateToken();
-    await this.fromRegistry(() =>
+    await this.gate.registryCall(session.tenant, () =>
       this.writer.putRuntimeToken({
         digest: tokenDigest(token),
         tenant: session.tenant,
@@ -373,19 +340,10 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     this.metrics.countCommand(session.tenant, label);
   }
 
-  private async fromRegistry<T>(read: () => Promise<T>): Promise<T> {
+  /** Runs a call on a tenant's Redis; what it throws becomes {@link backendFailure}. */
+  private async redisCall<T>(tenant: string, call: () => Promise<T>): Promise<T> {
     try {
-      return await read();
-    } catch (error) {
-      this.metrics.backendErrors.inc({ tenant: '', kind: 'registry' });
-      this.logger.error(`control Redis failed: ${String(error)}`);
-      throw new KvError(503, 'ERR the tenant registry is unavailable, retry later');
-    }
-  }
-
-  private async fromBackend<T>(tenant: string, read: () => Promise<T>): Promise<T> {
-    try {
-      return await read();
+      return await call();
     } catch (error) {
       throw this.backendFailure(tenant, error);
     }
@@ -398,10 +356,3 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     return new KvError(503, `ERR the database is unavailable, retry later (${error instanceof Error ? error.message : String(error)})`);
   }
 }
-
-function bearer(header: string | undefined): string | undefined {
-  if (!header) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
-}
-

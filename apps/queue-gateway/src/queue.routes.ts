@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { useRawBodies } from '@restash/shared/util-http';
+import { type DenialTable, TenantDenied, denialAnswer, requestCredentials } from '@restash/shared/feature-tenancy';
 import type { ListFilter } from '@restash/queue/data-access-store';
 import {
   QueueError,
@@ -164,6 +165,16 @@ const OPERATIONS: Operation[] = [
   },
 ];
 
+/** The queue API's answers to the tenant gate's denials (spec 002 part B, Authentication and Limits). */
+export const QUEUE_DENIALS: DenialTable = {
+  missing: [401, 'Unauthorized: send the token as Authorization: Bearer <QSTASH_TOKEN>'],
+  unknown: [401, 'Unauthorized: unknown token'],
+  'read-only': [403, 'Forbidden: this token is read-only'],
+  'too-large': [413, (d) => `Request too large: ${d.actual} bytes, at most ${d.limit} for this project`],
+  'daily-limit': [429, (d) => `Daily request limit of ${d.limit} reached for this project`],
+  'registry-unavailable': [503, 'Service unavailable: the tenant registry cannot be reached'],
+};
+
 /** The methods the Queue API's operations use (OPERATIONS); any other gets 405 from the shared bootstrap (API_ERRORS in app.module.ts). */
 export const QUEUE_METHODS = ['GET', 'POST', 'DELETE'];
 
@@ -209,14 +220,15 @@ export class QueueRoutes implements OnModuleInit {
     try {
       const [operation, rest] = route(request.method, path);
       name = operation.name;
-      const session = await this.service.authenticate(bearerToken(request.headers.authorization) ?? query.get('qstash_token') ?? undefined);
+      const search = queryAt < 0 ? '' : url.slice(queryAt + 1);
+      const session = await this.service.authenticate(requestCredentials(request.headers.authorization, search, { scheme: 'bearer', queryToken: 'qstash_token' }));
       tenant = session.tenant;
       const body = (request.body as Buffer | undefined) ?? Buffer.alloc(0);
       await this.service.admit(session, operation.write, body.length);
       answer = await operation.run(this.service, { session, rest, query, request, body });
     } catch (error) {
-      if (!(error instanceof QueueError)) throw error;
-      answer = { status: error.status, value: { error: error.message } };
+      const { status, message } = this.answer(error);
+      answer = { status, value: { error: message } };
     }
     this.metrics.observeRequest(tenant, name, answer.status, (performance.now() - started) / 1000);
     if (answer.value === undefined) {
@@ -224,6 +236,17 @@ export class QueueRoutes implements OnModuleInit {
       return;
     }
     await reply.code(answer.status).header('content-type', 'application/json').send(JSON.stringify(answer.value));
+  }
+
+  /** The API's answer to a QueueError or a denial; anything else is rethrown (500). */
+  private answer(error: unknown): { status: number; message: string } {
+    if (error instanceof QueueError) return error;
+    if (!(error instanceof TenantDenied)) throw error;
+    if (error.reason === 'registry-unavailable') {
+      this.metrics.backendError(error.tenant, 'registry');
+      this.logger.warn(`registry Redis call failed: ${String(error.cause)}`);
+    }
+    return denialAnswer(QUEUE_DENIALS, error);
   }
 }
 
@@ -240,11 +263,6 @@ function route(method: string, path: string): [Operation, string] {
   }
   if (pathKnown) throw new QueueError(405, `Method ${method} is not allowed on ${path}`);
   throw new QueueError(404, `Not found: ${path} is not an endpoint of the queue API (v2)`);
-}
-
-function bearerToken(header: string | undefined): string | undefined {
-  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-  return match?.[1];
 }
 
 /** One id from the path remainder (no further '/'), percent-decoded. @throws QueueError 404 for a deeper path */

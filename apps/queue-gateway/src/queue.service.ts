@@ -1,7 +1,8 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { Readiness } from '@restash/shared/util-http';
-import { DailyQuota, type QueueProjectRecord, RegistryReader } from '@restash/shared/data-access-registry';
+import type { QueueProjectRecord } from '@restash/shared/data-access-registry';
+import { type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
 import { type ListFilter, type Page, QueueStore } from '@restash/queue/data-access-store';
 import {
   type DlqEntry,
@@ -14,12 +15,12 @@ import {
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 
-/** Injection tokens of the two Redis connections: the control Redis (registry, quotas) and the queue's. */
-export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
+/** Injection token of the queue's Redis connection. */
 export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
 
 /** The queue project a request's token opens. */
 export interface Session {
+  grant: Grant<'queue'>;
   tenant: string;
   project: QueueProjectRecord;
   readOnly: boolean;
@@ -38,62 +39,41 @@ export interface PublishResult {
  * Backend failures become {@link QueueError} 503; client mistakes are raised by the parsers before.
  */
 @Injectable()
-export class QueueService implements OnModuleInit, OnApplicationShutdown {
+export class QueueService implements OnApplicationShutdown {
   private readonly logger = new Logger(QueueService.name);
-  private readonly registry: RegistryReader;
-  private readonly quota: DailyQuota;
   private readonly store: QueueStore;
 
   constructor(
-    @Inject(CONTROL_REDIS) private readonly control: Redis,
     @Inject(QUEUE_REDIS) private readonly queueRedis: Redis,
+    private readonly gate: TenantGate,
     @Inject(QUEUE_CONFIG) config: QueueGatewayConfig,
     private readonly metrics: QueueMetrics,
     readiness: Readiness,
   ) {
-    this.registry = new RegistryReader(control, { cacheTtlMs: config.registryCacheTtlMs });
-    this.quota = new DailyQuota(control);
     this.store = new QueueStore(queueRedis, config.store.options);
-    readiness.register('control-redis', () => control.ping());
     readiness.register('queue-redis', () => queueRedis.ping());
-  }
-
-  async onModuleInit(): Promise<void> {
-    await this.registry.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
     await this.store.close();
-    await this.registry.close();
-    this.control.disconnect();
     this.queueRedis.disconnect();
   }
 
   /**
    * Finds the queue project of a bearer token (spec 002, Authentication 3).
-   * @throws QueueError 401 for a missing or unknown token, 503 when the registry cannot be reached
+   * @throws TenantDenied for a missing or unknown token, or when the registry cannot be reached
    */
-  async authenticate(token: string | undefined): Promise<Session> {
-    if (!token) throw new QueueError(401, 'Unauthorized: send the token as Authorization: Bearer <QSTASH_TOKEN>');
-    const resolved = await this.backend('', 'registry', () => this.registry.resolveToken(token));
-    const record = resolved?.record;
-    const project = record?.api === 'queue' ? await this.backend('', 'registry', () => this.registry.queueProject(record.resource)) : null;
-    if (!record || !project) throw new QueueError(401, 'Unauthorized: unknown token');
-    return { tenant: project.tenant, project, readOnly: record.role === 'readonly' };
+  async authenticate(credentials: Credentials | undefined): Promise<Session> {
+    const grant = await this.gate.open('queue', credentials);
+    return { grant, tenant: grant.tenant, project: grant.resource, readOnly: grant.readOnly };
   }
 
   /**
    * Admits one request under the project's limits: write rights, request size, daily count.
-   * @throws QueueError 403 for a change with a read-only token, 413 for a large request, 429 past the daily limit
+   * @throws TenantDenied for a change with a read-only token, a large request, past the daily limit
    */
-  async admit(session: Session, write: boolean, bytes: number): Promise<void> {
-    if (write && session.readOnly) throw new QueueError(403, 'Forbidden: this token is read-only');
-    const { maxRequestBytes, dailyRequestLimit, id, tenant } = session.project;
-    if (bytes > maxRequestBytes) throw new QueueError(413, `Request too large: ${bytes} bytes, at most ${maxRequestBytes} for this project`);
-    if (dailyRequestLimit > 0) {
-      const decision = await this.backend(tenant, 'registry', () => this.quota.consume('queue', id, 1, dailyRequestLimit));
-      if (!decision.allowed) throw new QueueError(429, `Daily request limit of ${dailyRequestLimit} reached for this project`);
-    }
+  admit(session: Session, write: boolean, bytes: number): Promise<void> {
+    return this.gate.admit(session.grant, { write, bytes });
   }
 
   /**
@@ -175,13 +155,13 @@ export class QueueService implements OnModuleInit, OnApplicationShutdown {
     return this.backend(session.tenant, 'queue', () => this.store.events(session.project.id, args));
   }
 
-  private async backend<T>(tenant: string, kind: 'queue' | 'registry', call: () => Promise<T>): Promise<T> {
+  private async backend<T>(tenant: string, kind: 'queue', call: () => Promise<T>): Promise<T> {
     try {
       return await call();
     } catch (error) {
       this.metrics.backendError(tenant, kind);
       this.logger.warn(`${kind} Redis call failed: ${String(error)}`);
-      throw new QueueError(503, `Service unavailable: the ${kind === 'queue' ? 'queue store' : 'tenant registry'} cannot be reached`);
+      throw new QueueError(503, 'Service unavailable: the queue store cannot be reached');
     }
   }
 }

@@ -1,11 +1,11 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { Redis } from 'ioredis';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
+import { TenancyModule } from '@restash/shared/feature-tenancy';
 import { encodeError } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { StreamMetrics } from './stream-metrics';
 import { STREAM_METHODS, StreamRoutes } from './stream.routes';
-import { CONTROL_REDIS, StreamService } from './stream.service';
+import { StreamService } from './stream.service';
 
 /** stream-gateway: the Stream REST API (spec 002 part A) over Kafka. */
 @Module({})
@@ -13,11 +13,10 @@ export class AppModule {
   static forRoot(config: StreamGatewayConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [ObservabilityModule],
+      imports: [ObservabilityModule, TenancyModule.forRoot(config)],
       providers: [
         { provide: STREAM_CONFIG, useValue: config },
         { provide: API_ERRORS, useValue: { encode: encodeError, methods: STREAM_METHODS } },
-        { provide: CONTROL_REDIS, useFactory: () => new Redis(config.controlRedisUrl, { maxRetriesPerRequest: 2 }) },
         StreamMetrics,
         StreamService,
         StreamRoutes,

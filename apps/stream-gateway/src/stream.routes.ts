@@ -2,12 +2,12 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { useRawBodies } from '@restash/shared/util-http';
+import { type CredentialScheme, type DenialTable, TenantDenied, denialAnswer, requestCredentials } from '@restash/shared/feature-tenancy';
 import {
   DEFAULT_METADATA_TIMEOUT_MS,
   SUCCESS_JSON,
   StreamError,
   encodeError,
-  parseBasicAuth,
   parseCommit,
   parseConsume,
   parseConsumerConfig,
@@ -17,7 +17,6 @@ import {
   parseProduce,
   parseTimeoutQuery,
   parseTopicPartitions,
-  queryCredentials,
   webhookHeaders,
 } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
@@ -140,6 +139,20 @@ const OPERATIONS: Record<string, Operation> = {
   },
 };
 
+/** The Stream API's answers to the tenant gate's denials (spec 002 part A, Authentication and Limits). */
+export const STREAM_DENIALS: DenialTable = {
+  missing: [401, 'Unauthorized: send the credentials with HTTP Basic authentication'],
+  unknown: [401, 'Unauthorized: wrong username or password'],
+  'read-only': [403, 'Forbidden: these credentials are read-only and cannot produce'],
+  'too-large': [413, (d) => `Request too large: ${d.actual} bytes, at most ${d.limit} for this cluster`],
+  'daily-limit': [429, (d) => `Daily request limit of ${d.limit} reached for this cluster`],
+  'registry-unavailable': [503, 'Service unavailable: the tenant registry cannot be reached'],
+};
+
+/** Basic credentials; the webhook also takes them as `user` and `pass` query parameters. */
+const BASIC: CredentialScheme = { scheme: 'basic' };
+const BASIC_OR_QUERY: CredentialScheme = { scheme: 'basic', queryUser: 'user', queryPassword: 'pass' };
+
 /** The methods the Stream API's operations use; any other gets 405 from the shared bootstrap (API_ERRORS in app.module.ts). */
 export const STREAM_METHODS = ['GET', 'POST', 'DELETE'];
 
@@ -195,7 +208,7 @@ export class StreamRoutes implements OnModuleInit {
         void reply.header('allow', operation.methods.join(', '));
         throw new StreamError(405, `Method ${request.method} is not allowed on /${name}`);
       }
-      const credentials = parseBasicAuth(request.headers.authorization) ?? (operation.queryAuth ? queryCredentials(query) : undefined);
+      const credentials = requestCredentials(request.headers.authorization, search, operation.queryAuth ? BASIC_OR_QUERY : BASIC);
       const session = await this.service.authenticate(credentials);
       tenant = session.tenant;
       const raw = request.body as Buffer | undefined;
@@ -204,12 +217,23 @@ export class StreamRoutes implements OnModuleInit {
       const result = await operation.run(this.service, { session, args, body: parsed, query, request });
       body = result === undefined ? SUCCESS_JSON : JSON.stringify(result);
     } catch (error) {
-      if (!(error instanceof StreamError)) throw error;
-      status = error.status;
-      body = encodeError(error.status, error.message);
+      const answer = this.answer(error);
+      status = answer.status;
+      body = encodeError(answer.status, answer.message);
     }
     this.metrics.observeRequest(tenant, operation ? name : 'unknown', status, (performance.now() - started) / 1000);
     await reply.code(status).header('content-type', 'application/json').send(body);
+  }
+
+  /** The API's answer to a StreamError or a denial; anything else is rethrown (500). */
+  private answer(error: unknown): { status: number; message: string } {
+    if (error instanceof StreamError) return error;
+    if (!(error instanceof TenantDenied)) throw error;
+    if (error.reason === 'registry-unavailable') {
+      this.metrics.backendError(error.tenant, 'registry');
+      this.logger.warn(`registry lookup failed: ${String(error.cause)}`);
+    }
+    return denialAnswer(STREAM_DENIALS, error);
   }
 }
 

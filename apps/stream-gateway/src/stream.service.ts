@@ -1,18 +1,10 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import type { Redis } from 'ioredis';
-import {
-  DailyQuota,
-  RegistryReader,
-  type StreamClusterRecord,
-  registryKeys,
-  streamUsername,
-} from '@restash/shared/data-access-registry';
-import { Readiness } from '@restash/shared/util-http';
+import { RegistryReader, type StreamClusterRecord, registryKeys } from '@restash/shared/data-access-registry';
+import { type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
 import { type ConsumedRecord, KafkaCluster, type ProducedMetadata } from '@restash/stream/data-access-kafka';
 import {
   type ConsumeRequest,
   type ConsumerConfig,
-  type Credentials,
   type FetchRequest,
   type OffsetsAt,
   type ProduceMessage,
@@ -26,11 +18,9 @@ import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { type ConsumerInstance, ConsumerInstances } from './consumer-instances';
 import { StreamMetrics } from './stream-metrics';
 
-/** Control Redis client (registry, quotas); injection token. */
-export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
-
 /** An authenticated request's view of its stream cluster. */
 export interface Session {
+  grant: Grant<'stream'>;
   tenant: string;
   cluster: StreamClusterRecord;
   readOnly: boolean;
@@ -65,8 +55,6 @@ const GROUP_BUSY = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKN
 @Injectable()
 export class StreamService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(StreamService.name);
-  private readonly registry: RegistryReader;
-  private readonly quota: DailyQuota;
   /** kafkajs clients by broker list (`brokers.join(',')`). */
   private readonly clusters = new Map<string, KafkaCluster>();
   /** The broker list and prefix each cluster id's clients and instances were opened with. */
@@ -77,22 +65,17 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   private reaper: NodeJS.Timeout | undefined;
 
   constructor(
-    @Inject(CONTROL_REDIS) private readonly control: Redis,
+    private readonly registry: RegistryReader,
+    private readonly gate: TenantGate,
     @Inject(STREAM_CONFIG) private readonly config: StreamGatewayConfig,
     private readonly metrics: StreamMetrics,
-    readiness: Readiness,
-  ) {
-    this.registry = new RegistryReader(control, { cacheTtlMs: config.registryCacheTtlMs });
-    this.quota = new DailyQuota(control);
-    readiness.register('control-redis', () => control.ping());
-  }
+  ) {}
 
-  async onModuleInit(): Promise<void> {
+  onModuleInit(): void {
     // Any replica's registry write: what this gateway holds for the cluster must not outlive the change.
     this.registry.onChange((key) => {
       if (key.startsWith(STREAM_CLUSTER_KEY)) void this.recheckCluster(key.slice(STREAM_CLUSTER_KEY.length));
     });
-    await this.registry.start();
     const every = Math.max(100, Math.min(5000, Math.floor(this.config.consumer.idleTimeoutMs / 4)));
     this.reaper = setInterval(() => {
       for (const instance of this.instances.reap(this.config.consumer.idleTimeoutMs)) void this.closeInstance(instance);
@@ -105,8 +88,6 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     clearInterval(this.reaper);
     await Promise.all(this.instances.drain().map((instance) => this.closeInstance(instance)));
     await Promise.all([...this.clusters.values()].map((cluster) => cluster.close()));
-    await this.registry.close();
-    this.control.disconnect();
   }
 
   /**
@@ -141,31 +122,20 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   /**
    * Finds the stream cluster of Basic credentials (spec 002, Authentication): the password is the token;
    * the user name must be the one issued with it.
-   * @throws StreamError 401 for missing or wrong credentials
+   * @throws TenantDenied for missing or wrong credentials, or when the registry cannot be reached
    */
   async authenticate(credentials: Credentials | undefined): Promise<Session> {
-    if (!credentials) throw new StreamError(401, 'Unauthorized: send the credentials with HTTP Basic authentication');
-    const resolved = await this.registryCall('', () => this.registry.resolveToken(credentials.password));
-    const record = resolved?.record;
-    const cluster = record?.api === 'stream' ? await this.registryCall('', () => this.registry.streamCluster(record.resource)) : null;
-    if (!record || !cluster || credentials.username !== streamUsername(cluster.id, record.role)) {
-      throw new StreamError(401, 'Unauthorized: wrong username or password');
-    }
-    return { tenant: cluster.tenant, cluster, readOnly: record.role === 'readonly', kafka: this.kafkaOf(cluster) };
+    const grant = await this.gate.open('stream', credentials);
+    const cluster = grant.resource;
+    return { grant, tenant: cluster.tenant, cluster, readOnly: grant.readOnly, kafka: this.kafkaOf(cluster) };
   }
 
   /**
    * Admits one request under the cluster's limits: write rights, request size, daily count.
-   * @throws StreamError 403 for a produce with read-only credentials, 413 for a large request, 429 past the daily limit
+   * @throws TenantDenied for a produce with read-only credentials, a large request, past the daily limit
    */
-  async admit(session: Session, write: boolean, bytes: number): Promise<void> {
-    if (write && session.readOnly) throw new StreamError(403, 'Forbidden: these credentials are read-only and cannot produce');
-    const { maxRequestBytes, dailyRequestLimit, id, tenant } = session.cluster;
-    if (bytes > maxRequestBytes) throw new StreamError(413, `Request too large: ${bytes} bytes, at most ${maxRequestBytes} for this cluster`);
-    if (dailyRequestLimit > 0) {
-      const decision = await this.registryCall(tenant, () => this.quota.consume('stream', id, 1, dailyRequestLimit));
-      if (!decision.allowed) throw new StreamError(429, `Daily request limit of ${dailyRequestLimit} reached for this cluster`);
-    }
+  admit(session: Session, write: boolean, bytes: number): Promise<void> {
+    return this.gate.admit(session.grant, { write, bytes });
   }
 
   /** `GET /topics`: the cluster's topics and their partition counts. */
@@ -428,16 +398,6 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     this.metrics.backendError(session.tenant, 'broker');
     this.logger.warn(`Kafka call failed for tenant ${session.tenant}: ${message}`);
     return new StreamError(503, 'Service unavailable: Kafka cannot be reached');
-  }
-
-  private async registryCall<T>(tenant: string, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      this.metrics.backendError(tenant, 'registry');
-      this.logger.warn(`registry lookup failed: ${String(error)}`);
-      throw new StreamError(503, 'Service unavailable: the tenant registry cannot be reached');
-    }
   }
 }
 

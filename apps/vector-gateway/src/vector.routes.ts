@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { useRawBodies } from '@restash/shared/util-http';
+import { type DenialTable, TenantDenied, denialAnswer, requestCredentials } from '@restash/shared/feature-tenancy';
 import {
   VectorError,
   checkNamespace,
@@ -79,6 +80,16 @@ function queries(service: VectorService, call: Call): Promise<string> {
   return service.query(call.session, call.namespace, list, many);
 }
 
+/** The Vector API's answers to the tenant gate's denials (spec 001, Authentication and Limits). */
+export const VECTOR_DENIALS: DenialTable = {
+  missing: [401, 'Unauthorized: send the token as Authorization: Bearer <token>'],
+  unknown: [401, 'Unauthorized: Invalid auth token'],
+  'read-only': [403, 'Forbidden: this token is read-only and cannot change the index'],
+  'too-large': [413, (d) => `Request too large: ${d.actual} bytes, at most ${d.limit} for this index`],
+  'daily-limit': [429, (d) => `Daily request limit of ${d.limit} reached for this index`],
+  'registry-unavailable': [503, 'Service unavailable: the platform registry cannot be reached; retry later'],
+};
+
 /**
  * The methods that reach the Vector API's routes, which answer each endpoint's own 405 with `Allow` (PUT
  * and PATCH included); any other gets 405 from the shared bootstrap (API_ERRORS in app.module.ts).
@@ -133,7 +144,7 @@ export class VectorRoutes implements OnModuleInit {
         void reply.header('allow', allowed.join(', '));
         throw new VectorError(405, `Method ${request.method} is not allowed on /${name}; use ${allowed.join(' or ')}`);
       }
-      const session = await this.service.authenticate(request.headers.authorization);
+      const session = await this.service.authenticate(requestCredentials(request.headers.authorization, search, { scheme: 'bearer' }));
       tenant = session.tenant;
       const namespace = slash < 0 ? '' : decodeNamespace(path.slice(slash + 1));
       if (namespace !== '' && !operation.namespaced) throw new VectorError(404, `Not found: ${name} takes no namespace`);
@@ -141,12 +152,23 @@ export class VectorRoutes implements OnModuleInit {
       await this.service.admit(session, operation.write, raw?.length ?? 0);
       body = await operation.run(this.service, { session, namespace, body: parseJson(raw), query: new URLSearchParams(search) });
     } catch (error) {
-      if (!(error instanceof VectorError)) throw error;
-      status = error.status;
-      body = encodeError(error.status, error.message);
+      const answer = this.answer(error);
+      status = answer.status;
+      body = encodeError(answer.status, answer.message);
     }
     this.metrics.observeRequest(tenant, operation ? name : 'unknown', status, (performance.now() - started) / 1000);
     await reply.code(status).header('content-type', 'application/json').send(body);
+  }
+
+  /** The API's answer to a VectorError or a denial; anything else is rethrown (500). */
+  private answer(error: unknown): { status: number; message: string } {
+    if (error instanceof VectorError) return error;
+    if (!(error instanceof TenantDenied)) throw error;
+    if (error.reason === 'registry-unavailable') {
+      this.metrics.backendError(error.tenant, 'registry');
+      this.logger.warn(`control Redis: ${String(error.cause)}`);
+    }
+    return denialAnswer(VECTOR_DENIALS, error);
   }
 }
 

@@ -1,13 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import {
-  DailyQuota,
-  RegistryReader,
-  type VectorIndexRecord,
-  registryKeys,
-} from '@restash/shared/data-access-registry';
-import { Readiness } from '@restash/shared/util-http';
+import { RegistryReader, type VectorIndexRecord, registryKeys } from '@restash/shared/data-access-registry';
+import { CONTROL_REDIS, type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
 import { type Embedder, EmbedderError, OpenAiEmbedder } from '@restash/vector/data-access-embedder';
 import {
   EngineUnavailableError,
@@ -43,11 +38,9 @@ import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { IndexState } from './index-state';
 import { VectorMetrics } from './vector-metrics';
 
-/** Control Redis client (registry, quotas, namespace lists); injection token. */
-export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
-
 /** An authenticated request's view of its index. */
 export interface Session {
+  grant: Grant<'vector'>;
   tenant: string;
   index: VectorIndexRecord;
   readOnly: boolean;
@@ -75,35 +68,30 @@ interface PreparedFilter {
  * the embedding provider fails, 503 when Qdrant or the control Redis cannot be reached.
  */
 @Injectable()
-export class VectorService implements OnModuleInit, OnApplicationShutdown {
+export class VectorService implements OnModuleInit {
   private readonly logger = new Logger(VectorService.name);
-  private readonly registry: RegistryReader;
-  private readonly quota: DailyQuota;
   private readonly state: IndexState;
   private readonly stores: QdrantStores;
   private readonly embedders = new Map<string, Embedder>();
   private readonly storesByRecord = new WeakMap<VectorIndexRecord, QdrantIndexStore>();
 
   constructor(
-    @Inject(CONTROL_REDIS) private readonly control: Redis,
+    @Inject(CONTROL_REDIS) control: Redis,
+    private readonly registry: RegistryReader,
+    private readonly gate: TenantGate,
     @Inject(VECTOR_CONFIG) private readonly config: VectorGatewayConfig,
     private readonly metrics: VectorMetrics,
-    readiness: Readiness,
   ) {
-    this.registry = new RegistryReader(control, { cacheTtlMs: config.registryCacheTtlMs });
-    this.quota = new DailyQuota(control);
     this.state = new IndexState(control);
     this.stores = new QdrantStores({ timeoutMs: config.qdrantTimeoutMs }, pointId);
-    readiness.register('control-redis', () => control.ping());
     metrics.trackOpenIndexes(() => this.stores.size);
   }
 
-  async onModuleInit(): Promise<void> {
+  onModuleInit(): void {
     const prefix = registryKeys.vectorIndex('');
     this.registry.onChange((key) => {
       if (key.startsWith(prefix)) this.forget(key.slice(prefix.length));
     });
-    await this.registry.start();
   }
 
   /**
@@ -116,22 +104,14 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
     for (const key of this.embedders.keys()) if (key.startsWith(`${indexId}\0`)) this.embedders.delete(key);
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    await this.registry.close();
-    this.control.disconnect();
-  }
-
   /**
    * Finds the index of a bearer token (spec 001, Authentication).
-   * @throws VectorError 401 for a missing or unknown token
+   * @throws TenantDenied for a missing or unknown token, or when the registry cannot be reached
    */
-  async authenticate(authorization: string | undefined): Promise<Session> {
-    const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
-    if (!token) throw new VectorError(401, 'Unauthorized: send the token as Authorization: Bearer <token>');
-    const resolved = await this.registryCall('', () => this.registry.resolveToken(token));
-    const index = resolved?.record.api === 'vector' ? await this.registryCall('', () => this.registry.vectorIndex(resolved.record.resource)) : null;
-    if (!resolved || !index) throw new VectorError(401, 'Unauthorized: Invalid auth token');
-    return { tenant: index.tenant, index, readOnly: resolved.record.role === 'readonly', store: this.storeOf(index) };
+  async authenticate(credentials: Credentials | undefined): Promise<Session> {
+    const grant = await this.gate.open('vector', credentials);
+    const index = grant.resource;
+    return { grant, tenant: index.tenant, index, readOnly: grant.readOnly, store: this.storeOf(index) };
   }
 
   /** The store of an index record; looked up once per record (the registry cache hands out the same object until it changes). */
@@ -152,16 +132,10 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Admits one request under the index's limits: write rights, request size, daily count.
-   * @throws VectorError 403 for a write with a read-only token, 413 for a large body, 429 past the daily limit
+   * @throws TenantDenied for a write with a read-only token, a large body, past the daily limit
    */
-  async admit(session: Session, write: boolean, bytes: number): Promise<void> {
-    if (write && session.readOnly) throw new VectorError(403, 'Forbidden: this token is read-only and cannot change the index');
-    const { maxRequestBytes, dailyRequestLimit, id, tenant } = session.index;
-    if (bytes > maxRequestBytes) throw new VectorError(413, `Request too large: ${bytes} bytes, at most ${maxRequestBytes} for this index`);
-    if (dailyRequestLimit > 0) {
-      const decision = await this.registryCall(tenant, () => this.quota.consume('vector', id, 1, dailyRequestLimit));
-      if (!decision.allowed) throw new VectorError(429, `Daily request limit of ${dailyRequestLimit} reached for this index`);
-    }
+  admit(session: Session, write: boolean, bytes: number): Promise<void> {
+    return this.gate.admit(session.grant, { write, bytes });
   }
 
   /** `/upsert` and `/upsert-data`: writes the records, embedding `data` where there is no vector. */
@@ -482,20 +456,9 @@ export class VectorService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  /** Runs a call on the index state in the control Redis. @throws TenantDenied `registry-unavailable` */
   private stateCall<T>(session: Session, run: () => Promise<T>): Promise<T> {
-    return this.registryCall(session.tenant, run);
-  }
-
-  /** Runs a control Redis call; a failure becomes 503. */
-  private async registryCall<T>(tenant: string, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (error) {
-      if (error instanceof VectorError) throw error;
-      this.metrics.backendError(tenant, 'registry');
-      this.logger.warn(`control Redis: ${String(error)}`);
-      throw new VectorError(503, 'Service unavailable: the platform registry cannot be reached; retry later');
-    }
+    return this.gate.registryCall(session.tenant, run);
   }
 }
 

@@ -1,4 +1,3 @@
 export * from './errors';
 export * from './requests';
-export * from './auth';
 export * from './messages';

@@ -1,4 +1,3 @@
-import { parseBasicAuth, queryCredentials } from './auth';
 import { restMessage, webhookHeaders } from './messages';
 
 describe('restMessage', () => {
@@ -49,20 +48,5 @@ describe('webhookHeaders', () => {
       { key: 'X-Signature', value: 's' },
       { key: 'Stripe-Event', value: 'e' },
     ]);
-  });
-});
-
-describe('credentials', () => {
-  it('reads Basic auth, whose password may hold colons', () => {
-    const header = `Basic ${Buffer.from('demo.events:pa:ss').toString('base64')}`;
-    expect(parseBasicAuth(header)).toEqual({ username: 'demo.events', password: 'pa:ss' });
-    expect(parseBasicAuth('Bearer abc')).toBeUndefined();
-    expect(parseBasicAuth(`Basic ${Buffer.from('nocolon').toString('base64')}`)).toBeUndefined();
-    expect(parseBasicAuth(undefined)).toBeUndefined();
-  });
-
-  it('reads user and pass from the query only when both are there', () => {
-    expect(queryCredentials(new URLSearchParams('user=u&pass=p'))).toEqual({ username: 'u', password: 'p' });
-    expect(queryCredentials(new URLSearchParams('user=u'))).toBeUndefined();
   });
 });
