@@ -1,24 +1,43 @@
-// Shared by the scripts of bench/stream: the topics and their broker-side names, the message value,
-// kafkajs clients, and a keep-alive HTTP client of the gateway.
+// Shared by the scripts of bench/stream: the topics and their broker-side names, the message value, the
+// three direct Kafka clients behind one small interface, and a keep-alive HTTP client of the gateway.
+//
+// Direct clients (DIRECT): kafkajs 2.2.4 and @platformatic/kafka from the project's node_modules;
+// @confluentinc/kafka-javascript (librdkafka) from .cache/confluent-kafka-javascript-<version>, built by
+// bench/stream/install-confluent.sh (it is not a project dependency: see that script). A client that
+// cannot be loaded is skipped with the reason (directClient returns {skip}).
 //
 // env: KAFKA_BROKER (host:port), GATEWAY_URL, GATEWAY_USER, GATEWAY_PASSWORD, TOPIC_PREFIX (the
 //      broker-side prefix of the tenant's cluster, restash.bench.events.)
-import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const require = createRequire(import.meta.url);
 
 /** Partitions of every topic of the benchmark, gateway and direct alike. */
 export const PARTITIONS = 3;
 
-/** The tenant topic each case and client writes or reads (direct ones are addressed by their broker-side name). */
-export const TOPICS = {
-  produce1: { gateway: 'produce1', direct: 'direct-produce1' },
-  produce100: { gateway: 'produce100', direct: 'direct-produce100' },
-  // Both read the same pre-filled topic, each round with a fresh group.
-  consume: { gateway: 'consume', direct: 'consume' },
-};
+/** The direct clients, in table order. */
+export const DIRECT = ['kafkajs', 'platformatic', 'confluent'];
 
-/** Messages per produce request (REST) or producer.send call (kafkajs). */
+/** The version of @confluentinc/kafka-javascript that install-confluent.sh builds. */
+export const CONFLUENT_VERSION = '1.10.1';
+const CONFLUENT_DIR = join(root, `.cache/confluent-kafka-javascript-${CONFLUENT_VERSION}`);
+
+/** Messages per produce request (REST) or send call (direct clients). */
 export const BATCH = { produce1: 1, produce100: 100 };
+
+/**
+ * The tenant topic a tool writes or reads in a case: every writer has its own topic of the same shape, so
+ * that all append to equally fresh logs; every reader reads the same pre-filled topic `consume`.
+ */
+export const topicOf = (tool, kase) => (kase === 'consume' ? 'consume' : tool === 'gateway' ? kase : `${tool}-${kase}`);
+
+/** Every tenant topic of the benchmark (run.sh declares them, prepare.mjs checks them). */
+export const ALL_TOPICS = ['consume', ...Object.keys(BATCH).flatMap((kase) => ['gateway', ...DIRECT].map((tool) => topicOf(tool, kase)))];
 
 /** The broker-side name of a tenant topic or group. */
 export const brokerName = (name) => `${process.env.TOPIC_PREFIX ?? 'restash.bench.events.'}${name}`;
@@ -29,21 +48,179 @@ export function value(i) {
   return head + 'x'.repeat(100 - head.length);
 }
 
-export function kafka() {
-  return new Kafka({
-    clientId: 'restash-bench-direct',
-    brokers: [process.env.KAFKA_BROKER],
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 3000,
-    requestTimeout: 30_000,
-  });
+const brokers = () => [process.env.KAFKA_BROKER];
+
+/** A kafkajs client (prepare.mjs uses its admin for the setup steps). */
+export async function kafkajs() {
+  const { Kafka, logLevel } = await import('kafkajs');
+  return new Kafka({ clientId: 'restash-bench-direct', brokers: brokers(), logLevel: logLevel.NOTHING, connectionTimeout: 3000, requestTimeout: 30_000 });
 }
 
-/** A connected kafkajs producer, as the gateway makes one (default partitioner, no auto topic creation). */
-export async function producer() {
-  const p = kafka().producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
-  await p.connect();
-  return p;
+/**
+ * A direct client by name: {name, version, producer(), consume()} or {name, skip: reason}.
+ *
+ * producer() resolves {send(topic, values), close()}: send writes the string values with no key (the
+ * client's own partitioning: round robin or sticky) and acks -1, resolving once the broker acknowledged.
+ * consume(topic, groupId, total, onRecords) reads a topic from the beginning as a new consumer group,
+ * calling onRecords(partition, offsets) as records come, and resolves once `total` have come.
+ */
+export async function directClient(name) {
+  if (name === 'kafkajs') return kafkajsClient();
+  if (name === 'platformatic') return platformaticClient();
+  if (name === 'confluent') return confluentClient();
+  throw new Error(`unknown client ${name}`);
+}
+
+/** The installed version of a package as `from` resolves it (its package.json, which `exports` may hide). */
+function version(pkg, from = require) {
+  const dir = from.resolve.paths(pkg)?.map((p) => join(p, pkg)).find((d) => existsSync(join(d, 'package.json')));
+  return dir ? JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version : 'unknown';
+}
+
+async function kafkajsClient() {
+  const { Partitioners } = await import('kafkajs');
+  const kafka = await kafkajs();
+  return {
+    name: 'kafkajs',
+    version: version('kafkajs'),
+    async producer() {
+      const p = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+      await p.connect();
+      return {
+        async send(topic, values) {
+          const result = await p.send({ topic, acks: -1, messages: values.map((value) => ({ value })) });
+          if (result.length === 0) throw new Error('no acknowledgement');
+        },
+        close: () => p.disconnect(),
+      };
+    },
+    async consume(topic, groupId, total, onRecords) {
+      const consumer = kafka.consumer({ groupId, allowAutoTopicCreation: false });
+      await consumer.connect();
+      await consumer.subscribe({ topics: [topic], fromBeginning: true });
+      let received = 0;
+      try {
+        await new Promise((resolve, reject) => {
+          consumer
+            .run({
+              partitionsConsumedConcurrently: PARTITIONS,
+              eachBatch: async ({ batch }) => {
+                if (batch.messages.length === 0) return;
+                onRecords(batch.partition, batch.messages.map((m) => Number(m.offset)));
+                if ((received += batch.messages.length) >= total) resolve();
+              },
+            })
+            .catch(reject);
+        });
+      } finally {
+        await consumer.disconnect();
+      }
+    },
+  };
+}
+
+async function platformaticClient() {
+  const { Consumer, MessagesStreamFallbackModes, MessagesStreamModes, ProduceAcks, Producer, stringSerializers } = await import('@platformatic/kafka');
+  const base = { clientId: 'restash-bench-direct', bootstrapBrokers: brokers() };
+  return {
+    name: 'platformatic',
+    version: version('@platformatic/kafka'),
+    async producer() {
+      const p = new Producer({ ...base, serializers: stringSerializers, acks: ProduceAcks.ALL });
+      return {
+        async send(topic, values) {
+          const result = await p.send({ messages: values.map((value) => ({ topic, value })) });
+          if (!result.offsets?.length) throw new Error('no acknowledgement');
+        },
+        close: () => p.close(),
+      };
+    },
+    async consume(topic, groupId, total, onRecords) {
+      const consumer = new Consumer({ ...base, groupId });
+      try {
+        const stream = await consumer.consume({ topics: [topic], mode: MessagesStreamModes.COMMITTED, fallbackMode: MessagesStreamFallbackModes.EARLIEST });
+        let received = 0;
+        await new Promise((resolve, reject) => {
+          // The stream hands over one message at a time: report them per partition, a fetch response's worth at once.
+          let partition = -1;
+          let offsets = [];
+          const flush = () => {
+            if (offsets.length > 0) onRecords(partition, offsets);
+            offsets = [];
+          };
+          stream.on('data', (message) => {
+            if (message.partition !== partition) flush();
+            partition = message.partition;
+            offsets.push(Number(message.offset));
+            if (++received >= total) {
+              flush();
+              resolve();
+            }
+          });
+          stream.on('fetch', flush);
+          stream.on('error', reject);
+        });
+        await stream.close();
+      } finally {
+        await consumer.close(true);
+      }
+    },
+  };
+}
+
+async function confluentClient() {
+  const manifest = join(CONFLUENT_DIR, 'package.json');
+  if (!existsSync(join(CONFLUENT_DIR, '.restash-install-complete'))) {
+    return {
+      name: 'confluent',
+      skip: `@confluentinc/kafka-javascript ${CONFLUENT_VERSION} is not built (a native librdkafka build of minutes, kept out of npm install): run bash bench/stream/install-confluent.sh`,
+    };
+  }
+  const from = createRequire(manifest);
+  let KafkaJS;
+  try {
+    ({ KafkaJS } = from('@confluentinc/kafka-javascript'));
+  } catch (error) {
+    return { name: 'confluent', skip: `@confluentinc/kafka-javascript does not load (${error.message.split('\n')[0]}): rebuild it with rm -rf ${CONFLUENT_DIR} && bash bench/stream/install-confluent.sh` };
+  }
+  const kafka = new KafkaJS.Kafka({ kafkaJS: { clientId: 'restash-bench-direct', brokers: brokers(), logLevel: KafkaJS.logLevel.NOTHING } });
+  return {
+    name: 'confluent',
+    version: version('@confluentinc/kafka-javascript', from),
+    async producer() {
+      const p = kafka.producer({ kafkaJS: { acks: -1, allowAutoTopicCreation: false } });
+      await p.connect();
+      return {
+        async send(topic, values) {
+          const result = await p.send({ topic, messages: values.map((value) => ({ value })) });
+          if (result.length === 0) throw new Error('no acknowledgement');
+        },
+        close: () => p.disconnect(),
+      };
+    },
+    async consume(topic, groupId, total, onRecords) {
+      const consumer = kafka.consumer({ kafkaJS: { groupId, fromBeginning: true, allowAutoTopicCreation: false } });
+      await consumer.connect();
+      await consumer.subscribe({ topics: [topic] });
+      let received = 0;
+      try {
+        await new Promise((resolve, reject) => {
+          consumer
+            .run({
+              partitionsConsumedConcurrently: PARTITIONS,
+              eachBatch: async ({ batch }) => {
+                if (batch.messages.length === 0) return;
+                onRecords(batch.partition, batch.messages.map((m) => Number(m.offset)));
+                if ((received += batch.messages.length) >= total) resolve();
+              },
+            })
+            .catch(reject);
+        });
+      } finally {
+        await consumer.disconnect();
+      }
+    },
+  };
 }
 
 /** A keep-alive undici pool of the gateway, `connections` sockets, Basic auth. */

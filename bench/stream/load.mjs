@@ -1,32 +1,42 @@
 // One timed run for bench/stream/run.sh: prints one JSON record on stdout, a readable line on stderr.
 //
-//   node bench/stream/load.mjs gateway|direct produce1|produce100 SECONDS
-//   node bench/stream/load.mjs gateway|direct consume MESSAGES GROUP
+//   node bench/stream/load.mjs TOOL produce1|produce100 SECONDS
+//   node bench/stream/load.mjs TOOL consume MESSAGES GROUP
+//
+// TOOL is gateway or a direct client (common.mjs DIRECT: kafkajs, platformatic, confluent). A direct
+// client that cannot be loaded gives a record {skipped: reason} and the reason on stderr.
 //
 // produce1, produce100  closed loop, CONCURRENCY requests in flight, each sending the next as soon as
-//     its answer is read; 1 or 100 messages of 100 bytes per request, no key (round robin over the
-//     3 partitions). The bodies are built before the clock starts.
+//     its answer is read; 1 or 100 messages of 100 bytes per request, no key. The bodies are built
+//     before the clock starts.
 //     gateway  POST /produce, body {topic, value} or an array of 100; undici, CONCURRENCY keep-alive
 //              connections. A request counts when it answered 200 with one offset per message.
-//     direct   kafkajs producer.send({topic, messages, acks: -1}) on one producer (as the gateway
+//     direct   the client's send of 1 or 100 messages with acks -1 on one producer (as the gateway
 //              has one), the same number of calls in flight.
 //     Latency is per request (per send call).
 // consume  reads MESSAGES messages (the whole pre-filled topic) as a new consumer group GROUP.
 //     gateway  one consumer instance, one request at a time: POST /consume/GROUP/bench
 //              {topic, timeout: 1000} with Kafka-Auto-Offset-Reset: earliest, until MESSAGES have
 //              come; then /delete-consumer. Latency is per request.
-//     direct   a kafkajs consumer (fromBeginning, eachBatch, partitionsConsumedConcurrently 3,
-//              auto commit) until MESSAGES have come; no per-request latency.
+//     direct   the client's group consumer from the earliest offset (kafkajs and confluent: eachBatch,
+//              partitionsConsumedConcurrently 3; platformatic: its messages stream) until MESSAGES have
+//              come; no per-request latency.
 //     The clock runs from the first message to the last, so neither side's group join (reported as
 //     joinMs) counts; messages/s leaves the first batch out. Offsets are checked to increase in
 //     every partition (a repeat is an error).
 // CPU per message: the client's own (process.cpuUsage over the whole run, connecting included) and, for
 // gateway runs, the gateway's (process_cpu_seconds_total from its /metrics before and after).
 // env: see common.mjs; CONCURRENCY (in flight, produce cases), MANAGEMENT_URL (gateway metrics)
-import { BATCH, PARTITIONS, TOPICS, brokerName, gateway, kafka, percentile, producer, value } from './common.mjs';
+import { BATCH, brokerName, directClient, gateway, percentile, topicOf, value } from './common.mjs';
 
 const [tool, kase, arg, group] = process.argv.slice(2);
 const concurrency = Number(process.env.CONCURRENCY ?? 1);
+const client = tool === 'gateway' ? undefined : await directClient(tool);
+if (client?.skip) {
+  process.stderr.write(`${kase.padEnd(10)} ${tool.padEnd(12)} skipped: ${client.skip}\n`);
+  process.stdout.write(`${JSON.stringify({ kind: kase, tool, skipped: client.skip })}\n`);
+  process.exit(0);
+}
 
 const latencies = []; // ms per request
 const errors = {}; // message -> count
@@ -40,7 +50,7 @@ async function gatewayCpuSeconds() {
 
 async function produce(seconds) {
   const batch = BATCH[kase];
-  const topic = TOPICS[kase][tool];
+  const topic = topicOf(tool, kase);
   const RING = 256;
   let send, close;
   if (tool === 'gateway') {
@@ -56,14 +66,11 @@ async function produce(seconds) {
     };
     close = () => http.close();
   } else {
-    const p = await producer();
+    const p = await client.producer();
     const kafkaTopic = brokerName(topic);
-    const lists = Array.from({ length: RING }, (_, r) => Array.from({ length: batch }, (_, i) => ({ value: value(r * batch + i) })));
-    send = async (n) => {
-      const result = await p.send({ topic: kafkaTopic, acks: -1, messages: lists[n % RING] });
-      if (result.length === 0) throw new Error('no acknowledgement');
-    };
-    close = () => p.disconnect();
+    const lists = Array.from({ length: RING }, (_, r) => Array.from({ length: batch }, (_, i) => value(r * batch + i)));
+    send = (n) => p.send(kafkaTopic, lists[n % RING]);
+    close = () => p.close();
   }
   let next = 0;
   let stop = false;
@@ -99,7 +106,7 @@ async function consume(total) {
   let ended;
   if (tool === 'gateway') {
     const http = gateway(1);
-    const body = JSON.stringify({ topic: TOPICS.consume.gateway, timeout: 1000 });
+    const body = JSON.stringify({ topic: topicOf(tool, kase), timeout: 1000 });
     const headers = { 'kafka-auto-offset-reset': 'earliest' };
     let empty = 0;
     while (received < total) {
@@ -131,31 +138,16 @@ async function consume(total) {
     await http.post(`/delete-consumer/${group}/bench`, '').catch((error) => fail(`delete-consumer: ${error.message}`));
     await http.close();
   } else {
-    const consumer = kafka().consumer({ groupId: brokerName(group), allowAutoTopicCreation: false });
-    await consumer.connect();
-    await consumer.subscribe({ topics: [brokerName(TOPICS.consume.direct)], fromBeginning: true });
-    await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`only ${received} of ${total} messages after 300 s`)), 300_000);
-      consumer
-        .run({
-          partitionsConsumedConcurrently: PARTITIONS,
-          eachBatch: async ({ batch }) => {
-            if (batch.messages.length === 0) return;
-            const now = performance.now();
-            batches++;
-            for (const m of batch.messages) take(batch.partition, Number(m.offset));
-            received += batch.messages.length;
-            first ??= { at: now, count: batch.messages.length };
-            ended = now;
-            if (received >= total) {
-              clearTimeout(timer);
-              resolve();
-            }
-          },
-        })
-        .catch(reject);
-    }).catch((error) => fail(error.message));
-    await consumer.disconnect();
+    const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error(`only ${received} of ${total} messages after 300 s`)), 300_000).unref());
+    const read = client.consume(brokerName(topicOf(tool, kase)), brokerName(group), total, (partition, offsets) => {
+      const now = performance.now();
+      batches++;
+      for (const offset of offsets) take(partition, offset);
+      received += offsets.length;
+      first ??= { at: now, count: offsets.length };
+      ended = now;
+    });
+    await Promise.race([read, timeout]).catch((error) => fail(String(error.message ?? error).slice(0, 120)));
   }
   if (received < total) fail(`read ${received} of ${total} messages`);
   const seconds = first && ended > first.at ? (ended - first.at) / 1000 : NaN;
@@ -172,7 +164,7 @@ async function consume(total) {
 const cpuBefore = await gatewayCpuSeconds();
 const clientBefore = process.cpuUsage();
 const result = kase === 'consume' ? await consume(Number(arg)) : await produce(Number(arg));
-const client = process.cpuUsage(clientBefore);
+const clientCpu = process.cpuUsage(clientBefore);
 const cpuAfter = await gatewayCpuSeconds();
 const sorted = Float64Array.from(latencies).sort();
 const record = {
@@ -183,7 +175,8 @@ const record = {
   p50: percentile(sorted, 0.5),
   p99: percentile(sorted, 0.99),
   ...result,
-  clientCpuUsPerMessage: (client.user + client.system) / result.messages,
+  ...(client ? { version: client.version } : {}),
+  clientCpuUsPerMessage: (clientCpu.user + clientCpu.system) / result.messages,
   ...(cpuBefore !== undefined ? { gatewayCpuUsPerMessage: ((cpuAfter - cpuBefore) / result.messages) * 1e6, gatewayCpuShare: (cpuAfter - cpuBefore) / result.seconds } : {}),
   errors,
 };
@@ -194,7 +187,7 @@ const cpu =
   `  client CPU ${record.clientCpuUsPerMessage.toFixed(1)} µs/msg` +
   (record.gatewayCpuUsPerMessage !== undefined ? `, gateway ${record.gatewayCpuUsPerMessage.toFixed(1)} µs/msg (${Math.round(record.gatewayCpuShare * 100)}% of a core)` : '');
 process.stderr.write(
-  `${kase.padEnd(10)} ${tool.padEnd(7)} ${Math.round(record.messagesPerSecond).toString().padStart(7)} msg/s${lat}${extra}${cpu}${failures ? `  ERRORS: ${failures}` : ''}\n`,
+  `${kase.padEnd(10)} ${tool.padEnd(12)} ${Math.round(record.messagesPerSecond).toString().padStart(7)} msg/s${lat}${extra}${cpu}${failures ? `  ERRORS: ${failures}` : ''}\n`,
 );
 process.stdout.write(`${JSON.stringify(record)}\n`);
-process.exit(0); // kafkajs may keep timers alive
+process.exit(0); // clients may keep timers or sockets alive

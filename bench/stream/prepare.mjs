@@ -7,12 +7,12 @@
 //   node bench/stream/prepare.mjs fill N        N messages into the consume topic with kafkajs (batches of
 //                                               1000, 4 in flight, acks -1); prints one JSON record
 // env: see common.mjs
-import { BATCH, PARTITIONS, TOPICS, brokerName, gateway, kafka, producer, value } from './common.mjs';
+import { ALL_TOPICS, BATCH, PARTITIONS, brokerName, gateway, kafkajs, topicOf, value } from './common.mjs';
 
 const [step, arg] = process.argv.slice(2);
 
 if (step === 'kafka-ready') {
-  const admin = kafka().admin();
+  const admin = (await kafkajs()).admin();
   try {
     await admin.connect();
     const { brokers } = await admin.describeCluster();
@@ -25,15 +25,15 @@ if (step === 'kafka-ready') {
   const listed = await http.get('/topics');
   await http.close();
   console.log(`GET /topics -> ${JSON.stringify(listed)}`);
-  const names = [...new Set(Object.values(TOPICS).flatMap((t) => [t.gateway, t.direct]))];
-  const admin = kafka().admin();
+  const names = ALL_TOPICS;
+  const admin = (await kafkajs()).admin();
   await admin.connect();
   const { topics } = await admin.fetchTopicMetadata({ topics: names.map(brokerName) });
   // The first group request makes the broker create __consumer_offsets; wait for its coordinator here
   // rather than in the first measured join.
   for (let attempt = 1; ; attempt++) {
     try {
-      await admin.fetchOffsets({ groupId: brokerName('probe'), topics: [brokerName(TOPICS.consume.direct)] });
+      await admin.fetchOffsets({ groupId: brokerName('probe'), topics: [brokerName('consume')] });
       break;
     } catch (error) {
       if (attempt >= 50) throw error;
@@ -45,11 +45,13 @@ if (step === 'kafka-ready') {
     const found = topics.find((t) => t.name === brokerName(name));
     if (found?.partitions.length !== PARTITIONS) throw new Error(`${brokerName(name)}: ${found?.partitions.length ?? 'no'} partitions, expected ${PARTITIONS}`);
   }
-  if (Object.keys(BATCH).some((c) => listed[TOPICS[c].gateway] !== PARTITIONS)) throw new Error('the gateway does not list the topics');
+  if (Object.keys(BATCH).some((c) => listed[topicOf('gateway', c)] !== PARTITIONS)) throw new Error('the gateway does not list the topics');
 } else if (step === 'fill') {
   const total = Number(arg);
-  const topic = brokerName(TOPICS.consume.direct);
-  const p = await producer();
+  const topic = brokerName('consume');
+  const { Partitioners } = await import('kafkajs');
+  const p = (await kafkajs()).producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  await p.connect();
   const started = performance.now();
   let next = 0;
   const worker = async () => {

@@ -1,17 +1,19 @@
-// The table of bench/stream/run.sh: medians over the rounds of the records load.mjs wrote, the ratios
-// against their targets, printed and written as markdown to OUT.md and to README.md between
+// The tables of bench/stream/run.sh: medians over the rounds of the records load.mjs wrote, the gateway's
+// ratio against the fastest direct client of the run and its targets, and the direct clients side by
+// side (with groupless.mjs's answer); printed and written as markdown to OUT.md and to README.md between
 // <!-- bench-stream:start --> and <!-- bench-stream:end --> (README.md is left alone, with a warning,
 // when it lacks the markers).
 //
 //   node bench/stream/report.mjs RESULTS.jsonl OUT.md [README.md]
 // env (for the header): BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY1, BENCH_CONCURRENCY100,
-//      BENCH_MESSAGES, NPROC, KAFKA_VERSION, KAFKAJS_VERSION
+//      BENCH_MESSAGES, NPROC, KAFKA_VERSION
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { DIRECT } from './common.mjs';
 
 const [input, output, readme] = process.argv.slice(2);
 const records = readFileSync(input, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
-const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY1, BENCH_CONCURRENCY100, BENCH_MESSAGES, NPROC, KAFKA_VERSION, KAFKAJS_VERSION } = process.env;
+const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY1, BENCH_CONCURRENCY100, BENCH_MESSAGES, NPROC, KAFKA_VERSION } = process.env;
 
 const median = (values) => {
   const s = values.filter((v) => typeof v === 'number' && !Number.isNaN(v)).sort((a, b) => a - b);
@@ -19,14 +21,15 @@ const median = (values) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 function summary(kind, tool) {
-  const runs = records.filter((r) => r.kind === kind && r.tool === tool);
+  const all = records.filter((r) => r.kind === kind && r.tool === tool);
+  const runs = all.filter((r) => !r.skipped);
   const errors = {};
   for (const r of runs) for (const [message, count] of Object.entries(r.errors)) errors[message] = (errors[message] ?? 0) + count;
   const pick = (key) => median(runs.map((r) => r[key]));
   return {
-    rounds: runs.length,
+    skipped: runs.length === 0 ? (all[0]?.skipped ?? 'not run') : undefined,
+    version: runs[0]?.version,
     mps: pick('messagesPerSecond'),
-    rps: pick('requestsPerSecond'),
     p50: pick('p50'),
     p99: pick('p99'),
     joinMs: pick('joinMs'),
@@ -41,41 +44,74 @@ function summary(kind, tool) {
 
 const int = (n) => (Number.isNaN(n) ? 'n/a' : Math.round(n).toLocaleString('en-US'));
 const ms = (n) => (Number.isNaN(n) ? 'n/a' : n.toFixed(2));
+const us = (n) => (Number.isNaN(n) ? 'n/a' : n.toFixed(1));
 const latency = (s) => (Number.isNaN(s.p50) ? 'n/a' : `${ms(s.p50)} / ${ms(s.p99)}`);
+const ratioText = (r) => (Number.isNaN(r) ? 'n/a' : (Math.floor(r * 1000) / 1000).toFixed(3));
 const target = (value, min) => (min === undefined ? '' : `≥ ${min}: ${value >= min ? 'met' : 'NOT met'}`);
 
 const CASES = [
   { kind: 'produce1', label: `produce, 1 msg/request (${BENCH_CONCURRENCY1} in flight)` },
-  { kind: 'produce100', label: `produce, 100 msgs/request (${BENCH_CONCURRENCY100} in flight)`, min: 0.7 },
+  { kind: 'produce100', label: `produce, 100 msgs/request (${BENCH_CONCURRENCY100} in flight)`, min: 0.8 },
   { kind: 'consume', label: `consume ${int(Number(BENCH_MESSAGES))} msgs, new group`, min: 0.7 },
 ];
-const results = Object.fromEntries(CASES.map(({ kind }) => [kind, { gateway: summary(kind, 'gateway'), direct: summary(kind, 'direct') }]));
+const results = Object.fromEntries(
+  CASES.map(({ kind }) => [kind, Object.fromEntries(['gateway', ...DIRECT].map((tool) => [tool, summary(kind, tool)]))]),
+);
+/** The direct client with the most messages/s in a case. */
+const fastest = (kind) =>
+  DIRECT.filter((tool) => !results[kind][tool].skipped).reduce((best, tool) => (best && results[kind][best].mps >= results[kind][tool].mps ? best : tool), undefined);
+const measured = DIRECT.filter((tool) => CASES.some(({ kind }) => !results[kind][tool].skipped));
+const skipped = DIRECT.filter((tool) => !measured.includes(tool));
+const cell = (s) => (s.skipped ? 'skipped' : int(s.mps));
 
 const rows = [
-  '| case | REST gateway, msg/s | kafkajs direct, msg/s | ratio | target | p50 / p99 ms, gateway | p50 / p99 ms, direct |',
-  '|---|---:|---:|---:|---|---:|---:|',
+  `| case | REST gateway, msg/s | ${DIRECT.map((t) => `${t}, msg/s`).join(' | ')} | ratio to the fastest direct | target | p50 / p99 ms, gateway |`,
+  `|---|---:|${DIRECT.map(() => '---:|').join('')}---:|---|---:|`,
 ];
 for (const { kind, label, min } of CASES) {
-  const { gateway, direct } = results[kind];
-  const ratio = gateway.mps / direct.mps;
-  const directLatency = kind === 'consume' ? `n/a (batches of ~${int(direct.perBatch)})` : latency(direct);
+  const gateway = results[kind].gateway;
+  const best = fastest(kind);
+  const ratio = best ? gateway.mps / results[kind][best].mps : NaN;
   const gatewayLatency = kind === 'consume' ? `${latency(gateway)} (~${int(gateway.perBatch)} msgs each)` : latency(gateway);
-  rows.push(`| ${label} | ${int(gateway.mps)} | ${int(direct.mps)} | ${(Math.floor(ratio * 1000) / 1000).toFixed(3)} | ${target(ratio, min)} | ${gatewayLatency} | ${directLatency} |`);
+  rows.push(
+    `| ${label} | ${int(gateway.mps)} | ${DIRECT.map((t) => cell(results[kind][t])).join(' | ')} | ${ratioText(ratio)} (${best ?? 'none'}) | ${target(ratio, min)} | ${gatewayLatency} |`,
+  );
 }
 const table = rows.join('\n');
 
+const groupless = Object.fromEntries(records.filter((r) => r.kind === 'groupless').map((r) => [r.tool, r]));
+const clientRows = [
+  '| client | version | group-less read via its public API | produce1 msg/s (p50 / p99 ms) | produce100 msg/s (p50 / p99 ms) | consume msg/s | client CPU µs/msg (produce1, produce100, consume) |',
+  '|---|---|---|---:|---:|---:|---|',
+];
+for (const tool of DIRECT) {
+  const r = (kind) => results[kind][tool];
+  const version = CASES.map(({ kind }) => r(kind).version).find(Boolean) ?? 'n/a';
+  const g = groupless[tool];
+  const how = g ? g.how : 'not checked';
+  if (r('produce1').skipped && r('produce100').skipped && r('consume').skipped) {
+    clientRows.push(`| ${tool} | n/a | ${how} | skipped: ${r('consume').skipped} | | | |`);
+    continue;
+  }
+  clientRows.push(
+    `| ${tool} | ${version} | ${how} | ${cell(r('produce1'))} (${latency(r('produce1'))}) | ${cell(r('produce100'))} (${latency(r('produce100'))}) | ${cell(r('consume'))} | ${CASES.map(({ kind }) => us(r(kind).clientCpuUs)).join(', ')} |`,
+  );
+}
+const clientTable = clientRows.join('\n');
+
 const allErrors = CASES.flatMap(({ kind }) =>
-  ['gateway', 'direct'].flatMap((tool) => Object.entries(results[kind][tool].errors).map(([m, c]) => `${kind} ${tool}: ${c}× ${m}`)),
+  ['gateway', ...DIRECT].flatMap((tool) => Object.entries(results[kind][tool].errors).map(([m, c]) => `${kind} ${tool}: ${c}× ${m}`)),
 );
 const fill = records.find((r) => r.kind === 'fill');
 const notes = [
-  `gateway CPU per message (process_cpu_seconds_total around each run): ${CASES.map(({ kind }) => `${kind} ${results[kind].gateway.cpuUs.toFixed(1)} µs (${Math.round(results[kind].gateway.cpuShare * 100)}% of core 0)`).join(', ')}`,
-  `load generator CPU per message (process.cpuUsage, core 1): ${CASES.map(({ kind }) => `${kind} ${results[kind].gateway.clientCpuUs.toFixed(1)} µs for the REST client, ${results[kind].direct.clientCpuUs.toFixed(1)} µs for kafkajs`).join(', ')}`,
-  `consume group join, first request to first message: gateway ${int(results.consume.gateway.joinMs)} ms, direct ${int(results.consume.direct.joinMs)} ms (not counted in msg/s)`,
-  `msg/s per round: ${CASES.map(({ kind }) => `${kind} gateway ${results[kind].gateway.all.map(int).join(', ')}; direct ${results[kind].direct.all.map(int).join(', ')}`).join('; ')}`,
+  `gateway CPU per message (process_cpu_seconds_total around each run): ${CASES.map(({ kind }) => `${kind} ${us(results[kind].gateway.cpuUs)} µs (${Math.round(results[kind].gateway.cpuShare * 100)}% of core 0)`).join(', ')}`,
+  `REST load generator CPU per message (process.cpuUsage, core 1): ${CASES.map(({ kind }) => `${kind} ${us(results[kind].gateway.clientCpuUs)} µs`).join(', ')}`,
+  `consume group join, first request to first message: gateway ${int(results.consume.gateway.joinMs)} ms, ${measured.map((t) => `${t} ${int(results.consume[t].joinMs)} ms`).join(', ')} (not counted in msg/s)`,
+  `msg/s per round: ${CASES.map(({ kind }) => `${kind} ${['gateway', ...measured].map((t) => `${t} ${results[kind][t].all.map(int).join(', ')}`).join('; ')}`).join(' | ')}`,
+  ...skipped.map((t) => `${t} skipped: ${results.consume[t].skipped}`),
   `errors: ${allErrors.length ? allErrors.join('; ') : 'none'}`,
 ];
-process.stdout.write(`\n${table}\n\n${notes.map((n) => `- ${n}`).join('\n')}\n`);
+process.stdout.write(`\n${table}\n\n${clientTable}\n\n${notes.map((n) => `- ${n}`).join('\n')}\n`);
 
 const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
 writeFileSync(
@@ -85,14 +121,18 @@ writeFileSync(
 Written by \`bash bench/stream/run.sh\` (\`make bench-stream\`); the method is in the header of run.sh.
 
 - date: ${new Date().toISOString()}
-- node ${process.version}, Apache Kafka ${KAFKA_VERSION} (deploy/kafka-local, one KRaft broker), kafkajs ${KAFKAJS_VERSION}, nproc ${NPROC}, ${cpu}
+- node ${process.version}, Apache Kafka ${KAFKA_VERSION} (deploy/kafka-local, one KRaft broker), nproc ${NPROC}, ${cpu}
 - gateway alone on core 0; the broker, the control Redis and the load generators on core 1
-- topics of 3 partitions, message values of 100 bytes, no keys, acks -1 on both sides
-- produce: ${BENCH_DURATION} s per run, closed loop, the same requests in flight for both; consume: the ${int(Number(BENCH_MESSAGES))} messages of a topic pre-filled with kafkajs${fill ? ` (in ${fill.seconds.toFixed(1)} s)` : ''}, a fresh group per run, one REST request at a time; median of ${BENCH_ROUNDS} interleaved rounds
-- latency is per request (a REST request, a producer.send call); direct consume has none
+- topics of 3 partitions, message values of 100 bytes, no keys, acks -1 everywhere
+- produce: ${BENCH_DURATION} s per run, closed loop, the same requests in flight for all; consume: the ${int(Number(BENCH_MESSAGES))} messages of a topic pre-filled with kafkajs${fill ? ` (in ${fill.seconds.toFixed(1)} s)` : ''}, a fresh group per run, one REST request at a time; median of ${BENCH_ROUNDS} interleaved rounds
+- latency is per request (a REST request, a send call); direct consume has none
 ${notes.map((n) => `- ${n}`).join('\n')}
 
 ${table}
+
+Direct clients:
+
+${clientTable}
 `,
 );
 
@@ -104,12 +144,15 @@ if (readme) {
     process.stderr.write(`\nwarning: ${readme} has no ${START} … ${END} section; left untouched\n`);
   } else {
     const date = new Date().toISOString().slice(0, 10);
+    const versions = measured.map((t) => `${t} ${CASES.map(({ kind }) => results[kind][t].version).find(Boolean)}`).join(', ');
     const setup =
       `Measured ${date} on this project's ${NPROC}-core machine (${cpu}, Node ${process.versions.node}, Apache Kafka ` +
-      `${KAFKA_VERSION} single KRaft broker, kafkajs ${KAFKAJS_VERSION}) with \`make bench-stream\`: the gateway alone on core 0, ` +
+      `${KAFKA_VERSION} single KRaft broker) with \`make bench-stream\`: the gateway alone on core 0, ` +
       `the broker and the load generators on core 1; topics of 3 partitions, 100-byte values, acks -1; median of ` +
       `${BENCH_ROUNDS} interleaved rounds (${BENCH_DURATION} s per produce run; consume reads ${int(Number(BENCH_MESSAGES))} ` +
-      `pre-filled messages with a fresh group); direct is kafkajs on the broker.`;
+      `pre-filled messages with a fresh group); direct clients: ${versions}` +
+      (skipped.length ? ` (${skipped.join(', ')} skipped: not built)` : '') +
+      '; the ratio is against the fastest of them in each case.';
     const wrap = (line, width = 100) =>
       line.split(' ').reduce((lines, word) => {
         const last = lines[lines.length - 1];
