@@ -1,0 +1,151 @@
+import { type IncomingHttpHeaders, type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { RegistryWriter, generateSigningKey, generateToken, queueProjectId, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { eventually } from '@restash/shared/util-testing';
+import { type AppProcess, QUEUE_REDIS_CONFIG, type RedisServer, startApp, startRedisServer } from '@restash/platform/util-stack';
+import { QueueStore } from '@restash/queue/data-access-store';
+import { type QueueMessage, newMessageId } from '@restash/queue/util-message';
+
+/** A destination on 127.0.0.1 that records each request's path and headers and answers 200 after `answerAfterMs`. */
+async function startSlowSink(answerAfterMs: number): Promise<{ url: string; on(path: string): IncomingHttpHeaders[]; close(): Promise<void> }> {
+  const received: Array<{ path: string; headers: IncomingHttpHeaders }> = [];
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received.push({ path: req.url ?? '/', headers: req.headers });
+      setTimeout(() => res.end('ok'), answerAfterMs);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    on: (path) => received.filter((r) => r.path === path).map((r) => r.headers),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * queue-worker (its own process) through outages of its Redis servers: a failed registry or store call is
+ * retried in place, so the message is delivered once and none of its attempts is spent. Both servers write
+ * every command to their AOF (`appendfsync always`), so that a SIGKILL loses nothing of the registry or the jobs.
+ */
+describe('queue-worker when a Redis stops mid-delivery', () => {
+  const project = queueProjectId('acme', 'main');
+  let control: RedisServer;
+  let queueRedis: RedisServer;
+  let worker: AppProcess;
+  let sink: Awaited<ReturnType<typeof startSlowSink>>;
+  let storeRedis: Redis;
+  let store: QueueStore;
+
+  beforeAll(async () => {
+    [control, queueRedis, sink] = await Promise.all([
+      startRedisServer({ config: ['appendonly yes', 'appendfsync always'] }),
+      startRedisServer({ config: [...QUEUE_REDIS_CONFIG, 'appendfsync always'] }),
+      startSlowSink(1_500),
+    ]);
+    const registry = new Redis(control.url);
+    const doc = tenantDocumentSchema.parse({
+      apiVersion: 'restash.dev/v1alpha1',
+      kind: 'Tenant',
+      metadata: { name: 'acme' },
+      spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1024 * 1024, dailyRequests: 0 } }] } },
+    });
+    const keys = { standard: generateToken(), readonly: generateToken(), currentSigningKey: generateSigningKey(), nextSigningKey: generateSigningKey() };
+    await new RegistryWriter(registry).applyTenant(doc, { kv: {}, vector: {}, stream: {}, queue: { main: keys } });
+    registry.disconnect();
+    storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
+    store = new QueueStore(storeRedis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 1000 });
+    store.queue.on('error', () => undefined); // the third test stops its Redis
+    worker = await startApp('queue-worker', {
+      from: 'source',
+      // A registry cache of 1 ms: every lookup reaches the control Redis, as one after an expiry or a change would.
+      env: { CONTROL_REDIS_URL: control.url, QUEUE_REDIS_URL: queueRedis.url, DESTINATION_ALLOWLIST: '127.0.0.1/32', REGISTRY_CACHE_TTL_MS: '1', LOG_LEVEL: 'fatal' },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await worker?.stop();
+    await store?.close();
+    storeRedis?.disconnect();
+    await Promise.all([control?.stop(), queueRedis?.stop(), sink?.close()]);
+  });
+
+  /** Enqueues a message to the sink's `path`, due now, with `maxRetries` retries. */
+  const publish = async (path: string, maxRetries: number): Promise<string> => {
+    const now = Date.now();
+    const message: QueueMessage = {
+      messageId: newMessageId(),
+      project,
+      url: `${sink.url}${path}`,
+      method: 'POST',
+      header: {},
+      body: Buffer.from(path).toString('base64'),
+      maxRetries,
+      notBefore: now,
+      createdAt: now,
+      callerIp: '127.0.0.1',
+    };
+    return (await store.publish(message)).messageId;
+  };
+
+  /** Once delivered: the attempts BullMQ counted (finished ones: 1 is the attempt that delivered), and the message's events, oldest first. */
+  const delivered = (messageId: string) =>
+    eventually(
+      async () => {
+        const job = await store.queue.getJob(messageId);
+        if ((await job?.getState()) !== 'completed') throw new Error(`message ${messageId} is ${await job?.getState()}`);
+        const { items } = await store.events(project, { count: 100, filter: { messageId: [messageId] } });
+        return { attempts: job?.attemptsMade, states: items.map((e) => e.state).reverse() };
+      },
+      30_000,
+      100,
+    );
+
+  const retriesCounted = async (operation: string): Promise<number> => {
+    const text = await (await fetch(`${worker.managementUrl}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`restash_queue_delivery_infrastructure_retries_total{operation="${operation}"}`));
+    return Number(line?.split(' ')[1] ?? 0);
+  };
+
+  it('delivers once, no attempt spent, when the control Redis stops while the destination answers', async () => {
+    const messageId = await publish('/control-outage', 3);
+    await eventually(() => expect(sink.on('/control-outage')).toHaveLength(1), 15_000);
+    await control.kill(); // the answer comes 1.5 s after the request; the project check after it fails
+    await sleep(2_500);
+    await control.start();
+    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'DELIVERED'] });
+    const requests = sink.on('/control-outage');
+    expect(requests).toHaveLength(1);
+    expect(requests[0]?.['upstash-retried']).toBe('0');
+    expect(await retriesCounted('registry')).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('does not lose a message without retries that comes due while the control Redis is down', async () => {
+    await control.kill();
+    const messageId = await publish('/due-during-outage', 0);
+    await sleep(2_000); // the worker took it and retries the project lookup
+    expect(sink.on('/due-during-outage')).toHaveLength(0);
+    await control.start();
+    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'DELIVERED'] });
+    expect(sink.on('/due-during-outage')).toHaveLength(1);
+    expect(sink.on('/due-during-outage')[0]?.['upstash-retried']).toBe('0');
+  }, 60_000);
+
+  it('delivers once, no attempt spent, when the queue Redis stops while the destination answers', async () => {
+    const before = await retriesCounted('store');
+    const messageId = await publish('/store-outage', 3);
+    await eventually(() => expect(sink.on('/store-outage')).toHaveLength(1), 15_000);
+    await queueRedis.kill(); // the answer comes 1.5 s after the request; storing its outcome fails
+    await sleep(2_500);
+    await queueRedis.start();
+    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'DELIVERED'] });
+    const requests = sink.on('/store-outage');
+    expect(requests).toHaveLength(1);
+    expect(requests[0]?.['upstash-retried']).toBe('0');
+    expect(await retriesCounted('store')).toBeGreaterThan(before);
+  }, 60_000);
+});
