@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { registryKeys } from '@restash/shared/data-access-registry';
-import { type RedisServer, repoRoot, startRedisServer } from '@restash/shared/util-testing';
+import { type RedisServer, repoRoot, startRedisServer } from '@restash/platform/util-stack';
 
 const ADMIN = { username: 'restash-gateway', password: 'test-admin-password' };
 

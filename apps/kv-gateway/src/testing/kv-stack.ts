@@ -1,13 +1,6 @@
 import { Redis } from 'ioredis';
-import {
-  type ResourceTokens,
-  RegistryWriter,
-  type TenantDocument,
-  generateToken,
-  tenantDocumentSchema,
-} from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
-import { type RedisServer, startRedisServer } from '@restash/shared/util-testing';
+import { GATEWAY_REDIS_USER, type RedisServer, type ResourceTokens, type Stack, startStack } from '@restash/platform/util-stack';
 import { AppModule } from '../app.module';
 import { loadKvGatewayConfig } from '../config';
 
@@ -45,64 +38,49 @@ export interface KvStack {
 }
 
 /** The gateway's ACL user on every data Redis; tenants never get its password. */
-export const KV_TEST_ADMIN = { username: 'restash-gateway', password: 'test-admin-password' };
-
-/**
- * A data Redis as production runs it: default user off, the gateway's own ACL user on, without
- * MIGRATE (tenant scripts run as that user, and MIGRATE would connect the server anywhere).
- */
-export function startDataRedis(): Promise<RedisServer> {
-  return startRedisServer({
-    config: ['user default off', `user ${KV_TEST_ADMIN.username} on >${KV_TEST_ADMIN.password} ~* &* +@all -migrate`],
-    auth: KV_TEST_ADMIN,
-  });
-}
+export const KV_TEST_ADMIN = { username: GATEWAY_REDIS_USER, password: 'test-admin-password' };
 
 /**
  * Starts a control Redis and one data Redis per database (unless it is put on the control Redis or
- * on another database's server), writes the tenants into the registry, and starts kv-gateway on a
- * free port.
+ * on another database's server) with util-stack, applies the tenants with the tenants command, and
+ * starts kv-gateway in this process on a free port.
  */
 export async function startKvStack(tenants: Record<string, TestDatabase[]>, env: NodeJS.ProcessEnv = {}): Promise<KvStack> {
-  const control = await startRedisServer();
   const declared = Object.entries(tenants).flatMap(([tenant, databases]) => databases.map((d) => ({ key: `${tenant}/${d.name}`, d })));
+  const serverId = (key: string) => key.replace('/', '.');
   const own = declared.filter(({ d }) => !d.onControlRedis && !d.onServerOf);
-  const started = await Promise.all(own.map(() => startDataRedis()));
-  const servers = new Map(own.map(({ key }, i) => [key, started[i] as RedisServer]));
   const databases = new Map<string, { server: RedisServer; db: number }>();
-  const urlOf = (key: string, d: TestDatabase): string => {
-    const db = d.db ?? 0;
-    const credentials = `${KV_TEST_ADMIN.username}:${KV_TEST_ADMIN.password}`;
-    if (d.onControlRedis) return `${control.url}/${db}`;
-    const server = d.onServerOf ? databases.get(d.onServerOf)?.server : servers.get(key);
-    if (!server) throw new Error(`${key}: no database ${d.onServerOf} declared before it`);
-    databases.set(key, { server, db });
-    return `redis://${credentials}@${d.onServerOf ? 'localhost' : '127.0.0.1'}:${server.port}/${db}`;
-  };
-
-  const registry = new Redis(control.url);
-  const tokens = new Map<string, ResourceTokens>();
-  const writer = new RegistryWriter(registry);
-  for (const [tenant, list] of Object.entries(tenants)) {
-    const doc: TenantDocument = tenantDocumentSchema.parse({
-      apiVersion: 'restash.dev/v1alpha1',
-      kind: 'Tenant',
-      metadata: { name: tenant },
-      spec: {
-        kv: {
-          databases: list.map((d) => ({
-            name: d.name,
-            redis: { url: urlOf(`${tenant}/${d.name}`, d) },
-            limits: { maxRequestBytes: d.maxRequestBytes ?? 1024 * 1024, dailyRequests: d.dailyRequests ?? 0 },
-          })),
+  const stack: Stack = await startStack({
+    from: 'source',
+    kvDatabases: own.map(({ key }) => ({ id: serverId(key) })),
+    dataRedisPassword: KV_TEST_ADMIN.password,
+    tenants: ({ control, kvRedis }) => {
+      const urlOf = (key: string, d: TestDatabase): string => {
+        const db = d.db ?? 0;
+        const credentials = `${KV_TEST_ADMIN.username}:${KV_TEST_ADMIN.password}`;
+        if (d.onControlRedis) return `${control.url}/${db}`;
+        const server = d.onServerOf ? databases.get(d.onServerOf)?.server : kvRedis.get(serverId(key));
+        if (!server) throw new Error(`${key}: no database ${d.onServerOf} declared before it`);
+        databases.set(key, { server, db });
+        return `redis://${credentials}@${d.onServerOf ? 'localhost' : '127.0.0.1'}:${server.port}/${db}`;
+      };
+      return Object.entries(tenants).map(([tenant, list]) => ({
+        apiVersion: 'restash.dev/v1alpha1',
+        kind: 'Tenant',
+        metadata: { name: tenant },
+        spec: {
+          kv: {
+            databases: list.map((d) => ({
+              name: d.name,
+              redis: { url: urlOf(`${tenant}/${d.name}`, d) },
+              limits: { maxRequestBytes: d.maxRequestBytes ?? 1024 * 1024, dailyRequests: d.dailyRequests ?? 0 },
+            })),
+          },
         },
-      },
-    });
-    const kv = Object.fromEntries(list.map((d) => [d.name, { standard: generateToken(), readonly: generateToken() }]));
-    await writer.applyTenant(doc, { kv, vector: {}, stream: {}, queue: {} });
-    for (const [name, t] of Object.entries(kv)) tokens.set(`${tenant}/${name}`, t);
-  }
-  registry.disconnect();
+      }));
+    },
+  });
+  const { control } = stack;
 
   const config = loadKvGatewayConfig({
     CONTROL_REDIS_URL: control.url,
@@ -126,7 +104,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
     control,
     server: (tenant, name) => database(tenant, name).server,
     tokens: (tenant, name) => {
-      const found = tokens.get(`${tenant}/${name}`);
+      const found = stack.tokens(tenant).kv[name];
       if (!found) throw new Error(`no database ${tenant}/${name}`);
       return found;
     },
@@ -145,7 +123,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
       for (const client of admins) client.disconnect();
       await Promise.all(replicas.map((r) => r.close()));
       await service.close();
-      await Promise.all([control.stop(), ...started.map((s) => s.stop())]);
+      await stack.stop();
     },
   };
 }

@@ -1,7 +1,5 @@
-import { Redis } from 'ioredis';
-import { RegistryWriter, generateSigningKey, generateToken, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
-import { type NodeServiceProcess, type RedisServer, freePort, nodeServiceProcess, startRedisServer } from '@restash/shared/util-testing';
+import { type AppProcess, type RedisServer, startStack } from '@restash/platform/util-stack';
 import { AppModule } from '../app.module';
 import { loadQueueGatewayConfig } from '../config';
 
@@ -29,7 +27,7 @@ export interface QueueStack {
   control: RedisServer;
   /** The queue's Redis (AOF on, `noeviction`). */
   queueRedis: RedisServer;
-  worker: NodeServiceProcess;
+  worker: AppProcess;
   secrets(tenant: string, project: string): TestSecrets;
   stop(): Promise<void>;
 }
@@ -45,68 +43,57 @@ const WORKER_TEST_ENV = {
   DELIVERY_TIMEOUT_MS: '5000',
 };
 
-/** Starts the control and queue Redis servers, writes the tenants into the registry, and starts both services. */
+/**
+ * Starts the control and queue Redis servers with util-stack, applies the tenants with the tenants
+ * command, and starts queue-worker from its sources and queue-gateway in this process.
+ */
 export async function startQueueStack(tenants: Record<string, TestProject[]>, workerEnv: NodeJS.ProcessEnv = {}): Promise<QueueStack> {
-  const [control, queueRedis] = await Promise.all([
-    startRedisServer(),
-    startRedisServer({ config: ['appendonly yes', 'appendfsync everysec', 'maxmemory-policy noeviction'] }),
-  ]);
-  const secrets = new Map<string, TestSecrets>();
-  const registry = new Redis(control.url);
-  const writer = new RegistryWriter(registry);
-  for (const [tenant, projects] of Object.entries(tenants)) {
-    const doc = tenantDocumentSchema.parse({
-      apiVersion: 'restash.dev/v1alpha1',
-      kind: 'Tenant',
-      metadata: { name: tenant },
-      spec: {
-        queue: {
-          projects: projects.map((p) => ({
-            name: p.name,
-            ...(p.retries ? { retries: p.retries } : {}),
-            limits: { maxRequestBytes: p.maxRequestBytes ?? 1024 * 1024, dailyRequests: 0 },
-          })),
+  const stack = await startStack({
+    from: 'source',
+    queueRedis: true,
+    tenants: () =>
+      Object.entries(tenants).map(([tenant, projects]) => ({
+        apiVersion: 'restash.dev/v1alpha1',
+        kind: 'Tenant',
+        metadata: { name: tenant },
+        spec: {
+          queue: {
+            projects: projects.map((p) => ({
+              name: p.name,
+              ...(p.retries ? { retries: p.retries } : {}),
+              limits: { maxRequestBytes: p.maxRequestBytes ?? 1024 * 1024, dailyRequests: 0 },
+            })),
+          },
         },
-      },
-    });
-    const queue = Object.fromEntries(
-      projects.map((p) => [
-        p.name,
-        { standard: generateToken(), readonly: generateToken(), currentSigningKey: generateSigningKey(), nextSigningKey: generateSigningKey() },
-      ]),
-    );
-    await writer.applyTenant(doc, { kv: {}, vector: {}, stream: {}, queue });
-    for (const [name, s] of Object.entries(queue)) {
-      secrets.set(`${tenant}/${name}`, { token: s.standard, readonlyToken: s.readonly, currentSigningKey: s.currentSigningKey, nextSigningKey: s.nextSigningKey });
-    }
-  }
-  registry.disconnect();
-
-  const common = { CONTROL_REDIS_URL: control.url, QUEUE_REDIS_URL: queueRedis.url, HOST: '127.0.0.1', LOG_LEVEL: 'fatal' };
-  const config = loadQueueGatewayConfig({ ...common, PORT: '0', MANAGEMENT_PORT: '0' });
+      })),
+    apps: ['queue-worker'],
+    appEnv: { 'queue-worker': { ...WORKER_TEST_ENV, ...workerEnv } },
+  });
+  const control = stack.control;
+  const queueRedis = stack.queueRedis as RedisServer;
+  const config = loadQueueGatewayConfig({
+    CONTROL_REDIS_URL: control.url,
+    QUEUE_REDIS_URL: queueRedis.url,
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'fatal',
+    PORT: '0',
+    MANAGEMENT_PORT: '0',
+  });
   const gateway: HttpService = await startHttpService(AppModule.forRoot(config), config.http);
-  const workerPort = await freePort();
-  const worker = nodeServiceProcess(
-    'apps/queue-worker/src/main.ts',
-    { ...common, ...WORKER_TEST_ENV, ...workerEnv, MANAGEMENT_PORT: String(workerPort) },
-    workerPort,
-  );
-  await worker.start();
   return {
     url: gateway.url,
     managementUrl: gateway.managementUrl,
     control,
     queueRedis,
-    worker,
+    worker: stack.apps['queue-worker'] as AppProcess,
     secrets: (tenant, project) => {
-      const found = secrets.get(`${tenant}/${project}`);
+      const found = stack.tokens(tenant).queue[project];
       if (!found) throw new Error(`no queue project ${tenant}/${project}`);
-      return found;
+      return { token: found.standard, readonlyToken: found.readonly, currentSigningKey: found.currentSigningKey, nextSigningKey: found.nextSigningKey };
     },
     stop: async () => {
-      await worker.stop();
       await gateway.close();
-      await Promise.all([control.stop(), queueRedis.stop()]);
+      await stack.stop();
     },
   };
 }

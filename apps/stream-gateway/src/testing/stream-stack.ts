@@ -1,13 +1,6 @@
-import { Redis } from 'ioredis';
-import {
-  RegistryWriter,
-  generateToken,
-  streamClusterId,
-  streamUsername,
-  tenantDocumentSchema,
-} from '@restash/shared/data-access-registry';
+import { streamClusterId, streamUsername } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
-import { type KafkaBroker, type NodeServiceProcess, freePort, nodeServiceProcess, startKafka, startRedisServer } from '@restash/shared/util-testing';
+import { type AppProcess, type KafkaBroker, startApp, startStack } from '@restash/platform/util-stack';
 import { AppModule } from '../app.module';
 import { loadStreamGatewayConfig } from '../config';
 
@@ -47,33 +40,33 @@ const TEST_ENV = {
   CONSUMER_JOIN_WAIT_MS: '15000',
 };
 
-/** Starts a broker and a control Redis, writes the tenants into the registry, and starts stream-gateway. */
+/**
+ * Starts a broker and a control Redis with util-stack, applies the tenants with the tenants command,
+ * and starts stream-gateway in this process.
+ */
 export async function startStreamStack(tenants: Record<string, TestCluster[]>, env: NodeJS.ProcessEnv = {}): Promise<StreamStack> {
-  const [control, kafka] = await Promise.all([startRedisServer(), startKafka()]);
-  const credentials = new Map<string, { standard: string; readonly: string }>();
-  const registry = new Redis(control.url);
-  const writer = new RegistryWriter(registry);
-  for (const [tenant, clusters] of Object.entries(tenants)) {
-    const doc = tenantDocumentSchema.parse({
-      apiVersion: 'restash.dev/v1alpha1',
-      kind: 'Tenant',
-      metadata: { name: tenant },
-      spec: {
-        stream: {
-          clusters: clusters.map((c) => ({
-            name: c.name,
-            kafka: { brokers: kafka.brokers },
-            topics: Object.entries(c.topics).map(([name, partitions]) => ({ name, partitions })),
-            limits: { maxRequestBytes: c.maxRequestBytes ?? 1024 * 1024, dailyRequests: c.dailyRequests ?? 0 },
-          })),
+  const engines = await startStack({
+    from: 'source',
+    kafka: true,
+    tenants: ({ kafka }) =>
+      Object.entries(tenants).map(([tenant, clusters]) => ({
+        apiVersion: 'restash.dev/v1alpha1',
+        kind: 'Tenant',
+        metadata: { name: tenant },
+        spec: {
+          stream: {
+            clusters: clusters.map((c) => ({
+              name: c.name,
+              kafka: { brokers: kafka?.brokers },
+              topics: Object.entries(c.topics).map(([name, partitions]) => ({ name, partitions })),
+              limits: { maxRequestBytes: c.maxRequestBytes ?? 1024 * 1024, dailyRequests: c.dailyRequests ?? 0 },
+            })),
+          },
         },
-      },
-    });
-    const stream = Object.fromEntries(clusters.map((c) => [c.name, { standard: generateToken(), readonly: generateToken() }]));
-    await writer.applyTenant(doc, { kv: {}, vector: {}, stream, queue: {} });
-    for (const [name, t] of Object.entries(stream)) credentials.set(`${tenant}/${name}`, t);
-  }
-  registry.disconnect();
+      })),
+  });
+  const { control } = engines;
+  const kafka = engines.kafka as KafkaBroker;
 
   const config = loadStreamGatewayConfig({
     CONTROL_REDIS_URL: control.url,
@@ -92,7 +85,7 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
     kafka,
     controlUrl: control.url,
     credentials: (tenant, cluster, role = 'standard') => {
-      const found = credentials.get(`${tenant}/${cluster}`);
+      const found = engines.tokens(tenant).stream[cluster];
       if (!found) throw new Error(`no cluster ${tenant}/${cluster}`);
       return { username: streamUsername(streamClusterId(tenant, cluster), role), password: found[role] };
     },
@@ -109,7 +102,7 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
     },
     stop: async () => {
       await Promise.all([service, ...replicas].map((s) => s.close()));
-      await Promise.all([control.stop(), kafka.stop()]);
+      await engines.stop();
     },
   };
   return stack;
@@ -121,20 +114,9 @@ export function basicAuth(credentials: TestCredentials): string {
 }
 
 /** A stream-gateway in its own process (for crash tests), on fixed ports so that it can come back at the same URL. */
-export interface GatewayProcess extends NodeServiceProcess {
-  url: string;
-}
+export type GatewayProcess = AppProcess;
 
-/** A stream-gateway process on the stack's engines, run from the TypeScript sources. */
-export async function gatewayProcess(stack: StreamStack): Promise<GatewayProcess> {
-  const [port, managementPort] = [await freePort(), await freePort()];
-  const env = {
-    ...TEST_ENV,
-    CONTROL_REDIS_URL: stack.controlUrl,
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    MANAGEMENT_PORT: String(managementPort),
-    LOG_LEVEL: 'fatal',
-  };
-  return { url: `http://127.0.0.1:${port}`, ...nodeServiceProcess('apps/stream-gateway/src/main.ts', env, managementPort) };
+/** A stream-gateway process on the stack's engines, run from the TypeScript sources (started: its `start()` is then a no-op). */
+export function gatewayProcess(stack: StreamStack): Promise<GatewayProcess> {
+  return startApp('stream-gateway', { from: 'source', env: { ...TEST_ENV, CONTROL_REDIS_URL: stack.controlUrl, LOG_LEVEL: 'fatal' } });
 }

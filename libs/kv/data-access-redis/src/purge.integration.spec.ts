@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { type RedisServer, startRedisServer } from '@restash/shared/util-testing';
+import { type RedisServer, startRedisServer } from '@restash/platform/util-stack';
 import { purgeKvDatabase } from './purge';
 
 const ADMIN = { username: 'restash-gateway', password: 'purge-test-password' };

@@ -13,7 +13,7 @@ import {
   tenantDocumentSchema,
   tokenDigest,
 } from '@restash/shared/data-access-registry';
-import { type KafkaBroker, type QdrantLocal, type RedisServer, startKafka, startQdrantLocal, startRedisServer } from '@restash/shared/util-testing';
+import { type KafkaBroker, type QdrantLocal, type RedisServer, startKafka, startQdrantLocal, startRedisServer } from '@restash/platform/util-stack';
 import { QueueStore } from '@restash/queue/data-access-store';
 import type { QueueMessage } from '@restash/queue/util-message';
 import { TeardownPendingError, TenantTeardown } from './teardown';

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { chmod, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type AppProcess, startApp } from './app';
 import { type KafkaBroker, startKafka } from './kafka';
@@ -42,11 +43,10 @@ export interface StackOptions {
   /**
    * The stack's folder (made 0700): redis.conf and data of each engine, `logs/<process>.log`,
    * `secrets/<tenant>.json` (tokens), `run/<process>.pid`. Processes a pid file there names that still
-   * run (an earlier launcher that was killed) are stopped first.
+   * run (an earlier launcher that was killed) are stopped first. By default a fresh temporary folder,
+   * removed on stop.
    */
-  stateDir: string;
-  /** Remove `stateDir` on stop (tests and benchmarks); `make dev` keeps it. */
-  removeStateOnStop?: boolean;
+  stateDir?: string;
   /**
    * Durable engines (`make dev`): AOF on the control Redis (which then also holds the queue's jobs:
    * `noeviction`) and on every KV database's server; the data Redis password is kept in
@@ -113,7 +113,7 @@ export interface Stack extends StackEngines {
   processes(): StackProcess[];
   /** Resolves with the name and status of the first process that exits before {@link Stack.stop}. */
   firstExit(): Promise<{ name: string; status: string }>;
-  /** Stops the services, then the engines (SIGTERM, SIGKILL after their grace time); removes `stateDir` if asked to. */
+  /** Stops the services, then the engines (SIGTERM, SIGKILL after their grace time); removes a temporary `stateDir`. */
   stop(): Promise<void>;
 }
 
@@ -137,7 +137,8 @@ const SERVICE_PORTS: Record<ServiceName, [PortName | undefined, PortName]> = {
  *   command's output; whatever was started is stopped first
  */
 export async function startStack(options: StackOptions): Promise<Stack> {
-  const { stateDir } = options;
+  const temporary = options.stateDir === undefined;
+  const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), 'restash-stack-')));
   for (const dir of ['', 'logs', 'run']) await mkdir(join(stateDir, dir), { recursive: true, mode: 0o700 });
   await chmod(stateDir, 0o700);
   await stopLeftovers(join(stateDir, 'run'));
@@ -148,7 +149,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       await Promise.all(group.map((p) => p.stop().catch(() => undefined)));
     }
     await rm(join(stateDir, 'run'), { recursive: true, force: true });
-    if (options.removeStateOnStop) await rm(stateDir, { recursive: true, force: true });
+    if (temporary) await rm(stateDir, { recursive: true, force: true });
   };
   const track = async <T extends StackProcess>(name: string, started: Promise<Omit<T, 'name'>>): Promise<T> => {
     const service = Object.assign(await started, { name }) as T;

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
-import { type RedisServer, eventually, startRedisServer } from '@restash/shared/util-testing';
+import { type RedisServer, startRedisServer } from '@restash/platform/util-stack';
+import { eventually } from '@restash/shared/util-testing';
 import { DailyQuota } from './daily-quota';
 import { kvDatabaseId, registryKeys } from './records';
 import { RegistryReader } from './registry-reader';

@@ -1,7 +1,3 @@
-export * from './redis-server';
 export * from './eventually';
-export * from './python-services';
 export * from './http-call';
-export * from './kafka';
-export * from './node-service';
 export * from './fuzz';

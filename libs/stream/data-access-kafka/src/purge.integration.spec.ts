@@ -1,5 +1,5 @@
 import { Kafka, logLevel } from 'kafkajs';
-import { type KafkaBroker, startKafka } from '@restash/shared/util-testing';
+import { type KafkaBroker, startKafka } from '@restash/platform/util-stack';
 import { purgeStreamCluster } from './purge';
 
 describe('purgeStreamCluster', () => {

@@ -1,5 +1,5 @@
 import { QdrantClient } from '@qdrant/js-client-rest';
-import { type QdrantLocal, startQdrantLocal } from '@restash/shared/util-testing';
+import { type QdrantLocal, startQdrantLocal } from '@restash/platform/util-stack';
 import { purgeVectorIndex } from './purge';
 import { QdrantStores } from './qdrant-index-store';
 

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, type KafkaMessage, logLevel } from 'kafkajs';
-import { eventually } from './eventually';
+import { eventually } from '@restash/shared/util-testing';
 import { type KafkaBroker, startKafka } from './kafka';
 
 const TOPIC = 'orders';
