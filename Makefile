@@ -19,8 +19,11 @@ runtime: ## the pinned Node, when missing
 install: runtime ## redis-server (apt) and npm packages, when missing
 	bash deploy/local/install.sh
 
-dev: runtime ## the whole local stack in the foreground; writes .restash/local.env
-	bash deploy/local/dev.sh
+# TypeScript entries (the stack launcher, the benchmark harness) run from their sources, no build.
+RUN_TS := SWC_NODE_PROJECT=tsconfig.base.json node -r @swc-node/register
+
+dev: build ## the whole local stack in the foreground (libs/platform/util-stack); writes .restash/local.env
+	$(RUN_TS) libs/platform/util-stack/src/bin/dev.ts
 
 build: install ## each app with the libraries it imports into dist/apps/<app>/ (tools/build.mjs), cached by Nx
 	npx nx run-many -t build --outputStyle=static
