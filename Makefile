@@ -11,7 +11,7 @@ NODE_HOME := $(RESTASH_CACHE)/node-$(NODE_VERSION)
 export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
 
-.PHONY: runtime install dev build lint typecheck unit integration engines test bench bench-kv bench-vector bench-stream bench-queue
+.PHONY: runtime install dev build lint typecheck unit integration engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue
 
 runtime: ## the pinned Node, when missing
 	bash deploy/local/node.sh
@@ -43,18 +43,23 @@ integration: install ## the integration tests against real engines, never cached
 engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/embedder-local)
 	for dir in deploy/qdrant-local deploy/embedder-local; do .cache/python/venv/bin/python -m unittest discover -s $$dir -p 'test_*.py' || exit 1; done
 
-test: lint typecheck unit integration engines ## what CI runs
+test: lint typecheck unit integration engines bench-smoke ## what CI runs
 
 bench: bench-kv bench-vector bench-stream bench-queue
 
+bench-smoke: build ## a few seconds of each benchmark (BENCH_SMOKE=1): fails unless every case gives numbers and no errors
+	BENCH_SMOKE=1 $(RUN_TS) bench/kv/bench.ts
+	BENCH_SMOKE=1 $(RUN_TS) bench/vector/bench.ts
+	BENCH_SMOKE=1 $(RUN_TS) bench/queue/bench.ts
+
 bench-kv: build ## KV gateway vs Redis direct (bench/kv)
-	bash bench/kv/run.sh
+	$(RUN_TS) bench/kv/bench.ts
 
 bench-vector: build ## vector gateway vs qdrant-local direct, recall@10 (bench/vector)
-	bash bench/vector/run.sh
+	$(RUN_TS) bench/vector/bench.ts
 
 bench-stream: build ## Stream gateway (Upstash Kafka REST) vs kafkajs straight to the broker (bench/stream)
 	bash bench/stream/run.sh
 
 bench-queue: build ## queue-gateway + queue-worker (publish to delivery) vs raw BullMQ add-to-process (bench/queue)
-	bash bench/queue/run.sh
+	$(RUN_TS) bench/queue/bench.ts

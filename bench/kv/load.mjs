@@ -1,4 +1,4 @@
-// One timed load run for bench/kv/run.sh: prints one JSON record on stdout, a readable line on stderr.
+// One timed load run for bench/kv (bench.ts): prints one JSON record on stdout, a readable line on stderr.
 //
 //   node bench/kv/load.mjs gateway|direct|redis-benchmark set|get|pipeline-set|pipeline-get SECONDS
 //
@@ -10,6 +10,8 @@
 //                  a duration: a short probe run sizes -n to last about SECONDS.
 //
 // A request is one HTTP request, one awaited command or one pipeline; latency is per request.
+// `requests` counts every request the process sent (for redis-benchmark, the probe's too): the
+// harness divides the CPU time the gateway and Redis spent during the process by it.
 // env: CONCURRENCY, GATEWAY_URL, GATEWAY_TOKEN, REDIS_HOST, REDIS_PORT, REDIS_USER, REDIS_PASSWORD
 import { spawnSync } from 'node:child_process';
 import autocannon from 'autocannon';
@@ -83,9 +85,11 @@ function redisBenchmark() {
     const [, rps, , , p50, , p99] = row.replaceAll('"', '').split(',').map(Number);
     return { rps, p50, p99 };
   };
-  const probe = run(20_000 * batch);
-  const { rps, p50, p99 } = run(Math.round(probe.rps * duration));
-  return { commandsPerSecond: rps, p50, p99 };
+  const probeCommands = 20_000 * batch;
+  const probe = run(probeCommands);
+  const commands = Math.round(probe.rps * duration);
+  const { rps, p50, p99 } = run(commands);
+  return { commandsPerSecond: rps, p50, p99, requests: (probeCommands + commands) / batch };
 }
 
 function percentile(sorted, q) {
@@ -94,13 +98,13 @@ function percentile(sorted, q) {
 
 let record;
 if (tool === 'redis-benchmark') {
-  const { commandsPerSecond, p50, p99 } = redisBenchmark();
-  record = { requestsPerSecond: commandsPerSecond / batch, commandsPerSecond, p50, p99 };
+  const { commandsPerSecond, p50, p99, requests } = redisBenchmark();
+  record = { requestsPerSecond: commandsPerSecond / batch, commandsPerSecond, p50, p99, requests };
 } else {
   const { requests, seconds: elapsed } = tool === 'gateway' ? await gateway() : await direct();
   const sorted = Float64Array.from(latencies).sort();
   const requestsPerSecond = requests / elapsed;
-  record = { requestsPerSecond, commandsPerSecond: requestsPerSecond * batch, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) };
+  record = { requestsPerSecond, commandsPerSecond: requestsPerSecond * batch, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), requests };
 }
 record = { tool, case: kase, ...record, errors };
 

@@ -1,5 +1,5 @@
 // Shared by the scripts of bench/queue: the clock, the message body, the raw BullMQ queue of the direct
-// case, a keep-alive HTTP client of the gateway, and the CPU counters read around every run.
+// case, a keep-alive HTTP client of the gateway, and the Redis command counter read around every run.
 //
 // env: QUEUE_REDIS_URL, QUEUE_PREFIX (restash:queue, the gateway's and worker's), DIRECT_QUEUE
 //      (bench-direct), MESSAGE_RETENTION_MS (86400000, as queue-gateway's default), GATEWAY_URL,
@@ -46,21 +46,10 @@ export function gateway(connections) {
   return { post, close: () => pool.close() };
 }
 
-/** process_cpu_seconds_total of a service's /metrics (prom-client), or NaN. */
-export async function cpuSeconds(managementUrl) {
-  try {
-    const text = await (await fetch(`${managementUrl}/metrics`)).text();
-    return Number(/^process_cpu_seconds_total (\S+)/m.exec(text)?.[1] ?? NaN);
-  } catch {
-    return NaN;
-  }
-}
-
-/** CPU seconds (user + sys, all threads) and commands processed so far of a Redis, from INFO. */
-export async function redisCounters(redis) {
-  const info = await redis.info();
-  const field = (name) => Number(new RegExp(`^${name}:(\\S+)`, 'm').exec(info)?.[1] ?? NaN);
-  return { cpu: field('used_cpu_user') + field('used_cpu_sys'), commands: field('total_commands_processed') };
+/** Commands a Redis has processed so far (INFO total_commands_processed). */
+export async function redisCommands(redis) {
+  const info = await redis.info('stats');
+  return Number(/^total_commands_processed:(\S+)/m.exec(info)?.[1] ?? NaN);
 }
 
 export const percentile = (sorted, q) => (sorted.length ? sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] : NaN);

@@ -1,11 +1,10 @@
-// The worker of the direct case of bench/queue/run.sh: a plain BullMQ Worker on DIRECT_QUEUE of the
+// The worker of the direct case of bench/queue (bench.ts): a plain BullMQ Worker on DIRECT_QUEUE of the
 // queue Redis, in its own process on core 0 where queue-worker runs, started once like queue-worker.
 // Its processor does nothing but note when it ran (CLOCK_MONOTONIC, see common.mjs) and the job's
 // run tag and number; no HTTP, no other Redis call than BullMQ's own.
 //
-// Management server on 127.0.0.1:MANAGEMENT_PORT, for run.sh and load.mjs:
+// Management server on 127.0.0.1:MANAGEMENT_PORT, for bench.ts and load.mjs:
 //   GET  /readyz   200 once the worker runs
-//   GET  /metrics  process_cpu_seconds_total, in prom-client's format (as queue-worker's /metrics)
 //   GET  /count    how many jobs were processed since the last /take
 //   POST /take     the processed jobs since the last /take, [[run, n, ms], ...], and forgets them
 //
@@ -40,10 +39,6 @@ const server = createServer((req, res) => {
     res.end(body);
   };
   if (req.url === '/readyz') return worker.isRunning() ? send(200, 'ok') : send(503, 'not running');
-  if (req.url === '/metrics') {
-    const { user, system } = process.cpuUsage();
-    return send(200, `# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total ${(user + system) / 1e6}\n`);
-  }
   if (req.url === '/count') return send(200, String(done.length));
   if (req.url === '/take' && req.method === 'POST') {
     const taken = done;

@@ -1,4 +1,4 @@
-// One timed run for bench/queue/run.sh: prints one JSON record on stdout, a readable line on stderr.
+// One timed run for bench/queue (bench.ts): prints one JSON record on stdout, a readable line on stderr.
 //
 //   node bench/queue/load.mjs gateway|direct MESSAGES
 //
@@ -12,25 +12,24 @@
 //            when each Upstash-Message-Id arrived (a second arrival of an id is an error).
 //   direct   raw BullMQ, no HTTP: Queue.add of {r, n, body} on DIRECT_QUEUE of the same Redis (one
 //            ioredis connection, as the gateway has one), the same number of adds in flight; the
-//            processor of direct-worker.mjs (its own process on core 0, started by run.sh) notes when it
+//            processor of direct-worker.mjs (its own process on core 0, started by bench.ts) notes when it
 //            ran, and this process fetches those notes from its management server at the end.
 // Per message, latency is from the start of its publish (add) to its arrival at the sink (the run of the
 // processor), on CLOCK_MONOTONIC shared by both processes; p50/p99 over the messages. Throughput is
 // the messages that arrived / (last arrival - first publish start). The publish-only rate is the
 // accepted publishes (adds) / (last answer - first start). A run gives up when nothing arrived for
 // BENCH_STALL_SECONDS (30); what is missing is reported as an error.
-// CPU per message, read before the first publish and 250 ms after the last arrival: the gateway's and
-// the worker's (process_cpu_seconds_total of their /metrics: queue-gateway and queue-worker, or
-// direct-worker.mjs), the queue Redis's (INFO used_cpu_user + used_cpu_sys, with its commands
-// processed per message) and this process's own (process.cpuUsage, publisher and sink together). The
-// share of a core is that CPU over the run's seconds (first publish to last arrival).
-// env: see common.mjs; CONCURRENCY, SINK_PORT, GATEWAY_MANAGEMENT_URL, WORKER_MANAGEMENT_URL,
-//      DIRECT_MANAGEMENT_URL, BENCH_STALL_SECONDS
+// The harness (bench/lib/harness.ts) measures the CPU per message of queue-gateway, queue-worker,
+// direct-worker.mjs and the queue Redis around this process (`requests` is the messages delivered);
+// this process adds its own (process.cpuUsage, publisher and sink together) and the queue Redis's
+// commands per message (INFO total_commands_processed before the first publish and 250 ms after the
+// last arrival).
+// env: see common.mjs; CONCURRENCY, SINK_PORT, DIRECT_MANAGEMENT_URL, BENCH_STALL_SECONDS
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { DIRECT_QUEUE, QUEUE_PREFIX, clock, cpuSeconds, directJobOptions, gateway, percentile, redisCounters, sleep, value } from './common.mjs';
+import { DIRECT_QUEUE, QUEUE_PREFIX, clock, directJobOptions, gateway, percentile, redisCommands, sleep, value } from './common.mjs';
 
 const [tool, arg] = process.argv.slice(2);
 const total = Number(arg);
@@ -155,18 +154,12 @@ async function runDirect() {
 }
 
 const redis = new Redis(process.env.QUEUE_REDIS_URL);
-const workerUrl = tool === 'gateway' ? process.env.WORKER_MANAGEMENT_URL : process.env.DIRECT_MANAGEMENT_URL;
-const counters = async () => ({
-  gateway: tool === 'gateway' ? await cpuSeconds(process.env.GATEWAY_MANAGEMENT_URL) : NaN,
-  worker: await cpuSeconds(workerUrl),
-  redis: await redisCounters(redis),
-});
-const before = await counters();
+const commandsBefore = await redisCommands(redis);
 const clientBefore = process.cpuUsage();
 const { accepted, close } = tool === 'gateway' ? await runGateway() : await runDirect();
 await sleep(250); // the worker's bookkeeping after the last arrival (the completed job, the event)
 const client = process.cpuUsage(clientBefore);
-const after = await counters();
+const commands = (await redisCommands(redis)) - commandsBefore;
 await close();
 redis.disconnect();
 
@@ -197,22 +190,12 @@ const record = {
   publishP50: percentile(publishLatencies, 0.5),
   publishP99: percentile(publishLatencies, 0.99),
   clientCpuUsPerMessage: perMessage((client.user + client.system) / 1e6),
-  ...(tool === 'gateway'
-    ? { gatewayCpuUsPerMessage: perMessage(after.gateway - before.gateway), gatewayCpuShare: (after.gateway - before.gateway) / seconds }
-    : {}),
-  workerCpuUsPerMessage: perMessage(after.worker - before.worker),
-  workerCpuShare: (after.worker - before.worker) / seconds,
-  redisCpuUsPerMessage: perMessage(after.redis.cpu - before.redis.cpu),
-  redisCpuShare: (after.redis.cpu - before.redis.cpu) / seconds,
-  redisCommandsPerMessage: (after.redis.commands - before.redis.commands) / delivered.length,
+  redisCommandsPerMessage: commands / delivered.length,
+  requests: delivered.length,
   errors,
 };
 const failures = Object.entries(errors).map(([message, count]) => `${count}x ${message}`).join('; ');
-const us = (n) => n.toFixed(0);
-const cpu =
-  `  CPU µs/msg:` +
-  (record.gatewayCpuUsPerMessage !== undefined ? ` gateway ${us(record.gatewayCpuUsPerMessage)},` : '') +
-  ` worker ${us(record.workerCpuUsPerMessage)}, redis ${us(record.redisCpuUsPerMessage)} (${record.redisCommandsPerMessage.toFixed(1)} cmd/msg), load ${us(record.clientCpuUsPerMessage)}`;
+const cpu = `  load CPU ${record.clientCpuUsPerMessage.toFixed(0)} µs/msg, redis ${record.redisCommandsPerMessage.toFixed(1)} cmd/msg`;
 process.stderr.write(
   `${tool.padEnd(7)} ${Math.round(record.messagesPerSecond).toString().padStart(6)} msg/s  p50 ${record.p50.toFixed(1)} ms  p99 ${record.p99.toFixed(1)} ms` +
     `  (publish only ${Math.round(record.publishPerSecond)}/s)${cpu}${failures ? `  ERRORS: ${failures}` : ''}\n`,

@@ -1,0 +1,81 @@
+// KV gateway benchmark (`make bench-kv`, which builds first): what serving Redis over HTTP costs.
+//
+// Stack (bench/lib/harness.ts, libs/platform/util-stack): a control Redis, the data Redis of the KV
+// database bench.main (with the gateway's ACL user, as make dev runs it), the built kv-gateway. The
+// gateway runs alone on core 0; both Redis servers and every load generator share core 1. Four
+// cases, SET, GET, and pipelines of 10 SETs and of 10 GETs (always the same key and a 3-byte value),
+// are each measured with three clients at the same concurrency (BENCH_CONCURRENCY connections or
+// requests in flight):
+//   gateway          autocannon: POST / or POST /pipeline, Bearer token, through the gateway to Redis
+//   ioredis direct   ioredis straight to the data Redis, one connection (pipeline() of 10 commands)
+//   redis-benchmark  -t set|get, -P 10 for the pipelines
+// After a warm-up, every round runs each case with the clients in turn (gateway, direct,
+// redis-benchmark, gateway, ...); the table reports the median of the rounds, with the CPU time per
+// request of the gateway (/proc) and of the data Redis (INFO), and is written to bench/kv/results.md
+// and README.md (load.mjs, report.mjs). Nothing is asserted: targets are printed as met or not.
+//
+// env: BENCH_DURATION seconds per run (5), BENCH_WARMUP seconds per case (2), BENCH_ROUNDS (3),
+//      BENCH_CONCURRENCY (50); BENCH_SMOKE=1 for a smoke run (1 s runs, one round).
+import { type LoadRun, redisVersion, runBench } from '../lib/harness';
+
+const CASES = ['set', 'get', 'pipeline-set', 'pipeline-get'];
+const DATABASE = 'bench.main';
+
+runBench({
+  name: 'kv',
+  settings: {
+    BENCH_DURATION: { full: '5', smoke: '1' },
+    BENCH_WARMUP: { full: '2', smoke: '0' },
+    BENCH_ROUNDS: { full: '3', smoke: '1' },
+    BENCH_CONCURRENCY: { full: '50', smoke: '50' },
+  },
+  stack: () => ({
+    kvDatabases: [{ id: DATABASE }],
+    tenants: ({ kvRedis, dataRedisAuth: { username, password } }) => [
+      {
+        apiVersion: 'restash.dev/v1alpha1',
+        kind: 'Tenant',
+        metadata: { name: 'bench' },
+        spec: {
+          kv: {
+            databases: [
+              {
+                name: 'main',
+                redis: { url: `redis://${username}:${password}@127.0.0.1:${kvRedis.get(DATABASE)?.port}/0` },
+                limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },
+              },
+            ],
+          },
+        },
+      },
+    ],
+    apps: ['kv-gateway'],
+  }),
+  gateway: ['kv-gateway'],
+  engine: { process: `kv-redis-${DATABASE}`, redis: true },
+  env: (stack, settings) => ({
+    CONCURRENCY: settings.BENCH_CONCURRENCY ?? '50',
+    GATEWAY_URL: stack.apps['kv-gateway']?.url ?? '',
+    GATEWAY_TOKEN: stack.tokens('bench').kv.main?.standard ?? '',
+    REDIS_HOST: '127.0.0.1',
+    REDIS_PORT: String(stack.kvRedis.get(DATABASE)?.port),
+    REDIS_USER: stack.dataRedisAuth.username,
+    REDIS_PASSWORD: stack.dataRedisAuth.password,
+  }),
+  // One request of each kind by hand, so a broken setup shows its answer rather than a table of errors.
+  prepare: async ({ env, say }) => {
+    const post = async (path: string, body: unknown) => {
+      const response = await fetch(`${env.GATEWAY_URL}${path}`, { method: 'POST', headers: { authorization: `Bearer ${env.GATEWAY_TOKEN}` }, body: JSON.stringify(body) });
+      say(`POST ${path.padEnd(9)} ${JSON.stringify(body).slice(0, 60)} -> ${response.status} ${await response.text()}`.slice(0, 200));
+    };
+    await post('/', ['SET', 'bench:k', 'xxx']);
+    await post('/', ['GET', 'bench:k']);
+    await post('/pipeline', Array.from({ length: 10 }, () => ['GET', 'bench:k']));
+  },
+  runs: (settings) => {
+    const warmup: LoadRun[] = CASES.flatMap((c) => ['gateway', 'direct'].map((tool) => ({ args: [tool, c, settings.BENCH_WARMUP ?? '2'] })));
+    const round: LoadRun[] = CASES.flatMap((c) => ['gateway', 'direct', 'redis-benchmark'].map((tool) => ({ args: [tool, c, settings.BENCH_DURATION ?? '5'] })));
+    return { warmup, round };
+  },
+  reportEnv: () => ({ REDIS_VERSION: redisVersion() }),
+});
