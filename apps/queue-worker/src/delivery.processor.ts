@@ -194,7 +194,7 @@ export class DeliveryProcessor {
   private call<T>(operation: InfrastructureOperation, call: () => Promise<T>): Promise<T> {
     return retryInfrastructure(operation, call, (error, retry, delayMs) => {
       this.metrics.countInfrastructureRetry(operation);
-      this.logger.warn(`${operation} call failed (${String(error)}); retry ${retry} of ${INFRASTRUCTURE_RETRY.retries} in ${delayMs} ms`);
+      this.logger.warn(`${operation} call failed (${String(error)}); retry ${retry} in ${delayMs} ms (for ${INFRASTRUCTURE_RETRY.budgetMs} ms at most)`);
     });
   }
 }

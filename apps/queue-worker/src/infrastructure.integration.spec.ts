@@ -96,8 +96,9 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
   const delivered = (messageId: string) =>
     eventually(
       async () => {
-        const job = await store.queue.getJob(messageId);
-        if ((await job?.getState()) !== 'completed') throw new Error(`message ${messageId} is ${await job?.getState()}`);
+        const state = await store.queue.getJobState(messageId);
+        if (state !== 'completed') throw new Error(`message ${messageId} is ${state}`);
+        const job = await store.queue.getJob(messageId); // read once completed: its attempt count is final
         const { items } = await store.events(project, { count: 100, filter: { messageId: [messageId] } });
         return { attempts: job?.attemptsMade, states: items.map((e) => e.state).reverse() };
       },
@@ -134,6 +135,19 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     expect(sink.on('/due-during-outage')).toHaveLength(1);
     expect(sink.on('/due-during-outage')[0]?.['upstash-retried']).toBe('0');
   }, 60_000);
+
+  it('puts a message back in the queue, no attempt spent, when the control Redis stays down past the in-place retries', async () => {
+    await control.kill();
+    const messageId = await publish('/long-outage', 0);
+    // Past the in-place retries: 15 s, plus the last call, which ioredis fails after a few reconnects (up to 10 s seen).
+    await sleep(30_000);
+    await control.start();
+    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'DELIVERED'] });
+    expect(sink.on('/long-outage')).toHaveLength(1);
+    expect(sink.on('/long-outage')[0]?.['upstash-retried']).toBe('0');
+    const metrics = await (await fetch(`${worker.managementUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^restash_queue_delivery_duration_seconds_count\{tenant="",outcome="requeued"\} [1-9]/m);
+  }, 90_000);
 
   it('delivers once, no attempt spent, when the queue Redis stops while the destination answers', async () => {
     const before = await retriesCounted('store');
