@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { RegistryReader, type StreamClusterRecord, registryKeys } from '@restash/shared/data-access-registry';
 import { type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
-import { type ConsumedRecord, KafkaCluster, type ProducedMetadata } from '@restash/stream/data-access-kafka';
+import { type ConsumedRecord, KafkaCluster, type ProducedMetadata, kafkaErrorCode } from '@restash/stream/data-access-kafka';
 import {
   type ConsumeRequest,
   type ConsumerConfig,
@@ -46,7 +46,7 @@ const GROUP_BUSY = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKN
  * The Stream REST API (spec 002 part A and what `@upstash/kafka` calls) between HTTP and Kafka:
  * authenticates Basic credentials against the registry, admits requests under the cluster's limits,
  * maps the tenant's topic and group names onto the broker's prefixed ones and back, and runs each
- * operation on the cluster's kafkajs clients. HTTP concerns stay in StreamRoutes.
+ * operation on the cluster's Kafka clients. HTTP concerns stay in StreamRoutes.
  *
  * Operations throw {@link StreamError}: 400 for malformed or illegal arguments, 401/403 for
  * credentials, 404 for unknown topics and consumer instances, 409 while a group rebalances, 413/429
@@ -55,7 +55,7 @@ const GROUP_BUSY = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKN
 @Injectable()
 export class StreamService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(StreamService.name);
-  /** kafkajs clients by broker list (`brokers.join(',')`). */
+  /** Kafka clients by broker list (`brokers.join(',')`). */
   private readonly clusters = new Map<string, KafkaCluster>();
   /** The broker list and prefix each cluster id's clients and instances were opened with. */
   private readonly clusterUse = new Map<string, { brokers: string; prefix: string }>();
@@ -92,7 +92,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * A stream cluster's record was written or deleted. When it is gone, or names other brokers or another
-   * prefix, its consumer instances are closed and its kafkajs clients too unless another cluster on the
+   * prefix, its consumer instances are closed and its Kafka clients too unless another cluster on the
    * same brokers uses them; when it no longer declares a topic, the instances subscribed to it are closed.
    * Cached records were dropped by the registry reader already. While the registry cannot be read,
    * everything is kept.
@@ -354,7 +354,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * The kafkajs clients of a broker list, shared by every cluster record that names the same brokers;
+   * The Kafka clients of a broker list, shared by every cluster record that names the same brokers;
    * looked up once per record (the registry cache hands out the same object until it changes).
    */
   private kafkaOf(cluster: StreamClusterRecord): KafkaCluster {
@@ -367,7 +367,6 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
         brokers: cluster.brokers,
         clientId: 'restash-stream-gateway',
         requestTimeoutMs: this.config.kafkaRequestTimeoutMs,
-        log: (level, message) => (level === 'error' ? this.logger.warn(message) : this.logger.debug(message)),
       });
       this.clusters.set(key, kafka);
     }
@@ -387,7 +386,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
 
   private kafkaFailure(session: Session, error: unknown): StreamError {
     if (error instanceof StreamError) return error;
-    const type = kafkaErrorType(error);
+    const type = kafkaErrorCode(error);
     const message = error instanceof Error ? error.message : String(error);
     // The broker refusing what the client sent (e.g. under stricter broker settings than the gateway checks) is a client error.
     if (REFUSED_RECORD.has(type)) return StreamError.badRequest(`Illegal argument: the broker refused a message (${type}): ${stripPrefix(message, session.cluster.prefix)}`);
@@ -399,15 +398,6 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     this.logger.warn(`Kafka call failed for tenant ${session.tenant}: ${message}`);
     return new StreamError(503, 'Service unavailable: Kafka cannot be reached');
   }
-}
-
-/** Kafka's error code of a kafkajs error: its own `type`, or that of the error it wraps (retries exhausted, non-retriable). */
-function kafkaErrorType(error: unknown): string {
-  let current = error as { type?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; current && depth < 5; depth++, current = current.cause as typeof current) {
-    if (typeof current.type === 'string') return current.type;
-  }
-  return '';
 }
 
 /** @throws StreamError 400 when the topic has no such partition */

@@ -1,8 +1,19 @@
-import type { Consumer, Kafka } from 'kafkajs';
+import {
+  type BaseOptions,
+  ConnectionPool,
+  Consumer,
+  FetchIsolationLevels,
+  type GroupAssignment,
+  ListOffsetTimestamps,
+  type fetchV17,
+} from '@platformatic/kafka';
 import type { ConsumerConfig, KafkaRecord, TopicPartitionOffset } from '@restash/stream/util-rest';
+import { kafkaErrorCode } from './errors';
+import { partitionRecords } from './records';
 
 export interface GroupConsumerOptions {
-  kafka: Kafka;
+  /** The cluster's client settings (brokers, client id, timeouts, retries). */
+  client: BaseOptions;
   /** Broker-side consumer group id. */
   groupId: string;
   /** Broker-side topic names of the subscription. */
@@ -14,7 +25,7 @@ export interface GroupConsumerOptions {
   maxWaitMs: number;
   /** Fetching waits while this many records wait to be returned. */
   maxBufferedRecords: number;
-  /** Called with failures of background work (auto commit, a crashed consumer). */
+  /** Called with failures of background work (fetches, auto commit, a failed rejoin). */
   onError(error: unknown): void;
 }
 
@@ -25,21 +36,36 @@ export interface ConsumedRecord {
   record: KafkaRecord;
 }
 
+interface Position {
+  topic: string;
+  partition: number;
+  /** The next offset to fetch. */
+  offset: number;
+}
+
 const key = (topic: string, partition: number) => `${partition}:${topic}`;
+/** Per-partition and per-response byte caps of a fetch (Kafka's consumer defaults). */
+const PARTITION_MAX_BYTES = 1024 * 1024;
+const RESPONSE_MAX_BYTES = 50 * 1024 * 1024;
+/** How long fetching pauses after a failed fetch or offset lookup (ms). */
+const RETRY_DELAY_MS = 1000;
 
 /**
- * One consumer instance of spec 002 (Consume): a kafkajs group member whose records wait in a buffer
- * until a REST consume request takes them.
+ * One consumer instance of spec 002 (Consume): a member of a Kafka consumer group (@platformatic/kafka's
+ * Consumer joins, heartbeats, rejoins and commits) whose partitions this class fetches itself through
+ * Consumer.fetch, on a connection pool of its own so that a waiting fetch does not hold up heartbeats.
+ * Records wait in a buffer until a REST consume request takes them.
  *
  * Delivery rules (DESIGN.md, Stream):
  * - A record counts as delivered once {@link poll} returns it. Auto commits and the empty-body commit
  *   cover delivered records only; buffered records are never committed.
- * - After a rebalance kafkajs restarts every assigned partition from its committed offset, so the buffer
- *   is dropped and partitions this instance keeps are moved to just after what it delivered (no
- *   repeats for its client); partitions it lost restart elsewhere from the committed offset
- *   (at least once). With auto commit, delivered offsets of lost partitions are committed right after
- *   the rejoin (best effort: the new owner may already have started from the older offset).
- * - kafkajs commits nothing by itself (`autoCommit: false`); this class commits.
+ * - On every (re)join the buffer is dropped. Partitions this instance keeps continue just after what it
+ *   delivered (no repeats for its client); new ones start at the group's committed offset, or where
+ *   `autoOffsetReset` says when there is none (earliest, else latest); partitions it lost restart
+ *   elsewhere from the committed offset (at least once). With auto commit, delivered offsets of lost
+ *   partitions are committed right after the rejoin (best effort: the new owner may already have
+ *   started from the older offset).
+ * - The client library commits nothing by itself (`autocommit: false`); this class commits.
  */
 export class GroupConsumer {
   /** Topic → partitions of the latest assignment; empty until the group has assigned some. */
@@ -51,68 +77,61 @@ export class GroupConsumer {
   lastUsedAt = Date.now();
 
   private readonly consumer: Consumer;
+  private readonly pool: ConnectionPool;
   private buffer: ConsumedRecord[] = [];
+  /** Where each assigned partition is fetched from next; undefined while a join's starting offsets are looked up. */
+  private positions: Map<string, Position> | undefined;
+  /** Counts joins (and the close): fetch results and offset lookups of an older one are dropped. */
+  private generation = 0;
+  /** Brokers (node ids) with a fetch in flight: one at a time per broker. */
+  private readonly inflight = new Set<number>();
   /** Next offset after the last delivered record, by partition key. */
-  private readonly delivered = new Map<string, { topic: string; partition: number; offset: number }>();
+  private readonly delivered = new Map<string, Position>();
   /** What was last committed from `delivered`, by partition key. */
   private readonly committedDelivered = new Map<string, number>();
   /** Consume requests waiting for records. */
   private readonly waiters = new Set<() => void>();
-  /** Batches holding the fetch loop until the buffer drains. */
-  private readonly drainWaiters = new Set<() => void>();
   private closed = false;
   private autoCommitTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
   private markJoined: () => void = () => undefined;
 
   constructor(private readonly options: GroupConsumerOptions) {
     this.joined = new Promise((resolve) => (this.markJoined = resolve));
-    this.consumer = options.kafka.consumer({
+    this.consumer = new Consumer({
+      ...options.client,
       groupId: options.groupId,
-      sessionTimeout: options.sessionTimeoutMs,
-      rebalanceTimeout: options.sessionTimeoutMs,
-      heartbeatInterval: Math.max(100, Math.min(1000, Math.floor(options.sessionTimeoutMs / 5))),
-      maxWaitTimeInMs: options.maxWaitMs,
-      allowAutoTopicCreation: false,
+      autocommit: false,
+      isolationLevel: FetchIsolationLevels.READ_COMMITTED,
     });
-    this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => this.onJoin(event.payload.memberAssignment));
-    this.consumer.on(this.consumer.events.CRASH, (event) => {
-      if (event.payload.restart) return;
-      this.failure = event.payload.error;
-      options.onError(event.payload.error);
-      this.wake();
-    });
+    this.pool = new ConnectionPool(options.client.clientId, options.client);
+    this.consumer.on('consumer:group:join', ({ assignments }) => this.onJoin(assignments ?? []));
+    // The client emits `error` when a rejoin failed for good: the instance is no member any more.
+    this.consumer.on('error', (error: Error) => this.fail(error));
   }
 
   /**
-   * Connects, subscribes (from the earliest offset when `autoOffsetReset` is earliest, else the latest)
-   * and starts fetching in the background. Resolves before the group has assigned anything.
+   * Checks that the brokers answer and the topics exist, then joins the group in the background (from the
+   * earliest offset when `autoOffsetReset` is earliest and the group has committed none, else the
+   * latest). Resolves before the group has assigned anything.
+   *
+   * @throws Error when the brokers cannot be reached or a topic does not exist
    */
   async start(): Promise<void> {
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topics: this.options.topics, fromBeginning: this.options.config.autoOffsetReset === 'earliest' });
-    await this.consumer.run({
-      autoCommit: false,
-      partitionsConsumedConcurrently: 16,
-      eachBatch: async ({ batch, isRunning, isStale, heartbeat }) => {
-        if (!isRunning() || isStale() || this.closed) return;
-        for (const record of batch.messages) this.buffer.push({ topic: batch.topic, partition: batch.partition, record });
-        this.wake();
-        // Backpressure: hold kafkajs's fetch loop while the client has enough to read. (Holding the batch
-        // rather than pausing the topics: kafkajs polls paused consumers only every maxWaitTimeInMs.)
-        while (this.buffer.length >= this.options.maxBufferedRecords && isRunning() && !isStale() && !this.closed) {
-          await this.drained(1000);
-          try {
-            await heartbeat();
-          } catch {
-            return; // a rebalance: let kafkajs rejoin (the join drops the buffer)
-          }
-        }
-      },
-    });
-    if (this.options.config.autoCommit) {
+    const { topics, sessionTimeoutMs, config } = this.options;
+    await this.consumer.metadata({ topics });
+    this.consumer.topics.trackAll(...topics);
+    this.consumer
+      .joinGroup({
+        sessionTimeout: sessionTimeoutMs,
+        rebalanceTimeout: sessionTimeoutMs,
+        heartbeatInterval: Math.max(100, Math.min(1000, Math.floor(sessionTimeoutMs / 5))),
+      })
+      .catch((error: unknown) => this.fail(error));
+    if (config.autoCommit) {
       this.autoCommitTimer = setInterval(() => {
         this.commitDelivered().catch((error: unknown) => this.options.onError(error));
-      }, this.options.config.autoCommitIntervalMs);
+      }, config.autoCommitIntervalMs);
       this.autoCommitTimer.unref();
     }
   }
@@ -139,13 +158,13 @@ export class GroupConsumer {
     if (this.failure) throw this.failure;
     const taken = this.buffer;
     this.buffer = [];
-    // Records of one batch are contiguous: note each partition's position once, at its last record.
+    // Records of one partition are contiguous: note each partition's position once, at its last record.
     taken.forEach(({ topic, partition, record }, i) => {
       const next = taken[i + 1];
       if (next?.partition === partition && next.topic === topic) return;
-      this.delivered.set(key(topic, partition), { topic, partition, offset: Number(record.offset) + 1 });
+      this.delivered.set(key(topic, partition), { topic, partition, offset: record.offset + 1 });
     });
-    this.release();
+    this.pump(); // fetching may have waited for the buffer to drain
     this.lastUsedAt = Date.now();
     return taken;
   }
@@ -162,18 +181,30 @@ export class GroupConsumer {
     await this.waitJoined(joinWaitMs);
     if (offsets === undefined) return this.commitDelivered();
     if (offsets.length === 0) return;
-    await this.consumer.commitOffsets(offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: String(o.offset) })));
+    await this.commitOffsets(offsets);
   }
 
   /** Stops the instance: commits delivered offsets when auto commit is on, then leaves the group. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.generation++;
     clearInterval(this.autoCommitTimer);
+    clearTimeout(this.retryTimer);
     this.wake();
-    this.release();
-    if (this.options.config.autoCommit && !this.failure) await this.commitDelivered().catch((error: unknown) => this.options.onError(error));
-    await this.consumer.disconnect();
+    try {
+      if (this.options.config.autoCommit && !this.failure) await this.commitDelivered().catch((error: unknown) => this.options.onError(error));
+      await this.consumer.close(true);
+    } finally {
+      await this.pool.close();
+    }
+  }
+
+  private fail(error: unknown): void {
+    if (this.closed || this.failure) return;
+    this.failure = error instanceof Error ? error : new Error(String(error));
+    this.options.onError(error);
+    this.wake();
   }
 
   private async waitJoined(ms: number): Promise<void> {
@@ -186,51 +217,198 @@ export class GroupConsumer {
     if (!joined) throw new Error('the consumer instance has not joined its group yet; consume first, then commit');
   }
 
+  private commitOffsets(offsets: TopicPartitionOffset[]): Promise<void> {
+    return this.consumer.commit({ offsets: offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: BigInt(o.offset), leaderEpoch: -1 })) });
+  }
+
   private async commitDelivered(): Promise<void> {
     const pending = [...this.delivered].filter(([k, d]) => this.committedDelivered.get(k) !== d.offset);
     if (pending.length === 0) return;
-    await this.consumer.commitOffsets(pending.map(([, d]) => ({ topic: d.topic, partition: d.partition, offset: String(d.offset) })));
+    await this.commitOffsets(pending.map(([, d]) => d));
     for (const [k, d] of pending) this.committedDelivered.set(k, d.offset);
   }
 
-  private onJoin(assignment: Record<string, number[]>): void {
-    const kept = new Set(Object.entries(assignment).flatMap(([topic, partitions]) => partitions.map((p) => key(topic, p))));
+  private onJoin(assignments: GroupAssignment[]): void {
+    if (this.closed) return;
+    const generation = ++this.generation;
+    this.assignment = Object.fromEntries(assignments.map((a) => [a.topic, [...a.partitions]]));
+    const kept = new Set(assignments.flatMap((a) => a.partitions.map((p) => key(a.topic, p))));
     this.buffer = [];
-    this.release();
+    this.positions = undefined;
     const lost = [...this.delivered].filter(([k]) => !kept.has(k));
     if (this.options.config.autoCommit && lost.length > 0) {
-      const offsets = lost
-        .filter(([k, d]) => this.committedDelivered.get(k) !== d.offset)
-        .map(([, d]) => ({ topic: d.topic, partition: d.partition, offset: String(d.offset) }));
-      if (offsets.length > 0) this.consumer.commitOffsets(offsets).catch((error: unknown) => this.options.onError(error));
+      const offsets = lost.filter(([k, d]) => this.committedDelivered.get(k) !== d.offset).map(([, d]) => d);
+      if (offsets.length > 0) this.commitOffsets(offsets).catch((error: unknown) => this.options.onError(error));
     }
     for (const [k] of lost) {
       this.delivered.delete(k);
       this.committedDelivered.delete(k);
     }
-    for (const d of this.delivered.values()) this.consumer.seek({ topic: d.topic, partition: d.partition, offset: String(d.offset) });
-    this.assignment = assignment;
     this.markJoined();
+    this.lookUpPositions(assignments, generation);
+  }
+
+  /** Finds where each assigned partition starts (see the class comment), then starts fetching. */
+  private lookUpPositions(assignments: GroupAssignment[], generation: number): void {
+    this.startingPositions(assignments).then(
+      (positions) => {
+        if (generation !== this.generation) return;
+        this.positions = positions;
+        this.pump();
+      },
+      (error: unknown) => {
+        if (generation !== this.generation) return;
+        this.options.onError(error);
+        this.retryTimer = setTimeout(() => this.lookUpPositions(assignments, generation), RETRY_DELAY_MS);
+      },
+    );
+  }
+
+  private async startingPositions(assignments: GroupAssignment[]): Promise<Map<string, Position>> {
+    const positions = new Map<string, Position>();
+    const unknown: GroupAssignment[] = [];
+    for (const { topic, partitions } of assignments) {
+      const rest = partitions.filter((partition) => {
+        const delivered = this.delivered.get(key(topic, partition));
+        if (delivered) positions.set(key(topic, partition), { ...delivered });
+        return !delivered;
+      });
+      if (rest.length > 0) unknown.push({ topic, partitions: rest });
+    }
+    if (unknown.length === 0) return positions;
+    const committed = await this.consumer.listCommittedOffsets({ topics: unknown });
+    const reset: Record<string, number[]> = {};
+    for (const { topic, partitions } of unknown) {
+      for (const partition of partitions) {
+        const offset = committed.get(topic)?.[partition] ?? -1n;
+        if (offset >= 0n) positions.set(key(topic, partition), { topic, partition, offset: Number(offset) });
+        else (reset[topic] ??= []).push(partition);
+      }
+    }
+    const topics = Object.keys(reset);
+    if (topics.length === 0) return positions;
+    const timestamp = this.options.config.autoOffsetReset === 'earliest' ? ListOffsetTimestamps.EARLIEST : ListOffsetTimestamps.LATEST;
+    const listed = await this.consumer.listOffsets({ topics, partitions: reset, timestamp });
+    for (const [topic, partitions] of Object.entries(reset)) {
+      for (const partition of partitions) {
+        positions.set(key(topic, partition), { topic, partition, offset: Number(listed.get(topic)?.[partition] ?? 0n) });
+      }
+    }
+    return positions;
+  }
+
+  /** Starts a fetch on every leader broker of the assigned partitions that has none in flight, unless the buffer is full. */
+  private pump(): void {
+    const positions = this.positions;
+    if (this.closed || this.failure || !positions || positions.size === 0 || this.buffer.length >= this.options.maxBufferedRecords) return;
+    const generation = this.generation;
+    this.consumer.metadata({ topics: this.options.topics }).then(
+      (metadata) => {
+        if (generation !== this.generation) return;
+        const byNode = new Map<number, Position[]>();
+        for (const position of positions.values()) {
+          const leader = metadata.topics.get(position.topic)?.partitions[position.partition]?.leader;
+          if (leader === undefined || leader < 0 || this.inflight.has(leader)) continue;
+          let list = byNode.get(leader);
+          if (!list) byNode.set(leader, (list = []));
+          list.push(position);
+        }
+        for (const [node, list] of byNode) {
+          const topicIds = new Map(list.map((p) => [metadata.topics.get(p.topic)?.id ?? p.topic, p.topic]));
+          this.fetchFrom(node, list, topicIds, generation);
+        }
+      },
+      (error: unknown) => this.retryLater(error, generation),
+    );
+  }
+
+  private fetchFrom(node: number, list: Position[], topicIds: Map<string, string>, generation: number): void {
+    this.inflight.add(node);
+    const idOf = new Map([...topicIds].map(([id, topic]) => [topic, id]));
+    const byTopic = new Map<string, Position[]>();
+    for (const p of list) byTopic.set(p.topic, [...(byTopic.get(p.topic) ?? []), p]);
+    let again = true;
+    this.consumer
+      .fetch({
+        node,
+        connectionPool: this.pool,
+        maxWaitTime: this.options.maxWaitMs,
+        minBytes: 1,
+        maxBytes: RESPONSE_MAX_BYTES,
+        isolationLevel: FetchIsolationLevels.READ_COMMITTED,
+        topics: [...byTopic].map(([topic, positions]) => ({
+          topicId: idOf.get(topic) ?? topic,
+          partitions: positions.map((p) => ({
+            partition: p.partition,
+            fetchOffset: BigInt(p.offset),
+            partitionMaxBytes: PARTITION_MAX_BYTES,
+            currentLeaderEpoch: -1,
+            lastFetchedEpoch: -1,
+          })),
+        })),
+      })
+      .then(
+        (response) => {
+          if (generation !== this.generation) return;
+          let added = 0;
+          for (const t of response.responses) {
+            const topic = topicIds.get(t.topicId);
+            for (const fetched of t.partitions) {
+              const position = topic === undefined ? undefined : this.positions?.get(key(topic, fetched.partitionIndex));
+              if (!topic || !position) continue;
+              const { records, next } = partitionRecords(fetched, position.offset);
+              position.offset = next;
+              for (const record of records) this.buffer.push({ topic, partition: position.partition, record });
+              added += records.length;
+            }
+          }
+          if (added > 0) this.wake();
+        },
+        (error: unknown) => {
+          if (generation !== this.generation) return;
+          if (kafkaErrorCode(error) === 'OFFSET_OUT_OF_RANGE' && this.resetOutOfRange(error, topicIds)) return;
+          again = false;
+          this.retryLater(error, generation);
+        },
+      )
+      .finally(() => {
+        this.inflight.delete(node);
+        if (again) this.pump();
+      });
+  }
+
+  /**
+   * Moves partitions whose offset is out of range (deleted by retention, or past the end after a
+   * truncation) to the log start (`autoOffsetReset` earliest) or end (otherwise), as a Java consumer does.
+   * @returns whether any partition moved
+   */
+  private resetOutOfRange(error: unknown, topicIds: Map<string, string>): boolean {
+    // The client hands the broker's answer over on the error: the partitions' log start and end are in it.
+    const response = (error as { response?: fetchV17.FetchResponse }).response;
+    const OFFSET_OUT_OF_RANGE = 1;
+    let moved = false;
+    for (const t of response?.responses ?? []) {
+      const topic = topicIds.get(t.topicId);
+      for (const p of t.partitions) {
+        const position = topic === undefined ? undefined : this.positions?.get(key(topic, p.partitionIndex));
+        if (!position || p.errorCode !== OFFSET_OUT_OF_RANGE) continue;
+        const to = this.options.config.autoOffsetReset === 'earliest' ? p.logStartOffset : p.highWatermark;
+        if (to < 0n) continue;
+        position.offset = Number(to);
+        moved = true;
+      }
+    }
+    return moved;
+  }
+
+  private retryLater(error: unknown, generation: number): void {
+    if (generation !== this.generation || this.closed) return;
+    this.options.onError(error);
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.pump(), RETRY_DELAY_MS);
   }
 
   private wake(): void {
     for (const waiter of [...this.waiters]) waiter();
-  }
-
-  /** Resolves when the buffer was taken (or the instance closes or rejoins), or after `ms`. */
-  private drained(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.drainWaiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.drainWaiters.add(done);
-    });
-  }
-
-  private release(): void {
-    for (const waiter of [...this.drainWaiters]) waiter();
   }
 }

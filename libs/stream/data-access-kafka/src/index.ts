@@ -1,3 +1,4 @@
+export * from './errors';
 export * from './kafka-cluster';
 export * from './group-consumer';
 export * from './partition-reader';

@@ -1,17 +1,14 @@
-import { type Admin, Kafka, type Message, type PartitionMetadata, Partitioners, type Producer, logLevel } from 'kafkajs';
+import { Admin, type BaseOptions, type ClusterMetadata, Consumer, FetchIsolationLevels, ListOffsetTimestamps, ProduceAcks, Producer, murmur2 } from '@platformatic/kafka';
 import type { Header, OffsetsAt, TopicPartition, TopicPartitionOffset } from '@restash/stream/util-rest';
+import { kafkaErrorCode } from './errors';
 import { GroupConsumer, type GroupConsumerOptions } from './group-consumer';
 import { PartitionReader, type ReadPosition, type ReadResult } from './partition-reader';
-
-/** Where kafkajs's own log lines go: its ERROR lines (also routine ones, e.g. rebalances) and WARN lines. */
-export type KafkaLog = (level: 'error' | 'warn', message: string) => void;
 
 export interface KafkaClusterOptions {
   brokers: string[];
   clientId: string;
-  /** A broker request unanswered this long fails (ms). */
+  /** A broker request unanswered this long fails (ms); also the produce acknowledgement timeout. */
   requestTimeoutMs: number;
-  log: KafkaLog;
 }
 
 /** A message to produce, with its broker-side topic and its partition already chosen. */
@@ -35,65 +32,72 @@ export interface ProducedMetadata {
 
 /** How long a topic's partition count is trusted before the brokers are asked again (ms). */
 const PARTITION_COUNT_TTL_MS = 30_000;
+/** How long ensureTopics waits for new partitions to have a leader (ms). */
+const LEADER_WAIT_MS = 10_000;
 
 /**
- * One Kafka cluster reached through kafkajs: a producer (acks=all), an admin client, a group-less
- * partition reader and factory of group consumers, all sharing the client's brokers and settings.
+ * One Kafka cluster reached through @platformatic/kafka: a producer (acks=all), an admin client, a
+ * group-less partition reader and a factory of group consumers, all with the same brokers and settings.
  * Names here are the broker-side ones; the tenant prefix is the caller's business.
  *
- * Methods throw kafkajs errors (KafkaJSError subclasses, `type` naming Kafka's error code when the broker
- * answered with one); callers map them onto the API's errors.
+ * Methods throw the client's errors; {@link kafkaErrorCode} gives the Kafka error code of one (when the
+ * broker answered with one), which callers map onto the API's errors.
  */
 export class KafkaCluster {
-  private readonly kafka: Kafka;
+  private readonly client: BaseOptions;
   private readonly producer: Producer;
   private readonly admin: Admin;
+  /** The reader's consumer: used for metadata and fetches only, it never joins its group. */
+  private readonly readerConsumer: Consumer;
   private readonly reader: PartitionReader;
-  private readonly partitioner = Partitioners.DefaultPartitioner();
-  /** The partitioner's view of a topic with n partitions (all available), by n. */
-  private readonly partitionLists = new Map<number, PartitionMetadata[]>();
   private readonly counts = new Map<string, { count: Promise<number | undefined>; expiresAt: number }>();
-  private producerReady: Promise<void> | undefined;
-  private adminReady: Promise<void> | undefined;
+  /** Round robin of messages without a key, over all topics (as Kafka's default partitioner without stickiness). */
+  private roundRobin = 0;
 
-  constructor(private readonly options: KafkaClusterOptions) {
-    this.kafka = new Kafka({
-      brokers: options.brokers,
+  constructor(options: KafkaClusterOptions) {
+    this.client = {
       clientId: options.clientId,
+      bootstrapBrokers: options.brokers,
+      connectTimeout: Math.min(options.requestTimeoutMs, 5000),
       requestTimeout: options.requestTimeoutMs,
-      connectionTimeout: Math.min(options.requestTimeoutMs, 5000),
-      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 2000 },
-      logLevel: logLevel.WARN,
-      logCreator: () => (entry) => {
-        if (entry.level === logLevel.ERROR || entry.level === logLevel.WARN) {
-          const { message, ...extra } = entry.log;
-          options.log(entry.level === logLevel.ERROR ? 'error' : 'warn', `kafkajs ${entry.namespace}: ${message} ${JSON.stringify(extra)}`);
-        }
-      },
-    });
-    this.producer = this.kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
-    this.admin = this.kafka.admin();
-    this.reader = new PartitionReader(this.kafka);
+      timeout: options.requestTimeoutMs,
+      retries: 3,
+      retryDelay: 250,
+      metadataMaxAge: 300_000,
+    };
+    this.producer = new Producer({ ...this.client, acks: ProduceAcks.ALL, idempotent: false, autocreateTopics: false });
+    this.admin = new Admin(this.client);
+    this.readerConsumer = new Consumer({ ...this.client, groupId: `${options.clientId}-partition-reader` });
+    this.reader = new PartitionReader(this.readerConsumer, this.client);
   }
 
   /**
    * Creates the topics that do not exist and adds partitions to those with fewer than asked; never
-   * removes partitions or topics. Safe to run concurrently from several gateways.
+   * removes partitions or topics, and waits for the partitions to have leaders. Safe to run concurrently
+   * from several gateways.
    *
    * @param topics broker-side topic name → partition count
    */
   async ensureTopics(topics: Record<string, number>): Promise<void> {
-    const admin = await this.connectedAdmin();
     const names = Object.keys(topics);
     if (names.length === 0) return;
-    const existing = new Map((await admin.fetchTopicMetadata()).topics.map((t) => [t.name, t.partitions.length]));
-    const missing = names.filter((name) => !existing.has(name));
+    const listed = new Set(await this.admin.listTopics());
+    const missing = names.filter((name) => !listed.has(name));
     if (missing.length > 0) {
-      await admin.createTopics({ waitForLeaders: true, topics: missing.map((topic) => ({ topic, numPartitions: topics[topic] ?? 1 })) });
+      try {
+        await this.admin.createTopics({ topics: missing.map((topic) => ({ topic, partitions: topics[topic] ?? 1 })) });
+      } catch (error) {
+        if (kafkaErrorCode(error) !== 'TOPIC_ALREADY_EXISTS') throw error; // another gateway was first
+      }
     }
-    const grow = names.filter((name) => (existing.get(name) ?? Infinity) < (topics[name] ?? 0));
-    if (grow.length > 0) await admin.createPartitions({ topicPartitions: grow.map((topic) => ({ topic, count: topics[topic] ?? 1 })) });
+    const existing = names.filter((name) => listed.has(name));
+    if (existing.length > 0) {
+      const metadata = await this.admin.metadata({ topics: existing, forceUpdate: true });
+      const grow = existing.filter((name) => (metadata.topics.get(name)?.partitionsCount ?? Infinity) < (topics[name] ?? 0));
+      if (grow.length > 0) await this.admin.createPartitions({ topics: grow.map((name) => ({ name, count: topics[name] ?? 1 })) });
+    }
     for (const name of names) this.counts.delete(name);
+    await this.waitForLeaders(names);
   }
 
   /** The partition count of a broker-side topic, or undefined when it does not exist (cached for 30 s). */
@@ -101,9 +105,13 @@ export class KafkaCluster {
     const now = Date.now();
     const hit = this.counts.get(topic);
     if (hit && hit.expiresAt > now) return hit.count;
-    const count = this.connectedAdmin()
-      .then((admin) => admin.fetchTopicMetadata())
-      .then(({ topics }) => topics.find((t) => t.name === topic)?.partitions.length);
+    const count = this.admin.metadata({ topics: [topic], forceUpdate: true }).then(
+      (metadata) => metadata.topics.get(topic)?.partitionsCount,
+      (error: unknown) => {
+        if (kafkaErrorCode(error) === 'UNKNOWN_TOPIC_OR_PARTITION') return undefined;
+        throw error;
+      },
+    );
     const entry = { count, expiresAt: now + PARTITION_COUNT_TTL_MS };
     this.counts.set(topic, entry);
     count.catch(() => {
@@ -113,59 +121,47 @@ export class KafkaCluster {
   }
 
   /**
-   * The partition Kafka's default partitioner gives a message: murmur2 of the key, or round robin
-   * without one (the Java client's choice, so keyed messages land where other clients put them).
+   * The partition Kafka's default partitioner gives a message: murmur2 of the key's UTF-8 bytes made
+   * positive, modulo the partition count (the Java client's choice, so keyed messages land where other
+   * clients put them), or round robin without a key.
    */
-  choosePartition(topic: string, partitionCount: number, key: string | undefined): number {
-    let partitionMetadata = this.partitionLists.get(partitionCount);
-    if (!partitionMetadata) {
-      partitionMetadata = Array.from({ length: partitionCount }, (_, partitionId) => ({ partitionId, leader: 0 }) as PartitionMetadata);
-      this.partitionLists.set(partitionCount, partitionMetadata);
-    }
-    return this.partitioner({ topic, partitionMetadata, message: { key: key ?? null, value: null } });
+  choosePartition(_topic: string, partitionCount: number, key: string | undefined): number {
+    if (key === undefined) return this.roundRobin++ % partitionCount;
+    return (murmur2(Buffer.from(key, 'utf8')) & 0x7fffffff) % partitionCount;
   }
 
   /**
-   * Produces the messages in one batch and waits for all in-sync replicas (acks=all; spec 002, Produce).
+   * Produces the messages in one call and waits for all in-sync replicas (acks=all; spec 002, Produce).
    * @returns the metadata of each message, in the order given
    */
   async produce(messages: OutgoingMessage[]): Promise<ProducedMetadata[]> {
-    await (this.producerReady ??= this.connectOnce(() => this.producer.connect(), () => (this.producerReady = undefined)));
     const now = Date.now();
-    const byTopic = new Map<string, Message[]>();
     const indexInPartition: number[] = [];
     const seen = new Map<string, number>();
-    messages.forEach((m) => {
+    const outgoing = messages.map((m, i) => {
       const tp = `${m.partition}:${m.topic}`;
       const index = seen.get(tp) ?? 0;
       seen.set(tp, index + 1);
-      indexInPartition.push(index);
-      const message: Message = { partition: m.partition, value: m.value, key: m.key ?? null, timestamp: String(m.timestamp ?? now) };
-      if (m.headers.length > 0) {
-        const headers: Record<string, string[]> = Object.create(null); // keys are the client's: `toString` too
-        for (const h of m.headers) (headers[h.key] ??= []).push(h.value);
-        message.headers = headers;
-      }
-      let list = byTopic.get(m.topic);
-      if (!list) byTopic.set(m.topic, (list = []));
-      list.push(message);
-    });
-    const results = await this.producer.sendBatch({
-      acks: -1,
-      timeout: this.options.requestTimeoutMs,
-      topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })),
-    });
-    const base = new Map(results.map((r) => [`${r.partition}:${r.topicName}`, r]));
-    return messages.map((m, i) => {
-      const result = base.get(`${m.partition}:${m.topic}`);
-      if (!result?.baseOffset) throw new Error(`the broker did not acknowledge ${m.topic}/${m.partition}`);
-      const appendTime = Number(result.logAppendTime ?? -1);
+      indexInPartition[i] = index;
+      // Buffers as keys keep repeated header names apart (the client takes a Map).
+      const headers = new Map<Buffer, Buffer>(m.headers.map((h) => [Buffer.from(h.key, 'utf8'), Buffer.from(h.value, 'utf8')]));
       return {
         topic: m.topic,
         partition: m.partition,
-        offset: Number(result.baseOffset) + (indexInPartition[i] ?? 0),
-        timestamp: appendTime >= 0 ? appendTime : (m.timestamp ?? now),
+        key: m.key === undefined ? undefined : Buffer.from(m.key, 'utf8'),
+        value: Buffer.from(m.value, 'utf8'),
+        timestamp: BigInt(m.timestamp ?? now),
+        headers,
       };
+    });
+    await this.checkPartitions(messages);
+    const { offsets = [] } = await this.producer.send({ messages: outgoing });
+    // One record batch per partition: the broker answers each with the offset of its first record.
+    const base = new Map(offsets.map((o) => [`${o.partition}:${o.topic}`, Number(o.offset)]));
+    return messages.map((m, i) => {
+      const first = base.get(`${m.partition}:${m.topic}`);
+      if (first === undefined || first < 0) throw new Error(`the broker did not acknowledge ${m.topic}/${m.partition}`);
+      return { topic: m.topic, partition: m.partition, offset: first + (indexInPartition[i] ?? 0), timestamp: m.timestamp ?? now };
     });
   }
 
@@ -176,48 +172,75 @@ export class KafkaCluster {
 
   /**
    * The offset of each partition at a point (spec 002, /offsets): earliest (log start), latest (log
-   * end), or the first offset whose timestamp is at or after `timestamp` ms (the log end if none is).
+   * end, of committed records), or the first offset whose timestamp is at or after `timestamp` ms (the
+   * log end if none is).
    */
   async offsets(partitions: TopicPartition[], at: OffsetsAt): Promise<TopicPartitionOffset[]> {
-    const admin = await this.connectedAdmin();
-    const byTopic = new Map<string, Map<number, string>>();
-    for (const topic of new Set(partitions.map((p) => p.topic))) {
-      const list =
-        at === 'earliest' || at === 'latest'
-          ? (await admin.fetchTopicOffsets(topic)).map((o) => ({ partition: o.partition, offset: at === 'earliest' ? o.low : o.high }))
-          : await admin.fetchTopicOffsetsByTimestamp(topic, at.timestamp);
-      byTopic.set(topic, new Map(list.map((o) => [o.partition, o.offset])));
+    const timestamp = at === 'earliest' ? ListOffsetTimestamps.EARLIEST : at === 'latest' ? ListOffsetTimestamps.LATEST : BigInt(at.timestamp);
+    const request = (ts: bigint, wanted: TopicPartition[]) =>
+      this.admin.listOffsets({
+        isolationLevel: FetchIsolationLevels.READ_COMMITTED,
+        topics: [...new Set(wanted.map((p) => p.topic))].map((name) => ({
+          name,
+          partitions: [...new Set(wanted.filter((p) => p.topic === name).map((p) => p.partition))].map((partitionIndex) => ({ partitionIndex, timestamp: ts })),
+        })),
+      });
+    const found = new Map<string, number>();
+    for (const t of await request(timestamp, partitions)) for (const p of t.partitions) found.set(`${p.partitionIndex}:${t.name}`, Number(p.offset));
+    const past = partitions.filter((p) => (found.get(`${p.partition}:${p.topic}`) ?? -1) < 0);
+    if (typeof at === 'object' && past.length > 0) {
+      // No record at or after the timestamp: the log end.
+      for (const t of await request(ListOffsetTimestamps.LATEST, past)) for (const p of t.partitions) found.set(`${p.partitionIndex}:${t.name}`, Number(p.offset));
     }
-    return partitions.map((p) => ({ ...p, offset: Number(byTopic.get(p.topic)?.get(p.partition) ?? -1) }));
+    return partitions.map((p) => ({ ...p, offset: found.get(`${p.partition}:${p.topic}`) ?? -1 }));
   }
 
   /** The offsets a consumer group has committed, -1 where it has none. */
   async committed(groupId: string, partitions: TopicPartition[]): Promise<TopicPartitionOffset[]> {
-    const admin = await this.connectedAdmin();
-    const topics = await admin.fetchOffsets({ groupId, topics: [...new Set(partitions.map((p) => p.topic))] });
-    const found = new Map(topics.flatMap((t) => t.partitions.map((p) => [`${p.partition}:${t.topic}`, Number(p.offset)] as const)));
+    const topics = [...new Set(partitions.map((p) => p.topic))].map((name) => ({
+      name,
+      partitionIndexes: [...new Set(partitions.filter((p) => p.topic === name).map((p) => p.partition))],
+    }));
+    const [group] = await this.admin.listConsumerGroupOffsets({ groups: [{ groupId, topics }] });
+    const found = new Map((group?.topics ?? []).flatMap((t) => t.partitions.map((p) => [`${p.partitionIndex}:${t.name}`, Number(p.committedOffset)] as const)));
     return partitions.map((p) => ({ ...p, offset: found.get(`${p.partition}:${p.topic}`) ?? -1 }));
   }
 
   /** A new (not yet started) consumer in a group; see {@link GroupConsumer}. */
-  consumer(options: Omit<GroupConsumerOptions, 'kafka'>): GroupConsumer {
-    return new GroupConsumer({ ...options, kafka: this.kafka });
+  consumer(options: Omit<GroupConsumerOptions, 'client'>): GroupConsumer {
+    return new GroupConsumer({ ...options, client: this.client });
   }
 
-  /** Disconnects the producer, admin and reader (consumers are closed by their owners). */
+  /** Closes the producer, admin and reader (consumers are closed by their owners). */
   async close(): Promise<void> {
-    await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect(), this.reader.close()]);
+    await Promise.allSettled([this.producer.close(), this.admin.close(), this.reader.close().then(() => this.readerConsumer.close(true))]);
   }
 
-  private connectedAdmin(): Promise<Admin> {
-    this.adminReady ??= this.connectOnce(() => this.admin.connect(), () => (this.adminReady = undefined));
-    return this.adminReady.then(() => this.admin);
+  /**
+   * Makes sure the producer knows every partition the messages name: it takes a partition modulo the count
+   * it last saw, so a topic that grew since would get the message on another partition than asked.
+   * @throws Error coded UNKNOWN_TOPIC_OR_PARTITION when a partition does not exist even after a refresh
+   */
+  private async checkPartitions(messages: OutgoingMessage[]): Promise<void> {
+    const topics = [...new Set(messages.map((m) => m.topic))];
+    const known = (metadata: ClusterMetadata) =>
+      messages.every((m) => m.partition < (metadata.topics.get(m.topic)?.partitionsCount ?? 0));
+    if (known(await this.producer.metadata({ topics }))) return;
+    if (known(await this.producer.metadata({ topics, forceUpdate: true }))) return;
+    throw Object.assign(new Error(`unknown partition among ${messages.map((m) => `${m.topic}/${m.partition}`).join(', ')}`), { apiId: 'UNKNOWN_TOPIC_OR_PARTITION' });
   }
 
-  private connectOnce(connect: () => Promise<void>, forget: () => void): Promise<void> {
-    return connect().catch((error: unknown) => {
-      forget();
-      throw error;
-    });
+  /** Waits until every partition of the topics has a leader (new topics have none for a moment). */
+  private async waitForLeaders(topics: string[]): Promise<void> {
+    const deadline = Date.now() + LEADER_WAIT_MS;
+    for (;;) {
+      const metadata = await this.admin.metadata({ topics, forceUpdate: true }).catch((error: unknown) => {
+        if (kafkaErrorCode(error) === 'UNKNOWN_TOPIC_OR_PARTITION' || kafkaErrorCode(error) === 'LEADER_NOT_AVAILABLE') return undefined;
+        throw error;
+      });
+      const ready = metadata && topics.every((t) => metadata.topics.get(t)?.partitions.every((p) => p.leader >= 0));
+      if (ready || Date.now() >= deadline) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 }

@@ -1,4 +1,4 @@
-import { Kafka, logLevel } from 'kafkajs';
+import { Admin } from '@platformatic/kafka';
 import type { StreamClusterRecord } from '@restash/shared/data-access-registry';
 
 /**
@@ -14,23 +14,21 @@ import type { StreamClusterRecord } from '@restash/shared/data-access-registry';
  * @param record the cluster's registry record (brokers and prefix are used)
  * @param options.groupWaitMs how long to wait for groups to lose their members (default 45 s: the
  *   gateways' default session timeout, 30 s, and then some)
- * @throws Error (a kafkajs error) when the brokers cannot be reached or refuse a deletion, e.g. a group
- *   that still has members after the wait (NON_EMPTY_GROUP)
+ * @throws Error (a @platformatic/kafka error; see kafkaErrorCode) when the brokers cannot be reached or
+ *   refuse a deletion, e.g. a group that still has members after the wait (NON_EMPTY_GROUP)
  */
 export async function purgeStreamCluster(record: Pick<StreamClusterRecord, 'brokers' | 'prefix'>, options: { groupWaitMs?: number } = {}): Promise<void> {
   if (record.prefix === '') throw new Error('refusing to purge a stream cluster with an empty prefix (it would delete every topic)');
-  const kafka = new Kafka({ brokers: record.brokers, clientId: 'restash-purge', logLevel: logLevel.NOTHING, retry: { retries: 3 } });
-  const admin = kafka.admin();
-  await admin.connect();
+  const admin = new Admin({ clientId: 'restash-purge', bootstrapBrokers: record.brokers, retries: 3, retryDelay: 250 });
   try {
     const owned = (name: string) => name.startsWith(record.prefix);
     const deadline = Date.now() + (options.groupWaitMs ?? 45_000);
     for (;;) {
-      const groupIds = (await admin.listGroups()).groups.map((g) => g.groupId).filter(owned);
+      const groupIds = [...(await admin.listGroups()).keys()].filter(owned);
       if (groupIds.length === 0) break;
-      const { groups } = await admin.describeGroups(groupIds);
-      if (groups.every((g) => g.members.length === 0) || Date.now() >= deadline) {
-        await admin.deleteGroups(groupIds);
+      const groups = await admin.describeGroups({ groups: groupIds });
+      if ([...groups.values()].every((g) => g.members.size === 0) || Date.now() >= deadline) {
+        await admin.deleteGroups({ groups: groupIds });
         break;
       }
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -38,6 +36,6 @@ export async function purgeStreamCluster(record: Pick<StreamClusterRecord, 'brok
     const topics = (await admin.listTopics()).filter(owned);
     if (topics.length > 0) await admin.deleteTopics({ topics });
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 }

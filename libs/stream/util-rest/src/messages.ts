@@ -1,16 +1,16 @@
 import type { Header } from './requests';
 
 /**
- * A record as the Kafka client returns it (kafkajs's shape, kept structural so that this module stays
- * pure): offsets and timestamps as decimal strings, bytes as Buffers, headers by name (a repeated name
- * gives an array).
+ * A record as the Kafka client decodes it (kept structural so that this module stays pure): offset and
+ * timestamp (ms since the epoch) as numbers, bytes as Buffers, headers as [name, value] pairs in record
+ * order (a name may repeat).
  */
 export interface KafkaRecord {
-  offset: string;
-  timestamp: string;
+  offset: number;
+  timestamp: number;
   key: Buffer | null;
   value: Buffer | null;
-  headers?: Record<string, Buffer | string | Array<Buffer | string> | undefined>;
+  headers: ReadonlyArray<readonly [Buffer | null, Buffer | null]>;
 }
 
 /** A Message (read) of spec 002: `key` is "" when absent, `headers` [] when none, bytes read as UTF-8. */
@@ -25,23 +25,20 @@ export interface RestMessage {
 }
 
 /**
- * The API's view of a record of `topic` (the tenant's name, without the broker-side prefix).
- * Repeated header names come out as repeated `{key, value}` entries.
+ * The API's view of a record of `topic` (the tenant's name, without the broker-side prefix). Headers
+ * keep their order and repeats; a header without a value (null, which the REST API cannot write) is left
+ * out.
  */
 export function restMessage(topic: string, partition: number, record: KafkaRecord): RestMessage {
   const headers: Header[] = [];
-  for (const [key, value] of Object.entries(record.headers ?? {})) {
-    // kafkajs's decoder reads a header named like an Object.prototype member (`toString`) as
-    // [<the inherited member>, value]: only bytes and text are header values.
-    for (const one of Array.isArray(value) ? value : [value]) {
-      if (Buffer.isBuffer(one) || typeof one === 'string') headers.push({ key, value: one.toString() });
-    }
+  for (const [key, value] of record.headers) {
+    if (value !== null) headers.push({ key: key?.toString('utf8') ?? '', value: value.toString('utf8') });
   }
   return {
     topic,
     partition,
-    offset: Number(record.offset),
-    timestamp: Number(record.timestamp),
+    offset: record.offset,
+    timestamp: record.timestamp,
     key: record.key?.toString('utf8') ?? '',
     value: record.value?.toString('utf8') ?? '',
     headers,
