@@ -40,13 +40,16 @@ const probes = {
       await consumer.close(true);
     }
   },
-  /** confluent: its node-rdkafka API's KafkaConsumer.assign() without group.id (librdkafka's manual assignment). */
+  /**
+   * confluent: its node-rdkafka API's KafkaConsumer.assign() (librdkafka's manual assignment). The binding
+   * wants a group.id even then; with assign() instead of subscribe() and no commit, the group never exists.
+   */
   async confluent() {
     const client = await directClient('confluent');
     if (client.skip) return { groupless: undefined, how: `not measured: ${client.skip}` };
     const require = createRequire(join(process.cwd(), `.cache/confluent-kafka-javascript-${CONFLUENT_VERSION}/package.json`));
     const { KafkaConsumer } = require('@confluentinc/kafka-javascript');
-    const consumer = new KafkaConsumer({ 'metadata.broker.list': broker, 'enable.auto.commit': false }, {});
+    const consumer = new KafkaConsumer({ 'metadata.broker.list': broker, 'group.id': brokerName('groupless-confluent'), 'enable.auto.commit': false }, {});
     await new Promise((resolve, reject) => consumer.connect({}, (error) => (error ? reject(error) : resolve())));
     try {
       consumer.assign([{ topic, partition: 0, offset: 0 }]);
@@ -54,7 +57,7 @@ const probes = {
       for (let attempt = 0; attempt < 20 && records === 0; attempt++) {
         records += (await new Promise((resolve, reject) => consumer.consume(1000, (error, messages) => (error ? reject(error) : resolve(messages))))).length;
       }
-      return { records, groupless: records > 0, how: 'yes: the node-rdkafka API, KafkaConsumer without group.id, assign([{topic, partition, offset}]) then consume(n) (its KafkaJS-compatible API needs a groupId)' };
+      return { records, groupless: records > 0, how: 'yes: the node-rdkafka API, KafkaConsumer.assign([{topic, partition, offset}]) then consume(n) (a group.id is required but never joined; its KafkaJS-compatible API has no assign)' };
     } finally {
       await new Promise((resolve) => consumer.disconnect(() => resolve()));
     }
