@@ -376,7 +376,7 @@ describe('kv-gateway over raw HTTP', () => {
       expect((await call(`${stack.managementUrl}/healthz`)).status).toBe(200);
       expect(await call(`${stack.managementUrl}/readyz`)).toMatchObject({ status: 200, body: { status: 'ready' } });
       const metrics = (await call(`${stack.managementUrl}/metrics`)).body as string;
-      expect(metrics).toMatch(/restash_kv_request_duration_seconds_count\{tenant="acme",command="get",status="200"\} \d+/);
+      expect(metrics).toMatch(/restash_kv_request_duration_seconds_count\{tenant="acme",operation="get",status="200"\} \d+/);
       expect(metrics).toMatch(/restash_kv_commands_total\{tenant="acme",command="rpush"\} 1000/);
       expect(metrics).toMatch(/restash_kv_connections\{database="acme.main",role="shared",status="ready"\} 2/);
     });

@@ -205,7 +205,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
     if (error instanceof KvError) return error;
     if (!(error instanceof TenantDenied)) throw error;
     if (error.reason === 'registry-unavailable') {
-      this.metrics.backendErrors.inc({ tenant: error.tenant, kind: 'registry' });
+      this.metrics.backendError(error.tenant, 'registry');
       this.logger.error(`control Redis failed: ${String(error.cause)}`);
     }
     return denialAnswer(KV_DENIALS, error);

@@ -351,7 +351,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
 
   private backendFailure(tenant: string, error: unknown): KvError {
     if (error instanceof KvError) return error;
-    this.metrics.backendErrors.inc({ tenant, kind: 'connection' });
+    this.metrics.backendError(tenant, 'connection');
     this.logger.warn(`tenant ${tenant}: Redis unavailable: ${String(error)}`);
     return new KvError(503, `ERR the database is unavailable, retry later (${error instanceof Error ? error.message : String(error)})`);
   }

@@ -1,35 +1,23 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { METRICS_REGISTRY } from '@restash/shared/util-http';
+import { Gauge, type Registry } from 'prom-client';
+import { METRICS_REGISTRY, RequestMetrics } from '@restash/shared/util-http';
 
 /**
- * Prometheus metrics of vector-gateway:
- * - `restash_vector_request_duration_seconds{tenant,operation,status}`: every request (its `_count`
- *   is the request count); `operation` is the endpoint name (`query`, `upsert`, …) or `unknown`.
- * - `restash_vector_backend_errors_total{tenant,kind}`: Qdrant (`engine`), embedding provider
- *   (`embedder`) and control Redis (`registry`) failures.
+ * Prometheus metrics of vector-gateway: those of {@link RequestMetrics} (`restash_vector_request_duration_seconds`,
+ * whose `operation` is the endpoint name, `query`, `upsert`, …; and `restash_vector_backend_errors_total`,
+ * kinds `engine`: Qdrant, `embedder`: the embedding provider, `registry`: the control Redis), and:
  * - `restash_vector_open_indexes`: indexes this replica holds a Qdrant store for (dropped when the
  *   index's registry record changes or goes).
  */
 @Injectable()
-export class VectorMetrics {
-  private readonly requests: Histogram<'tenant' | 'operation' | 'status'>;
-  private readonly backendErrors: Counter<'tenant' | 'kind'>;
+export class VectorMetrics extends RequestMetrics<'engine' | 'embedder' | 'registry'> {
   private openIndexes: () => number = () => 0;
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
-    this.requests = new Histogram({
-      name: 'restash_vector_request_duration_seconds',
-      help: 'Vector REST requests by tenant, operation and HTTP status, and their latency in seconds',
-      labelNames: ['tenant', 'operation', 'status'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-      registers: [registry],
-    });
-    this.backendErrors = new Counter({
-      name: 'restash_vector_backend_errors_total',
-      help: 'Failures of Qdrant (engine), the embedding provider (embedder) or the control Redis (registry)',
-      labelNames: ['tenant', 'kind'],
-      registers: [registry],
+    super(registry, {
+      api: 'vector',
+      title: 'Vector REST',
+      backends: { engine: 'Qdrant', embedder: 'the embedding provider', registry: 'the control Redis' },
     });
     const openIndexes: Gauge = new Gauge({
       name: 'restash_vector_open_indexes',
@@ -42,15 +30,5 @@ export class VectorMetrics {
   /** Reports `count()` as `restash_vector_open_indexes` at every scrape. */
   trackOpenIndexes(count: () => number): void {
     this.openIndexes = count;
-  }
-
-  /** Records one request and its latency in seconds. */
-  observeRequest(tenant: string, operation: string, status: number, seconds: number): void {
-    this.requests.labels(tenant, operation, String(status)).observe(seconds);
-  }
-
-  /** Counts one backend failure. */
-  backendError(tenant: string, kind: 'engine' | 'embedder' | 'registry'): void {
-    this.backendErrors.labels(tenant, kind).inc();
   }
 }

@@ -2,3 +2,4 @@ export * from './observability.module';
 export * from './bootstrap';
 export * from './raw-body';
 export * from './api-errors';
+export * from './request-metrics';
