@@ -50,6 +50,7 @@ bench: bench-kv bench-vector bench-stream bench-queue
 bench-smoke: build ## a few seconds of each benchmark (BENCH_SMOKE=1): fails unless every case gives numbers and no errors
 	BENCH_SMOKE=1 $(RUN_TS) bench/kv/bench.ts
 	BENCH_SMOKE=1 $(RUN_TS) bench/vector/bench.ts
+	BENCH_SMOKE=1 $(RUN_TS) bench/stream/bench.ts
 	BENCH_SMOKE=1 $(RUN_TS) bench/queue/bench.ts
 
 bench-kv: build ## KV gateway vs Redis direct (bench/kv)
@@ -58,8 +59,8 @@ bench-kv: build ## KV gateway vs Redis direct (bench/kv)
 bench-vector: build ## vector gateway vs qdrant-local direct, recall@10 (bench/vector)
 	$(RUN_TS) bench/vector/bench.ts
 
-bench-stream: build ## Stream gateway (Upstash Kafka REST) vs kafkajs straight to the broker (bench/stream)
-	bash bench/stream/run.sh
+bench-stream: build ## Stream gateway (Upstash Kafka REST) vs kafkajs, @platformatic/kafka, confluent straight to the broker (bench/stream)
+	$(RUN_TS) bench/stream/bench.ts
 
 bench-queue: build ## queue-gateway + queue-worker (publish to delivery) vs raw BullMQ add-to-process (bench/queue)
 	$(RUN_TS) bench/queue/bench.ts

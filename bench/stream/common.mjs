@@ -136,7 +136,10 @@ async function platformaticClient() {
       };
     },
     async consume(topic, groupId, total, onRecords) {
-      const consumer = new Consumer({ ...base, groupId });
+      // 1 MiB per partition and fetch, as kafkajs, the Java client and the gateway fetch (its own default is
+      // the whole 50 MiB response: one fetch would then bring the topic, and the clock, which starts at the
+      // first batch, would miss the transfer).
+      const consumer = new Consumer({ ...base, groupId, maxBytesPerPartition: 1024 * 1024 });
       try {
         const stream = await consumer.consume({ topics: [topic], mode: MessagesStreamModes.COMMITTED, fallbackMode: MessagesStreamFallbackModes.EARLIEST });
         let received = 0;
@@ -199,7 +202,8 @@ async function confluentClient() {
       };
     },
     async consume(topic, groupId, total, onRecords) {
-      const consumer = kafka.consumer({ kafkaJS: { groupId, fromBeginning: true, allowAutoTopicCreation: false } });
+      // Batches as librdkafka hands them over (its KafkaJS API cuts them at 32 messages by default).
+      const consumer = kafka.consumer({ kafkaJS: { groupId, fromBeginning: true, allowAutoTopicCreation: false }, 'js.consumer.max.batch.size': -1 });
       await consumer.connect();
       await consumer.subscribe({ topics: [topic] });
       let received = 0;

@@ -3,6 +3,9 @@
 //   node bench/stream/load.mjs TOOL produce1|produce100 SECONDS
 //   node bench/stream/load.mjs TOOL consume MESSAGES GROUP
 //
+// Run by bench/stream/bench.ts (bench/lib/harness.ts), which measures the CPU time of the gateway and of
+// the broker around each run.
+//
 // TOOL is gateway or a direct client (common.mjs DIRECT: kafkajs, platformatic, confluent). A direct
 // client that cannot be loaded gives a record {skipped: reason} and the reason on stderr.
 //
@@ -14,7 +17,8 @@
 //     direct   the client's send of 1 or 100 messages with acks -1 on one producer (as the gateway
 //              has one), the same number of calls in flight.
 //     Latency is per request (per send call).
-// consume  reads MESSAGES messages (the whole pre-filled topic) as a new consumer group GROUP.
+// consume  reads MESSAGES messages (the whole pre-filled topic) as a new consumer group, GROUP and a
+//          unique suffix.
 //     gateway  one consumer instance, one request at a time: POST /consume/GROUP/bench
 //              {topic, timeout: 1000} with Kafka-Auto-Offset-Reset: earliest, until MESSAGES have
 //              come; then /delete-consumer. Latency is per request.
@@ -24,12 +28,12 @@
 //     The clock runs from the first message to the last, so neither side's group join (reported as
 //     joinMs) counts; messages/s leaves the first batch out. Offsets are checked to increase in
 //     every partition (a repeat is an error).
-// CPU per message: the client's own (process.cpuUsage over the whole run, connecting included) and, for
-// gateway runs, the gateway's (process_cpu_seconds_total from its /metrics before and after).
-// env: see common.mjs; CONCURRENCY (in flight, produce cases), MANAGEMENT_URL (gateway metrics)
+// CPU per message of the client itself: process.cpuUsage over the whole run, connecting included.
+// env: see common.mjs; CONCURRENCY (in flight, produce cases)
 import { BATCH, brokerName, directClient, gateway, percentile, topicOf, value } from './common.mjs';
 
-const [tool, kase, arg, group] = process.argv.slice(2);
+const [tool, kase, arg, groupPrefix] = process.argv.slice(2);
+const group = `${groupPrefix}-${Date.now().toString(36)}`;
 const concurrency = Number(process.env.CONCURRENCY ?? 1);
 const client = tool === 'gateway' ? undefined : await directClient(tool);
 if (client?.skip) {
@@ -41,12 +45,6 @@ if (client?.skip) {
 const latencies = []; // ms per request
 const errors = {}; // message -> count
 const fail = (message) => (errors[message] = (errors[message] ?? 0) + 1);
-
-async function gatewayCpuSeconds() {
-  if (tool !== 'gateway' || !process.env.MANAGEMENT_URL) return undefined;
-  const text = await (await fetch(`${process.env.MANAGEMENT_URL}/metrics`)).text();
-  return Number(/^process_cpu_seconds_total (\S+)/m.exec(text)?.[1] ?? NaN);
-}
 
 async function produce(seconds) {
   const batch = BATCH[kase];
@@ -161,11 +159,9 @@ async function consume(total) {
   };
 }
 
-const cpuBefore = await gatewayCpuSeconds();
 const clientBefore = process.cpuUsage();
 const result = kase === 'consume' ? await consume(Number(arg)) : await produce(Number(arg));
 const clientCpu = process.cpuUsage(clientBefore);
-const cpuAfter = await gatewayCpuSeconds();
 const sorted = Float64Array.from(latencies).sort();
 const record = {
   kind: kase,
@@ -177,15 +173,12 @@ const record = {
   ...result,
   ...(client ? { version: client.version } : {}),
   clientCpuUsPerMessage: (clientCpu.user + clientCpu.system) / result.messages,
-  ...(cpuBefore !== undefined ? { gatewayCpuUsPerMessage: ((cpuAfter - cpuBefore) / result.messages) * 1e6, gatewayCpuShare: (cpuAfter - cpuBefore) / result.seconds } : {}),
   errors,
 };
 const failures = Object.entries(errors).map(([message, count]) => `${count}x ${message}`).join('; ');
 const lat = latencies.length ? `  p50 ${record.p50.toFixed(2)} ms  p99 ${record.p99.toFixed(2)} ms` : '';
 const extra = kase === 'consume' ? `  join ${Math.round(result.joinMs)} ms, ${Math.round(result.perBatch)} msg/batch` : '';
-const cpu =
-  `  client CPU ${record.clientCpuUsPerMessage.toFixed(1)} µs/msg` +
-  (record.gatewayCpuUsPerMessage !== undefined ? `, gateway ${record.gatewayCpuUsPerMessage.toFixed(1)} µs/msg (${Math.round(record.gatewayCpuShare * 100)}% of a core)` : '');
+const cpu = `  client CPU ${record.clientCpuUsPerMessage.toFixed(1)} µs/msg`;
 process.stderr.write(
   `${kase.padEnd(10)} ${tool.padEnd(12)} ${Math.round(record.messagesPerSecond).toString().padStart(7)} msg/s${lat}${extra}${cpu}${failures ? `  ERRORS: ${failures}` : ''}\n`,
 );

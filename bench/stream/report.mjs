@@ -1,50 +1,44 @@
-// The tables of bench/stream/run.sh: medians over the rounds of the records load.mjs wrote, the gateway's
-// ratio against the fastest direct client of the run and its targets, and the direct clients side by
-// side (with groupless.mjs's answer); printed and written as markdown to OUT.md and to README.md between
-// <!-- bench-stream:start --> and <!-- bench-stream:end --> (README.md is left alone, with a warning,
-// when it lacks the markers).
+// The tables of bench/stream/bench.ts: medians over the rounds of the records load.mjs wrote (with the
+// CPU time the harness measured around each run), the gateway's ratio against the fastest direct client
+// of the run and its targets, and the direct clients side by side (with groupless.mjs's answer); printed
+// and written as markdown to OUT.md and to README.md between <!-- bench-stream:start --> and
+// <!-- bench-stream:end -->.
 //
 //   node bench/stream/report.mjs RESULTS.jsonl OUT.md [README.md]
 // env (for the header): BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY1, BENCH_CONCURRENCY100,
 //      BENCH_MESSAGES, NPROC, KAFKA_VERSION
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { CPU_METHOD, int, machine, median, ms, readRecords, sumErrors, us, wrap, writeReadmeSection } from '../lib/report.mjs';
 import { DIRECT } from './common.mjs';
 
 const [input, output, readme] = process.argv.slice(2);
-const records = readFileSync(input, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
-const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY1, BENCH_CONCURRENCY100, BENCH_MESSAGES, NPROC, KAFKA_VERSION } = process.env;
+const records = readRecords(input);
+const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY1, BENCH_CONCURRENCY100, BENCH_MESSAGES, KAFKA_VERSION } = process.env;
 
-const median = (values) => {
-  const s = values.filter((v) => typeof v === 'number' && !Number.isNaN(v)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
+/** CPU µs per message of a run: the harness measures per request, and requests carry 1 to ~25,000 messages. */
+const perMessage = (r, key) => ((r.cpu?.[key] ?? NaN) * r.requests) / r.messages;
+
 function summary(kind, tool) {
   const all = records.filter((r) => r.kind === kind && r.tool === tool);
   const runs = all.filter((r) => !r.skipped);
-  const errors = {};
-  for (const r of runs) for (const [message, count] of Object.entries(r.errors)) errors[message] = (errors[message] ?? 0) + count;
-  const pick = (key) => median(runs.map((r) => r[key]));
+  const pick = (value) => median(runs.map(value));
   return {
     skipped: runs.length === 0 ? (all[0]?.skipped ?? 'not run') : undefined,
     version: runs[0]?.version,
-    mps: pick('messagesPerSecond'),
-    p50: pick('p50'),
-    p99: pick('p99'),
-    joinMs: pick('joinMs'),
-    perBatch: pick('perBatch'),
-    cpuUs: pick('gatewayCpuUsPerMessage'),
-    cpuShare: pick('gatewayCpuShare'),
-    clientCpuUs: pick('clientCpuUsPerMessage'),
-    errors,
+    mps: pick((r) => r.messagesPerSecond),
+    p50: pick((r) => r.p50),
+    p99: pick((r) => r.p99),
+    joinMs: pick((r) => r.joinMs),
+    perBatch: pick((r) => r.perBatch),
+    gatewayCpu: pick((r) => perMessage(r, 'gatewayUs')),
+    brokerCpu: pick((r) => perMessage(r, 'engineUs')),
+    clientCpu: pick((r) => r.clientCpuUsPerMessage),
+    errors: sumErrors(runs),
     all: runs.map((r) => r.messagesPerSecond),
   };
 }
 
-const int = (n) => (Number.isNaN(n) ? 'n/a' : Math.round(n).toLocaleString('en-US'));
-const ms = (n) => (Number.isNaN(n) ? 'n/a' : n.toFixed(2));
-const us = (n) => (Number.isNaN(n) ? 'n/a' : n.toFixed(1));
 const latency = (s) => (Number.isNaN(s.p50) ? 'n/a' : `${ms(s.p50)} / ${ms(s.p99)}`);
 const ratioText = (r) => (Number.isNaN(r) ? 'n/a' : (Math.floor(r * 1000) / 1000).toFixed(3));
 const target = (value, min) => (min === undefined ? '' : `≥ ${min}: ${value >= min ? 'met' : 'NOT met'}`);
@@ -65,16 +59,17 @@ const skipped = DIRECT.filter((tool) => !measured.includes(tool));
 const cell = (s) => (s.skipped ? 'skipped' : int(s.mps));
 
 const rows = [
-  `| case | REST gateway, msg/s | ${DIRECT.map((t) => `${t}, msg/s`).join(' | ')} | ratio to the fastest direct | target | p50 / p99 ms, gateway |`,
-  `|---|---:|${DIRECT.map(() => '---:|').join('')}---:|---|---:|`,
+  `| case | REST gateway, msg/s | ${DIRECT.map((t) => `${t}, msg/s`).join(' | ')} | ratio to the fastest direct | target | CPU µs/msg: gateway; broker via gateway / direct | p50 / p99 ms, gateway |`,
+  `|---|---:|${DIRECT.map(() => '---:|').join('')}---:|---|---|---:|`,
 ];
 for (const { kind, label, min } of CASES) {
   const gateway = results[kind].gateway;
   const best = fastest(kind);
   const ratio = best ? gateway.mps / results[kind][best].mps : NaN;
   const gatewayLatency = kind === 'consume' ? `${latency(gateway)} (~${int(gateway.perBatch)} msgs each)` : latency(gateway);
+  const cpu = `${us(gateway.gatewayCpu)}; ${us(gateway.brokerCpu)} / ${best ? us(results[kind][best].brokerCpu) : 'n/a'}`;
   rows.push(
-    `| ${label} | ${int(gateway.mps)} | ${DIRECT.map((t) => cell(results[kind][t])).join(' | ')} | ${ratioText(ratio)} (${best ?? 'none'}) | ${target(ratio, min)} | ${gatewayLatency} |`,
+    `| ${label} | ${int(gateway.mps)} | ${DIRECT.map((t) => cell(results[kind][t])).join(' | ')} | ${ratioText(ratio)} (${best ?? 'none'}) | ${target(ratio, min)} | ${cpu} | ${gatewayLatency} |`,
   );
 }
 const table = rows.join('\n');
@@ -86,15 +81,14 @@ const clientRows = [
 ];
 for (const tool of DIRECT) {
   const r = (kind) => results[kind][tool];
-  const version = CASES.map(({ kind }) => r(kind).version).find(Boolean) ?? 'n/a';
-  const g = groupless[tool];
-  const how = g ? g.how : 'not checked';
-  if (r('produce1').skipped && r('produce100').skipped && r('consume').skipped) {
-    clientRows.push(`| ${tool} | n/a | ${how} | skipped: ${r('consume').skipped} | | | |`);
+  const how = groupless[tool]?.how ?? 'not checked';
+  if (!measured.includes(tool)) {
+    clientRows.push(`| ${tool} | n/a | ${how} | skipped | skipped | skipped | |`);
     continue;
   }
+  const version = CASES.map(({ kind }) => r(kind).version).find(Boolean) ?? 'n/a';
   clientRows.push(
-    `| ${tool} | ${version} | ${how} | ${cell(r('produce1'))} (${latency(r('produce1'))}) | ${cell(r('produce100'))} (${latency(r('produce100'))}) | ${cell(r('consume'))} | ${CASES.map(({ kind }) => us(r(kind).clientCpuUs)).join(', ')} |`,
+    `| ${tool} | ${version} | ${how} | ${cell(r('produce1'))} (${latency(r('produce1'))}) | ${cell(r('produce100'))} (${latency(r('produce100'))}) | ${cell(r('consume'))} | ${CASES.map(({ kind }) => us(r(kind).clientCpu)).join(', ')} |`,
   );
 }
 const clientTable = clientRows.join('\n');
@@ -104,28 +98,28 @@ const allErrors = CASES.flatMap(({ kind }) =>
 );
 const fill = records.find((r) => r.kind === 'fill');
 const notes = [
-  `gateway CPU per message (process_cpu_seconds_total around each run): ${CASES.map(({ kind }) => `${kind} ${us(results[kind].gateway.cpuUs)} µs (${Math.round(results[kind].gateway.cpuShare * 100)}% of core 0)`).join(', ')}`,
-  `REST load generator CPU per message (process.cpuUsage, core 1): ${CASES.map(({ kind }) => `${kind} ${us(results[kind].gateway.clientCpuUs)} µs`).join(', ')}`,
+  `broker CPU per message in each client's runs: ${CASES.map(({ kind }) => `${kind} ${['gateway', ...measured].map((t) => `${t} ${us(results[kind][t].brokerCpu)}`).join(', ')}`).join('; ')}`,
+  `REST load generator CPU per message (process.cpuUsage, core 1): ${CASES.map(({ kind }) => `${kind} ${us(results[kind].gateway.clientCpu)}`).join(', ')}`,
   `consume group join, first request to first message: gateway ${int(results.consume.gateway.joinMs)} ms, ${measured.map((t) => `${t} ${int(results.consume[t].joinMs)} ms`).join(', ')} (not counted in msg/s)`,
   `msg/s per round: ${CASES.map(({ kind }) => `${kind} ${['gateway', ...measured].map((t) => `${t} ${results[kind][t].all.map(int).join(', ')}`).join('; ')}`).join(' | ')}`,
-  ...skipped.map((t) => `${t} skipped: ${results.consume[t].skipped}`),
+  ...skipped.map((t) => `${t} skipped: ${results.consume[t].skipped ?? results.produce1[t].skipped}`),
   `errors: ${allErrors.length ? allErrors.join('; ') : 'none'}`,
 ];
 process.stdout.write(`\n${table}\n\n${clientTable}\n\n${notes.map((n) => `- ${n}`).join('\n')}\n`);
 
-const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
 writeFileSync(
   output,
   `# Stream gateway benchmark
 
-Written by \`bash bench/stream/run.sh\` (\`make bench-stream\`); the method is in the header of run.sh.
+Written by \`make bench-stream\` (bench/stream/bench.ts); the method is in its header.
 
 - date: ${new Date().toISOString()}
-- node ${process.version}, Apache Kafka ${KAFKA_VERSION} (deploy/kafka-local, one KRaft broker), nproc ${NPROC}, ${cpu}
+- node ${process.version}, Apache Kafka ${KAFKA_VERSION} (deploy/kafka-local, one KRaft broker), ${machine()}
 - gateway alone on core 0; the broker, the control Redis and the load generators on core 1
 - topics of 3 partitions, message values of 100 bytes, no keys, acks -1 everywhere
 - produce: ${BENCH_DURATION} s per run, closed loop, the same requests in flight for all; consume: the ${int(Number(BENCH_MESSAGES))} messages of a topic pre-filled with kafkajs${fill ? ` (in ${fill.seconds.toFixed(1)} s)` : ''}, a fresh group per run, one REST request at a time; median of ${BENCH_ROUNDS} interleaved rounds
 - latency is per request (a REST request, a send call); direct consume has none
+- ${CPU_METHOD}; shown per message here
 ${notes.map((n) => `- ${n}`).join('\n')}
 
 ${table}
@@ -137,30 +131,14 @@ ${clientTable}
 );
 
 if (readme) {
-  const START = '<!-- bench-stream:start -->';
-  const END = '<!-- bench-stream:end -->';
-  const text = readFileSync(readme, 'utf8');
-  if (!text.includes(START) || !text.includes(END) || text.indexOf(START) > text.indexOf(END)) {
-    process.stderr.write(`\nwarning: ${readme} has no ${START} … ${END} section; left untouched\n`);
-  } else {
-    const date = new Date().toISOString().slice(0, 10);
-    const versions = measured.map((t) => `${t} ${CASES.map(({ kind }) => results[kind][t].version).find(Boolean)}`).join(', ');
-    const setup =
-      `Measured ${date} on this project's ${NPROC}-core machine (${cpu}, Node ${process.versions.node}, Apache Kafka ` +
-      `${KAFKA_VERSION} single KRaft broker) with \`make bench-stream\`: the gateway alone on core 0, ` +
-      `the broker and the load generators on core 1; topics of 3 partitions, 100-byte values, acks -1; median of ` +
-      `${BENCH_ROUNDS} interleaved rounds (${BENCH_DURATION} s per produce run; consume reads ${int(Number(BENCH_MESSAGES))} ` +
-      `pre-filled messages with a fresh group); direct clients: ${versions}` +
-      (skipped.length ? ` (${skipped.join(', ')} skipped: not built)` : '') +
-      '; the ratio is against the fastest of them in each case.';
-    const wrap = (line, width = 100) =>
-      line.split(' ').reduce((lines, word) => {
-        const last = lines[lines.length - 1];
-        if (last && last.length + 1 + word.length <= width) lines[lines.length - 1] = `${last} ${word}`;
-        else lines.push(word);
-        return lines;
-      }, []).join('\n');
-    const section = `${START}\n${wrap(setup)}\n\n${table}\n${END}`;
-    writeFileSync(readme, text.slice(0, text.indexOf(START)) + section + text.slice(text.indexOf(END) + END.length));
-  }
+  const versions = measured.map((t) => `${t} ${CASES.map(({ kind }) => results[kind][t].version).find(Boolean)}`).join(', ');
+  const setup =
+    `Measured ${new Date().toISOString().slice(0, 10)} on this project's ${os.cpus().length}-core machine (${os.cpus()[0]?.model ?? 'unknown CPU'}, ` +
+    `Node ${process.versions.node}, Apache Kafka ${KAFKA_VERSION} single KRaft broker) with \`make bench-stream\`: the gateway alone on ` +
+    `core 0, the broker and the load generators on core 1; topics of 3 partitions, 100-byte values, acks -1; median of ` +
+    `${BENCH_ROUNDS} interleaved rounds (${BENCH_DURATION} s per produce run; consume reads ${int(Number(BENCH_MESSAGES))} ` +
+    `pre-filled messages with a fresh group); direct clients: ${versions}` +
+    (skipped.length ? ` (${skipped.join(', ')} not built, skipped)` : '') +
+    '; the ratio is against the fastest of them in each case. CPU per message from /proc of the gateway and the broker.';
+  writeReadmeSection(readme, 'stream', `${wrap(setup)}\n\n${table}`);
 }
