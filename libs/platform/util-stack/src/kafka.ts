@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { Admin } from '@platformatic/kafka';
 import { repoRoot } from './paths';
 import { type Restartable, freePorts, installOnce, restartable, startProcess } from './process';
 
@@ -32,7 +32,7 @@ export interface KafkaBrokerOptions {
 /**
  * Starts deploy/kafka-local/start.sh (a Kafka broker + KRaft controller in one JVM,
  * `auto.create.topics.enable=false`, single-partition internal topics) on 127.0.0.1, and waits until
- * an admin client connects and `describeCluster()` succeeds. The first call in a process runs
+ * a Metadata request names the broker. The first call in a process runs
  * deploy/kafka-local/install.sh (Maven Central jars, cached under .cache/kafka). start.sh execs the
  * JVM: the pid is the broker's, and SIGTERM stops it cleanly (SIGKILL after 10 s).
  *
@@ -68,16 +68,15 @@ export async function startKafka(options: KafkaBrokerOptions = {}): Promise<Kafk
   return Object.assign(controls, { port, brokers, dataDir });
 }
 
-/** One admin connect + DescribeCluster without retries; `false` on any error. */
+/** One Metadata request without retries (the client the gateway uses): does the broker know itself? `false` on any error. */
 async function brokerAnswers(brokers: string[]): Promise<boolean> {
-  const admin = new Kafka({ brokers, logLevel: logLevel.NOTHING, connectionTimeout: 1_000, requestTimeout: 2_000, retry: { retries: 0 } }).admin();
+  const admin = new Admin({ clientId: 'restash-stack', bootstrapBrokers: brokers, retries: 0, timeout: 2_000 });
   try {
-    await admin.connect();
-    await admin.describeCluster();
-    return true;
+    const metadata = await admin.metadata({ topics: [], forceUpdate: true });
+    return metadata.brokers.size > 0;
   } catch {
     return false;
   } finally {
-    await admin.disconnect().catch(() => undefined);
+    await admin.close().catch(() => undefined);
   }
 }
