@@ -2,10 +2,9 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { KvBackends } from '@restash/kv/data-access-redis';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
 import { TenancyModule } from '@restash/shared/feature-tenancy';
-import { encodeError } from '@restash/kv/util-command';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
-import { KV_METHODS, KvRoutes } from './kv.routes';
+import { KV_ERRORS, KvRoutes } from './kv.routes';
 import { KvService } from './kv.service';
 
 /** kv-gateway: the KV REST API (spec 000) over tenant Redis databases. */
@@ -17,7 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule, TenancyModule.forRoot(config)],
       providers: [
         { provide: KV_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: { encode: (_status: number, message: string) => encodeError(`ERR ${message}`), methods: KV_METHODS } },
+        { provide: API_ERRORS, useValue: KV_ERRORS },
         { provide: KvBackends, useFactory: () => new KvBackends(config.backend) },
         KvMetrics,
         KvService,

@@ -11,8 +11,6 @@ import {
   type RedisCommand,
   type Reply,
   type TokenRole,
-  encodeBatch,
-  encodeResult,
   prepareCommand,
   rewriteReply,
 } from '@restash/kv/util-command';
@@ -211,13 +209,13 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * One command (spec 000 §1–2).
-   * @returns the `{result}` body
+   * @returns its reply, as the tenant sees it (database prefix removed)
    * @throws KvError 400 for a refused or failed command, 503 when Redis cannot be reached
    */
-  async single(session: Session, args: CommandArgs, base64: boolean): Promise<string> {
+  async single(session: Session, args: CommandArgs): Promise<Reply> {
     const prepared = prepareCommand(args, session.table, session.policy);
     this.count(session, prepared.label);
-    if (prepared.kind === 'acl-resttoken') return encodeResult(Buffer.from(await this.mintAclToken(session, prepared)), base64);
+    if (prepared.kind === 'acl-resttoken') return Buffer.from(await this.mintAclToken(session, prepared));
     let reply: Reply;
     try {
       reply = await session.runner.run(prepared.args);
@@ -228,14 +226,14 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       if (prepared.write) this.writes++;
       await this.afterAclChanges(session, [prepared]);
     }
-    return encodeResult(rewriteReply(prepared.rewrite, reply, session.policy.prefix), base64);
+    return rewriteReply(prepared.rewrite, reply, session.policy.prefix);
   }
 
   /**
    * `/pipeline` (spec 000 §3): in order, not atomic; a refused or failing command yields its own
    * `{error}` item and the others still run.
    */
-  async pipeline(session: Session, commands: CommandArgs[], base64: boolean): Promise<string> {
+  async pipeline(session: Session, commands: CommandArgs[]): Promise<BatchItem[]> {
     const prepared = commands.map((args): RedisCommand | KvError => {
       try {
         const command = prepareCommand(args, session.table, session.policy);
@@ -253,7 +251,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     await this.afterAclChanges(session, runnable);
     let next = 0;
     const items = prepared.map((p): BatchItem => (p instanceof KvError ? { error: p.message } : this.item(session, p, outcomes[next++])));
-    return encodeBatch(items, base64);
+    return items;
   }
 
   /**
@@ -261,7 +259,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
    * any command is refused or fails to queue; a command failing at run time yields its `{error}` item.
    * @throws KvError 400 when discarded
    */
-  async transaction(session: Session, commands: CommandArgs[], base64: boolean): Promise<string> {
+  async transaction(session: Session, commands: CommandArgs[]): Promise<BatchItem[]> {
     const prepared = commands.map((args) => {
       const command: PreparedCommand = prepareCommand(args, session.table, session.policy);
       if (command.kind === 'acl-resttoken') throw KvError.badRequest('ERR ACL RESTTOKEN is not allowed in a transaction');
@@ -272,10 +270,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     if ('discarded' in outcome) throw KvError.badRequest(outcome.discarded);
     if (prepared.some((c) => c.write)) this.writes++;
     await this.afterAclChanges(session, prepared);
-    return encodeBatch(
-      prepared.map((command, i) => this.item(session, command, outcome.outcomes[i])),
-      base64,
-    );
+    return prepared.map((command, i) => this.item(session, command, outcome.outcomes[i]));
   }
 
   /**

@@ -2,10 +2,9 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
 import { TenancyModule } from '@restash/shared/feature-tenancy';
-import { encodeQueueError } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
-import { QUEUE_METHODS, QueueRoutes } from './queue.routes';
+import { QUEUE_ERRORS, QueueRoutes } from './queue.routes';
 import { QUEUE_REDIS, QueueService } from './queue.service';
 
 /** queue-gateway: the queue API (spec 002 part B; QStash v2) over BullMQ; queue-worker delivers. */
@@ -17,7 +16,7 @@ export class AppModule {
       imports: [ObservabilityModule, TenancyModule.forRoot(config)],
       providers: [
         { provide: QUEUE_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: { encode: (_status: number, message: string) => encodeQueueError(message), methods: QUEUE_METHODS } },
+        { provide: API_ERRORS, useValue: QUEUE_ERRORS },
         // Auto-pipelining: the commands of concurrent publishes go out in one socket write per event-loop turn.
         { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true }) },
         QueueMetrics,

@@ -1,10 +1,9 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
 import { TenancyModule } from '@restash/shared/feature-tenancy';
-import { encodeError } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { StreamMetrics } from './stream-metrics';
-import { STREAM_METHODS, StreamRoutes } from './stream.routes';
+import { STREAM_ERRORS, StreamRoutes } from './stream.routes';
 import { StreamService } from './stream.service';
 
 /** stream-gateway: the Stream REST API (spec 002 part A) over Kafka. */
@@ -16,7 +15,7 @@ export class AppModule {
       imports: [ObservabilityModule, TenancyModule.forRoot(config)],
       providers: [
         { provide: STREAM_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: { encode: encodeError, methods: STREAM_METHODS } },
+        { provide: API_ERRORS, useValue: STREAM_ERRORS },
         StreamMetrics,
         StreamService,
         StreamRoutes,

@@ -1,8 +1,16 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { useRawBodies } from '@restash/shared/util-http';
-import { type CredentialScheme, type DenialTable, TenantDenied, denialAnswer, requestCredentials } from '@restash/shared/feature-tenancy';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import {
+  type ApiOperation,
+  type CredentialScheme,
+  type DenialTable,
+  type TenantApiErrors,
+  TenantGate,
+  limitDenials,
+  operation,
+  registerTenantApi,
+} from '@restash/shared/feature-tenancy';
 import {
   DEFAULT_METADATA_TIMEOUT_MS,
   SUCCESS_JSON,
@@ -23,7 +31,7 @@ import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { StreamMetrics } from './stream-metrics';
 import { type Session, StreamService } from './stream.service';
 
-/** What an operation gets: the session, the path segments after the operation's name (decoded), the body, the request. */
+/** What an operation gets: the session, the path segments after the operation's name (decoded), the JSON body, the request. */
 interface Call {
   session: Session;
   args: string[];
@@ -32,7 +40,8 @@ interface Call {
   request: FastifyRequest;
 }
 
-interface Operation {
+/** An endpoint at `/<name>/<segments…>`, answered with what `run` returns as JSON (undefined: Success). */
+interface Endpoint {
   methods: string[];
   /** Path segments after the name: at least `min`, at most `max`. */
   min: number;
@@ -55,7 +64,7 @@ function groupArgs(args: string[]): [string, string] {
  * Every endpoint by its first path segment (spec 002 part A, Endpoints; upstash-compat.md §3.2).
  * Operations return the value to answer as JSON.
  */
-const OPERATIONS: Record<string, Operation> = {
+const ENDPOINTS: Record<string, Endpoint> = {
   topics: { methods: ['GET'], min: 0, max: 0, write: false, run: (s, c) => s.topics(c.session) },
   consumers: { methods: ['GET'], min: 0, max: 0, write: false, run: async (s, c) => s.consumers(c.session) },
   committed: {
@@ -144,22 +153,57 @@ export const STREAM_DENIALS: DenialTable = {
   missing: [401, 'Unauthorized: send the credentials with HTTP Basic authentication'],
   unknown: [401, 'Unauthorized: wrong username or password'],
   'read-only': [403, 'Forbidden: these credentials are read-only and cannot produce'],
-  'too-large': [413, (d) => `Request too large: ${d.actual} bytes, at most ${d.limit} for this cluster`],
-  'daily-limit': [429, (d) => `Daily request limit of ${d.limit} reached for this cluster`],
+  ...limitDenials('cluster'),
   'registry-unavailable': [503, 'Service unavailable: the tenant registry cannot be reached'],
 };
 
-/** Basic credentials; the webhook also takes them as `user` and `pass` query parameters. */
-const BASIC: CredentialScheme = { scheme: 'basic' };
-const BASIC_OR_QUERY: CredentialScheme = { scheme: 'basic', queryUser: 'user', queryPassword: 'pass' };
-
-/** The methods the Stream API's operations use; any other gets 405 from the shared bootstrap (API_ERRORS in app.module.ts). */
+/** The methods the Stream API's operations use; any other gets 405 from the shared bootstrap. */
 export const STREAM_METHODS = ['GET', 'POST', 'DELETE'];
 
+/** How the Stream API answers errors: `{"error", "status"}` (spec 002, Errors 1). */
+export const STREAM_ERRORS: TenantApiErrors = {
+  methods: STREAM_METHODS,
+  encode: encodeError,
+  type: StreamError,
+  denials: STREAM_DENIALS,
+  notFound: (path) => new StreamError(404, `Not found: ${path} is not an endpoint of the Stream API`),
+  notAllowed: (method, _path, _allowed, name) => new StreamError(405, `Method ${method} is not allowed on /${name}`),
+  allowHeader: true,
+};
+
+/** The webhook also takes Basic credentials as `user` and `pass` query parameters. */
+const BASIC_OR_QUERY: CredentialScheme = { scheme: 'basic', queryUser: 'user', queryPassword: 'pass' };
+
 /**
- * The HTTP surface of the Stream API: one route per endpoint, Basic authentication, limits,
- * `{error, status}` errors and metrics. Routes are registered on Fastify directly with the raw-body
- * hook (as the other gateways do); GET bodies are read too, since the API allows them.
+ * The operation of an endpoint: found by its name and segment count (404 otherwise), the request's
+ * size is its body and URL, the body is parsed as JSON once admitted (the webhook's is the message).
+ */
+function streamOperation(name: string, endpoint: Endpoint, service: StreamService): ApiOperation<Session> {
+  return operation<Session, string[], undefined, unknown>({
+    name,
+    methods: endpoint.methods,
+    write: endpoint.write,
+    ...(endpoint.queryAuth ? { credentials: BASIC_OR_QUERY } : {}),
+    match: (path) => {
+      const [first, ...rest] = path.slice(1).split('/');
+      if (first !== name) return undefined;
+      const args = rest.map(decodeSegment);
+      if (args.at(-1) === '') args.pop(); // a trailing slash
+      const named = name === 'produce' ? args.slice(0, 1) : args; // a produced message may hold '/' and be empty
+      return args.length < endpoint.min || args.length > endpoint.max || named.some((a) => a === '') ? undefined : args;
+    },
+    bytes: (call) => (call.body?.length ?? 0) + call.request.url.length,
+    run: (session, _input, call) =>
+      endpoint.run(service, { session, args: call.params, body: name === 'webhook' ? undefined : parseJson(call.body), query: call.query, request: call.request }),
+    encode: (result) => ({ status: 200, body: result === undefined ? SUCCESS_JSON : JSON.stringify(result) }),
+  });
+}
+
+
+/**
+ * The HTTP surface of the Stream API: its endpoints on the shared tenant API routes (Basic
+ * authentication, limits, `{error, status}` errors, metrics), one catch-all route matched by the
+ * endpoint's name; GET bodies are read too, since the API allows them.
  */
 @Injectable()
 export class StreamRoutes implements OnModuleInit {
@@ -168,72 +212,23 @@ export class StreamRoutes implements OnModuleInit {
   constructor(
     private readonly adapterHost: HttpAdapterHost,
     private readonly service: StreamService,
+    private readonly gate: TenantGate,
     private readonly metrics: StreamMetrics,
     @Inject(STREAM_CONFIG) private readonly config: StreamGatewayConfig,
   ) {}
 
   onModuleInit(): void {
-    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
-    void fastify.register(async (app) => this.routes(app));
-  }
-
-  private routes(app: FastifyInstance): void {
-    useRawBodies(app, {
-      bodyLimitBytes: this.config.http.bodyLimitBytes,
+    registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
+      errors: STREAM_ERRORS,
+      credentials: { scheme: 'basic' },
+      operations: Object.entries(ENDPOINTS).map(([name, endpoint]) => streamOperation(name, endpoint, this.service)),
+      open: (credentials) => this.service.authenticate(credentials),
+      gate: this.gate,
+      metrics: this.metrics,
       logger: this.logger,
-      encode: encodeError,
+      bodyLimitBytes: this.config.http.bodyLimitBytes,
       bodyMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     });
-    app.route({ method: STREAM_METHODS, url: '/*', handler: (request, reply) => this.handle(request, reply) });
-  }
-
-  private async handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const started = performance.now();
-    const [path = '', search = ''] = request.url.split('?', 2);
-    const [name = '', ...rest] = path.slice(1).split('/');
-    const operation = Object.hasOwn(OPERATIONS, name) ? OPERATIONS[name] : undefined;
-    const query = new URLSearchParams(search);
-    let tenant = '';
-    let status = 200;
-    let body: string;
-    try {
-      if (!operation) throw new StreamError(404, `Not found: ${path} is not an endpoint of the Stream API`);
-      const args = rest.map(decodeSegment);
-      if (args.at(-1) === '') args.pop(); // a trailing slash
-      const named = name === 'produce' ? args.slice(0, 1) : args; // a produced message may hold '/' and be empty
-      if (args.length < operation.min || args.length > operation.max || named.some((a) => a === '')) {
-        throw new StreamError(404, `Not found: ${path} is not an endpoint of the Stream API`);
-      }
-      if (!operation.methods.includes(request.method)) {
-        void reply.header('allow', operation.methods.join(', '));
-        throw new StreamError(405, `Method ${request.method} is not allowed on /${name}`);
-      }
-      const credentials = requestCredentials(request.headers.authorization, search, operation.queryAuth ? BASIC_OR_QUERY : BASIC);
-      const session = await this.service.authenticate(credentials);
-      tenant = session.tenant;
-      const raw = request.body as Buffer | undefined;
-      await this.service.admit(session, operation.write, (raw?.length ?? 0) + request.url.length);
-      const parsed = name === 'webhook' ? undefined : parseJson(raw);
-      const result = await operation.run(this.service, { session, args, body: parsed, query, request });
-      body = result === undefined ? SUCCESS_JSON : JSON.stringify(result);
-    } catch (error) {
-      const answer = this.answer(error);
-      status = answer.status;
-      body = encodeError(answer.status, answer.message);
-    }
-    this.metrics.observeRequest(tenant, operation ? name : 'unknown', status, (performance.now() - started) / 1000);
-    await reply.code(status).header('content-type', 'application/json').send(body);
-  }
-
-  /** The API's answer to a StreamError or a denial; anything else is rethrown (500). */
-  private answer(error: unknown): { status: number; message: string } {
-    if (error instanceof StreamError) return error;
-    if (!(error instanceof TenantDenied)) throw error;
-    if (error.reason === 'registry-unavailable') {
-      this.metrics.backendError(error.tenant, 'registry');
-      this.logger.warn(`registry lookup failed: ${String(error.cause)}`);
-    }
-    return denialAnswer(STREAM_DENIALS, error);
   }
 }
 

@@ -1,10 +1,9 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
 import { TenancyModule } from '@restash/shared/feature-tenancy';
-import { encodeError } from '@restash/vector/util-query';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { VectorMetrics } from './vector-metrics';
-import { VECTOR_METHODS, VectorRoutes } from './vector.routes';
+import { VECTOR_ERRORS, VectorRoutes } from './vector.routes';
 import { VectorService } from './vector.service';
 
 /** vector-gateway: the Vector REST API (spec 001) over Qdrant collections. */
@@ -16,7 +15,7 @@ export class AppModule {
       imports: [ObservabilityModule, TenancyModule.forRoot(config)],
       providers: [
         { provide: VECTOR_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: { encode: encodeError, methods: VECTOR_METHODS } },
+        { provide: API_ERRORS, useValue: VECTOR_ERRORS },
         VectorMetrics,
         VectorService,
         VectorRoutes,

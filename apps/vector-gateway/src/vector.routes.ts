@@ -1,10 +1,20 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { useRawBodies } from '@restash/shared/util-http';
-import { type DenialTable, TenantDenied, denialAnswer, requestCredentials } from '@restash/shared/feature-tenancy';
+import type { FastifyInstance } from 'fastify';
 import {
+  type ApiOperation,
+  type DenialTable,
+  type TenantApiErrors,
+  TenantGate,
+  limitDenials,
+  operation,
+  registerTenantApi,
+} from '@restash/shared/feature-tenancy';
+import type { StoredVector } from '@restash/vector/data-access-qdrant';
+import {
+  type Includes,
   VectorError,
+  type VectorView,
   checkNamespace,
   encodeError,
   parseDelete,
@@ -17,20 +27,48 @@ import {
   parseResumableStart,
   parseUpdate,
   parseUpsert,
+  resultJson,
+  vectorJson,
 } from '@restash/vector/util-query';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { VectorMetrics } from './vector-metrics';
 import { type Session, VectorService } from './vector.service';
 
-/** What an operation gets: the session, the namespace from the path, the parsed JSON body, the query string. */
+/**
+ * The methods that reach the Vector API's routes, which answer each endpoint's own 405 with `Allow` (PUT
+ * and PATCH included); any other gets 405 from the shared bootstrap.
+ */
+export const VECTOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** The Vector API's answers to the tenant gate's denials (spec 001, Authentication and Limits). */
+export const VECTOR_DENIALS: DenialTable = {
+  missing: [401, 'Unauthorized: send the token as Authorization: Bearer <token>'],
+  unknown: [401, 'Unauthorized: Invalid auth token'],
+  'read-only': [403, 'Forbidden: this token is read-only and cannot change the index'],
+  ...limitDenials('index'),
+  'registry-unavailable': [503, 'Service unavailable: the platform registry cannot be reached; retry later'],
+};
+
+/** How the Vector API answers errors: `{"error", "status"}` (spec 001, Errors). */
+export const VECTOR_ERRORS: TenantApiErrors = {
+  methods: VECTOR_METHODS,
+  encode: encodeError,
+  type: VectorError,
+  denials: VECTOR_DENIALS,
+  notFound: (path) => new VectorError(404, `Not found: ${path} is not an endpoint of the Vector API`),
+  notAllowed: (method, _path, allowed, name) => new VectorError(405, `Method ${method} is not allowed on /${name}; use ${allowed.join(' or ')}`),
+  allowHeader: true,
+};
+
+/** What an operation runs on: the namespace from the path, the JSON body (parsed after admission), the query string. */
 interface Call {
-  session: Session;
   namespace: string;
   body: unknown;
   query: URLSearchParams;
 }
 
-interface Operation {
+/** Where an operation is found and what it may do. */
+interface Shape {
   /** Refused for read-only tokens. */
   write: boolean;
   /**
@@ -40,67 +78,131 @@ interface Operation {
   also?: 'GET' | 'DELETE';
   /** Whether a namespace may follow the operation in the path. */
   namespaced: boolean;
-  run(service: VectorService, call: Call): Promise<string>;
 }
 
+const SUCCESS = resultJson('"Success"');
+
 /**
- * Every operation by its path segment (spec 001 Endpoints; upstash-compat.md §2.2). The SDK POSTs
+ * An operation at `/<name>[/<namespace>]` (spec 001 Endpoints; upstash-compat.md §2.2). The SDK POSTs
  * all of them; the documented GET (info, random, fetch, range, list-namespaces) and DELETE (reset,
  * delete, delete-namespace) are accepted too. Any other method is 405 with an `Allow` header.
  */
-const OPERATIONS: Record<string, Operation> = {
-  upsert: { write: true, namespaced: true, run: (s, c) => s.upsert(c.session, c.namespace, parseUpsert(c.body, false)) },
-  'upsert-data': { write: true, namespaced: true, run: (s, c) => s.upsert(c.session, c.namespace, parseUpsert(c.body, true)) },
-  update: { write: true, namespaced: true, run: (s, c) => s.update(c.session, c.namespace, parseUpdate(c.body)) },
-  delete: { write: true, also: 'DELETE', namespaced: true, run: (s, c) => s.delete(c.session, c.namespace, parseDelete(c.body)) },
-  fetch: { write: false, also: 'GET', namespaced: true, run: (s, c) => s.fetch(c.session, c.namespace, parseFetch(c.body)) },
-  query: { write: false, namespaced: true, run: (s, c) => queries(s, c) },
-  'query-data': { write: false, namespaced: true, run: (s, c) => queries(s, c) },
-  'resumable-query': { write: false, namespaced: true, run: (s, c) => s.resumableStart(c.session, c.namespace, parseResumableStart(c.body)) },
-  'resumable-query-data': { write: false, namespaced: true, run: (s, c) => s.resumableStart(c.session, c.namespace, parseResumableStart(c.body)) },
-  'resumable-query-next': {
-    write: false,
-    namespaced: false,
-    run: (s, c) => {
-      const { uuid, additionalK } = parseResumableNext(c.body);
-      return s.resumableNext(c.session, uuid, additionalK);
-    },
-  },
-  'resumable-query-end': { write: false, namespaced: false, run: (s, c) => s.resumableEnd(c.session, parseResumableEnd(c.body).uuid) },
-  range: { write: false, also: 'GET', namespaced: true, run: (s, c) => s.range(c.session, c.namespace, parseRange(c.body)) },
-  random: { write: false, also: 'GET', namespaced: true, run: (s, c) => s.random(c.session, c.namespace) },
-  reset: { write: true, also: 'DELETE', namespaced: true, run: (s, c) => s.reset(c.session, c.namespace, c.query.has('all')) },
-  info: { write: false, also: 'GET', namespaced: false, run: (s, c) => s.info(c.session) },
-  'list-namespaces': { write: false, also: 'GET', namespaced: false, run: (s, c) => s.listNamespaces(c.session) },
-  'delete-namespace': { write: true, also: 'DELETE', namespaced: true, run: (s, c) => s.deleteNamespace(c.session, c.namespace) },
-};
-
-function queries(service: VectorService, call: Call): Promise<string> {
-  const { queries: list, many } = parseQueries(call.body);
-  return service.query(call.session, call.namespace, list, many);
+function vectorOperation<R>(
+  name: string,
+  shape: Shape,
+  run: (service: VectorService, session: Session, call: Call) => Promise<R>,
+  encode: (result: R) => string,
+): (service: VectorService) => ApiOperation<Session> {
+  const methods = shape.also === 'GET' ? ['GET', 'HEAD', 'POST'] : shape.also === 'DELETE' ? ['POST', 'DELETE'] : ['POST'];
+  return (service) =>
+    operation<Session, string, string, R>({
+      name,
+      methods,
+      write: shape.write,
+      match: (path) => {
+        const slash = path.indexOf('/', 1);
+        if ((slash < 0 ? path.slice(1) : path.slice(1, slash)) !== name) return undefined;
+        return slash < 0 ? '' : path.slice(slash + 1);
+      },
+      prepare: (call) => {
+        const namespace = decodeNamespace(call.params);
+        if (namespace !== '' && !shape.namespaced) throw new VectorError(404, `Not found: ${name} takes no namespace`);
+        return namespace;
+      },
+      run: (session, namespace, call) => run(service, session, { namespace, body: parseJson(call.body), query: call.query }),
+      encode: (result) => ({ status: 200, body: encode(result) }),
+    });
 }
 
-/** The Vector API's answers to the tenant gate's denials (spec 001, Authentication and Limits). */
-export const VECTOR_DENIALS: DenialTable = {
-  missing: [401, 'Unauthorized: send the token as Authorization: Bearer <token>'],
-  unknown: [401, 'Unauthorized: Invalid auth token'],
-  'read-only': [403, 'Forbidden: this token is read-only and cannot change the index'],
-  'too-large': [413, (d) => `Request too large: ${d.actual} bytes, at most ${d.limit} for this index`],
-  'daily-limit': [429, (d) => `Daily request limit of ${d.limit} reached for this index`],
-  'registry-unavailable': [503, 'Service unavailable: the platform registry cannot be reached; retry later'],
-};
+const WRITE = { write: true, namespaced: true };
+const READ = { write: false, namespaced: true };
+
+/** Every operation of the Vector API. */
+const OPERATIONS = [
+  vectorOperation('upsert', WRITE, (s, session, c) => s.upsert(session, c.namespace, parseUpsert(c.body, false)), () => SUCCESS),
+  vectorOperation('upsert-data', WRITE, (s, session, c) => s.upsert(session, c.namespace, parseUpsert(c.body, true)), () => SUCCESS),
+  vectorOperation('update', WRITE, (s, session, c) => s.update(session, c.namespace, parseUpdate(c.body)), (n) => resultJson(`{"updated":${n}}`)),
+  vectorOperation('delete', { ...WRITE, also: 'DELETE' }, (s, session, c) => s.delete(session, c.namespace, parseDelete(c.body)), (n) => resultJson(`{"deleted":${n}}`)),
+  vectorOperation(
+    'fetch',
+    { ...READ, also: 'GET' },
+    async (s, session, c) => {
+      const input = parseFetch(c.body);
+      return { include: input.include, vectors: await s.fetch(session, c.namespace, input) };
+    },
+    ({ include, vectors }) => resultJson(`[${vectors.map((v) => (v ? vectorJson(v, include) : 'null')).join(',')}]`),
+  ),
+  ...['query', 'query-data'].map((name) =>
+    vectorOperation(
+      name,
+      READ,
+      async (s, session, c) => {
+        const { queries, many } = parseQueries(c.body);
+        return { queries, many, results: await s.query(session, c.namespace, queries) };
+      },
+      // A batch of one answers flat, as Upstash does.
+      ({ queries, many, results }) => {
+        const hits = results.map((r, i) => hitsJson(r, (queries[i] as { include: Includes }).include));
+        return resultJson(many && hits.length > 1 ? `[${hits.join(',')}]` : (hits[0] as string));
+      },
+    ),
+  ),
+  ...['resumable-query', 'resumable-query-data'].map((name) =>
+    vectorOperation(
+      name,
+      READ,
+      async (s, session, c) => {
+        const input = parseResumableStart(c.body);
+        return { include: input.include, ...(await s.resumableStart(session, c.namespace, input)) };
+      },
+      ({ include, uuid, hits }) => resultJson(`{"uuid":${JSON.stringify(uuid)},"scores":${hitsJson(hits, include)}}`),
+    ),
+  ),
+  vectorOperation(
+    'resumable-query-next',
+    { write: false, namespaced: false },
+    (s, session, c) => {
+      const { uuid, additionalK } = parseResumableNext(c.body);
+      return s.resumableNext(session, uuid, additionalK);
+    },
+    ({ hits, include }) => resultJson(hitsJson(hits, include)),
+  ),
+  vectorOperation('resumable-query-end', { write: false, namespaced: false }, (s, session, c) => s.resumableEnd(session, parseResumableEnd(c.body).uuid), () => SUCCESS),
+  vectorOperation(
+    'range',
+    { ...READ, also: 'GET' },
+    async (s, session, c) => {
+      const input = parseRange(c.body);
+      return { include: input.include, ...(await s.range(session, c.namespace, input)) };
+    },
+    ({ include, nextCursor, vectors }) =>
+      resultJson(`{"nextCursor":${JSON.stringify(nextCursor)},"vectors":[${vectors.map((v) => vectorJson(v, include)).join(',')}]}`),
+  ),
+  vectorOperation(
+    'random',
+    { ...READ, also: 'GET' },
+    (s, session, c) => s.random(session, c.namespace),
+    (v: StoredVector | null) => resultJson(v ? vectorJson(v, { metadata: false, vectors: true, data: false }) : 'null'),
+  ),
+  vectorOperation('reset', { ...WRITE, also: 'DELETE' }, (s, session, c) => s.reset(session, c.namespace, c.query.has('all')), () => SUCCESS),
+  vectorOperation('info', { write: false, also: 'GET', namespaced: false }, (s, session) => s.info(session), (info) => resultJson(JSON.stringify(info))),
+  vectorOperation(
+    'list-namespaces',
+    { write: false, also: 'GET', namespaced: false },
+    (s, session) => s.listNamespaces(session),
+    (names) => resultJson(JSON.stringify(names)),
+  ),
+  vectorOperation('delete-namespace', { ...WRITE, also: 'DELETE' }, (s, session, c) => s.deleteNamespace(session, c.namespace), () => SUCCESS),
+];
+
+/** Query hits as JSON, each with its score (float32). */
+function hitsJson(hits: Array<VectorView & { rawScore: number }>, include: Includes): string {
+  return `[${hits.map((h) => vectorJson(h, include, h.rawScore)).join(',')}]`;
+}
 
 /**
- * The methods that reach the Vector API's routes, which answer each endpoint's own 405 with `Allow` (PUT
- * and PATCH included); any other gets 405 from the shared bootstrap (API_ERRORS in app.module.ts).
- */
-export const VECTOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
-
-/**
- * The HTTP surface of the Vector API: one route per operation with an optional namespace suffix,
- * bearer authentication, limits, `{error, status}` errors and metrics. Routes are registered on
- * Fastify directly with the raw-body hook (as kv-gateway does): Fastify's content-type parser is
- * the main per-request cost on Node 20.
+ * The HTTP surface of the Vector API: its operations on the shared tenant API routes (bearer tokens,
+ * limits, `{error, status}` errors, metrics), one catch-all route matched by the operation's name.
  */
 @Injectable()
 export class VectorRoutes implements OnModuleInit {
@@ -109,74 +211,23 @@ export class VectorRoutes implements OnModuleInit {
   constructor(
     private readonly adapterHost: HttpAdapterHost,
     private readonly service: VectorService,
+    private readonly gate: TenantGate,
     private readonly metrics: VectorMetrics,
     @Inject(VECTOR_CONFIG) private readonly config: VectorGatewayConfig,
   ) {}
 
   onModuleInit(): void {
-    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
-    void fastify.register(async (app) => this.routes(app));
-  }
-
-  private routes(app: FastifyInstance): void {
-    useRawBodies(app, { bodyLimitBytes: this.config.http.bodyLimitBytes, logger: this.logger, encode: encodeError });
-    app.route({
-      method: VECTOR_METHODS,
-      url: '/*',
-      exposeHeadRoute: false,
-      handler: (request, reply) => this.handle(request, reply),
+    registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
+      errors: VECTOR_ERRORS,
+      credentials: { scheme: 'bearer' },
+      operations: OPERATIONS.map((op) => op(this.service)),
+      open: (credentials) => this.service.authenticate(credentials),
+      gate: this.gate,
+      metrics: this.metrics,
+      logger: this.logger,
+      bodyLimitBytes: this.config.http.bodyLimitBytes,
     });
   }
-
-  private async handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const started = performance.now();
-    const [path = '', search = ''] = request.url.split('?', 2);
-    const slash = path.indexOf('/', 1);
-    const name = slash < 0 ? path.slice(1) : path.slice(1, slash);
-    const operation = Object.hasOwn(OPERATIONS, name) ? OPERATIONS[name] : undefined;
-    let tenant = '';
-    let status = 200;
-    let body: string;
-    try {
-      if (!operation) throw new VectorError(404, `Not found: ${path} is not an endpoint of the Vector API`);
-      const allowed = allowedMethods(operation);
-      if (!allowed.includes(request.method)) {
-        void reply.header('allow', allowed.join(', '));
-        throw new VectorError(405, `Method ${request.method} is not allowed on /${name}; use ${allowed.join(' or ')}`);
-      }
-      const session = await this.service.authenticate(requestCredentials(request.headers.authorization, search, { scheme: 'bearer' }));
-      tenant = session.tenant;
-      const namespace = slash < 0 ? '' : decodeNamespace(path.slice(slash + 1));
-      if (namespace !== '' && !operation.namespaced) throw new VectorError(404, `Not found: ${name} takes no namespace`);
-      const raw = request.body as Buffer | undefined;
-      await this.service.admit(session, operation.write, raw?.length ?? 0);
-      body = await operation.run(this.service, { session, namespace, body: parseJson(raw), query: new URLSearchParams(search) });
-    } catch (error) {
-      const answer = this.answer(error);
-      status = answer.status;
-      body = encodeError(answer.status, answer.message);
-    }
-    this.metrics.observeRequest(tenant, operation ? name : 'unknown', status, (performance.now() - started) / 1000);
-    await reply.code(status).header('content-type', 'application/json').send(body);
-  }
-
-  /** The API's answer to a VectorError or a denial; anything else is rethrown (500). */
-  private answer(error: unknown): { status: number; message: string } {
-    if (error instanceof VectorError) return error;
-    if (!(error instanceof TenantDenied)) throw error;
-    if (error.reason === 'registry-unavailable') {
-      this.metrics.backendError(error.tenant, 'registry');
-      this.logger.warn(`control Redis: ${String(error.cause)}`);
-    }
-    return denialAnswer(VECTOR_DENIALS, error);
-  }
-}
-
-/** The methods an operation answers: POST, and its documented GET (with HEAD) or DELETE. */
-function allowedMethods(operation: Operation): string[] {
-  if (operation.also === 'GET') return ['GET', 'HEAD', 'POST'];
-  if (operation.also === 'DELETE') return ['POST', 'DELETE'];
-  return ['POST'];
 }
 
 /**

@@ -31,8 +31,6 @@ import {
   mergePatch,
   normaliseScore,
   pointId,
-  resultJson,
-  vectorJson,
 } from '@restash/vector/util-query';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { IndexState } from './index-state';
@@ -47,6 +45,18 @@ export interface Session {
   store: QdrantIndexStore;
 }
 
+/** `/info` (spec 001, Info). */
+export interface IndexInfo {
+  vectorCount: number;
+  pendingVectorCount: number;
+  indexSize: number;
+  dimension: number;
+  similarityFunction: VectorIndexRecord['similarityFunction'];
+  indexType: VectorIndexRecord['indexType'];
+  denseIndex: { dimension: number; similarityFunction: VectorIndexRecord['similarityFunction']; embeddingModel?: string };
+  namespaces: Record<string, { vectorCount: number; pendingVectorCount: number }>;
+}
+
 /** Normalised scores this close to 1 or 0 are recomputed exactly (the engine's float32 rounding is about 1e-7 per term). */
 const NEAR_EDGE = 1e-4;
 
@@ -58,14 +68,13 @@ interface PreparedFilter {
 }
 
 /**
- * The Vector API (spec 001 and what `@upstash/vector` calls) between HTTP and Qdrant: authenticates
- * bearer tokens against the registry, admits requests under the index's limits, and runs each
- * operation on the index's store. Results come back as encoded JSON (`{"result": …}`) so numbers
- * print as float32. HTTP concerns stay in VectorRoutes.
+ * The Vector API (spec 001 and what `@upstash/vector` calls) between HTTP and Qdrant: opens a bearer
+ * token's index through the tenant gate and runs each operation on the index's store, returning
+ * vectors, hits and counts; VectorRoutes encodes them (numbers print as float32) and admits requests.
  *
- * Operations throw {@link VectorError} with the API's status: 400/422 for client mistakes, 401/403
- * for credentials, 404 for unknown namespaces and resumable queries, 413/429 for limits, 502 when
- * the embedding provider fails, 503 when Qdrant or the control Redis cannot be reached.
+ * Operations throw {@link VectorError} with the API's status: 400/422 for client mistakes, 404 for
+ * unknown namespaces and resumable queries, 502 when the embedding provider fails, 503 when Qdrant
+ * cannot be reached; and TenantDenied for credentials, limits and the control Redis.
  */
 @Injectable()
 export class VectorService implements OnModuleInit {
@@ -139,7 +148,7 @@ export class VectorService implements OnModuleInit {
   }
 
   /** `/upsert` and `/upsert-data`: writes the records, embedding `data` where there is no vector. */
-  async upsert(session: Session, namespace: string, records: VectorInput[]): Promise<string> {
+  async upsert(session: Session, namespace: string, records: VectorInput[]): Promise<void> {
     const { dimension } = session.index;
     for (const r of records) if (r.vector) checkDimension(r.vector, dimension);
     const toEmbed = records.filter((r) => !r.vector);
@@ -149,14 +158,13 @@ export class VectorService implements OnModuleInit {
     }
     const first = await this.stateCall(session, () => this.state.reserve(session.index.id, namespace, records.length));
     await this.engine(session, () => session.store.upsert(namespace, records.map((r, i) => ({ ...r, seq: first + i }))));
-    return resultJson('"Success"');
   }
 
-  /** `/update`: changes the vector, data or metadata of one vector; `{updated: 0}` when it does not exist. */
-  async update(session: Session, namespace: string, input: UpdateInput): Promise<string> {
+  /** `/update`: changes the vector, data or metadata of one vector. @returns how many it updated: 0 when it does not exist, else 1 */
+  async update(session: Session, namespace: string, input: UpdateInput): Promise<number> {
     const all: Want = { vector: true, metadata: true, data: true };
     const existing = (await this.engine(session, () => session.store.retrieve(namespace, [input.id], all))).get(input.id);
-    if (!existing) return resultJson('{"updated":0}');
+    if (!existing) return 0;
     const next: StoredVector = { ...existing };
     if (input.vector) {
       checkDimension(input.vector, session.index.dimension);
@@ -170,11 +178,11 @@ export class VectorService implements OnModuleInit {
       next.metadata = input.metadataUpdateMode === 'PATCH' ? checkMetadata(mergePatch(existing.metadata, input.metadata), 'metadata') : input.metadata;
     }
     await this.engine(session, () => session.store.upsert(namespace, [next]));
-    return resultJson('{"updated":1}');
+    return 1;
   }
 
-  /** `/delete`: by ids, id prefix or filter; answers how many existed. */
-  async delete(session: Session, namespace: string, input: DeleteInput): Promise<string> {
+  /** `/delete`: by ids, id prefix or filter. @returns how many existed */
+  async delete(session: Session, namespace: string, input: DeleteInput): Promise<number> {
     const { store } = session;
     let deleted: number;
     if ('ids' in input) {
@@ -197,15 +205,15 @@ export class VectorService implements OnModuleInit {
         deleted = ids.length;
       }
     }
-    return resultJson(`{"deleted":${deleted}}`);
+    return deleted;
   }
 
   /** `/fetch`: one entry per id in order (null when missing), or up to 1000 vectors by id prefix. */
-  async fetch(session: Session, namespace: string, input: FetchInput): Promise<string> {
+  async fetch(session: Session, namespace: string, input: FetchInput): Promise<Array<StoredVector | null>> {
     const want = wantOf(input.include);
     if (input.ids) {
       const found = await this.engine(session, () => session.store.retrieve(namespace, [...new Set(input.ids)], want));
-      return resultJson(`[${input.ids.map((id) => { const v = found.get(id); return v ? vectorJson(v, input.include) : 'null'; }).join(',')}]`);
+      return input.ids.map((id) => found.get(id) ?? null);
     }
     const matches: StoredVector[] = [];
     await this.engine(session, () =>
@@ -214,17 +222,16 @@ export class VectorService implements OnModuleInit {
         return matches.length < 1000;
       }),
     );
-    return resultJson(`[${matches.map((v) => vectorJson(v, input.include)).join(',')}]`);
+    return matches;
   }
 
-  /** `/query` and `/query-data`, one query or a batch (`queryMany`; a batch of one answers flat, as Upstash). */
-  async query(session: Session, namespace: string, queries: QueryInput[], many: boolean): Promise<string> {
-    const results = await Promise.all(queries.map(async (q) => this.encodeHits(await this.search(session, namespace, q, q.topK), q.include)));
-    return resultJson(many && queries.length > 1 ? `[${results.join(',')}]` : (results[0] as string));
+  /** `/query` and `/query-data`: the hits of each query, in order. */
+  query(session: Session, namespace: string, queries: QueryInput[]): Promise<ScoredVector[][]> {
+    return Promise.all(queries.map((q) => this.search(session, namespace, q, q.topK)));
   }
 
   /** `/resumable-query[-data]`: the first `topK` results and a handle for more. */
-  async resumableStart(session: Session, namespace: string, input: ResumableStartInput): Promise<string> {
+  async resumableStart(session: Session, namespace: string, input: ResumableStartInput): Promise<{ uuid: string; hits: ScoredVector[] }> {
     const vector = input.vector ?? (await this.embed(session, [input.data as string]))[0] as number[];
     const query = { ...input, vector };
     const hits = await this.searchTotal(session, namespace, query, input.topK);
@@ -232,28 +239,27 @@ export class VectorService implements OnModuleInit {
     await this.stateCall(session, () =>
       this.state.saveResumable(uuid, { index: session.index.id, namespace, query, returned: hits.length, maxIdle: input.maxIdle }),
     );
-    return resultJson(`{"uuid":${JSON.stringify(uuid)},"scores":${this.encodeHits(hits, input.include)}}`);
+    return { uuid, hits };
   }
 
-  /** `/resumable-query-next`: the next `additionalK` results, none repeated. */
-  async resumableNext(session: Session, uuid: string, additionalK: number): Promise<string> {
+  /** `/resumable-query-next`: the next `additionalK` results, none repeated, and what the query includes of them. */
+  async resumableNext(session: Session, uuid: string, additionalK: number): Promise<{ hits: ScoredVector[]; include: Includes }> {
     const state = await this.stateCall(session, () => this.state.loadResumable(uuid));
     if (!state || state.index !== session.index.id) throw new VectorError(404, `Resumable query ${uuid} not found: it ended or idled out`);
     const hits = (await this.searchTotal(session, state.namespace, state.query, state.returned + additionalK)).slice(state.returned);
     await this.stateCall(session, () => this.state.saveResumable(uuid, { ...state, returned: state.returned + hits.length }));
-    return resultJson(this.encodeHits(hits, state.query.include));
+    return { hits, include: state.query.include };
   }
 
   /** `/resumable-query-end`. */
-  async resumableEnd(session: Session, uuid: string): Promise<string> {
+  async resumableEnd(session: Session, uuid: string): Promise<void> {
     const state = await this.stateCall(session, () => this.state.loadResumable(uuid));
     if (!state || state.index !== session.index.id) throw new VectorError(404, `Resumable query ${uuid} not found: it ended or idled out`);
     await this.stateCall(session, () => this.state.endResumable(uuid));
-    return resultJson('"Success"');
   }
 
   /** `/range`: a page in insertion order from the cursor (inclusive); `nextCursor` is "" at the end. */
-  async range(session: Session, namespace: string, input: RangeInput): Promise<string> {
+  async range(session: Session, namespace: string, input: RangeInput): Promise<{ nextCursor: string; vectors: StoredVector[] }> {
     const want = wantOf(input.include);
     let page: StoredVector[] = [];
     if (input.prefix === undefined) {
@@ -267,19 +273,17 @@ export class VectorService implements OnModuleInit {
         }),
       );
     }
-    const next = page.length > input.limit ? String((page[input.limit] as StoredVector).seq) : '';
-    const vectors = page.slice(0, input.limit).map((v) => vectorJson(v, input.include));
-    return resultJson(`{"nextCursor":${JSON.stringify(next)},"vectors":[${vectors.join(',')}]}`);
+    const nextCursor = page.length > input.limit ? String((page[input.limit] as StoredVector).seq) : '';
+    return { nextCursor, vectors: page.slice(0, input.limit) };
   }
 
   /** `/random`: one vector of the namespace, or null when it is empty (spec 001, Random). */
-  async random(session: Session, namespace: string): Promise<string> {
-    const v = await this.engine(session, () => session.store.random(namespace, { vector: true, metadata: false, data: false }));
-    return resultJson(v ? vectorJson(v, { metadata: false, vectors: true, data: false }) : 'null');
+  random(session: Session, namespace: string): Promise<StoredVector | null> {
+    return this.engine(session, () => session.store.random(namespace, { vector: true, metadata: false, data: false }));
   }
 
   /** `/reset`: empties a namespace (`all`: every namespace); namespaces stay listed. */
-  async reset(session: Session, namespace: string, all: boolean): Promise<string> {
+  async reset(session: Session, namespace: string, all: boolean): Promise<void> {
     const id = session.index.id;
     if (all) {
       await this.engine(session, () => session.store.deleteAll());
@@ -288,11 +292,10 @@ export class VectorService implements OnModuleInit {
       await this.engine(session, () => session.store.deleteWhere(namespace));
       await this.stateCall(session, () => this.state.restart(id, [namespace]));
     }
-    return resultJson('"Success"');
   }
 
   /** `/info` (spec 001, Info), with the SDK's `namespaces`, `indexType` and `denseIndex`. */
-  async info(session: Session): Promise<string> {
+  async info(session: Session): Promise<IndexInfo> {
     const { index } = session;
     const [counts, names] = await Promise.all([
       this.engine(session, () => session.store.countByNamespace()),
@@ -302,34 +305,31 @@ export class VectorService implements OnModuleInit {
     for (const name of new Set([...names, ...counts.keys()])) namespaces[name] = { vectorCount: counts.get(name) ?? 0, pendingVectorCount: 0 };
     const vectorCount = [...counts.values()].reduce((a, b) => a + b, 0);
     const embeddingModel = index.embedder?.model;
-    return resultJson(
-      JSON.stringify({
-        vectorCount,
-        pendingVectorCount: 0,
-        // Raw float32 vector bytes: Qdrant reports no size, and its HNSW links and payload are extra.
-        indexSize: vectorCount * index.dimension * 4,
-        dimension: index.dimension,
-        similarityFunction: index.similarityFunction,
-        indexType: index.indexType,
-        denseIndex: { dimension: index.dimension, similarityFunction: index.similarityFunction, ...(embeddingModel ? { embeddingModel } : {}) },
-        namespaces,
-      }),
-    );
+    return {
+      vectorCount,
+      pendingVectorCount: 0,
+      // Raw float32 vector bytes: Qdrant reports no size, and its HNSW links and payload are extra.
+      indexSize: vectorCount * index.dimension * 4,
+      dimension: index.dimension,
+      similarityFunction: index.similarityFunction,
+      indexType: index.indexType,
+      denseIndex: { dimension: index.dimension, similarityFunction: index.similarityFunction, ...(embeddingModel ? { embeddingModel } : {}) },
+      namespaces,
+    };
   }
 
   /** `/list-namespaces`: every namespace, "" included. */
-  async listNamespaces(session: Session): Promise<string> {
-    return resultJson(JSON.stringify(await this.stateCall(session, () => this.state.namespaces(session.index.id))));
+  listNamespaces(session: Session): Promise<string[]> {
+    return this.stateCall(session, () => this.state.namespaces(session.index.id));
   }
 
   /** `/delete-namespace/<ns>`: removes a namespace and its vectors; the default one cannot go. */
-  async deleteNamespace(session: Session, namespace: string): Promise<string> {
+  async deleteNamespace(session: Session, namespace: string): Promise<void> {
     if (namespace === '') throw VectorError.badRequest('The default namespace cannot be deleted');
     const id = session.index.id;
     if (!(await this.stateCall(session, () => this.state.exists(id, namespace)))) throw new VectorError(404, `Namespace ${namespace} does not exist`);
     await this.engine(session, () => session.store.deleteWhere(namespace));
     await this.stateCall(session, () => this.state.remove(id, namespace));
-    return resultJson('"Success"');
   }
 
   /**
@@ -392,10 +392,6 @@ export class VectorService implements OnModuleInit {
         const v = extreme(h.rawScore) ? stored.get(h.id)?.vector : undefined;
         return v ? { ...h, rawScore: exactScore(similarity, v, query) } : h;
       });
-  }
-
-  private encodeHits(hits: ScoredVector[], include: Includes): string {
-    return `[${hits.map((h) => vectorJson(h, include, h.rawScore)).join(',')}]`;
   }
 
   /** Ids of the namespace's vectors that pass `keep`, walking it in insertion order. */

@@ -10,3 +10,4 @@ export * from './delivery';
 export * from './callback';
 export * from './views';
 export * from './destination-guard';
+export * from './requests';

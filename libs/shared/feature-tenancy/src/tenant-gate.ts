@@ -74,6 +74,18 @@ export class TenantDenied extends Error {
 /** An API's answer to each denial: HTTP status, and the message (fixed, or made from the denial's detail). */
 export type DenialTable = { readonly [R in DenialReason]: readonly [status: number, message: string | ((denied: TenantDenied) => string)] };
 
+/**
+ * The size and daily-limit answers that the Vector, Stream and queue APIs share (413 and 429, naming
+ * their resource): `Request too large: <actual> bytes, at most <limit> for this <resource>` and
+ * `Daily request limit of <limit> reached for this <resource>`.
+ */
+export function limitDenials(resource: string): Pick<DenialTable, 'too-large' | 'daily-limit'> {
+  return {
+    'too-large': [413, (d) => `Request too large: ${d.actual} bytes, at most ${d.limit} for this ${resource}`],
+    'daily-limit': [429, (d) => `Daily request limit of ${d.limit} reached for this ${resource}`],
+  };
+}
+
 /** The status and message an API answers a denial with. */
 export function denialAnswer(table: DenialTable, denied: TenantDenied): { status: number; message: string } {
   const [status, message] = table[denied.reason];

@@ -1,0 +1,141 @@
+import { QueueError } from './errors';
+import { headersFromJson } from './headers';
+import { type ParsedPublish, type PublishInput, parsePublish } from './publish';
+
+/**
+ * What the list endpoints (`/v2/messages`, `/v2/dlq`, `/v2/events`, `/v2/logs`) filter by, from
+ * their query parameters (README, "Queue: requests and errors"). The queue store takes it as is.
+ */
+export interface ListFilter {
+  messageId?: string[];
+  url?: string[];
+  state?: string[];
+  label?: string[];
+  responseStatus?: number[];
+  fromDate?: number;
+  toDate?: number;
+}
+
+/** A page request of a list endpoint. */
+export interface ListPage {
+  cursor?: string;
+  /** Entries per page: the `count` parameter, 100 by default, at most 1000. */
+  count: number;
+  filter: ListFilter;
+}
+
+/** What a publish takes from the request besides its destination, headers and body. */
+export type PublishContext = Omit<PublishInput, 'destination' | 'headers' | 'body'>;
+
+/**
+ * One id from the path remainder after an endpoint's prefix (`/v2/messages/<id>`), percent-decoded.
+ * @throws QueueError 404 for a deeper path, 400 for malformed percent-encoding
+ */
+export function pathId(rest: string): string {
+  if (rest.includes('/')) throw new QueueError(404, `Not found: ${rest}`);
+  try {
+    return decodeURIComponent(rest);
+  } catch {
+    throw QueueError.badRequest(`malformed id in path: ${rest}`);
+  }
+}
+
+/**
+ * The destination of `/v2/publish/<destination>`: the raw path remainder, plus the request's query
+ * (the SDK puts the destination's query there), less our own `qstash_token`.
+ * @param url the request's URL as sent
+ */
+export function publishDestination(rest: string, url: string, query: URLSearchParams): string {
+  const at = url.indexOf('?');
+  if (at < 0) return rest;
+  if (!query.has('qstash_token')) return `${rest}${url.slice(at)}`;
+  const kept = new URLSearchParams([...query].filter(([key]) => key !== 'qstash_token')).toString();
+  return kept ? `${rest}?${kept}` : rest;
+}
+
+/**
+ * Request headers from Node's raw name/value pairs, names lower-cased, repeated ones as arrays (the
+ * raw-body hook drops content-type from the parsed headers, and publish forwards it).
+ */
+export function headerRecord(rawHeaders: readonly string[]): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = Object.create(null); // names are the client's: `__proto__` too
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = (rawHeaders[i] ?? '').toLowerCase();
+    const value = rawHeaders[i + 1] ?? '';
+    const seen = headers[name];
+    headers[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  return headers;
+}
+
+/**
+ * `POST /v2/batch`: `[{destination, headers, body?, queue?}]`; every item is checked before any is published.
+ * @throws QueueError 400 for a body that is no non-empty JSON array of messages, or any malformed item
+ */
+export function parseBatch(body: Buffer, context: PublishContext): ParsedPublish[] {
+  let items: unknown;
+  try {
+    items = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw QueueError.badRequest('the batch body must be a JSON array of messages');
+  }
+  if (!Array.isArray(items) || items.length === 0) throw QueueError.badRequest('the batch body must be a non-empty JSON array of messages');
+  return items.map((item: unknown, i) => {
+    if (typeof item !== 'object' || item === null) throw QueueError.badRequest(`batch item ${i} must be an object`);
+    const { destination, headers = {}, body = '', queue } = item as Record<string, unknown>;
+    if (typeof destination !== 'string' || destination === '') throw QueueError.badRequest(`batch item ${i}: destination must be a URL`);
+    if (queue !== undefined) throw QueueError.badRequest(`batch item ${i}: queues are not supported`);
+    if (typeof body !== 'string') throw QueueError.badRequest(`batch item ${i}: body must be a string`);
+    return parsePublish({ ...context, destination, headers: headersFromJson(headers, `batch item ${i}`), body: Buffer.from(body, 'utf8') });
+  });
+}
+
+/** Values of a query parameter, repeated or comma-joined; undefined when absent. */
+export function queryValues(query: URLSearchParams, key: string): string[] | undefined {
+  const all = query.getAll(key).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
+  return all.length > 0 ? all : undefined;
+}
+
+/** @throws QueueError 400 unless the parameter, when given, is a non-negative integer; larger ones become `max` */
+function queryInteger(query: URLSearchParams, key: string, fallback: number, max: number): number {
+  const raw = query.get(key);
+  if (raw === null || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0) throw QueueError.badRequest(`${key} must be a non-negative integer, got ${raw}`);
+  return Math.min(n, max);
+}
+
+/** The filter of a list endpoint: `messageId`, `url`, `state`, `label`, `responseStatus`, `fromDate`, `toDate`. @throws QueueError 400 */
+export function parseListFilter(query: URLSearchParams): ListFilter {
+  const filter: ListFilter = {};
+  for (const key of ['messageId', 'url', 'state', 'label'] as const) {
+    const v = queryValues(query, key);
+    if (v) filter[key] = v;
+  }
+  const statuses = queryValues(query, 'responseStatus');
+  if (statuses) filter.responseStatus = statuses.map(Number);
+  if (query.has('fromDate')) filter.fromDate = queryInteger(query, 'fromDate', 0, Number.MAX_SAFE_INTEGER);
+  if (query.has('toDate')) filter.toDate = queryInteger(query, 'toDate', 0, Number.MAX_SAFE_INTEGER);
+  return filter;
+}
+
+/** The page size: the `count` parameter, 100 by default, at most 1000. @throws QueueError 400 */
+function pageCount(query: URLSearchParams): number {
+  return queryInteger(query, 'count', 100, 1000);
+}
+
+/** A page of `/v2/dlq` (listing, retrying or deleting it), or the given `dlqIds`. @throws QueueError 400, for `count` first */
+export function parseDlqPage(query: URLSearchParams): ListPage & { dlqIds?: string[] } {
+  const dlqIds = queryValues(query, 'dlqIds');
+  const cursor = query.get('cursor') || undefined;
+  return { count: pageCount(query), filter: parseListFilter(query), ...(cursor ? { cursor } : {}), ...(dlqIds ? { dlqIds } : {}) };
+}
+
+/** A page of `/v2/events` or `/v2/logs`; `messageIds` narrows it like `messageId`. @throws QueueError 400, for the filter first */
+export function parseEventsPage(query: URLSearchParams): ListPage {
+  const cursor = query.get('cursor') || undefined;
+  const filter = parseListFilter(query);
+  const messageIds = queryValues(query, 'messageIds');
+  if (messageIds) filter.messageId = messageIds;
+  return { count: pageCount(query), filter, ...(cursor ? { cursor } : {}) };
+}

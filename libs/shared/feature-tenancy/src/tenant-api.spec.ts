@@ -1,0 +1,143 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { type ResolvedToken, type TokenRecord, tokenDigest } from '@restash/shared/data-access-registry';
+import { type TenantApiErrors, type TenantSession, operation, registerTenantApi } from './tenant-api';
+import { type Grant, TenantGate } from './tenant-gate';
+
+// The routes over Fastify's in-process injection, and a gate over an in-memory registry: what is
+// under test is the order of the steps and the answers, not a backend.
+class DemoError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const ERRORS: TenantApiErrors = {
+  methods: ['GET', 'POST', 'DELETE'],
+  encode: (status, message) => JSON.stringify({ error: message, status }),
+  type: DemoError,
+  denials: {
+    missing: [401, 'no token'],
+    unknown: [401, 'bad token'],
+    'read-only': [403, 'read-only'],
+    'too-large': [413, (d) => `${d.actual} > ${d.limit}`],
+    'daily-limit': [429, (d) => `over ${d.limit}`],
+    'registry-unavailable': [503, 'registry down'],
+  },
+  notFound: (path) => new DemoError(404, `no ${path}`),
+  notAllowed: (method, _path, allowed, name) => new DemoError(405, `${method} not on ${name}, use ${allowed.join('/')}`),
+  allowHeader: true,
+};
+
+interface Session extends TenantSession {
+  name: string;
+}
+
+async function start(options: { registryDown?: boolean } = {}) {
+  const record = (role: TokenRecord['role']): TokenRecord => ({ digest: tokenDigest(role), tenant: 'acme', api: 'queue', resource: 'p1', role });
+  const up = <T>(value: T) => (options.registryDown ? Promise.reject(new Error('ECONNREFUSED')) : Promise.resolve(value));
+  const reader = {
+    resolveToken: (t: string) => up<ResolvedToken | null>(t === 'standard' || t === 'readonly' ? { digest: tokenDigest(t), record: record(t) } : null),
+    kvDatabase: () => up(null),
+    vectorIndex: () => up(null),
+    streamCluster: () => up(null),
+    queueProject: () => up({ id: 'p1', tenant: 'acme', maxRequestBytes: 10, dailyRequestLimit: 0 } as never),
+  };
+  const gate = new TenantGate(reader, { consume: async () => ({ allowed: true, used: 1 }) });
+  const observed: string[] = [];
+  const backendErrors: string[] = [];
+  const app: FastifyInstance = Fastify();
+  registerTenantApi<Session>(app, {
+    errors: ERRORS,
+    credentials: { scheme: 'bearer' },
+    operations: [
+      operation<Session, string, number, string>({
+        name: 'echo',
+        methods: ['POST'],
+        write: true,
+        match: (path) => (path.startsWith('/echo/') ? path.slice(6) : undefined),
+        prepare: (call) => {
+          if (call.params === 'bad') throw new DemoError(400, 'bad param');
+          return call.body?.length ?? 0;
+        },
+        run: async (session, length, call) => {
+          if (call.params === 'boom') throw new Error('unexpected');
+          return `${session.name}:${call.params}:${length}`;
+        },
+        encode: (text) => ({ status: 201, body: JSON.stringify({ text }), headers: { 'x-demo': '1' } }),
+      }),
+      operation<Session, string, undefined, void>({
+        name: 'peek',
+        methods: ['GET'],
+        write: false,
+        match: (path) => (path.startsWith('/echo/') ? path.slice(6) : undefined),
+        run: async () => undefined,
+        encode: () => ({ status: 204 }),
+      }),
+    ],
+    open: async (credentials) => {
+      const grant: Grant<'queue'> = await gate.open('queue', credentials);
+      return { tenant: grant.tenant, grant, name: grant.readOnly ? 'reader' : 'writer' };
+    },
+    gate,
+    metrics: {
+      observeRequest: (tenant, op, status) => observed.push(`${tenant}/${op}/${status}`),
+      backendError: (tenant, kind) => backendErrors.push(`${tenant}/${kind}`),
+    },
+    logger: { warn: () => undefined, error: () => undefined },
+    bodyLimitBytes: 1000,
+  });
+  await app.ready();
+  const call = async (method: 'GET' | 'POST' | 'DELETE', url: string, token?: string, payload?: string) => {
+    const response = await app.inject({ method, url, payload, headers: token ? { authorization: `Bearer ${token}` } : {} });
+    return { status: response.statusCode, body: response.body, headers: response.headers };
+  };
+  return { app, call, observed, backendErrors };
+}
+
+describe('registerTenantApi', () => {
+  it('runs a matched operation for the session of its credentials, and answers what it encodes', async () => {
+    const { app, call, observed } = await start();
+    expect(await call('POST', '/echo/x', 'standard', 'abc')).toMatchObject({ status: 201, body: '{"text":"writer:x:3"}', headers: { 'x-demo': '1' } });
+    expect(await call('GET', '/echo/x', 'readonly')).toMatchObject({ status: 204, body: '' });
+    expect(observed).toEqual(['acme/echo/201', 'acme/peek/204']);
+    await app.close();
+  });
+
+  it('answers 404, then 405 with Allow, before asking for credentials', async () => {
+    const { app, call, observed } = await start();
+    expect(await call('GET', '/nowhere')).toMatchObject({ status: 404, body: '{"error":"no /nowhere","status":404}' });
+    const refused = await call('DELETE', '/echo/x');
+    expect(refused).toMatchObject({ status: 405, body: '{"error":"DELETE not on echo, use POST/GET","status":405}', headers: { allow: 'POST, GET' } });
+    expect((await call('POST', '/echo/x')).body).toBe('{"error":"no token","status":401}');
+    expect(observed).toEqual(['/unknown/404', '/echo/405', '/echo/401']);
+    await app.close();
+  });
+
+  it('answers denials from the API table: credentials, then prepare, then admission (read-only, size)', async () => {
+    const { app, call } = await start();
+    expect((await call('POST', '/echo/x', 'nope')).body).toBe('{"error":"bad token","status":401}');
+    expect((await call('POST', '/echo/bad', 'readonly', 'x')).body).toBe('{"error":"bad param","status":400}');
+    expect((await call('POST', '/echo/x', 'readonly', 'x')).body).toBe('{"error":"read-only","status":403}');
+    expect((await call('POST', '/echo/x', 'standard', '12345678901')).body).toBe('{"error":"11 > 10","status":413}');
+    await app.close();
+  });
+
+  it('counts a registry failure as a backend error of the registry', async () => {
+    const { app, call, backendErrors } = await start({ registryDown: true });
+    expect((await call('POST', '/echo/x', 'standard')).body).toBe('{"error":"registry down","status":503}');
+    expect(backendErrors).toEqual(['/registry']);
+    await app.close();
+  });
+
+  it('leaves any other error to the scope’s handler: 500 in the API’s shape, unmeasured', async () => {
+    const { app, call, observed } = await start();
+    const answer = await call('POST', '/echo/boom', 'standard');
+    expect(answer.status).toBe(500);
+    expect(JSON.parse(answer.body)).toMatchObject({ status: 500, error: expect.stringMatching(/^internal error/) });
+    expect(observed).toEqual([]);
+    await app.close();
+  });
+});

@@ -1,0 +1,216 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type ApiErrors, useRawBodies } from '@restash/shared/util-http';
+import { type CredentialScheme, type Credentials, requestCredentials } from './credentials';
+import { type DenialTable, type Grant, TenantDenied, type TenantGate, denialAnswer } from './tenant-gate';
+
+/** A request as an operation sees it. */
+export class ApiCall<P = unknown> {
+  private parsedQuery: URLSearchParams | undefined;
+
+  constructor(
+    readonly request: FastifyRequest,
+    readonly reply: FastifyReply,
+    /** The path as sent (not percent-decoded), without the query. */
+    readonly path: string,
+    /** The query string, without `?` ('' when there is none). */
+    readonly search: string,
+    /** What the operation's `match` took from the path. */
+    readonly params: P,
+  ) {}
+
+  /** The query string, parsed on first use. */
+  get query(): URLSearchParams {
+    this.parsedQuery ??= new URLSearchParams(this.search);
+    return this.parsedQuery;
+  }
+
+  /** The request body as sent (the raw-body hook reads every body as bytes), if any. */
+  get body(): Buffer | undefined {
+    return this.request.body as Buffer | undefined;
+  }
+}
+
+/** An operation's answer: status, JSON body (none: an empty body) and headers; or `send`, which writes the response itself. */
+export interface ApiAnswer {
+  status: number;
+  body?: string;
+  headers?: Record<string, string>;
+  /** Takes over the response (an event stream), once the request is measured. */
+  send?(): void;
+}
+
+/**
+ * One operation of an API: how it is found (route, match, methods), what it asks of the tenant gate
+ * (write, bytes, units), how it runs and how its result is answered. Steps run in this order, each
+ * only when the previous passed: match (404, 405), credentials and grant (401), `prepare` (the API's
+ * 4xx), admission (the API's answers to read-only, size and daily limit), `run`, `encode`.
+ *
+ * @typeParam S the API's session (what its `open` makes of a grant)
+ * @typeParam P what `match` takes from the path
+ * @typeParam I what `prepare` parses before admission
+ * @typeParam R what `run` returns, for `encode`
+ */
+export interface ApiOperation<S, P = unknown, I = unknown, R = unknown> {
+  /** The `operation` label of its requests in the request metrics. */
+  name: string;
+  /** The methods it answers; another gets the API's 405. */
+  methods: readonly string[];
+  /** The Fastify route it is registered under (default `/*`, the API matches paths itself). */
+  route?: string;
+  /**
+   * What it takes from the path, or undefined when it does not serve the path (default: every
+   * path, whole). May throw the API's error for a malformed path.
+   */
+  match?(path: string): P | undefined;
+  /** Changes something: refused for read-only tokens. */
+  write: boolean;
+  /** Where its credentials come from, when not where the API's come from (the Stream webhook). */
+  credentials?: CredentialScheme;
+  /** Parses what admission needs, once the tenant is known (KV: the commands, to count them). */
+  prepare?(call: ApiCall<P>, session: S): I;
+  /** The request's size in bytes against the resource's limit (default: the body's). */
+  bytes?(call: ApiCall<P>, input: I): number;
+  /** Requests it counts as against the daily limit (default 1). */
+  units?(input: I): number;
+  run(session: S, input: I, call: ApiCall<P>): R | Promise<R>;
+  encode(result: R, input: I, call: ApiCall<P>): ApiAnswer;
+  /** Its metrics label from what is known of the request, when not `name` (KV: the command). */
+  label?(session: S | undefined, input: I | undefined): string;
+}
+
+/** Declares an operation, its types inferred from its parts, for an API's list of operations. */
+export function operation<S, P = string, I = undefined, R = unknown>(op: ApiOperation<S, P, I, R>): ApiOperation<S> {
+  return op as unknown as ApiOperation<S>;
+}
+
+/** How an API answers errors: its framework errors (ApiErrors), its own error type and the tenant gate's denials. */
+export interface TenantApiErrors extends ApiErrors {
+  /** The API's own error: answered with its status and message. */
+  type: abstract new (...args: never[]) => Error & { status: number };
+  /** Its answers to the tenant gate's denials. */
+  denials: DenialTable;
+  /** The body of its own errors and denials, when not `encode` (KV prefixes framework messages only). */
+  encodeAnswer?(status: number, message: string): string;
+  /** Its 404, for a path no operation serves. */
+  notFound(path: string): Error;
+  /** Its 405, for a path that operations serve with other methods (`allowed`, theirs; `operation`, the first one's name). */
+  notAllowed(method: string, path: string, allowed: readonly string[], operation: string): Error;
+  /** Its 405 carries an `Allow` header. */
+  allowHeader?: boolean;
+}
+
+/** What every session carries: its tenant, and the grant the tenant gate admits requests against. */
+export interface TenantSession {
+  tenant: string;
+  grant: Grant;
+}
+
+/** An API served through the tenant gate. */
+export interface TenantApi<S extends TenantSession> {
+  errors: TenantApiErrors;
+  /** Where the API's credentials come from. */
+  credentials: CredentialScheme;
+  /** Its operations; for a path, the first that matches it with the request's method runs. */
+  operations: readonly ApiOperation<S>[];
+  /** The session of a request's credentials. @throws TenantDenied (the gate's open) or the API's error */
+  open(credentials: Credentials | undefined): Promise<S>;
+  gate: TenantGate;
+  metrics: {
+    observeRequest(tenant: string, operation: string, status: number, seconds: number): void;
+    backendError(tenant: string, kind: 'registry'): void;
+  };
+  logger: { warn(message: string): void; error(message: string): void };
+  /** Hard cap on a request body (BODY_LIMIT_BYTES). */
+  bodyLimitBytes: number;
+  /** Methods whose bodies are read (default POST, PUT, PATCH). */
+  bodyMethods?: string[];
+  /** Headers of the answers of an operation, its errors included, but `send` ones (KV: `upstash-sync-token`). */
+  headers?(operation: ApiOperation<S>): Record<string, string> | undefined;
+}
+
+/**
+ * Serves an API's operations on Fastify, in a plugin scope of their own (raw bodies, the API's error
+ * shape for Fastify's own errors): one route per distinct `route` of the operations, each request
+ * found, authenticated, admitted, run, answered and measured as {@link ApiOperation} says. An error
+ * that is neither the API's own nor a denial is left to the scope's error handler (500, logged).
+ */
+export function registerTenantApi<S extends TenantSession>(fastify: FastifyInstance, api: TenantApi<S>): void {
+  const { errors } = api;
+  void fastify.register(async (app) => {
+    useRawBodies(app, { bodyLimitBytes: api.bodyLimitBytes, logger: api.logger, encode: errors.encode, ...(api.bodyMethods ? { bodyMethods: api.bodyMethods } : {}) });
+    const routes = new Map<string, ApiOperation<S>[]>();
+    for (const op of api.operations) {
+      const url = op.route ?? '/*';
+      routes.set(url, [...(routes.get(url) ?? []), op]);
+    }
+    for (const [url, operations] of routes) {
+      app.route({ method: [...errors.methods], url, exposeHeadRoute: false, handler: (request, reply) => handle(api, operations, request, reply) });
+    }
+  });
+}
+
+async function handle<S extends TenantSession>(api: TenantApi<S>, operations: readonly ApiOperation<S>[], request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const started = performance.now();
+  const at = request.url.indexOf('?');
+  const path = at < 0 ? request.url : request.url.slice(0, at);
+  const search = at < 0 ? '' : request.url.slice(at + 1);
+  let op: ApiOperation<S> | undefined;
+  let session: S | undefined;
+  let input: unknown;
+  let answer: ApiAnswer;
+  try {
+    const found = find(operations, request.method, path);
+    op = found.op;
+    if (!op) throw api.errors.notFound(path);
+    if (found.allowed) {
+      if (api.errors.allowHeader) void reply.header('allow', found.allowed.join(', '));
+      throw api.errors.notAllowed(request.method, path, found.allowed, op.name);
+    }
+    const call = new ApiCall(request, reply, path, search, found.params);
+    session = await api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials));
+    input = op.prepare?.(call, session);
+    const bytes = op.bytes ? op.bytes(call, input) : (call.body?.length ?? 0);
+    await api.gate.admit(session.grant, { write: op.write, bytes, units: op.units?.(input) ?? 1 });
+    answer = op.encode(await op.run(session, input, call), input, call);
+  } catch (error) {
+    const { status, message } = errorAnswer(api, error);
+    answer = { status, body: (api.errors.encodeAnswer ?? api.errors.encode)(status, message) };
+  }
+  const label = !op ? 'unknown' : op.label ? op.label(session, input) : op.name;
+  api.metrics.observeRequest(session?.tenant ?? '', label, answer.status, (performance.now() - started) / 1000);
+  if (answer.send) return answer.send();
+  void reply.code(answer.status);
+  if (answer.body !== undefined) void reply.header('content-type', 'application/json');
+  const headers = op && api.headers?.(op);
+  if (headers) void reply.headers(headers);
+  if (answer.headers) void reply.headers(answer.headers);
+  await reply.send(answer.body);
+}
+
+/**
+ * The first operation serving the path with this method, and what it took from the path; when only
+ * other methods are served, the first operation serving the path and the methods allowed.
+ */
+function find<S>(operations: readonly ApiOperation<S>[], method: string, path: string): { op?: ApiOperation<S>; params?: unknown; allowed?: string[] } {
+  const allowed: string[] = [];
+  let first: ApiOperation<S> | undefined;
+  for (const op of operations) {
+    const params = op.match ? op.match(path) : path;
+    if (params === undefined) continue;
+    if (op.methods.includes(method)) return { op, params };
+    first ??= op;
+    for (const m of op.methods) if (!allowed.includes(m)) allowed.push(m);
+  }
+  return first ? { op: first, allowed } : {};
+}
+
+/** The API's answer to its own error or a denial (a registry failure is counted and logged). @throws anything else */
+function errorAnswer<S extends TenantSession>(api: TenantApi<S>, error: unknown): { status: number; message: string } {
+  if (error instanceof api.errors.type) return { status: error.status, message: error.message };
+  if (!(error instanceof TenantDenied)) throw error;
+  if (error.reason === 'registry-unavailable') {
+    api.metrics.backendError(error.tenant, 'registry');
+    api.logger.warn(`control Redis failed: ${String(error.cause)}`);
+  }
+  return denialAnswer(api.errors.denials, error);
+}
