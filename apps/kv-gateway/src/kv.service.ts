@@ -62,9 +62,10 @@ export interface Session {
 }
 
 /**
- * The KV API (spec 000) between HTTP and Redis: authenticates a token against the registry, admits
- * a request under the database's limits, runs single commands, pipelines, transactions and
- * subscriptions through the command policy, and encodes replies. HTTP concerns stay in KvRoutes.
+ * The KV API (spec 000) between HTTP and Redis: opens a token's database through the tenant gate
+ * (with its Redis connections, command table and, for ACL tokens, user), and runs single commands,
+ * pipelines, transactions and subscriptions through the command policy, returning Redis's replies as
+ * the tenant sees them. Admission, encoding and HTTP stay in KvRoutes.
  */
 @Injectable()
 export class KvService implements OnModuleInit, OnApplicationShutdown {
@@ -194,17 +195,6 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
         ? { user: { username: record.aclUser ?? '', password: openWithToken(token, record.sealedPassword ?? '') } }
         : {}),
     };
-  }
-
-  /**
-   * Applies the database's limits (spec 000, Limits) before anything runs. Read-only tokens are
-   * held to reads by the command policy, not here.
-   * @param commands commands the request carries (the daily limit counts commands)
-   * @param bytes the request's size: what the command carries, or the body
-   * @throws TenantDenied over the maximum request size or the daily limit
-   */
-  admit(session: Session, commands: number, bytes: number): Promise<void> {
-    return this.gate.admit(session.grant, { write: false, bytes, units: commands });
   }
 
   /**

@@ -23,7 +23,6 @@ export interface Session {
   grant: Grant<'queue'>;
   tenant: string;
   project: QueueProjectRecord;
-  readOnly: boolean;
 }
 
 /** What publish answers (upstash-compat.md §4.3): the message id and destination; `deduplicated` for a duplicate. */
@@ -65,15 +64,7 @@ export class QueueService implements OnApplicationShutdown {
    */
   async authenticate(credentials: Credentials | undefined): Promise<Session> {
     const grant = await this.gate.open('queue', credentials);
-    return { grant, tenant: grant.tenant, project: grant.resource, readOnly: grant.readOnly };
-  }
-
-  /**
-   * Admits one request under the project's limits: write rights, request size, daily count.
-   * @throws TenantDenied for a change with a read-only token, a large request, past the daily limit
-   */
-  admit(session: Session, write: boolean, bytes: number): Promise<void> {
-    return this.gate.admit(session.grant, { write, bytes });
+    return { grant, tenant: grant.tenant, project: grant.resource };
   }
 
   /**

@@ -41,7 +41,6 @@ export interface Session {
   grant: Grant<'vector'>;
   tenant: string;
   index: VectorIndexRecord;
-  readOnly: boolean;
   store: QdrantIndexStore;
 }
 
@@ -120,7 +119,7 @@ export class VectorService implements OnModuleInit {
   async authenticate(credentials: Credentials | undefined): Promise<Session> {
     const grant = await this.gate.open('vector', credentials);
     const index = grant.resource;
-    return { grant, tenant: index.tenant, index, readOnly: grant.readOnly, store: this.storeOf(index) };
+    return { grant, tenant: index.tenant, index, store: this.storeOf(index) };
   }
 
   /** The store of an index record; looked up once per record (the registry cache hands out the same object until it changes). */
@@ -137,14 +136,6 @@ export class VectorService implements OnModuleInit {
       this.storesByRecord.set(index, store);
     }
     return store;
-  }
-
-  /**
-   * Admits one request under the index's limits: write rights, request size, daily count.
-   * @throws TenantDenied for a write with a read-only token, a large body, past the daily limit
-   */
-  admit(session: Session, write: boolean, bytes: number): Promise<void> {
-    return this.gate.admit(session.grant, { write, bytes });
   }
 
   /** `/upsert` and `/upsert-data`: writes the records, embedding `data` where there is no vector. */
