@@ -23,7 +23,6 @@ export interface Session {
   grant: Grant<'stream'>;
   tenant: string;
   cluster: StreamClusterRecord;
-  readOnly: boolean;
   kafka: KafkaCluster;
 }
 
@@ -44,9 +43,9 @@ const GROUP_BUSY = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKN
 
 /**
  * The Stream REST API (spec 002 part A and what `@upstash/kafka` calls) between HTTP and Kafka:
- * authenticates Basic credentials against the registry, admits requests under the cluster's limits,
- * maps the tenant's topic and group names onto the broker's prefixed ones and back, and runs each
- * operation on the cluster's Kafka clients. HTTP concerns stay in StreamRoutes.
+ * opens the cluster of Basic credentials through the tenant gate, maps the tenant's topic and group
+ * names onto the broker's prefixed ones and back, and runs each operation on the cluster's Kafka
+ * clients. Admission, encoding and HTTP stay in StreamRoutes.
  *
  * Operations throw {@link StreamError}: 400 for malformed or illegal arguments, 401/403 for
  * credentials, 404 for unknown topics and consumer instances, 409 while a group rebalances, 413/429
@@ -127,15 +126,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   async authenticate(credentials: Credentials | undefined): Promise<Session> {
     const grant = await this.gate.open('stream', credentials);
     const cluster = grant.resource;
-    return { grant, tenant: cluster.tenant, cluster, readOnly: grant.readOnly, kafka: this.kafkaOf(cluster) };
-  }
-
-  /**
-   * Admits one request under the cluster's limits: write rights, request size, daily count.
-   * @throws TenantDenied for a produce with read-only credentials, a large request, past the daily limit
-   */
-  admit(session: Session, write: boolean, bytes: number): Promise<void> {
-    return this.gate.admit(session.grant, { write, bytes });
+    return { grant, tenant: cluster.tenant, cluster, kafka: this.kafkaOf(cluster) };
   }
 
   /** `GET /topics`: the cluster's topics and their partition counts. */
