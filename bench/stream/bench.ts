@@ -45,6 +45,9 @@
 //      BENCH_WARMUP_MESSAGES read per consume client in the warm-up (50000; <= BENCH_MESSAGES),
 //      BENCH_CONFLUENT=1 to build @confluentinc/kafka-javascript first when it is missing;
 //      BENCH_SMOKE=1 for a smoke run (1 s produce runs, 5,000 messages, one round).
+//      For a look at one part: BENCH_CASES (produce1,produce100,consume) and BENCH_TOOLS
+//      (gateway,kafkajs,platformatic,confluent) keep only those runs; BENCH_GATEWAY_NODE_OPTIONS is
+//      the gateway's NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", written when it stops).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -104,6 +107,7 @@ runBench({
       },
     ],
     apps: ['stream-gateway'],
+    appEnv: process.env.BENCH_GATEWAY_NODE_OPTIONS ? { 'stream-gateway': { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } } : {},
   }),
   gateway: ['stream-gateway'],
   engine: { process: 'kafka' },
@@ -130,11 +134,14 @@ runBench({
     if (missing) say(`confluent left out: ${missing}`);
   },
   runs: (settings) => {
-    const tools = ['gateway', ...DIRECT.filter((tool) => tool !== 'confluent' || !confluentMissing())];
+    const only = (variable: string) => (value: string) => !process.env[variable] || process.env[variable].split(',').includes(value);
+    const tools = ['gateway', ...DIRECT.filter((tool) => tool !== 'confluent' || !confluentMissing())].filter(only('BENCH_TOOLS'));
+    const cases = CASES.filter(only('BENCH_CASES'));
     const concurrency: Record<string, string> = { produce1: settings.BENCH_CONCURRENCY1 ?? '64', produce100: settings.BENCH_CONCURRENCY100 ?? '8' };
     const produce = (seconds: string): LoadRun[] =>
-      CASES.flatMap((kase) => tools.map((tool) => ({ args: [tool, kase, seconds], env: { CONCURRENCY: concurrency[kase] ?? '1' } })));
-    const consume = (messages: string, group: string): LoadRun[] => tools.map((tool) => ({ args: [tool, 'consume', messages, `${group}-${tool}`] }));
+      cases.flatMap((kase) => tools.map((tool) => ({ args: [tool, kase, seconds], env: { CONCURRENCY: concurrency[kase] ?? '1' } })));
+    const consume = (messages: string, group: string): LoadRun[] =>
+      only('BENCH_CASES')('consume') ? tools.map((tool) => ({ args: [tool, 'consume', messages, `${group}-${tool}`] })) : [];
     return {
       warmup: [...produce(settings.BENCH_WARMUP ?? '5'), ...consume(settings.BENCH_WARMUP_MESSAGES ?? '50000', 'warmup')],
       // The same runs every round: load.mjs makes each group name unique.

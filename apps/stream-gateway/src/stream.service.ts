@@ -194,7 +194,12 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       throw this.kafkaFailure(session, error);
     }
     const prefix = session.cluster.prefix;
-    const messages = records.map((r) => restMessage(r.topic.slice(prefix.length), r.partition, r.record));
+    const tenantTopics = new Map<string, string>(); // broker-side name → the tenant's, one slice per topic
+    const messages = records.map((r) => {
+      let topic = tenantTopics.get(r.topic);
+      if (topic === undefined) tenantTopics.set(r.topic, (topic = r.topic.slice(prefix.length)));
+      return restMessage(topic, r.partition, r);
+    });
     this.metrics.countMessages(session.tenant, 'out', messages.length);
     return messages;
   }

@@ -7,9 +7,11 @@ import {
   ListOffsetTimestamps,
   type fetchV17,
 } from '@platformatic/kafka';
-import type { ConsumerConfig, KafkaRecord, TopicPartitionOffset } from '@restash/stream/util-rest';
+import type { ConsumerConfig, TopicPartitionOffset } from '@restash/stream/util-rest';
 import { kafkaErrorCode } from './errors';
-import { partitionRecords } from './records';
+import { type ConsumedRecord, partitionRecords } from './records';
+
+export type { ConsumedRecord } from './records';
 
 export interface GroupConsumerOptions {
   /** The cluster's client settings (brokers, client id, timeouts, retries). */
@@ -27,13 +29,6 @@ export interface GroupConsumerOptions {
   maxBufferedRecords: number;
   /** Called with failures of background work (fetches, auto commit, a failed rejoin). */
   onError(error: unknown): void;
-}
-
-/** A record handed to the REST client, with its broker-side topic and partition. */
-export interface ConsumedRecord {
-  topic: string;
-  partition: number;
-  record: KafkaRecord;
 }
 
 interface Position {
@@ -159,10 +154,10 @@ export class GroupConsumer {
     const taken = this.buffer;
     this.buffer = [];
     // Records of one partition are contiguous: note each partition's position once, at its last record.
-    taken.forEach(({ topic, partition, record }, i) => {
+    taken.forEach(({ topic, partition, offset }, i) => {
       const next = taken[i + 1];
       if (next?.partition === partition && next.topic === topic) return;
-      this.delivered.set(key(topic, partition), { topic, partition, offset: record.offset + 1 });
+      this.delivered.set(key(topic, partition), { topic, partition, offset: offset + 1 });
     });
     this.pump(); // fetching may have waited for the buffer to drain
     this.lastUsedAt = Date.now();
@@ -356,9 +351,9 @@ export class GroupConsumer {
             for (const fetched of t.partitions) {
               const position = topic === undefined ? undefined : this.positions?.get(key(topic, fetched.partitionIndex));
               if (!topic || !position) continue;
-              const { records, next } = partitionRecords(fetched, position.offset);
+              const { records, next } = partitionRecords(topic, fetched, position.offset);
               position.offset = next;
-              for (const record of records) this.buffer.push({ topic, partition: position.partition, record });
+              for (const record of records) this.buffer.push(record);
               added += records.length;
             }
           }

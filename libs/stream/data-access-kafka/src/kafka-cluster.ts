@@ -136,34 +136,42 @@ export class KafkaCluster {
    */
   async produce(messages: OutgoingMessage[]): Promise<ProducedMetadata[]> {
     const now = Date.now();
-    const indexInPartition: number[] = [];
-    const seen = new Map<string, number>();
+    const nowStamp = BigInt(now);
+    /** Per topic, the number of messages so far per partition: a message's index in its partition's batch. */
+    const counts = new Map<string, number[]>();
+    const indexInPartition = new Array<number>(messages.length);
     const outgoing = messages.map((m, i) => {
-      const tp = `${m.partition}:${m.topic}`;
-      const index = seen.get(tp) ?? 0;
-      seen.set(tp, index + 1);
+      let perPartition = counts.get(m.topic);
+      if (!perPartition) counts.set(m.topic, (perPartition = []));
+      const index = perPartition[m.partition] ?? 0;
+      perPartition[m.partition] = index + 1;
       indexInPartition[i] = index;
-      // Buffers as keys keep repeated header names apart (the client takes a Map).
-      const headers = new Map<Buffer, Buffer>(m.headers.map((h) => [Buffer.from(h.key, 'utf8'), Buffer.from(h.value, 'utf8')]));
       return {
         topic: m.topic,
         partition: m.partition,
         key: m.key === undefined ? undefined : Buffer.from(m.key, 'utf8'),
         value: Buffer.from(m.value, 'utf8'),
-        timestamp: BigInt(m.timestamp ?? now),
-        headers,
+        timestamp: m.timestamp === undefined ? nowStamp : BigInt(m.timestamp),
+        // Buffers as keys keep repeated header names apart (the client takes a Map).
+        headers: m.headers.length === 0 ? undefined : new Map<Buffer, Buffer>(m.headers.map((h) => [Buffer.from(h.key, 'utf8'), Buffer.from(h.value, 'utf8')])),
       };
     });
     await this.checkPartitions(messages);
     const { offsets = [] } = await this.producer.send({ messages: outgoing });
     // One record batch per partition: the broker answers each with the offset of its first record.
-    const base = new Map(offsets.map((o) => [`${o.partition}:${o.topic}`, Number(o.offset)]));
+    const base = new Map<string, number[]>();
+    for (const o of offsets) {
+      let perPartition = base.get(o.topic);
+      if (!perPartition) base.set(o.topic, (perPartition = []));
+      perPartition[o.partition] = Number(o.offset);
+    }
     return messages.map((m, i) => {
-      const first = base.get(`${m.partition}:${m.topic}`);
+      const first = base.get(m.topic)?.[m.partition];
       if (first === undefined || first < 0) throw new Error(`the broker did not acknowledge ${m.topic}/${m.partition}`);
       return { topic: m.topic, partition: m.partition, offset: first + (indexInPartition[i] ?? 0), timestamp: m.timestamp ?? now };
     });
   }
+
 
   /** Reads partitions from offsets with no consumer group (spec 002, Fetch); see {@link PartitionReader.read}. */
   read(positions: ReadPosition[], maxWaitMs: number): Promise<ReadResult[]> {
@@ -222,9 +230,11 @@ export class KafkaCluster {
    * @throws Error coded UNKNOWN_TOPIC_OR_PARTITION when a partition does not exist even after a refresh
    */
   private async checkPartitions(messages: OutgoingMessage[]): Promise<void> {
+    const known = (metadata: ClusterMetadata | undefined) =>
+      metadata !== undefined && messages.every((m) => m.partition < (metadata.topics.get(m.topic)?.partitionsCount ?? 0));
+    // What the producer saw last is enough when it has the partitions: topics never lose any.
+    if (known(this.producer.currentMetadata)) return;
     const topics = [...new Set(messages.map((m) => m.topic))];
-    const known = (metadata: ClusterMetadata) =>
-      messages.every((m) => m.partition < (metadata.topics.get(m.topic)?.partitionsCount ?? 0));
     if (known(await this.producer.metadata({ topics }))) return;
     if (known(await this.producer.metadata({ topics, forceUpdate: true }))) return;
     throw Object.assign(new Error(`unknown partition among ${messages.map((m) => `${m.topic}/${m.partition}`).join(', ')}`), { apiId: 'UNKNOWN_TOPIC_OR_PARTITION' });

@@ -104,6 +104,6 @@ export class PartitionReader {
     }
     // An incremental fetch session may also return partitions an earlier request asked for: take only this one.
     const partition = response.responses.find((t) => t.topicId === topicId)?.partitions.find((p) => p.partitionIndex === position.partition);
-    return partition ? partitionRecords(partition, position.offset).records : [];
+    return partition ? partitionRecords(position.topic, partition, position.offset).records : [];
   }
 }

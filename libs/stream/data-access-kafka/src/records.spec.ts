@@ -28,34 +28,34 @@ const partition = (...records: RecordsBatch[]): FetchedPartition => ({
 
 describe('partitionRecords', () => {
   it('numbers records from their batch, with timestamps, keys, values and repeated headers in order', () => {
-    const { records, next } = partitionRecords(partition(batch(40, [{ key: 'k', value: 'a', headers: [['h', '1'], ['h', '2']] }, { value: 'b' }])), 40);
+    const { records, next } = partitionRecords('t', partition(batch(40, [{ key: 'k', value: 'a', headers: [['h', '1'], ['h', '2']] }, { value: 'b' }])), 40);
     expect(next).toBe(42);
-    expect(records.map((r) => [r.offset, r.timestamp, r.key?.toString() ?? null, r.value?.toString()])).toEqual([
-      [40, 1_700_000_000_000, 'k', 'a'],
-      [41, 1_700_000_000_010, null, 'b'],
+    expect(records.map((r) => [r.topic, r.partition, r.offset, r.timestamp, r.key?.toString() ?? null, r.value?.toString()])).toEqual([
+      ['t', 0, 40, 1_700_000_000_000, 'k', 'a'],
+      ['t', 0, 41, 1_700_000_000_010, null, 'b'],
     ]);
     expect(records[0]?.headers.map(([k, v]) => `${k?.toString()}=${v?.toString()}`)).toEqual(['h=1', 'h=2']);
   });
 
   it('leaves out the records of a batch before the offset asked for, and gives the offset after the last batch', () => {
-    const { records, next } = partitionRecords(partition(batch(10, [{ value: 'a' }, { value: 'b' }, { value: 'c' }]), batch(13, [{ value: 'd' }])), 12);
+    const { records, next } = partitionRecords('t', partition(batch(10, [{ value: 'a' }, { value: 'b' }, { value: 'c' }]), batch(13, [{ value: 'd' }])), 12);
     expect(records.map((r) => r.offset)).toEqual([12, 13]);
     expect(next).toBe(14);
   });
 
   it('skips control batches (transaction markers) but moves past them', () => {
     const marker = { ...batch(5, [{ value: 'commit marker' }]), attributes: IS_CONTROL };
-    const { records, next } = partitionRecords(partition(batch(3, [{ value: 'a' }, { value: 'b' }]), marker), 3);
+    const { records, next } = partitionRecords('t', partition(batch(3, [{ value: 'a' }, { value: 'b' }]), marker), 3);
     expect(records.map((r) => r.value?.toString())).toEqual(['a', 'b']);
     expect(next).toBe(6);
   });
 
   it('gives every record of a LogAppendTime batch the broker’s time', () => {
     const stamped = { ...batch(0, [{ value: 'a' }, { value: 'b' }]), attributes: 1 << 3, maxTimestamp: 1_800_000_000_000n };
-    expect(partitionRecords(partition(stamped), 0).records.map((r) => r.timestamp)).toEqual([1_800_000_000_000, 1_800_000_000_000]);
+    expect(partitionRecords('t', partition(stamped), 0).records.map((r) => r.timestamp)).toEqual([1_800_000_000_000, 1_800_000_000_000]);
   });
 
   it('gives nothing and the same offset for a partition without batches', () => {
-    expect(partitionRecords({ ...partition(), records: null }, 7)).toEqual({ records: [], next: 7 });
+    expect(partitionRecords('t', { ...partition(), records: null }, 7)).toEqual({ records: [], next: 7 });
   });
 });

@@ -7,6 +7,12 @@ const LOG_APPEND_TIME = 1 << 3;
 /** One partition of a Fetch response as @platformatic/kafka's Consumer.fetch returns it. */
 export type FetchedPartition = fetchV17.FetchResponsePartition;
 
+/** A record with its broker-side topic and its partition (one flat object: consuming makes millions). */
+export interface ConsumedRecord extends KafkaRecord {
+  topic: string;
+  partition: number;
+}
+
 /**
  * The records of one fetched partition at or after offset `from`, in offset order, and the offset to
  * fetch next. Control batches (transaction markers) give no records but move the next offset past them;
@@ -15,8 +21,8 @@ export type FetchedPartition = fetchV17.FetchResponsePartition;
  *
  * @returns `next` is `from` when the partition gave no batch
  */
-export function partitionRecords(partition: FetchedPartition, from: number): { records: KafkaRecord[]; next: number } {
-  const records: KafkaRecord[] = [];
+export function partitionRecords(topic: string, partition: FetchedPartition, from: number): { records: ConsumedRecord[]; next: number } {
+  const records: ConsumedRecord[] = [];
   let next = from;
   for (const batch of partition.records ?? []) {
     const firstOffset = Number(batch.firstOffset);
@@ -28,6 +34,8 @@ export function partitionRecords(partition: FetchedPartition, from: number): { r
       const offset = firstOffset + record.offsetDelta;
       if (offset < from) continue;
       records.push({
+        topic,
+        partition: partition.partitionIndex,
         offset,
         timestamp: appendTime ?? firstTimestamp + Number(record.timestampDelta),
         key: record.key,

@@ -21,8 +21,11 @@ export interface RestMessage {
   timestamp: number;
   key: string;
   value: string;
-  headers: Header[];
+  headers: readonly Header[];
 }
+
+/** The headers of every message without any (most of them): one array fewer per message. */
+const NO_HEADERS: readonly Header[] = Object.freeze([]);
 
 /**
  * The API's view of a record of `topic` (the tenant's name, without the broker-side prefix). Headers
@@ -30,9 +33,13 @@ export interface RestMessage {
  * out.
  */
 export function restMessage(topic: string, partition: number, record: KafkaRecord): RestMessage {
-  const headers: Header[] = [];
-  for (const [key, value] of record.headers) {
-    if (value !== null) headers.push({ key: key?.toString('utf8') ?? '', value: value.toString('utf8') });
+  let headers = NO_HEADERS;
+  if (record.headers.length > 0) {
+    const list: Header[] = [];
+    for (const [key, value] of record.headers) {
+      if (value !== null) list.push({ key: key?.toString('utf8') ?? '', value: value.toString('utf8') });
+    }
+    headers = list;
   }
   return {
     topic,
