@@ -1,7 +1,7 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { execOrThrow } from '@restash/shared/data-access-registry';
-import type { DlqEntry, MessageEvent, QueueMessage } from '@restash/queue/util-message';
+import type { DlqEntry, ListFilter, MessageEvent, QueueMessage } from '@restash/queue/util-message';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -28,17 +28,6 @@ export type MessageStatus = 'pending' | 'active' | 'delivered' | 'failed';
 export interface Page<T> {
   items: T[];
   cursor?: string;
-}
-
-/** Filters of the DLQ and events listings (README, "Queue: endpoints"); every given one must match. */
-export interface ListFilter {
-  messageId?: string[];
-  url?: string[];
-  state?: string[];
-  label?: string[];
-  responseStatus?: number[];
-  fromDate?: number;
-  toDate?: number;
 }
 
 const PENDING_STATES = new Set(['waiting', 'delayed', 'prioritized', 'waiting-children', 'paused']);

@@ -1,8 +1,10 @@
-import { type DynamicModule, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { type DynamicModule, Inject, Injectable, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { DailyQuota, RegistryReader } from '@restash/shared/data-access-registry';
 import { Readiness } from '@restash/shared/util-http';
 import { TenantGate } from './tenant-gate';
+
+const logger = new Logger('TenancyModule');
 
 /** Injection token of the control Redis connection (registry, quotas; never tenant data). */
 export const CONTROL_REDIS = Symbol('CONTROL_REDIS');
@@ -49,6 +51,8 @@ export class TenancyModule {
           inject: [Readiness],
           useFactory: (readiness: Readiness) => {
             const control = new Redis(options.controlRedisUrl, { maxRetriesPerRequest: 2 });
+            // Without a listener ioredis prints "Unhandled error event" for every failed reconnect.
+            control.on('error', (error: Error) => logger.warn(`control Redis: ${error.message}`));
             readiness.register('control-redis', () => control.ping());
             return control;
           },
