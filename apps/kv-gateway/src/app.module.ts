@@ -7,7 +7,7 @@ import { KvMetrics } from './kv-metrics';
 import { KV_ERRORS, KvRoutes } from './kv.routes';
 import { KvService } from './kv.service';
 
-/** kv-gateway: the KV REST API (spec 000) over tenant Redis databases. */
+/** kv-gateway: the KV REST API (README, "What the KV API does") over tenant Redis databases. */
 @Module({})
 export class AppModule {
   static forRoot(config: KvGatewayConfig): DynamicModule {

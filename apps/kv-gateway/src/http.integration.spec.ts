@@ -3,8 +3,9 @@ import { call } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';
 
 /**
- * Every rule of spec 000 that the SDK cannot express, over raw HTTP, against real Redis. Effects are
- * checked on Redis directly (as the gateway's admin user), not only through the gateway.
+ * Every rule of the KV API (README, "What the KV API does") that the SDK cannot express, over raw
+ * HTTP, against real Redis. Effects are checked on Redis directly (as the gateway's admin user), not
+ * only through the gateway.
  */
 describe('kv-gateway over raw HTTP', () => {
   let stack: KvStack;

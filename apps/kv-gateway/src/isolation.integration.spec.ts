@@ -6,9 +6,10 @@ import { KV_TEST_ADMIN, type KvStack, startKvStack } from './testing/kv-stack';
 /**
  * Issue 11, KV: a hostile tenant (acme) tries every known way to reach a neighbour (rival) through
  * the gateway, with its standard, read-only and ACL tokens. Redis does not isolate logical
- * databases, so the invariant is "a Redis server backs at most one KV database" (DESIGN.md, KV):
- * each of these tenants has a server of its own, the gateway refuses a database whose server already
- * backs another, and the neighbour's data is checked on its own server.
+ * databases, so the invariant is "a Redis server backs at most one KV database"
+ * (README, "KV: one Redis server per database"): each of these tenants has a server of its own, the
+ * gateway refuses a database whose server already backs another, and the neighbour's data is
+ * checked on its own server.
  */
 describe('kv-gateway tenant isolation', () => {
   let stack: KvStack;

@@ -34,12 +34,12 @@ import { KvMetrics } from './kv-metrics';
 import { KvService, type Session } from './kv.service';
 
 /**
- * Methods the spec allows on every endpoint (spec 000, Endpoints). Any other gets 405 from the shared
- * bootstrap, before routing.
+ * Methods the KV API takes on every endpoint (README, "KV: request forms"). Any other gets 405 from the
+ * shared bootstrap, before routing.
  */
 export const KV_METHODS = ['GET', 'HEAD', 'POST', 'PUT'];
 
-/** The KV API's answers to the tenant gate's denials (spec 000, Authentication and Limits). */
+/** The KV API's answers to the tenant gate's denials (README, "KV: tokens" and "KV: limits"). */
 export const KV_DENIALS: DenialTable = {
   missing: [401, 'Unauthorized: send the token as Authorization: Bearer <token> or ?_token=<token>'],
   unknown: [401, 'Unauthorized'],
@@ -51,9 +51,9 @@ export const KV_DENIALS: DenialTable = {
 };
 
 /**
- * How the KV API answers errors: `{"error": "<text>"}`, texts as Redis words them (spec 000, Errors);
- * those the framework raises get Redis's `ERR ` prefix. Every path is an endpoint (a command in the
- * path), so there is no 404 or 405 of its own.
+ * How the KV API answers errors: `{"error": "<text>"}`, texts as Redis words them (README,
+ * "KV: replies and errors"); those the framework raises get Redis's `ERR ` prefix. Every path is an
+ * endpoint (a command in the path), so there is no 404 or 405 of its own.
  */
 export const KV_ERRORS: TenantApiErrors = {
   methods: KV_METHODS,
@@ -65,7 +65,7 @@ export const KV_ERRORS: TenantApiErrors = {
   notAllowed: (method) => new KvError(405, `ERR method ${method} is not allowed`),
 };
 
-/** Response headers of a `/subscribe` or `/psubscribe` event stream (upstash-compat §1.6). */
+/** Response headers of a `/subscribe` or `/psubscribe` event stream (README, "KV: subscribe"). */
 const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
 
 /** A command and the size the daily and size limits count for it. */
@@ -75,10 +75,10 @@ interface ParsedCommand {
 }
 
 /**
- * The HTTP surface of the KV API (spec 000): its operations on the shared tenant API routes; commands
- * are KvService's. Routes are registered on Fastify directly (Fastify's router finds `/`, `/pipeline`,
- * `/multi-exec`, `/subscribe/*`, `/psubscribe/*`, and the command-in-path form takes any other path)
- * rather than through Nest controllers: this is the hot path of every SDK call.
+ * The HTTP surface of the KV API (README, "What the KV API does"): its operations on the shared tenant
+ * API routes; commands are KvService's. Routes are registered on Fastify directly (Fastify's router
+ * finds `/`, `/pipeline`, `/multi-exec`, `/subscribe/*`, `/psubscribe/*`, and the command-in-path form
+ * takes any other path) rather than through Nest controllers: this is the hot path of every SDK call.
  */
 @Injectable()
 export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
@@ -104,7 +104,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       metrics: this.metrics,
       logger: this.logger,
       bodyLimitBytes: this.config.http.bodyLimitBytes,
-      // Read-your-writes (upstash-compat §1.4): every answer but an event stream's.
+      // Read-your-writes (README, "KV: read-your-writes"): every answer but an event stream's.
       headers: (op) => (op.name === 'subscribe' || op.name === 'psubscribe' ? undefined : { 'upstash-sync-token': this.service.syncToken() }),
     });
   }
@@ -116,7 +116,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
   /** Every KV operation; bodies are raw bytes whatever the content type (a POSTed value is a command argument). */
   private operations(): ApiOperation<Session>[] {
     const service = this.service;
-    /** A single command: spec 000 §2 (JSON array at the root) or §1 (command in the path). */
+    /** A single command: a JSON array at the root, or the command in the path (README, "KV: request forms"). */
     const single = (route: string, parse: (call: ApiCall<string>) => ParsedCommand) =>
       operation<Session, string, ParsedCommand, Reply>({
         name: 'command',
@@ -129,7 +129,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
         encode: (reply, _command, call) => ({ status: 200, body: encodeResult(reply, base64(call.request)) }),
         label: commandLabel,
       });
-    /** `/pipeline` (spec 000 §3) and `/multi-exec` (§4). */
+    /** `/pipeline` and `/multi-exec` (README, "KV: request forms"). */
     const batch = (name: 'pipeline' | 'multi-exec', run: (session: Session, commands: CommandArgs[]) => Promise<BatchItem[]>) =>
       operation<Session, string, CommandArgs[], BatchItem[]>({
         name,

@@ -62,16 +62,16 @@ export interface Session {
 }
 
 /**
- * The KV API (spec 000) between HTTP and Redis: opens a token's database through the tenant gate
- * (with its Redis connections, command table and, for ACL tokens, user), and runs single commands,
- * pipelines, transactions and subscriptions through the command policy, returning Redis's replies as
- * the tenant sees them. Admission, encoding and HTTP stay in KvRoutes.
+ * The KV API (README, "What the KV API does") between HTTP and Redis: opens a token's database through
+ * the tenant gate (with its Redis connections, command table and, for ACL tokens, user), and runs
+ * single commands, pipelines, transactions and subscriptions through the command policy, returning
+ * Redis's replies as the tenant sees them. Admission, encoding and HTTP stay in KvRoutes.
  */
 @Injectable()
 export class KvService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(KvService.name);
   private readonly writer: RegistryWriter;
-  /** Read-your-writes token: this process's id and a counter bumped by every write (upstash-compat §1.4). */
+  /** Read-your-writes token: this process's id and a counter bumped by every write (README, "KV: read-your-writes"). */
   private readonly instance = randomBytes(6).toString('hex');
   private writes = 0;
   /** Authenticated tokens; dropped on any registry change, and after the registry cache TTL. */
@@ -168,11 +168,11 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       Promise.all([backend.table(), backend.serverRunId(), this.controlRunId()]),
     );
     if (runId === controlRunId) {
-      // DESIGN.md: tenant data never shares a server with the registry, or FLUSHDB and scripts could reach it.
+      // Tenant data never shares a server with the registry, or FLUSHDB and scripts could reach it (README, "Architecture: tenant registry").
       this.logger.error(`KV database ${database.id} points at the control Redis; refusing to serve it`);
       throw new KvError(503, 'ERR this database is misconfigured: it points at the platform control Redis');
     }
-    // DESIGN.md: a Redis server backs at most one KV database (Redis does not isolate logical databases).
+    // A Redis server backs at most one KV database: Redis does not isolate logical databases (README, "KV: one Redis server per database").
     const other = await this.gate.registryCall(database.tenant, () => this.writer.bindKvServer(runId, database.id));
     if (other) {
       this.logger.error(
@@ -198,7 +198,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * One command (spec 000 §1–2).
+   * One command (README, "KV: request forms").
    * @returns its reply, as the tenant sees it (database prefix removed)
    * @throws KvError 400 for a refused or failed command, 503 when Redis cannot be reached
    */
@@ -220,8 +220,8 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * `/pipeline` (spec 000 §3): in order, not atomic; a refused or failing command yields its own
-   * `{error}` item and the others still run.
+   * `/pipeline` (README, "KV: request forms"): in order, not atomic; a refused or failing command
+   * yields its own `{error}` item and the others still run.
    */
   async pipeline(session: Session, commands: CommandArgs[]): Promise<BatchItem[]> {
     const prepared = commands.map((args): RedisCommand | KvError => {
@@ -245,8 +245,9 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * `/multi-exec` (spec 000 §4): atomic. Discarded as a whole, with one error and nothing run, when
-   * any command is refused or fails to queue; a command failing at run time yields its `{error}` item.
+   * `/multi-exec` (README, "KV: request forms"): atomic. Discarded as a whole, with one error and
+   * nothing run, when any command is refused or fails to queue; a command failing at run time yields
+   * its `{error}` item.
    * @throws KvError 400 when discarded
    */
   async transaction(session: Session, commands: CommandArgs[]): Promise<BatchItem[]> {
@@ -264,7 +265,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * SUBSCRIBE or PSUBSCRIBE for a server-sent-event stream (upstash-compat §1.6), in the database's
+   * SUBSCRIBE or PSUBSCRIBE for a server-sent-event stream (README, "KV: subscribe"), in the database's
    * channel scope and, for ACL tokens, as the ACL user.
    * @param channel the channel or pattern as the tenant names it
    * @throws KvError 400 when Redis refuses, 503 when it cannot be reached

@@ -3,8 +3,8 @@ import { call } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';
 
 /**
- * Issue 11, KV: the read-only token is meant for clients where it is public (spec 000,
- * Authentication 2), so a hostile holder sweeps the server's whole command table with it. Every
+ * Issue 11, KV: the read-only token is meant for clients where it is public (README,
+ * "KV: tokens"), so a hostile holder sweeps the server's whole command table with it. Every
  * command and subcommand the server lists in `COMMAND` is sent, with arguments of the arity Redis
  * declares and with more, alone and again in one pipeline; nothing of the database or the server
  * may change (keys, values, expiries, other logical databases, functions, the script cache, ACL

@@ -4,7 +4,7 @@ import { GATEWAY_REDIS_USER, type RedisServer, type ResourceTokens, type Stack, 
 import { AppModule } from '../app.module';
 import { loadKvGatewayConfig } from '../config';
 
-/** A KV database of a test tenant: a Redis server of its own (DESIGN.md, KV), and its limits. */
+/** A KV database of a test tenant: a Redis server of its own (README, "KV: one Redis server per database"), and its limits. */
 export interface TestDatabase {
   name: string;
   /** The logical database on its server (default 0). */
