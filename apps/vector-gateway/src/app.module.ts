@@ -6,7 +6,7 @@ import { VectorMetrics } from './vector-metrics';
 import { VECTOR_ERRORS, VectorRoutes } from './vector.routes';
 import { VectorService } from './vector.service';
 
-/** vector-gateway: the Vector REST API (spec 001) over Qdrant collections. */
+/** vector-gateway: the Vector REST API (README, "What the Vector API does") over Qdrant collections. */
 @Module({})
 export class AppModule {
   static forRoot(config: VectorGatewayConfig): DynamicModule {

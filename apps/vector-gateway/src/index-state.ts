@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { registryKeys } from '@restash/shared/data-access-registry';
 import type { QueryInput } from '@restash/vector/util-query';
 
-/** A resumable query between its calls (upstash-compat.md §2.2, resumable-query). */
+/** A resumable query between its calls (README, "Vector: records and results"). */
 export interface ResumableState {
   index: string;
   namespace: string;

@@ -40,7 +40,7 @@ import { type Session, VectorService } from './vector.service';
  */
 export const VECTOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
-/** The Vector API's answers to the tenant gate's denials (spec 001, Authentication and Limits). */
+/** The Vector API's answers to the tenant gate's denials (README, "Vector: requests" and "Vector: limits"). */
 export const VECTOR_DENIALS: DenialTable = {
   missing: [401, 'Unauthorized: send the token as Authorization: Bearer <token>'],
   unknown: [401, 'Unauthorized: Invalid auth token'],
@@ -49,7 +49,7 @@ export const VECTOR_DENIALS: DenialTable = {
   'registry-unavailable': [503, 'Service unavailable: the platform registry cannot be reached; retry later'],
 };
 
-/** How the Vector API answers errors: `{"error", "status"}` (spec 001, Errors). */
+/** How the Vector API answers errors: `{"error", "status"}` (README, "Vector: errors"). */
 export const VECTOR_ERRORS: TenantApiErrors = {
   methods: VECTOR_METHODS,
   encode: encodeError,
@@ -83,7 +83,7 @@ interface Shape {
 const SUCCESS = resultJson('"Success"');
 
 /**
- * An operation at `/<name>[/<namespace>]` (spec 001 Endpoints; upstash-compat.md §2.2). The SDK POSTs
+ * An operation at `/<name>[/<namespace>]` (README, "Vector: endpoints"). The SDK POSTs
  * all of them; the documented GET (info, random, fetch, range, list-namespaces) and DELETE (reset,
  * delete, delete-namespace) are accepted too. Any other method is 405 with an `Allow` header.
  */

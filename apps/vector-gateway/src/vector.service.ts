@@ -44,7 +44,7 @@ export interface Session {
   store: QdrantIndexStore;
 }
 
-/** `/info` (spec 001, Info). */
+/** `/info` (README, "Vector: endpoints"). */
 export interface IndexInfo {
   vectorCount: number;
   pendingVectorCount: number;
@@ -67,7 +67,7 @@ interface PreparedFilter {
 }
 
 /**
- * The Vector API (spec 001 and what `@upstash/vector` calls) between HTTP and Qdrant: opens a bearer
+ * The Vector API (README, "What the Vector API does") between HTTP and Qdrant: opens a bearer
  * token's index through the tenant gate and runs each operation on the index's store, returning
  * vectors, hits and counts; VectorRoutes encodes them (numbers print as float32) and admits requests.
  *
@@ -113,7 +113,7 @@ export class VectorService implements OnModuleInit {
   }
 
   /**
-   * Finds the index of a bearer token (spec 001, Authentication).
+   * Finds the index of a bearer token (README, "Vector: requests").
    * @throws TenantDenied for a missing or unknown token, or when the registry cannot be reached
    */
   async authenticate(credentials: Credentials | undefined): Promise<Session> {
@@ -268,7 +268,7 @@ export class VectorService implements OnModuleInit {
     return { nextCursor, vectors: page.slice(0, input.limit) };
   }
 
-  /** `/random`: one vector of the namespace, or null when it is empty (spec 001, Random). */
+  /** `/random`: one vector of the namespace, or null when it is empty (README, "Vector: endpoints"). */
   random(session: Session, namespace: string): Promise<StoredVector | null> {
     return this.engine(session, () => session.store.random(namespace, { vector: true, metadata: false, data: false }));
   }
@@ -285,7 +285,7 @@ export class VectorService implements OnModuleInit {
     }
   }
 
-  /** `/info` (spec 001, Info), with the SDK's `namespaces`, `indexType` and `denseIndex`. */
+  /** `/info` (README, "Vector: endpoints"), with the SDK's `namespaces`, `indexType` and `denseIndex`. */
   async info(session: Session): Promise<IndexInfo> {
     const { index } = session;
     const [counts, names] = await Promise.all([
@@ -368,8 +368,8 @@ export class VectorService implements OnModuleInit {
   /**
    * Recomputes in float64 the scores of hits within float32 noise of either end of [0, 1], so that
    * a vector identical to the query scores exactly 1 (and an opposite one exactly 0) as on Upstash
-   * (upstash-compat.md §2.3): Qdrant's float32 cosine of a vector with itself comes out as
-   * 0.9999999. Costs one extra read, and only when such a hit exists.
+   * (README, "Vector: scores and number formatting"): Qdrant's float32 cosine of a vector with
+   * itself comes out as 0.9999999. Costs one extra read, and only when such a hit exists.
    */
   private async rescoreNearMatches(session: Session, namespace: string, query: number[], hits: ScoredVector[]): Promise<ScoredVector[]> {
     const extreme = (score: number) => score > 1 - NEAR_EDGE || score < NEAR_EDGE;
