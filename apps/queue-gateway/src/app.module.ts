@@ -7,7 +7,7 @@ import { QueueMetrics } from './queue-metrics';
 import { QUEUE_ERRORS, QueueRoutes } from './queue.routes';
 import { QUEUE_REDIS, QueueService } from './queue.service';
 
-/** queue-gateway: the queue API (spec 002 part B; QStash v2) over BullMQ; queue-worker delivers. */
+/** queue-gateway: the queue API (QStash v2; README, "What the Queue API does") over BullMQ; queue-worker delivers. */
 @Module({})
 export class AppModule {
   static forRoot(config: QueueGatewayConfig): DynamicModule {

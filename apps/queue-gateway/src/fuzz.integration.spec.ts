@@ -25,10 +25,10 @@ import {
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
 import { type Sink, nonEmpty, startSink } from './testing/sink';
 
-// Issue 11: malformed requests of every kind against the Queue API (spec 002 part B) with the worker
-// running. Every answer must be a complete HTTP response, never 5xx, errors exactly {"error": string};
-// afterwards the gateway is ready, serves, and the other tenant's message and events are intact.
-// Deterministic: fast-check with a fixed seed.
+// Issue 11: malformed requests of every kind against the Queue API (README, "What the Queue API does")
+// with the worker running. Every answer must be a complete HTTP response, never 5xx, errors exactly
+// {"error": string}; afterwards the gateway is ready, serves, and the other tenant's message and
+// events are intact. Deterministic: fast-check with a fixed seed.
 
 jest.setTimeout(120_000);
 
@@ -206,7 +206,7 @@ const BAD_HEADERS: Array<[string, string]> = [
   ['Upstash-Failure-Callback-Retry-Delay', 'require("fs")'],
 ];
 
-/** Hand-written cases: every kind the issue lists, adapted to the Queue endpoints, with the status the issue or spec 002 demands where known. */
+/** Hand-written cases: every kind the issue lists, adapted to the Queue endpoints, with the status the issue or the README demands where known (README, "Queue: requests and errors"). */
 const CASES: Array<[string, () => FuzzCase]> = [
   // bad Upstash-* headers on publish
   ...BAD_HEADERS.map(([name, value]): [string, () => FuzzCase] => [`publish with ${name}: ${value.slice(0, 40)}`, () => ({ request: publish(DEST, { [name]: value }), expect: 400 })]),

@@ -62,7 +62,7 @@ const ok = (value?: unknown): Answer => ({ status: 200, value });
 
 /**
  * The endpoints the official `@upstash/qstash` Client calls for publishing, messages, the DLQ, logs and keys
- * (upstash-compat.md §4.3). Longer prefixes come first; destinations stay raw (their `//` and query survive).
+ * (README, "Queue: endpoints"). Longer prefixes come first; destinations stay raw (their `//` and query survive).
  */
 const ENDPOINTS: Endpoint[] = [
   {
@@ -183,7 +183,7 @@ const ENDPOINTS: Endpoint[] = [
 /** The methods the Queue API's operations use (ENDPOINTS); any other gets 405 from the shared bootstrap. */
 export const QUEUE_METHODS = ['GET', 'POST', 'DELETE'];
 
-/** The queue API's answers to the tenant gate's denials (spec 002 part B, Authentication and Limits). */
+/** The queue API's answers to the tenant gate's denials (README, "Queue: requests and errors"). */
 export const QUEUE_DENIALS: DenialTable = {
   missing: [401, 'Unauthorized: send the token as Authorization: Bearer <QSTASH_TOKEN>'],
   unknown: [401, 'Unauthorized: unknown token'],

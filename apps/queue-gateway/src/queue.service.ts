@@ -25,7 +25,7 @@ export interface Session {
   project: QueueProjectRecord;
 }
 
-/** What publish answers (upstash-compat.md §4.3): the message id and destination; `deduplicated` for a duplicate. */
+/** What publish answers (README, "Queue: endpoints"): the message id and destination; `deduplicated` for a duplicate. */
 export interface PublishResult {
   messageId: string;
   url: string;
@@ -33,7 +33,7 @@ export interface PublishResult {
 }
 
 /**
- * The queue API's operations over {@link QueueStore} (spec 002 part B; upstash-compat.md §4.3): publish,
+ * The queue API's operations over {@link QueueStore} (README, "Queue: endpoints"): publish,
  * messages, the DLQ, events and signing keys, each scoped to the session's project. queue-worker delivers.
  * Backend failures become {@link QueueError} 503; client mistakes are raised by the parsers before.
  */
@@ -59,7 +59,7 @@ export class QueueService implements OnApplicationShutdown {
   }
 
   /**
-   * Finds the queue project of a bearer token (spec 002, Authentication 3).
+   * Finds the queue project of a bearer token (README, "Queue: requests and errors").
    * @throws TenantDenied for a missing or unknown token, or when the registry cannot be reached
    */
   async authenticate(credentials: Credentials | undefined): Promise<Session> {
