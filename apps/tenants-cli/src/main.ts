@@ -24,9 +24,9 @@ cannot be deleted, the command names it and exits with 1; run it again to finish
 tenant cannot be applied again.`;
 
 /**
- * The local applier (DESIGN.md, tenant registry): writes tenants, their KV databases, vector indexes, stream
- * clusters, queue projects and token digests into the registry, as the operator does in a cluster, and
- * deletes tenants with their data (libs/platform/feature-teardown).
+ * The local applier (README, "Architecture: tenant registry"): writes tenants, their KV databases,
+ * vector indexes, stream clusters, queue projects and token digests into the registry, as the operator
+ * does in a cluster, and deletes tenants with their data (libs/platform/feature-teardown).
  */
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({

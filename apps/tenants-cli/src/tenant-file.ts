@@ -14,9 +14,10 @@ import {
  * `restash.dev/v1alpha1`), separated by `---`. `${NAME}` in any string is replaced by the
  * environment variable NAME, so that credentials (e.g. in Redis URLs) stay out of the file.
  *
- * Tenants of one file may not share a KV database's Redis server (DESIGN.md, KV: a Redis server backs at
- * most one KV database) nor a vector index's Qdrant collection (each document's schema checks its own),
- * so that no tenant of the file is applied before another one is refused.
+ * Tenants of one file may not share a KV database's Redis server (a Redis server backs at most one KV
+ * database: README, "KV: one Redis server per database") nor a vector index's Qdrant collection (each
+ * document's schema checks its own), so that no tenant of the file is applied before another one is
+ * refused.
  *
  * @throws Error naming the document and field of every problem (YAML syntax, schema, unset variable,
  *   two tenants' KV databases on one server or vector indexes on one collection)
