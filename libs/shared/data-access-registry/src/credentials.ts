@@ -1,8 +1,9 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
- * Credentials as the registry keeps them: only SHA-256 digests of tokens (DESIGN.md, Credentials),
- * and, for ACL tokens, the Redis user's password sealed with a key that only the token derives.
+ * Credentials as the registry keeps them: only SHA-256 digests of tokens (README,
+ * "Architecture: credentials"), and, for ACL tokens, the Redis user's password sealed with a key that
+ * only the token derives.
  */
 
 /** A new opaque token: 32 random bytes, base64url (43 characters). */

@@ -31,7 +31,7 @@ const KV_ACL_USER = `${REGISTRY_PREFIX}kv:acl-user:`;
 export const registryKeys = {
   token: (digest: string) => `${REGISTRY_PREFIX}token:${digest}`,
   kvDatabase: (id: string) => `${REGISTRY_PREFIX}kv:database:${id}`,
-  /** The KV database a Redis server (by its `run_id`) backs: a server backs at most one (DESIGN.md, KV). */
+  /** The KV database a Redis server (by its `run_id`) backs: a server backs at most one (README, "KV: one Redis server per database"). */
   kvServer: (runId: string) => `${REGISTRY_PREFIX}kv:server:${runId}`,
   /** Announced (never stored) when a tenant changes a Redis ACL user, so every gateway drops its connections. */
   kvAclUser: (id: string, user: string) => `${KV_ACL_USER}${id}:${user}`,
@@ -85,7 +85,7 @@ export const kvDatabaseRecordSchema = z.object({
 });
 export type KvDatabaseRecord = z.infer<typeof kvDatabaseRecordSchema>;
 
-/** Upstash's similarity functions; each maps onto a Qdrant distance (DESIGN.md, Vector). */
+/** Upstash's similarity functions; each maps onto a Qdrant distance (README, "Vector: storage in Qdrant"). */
 export const SIMILARITY_FUNCTIONS = ['COSINE', 'EUCLIDEAN', 'DOT_PRODUCT'] as const;
 export type SimilarityFunction = (typeof SIMILARITY_FUNCTIONS)[number];
 

@@ -209,9 +209,9 @@ export class RegistryWriter {
   }
 
   /**
-   * Binds a Redis server, by its `run_id`, to the one KV database it backs (DESIGN.md, KV), atomically
-   * across gateway replicas. A binding to a database that is no longer in the registry is stale and is
-   * taken over.
+   * Binds a Redis server, by its `run_id`, to the one KV database it backs (README,
+   * "KV: one Redis server per database"), atomically across gateway replicas. A binding to a database
+   * that is no longer in the registry is stale and is taken over.
    * @returns null when the server is (now) bound to `databaseId`; else the id of the other database it backs
    */
   async bindKvServer(runId: string, databaseId: string): Promise<string | null> {

@@ -30,7 +30,8 @@ export type KvDatabaseSpec = z.infer<typeof kvDatabaseSpecSchema>;
 /**
  * The server a KV database's Redis URL points at, normalised to `host:port` (host lower-cased, port
  * 6379 when the URL gives none); the logical db number and the credentials do not count, since
- * Redis does not isolate logical databases (DESIGN.md, KV: a Redis server backs at most one KV database).
+ * Redis does not isolate logical databases (a Redis server backs at most one KV database: README,
+ * "KV: one Redis server per database").
  * @throws TypeError when `url` is not a URL
  */
 export function kvServerEndpoint(url: string): string {
@@ -145,7 +146,7 @@ export const tenantDocumentSchema = z.object({
         });
       };
       unique(spec.kv.databases.map((d) => d.name), ['kv', 'databases'], 'database');
-      // DESIGN.md, KV: a Redis server backs at most one KV database.
+      // A Redis server backs at most one KV database (README, "KV: one Redis server per database").
       const servers = new Map<string, string>();
       spec.kv.databases.forEach((d, i) => {
         let endpoint: string;

@@ -31,7 +31,7 @@ export interface Grant<A extends ApiName = ApiName> {
   readOnly: boolean;
 }
 
-/** What a request asks of its grant (DESIGN.md, Limits). */
+/** What a request asks of its grant (README, "Architecture: limits"). */
 export interface Admission {
   /** The request changes something (denied for read-only tokens). */
   write: boolean;
@@ -101,9 +101,9 @@ const RESOURCES: { [A in ApiName]: (reader: RegistryReader, id: string) => Promi
 };
 
 /**
- * The tenant gate of every API (DESIGN.md, Credentials and Limits): opens a grant from a request's
- * credentials through the registry, and admits a request under its resource's limits. Every refusal
- * is a {@link TenantDenied}; nothing here knows HTTP or any API's wording.
+ * The tenant gate of every API (README, "Architecture: credentials" and "Architecture: limits"): opens
+ * a grant from a request's credentials through the registry, and admits a request under its resource's
+ * limits. Every refusal is a {@link TenantDenied}; nothing here knows HTTP or any API's wording.
  */
 export class TenantGate {
   constructor(

@@ -73,7 +73,7 @@ const METHOD_TOKEN = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) /;
  * A handler of Node's `clientError` event (Fastify's `clientErrorHandler` option): what Node's HTTP
  * parser refuses is answered in the API's error shape, then the connection is closed — 431 for headers
  * over the limit, 408 for a request not received in time, 405 with `Allow` for a well-formed method
- * token Node does not know (e.g. `FROBNICATE`; spec 000: any other method yields 405), 400 for
+ * token Node does not know (e.g. `FROBNICATE`; README, "Architecture: error shapes"), 400 for
  * anything malformed.
  *
  * @param errors the API's errors (a function: the bootstrap knows them only once the application exists)

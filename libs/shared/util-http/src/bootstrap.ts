@@ -40,12 +40,13 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * a body size limit, no built-in body parsing (each API parses its own bodies), shutdown hooks,
  * and a separate management server so that probes and scrapes never queue behind tenant traffic.
  *
- * Every answer of the API port is in the API's error shape ({@link API_ERRORS}), also those that
- * never reach its routes: what Node's HTTP parser refuses (400, 408, 431; written to the socket, then
- * the connection is closed), a malformed URL (400, e.g. a bad `%` escape), a method the API does not
- * serve (405 with `Allow`; spec 000, Endpoints; CONNECT included), a path no route serves (404), an `Expect` other than
- * `100-continue` (417), an HTTP/1.1 request without `Host` (400), a request while closing (503) and
- * an unexpected failure (500 with the request id, logged, no stack trace).
+ * Every answer of the API port is in the API's error shape ({@link API_ERRORS}; README,
+ * "Architecture: error shapes"), also those that never reach its routes: what Node's HTTP parser
+ * refuses (400, 408, 431; written to the socket, then the connection is closed), a malformed URL
+ * (400, e.g. a bad `%` escape), a method the API does not serve (405 with `Allow`, CONNECT
+ * included), a path no route serves (404), an `Expect` other than `100-continue` (417), an HTTP/1.1
+ * request without `Host` (400), a request while closing (503) and an unexpected failure (500 with
+ * the request id, logged, no stack trace).
  *
  * The root module must import ObservabilityModule and provide {@link API_ERRORS}.
  * @throws Error when the root module does not provide API_ERRORS
