@@ -97,10 +97,10 @@ export function formatFailures(report: TeardownReport, finish: string): string {
 }
 
 /**
- * Deletes what tenants own (issue 11, DESIGN.md tenant registry): their registry entries and the data of their
- * KV databases, vector indexes, stream clusters and queue projects, with the control-Redis state of each
- * (quota counters, vector namespaces, resumable queries). The local applier (`tenants`) and the operator's
- * finalizer call it.
+ * Deletes what tenants own (issue 11; README, "Architecture: tenant registry"): their registry entries
+ * and the data of their KV databases, vector indexes, stream clusters and queue projects, with the
+ * control-Redis state of each (quota counters, vector namespaces, resumable queries). The local applier
+ * (`tenants`) and the operator's finalizer call it.
  *
  * Order: the tenant leaves the registry first in one transaction (tokens revoked, records gone, every
  * gateway told), its resource records kept in a teardown record; then each resource's data is purged; a
