@@ -71,8 +71,8 @@ const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * INFO fields that identify or locate the server process, its files or other servers (README, "KV
- * command rules"): removed from every INFO reply. Counters and settings stay.
+ * INFO fields that identify or locate the server process, its files or other servers (README,
+ * "KV command rules"): removed from every INFO reply. Counters and settings stay.
  */
 const INFO_HIDDEN = /^(?:run_id|process_id|process_supervised|executable|config_file|tcp_port|master_replid2?|master_host|master_port|slave\d+|os|gcc_version):/;
 

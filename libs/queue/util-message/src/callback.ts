@@ -8,13 +8,13 @@ export interface AttemptOutcome {
 }
 
 /**
- * The JSON body of a callback or failure callback (README, "Queue:
- * callbacks"): `status`, `header` ({Name: [values]}) and `body` (base64, cut to `maxBodyBytes`
- * bytes) of the destination's response; `retried` and `maxRetries`; `sourceMessageId` and, with the
- * same value, the old documentation's spelling `sourceMessasgeId`; the source's `url`, `method`,
- * `sourceHeader` ({Name: [values]}), `sourceBody` (base64); `notBefore` and `createdAt` as strings of
- * Unix ms; `callerIP`; and `dlqId` when given (failure callbacks). `topicName`, `endpointName` and
- * `scheduleId` are never set (no URL groups or schedules).
+ * The JSON body of a callback or failure callback (README, "Queue: callbacks"): `status`, `header`
+ * ({Name: [values]}) and `body` (base64, cut to `maxBodyBytes` bytes) of the destination's response;
+ * `retried` and `maxRetries`; `sourceMessageId` and, with the same value, the old documentation's
+ * spelling `sourceMessasgeId`; the source's `url`, `method`, `sourceHeader` ({Name: [values]}),
+ * `sourceBody` (base64); `notBefore` and `createdAt` as strings of Unix ms; `callerIP`; and `dlqId`
+ * when given (failure callbacks). `topicName`, `endpointName` and `scheduleId` are never set (no URL
+ * groups or schedules).
  * @param retried failed attempts before the reported one
  */
 export function callbackPayload(

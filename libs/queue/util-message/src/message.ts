@@ -59,7 +59,7 @@ export interface QueueMessage {
   callbackOf?: string;
 }
 
-/** A message that retries could not deliver, with the last answer of its destination (§4.3 DLQ). */
+/** A message that retries could not deliver, with the last answer of its destination (README, "Queue: message, DLQ entry and event shapes"). */
 export interface DlqEntry {
   dlqId: string;
   message: QueueMessage;

@@ -1,6 +1,7 @@
 /**
- * An error of the Vector API, answered as `{error, status}` with that HTTP status (README, "Vector:
- * errors"). The official SDK throws `UpstashError(body.error)`, so `message` is what users read.
+ * An error of the Vector API, answered as `{error, status}` with that HTTP status (README,
+ * "Vector: errors"). The official SDK throws `UpstashError(body.error)`, so `message` is what users
+ * read.
  */
 export class VectorError extends Error {
   constructor(
@@ -17,7 +18,7 @@ export class VectorError extends Error {
   }
 }
 
-/** The spec's error body: `{"error": <string>, "status": <integer>}`. */
+/** The Vector API's error body: `{"error": <string>, "status": <integer>}` (README, "Vector: errors"). */
 export function encodeError(status: number, message: string): string {
   return JSON.stringify({ error: message, status });
 }

@@ -23,7 +23,7 @@ export function vectorJson(v: VectorView, include: Includes, score?: number): st
   return `${out}}`;
 }
 
-/** The spec's success body, `{"result": <json>}`, around an already-encoded JSON value. */
+/** The Vector API's success body, `{"result": <json>}` (README, "Vector: requests"), around an already-encoded JSON value. */
 export function resultJson(json: string): string {
   return `{"result":${json}}`;
 }
