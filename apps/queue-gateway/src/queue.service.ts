@@ -3,9 +3,10 @@ import type { Redis } from 'ioredis';
 import { Readiness } from '@restash/shared/util-http';
 import type { QueueProjectRecord } from '@restash/shared/data-access-registry';
 import { type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
-import { type ListFilter, type Page, QueueStore } from '@restash/queue/data-access-store';
+import { type Page, QueueStore } from '@restash/queue/data-access-store';
 import {
   type DlqEntry,
+  type ListFilter,
   type MessageEvent,
   type ParsedPublish,
   type QueueMessage,
