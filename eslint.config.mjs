@@ -1,5 +1,5 @@
-// Lint rules for the whole workspace. `@nx/enforce-module-boundaries` keeps the two tag axes of
-// reference/style-anchors.md §6.1 honest: scope (which API a project belongs to) and type
+// Lint rules for the whole workspace. `@nx/enforce-module-boundaries` keeps the two tag axes
+// honest: scope (which API a project belongs to) and type
 // (app → feature → data-access → util). `type:testing` (libs/shared/util-testing) is for tests
 // only: specs and `testing/` folders may import it, production code may not, nor a `testing/`
 // folder or a spec (tools/build.mjs refuses the same imports when it builds an app).
