@@ -1,5 +1,5 @@
 // Which direct client can read a partition from an offset WITHOUT a consumer group through its public
-// API, as the REST Fetch API (spec 002, Fetch) needs. For each client, reads partition 0 of the
+// API, as the REST API's /fetch needs. For each client, reads partition 0 of the
 // pre-filled consume topic from offset 0 and checks that no group appeared on the broker.
 //
 //   node bench/stream/groupless.mjs      one JSON record per client on stdout: {tool, groupless, how}

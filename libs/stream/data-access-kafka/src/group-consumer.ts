@@ -46,12 +46,12 @@ const RESPONSE_MAX_BYTES = 50 * 1024 * 1024;
 const RETRY_DELAY_MS = 1000;
 
 /**
- * One consumer instance of spec 002 (Consume): a member of a Kafka consumer group (@platformatic/kafka's
+ * One consumer instance (README, "Stream: consumer instances"): a member of a Kafka consumer group (@platformatic/kafka's
  * Consumer joins, heartbeats, rejoins and commits) whose partitions this class fetches itself through
  * Consumer.fetch, on a connection pool of its own so that a waiting fetch does not hold up heartbeats.
  * Records wait in a buffer until a REST consume request takes them.
  *
- * Delivery rules (DESIGN.md, Stream):
+ * Delivery rules:
  * - A record counts as delivered once {@link poll} returns it. Auto commits and the empty-body commit
  *   cover delivered records only; buffered records are never committed.
  * - On every (re)join the buffer is dropped. Partitions this instance keeps continue just after what it

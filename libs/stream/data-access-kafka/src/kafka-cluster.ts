@@ -22,7 +22,7 @@ export interface OutgoingMessage {
   headers: Header[];
 }
 
-/** Where a produced message landed (spec 002: Metadata), broker-side topic name. */
+/** Where a produced message landed (README, "Stream: messages": Metadata), broker-side topic name. */
 export interface ProducedMetadata {
   topic: string;
   partition: number;
@@ -131,7 +131,7 @@ export class KafkaCluster {
   }
 
   /**
-   * Produces the messages in one call and waits for all in-sync replicas (acks=all; spec 002, Produce).
+   * Produces the messages in one call and waits for all in-sync replicas (acks=all; README, "Stream: produce").
    * @returns the metadata of each message, in the order given
    */
   async produce(messages: OutgoingMessage[]): Promise<ProducedMetadata[]> {
@@ -173,13 +173,13 @@ export class KafkaCluster {
   }
 
 
-  /** Reads partitions from offsets with no consumer group (spec 002, Fetch); see {@link PartitionReader.read}. */
+  /** Reads partitions from offsets with no consumer group (`/fetch`); see {@link PartitionReader.read}. */
   read(positions: ReadPosition[], maxWaitMs: number): Promise<ReadResult[]> {
     return this.reader.read(positions, maxWaitMs);
   }
 
   /**
-   * The offset of each partition at a point (spec 002, /offsets): earliest (log start), latest (log
+   * The offset of each partition at a point (`/offsets`, README "Stream: endpoints"): earliest (log start), latest (log
    * end, of committed records), or the first offset whose timestamp is at or after `timestamp` ms (the
    * log end if none is).
    */

@@ -20,9 +20,9 @@ const PARTITION_MAX_BYTES = 1024 * 1024;
 const RESPONSE_MAX_BYTES = 50 * 1024 * 1024;
 
 /**
- * Reads partitions from given offsets with no consumer group: the Fetch API of spec 002, through
- * @platformatic/kafka's public Consumer.fetch (one Fetch request to the partition's leader; the consumer
- * never joins its group). Call {@link close} when done.
+ * Reads partitions from given offsets with no consumer group: `/fetch` (README, "Stream: endpoints"),
+ * through @platformatic/kafka's public Consumer.fetch (one Fetch request to the partition's leader; the
+ * consumer never joins its group). Call {@link close} when done.
  *
  * Fetches go over a connection pool of their own, so a fetch waiting for data does not hold up metadata
  * requests. One fetch at a time per broker: a broker answers the requests of one connection in order
