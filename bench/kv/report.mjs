@@ -53,7 +53,13 @@ for (const kase of Object.keys(CASES)) {
 }
 
 const table = lines.join('\n');
-process.stdout.write(`\n${table}\n`);
+// Round by round: throughput moves with whatever else this shared machine runs; CPU per request less.
+const rounds = Object.entries(CASES).map(([kase, caseName]) => {
+  const runs = records.filter((r) => r.tool === 'gateway' && r.case === kase);
+  return `${caseName}: ${runs.map((r) => `${int(r.requestsPerSecond)} req/s at ${us(r.cpu?.gatewayUs ?? NaN)} µs`).join(', ')}`;
+});
+const roundNotes = `gateway per round (req/s, gateway CPU per request): ${rounds.join('; ')}`;
+process.stdout.write(`\n${table}\n\n- ${roundNotes}\n`);
 
 const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, REDIS_VERSION } = process.env;
 const date = new Date().toISOString();
@@ -69,6 +75,7 @@ Written by \`make bench-kv\` (bench/kv/bench.ts on bench/lib/harness.ts); the me
 - ${BENCH_CONCURRENCY} connections / requests in flight for every client; ${BENCH_DURATION} s per run; median of ${BENCH_ROUNDS} interleaved rounds
 - latency is per request (an HTTP request, an awaited command, or a whole pipeline of 10)
 - ${CPU_METHOD}; the gateway's is its whole process (HTTP, auth, Redis client)
+- ${roundNotes}
 
 ${table}
 `,
