@@ -20,16 +20,14 @@ export function repoRoot(): string {
 }
 
 /**
- * The built entry of an app, `dist/apps/<app>/main.js` (the per-app build of `make build`). While
- * only the older whole-repository build is there, its `dist/apps/<app>/src/main.js`.
+ * The built entry of an app, `dist/apps/<app>/main.js` (the per-app build of `make build`).
  *
- * @throws Error naming `make build` when neither exists
+ * @throws Error naming `make build` when it is missing
  */
 export function appEntry(app: AppName): string {
-  const candidates = [join(repoRoot(), 'dist/apps', app, 'main.js'), join(repoRoot(), 'dist/apps', app, 'src/main.js')];
-  const found = candidates.find((path) => existsSync(path));
-  if (!found) throw new Error(`${candidates[0]} is missing: run make build`);
-  return found;
+  const entry = join(repoRoot(), 'dist/apps', app, 'main.js');
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run make build`);
+  return entry;
 }
 
 /** The TypeScript entry of an app, `apps/<app>/src/main.ts`, run through @swc-node/register (no build). */
