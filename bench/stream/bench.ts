@@ -50,12 +50,13 @@
 //      the gateway's NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", written when it stops).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { streamClusterId, streamUsername } from '@restash/shared/data-access-registry';
 import { repoRoot } from '@restash/platform/util-stack';
 import { type LoadRun, runBench } from '../lib/harness';
 
-const CONFLUENT_VERSION = '1.10.1'; // as common.mjs and install-confluent.sh
+const CONFLUENT_VERSION = '1.10.1'; // as common.mjs and install-confluent.sh (and its directory, CONFLUENT_DIR there)
 const CASES = ['produce1', 'produce100'] as const;
 const DIRECT = ['kafkajs', 'platformatic', 'confluent'];
 /** The tenant topics (common.mjs's ALL_TOPICS, which prepare.mjs checks on the broker). */
@@ -63,7 +64,8 @@ const TOPICS = ['consume', ...CASES.flatMap((kase) => ['gateway', ...DIRECT].map
 
 /** Why confluent cannot run, or undefined when it can. */
 function confluentMissing(): string | undefined {
-  if (existsSync(join(repoRoot(), `.cache/confluent-kafka-javascript-${CONFLUENT_VERSION}/.restash-install-complete`))) return undefined;
+  const dir = join(process.env.RESTASH_CACHE ?? join(homedir(), '.cache/restash'), `confluent-kafka-javascript-${CONFLUENT_VERSION}-node${process.versions.node}`);
+  if (existsSync(join(dir, '.restash-install-complete'))) return undefined;
   return `@confluentinc/kafka-javascript ${CONFLUENT_VERSION} is not built (a native librdkafka build of minutes, kept out of npm install): bash bench/stream/install-confluent.sh builds it, or BENCH_CONFLUENT=1 make bench-stream`;
 }
 

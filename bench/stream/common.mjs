@@ -2,13 +2,14 @@
 // three direct Kafka clients behind one small interface, and a keep-alive HTTP client of the gateway.
 //
 // Direct clients (DIRECT): kafkajs 2.2.4 and @platformatic/kafka from the project's node_modules;
-// @confluentinc/kafka-javascript (librdkafka) from .cache/confluent-kafka-javascript-<version>, built by
+// @confluentinc/kafka-javascript (librdkafka) from ~/.cache/restash/confluent-kafka-javascript-<version>-node<version>, built by
 // bench/stream/install-confluent.sh (it is not a project dependency: see that script). A client that
 // cannot be loaded is skipped with the reason (directClient returns {skip}).
 //
 // env: KAFKA_BROKER (host:port), GATEWAY_URL, GATEWAY_USER, GATEWAY_PASSWORD, TOPIC_PREFIX (the
 //      broker-side prefix of the tenant's cluster, restash.bench.events.)
 import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +26,8 @@ export const DIRECT = ['kafkajs', 'platformatic', 'confluent'];
 
 /** The version of @confluentinc/kafka-javascript that install-confluent.sh builds. */
 export const CONFLUENT_VERSION = '1.10.1';
-const CONFLUENT_DIR = join(root, `.cache/confluent-kafka-javascript-${CONFLUENT_VERSION}`);
+/** Where install-confluent.sh builds it: outside the clone, keyed by its version and Node's (one ABI). */
+export const CONFLUENT_DIR = join(process.env.RESTASH_CACHE ?? join(homedir(), '.cache/restash'), `confluent-kafka-javascript-${CONFLUENT_VERSION}-node${process.versions.node}`);
 
 /** Messages per produce request (REST) or send call (direct clients). */
 export const BATCH = { produce1: 1, produce100: 100 };

@@ -6,7 +6,7 @@
 // env: see common.mjs
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { CONFLUENT_VERSION, DIRECT, brokerName, directClient, kafkajs } from './common.mjs';
+import { CONFLUENT_DIR, DIRECT, brokerName, directClient, kafkajs } from './common.mjs';
 
 const topic = brokerName('consume');
 const broker = process.env.KAFKA_BROKER;
@@ -47,7 +47,7 @@ const probes = {
   async confluent() {
     const client = await directClient('confluent');
     if (client.skip) return { groupless: undefined, how: `not measured: ${client.skip}` };
-    const require = createRequire(join(process.cwd(), `.cache/confluent-kafka-javascript-${CONFLUENT_VERSION}/package.json`));
+    const require = createRequire(join(CONFLUENT_DIR, 'package.json'));
     const { KafkaConsumer } = require('@confluentinc/kafka-javascript');
     const consumer = new KafkaConsumer({ 'metadata.broker.list': broker, 'group.id': brokerName('groupless-confluent'), 'enable.auto.commit': false }, {});
     await new Promise((resolve, reject) => consumer.connect({}, (error) => (error ? reject(error) : resolve())));

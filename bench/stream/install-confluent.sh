@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds @confluentinc/kafka-javascript (librdkafka's Node binding) into
-# .cache/confluent-kafka-javascript-<version>, outside the project's node_modules: bench/stream measures
+# $RESTASH_CACHE/confluent-kafka-javascript-<version>-node<node version> (default ~/.cache/restash;
+# outside the clone, keyed by both versions: the binding is built for one Node ABI), not node_modules: bench/stream measures
 # it as one of the direct Kafka clients and nothing else uses it, so `npm install` and CI do not pay for
 # it. Prints nothing when already built.
 #
@@ -12,7 +13,8 @@
 set -euo pipefail
 version=1.10.1
 root=$(cd "$(dirname "$0")/../.." && pwd)
-dir="$root/.cache/confluent-kafka-javascript-$version"
+cache="${RESTASH_CACHE:-$HOME/.cache/restash}"
+dir="$cache/confluent-kafka-javascript-$version-node$(node -p process.versions.node)"
 [ -f "$dir/.restash-install-complete" ] && exit 0
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -26,8 +28,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-echo "building @confluentinc/kafka-javascript $version (librdkafka from source, a few minutes) into ${dir#"$root/"}"
-tmp=$(mktemp -d "$root/.cache/.confluent-kafka-javascript.XXXXXX")
+echo "building @confluentinc/kafka-javascript $version (librdkafka from source, a few minutes) into $dir"
+mkdir -p "$cache"
+tmp=$(mktemp -d "$cache/.confluent-kafka-javascript.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 printf '{"name":"restash-bench-confluent","private":true,"allowScripts":{"@confluentinc/kafka-javascript":true}}\n' >"$tmp/package.json"
 # The native build needs the headers of the Node that runs it (npm's user config may point elsewhere).
