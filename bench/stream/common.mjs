@@ -126,10 +126,11 @@ async function platformaticClient() {
     name: 'platformatic',
     version: version('@platformatic/kafka'),
     async producer() {
-      const p = new Producer({ ...base, serializers: stringSerializers, acks: ProduceAcks.ALL });
+      const p = new Producer({ ...base, serializers: stringSerializers });
       return {
         async send(topic, values) {
-          const result = await p.send({ messages: values.map((value) => ({ topic, value })) });
+          // acks per send: @platformatic/kafka 2.12 ignores the constructor's acks (send defaults to 1, leader only).
+          const result = await p.send({ acks: ProduceAcks.ALL, messages: values.map((value) => ({ topic, value })) });
           if (!result.offsets?.length) throw new Error('no acknowledgement');
         },
         close: () => p.close(),

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { RegistryReader, type StreamClusterRecord, registryKeys } from '@restash/shared/data-access-registry';
 import { type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
-import { type ConsumedRecord, KafkaCluster, type ProducedMetadata, kafkaErrorCode } from '@restash/stream/data-access-kafka';
+import { type ConsumedRecord, KafkaCluster, type OutgoingMessage, type ProducedMetadata, kafkaErrorCode } from '@restash/stream/data-access-kafka';
 import {
   type ConsumeRequest,
   type ConsumerConfig,
@@ -12,7 +12,6 @@ import {
   StreamError,
   type TopicPartition,
   type TopicPartitionOffset,
-  restMessage,
 } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { type ConsumerInstance, ConsumerInstances } from './consumer-instances';
@@ -144,15 +143,16 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
    */
   async produce(session: Session, messages: ProduceMessage[]): Promise<ProducedMetadata[]> {
     const counts = await this.partitionCounts(session, messages.map((m) => m.topic));
-    const outgoing = messages.map((m) => {
+    const outgoing = messages.map((m): OutgoingMessage => {
       const topic = this.kafkaTopic(session, m.topic);
       const count = counts.get(m.topic) ?? 0;
       if (m.partition !== undefined) checkPartition(m.topic, m.partition, count);
-      return { ...m, topic, partition: m.partition ?? session.kafka.choosePartition(topic, count, m.key) };
+      const partition = m.partition ?? session.kafka.choosePartition(topic, count, m.key);
+      return { topic, partition, value: m.value, timestamp: m.timestamp, key: m.key, headers: m.headers };
     });
     const produced = await this.broker(session, () => session.kafka.produce(outgoing));
     this.metrics.countMessages(session.tenant, 'in', produced.length);
-    return produced.map((p, i) => ({ ...p, topic: messages[i]?.topic ?? '' }));
+    return produced.map((p, i) => ({ topic: messages[i]?.topic ?? '', partition: p.partition, offset: p.offset, timestamp: p.timestamp }));
   }
 
   /** `/fetch`: messages from each given offset on, with no consumer group (spec 002, Fetch). */
@@ -162,7 +162,11 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     const results = await this.broker(session, () =>
       session.kafka.read(request.partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) })), request.timeoutMs),
     );
-    const messages = results.flatMap((r, i) => r.records.map((record) => restMessage(request.partitions[i]?.topic ?? '', r.partition, record)));
+    const messages = results.flatMap((r, i) => {
+      const topic = request.partitions[i]?.topic ?? '';
+      for (const message of r.records) message.topic = topic; // the tenant's name for the broker's
+      return r.records;
+    });
     this.metrics.countMessages(session.tenant, 'out', messages.length);
     return messages;
   }
@@ -195,13 +199,14 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     }
     const prefix = session.cluster.prefix;
     const tenantTopics = new Map<string, string>(); // broker-side name → the tenant's, one slice per topic
-    const messages = records.map((r) => {
+    // The records are the Messages, now the instance has handed them over: the tenant's topic name for the broker's.
+    for (const r of records) {
       let topic = tenantTopics.get(r.topic);
       if (topic === undefined) tenantTopics.set(r.topic, (topic = r.topic.slice(prefix.length)));
-      return restMessage(topic, r.partition, r);
-    });
-    this.metrics.countMessages(session.tenant, 'out', messages.length);
-    return messages;
+      r.topic = topic;
+    }
+    this.metrics.countMessages(session.tenant, 'out', records.length);
+    return records;
   }
 
   /**

@@ -19,7 +19,7 @@ export interface OutgoingMessage {
   /** Milliseconds since the epoch; now when absent. */
   timestamp?: number;
   key?: string;
-  headers: Header[];
+  headers: readonly Header[];
 }
 
 /** Where a produced message landed (README, "Stream: messages": Metadata), broker-side topic name. */
@@ -65,7 +65,7 @@ export class KafkaCluster {
       retryDelay: 250,
       metadataMaxAge: 300_000,
     };
-    this.producer = new Producer({ ...this.client, acks: ProduceAcks.ALL, idempotent: false, autocreateTopics: false });
+    this.producer = new Producer({ ...this.client, idempotent: false, autocreateTopics: false });
     this.admin = new Admin(this.client);
     this.readerConsumer = new Consumer({ ...this.client, groupId: `${options.clientId}-partition-reader` });
     this.reader = new PartitionReader(this.readerConsumer, this.client);
@@ -157,7 +157,8 @@ export class KafkaCluster {
       };
     });
     await this.checkPartitions(messages);
-    const { offsets = [] } = await this.producer.send({ messages: outgoing });
+    // acks per send: @platformatic/kafka 2.12 ignores the constructor's acks (send defaults to 1, leader only).
+    const { offsets = [] } = await this.producer.send({ acks: ProduceAcks.ALL, messages: outgoing });
     // One record batch per partition: the broker answers each with the offset of its first record.
     const base = new Map<string, number[]>();
     for (const o of offsets) {

@@ -1,7 +1,6 @@
 import { type Consumer, ConnectionPool, FetchIsolationLevels } from '@platformatic/kafka';
-import type { KafkaRecord } from '@restash/stream/util-rest';
 import { kafkaErrorCode } from './errors';
-import { partitionRecords } from './records';
+import { type ConsumedRecord, partitionRecords } from './records';
 
 /** Where to read: a broker-side topic name, a partition and the first offset wanted. */
 export interface ReadPosition {
@@ -12,7 +11,7 @@ export interface ReadPosition {
 
 /** What one position gave: records at or after its offset, in offset order. */
 export interface ReadResult extends ReadPosition {
-  records: KafkaRecord[];
+  records: ConsumedRecord[];
 }
 
 /** Per-partition and per-response byte caps of a fetch (Kafka's consumer defaults). */
@@ -80,7 +79,7 @@ export class PartitionReader {
     return result;
   }
 
-  private async readPartition(node: number, topicId: string, position: ReadPosition, maxWaitMs: number): Promise<KafkaRecord[]> {
+  private async readPartition(node: number, topicId: string, position: ReadPosition, maxWaitMs: number): Promise<ConsumedRecord[]> {
     let response;
     try {
       response = await this.consumer.fetch({

@@ -1,5 +1,5 @@
 import { IS_CONTROL, type fetchV17 } from '@platformatic/kafka';
-import type { KafkaRecord } from '@restash/stream/util-rest';
+import { type RestMessage, restMessage } from '@restash/stream/util-rest';
 
 /** Record batch attribute bit 3: the broker stamped the batch (LogAppendTime); its records carry maxTimestamp. */
 const LOG_APPEND_TIME = 1 << 3;
@@ -7,14 +7,14 @@ const LOG_APPEND_TIME = 1 << 3;
 /** One partition of a Fetch response as @platformatic/kafka's Consumer.fetch returns it. */
 export type FetchedPartition = fetchV17.FetchResponsePartition;
 
-/** A record with its broker-side topic and its partition (one flat object: consuming makes millions). */
-export interface ConsumedRecord extends KafkaRecord {
-  topic: string;
-  partition: number;
-}
+/**
+ * A record as the API shows it (one flat object: consuming makes millions), under its broker-side topic
+ * name until the caller renames it to the tenant's.
+ */
+export type ConsumedRecord = RestMessage;
 
 /**
- * The records of one fetched partition at or after offset `from`, in offset order, and the offset to
+ * The records of one fetched partition at or after offset `from`, in offset order and decoded as Messages, and the offset to
  * fetch next. Control batches (transaction markers) give no records but move the next offset past them;
  * aborted transactions were already taken out by the client (read_committed). A batch is returned whole,
  * so its first records may lie before `from`: those are left out.
@@ -33,15 +33,8 @@ export function partitionRecords(topic: string, partition: FetchedPartition, fro
     for (const record of batch.records) {
       const offset = firstOffset + record.offsetDelta;
       if (offset < from) continue;
-      records.push({
-        topic,
-        partition: partition.partitionIndex,
-        offset,
-        timestamp: appendTime ?? firstTimestamp + Number(record.timestampDelta),
-        key: record.key,
-        value: record.value,
-        headers: record.headers,
-      });
+      const timestamp = appendTime ?? firstTimestamp + Number(record.timestampDelta);
+      records.push(restMessage(topic, partition.partitionIndex, offset, timestamp, record.key, record.value, record.headers));
     }
   }
   return { records, next };

@@ -4,7 +4,7 @@ describe('restMessage', () => {
   const b = (text: string) => Buffer.from(text);
 
   it('shapes a record as spec 002’s Message: "" for no key, [] for no headers', () => {
-    expect(restMessage('t', 2, { offset: 41, timestamp: 1_700_000_000_000, key: null, value: b('v'), headers: [] })).toEqual({
+    expect(restMessage('t', 2, 41, 1_700_000_000_000, null, b('v'), [])).toEqual({
       topic: 't',
       partition: 2,
       offset: 41,
@@ -16,19 +16,13 @@ describe('restMessage', () => {
   });
 
   it('keeps header order and repeated names, reads bytes as UTF-8, and leaves out a header without a value', () => {
-    const message = restMessage('t', 0, {
-      offset: 0,
-      timestamp: 0,
-      key: b('k'),
-      value: null,
-      headers: [
-        [b('a'), b('1')],
-        [b('toString'), b('x')],
-        [b('a'), b('2')],
-        [b('gone'), null],
-        [b('__proto__'), b('é')],
-      ],
-    });
+    const message = restMessage('t', 0, 0, 0, b('k'), null, [
+      [b('a'), b('1')],
+      [b('toString'), b('x')],
+      [b('a'), b('2')],
+      [b('gone'), null],
+      [b('__proto__'), b('é')],
+    ]);
     expect(message.headers).toEqual([
       { key: 'a', value: '1' },
       { key: 'toString', value: 'x' },
@@ -37,6 +31,12 @@ describe('restMessage', () => {
     ]);
     expect(message.value).toBe('');
     expect(message.key).toBe('k');
+  });
+
+  it('lists its fields in the order the API writes them (JSON.stringify gives the response as it is)', () => {
+    expect(JSON.stringify(restMessage('t', 1, 2, 3, null, b('v'), [[null, b('x')]]))).toBe(
+      '{"topic":"t","partition":1,"offset":2,"timestamp":3,"key":"","value":"v","headers":[{"key":"","value":"x"}]}',
+    );
   });
 });
 

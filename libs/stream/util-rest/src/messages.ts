@@ -1,19 +1,12 @@
 import type { Header } from './requests';
 
-/**
- * A record as the Kafka client decodes it (kept structural so that this module stays pure): offset and
- * timestamp (ms since the epoch) as numbers, bytes as Buffers, headers as [name, value] pairs in record
- * order (a name may repeat).
- */
-export interface KafkaRecord {
-  offset: number;
-  timestamp: number;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers: ReadonlyArray<readonly [Buffer | null, Buffer | null]>;
-}
+/** A record header as the Kafka client decodes it: name and value bytes (a value may be null). */
+export type KafkaHeader = readonly [Buffer | null, Buffer | null];
 
-/** A Message (read) of spec 002: `key` is "" when absent, `headers` [] when none, bytes read as UTF-8. */
+/**
+ * A Message (read) of spec 002: `key` is "" when absent, `headers` [] when none, bytes read as UTF-8.
+ * Its fields are in the order the API writes them, so that JSON.stringify gives the response as it is.
+ */
 export interface RestMessage {
   topic: string;
   partition: number;
@@ -32,26 +25,38 @@ export interface RestMessage {
 const NO_HEADERS: readonly Header[] = [];
 
 /**
- * The API's view of a record of `topic` (the tenant's name, without the broker-side prefix). Headers
- * keep their order and repeats; a header without a value (null, which the REST API cannot write) is left
- * out.
+ * The API's view of a record, decoded once where the record is read (one object per message from the
+ * fetch response to the HTTP answer). Headers keep their order and repeats; a header without a value
+ * (null, which the REST API cannot write) is left out.
+ *
+ * @param topic the topic name to show (the caller may rename the message's topic later, e.g. from the
+ *   broker-side name to the tenant's)
+ * @param timestamp ms since the epoch
  */
-export function restMessage(topic: string, partition: number, record: KafkaRecord): RestMessage {
+export function restMessage(
+  topic: string,
+  partition: number,
+  offset: number,
+  timestamp: number,
+  key: Buffer | null,
+  value: Buffer | null,
+  recordHeaders: readonly KafkaHeader[],
+): RestMessage {
   let headers = NO_HEADERS;
-  if (record.headers.length > 0) {
+  if (recordHeaders.length > 0) {
     const list: Header[] = [];
-    for (const [key, value] of record.headers) {
-      if (value !== null) list.push({ key: key?.toString('utf8') ?? '', value: value.toString('utf8') });
+    for (const [name, bytes] of recordHeaders) {
+      if (bytes !== null) list.push({ key: name === null ? '' : name.toString('utf8'), value: bytes.toString('utf8') });
     }
     headers = list;
   }
   return {
     topic,
     partition,
-    offset: record.offset,
-    timestamp: record.timestamp,
-    key: record.key === null ? '' : record.key.toString('utf8'),
-    value: record.value === null ? '' : record.value.toString('utf8'),
+    offset,
+    timestamp,
+    key: key === null ? '' : key.toString('utf8'),
+    value: value === null ? '' : value.toString('utf8'),
     headers,
   };
 }

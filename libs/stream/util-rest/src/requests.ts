@@ -21,7 +21,7 @@ export interface ProduceMessage {
   /** Milliseconds since the epoch. */
   timestamp?: number;
   key?: string;
-  headers: Header[];
+  headers: readonly Header[];
 }
 
 export interface TopicPartition {
@@ -155,8 +155,11 @@ function timestamp(value: unknown, field: string, now: number): number {
   return ms;
 }
 
-function headers(value: unknown, field: string): Header[] {
-  if (value === undefined || value === null) return [];
+/** The headers of every produced message without any (most of them): one array fewer per message. */
+const NO_HEADERS: readonly Header[] = [];
+
+function headers(value: unknown, field: string): readonly Header[] {
+  if (value === undefined || value === null) return NO_HEADERS;
   if (!Array.isArray(value)) throw StreamError.badRequest(`Illegal argument: ${field} must be an array of {key, value}`);
   return value.map((h, i) => {
     const header = object(h, `${field}[${i}]`);
@@ -166,7 +169,8 @@ function headers(value: unknown, field: string): Header[] {
 
 /**
  * Produce bodies: one Message or an array of them (spec 002, Produce). With `pathTopic` (`/produce/<topic>`)
- * every message goes to that topic; otherwise each needs its own `topic`.
+ * every message goes to that topic; otherwise each needs its own `topic`. A message's field names in
+ * errors (`message[3].value`) are only built for a message that has the field or fails.
  *
  * @param now the clock (ms since the epoch) that `timestamp` may be at most {@link MAX_TIMESTAMP_AHEAD_MS} ahead of
  * @throws StreamError 400 for an empty list, a missing or non-string value, or a bad optional field (e.g. a
@@ -176,18 +180,19 @@ export function parseProduce(body: unknown, pathTopic?: string, now = Date.now()
   if (body === undefined) throw StreamError.badRequest('Malformed request body: a message or an array of messages is required');
   const items = list(body, 'a message');
   if (items.length === 0) throw StreamError.badRequest('Illegal argument: no messages to produce');
+  const single = items.length === 1 && !Array.isArray(body);
   return items.map((item, i) => {
-    const at = items.length === 1 && !Array.isArray(body) ? '' : `[${i}]`;
-    const m = object(item, `message${at}`);
-    if (m.value === undefined || m.value === null) throw StreamError.badRequest(`Illegal argument: message${at}.value is required`);
+    const field = (name: string) => (single ? `message${name}` : `message[${i}]${name}`);
+    const m = isObject(item) ? item : object(item, field(''));
+    if (m.value === undefined || m.value === null) throw StreamError.badRequest(`Illegal argument: ${field('.value')} is required`);
     const message: ProduceMessage = {
-      topic: pathTopic ?? topicName(m.topic, `message${at}.topic`),
-      value: string(m.value, `message${at}.value`),
-      headers: headers(m.headers, `message${at}.headers`),
+      topic: pathTopic ?? (typeof m.topic === 'string' && m.topic !== '' ? m.topic : topicName(m.topic, field('.topic'))),
+      value: typeof m.value === 'string' ? m.value : string(m.value, field('.value')),
+      headers: m.headers === undefined || m.headers === null ? NO_HEADERS : headers(m.headers, field('.headers')),
     };
-    if (m.partition !== undefined && m.partition !== null) message.partition = integer(m.partition, `message${at}.partition`, 0, MAX_INT32);
-    if (m.timestamp !== undefined && m.timestamp !== null) message.timestamp = timestamp(m.timestamp, `message${at}.timestamp`, now);
-    if (m.key !== undefined && m.key !== null) message.key = string(m.key, `message${at}.key`);
+    if (m.partition !== undefined && m.partition !== null) message.partition = integer(m.partition, field('.partition'), 0, MAX_INT32);
+    if (m.timestamp !== undefined && m.timestamp !== null) message.timestamp = timestamp(m.timestamp, field('.timestamp'), now);
+    if (m.key !== undefined && m.key !== null) message.key = string(m.key, field('.key'));
     return message;
   });
 }
