@@ -15,7 +15,8 @@
 // and README.md (load.mjs, report.mjs). Nothing is asserted: targets are printed as met or not.
 //
 // env: BENCH_DURATION seconds per run (5), BENCH_WARMUP seconds per case (2), BENCH_ROUNDS (3),
-//      BENCH_CONCURRENCY (50); BENCH_SMOKE=1 for a smoke run (1 s runs, one round).
+//      BENCH_CONCURRENCY (50); BENCH_SMOKE=1 for a smoke run (1 s runs, one round);
+//      BENCH_GATEWAY_NODE_OPTIONS is the gateway's NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
 import { type LoadRun, redisVersion, runBench } from '../lib/harness';
 
 const CASES = ['set', 'get', 'pipeline-set', 'pipeline-get'];
@@ -50,6 +51,7 @@ runBench({
       },
     ],
     apps: ['kv-gateway'],
+    appEnv: process.env.BENCH_GATEWAY_NODE_OPTIONS ? { 'kv-gateway': { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } } : {},
   }),
   gateway: ['kv-gateway'],
   engine: { process: `kv-redis-${DATABASE}`, redis: true },
