@@ -98,23 +98,7 @@ async function kafkajsClient() {
       const consumer = kafka.consumer({ groupId, allowAutoTopicCreation: false });
       await consumer.connect();
       await consumer.subscribe({ topics: [topic], fromBeginning: true });
-      let received = 0;
-      try {
-        await new Promise((resolve, reject) => {
-          consumer
-            .run({
-              partitionsConsumedConcurrently: PARTITIONS,
-              eachBatch: async ({ batch }) => {
-                if (batch.messages.length === 0) return;
-                onRecords(batch.partition, batch.messages.map((m) => Number(m.offset)));
-                if ((received += batch.messages.length) >= total) resolve();
-              },
-            })
-            .catch(reject);
-        });
-      } finally {
-        await consumer.disconnect();
-      }
+      await consumeBatches(consumer, total, onRecords);
     },
   };
 }
@@ -207,23 +191,7 @@ async function confluentClient() {
       const consumer = kafka.consumer({ kafkaJS: { groupId, fromBeginning: true, allowAutoTopicCreation: false }, 'js.consumer.max.batch.size': -1 });
       await consumer.connect();
       await consumer.subscribe({ topics: [topic] });
-      let received = 0;
-      try {
-        await new Promise((resolve, reject) => {
-          consumer
-            .run({
-              partitionsConsumedConcurrently: PARTITIONS,
-              eachBatch: async ({ batch }) => {
-                if (batch.messages.length === 0) return;
-                onRecords(batch.partition, batch.messages.map((m) => Number(m.offset)));
-                if ((received += batch.messages.length) >= total) resolve();
-              },
-            })
-            .catch(reject);
-        });
-      } finally {
-        await consumer.disconnect();
-      }
+      await consumeBatches(consumer, total, onRecords);
     },
   };
 }
@@ -249,3 +217,27 @@ export function gateway(connections) {
 }
 
 export const percentile = (sorted, q) => (sorted.length ? sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] : NaN);
+
+/**
+ * Runs a connected, subscribed KafkaJS-style consumer (kafkajs, or confluent's KafkaJS API) until
+ * `total` records have come, handing each batch's offsets to `onRecords`; disconnects it.
+ */
+async function consumeBatches(consumer, total, onRecords) {
+  let received = 0;
+  try {
+    await new Promise((resolve, reject) => {
+      consumer
+        .run({
+          partitionsConsumedConcurrently: PARTITIONS,
+          eachBatch: async ({ batch }) => {
+            if (batch.messages.length === 0) return;
+            onRecords(batch.partition, batch.messages.map((m) => Number(m.offset)));
+            if ((received += batch.messages.length) >= total) resolve();
+          },
+        })
+        .catch(reject);
+    });
+  } finally {
+    await consumer.disconnect();
+  }
+}
