@@ -1,0 +1,413 @@
+import { z } from 'zod';
+
+/** The API group of restash's custom resources. */
+export const GROUP = 'restash.dev';
+/** The one served and stored version. */
+export const VERSION = 'v1alpha1';
+/** `apiVersion` of every restash resource. */
+export const API_VERSION = `${GROUP}/${VERSION}` as const;
+
+/** A CEL rule as the API server reads it from `x-kubernetes-validations`. */
+export interface CelRule {
+  rule: string;
+  message: string;
+  /** For rules on an object that are about one of its fields, e.g. `.max`. */
+  fieldPath?: string;
+}
+
+const VALIDATIONS = 'x-kubernetes-validations';
+
+/**
+ * `schema` with a CEL rule for the API server and the same check for zod (the local parser), so that
+ * rule and check live side by side. Rules accumulate: a second call keeps the first rule.
+ * @param check the rule in TypeScript, on the parsed (defaulted) value
+ */
+export function withRule<T extends z.ZodType>(schema: T, rule: CelRule, check: (value: z.output<T>) => boolean): T {
+  const before = (schema.meta()?.[VALIDATIONS] as CelRule[] | undefined) ?? [];
+  const path = rule.fieldPath ? rule.fieldPath.replace(/^\./, '').split('.') : [];
+  return schema.refine(check, { message: rule.message, path }).meta({ [VALIDATIONS]: [...before, rule] }) as T;
+}
+
+/**
+ * `schema` with a CEL transition rule (one that reads `oldSelf`): the API server checks it on
+ * updates; the local parser, which sees no old object, cannot.
+ */
+function withTransitionRule<T extends z.ZodType>(schema: T, rule: CelRule): T {
+  const before = (schema.meta()?.[VALIDATIONS] as CelRule[] | undefined) ?? [];
+  return schema.meta({ [VALIDATIONS]: [...before, rule] }) as T;
+}
+
+/** A Kubernetes DNS label (RFC 1123): names and namespaces of the resources. */
+export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+export const dnsLabel = z.string().max(63).regex(DNS_LABEL, 'must be a DNS label: lower-case letters, digits and -, at most 63');
+
+/** A Secret's name (a DNS subdomain) and one of its keys, in the resource's namespace. */
+const secretKeyRef = z.strictObject({
+  name: z
+    .string()
+    .max(253)
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'must be a Secret name (a DNS subdomain)'),
+  key: z.string().max(253).regex(/^[-._a-zA-Z0-9]+$/, 'must be a Secret key: letters, digits, - _ .'),
+});
+export type SecretKeyRef = z.infer<typeof secretKeyRef>;
+
+/** A storage size as a Kubernetes quantity without sign or exponent, e.g. `1Gi`, `500M`. */
+const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?$/, 'must be a quantity such as 1Gi or 500M');
+
+const httpUrl = z.string().max(2048).regex(/^https?:\/\//, 'must be an http:// or https:// URL');
+
+/** Upstash's documented default maximum request size (redis/troubleshooting/max_request_size_exceeded). */
+export const KV_MAX_REQUEST_BYTES = 10 * 1024 * 1024;
+/** 1 MiB: Upstash Kafka's maximum message size and QStash's on its free plan. */
+export const MESSAGE_MAX_REQUEST_BYTES = 1024 * 1024;
+
+/** Limits of a resource: largest request in bytes, and requests per UTC day (0: unlimited). */
+function limits(maxRequestBytes: number) {
+  return z
+    .strictObject({
+      maxRequestBytes: z.number().int().min(1).default(maxRequestBytes),
+      dailyRequests: z.number().int().min(0).default(0),
+    })
+    .prefault({});
+}
+
+/** `KvDatabase.spec`: where the database's Redis is (managed by the operator, or an external one) and its limits. */
+export const kvDatabaseSpecSchema = z.strictObject({
+  redis: withRule(
+    z.strictObject({
+      /** A Redis server the operator runs for this database (a StatefulSet with a volume). */
+      managed: z
+        .strictObject({
+          storage: quantity.default('1Gi'),
+          storageClassName: z.string().min(1).max(253).optional(),
+        })
+        .optional(),
+      /** A Redis server run elsewhere; the Secret key holds a redis:// or rediss:// URL with the gateway's credentials. */
+      external: z.strictObject({ urlSecretRef: secretKeyRef }).optional(),
+    }),
+    { rule: '!(has(self.managed) && has(self.external))', message: 'set one of managed and external, not both' },
+    (redis) => !(redis.managed && redis.external),
+  ).prefault({ managed: {} }),
+  limits: limits(KV_MAX_REQUEST_BYTES),
+});
+export type KvDatabaseSpec = z.output<typeof kvDatabaseSpecSchema>;
+
+/** Upstash Vector's similarity functions (the registry's SIMILARITY_FUNCTIONS). */
+export const SIMILARITY_FUNCTIONS = ['COSINE', 'EUCLIDEAN', 'DOT_PRODUCT'] as const;
+
+/** `VectorIndex.spec`: dimension, metric, the embedding model of the `*-data` endpoints, limits. */
+export const vectorIndexSpecSchema = z.strictObject({
+  dimension: z.number().int().min(1).max(65_536),
+  similarityFunction: z.enum(SIMILARITY_FUNCTIONS).default('COSINE'),
+  /** The embedding model of the `*-data` endpoints; without it they answer 422. */
+  embedding: z
+    .strictObject({
+      model: z.string().min(1).max(253),
+      /** An OpenAI-compatible embeddings endpoint; default the applier's EMBEDDING_URL. */
+      url: httpUrl.optional(),
+      apiKeySecretRef: secretKeyRef.optional(),
+    })
+    .optional(),
+  limits: limits(KV_MAX_REQUEST_BYTES),
+});
+export type VectorIndexSpec = z.output<typeof vectorIndexSpecSchema>;
+
+/** A Kafka topic name as the tenant sees it (Kafka's legal characters; the broker-side prefix must still fit in 249). */
+const topicName = withRule(
+  z.string().min(1).max(200).regex(/^[A-Za-z0-9._-]+$/, 'must be 1–200 of A-Z a-z 0-9 . _ -'),
+  { rule: "self != '.' && self != '..'", message: "must not be '.' or '..'" },
+  (name) => name !== '.' && name !== '..',
+);
+
+/** At most this many topics per cluster (bounds the API server's CEL cost estimate too). */
+export const MAX_TOPICS = 1000;
+
+const topicSchema = withTransitionRule(
+  z.strictObject({
+    name: topicName,
+    partitions: z.number().int().min(1).max(1000).default(1),
+    /** Kafka's retention.ms: -1 keeps messages forever. */
+    retentionMs: withRule(
+      z.number().int().min(-1),
+      { rule: 'self == -1 || self >= 60000', message: 'must be -1 (unlimited) or at least 60000' },
+      (ms) => ms === -1 || ms >= 60_000,
+    ).optional(),
+  }),
+  { rule: 'self.partitions >= oldSelf.partitions', message: 'partitions cannot be decreased' },
+);
+
+/** `StreamCluster.spec`: its topics (created by the applier / the gateway) and limits. */
+export const streamClusterSpecSchema = z.strictObject({
+  topics: z
+    .array(topicSchema)
+    .max(MAX_TOPICS)
+    .superRefine((topics, ctx) => {
+      // What `x-kubernetes-list-type: map` keyed by name makes the API server enforce.
+      const seen = new Set<string>();
+      topics.forEach((topic, i) => {
+        if (seen.has(topic.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate topic name '${topic.name}'` });
+        seen.add(topic.name);
+      });
+    })
+    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })
+    .default([]),
+  limits: limits(MESSAGE_MAX_REQUEST_BYTES),
+});
+export type StreamClusterSpec = z.output<typeof streamClusterSpecSchema>;
+
+/** `QueueProject.spec`: message retries (QStash's default is 3) and limits. */
+export const queueProjectSpecSchema = z.strictObject({
+  /** Retries of a message that sets no `Upstash-Retries`, and the most a message may ask for. */
+  retries: withRule(
+    z.strictObject({
+      default: z.number().int().min(0).max(100).default(3),
+      max: z.number().int().min(0).max(100).default(10),
+    }),
+    { rule: 'self.default <= self.max', message: 'retries.default must not exceed retries.max', fieldPath: '.default' },
+    (retries) => retries.default <= retries.max,
+  ).prefault({}),
+  limits: limits(MESSAGE_MAX_REQUEST_BYTES),
+});
+export type QueueProjectSpec = z.output<typeof queueProjectSpecSchema>;
+
+/** The reasons of the `Ready` condition. */
+export const CONDITION_REASONS = [
+  'Reconciling',
+  'Ready',
+  'InvalidSpec',
+  'SecretNotFound',
+  'StorageConflict',
+  'BackendError',
+  'NotSupported',
+  'Deleting',
+  'DeleteFailed',
+] as const;
+export type ConditionReason = (typeof CONDITION_REASONS)[number];
+
+/** metav1.Condition, with the validation of its Go type's kubebuilder markers. */
+export const conditionSchema = z.strictObject({
+  type: z
+    .string()
+    .max(316)
+    .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/),
+  status: z.enum(['True', 'False', 'Unknown']),
+  observedGeneration: z.number().int().min(0).optional(),
+  lastTransitionTime: z.string().meta({ format: 'date-time' }),
+  reason: z
+    .string()
+    .min(1)
+    .max(1024)
+    .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/),
+  message: z.string().max(32_768),
+});
+export type Condition = z.output<typeof conditionSchema>;
+
+/** The status of every kind: the generation it reflects, its conditions (`Ready`), its Secret's name. */
+export const statusSchema = z.strictObject({
+  observedGeneration: z.number().int().min(0).optional(),
+  conditions: z
+    .array(conditionSchema)
+    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] })
+    .optional(),
+  secretName: z.string().optional(),
+});
+export type ResourceStatus = z.output<typeof statusSchema>;
+
+/** The metadata restash reads and writes (a subset of metav1.ObjectMeta). */
+export interface ResourceMetadata {
+  name: string;
+  namespace: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  deletionTimestamp?: string;
+  finalizers?: string[];
+}
+
+interface Resource<K extends string, S> {
+  apiVersion: typeof API_VERSION;
+  kind: K;
+  metadata: ResourceMetadata;
+  spec: S;
+  status?: ResourceStatus;
+}
+
+/** A KV database (Upstash Redis REST API), in the tenant's namespace. */
+export type KvDatabase = Resource<'KvDatabase', KvDatabaseSpec>;
+/** A vector index (Upstash Vector API). */
+export type VectorIndex = Resource<'VectorIndex', VectorIndexSpec>;
+/** A stream cluster (Upstash Kafka REST API). */
+export type StreamCluster = Resource<'StreamCluster', StreamClusterSpec>;
+/** A queue project (QStash API). */
+export type QueueProject = Resource<'QueueProject', QueueProjectSpec>;
+export type RestashResource = KvDatabase | VectorIndex | StreamCluster | QueueProject;
+export type KindName = RestashResource['kind'];
+
+/** A column of `kubectl get` (CRD additionalPrinterColumns). */
+export interface PrinterColumn {
+  name: string;
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
+  jsonPath: string;
+  description?: string;
+  priority?: number;
+}
+
+/** What the API server and the appliers need to know about one kind. */
+export interface KindInfo {
+  kind: KindName;
+  plural: string;
+  singular: string;
+  shortNames: string[];
+  listKind: string;
+  spec: z.ZodType;
+  status: z.ZodType;
+  /** The kind's own columns; crdOf adds Ready and Reason before them and Age after. */
+  printerColumns: PrinterColumn[];
+  /** The keys of the kind's Secret, the names the official SDKs read. */
+  secretKeys: readonly string[];
+}
+
+const SECRET_KEYS = {
+  KvDatabase: ['UPSTASH_REDIS_REST_URL', 'UPSTASH_REDIS_REST_TOKEN', 'UPSTASH_REDIS_REST_READONLY_TOKEN'],
+  VectorIndex: ['UPSTASH_VECTOR_REST_URL', 'UPSTASH_VECTOR_REST_TOKEN', 'UPSTASH_VECTOR_REST_READONLY_TOKEN'],
+  StreamCluster: [
+    'UPSTASH_KAFKA_REST_URL',
+    'UPSTASH_KAFKA_REST_USERNAME',
+    'UPSTASH_KAFKA_REST_PASSWORD',
+    'UPSTASH_KAFKA_REST_READONLY_USERNAME',
+    'UPSTASH_KAFKA_REST_READONLY_PASSWORD',
+  ],
+  QueueProject: ['QSTASH_URL', 'QSTASH_TOKEN', 'QSTASH_READONLY_TOKEN', 'QSTASH_CURRENT_SIGNING_KEY', 'QSTASH_NEXT_SIGNING_KEY'],
+} as const;
+
+/** The four kinds, by kind name. */
+export const KINDS: Record<KindName, KindInfo> = {
+  KvDatabase: {
+    kind: 'KvDatabase',
+    plural: 'kvdatabases',
+    singular: 'kvdatabase',
+    shortNames: ['kvdb'],
+    listKind: 'KvDatabaseList',
+    spec: kvDatabaseSpecSchema,
+    status: statusSchema,
+    printerColumns: [
+      { name: 'Storage', type: 'string', jsonPath: '.spec.redis.managed.storage', description: 'Size of the managed Redis volume' },
+      { name: 'External Secret', type: 'string', jsonPath: '.spec.redis.external.urlSecretRef.name', description: 'Secret holding the external Redis URL' },
+    ],
+    secretKeys: SECRET_KEYS.KvDatabase,
+  },
+  VectorIndex: {
+    kind: 'VectorIndex',
+    plural: 'vectorindexes',
+    singular: 'vectorindex',
+    shortNames: ['vix'],
+    listKind: 'VectorIndexList',
+    spec: vectorIndexSpecSchema,
+    status: statusSchema,
+    printerColumns: [
+      { name: 'Dimension', type: 'integer', jsonPath: '.spec.dimension' },
+      { name: 'Metric', type: 'string', jsonPath: '.spec.similarityFunction' },
+    ],
+    secretKeys: SECRET_KEYS.VectorIndex,
+  },
+  StreamCluster: {
+    kind: 'StreamCluster',
+    plural: 'streamclusters',
+    singular: 'streamcluster',
+    shortNames: ['stc'],
+    listKind: 'StreamClusterList',
+    spec: streamClusterSpecSchema,
+    status: statusSchema,
+    printerColumns: [{ name: 'Topics', type: 'string', jsonPath: '.spec.topics[*].name' }],
+    secretKeys: SECRET_KEYS.StreamCluster,
+  },
+  QueueProject: {
+    kind: 'QueueProject',
+    plural: 'queueprojects',
+    singular: 'queueproject',
+    shortNames: ['qp'],
+    listKind: 'QueueProjectList',
+    spec: queueProjectSpecSchema,
+    status: statusSchema,
+    printerColumns: [{ name: 'Retries', type: 'integer', jsonPath: '.spec.retries.max', description: 'Most retries a message may ask for' }],
+    secretKeys: SECRET_KEYS.QueueProject,
+  },
+};
+
+/** The kind names, in the order of KINDS. */
+export const KIND_NAMES = Object.keys(KINDS) as KindName[];
+
+/** The tokens of one resource's Secret; a queue project's also has its signing keys. */
+export interface SecretTokens {
+  standard: string;
+  readonly: string;
+  currentSigningKey?: string;
+  nextSigningKey?: string;
+}
+
+/** The gateways' public URLs (the applier's KV_GATEWAY_URL, VECTOR_GATEWAY_URL, STREAM_GATEWAY_URL, QUEUE_GATEWAY_URL). */
+export interface GatewayUrls {
+  kv?: string;
+  vector?: string;
+  stream?: string;
+  queue?: string;
+}
+
+/**
+ * The Basic-auth user name of a stream cluster's credential: `<namespace>.<name>` for the standard one,
+ * `<namespace>.<name>.readonly` for the read-only one (the registry's streamUsername(streamClusterId(...))).
+ */
+export function streamClusterUsername(namespace: string, name: string, role: 'standard' | 'readonly'): string {
+  return role === 'readonly' ? `${namespace}.${name}.readonly` : `${namespace}.${name}`;
+}
+
+/**
+ * The string data of a resource's Secret, under the names the official SDKs read (README, "Kubernetes
+ * resources"): the gateway's URL and the resource's tokens.
+ * @throws Error when `urls` lacks the kind's gateway URL, or a queue project's tokens lack signing keys
+ */
+export function secretDataOf(resource: RestashResource, tokens: SecretTokens, urls: GatewayUrls): Record<string, string> {
+  const url = (value: string | undefined, variable: string) => {
+    if (!value) throw new Error(`${resource.kind} ${resource.metadata.namespace}/${resource.metadata.name}: ${variable} is not set`);
+    return value;
+  };
+  switch (resource.kind) {
+    case 'KvDatabase':
+      return {
+        UPSTASH_REDIS_REST_URL: url(urls.kv, 'KV_GATEWAY_URL'),
+        UPSTASH_REDIS_REST_TOKEN: tokens.standard,
+        UPSTASH_REDIS_REST_READONLY_TOKEN: tokens.readonly,
+      };
+    case 'VectorIndex':
+      return {
+        UPSTASH_VECTOR_REST_URL: url(urls.vector, 'VECTOR_GATEWAY_URL'),
+        UPSTASH_VECTOR_REST_TOKEN: tokens.standard,
+        UPSTASH_VECTOR_REST_READONLY_TOKEN: tokens.readonly,
+      };
+    case 'StreamCluster': {
+      const { namespace, name } = resource.metadata;
+      return {
+        UPSTASH_KAFKA_REST_URL: url(urls.stream, 'STREAM_GATEWAY_URL'),
+        UPSTASH_KAFKA_REST_USERNAME: streamClusterUsername(namespace, name, 'standard'),
+        UPSTASH_KAFKA_REST_PASSWORD: tokens.standard,
+        UPSTASH_KAFKA_REST_READONLY_USERNAME: streamClusterUsername(namespace, name, 'readonly'),
+        UPSTASH_KAFKA_REST_READONLY_PASSWORD: tokens.readonly,
+      };
+    }
+    case 'QueueProject': {
+      const { currentSigningKey, nextSigningKey } = tokens;
+      if (!currentSigningKey || !nextSigningKey) {
+        throw new Error(`QueueProject ${resource.metadata.namespace}/${resource.metadata.name}: signing keys are missing`);
+      }
+      return {
+        QSTASH_URL: url(urls.queue, 'QUEUE_GATEWAY_URL'),
+        QSTASH_TOKEN: tokens.standard,
+        QSTASH_READONLY_TOKEN: tokens.readonly,
+        QSTASH_CURRENT_SIGNING_KEY: currentSigningKey,
+        QSTASH_NEXT_SIGNING_KEY: nextSigningKey,
+      };
+    }
+  }
+}
