@@ -27,9 +27,10 @@ function boundaries({ test }) {
         { sourceTag: 'scope:vector', onlyDependOnLibsWithTags: scopes('scope:vector', 'scope:shared') },
         { sourceTag: 'scope:stream', onlyDependOnLibsWithTags: scopes('scope:stream', 'scope:shared') },
         { sourceTag: 'scope:queue', onlyDependOnLibsWithTags: scopes('scope:queue', 'scope:shared') },
+        { sourceTag: 'scope:operator', onlyDependOnLibsWithTags: scopes('scope:operator', 'scope:shared') },
         {
           sourceTag: 'scope:platform',
-          onlyDependOnLibsWithTags: ['scope:platform', 'scope:shared', 'scope:kv', 'scope:vector', 'scope:stream', 'scope:queue'],
+          onlyDependOnLibsWithTags: ['scope:platform', 'scope:shared', 'scope:kv', 'scope:vector', 'scope:stream', 'scope:queue', 'scope:operator'],
         },
         { sourceTag: 'type:app', onlyDependOnLibsWithTags: types('type:feature', 'type:data-access', 'type:util') },
         { sourceTag: 'type:feature', onlyDependOnLibsWithTags: types('type:data-access', 'type:util') },

@@ -1,0 +1,2 @@
+export * from './work-queue';
+export * from './conditions';
