@@ -3,3 +3,4 @@ export * from './kafka-cluster';
 export * from './group-consumer';
 export * from './partition-reader';
 export * from './purge';
+export * from './topic-admin';
