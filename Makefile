@@ -11,7 +11,7 @@ NODE_HOME := $(RESTASH_CACHE)/node-$(NODE_VERSION)
 export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
 
-.PHONY: runtime install dev build lint typecheck unit integration engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue
+.PHONY: runtime install dev crds build lint typecheck unit integration engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue
 
 runtime: ## the pinned Node, when missing
 	bash deploy/local/node.sh
@@ -24,6 +24,9 @@ RUN_TS := SWC_NODE_PROJECT=tsconfig.base.json node -r @swc-node/register
 
 dev: build ## the whole local stack in the foreground (libs/platform/util-stack); writes .restash/local.env
 	$(RUN_TS) libs/platform/util-stack/src/bin/dev.ts
+
+crds: ## deploy/crds/restash.dev_<plural>.yaml from the zod schemas of libs/shared/util-resources (a unit test fails while they differ)
+	$(RUN_TS) libs/shared/util-resources/src/bin/crds.ts
 
 build: install ## each app with the libraries it imports into dist/apps/<app>/ (tools/build.mjs), cached by Nx
 	npx nx run-many -t build --outputStyle=static

@@ -65,29 +65,36 @@ export const MESSAGE_MAX_REQUEST_BYTES = 1024 * 1024;
 function limits(maxRequestBytes: number) {
   return z
     .strictObject({
-      maxRequestBytes: z.number().int().min(1).default(maxRequestBytes),
-      dailyRequests: z.number().int().min(0).default(0),
+      maxRequestBytes: z.number().int().min(1).default(maxRequestBytes).describe('Largest request body in bytes; larger ones are refused.'),
+      dailyRequests: z.number().int().min(0).default(0).describe('Requests per UTC day; 0 is unlimited.'),
     })
-    .prefault({});
+    .prefault({})
+    .describe('Request limits.');
 }
 
 /** `KvDatabase.spec`: where the database's Redis is (managed by the operator, or an external one) and its limits. */
 export const kvDatabaseSpecSchema = z.strictObject({
   redis: withRule(
     z.strictObject({
-      /** A Redis server the operator runs for this database (a StatefulSet with a volume). */
       managed: z
         .strictObject({
-          storage: quantity.default('1Gi'),
-          storageClassName: z.string().min(1).max(253).optional(),
+          storage: quantity.default('1Gi').describe('Size of the Redis volume (a quantity).'),
+          storageClassName: z.string().min(1).max(253).optional().describe("StorageClass of the volume; default the cluster's default class."),
         })
-        .optional(),
-      /** A Redis server run elsewhere; the Secret key holds a redis:// or rediss:// URL with the gateway's credentials. */
-      external: z.strictObject({ urlSecretRef: secretKeyRef }).optional(),
+        .optional()
+        .describe('A Redis server the operator runs for this database, with a volume of its own.'),
+      external: z
+        .strictObject({
+          urlSecretRef: secretKeyRef.describe("Secret key holding the Redis URL (redis:// or rediss://) with the gateway's credentials."),
+        })
+        .optional()
+        .describe('A Redis server run elsewhere, backing this database alone.'),
     }),
     { rule: '!(has(self.managed) && has(self.external))', message: 'set one of managed and external, not both' },
     (redis) => !(redis.managed && redis.external),
-  ).prefault({ managed: {} }),
+  )
+    .prefault({ managed: {} })
+    .describe('The Redis server of the database: managed (the default) or external.'),
   limits: limits(KV_MAX_REQUEST_BYTES),
 });
 export type KvDatabaseSpec = z.output<typeof kvDatabaseSpecSchema>;
@@ -97,17 +104,16 @@ export const SIMILARITY_FUNCTIONS = ['COSINE', 'EUCLIDEAN', 'DOT_PRODUCT'] as co
 
 /** `VectorIndex.spec`: dimension, metric, the embedding model of the `*-data` endpoints, limits. */
 export const vectorIndexSpecSchema = z.strictObject({
-  dimension: z.number().int().min(1).max(65_536),
-  similarityFunction: z.enum(SIMILARITY_FUNCTIONS).default('COSINE'),
-  /** The embedding model of the `*-data` endpoints; without it they answer 422. */
+  dimension: z.number().int().min(1).max(65_536).describe('Number of components of every vector.'),
+  similarityFunction: z.enum(SIMILARITY_FUNCTIONS).default('COSINE').describe('How query scores are computed.'),
   embedding: z
     .strictObject({
-      model: z.string().min(1).max(253),
-      /** An OpenAI-compatible embeddings endpoint; default the applier's EMBEDDING_URL. */
-      url: httpUrl.optional(),
-      apiKeySecretRef: secretKeyRef.optional(),
+      model: z.string().min(1).max(253).describe('Model name sent to the embeddings endpoint.'),
+      url: httpUrl.optional().describe("OpenAI-compatible embeddings endpoint; default the applier's EMBEDDING_URL."),
+      apiKeySecretRef: secretKeyRef.optional().describe("Secret key holding the endpoint's API key; default the applier's EMBEDDING_API_KEY."),
     })
-    .optional(),
+    .optional()
+    .describe('The embedding model of the *-data endpoints (upsert-data, query-data); without it they answer 422.'),
   limits: limits(KV_MAX_REQUEST_BYTES),
 });
 export type VectorIndexSpec = z.output<typeof vectorIndexSpecSchema>;
@@ -124,19 +130,20 @@ export const MAX_TOPICS = 1000;
 
 const topicSchema = withTransitionRule(
   z.strictObject({
-    name: topicName,
-    partitions: z.number().int().min(1).max(1000).default(1),
-    /** Kafka's retention.ms: -1 keeps messages forever. */
+    name: topicName.describe('Topic name as clients see it.'),
+    partitions: z.number().int().min(1).max(1000).default(1).describe('Number of partitions; it may grow, never shrink.'),
     retentionMs: withRule(
       z.number().int().min(-1),
       { rule: 'self == -1 || self >= 60000', message: 'must be -1 (unlimited) or at least 60000' },
       (ms) => ms === -1 || ms >= 60_000,
-    ).optional(),
+    )
+      .optional()
+      .describe("Kafka's retention.ms: -1 keeps messages forever; default the broker's."),
   }),
   { rule: 'self.partitions >= oldSelf.partitions', message: 'partitions cannot be decreased' },
 );
 
-/** `StreamCluster.spec`: its topics (created by the applier / the gateway) and limits. */
+/** `StreamCluster.spec`: its topics and limits. */
 export const streamClusterSpecSchema = z.strictObject({
   topics: z
     .array(topicSchema)
@@ -150,22 +157,24 @@ export const streamClusterSpecSchema = z.strictObject({
       });
     })
     .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })
-    .default([]),
+    .default([])
+    .describe("The cluster's topics, by name."),
   limits: limits(MESSAGE_MAX_REQUEST_BYTES),
 });
 export type StreamClusterSpec = z.output<typeof streamClusterSpecSchema>;
 
 /** `QueueProject.spec`: message retries (QStash's default is 3) and limits. */
 export const queueProjectSpecSchema = z.strictObject({
-  /** Retries of a message that sets no `Upstash-Retries`, and the most a message may ask for. */
   retries: withRule(
     z.strictObject({
-      default: z.number().int().min(0).max(100).default(3),
-      max: z.number().int().min(0).max(100).default(10),
+      default: z.number().int().min(0).max(100).default(3).describe('Retries of a message that sets no Upstash-Retries.'),
+      max: z.number().int().min(0).max(100).default(10).describe('The most retries a message may ask for.'),
     }),
     { rule: 'self.default <= self.max', message: 'retries.default must not exceed retries.max', fieldPath: '.default' },
     (retries) => retries.default <= retries.max,
-  ).prefault({}),
+  )
+    .prefault({})
+    .describe('Delivery retries.'),
   limits: limits(MESSAGE_MAX_REQUEST_BYTES),
 });
 export type QueueProjectSpec = z.output<typeof queueProjectSpecSchema>;
@@ -189,7 +198,7 @@ export const conditionSchema = z.strictObject({
   type: z
     .string()
     .max(316)
-    .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/),
+    .regex(new RegExp('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$')),
   status: z.enum(['True', 'False', 'Unknown']),
   observedGeneration: z.number().int().min(0).optional(),
   lastTransitionTime: z.string().meta({ format: 'date-time' }),

@@ -1,0 +1,68 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { crdFileName, crdFileText, crdOf, type SchemaNode, structuralSchema } from './crd';
+import { KIND_NAMES, withRule } from './kinds';
+import { z } from 'zod';
+
+const crdsDir = join(__dirname, '../../../../deploy/crds');
+
+/** Every node of a schema, with its path. */
+function nodes(node: SchemaNode, path = ''): Array<[string, SchemaNode]> {
+  const children = Object.entries((node.properties ?? {}) as Record<string, SchemaNode>).flatMap(([k, v]) => nodes(v, `${path}.${k}`));
+  const items = node.items ? nodes(node.items as SchemaNode, `${path}[*]`) : [];
+  return [[path, node], ...children, ...items];
+}
+
+describe('crdOf', () => {
+  it.each(KIND_NAMES)('%s: the committed deploy/crds file is the generated one (run make crds)', (kind) => {
+    expect(readFileSync(join(crdsDir, crdFileName(kind)), 'utf8')).toBe(crdFileText(kind));
+  });
+
+  it.each(KIND_NAMES)('%s: a structural schema (typed nodes, no additionalProperties, list-map keys required)', (kind) => {
+    const schema = crdOf(kind).spec.versions[0].schema.openAPIV3Schema;
+    for (const [path, node] of nodes(schema)) {
+      expect([path, typeof node.type]).toEqual([path, 'string']);
+      expect([path, 'additionalProperties' in node]).toEqual([path, false]);
+      if (node['x-kubernetes-list-type'] === 'map') {
+        const items = node.items as SchemaNode;
+        for (const key of node['x-kubernetes-list-map-keys'] as string[]) expect(items.required).toContain(key);
+      }
+    }
+  });
+
+  it('carries the CEL rules beside the zod checks', () => {
+    const spec = crdOf('QueueProject').spec.versions[0].schema.openAPIV3Schema.properties as Record<string, SchemaNode>;
+    const retries = (spec.spec.properties as Record<string, SchemaNode>).retries;
+    expect(retries['x-kubernetes-validations']).toEqual([
+      { rule: 'self.default <= self.max', message: 'retries.default must not exceed retries.max', fieldPath: '.default' },
+    ]);
+    expect(retries.default).toEqual({});
+  });
+
+  it('prints Ready and Reason first and Age last', () => {
+    expect(crdOf('VectorIndex').spec.versions[0].additionalPrinterColumns.map((c) => c.name)).toEqual(['Ready', 'Reason', 'Dimension', 'Metric', 'Age']);
+  });
+
+  it('requires a spec only where the spec has fields without defaults', () => {
+    expect(crdOf('VectorIndex').spec.versions[0].schema.openAPIV3Schema.required).toEqual(['spec']);
+    expect(crdOf('QueueProject').spec.versions[0].schema.openAPIV3Schema.required).toBeUndefined();
+  });
+});
+
+describe('structuralSchema', () => {
+  it('refuses what a structural schema cannot say', () => {
+    expect(() => structuralSchema(z.object({ a: z.union([z.string(), z.number()]) }))).toThrow(".a: 'anyOf' is not allowed in a structural schema");
+    expect(() => structuralSchema(z.object({ a: z.any() }))).toThrow('.a: every node of a structural schema needs a type');
+  });
+
+  it('keeps every rule withRule attached', () => {
+    const twice = withRule(withRule(z.number(), { rule: 'self > 0', message: 'positive' }, (n) => n > 0), { rule: 'self < 9', message: 'small' }, (n) => n < 9);
+    expect(structuralSchema(twice)['x-kubernetes-validations']).toEqual([
+      { rule: 'self > 0', message: 'positive' },
+      { rule: 'self < 9', message: 'small' },
+    ]);
+    expect(twice.safeParse(0).success).toBe(false);
+    expect(twice.safeParse(9).success).toBe(false);
+    expect(twice.safeParse(5).success).toBe(true);
+  });
+});

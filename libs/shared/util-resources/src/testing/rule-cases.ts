@@ -1,0 +1,49 @@
+import type { KindName } from '../kinds';
+
+/**
+ * A spec and whether the kind's schema accepts it: the cases of the rules that live twice, once as a
+ * CEL rule or list-map key for the API server and once as a zod check for the local parser
+ * (kinds.spec.ts runs them through zod; a test against a real API server can apply the same specs).
+ */
+export interface RuleCase {
+  kind: KindName;
+  what: string;
+  spec: Record<string, unknown>;
+  valid: boolean;
+}
+
+const external = { external: { urlSecretRef: { name: 'redis', key: 'url' } } };
+
+export const RULE_CASES: RuleCase[] = [
+  { kind: 'KvDatabase', what: 'managed and external together', spec: { redis: { managed: {}, ...external } }, valid: false },
+  { kind: 'KvDatabase', what: 'external alone', spec: { redis: external }, valid: true },
+  { kind: 'KvDatabase', what: 'managed alone', spec: { redis: { managed: { storage: '2Gi' } } }, valid: true },
+  { kind: 'KvDatabase', what: 'an empty spec (managed, 1Gi)', spec: {}, valid: true },
+  { kind: 'StreamCluster', what: "topic '.'", spec: { topics: [{ name: '.' }] }, valid: false },
+  { kind: 'StreamCluster', what: "topic '..'", spec: { topics: [{ name: '..' }] }, valid: false },
+  { kind: 'StreamCluster', what: "topic '...'", spec: { topics: [{ name: '...' }] }, valid: true },
+  { kind: 'StreamCluster', what: 'retentionMs -1', spec: { topics: [{ name: 'a', retentionMs: -1 }] }, valid: true },
+  { kind: 'StreamCluster', what: 'retentionMs 60000', spec: { topics: [{ name: 'a', retentionMs: 60_000 }] }, valid: true },
+  { kind: 'StreamCluster', what: 'retentionMs 59999', spec: { topics: [{ name: 'a', retentionMs: 59_999 }] }, valid: false },
+  { kind: 'StreamCluster', what: 'retentionMs 0', spec: { topics: [{ name: 'a', retentionMs: 0 }] }, valid: false },
+  { kind: 'StreamCluster', what: 'two topics of one name', spec: { topics: [{ name: 'a' }, { name: 'a', partitions: 2 }] }, valid: false },
+  { kind: 'QueueProject', what: 'retries.default above retries.max', spec: { retries: { default: 5, max: 4 } }, valid: false },
+  { kind: 'QueueProject', what: 'retries.default equal to retries.max', spec: { retries: { default: 10, max: 10 } }, valid: true },
+  { kind: 'QueueProject', what: 'retries.default above the default max', spec: { retries: { default: 11 } }, valid: false },
+  { kind: 'QueueProject', what: 'an unknown field', spec: { retries: { default: 1, maximum: 2 } }, valid: false },
+  { kind: 'VectorIndex', what: 'an unknown field', spec: { dimension: 3, metric: 'COSINE' }, valid: false },
+];
+
+/** An update the API server refuses by a transition rule (the local parser sees no old object). */
+export interface TransitionCase {
+  kind: KindName;
+  what: string;
+  old: Record<string, unknown>;
+  new: Record<string, unknown>;
+  valid: boolean;
+}
+
+export const TRANSITION_CASES: TransitionCase[] = [
+  { kind: 'StreamCluster', what: 'partitions decreased', old: { topics: [{ name: 'a', partitions: 3 }] }, new: { topics: [{ name: 'a', partitions: 2 }] }, valid: false },
+  { kind: 'StreamCluster', what: 'partitions increased', old: { topics: [{ name: 'a', partitions: 3 }] }, new: { topics: [{ name: 'a', partitions: 4 }] }, valid: true },
+];
