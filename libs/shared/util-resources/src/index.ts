@@ -1,2 +1,3 @@
 export * from './kinds';
 export * from './crd';
+export * from './resource-file';
