@@ -4,3 +4,4 @@ export * from './tenant-spec';
 export * from './registry-reader';
 export * from './registry-writer';
 export * from './daily-quota';
+export * from './resources';

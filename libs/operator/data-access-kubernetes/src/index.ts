@@ -1,0 +1,6 @@
+export * from './errors';
+export * from './kube-config';
+export * from './kubernetes-client';
+export * from './events';
+export * from './watch';
+export * from './leader-election';
