@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type RestashResource, parseResourceFile, streamClusterUsername } from '@restash/shared/util-resources';
+import { type KvDatabase, type RestashResource, parseResourceFile, streamClusterUsername } from '@restash/shared/util-resources';
 import { streamClusterId, streamUsername } from './records';
 import { MANAGED_KV_NOT_SUPPORTED, type ResolveOptions, backendsConfig, backendsEnv, resolveTenant } from './resources';
 import { tenantDocumentSchema } from './tenant-spec';
@@ -43,7 +43,7 @@ function setup(text: string) {
   return { resources, options };
 }
 
-const kv = (name: string, key: string): RestashResource => ({
+const kv = (name: string, key: string): KvDatabase => ({
   apiVersion: 'restash.dev/v1alpha1',
   kind: 'KvDatabase',
   metadata: { name, namespace: 'acme' },
@@ -76,7 +76,7 @@ describe('resolveTenant', () => {
 
   it('leaves out each resource with a problem, and keeps the others', () => {
     const { options } = setup(FILE);
-    const managed: RestashResource = { ...kv('managed', 'x'), spec: { redis: { managed: { storage: '1Gi' } }, limits: { maxRequestBytes: 1, dailyRequests: 0 } } };
+    const managed: KvDatabase = { ...kv('managed', 'x'), spec: { redis: { managed: { storage: '1Gi' } }, limits: { maxRequestBytes: 1, dailyRequests: 0 } } };
     const resources = [kv('a', 'redis'), kv('b', 'other'), kv('c', 'missing'), kv('d', 'bad'), managed];
     const { document, problems } = resolveTenant('acme', resources, options);
     expect(document.spec.kv.databases.map((d) => d.name)).toEqual(['a']);
@@ -90,7 +90,7 @@ describe('resolveTenant', () => {
 
   it('takes a managed KV database’s URL from managedKvUrl', () => {
     const { options } = setup(FILE);
-    const managed: RestashResource = { ...kv('m', 'x'), spec: { redis: { managed: { storage: '1Gi' } }, limits: { maxRequestBytes: 1, dailyRequests: 0 } } };
+    const managed: KvDatabase = { ...kv('m', 'x'), spec: { redis: { managed: { storage: '1Gi' } }, limits: { maxRequestBytes: 1, dailyRequests: 0 } } };
     const { document } = resolveTenant('acme', [managed], { ...options, managedKvUrl: (db) => `redis://gw:pw@${db.metadata.name}-redis:6379` });
     expect(document.spec.kv.databases[0].redis.url).toBe('redis://gw:pw@m-redis:6379');
   });
