@@ -1,0 +1,51 @@
+import type { KubernetesObject, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
+import { type EventRecorder, type KubernetesClient, isNotFound, kubernetesErrorMessage } from '@restash/operator/data-access-kubernetes';
+import type { KubeAccess } from '@restash/platform/feature-reconcile';
+import { GROUP, KINDS, type RestashResource, VERSION } from '@restash/shared/util-resources';
+
+/**
+ * The reconciler's view of Kubernetes (feature-reconcile's KubeAccess) on @kubernetes/client-node: resources from the
+ * informers' caches, reads of Secrets, Services and StatefulSets straight from the API server (always current, and
+ * few per pass), writes through server-side apply, the status subresource and conditional finalizer patches.
+ *
+ * Events are best effort: a refused one is logged through `warn`, never fails a pass.
+ *
+ * @param cached every restash resource of a namespace, from the informers
+ */
+export function kubeAccess(
+  client: KubernetesClient,
+  events: EventRecorder,
+  cached: (namespace: string) => RestashResource[],
+  warn: (message: string) => void,
+): KubeAccess {
+  const orUndefined = async <T>(read: Promise<T>): Promise<T | undefined> => {
+    try {
+      return await read;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  };
+  return {
+    resources: cached,
+    getSecret: (namespace, name) => orUndefined<V1Secret>(client.core.readNamespacedSecret({ namespace, name })),
+    getService: (namespace, name) => orUndefined<V1Service>(client.core.readNamespacedService({ namespace, name })),
+    getStatefulSet: (namespace, name) =>
+      orUndefined<V1StatefulSet>(client.objects.read({ apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { namespace, name } }) as Promise<V1StatefulSet>),
+    async apply(object: KubernetesObject) {
+      await client.serverSideApply(object);
+    },
+    async remove(apiVersion, kind, namespace, name) {
+      await orUndefined(client.objects.delete({ apiVersion, kind, metadata: { namespace, name } }, undefined, undefined, undefined, undefined, 'Background'));
+    },
+    async patchStatus(resource, status) {
+      await client.patchStatus({ group: GROUP, version: VERSION, plural: KINDS[resource.kind].plural }, resource.metadata.namespace, resource.metadata.name, status);
+    },
+    async setFinalizers(resource, finalizers) {
+      await client.patchFinalizers(resource as KubernetesObject, finalizers);
+    },
+    async event(resource, type, reason, message) {
+      await events.record(resource as KubernetesObject, type, reason, message).catch((error: unknown) => warn(`event ${reason} about ${resource.kind} ${resource.metadata.namespace}/${resource.metadata.name} not recorded: ${kubernetesErrorMessage(error)}`));
+    },
+  };
+}

@@ -1,0 +1,139 @@
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import {
+  EventRecorder,
+  KubernetesClient,
+  LeaderElector,
+  type ResourceWatch,
+  kubeConfigFrom,
+  kubernetesErrorMessage,
+  watchResources,
+} from '@restash/operator/data-access-kubernetes';
+import { WorkQueue } from '@restash/operator/util-controller';
+import { TenantReconciler, type TenantRegistry, type EngineAdmin } from '@restash/platform/feature-reconcile';
+import { GROUP, KIND_NAMES, KINDS, type KindName, type RestashResource, VERSION } from '@restash/shared/util-resources';
+import { Readiness } from '@restash/shared/util-http';
+import { OPERATOR_CONFIG, type OperatorConfig } from './config';
+import { kubeAccess } from './kube-access';
+import { OperatorMetrics } from './operator-metrics';
+import { ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
+
+const logger = new Logger('Operator');
+
+/**
+ * The operator's control loop (issue 13, "The operator"): after winning the leader Lease (or at once without
+ * leader election), one informer per kind (list + watch, restarted with backoff, periodic resync) turns every
+ * event into its namespace (the tenant) on a keyed work queue; the {@link TenantReconciler} reconciles a
+ * namespace at a time per key, with per-key exponential backoff on failure. Losing the Lease exits the process
+ * (the pod restarts and stands by), as Strimzi's operators do. Shutdown stops the watches, waits for running
+ * passes and releases the Lease.
+ *
+ * `/readyz` checks `kubernetes`: the informers have listed everything (a standby replica is ready: it serves
+ * health and metrics and waits for the Lease).
+ */
+@Injectable()
+export class OperatorController implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly client: KubernetesClient;
+  private watches = new Map<KindName, ResourceWatch<KubernetesObject>>();
+  private queue: WorkQueue<string> | undefined;
+  private elector: LeaderElector | undefined;
+  private depthTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
+
+  constructor(
+    @Inject(OPERATOR_CONFIG) private readonly config: OperatorConfig,
+    @Inject(TENANT_REGISTRY) private readonly registry: TenantRegistry,
+    @Inject(ENGINE_ADMIN) private readonly engines: EngineAdmin,
+    private readonly metrics: OperatorMetrics,
+    private readonly readiness: Readiness,
+  ) {
+    this.client = new KubernetesClient(kubeConfigFrom(process.env));
+  }
+
+  onApplicationBootstrap(): void {
+    this.readiness.register('kubernetes', async () => {
+      if (this.watches.size === 0) return; // standing by for the Lease
+      await Promise.all([...this.watches.values()].map((w) => w.synced));
+    });
+    const election = this.config.leaderElection;
+    if (!election) {
+      this.metrics.leader.set(1);
+      this.start();
+      return;
+    }
+    this.elector = new LeaderElector({
+      coordination: this.client.coordination,
+      onError: (error) => logger.warn(`leader election: ${kubernetesErrorMessage(error)}`),
+      namespace: election.namespace,
+      name: election.name,
+      identity: election.identity,
+    });
+    void this.elector.run({
+      onStartedLeading: () => {
+        logger.log(`leading (Lease ${election.namespace}/${election.name}, identity ${election.identity})`);
+        this.metrics.leader.set(1);
+        this.start();
+      },
+      onStoppedLeading: () => {
+        this.metrics.leader.set(0);
+        if (this.stopping) return;
+        logger.error('lost the leader Lease: exiting so that a new process stands by');
+        process.exit(1);
+      },
+    });
+  }
+
+  /** Starts the informers and the work queue. */
+  private start(): void {
+    const reconciler = new TenantReconciler(
+      kubeAccess(
+        this.client,
+        new EventRecorder(this.client.core, { instance: this.config.leaderElection?.identity ?? 'restash-operator' }),
+        (ns) => this.resources(ns),
+        (m) => logger.warn(m),
+      ),
+      this.registry,
+      this.engines,
+      { backends: this.config.backends, urls: this.config.urls, managedRedis: this.config.managedRedis },
+    );
+    this.queue = new WorkQueue<string>({
+      workers: this.config.workers,
+      handler: (namespace) => reconciler.reconcile(namespace),
+      onResult: (report) => {
+        this.metrics.observe(report);
+        if (report.outcome === 'error') logger.warn(`namespace ${report.key}: ${kubernetesErrorMessage(report.error)} (retry in ${report.retryInMs} ms)`);
+      },
+    });
+    this.depthTimer = setInterval(() => this.metrics.queueDepth.set(this.queue?.depth ?? 0), 1_000);
+    this.depthTimer.unref();
+    for (const kind of KIND_NAMES) {
+      const { plural } = KINDS[kind];
+      const watch = watchResources<KubernetesObject>({
+        config: this.client.config,
+        path: `/apis/${GROUP}/${VERSION}/${plural}`,
+        list: () => this.client.customObjects.listClusterCustomObject({ group: GROUP, version: VERSION, plural }) as Promise<KubernetesListObject<KubernetesObject>>,
+        onEvent: (_type, object) => {
+          const namespace = object.metadata?.namespace;
+          if (namespace) this.queue?.add(namespace);
+        },
+        onError: (error) => logger.warn(`watch of ${plural}: ${kubernetesErrorMessage(error)}`),
+        onRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
+        resyncMs: this.config.resyncMs,
+      });
+      this.watches.set(kind, watch);
+    }
+  }
+
+  /** Every restash resource of a namespace, from the informers' caches. */
+  private resources(namespace: string): RestashResource[] {
+    return [...this.watches.values()].flatMap((w) => w.cache.list(namespace)) as unknown as RestashResource[];
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.depthTimer);
+    await Promise.all([...this.watches.values()].map((w) => w.stop()));
+    await this.queue?.shutDown();
+    await this.elector?.stop();
+  }
+}

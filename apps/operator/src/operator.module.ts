@@ -1,0 +1,76 @@
+import { type DynamicModule, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { ObservabilityModule } from '@restash/shared/util-http';
+import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
+import { QueueStore } from '@restash/queue/data-access-store';
+import { TenantTeardown, enginePurgers } from '@restash/platform/feature-teardown';
+import { engineAdmin, tenantRegistry } from '@restash/platform/feature-reconcile';
+import { OPERATOR_CONFIG, type OperatorConfig } from './config';
+import { OperatorController } from './operator.controller';
+import { OperatorMetrics } from './operator-metrics';
+import { ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
+
+/** Injection token of the queue store the operator purges deleted queue projects in (opened on first use). */
+const QUEUE_STORE = Symbol('QUEUE_STORE');
+
+interface LazyQueueStore {
+  get(): QueueStore;
+  close(): Promise<void>;
+}
+
+/**
+ * The operator (apps/operator): the control Redis and readiness from TenancyModule (the registry's other
+ * consumers use the same), the tenant registry through TenantTeardown (the code `tenants apply` and `tenants
+ * delete` run), the engines' admin clients, the metrics and the {@link OperatorController}.
+ */
+@Module({})
+export class OperatorModule implements OnApplicationShutdown {
+  constructor(@Inject(QUEUE_STORE) private readonly queueStore: LazyQueueStore) {}
+
+  static forRoot(config: OperatorConfig): DynamicModule {
+    return {
+      module: OperatorModule,
+      imports: [
+        ObservabilityModule,
+        TenancyModule.forRoot({ controlRedisUrl: config.controlRedisUrl, registryCacheTtlMs: 30_000, registrySealKey: config.registrySealKey }),
+      ],
+      providers: [
+        { provide: OPERATOR_CONFIG, useValue: config },
+        {
+          provide: QUEUE_STORE,
+          useFactory: (): LazyQueueStore => {
+            let opened: { redis: Redis; store: QueueStore } | undefined;
+            return {
+              get() {
+                if (!opened) {
+                  const redis = new Redis(config.queueStore.redisUrl, { maxRetriesPerRequest: 3 });
+                  redis.on('error', () => undefined); // the failing purge reports it
+                  opened = { redis, store: new QueueStore(redis, config.queueStore.options) };
+                  opened.store.queue.on('error', () => undefined);
+                }
+                return opened.store;
+              },
+              async close() {
+                await opened?.store.close().catch(() => undefined);
+                opened?.redis.disconnect();
+              },
+            };
+          },
+        },
+        {
+          provide: TENANT_REGISTRY,
+          inject: [CONTROL_REDIS, QUEUE_STORE],
+          useFactory: (control: Redis, queueStore: LazyQueueStore) =>
+            tenantRegistry(control, new TenantTeardown(control, enginePurgers(() => queueStore.get()))),
+        },
+        { provide: ENGINE_ADMIN, useFactory: () => engineAdmin({ qdrantTimeoutMs: 10_000 }) },
+        OperatorMetrics,
+        OperatorController,
+      ],
+    };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.queueStore.close();
+  }
+}

@@ -1,0 +1,4 @@
+/** Injection token of the reconciler's TenantRegistry (feature-reconcile's tenantRegistry on the control Redis). */
+export const TENANT_REGISTRY = Symbol('TENANT_REGISTRY');
+/** Injection token of the reconciler's EngineAdmin (Qdrant collections, Kafka topics). */
+export const ENGINE_ADMIN = Symbol('ENGINE_ADMIN');

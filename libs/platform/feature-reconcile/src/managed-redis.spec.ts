@@ -1,0 +1,59 @@
+import { managedRedisAcl, managedRedisConfig, managedRedisNames, managedRedisObjects } from './managed-redis';
+
+const settings = { image: 'localhost/restash/redis:7.0.15', imagePullPolicy: 'Never' as const, runAsUser: 65532, cpuRequest: '50m', memoryRequest: '64Mi', memoryLimit: '256Mi' };
+const input = {
+  owner: { apiVersion: 'restash.dev/v1alpha1', kind: 'KvDatabase', name: '1cache', namespace: 'acme', uid: 'uid-7' },
+  storage: '2Gi',
+  password: 'p4ss',
+};
+
+describe('managedRedisObjects', () => {
+  it('names every object with a letter first and owns each by the KvDatabase', () => {
+    const [secret, headless, service, set] = managedRedisObjects(input, settings);
+    expect([secret.metadata?.name, headless.metadata?.name, service.metadata?.name, set.metadata?.name]).toEqual([
+      'redis-1cache',
+      'redis-1cache-headless',
+      'redis-1cache',
+      'redis-1cache',
+    ]);
+    for (const object of [secret, headless, service, set]) {
+      expect(object.metadata?.namespace).toBe('acme');
+      expect(object.metadata?.ownerReferences).toEqual([
+        { apiVersion: 'restash.dev/v1alpha1', kind: 'KvDatabase', name: '1cache', uid: 'uid-7', controller: true, blockOwnerDeletion: true },
+      ]);
+    }
+    expect(managedRedisNames('1cache').pvc).toBe(`${set.spec?.volumeClaimTemplates?.[0]?.metadata?.name}-${set.metadata?.name}-0`);
+  });
+
+  it('runs one Redis with AOF, the ACL file from the Secret, a PVC deleted with it, and a locked-down container', () => {
+    const [secret, headless, service, set] = managedRedisObjects(input, settings);
+    expect(secret.stringData?.['redis.conf']).toContain('appendonly yes');
+    expect(secret.stringData?.['redis.conf']).toContain('aclfile /etc/redis/users.acl');
+    expect(secret.stringData?.['users.acl']).toBe('user default off\nuser restash-gateway on >p4ss ~* &* +@all -migrate\n');
+    expect(headless.spec?.clusterIP).toBe('None');
+    expect(service.spec?.type).toBe('ClusterIP');
+    const spec = set.spec;
+    expect(spec?.replicas).toBe(1);
+    expect(spec?.serviceName).toBe('redis-1cache-headless');
+    expect(spec?.persistentVolumeClaimRetentionPolicy?.whenDeleted).toBe('Delete');
+    expect(spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests).toEqual({ storage: '2Gi' });
+    const pod = spec?.template.spec;
+    expect(pod?.securityContext).toMatchObject({ runAsUser: 65532, runAsNonRoot: true, fsGroup: 65532 });
+    const container = pod?.containers[0];
+    expect(container?.imagePullPolicy).toBe('Never');
+    expect(container?.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(pod?.volumes?.[0]?.secret?.secretName).toBe('redis-1cache');
+    // The selector picks this database's pod only.
+    expect(spec?.selector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'redis', 'app.kubernetes.io/instance': '1cache' });
+  });
+
+  it('drops runAsNonRoot and fsGroup when told to run as root (hostPath volumes ignore fsGroup)', () => {
+    const [, , , set] = managedRedisObjects(input, { ...settings, runAsUser: 0 });
+    expect(set.spec?.template.spec?.securityContext).toEqual({ runAsUser: 0, runAsGroup: 0, runAsNonRoot: false });
+  });
+
+  it('has no user line in redis.conf (users come only from the ACL file) and no password there', () => {
+    expect(managedRedisConfig()).not.toMatch(/^user /m);
+    expect(managedRedisAcl('x')).toMatch(/^user default off$/m);
+  });
+});

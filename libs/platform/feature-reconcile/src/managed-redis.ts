@@ -1,0 +1,185 @@
+import type { V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
+
+/** The gateway's own ACL user on every KV database's Redis server; tenants never get its password. */
+export const GATEWAY_REDIS_USER = 'restash-gateway';
+
+/** Where a managed Redis listens, in its pod and behind its Services. */
+export const MANAGED_REDIS_PORT = 6379;
+
+/** How the operator runs the managed Redis of a KV database (operator configuration, `MANAGED_REDIS_*`). */
+export interface ManagedRedisSettings {
+  /** The image: a redis-server as the local stack runs it (deploy/k8s/images.sh builds `localhost/restash/redis:<version>`). */
+  image: string;
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  /** The user and group the server runs as; the data volume is group-owned by it (fsGroup). 0 only where the storage ignores fsGroup (hostPath). */
+  runAsUser: number;
+  /** Kubernetes quantities of the server container: requests and memory limit. */
+  cpuRequest: string;
+  memoryRequest: string;
+  memoryLimit: string;
+}
+
+/** What one KV database's managed Redis is: its name, its volume and the gateway user's password. */
+export interface ManagedRedisInput {
+  /** The KvDatabase (metadata.name, namespace, uid for the ownerReference). */
+  owner: { apiVersion: string; kind: string; name: string; namespace: string; uid: string };
+  /** The PVC size (a quantity, e.g. `1Gi`) and storage class (the cluster's default when absent). */
+  storage: string;
+  storageClassName?: string;
+  /** The password of {@link GATEWAY_REDIS_USER}: kept in the config Secret and reused while it exists. */
+  password: string;
+}
+
+/**
+ * The names of a managed Redis' objects: `redis-<database>` for the StatefulSet, the config Secret and the
+ * ClusterIP Service, `redis-<database>-headless` for the StatefulSet's governing Service. The `redis-` prefix
+ * makes them DNS-1035 labels (a Service name must start with a letter; a database name may not); the CRD
+ * limits KvDatabase names to 45 characters so that the StatefulSet's pods' revision label fits in 63.
+ */
+export function managedRedisNames(database: string): { statefulSet: string; service: string; headless: string; secret: string; pvc: string } {
+  const base = `redis-${database}`;
+  return { statefulSet: base, service: base, headless: `${base}-headless`, secret: base, pvc: `data-${base}-0` };
+}
+
+/** The labels of every object of a managed Redis, and the StatefulSet's pod selector (name and instance). */
+export function managedRedisLabels(database: string): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': 'redis',
+    'app.kubernetes.io/instance': database,
+    'app.kubernetes.io/component': 'kv-database',
+    'app.kubernetes.io/part-of': 'restash',
+    'app.kubernetes.io/managed-by': 'restash-operator',
+  };
+}
+
+/**
+ * The redis.conf of a managed Redis: AOF every second (README, "KV: durability"), no RDB snapshots, never
+ * evict (Upstash's default), users from the mounted ACL file only.
+ */
+export function managedRedisConfig(): string {
+  return [
+    `port ${MANAGED_REDIS_PORT}`,
+    'bind * -::*',
+    'protected-mode no',
+    'dir /data',
+    'appendonly yes',
+    'appendfsync everysec',
+    'save ""',
+    'maxmemory-policy noeviction',
+    'aclfile /etc/redis/users.acl',
+    '',
+  ].join('\n');
+}
+
+/**
+ * The ACL file of a managed Redis: the default user off, the gateway's user on with every command but
+ * MIGRATE (tenant scripts run as that user, and MIGRATE would connect the server anywhere), as the local
+ * stack's servers have it.
+ */
+export function managedRedisAcl(password: string): string {
+  return `user default off\nuser ${GATEWAY_REDIS_USER} on >${password} ~* &* +@all -migrate\n`;
+}
+
+/**
+ * The objects of a KV database's managed Redis (DESIGN.md, KV; issue 13 "What backs each resource"), each
+ * owned by the KvDatabase (so Kubernetes' garbage collector removes them with it): the config Secret (redis.conf
+ * and the ACL file, mounted read-only), the headless Service the StatefulSet needs, a ClusterIP Service the
+ * gateways connect to (a stable address that works without cluster DNS, also from outside the pod network), and a
+ * StatefulSet of one Redis with a PVC per pod that is deleted with the StatefulSet.
+ *
+ * @returns objects ready for server-side apply, in the order to apply them
+ */
+export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedRedisSettings): [V1Secret, V1Service, V1Service, V1StatefulSet] {
+  const { owner } = input;
+  const names = managedRedisNames(owner.name);
+  const labels = managedRedisLabels(owner.name);
+  const selector = { 'app.kubernetes.io/name': 'redis', 'app.kubernetes.io/instance': owner.name };
+  const metadata = (name: string) => ({
+    name,
+    namespace: owner.namespace,
+    labels,
+    ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
+  });
+  const port = { name: 'redis', port: MANAGED_REDIS_PORT, targetPort: 'redis', protocol: 'TCP' };
+  const root = settings.runAsUser === 0;
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: metadata(names.secret),
+      type: 'Opaque',
+      stringData: { 'redis.conf': managedRedisConfig(), 'users.acl': managedRedisAcl(input.password) },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: metadata(names.headless),
+      spec: { clusterIP: 'None', selector, ports: [port], publishNotReadyAddresses: true },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: metadata(names.service),
+      spec: { type: 'ClusterIP', selector, ports: [port] },
+    },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: metadata(names.statefulSet),
+      spec: {
+        serviceName: names.headless,
+        replicas: 1,
+        selector: { matchLabels: selector },
+        persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' },
+        template: {
+          metadata: { labels },
+          spec: {
+            automountServiceAccountToken: false,
+            enableServiceLinks: false,
+            securityContext: {
+              runAsUser: settings.runAsUser,
+              runAsGroup: settings.runAsUser,
+              runAsNonRoot: !root,
+              ...(root ? {} : { fsGroup: settings.runAsUser }),
+            },
+            containers: [
+              {
+                name: 'redis',
+                image: settings.image,
+                imagePullPolicy: settings.imagePullPolicy,
+                args: ['/etc/redis/redis.conf'],
+                ports: [{ name: 'redis', containerPort: MANAGED_REDIS_PORT, protocol: 'TCP' }],
+                readinessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 2, failureThreshold: 3 },
+                livenessProbe: { tcpSocket: { port: 'redis' }, initialDelaySeconds: 10, periodSeconds: 10 },
+                resources: {
+                  requests: { cpu: settings.cpuRequest, memory: settings.memoryRequest },
+                  limits: { memory: settings.memoryLimit },
+                },
+                securityContext: {
+                  allowPrivilegeEscalation: false,
+                  readOnlyRootFilesystem: true,
+                  capabilities: { drop: ['ALL'] },
+                },
+                volumeMounts: [
+                  { name: 'data', mountPath: '/data' },
+                  { name: 'config', mountPath: '/etc/redis', readOnly: true },
+                ],
+              },
+            ],
+            volumes: [{ name: 'config', secret: { secretName: names.secret, defaultMode: 0o440 } }],
+          },
+        },
+        volumeClaimTemplates: [
+          {
+            metadata: { name: 'data', labels },
+            spec: {
+              accessModes: ['ReadWriteOnce'],
+              resources: { requests: { storage: input.storage } },
+              ...(input.storageClassName ? { storageClassName: input.storageClassName } : {}),
+            },
+          },
+        ],
+      },
+    },
+  ];
+}

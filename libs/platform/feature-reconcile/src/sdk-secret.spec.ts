@@ -1,0 +1,73 @@
+import type { V1Secret } from '@kubernetes/client-node';
+import type { QueueProject, StreamCluster } from '@restash/shared/util-resources';
+import { ROTATED_FOR_ANNOTATION, ROTATE_ANNOTATION, ownedBy, sdkSecretOf, secretUpToDate, tokensFor } from './sdk-secret';
+
+const urls = { kv: 'http://kv', vector: 'http://vector', stream: 'http://stream', queue: 'http://queue' };
+
+function queueProject(annotations?: Record<string, string>): QueueProject {
+  return {
+    apiVersion: 'restash.dev/v1alpha1',
+    kind: 'QueueProject',
+    metadata: { name: 'jobs', namespace: 'acme', uid: 'uid-1', ...(annotations ? { annotations } : {}) },
+    spec: { retries: { default: 3, max: 10 }, limits: { maxRequestBytes: 1024, dailyRequests: 0 } },
+  };
+}
+
+/** The Secret as the API server returns it: data in base64. */
+function stored(secret: V1Secret): V1Secret {
+  const data = Object.fromEntries(Object.entries(secret.stringData ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
+  return { ...secret, stringData: undefined, data } as V1Secret;
+}
+
+describe('tokensFor and sdkSecretOf', () => {
+  it('makes new tokens and signing keys for a resource without a Secret, and keeps them while the Secret exists', () => {
+    const project = queueProject();
+    const first = tokensFor(project, undefined);
+    expect(first.fresh).toBe(true);
+    expect(first.tokens.currentSigningKey).toBeTruthy();
+    const secret = stored(sdkSecretOf(project, first.tokens, urls));
+    expect(secret.metadata?.name).toBe('jobs');
+    expect(secret.metadata?.ownerReferences).toEqual([{ apiVersion: 'restash.dev/v1alpha1', kind: 'QueueProject', name: 'jobs', uid: 'uid-1', controller: true, blockOwnerDeletion: true }]);
+    expect(Buffer.from(secret.data?.['QSTASH_URL'] ?? '', 'base64').toString()).toBe('http://queue');
+
+    const again = tokensFor(project, secret);
+    expect(again).toEqual({ tokens: first.tokens, fresh: false });
+    expect(secretUpToDate(secret, sdkSecretOf(project, again.tokens, urls))).toBe(true);
+    expect(ownedBy(secret, project)).toBe(true);
+    expect(ownedBy(secret, { ...project, metadata: { ...project.metadata, uid: 'other' } })).toBe(false);
+  });
+
+  it('rotates the tokens once per annotation value, keeping the signing keys', () => {
+    const first = tokensFor(queueProject(), undefined).tokens;
+    const rotating = queueProject({ [ROTATE_ANNOTATION]: '2026-11-22' });
+    const secret = stored(sdkSecretOf(queueProject(), first, urls));
+    const rotated = tokensFor(rotating, secret);
+    expect(rotated.fresh).toBe(true);
+    expect(rotated.tokens.standard).not.toBe(first.standard);
+    expect(rotated.tokens.readonly).not.toBe(first.readonly);
+    expect(rotated.tokens.currentSigningKey).toBe(first.currentSigningKey);
+
+    const after = stored(sdkSecretOf(rotating, rotated.tokens, urls));
+    expect(after.metadata?.annotations?.[ROTATED_FOR_ANNOTATION]).toBe('2026-11-22');
+    expect(tokensFor(rotating, after)).toEqual({ tokens: rotated.tokens, fresh: false });
+    expect(secretUpToDate(secret, sdkSecretOf(rotating, rotated.tokens, urls))).toBe(false);
+  });
+
+  it('writes the stream credentials under the SDK names, user names from the namespace and name', () => {
+    const cluster: StreamCluster = {
+      apiVersion: 'restash.dev/v1alpha1',
+      kind: 'StreamCluster',
+      metadata: { name: 'events', namespace: 'acme', uid: 'u' },
+      spec: { topics: [], limits: { maxRequestBytes: 1024, dailyRequests: 0 } },
+    };
+    const { tokens } = tokensFor(cluster, undefined);
+    expect(sdkSecretOf(cluster, tokens, urls).stringData).toEqual({
+      UPSTASH_KAFKA_REST_URL: 'http://stream',
+      UPSTASH_KAFKA_REST_USERNAME: 'acme.events',
+      UPSTASH_KAFKA_REST_PASSWORD: tokens.standard,
+      UPSTASH_KAFKA_REST_READONLY_USERNAME: 'acme.events.readonly',
+      UPSTASH_KAFKA_REST_READONLY_PASSWORD: tokens.readonly,
+    });
+    expect(() => sdkSecretOf({ ...cluster, metadata: { name: 'events', namespace: 'acme' } }, tokens, urls)).toThrow(/no uid/);
+  });
+});

@@ -1,0 +1,98 @@
+import type { V1Secret } from '@kubernetes/client-node';
+import { generateSigningKey, generateToken } from '@restash/shared/data-access-registry';
+import { type GatewayUrls, type RestashResource, type SecretTokens, secretDataOf } from '@restash/shared/util-resources';
+
+/** Set on a resource to rotate its tokens: a value the Secret has not been rotated for yet gives new tokens. */
+export const ROTATE_ANNOTATION = 'restash.dev/rotate-tokens';
+/** Kept on the Secret: the value of {@link ROTATE_ANNOTATION} its tokens were made for. */
+export const ROTATED_FOR_ANNOTATION = 'restash.dev/rotated-for';
+
+/** Where each kind's Secret keeps the tokens (the keys the official SDKs read). */
+const TOKEN_KEYS: Record<RestashResource['kind'], { standard: string; readonly: string; current?: string; next?: string }> = {
+  KvDatabase: { standard: 'UPSTASH_REDIS_REST_TOKEN', readonly: 'UPSTASH_REDIS_REST_READONLY_TOKEN' },
+  VectorIndex: { standard: 'UPSTASH_VECTOR_REST_TOKEN', readonly: 'UPSTASH_VECTOR_REST_READONLY_TOKEN' },
+  StreamCluster: { standard: 'UPSTASH_KAFKA_REST_PASSWORD', readonly: 'UPSTASH_KAFKA_REST_READONLY_PASSWORD' },
+  QueueProject: { standard: 'QSTASH_TOKEN', readonly: 'QSTASH_READONLY_TOKEN', current: 'QSTASH_CURRENT_SIGNING_KEY', next: 'QSTASH_NEXT_SIGNING_KEY' },
+};
+
+/** A Secret's data as text (`data` is base64; `stringData` is never returned by the API server but is read for objects built here). */
+export function secretText(secret: V1Secret | undefined): Record<string, string> {
+  const text: Record<string, string> = {};
+  for (const [key, value] of Object.entries(secret?.data ?? {})) text[key] = Buffer.from(value, 'base64').toString('utf8');
+  return { ...text, ...secret?.stringData };
+}
+
+/**
+ * The tokens of a resource's Secret (issue 13: "tokens are kept while the Secret exists"): those it holds,
+ * or new ones when it holds none, lacks one, or the resource asks for a rotation its Secret has not had
+ * ({@link ROTATE_ANNOTATION} differs from the Secret's {@link ROTATED_FOR_ANNOTATION}). A rotation keeps a
+ * queue project's signing keys (QStash rotates those through its API).
+ *
+ * @returns the tokens and whether they are new
+ */
+export function tokensFor(resource: RestashResource, secret: V1Secret | undefined): { tokens: SecretTokens; fresh: boolean } {
+  const keys = TOKEN_KEYS[resource.kind];
+  const data = secretText(secret);
+  const rotateFor = resource.metadata.annotations?.[ROTATE_ANNOTATION];
+  const rotate = rotateFor !== undefined && rotateFor !== secret?.metadata?.annotations?.[ROTATED_FOR_ANNOTATION];
+  const signing =
+    keys.current && keys.next
+      ? { currentSigningKey: data[keys.current] || generateSigningKey(), nextSigningKey: data[keys.next] || generateSigningKey() }
+      : {};
+  const standard = data[keys.standard];
+  const readonly = data[keys.readonly];
+  if (!rotate && standard && readonly && (!keys.current || (data[keys.current] && data[keys.next ?? '']))) {
+    return { tokens: { standard, readonly, ...signing }, fresh: false };
+  }
+  return { tokens: { standard: generateToken(), readonly: generateToken(), ...signing }, fresh: true };
+}
+
+/** Labels of every Secret the operator writes for a resource. */
+export function sdkSecretLabels(resource: RestashResource): Record<string, string> {
+  return {
+    'app.kubernetes.io/managed-by': 'restash-operator',
+    'app.kubernetes.io/part-of': 'restash',
+    'restash.dev/kind': resource.kind,
+  };
+}
+
+/**
+ * The Secret of a resource (issue 13, "Each resource gets a Secret of its own"): named after it, owned by it
+ * (controller ownerReference, so it goes with the resource), holding the SDK variables (secretDataOf) so that
+ * `envFrom: [{ secretRef: { name } }]` configures an application.
+ *
+ * @throws Error when the resource has no uid (it was not read from the API server) or a gateway URL is missing
+ */
+export function sdkSecretOf(resource: RestashResource, tokens: SecretTokens, urls: GatewayUrls): V1Secret {
+  const { name, namespace, uid } = resource.metadata;
+  if (!uid) throw new Error(`${resource.kind} ${namespace}/${name} has no uid`);
+  const rotatedFor = resource.metadata.annotations?.[ROTATE_ANNOTATION];
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name,
+      namespace,
+      labels: sdkSecretLabels(resource),
+      ...(rotatedFor !== undefined ? { annotations: { [ROTATED_FOR_ANNOTATION]: rotatedFor } } : {}),
+      ownerReferences: [{ apiVersion: resource.apiVersion, kind: resource.kind, name, uid, controller: true, blockOwnerDeletion: true }],
+    },
+    type: 'Opaque',
+    stringData: secretDataOf(resource, tokens, urls),
+  };
+}
+
+/** Whether a Secret is controlled by this resource (a Secret of the same name that is not is left alone). */
+export function ownedBy(secret: V1Secret, resource: RestashResource): boolean {
+  return (secret.metadata?.ownerReferences ?? []).some((ref) => ref.controller === true && ref.uid === resource.metadata.uid);
+}
+
+/** Whether the Secret already holds exactly this data and rotation mark (so no write is needed). */
+export function secretUpToDate(current: V1Secret | undefined, wanted: V1Secret): boolean {
+  if (!current) return false;
+  const have = secretText(current);
+  const want = wanted.stringData ?? {};
+  const sameData = Object.keys(have).length === Object.keys(want).length && Object.entries(want).every(([k, v]) => have[k] === v);
+  const mark = (s: V1Secret) => s.metadata?.annotations?.[ROTATED_FOR_ANNOTATION];
+  return sameData && mark(current) === mark(wanted);
+}

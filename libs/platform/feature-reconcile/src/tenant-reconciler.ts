@@ -1,0 +1,346 @@
+import { randomBytes } from 'node:crypto';
+import type { KubernetesObject, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
+import {
+  type Backends,
+  type RetiredResource,
+  type TenantDocument,
+  type TenantTokens,
+  kvDatabaseId,
+  queueProjectId,
+  registryKeys,
+  resolveTenant,
+  streamClusterId,
+  streamPrefix,
+  vectorIndexId,
+} from '@restash/shared/data-access-registry';
+import { type ConditionReason, type GatewayUrls, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
+import { type Condition, type ReconcileResult, setCondition, statusChanged } from '@restash/operator/util-controller';
+import { type TeardownReport, describeResource } from '@restash/platform/feature-teardown';
+import type { DeclaredTopic } from '@restash/stream/data-access-kafka';
+import { GATEWAY_REDIS_USER, MANAGED_REDIS_PORT, type ManagedRedisSettings, managedRedisNames, managedRedisObjects } from './managed-redis';
+import { ownedBy, sdkSecretOf, secretText, secretUpToDate, tokensFor } from './sdk-secret';
+
+/** The finalizer on every restash resource: its data is deleted (the code `tenants delete` uses) before it goes. */
+export const TEARDOWN_FINALIZER = 'restash.dev/teardown';
+
+/** What the reconciler reads and writes in Kubernetes (apps/operator implements it on @kubernetes/client-node). */
+export interface KubeAccess {
+  /** Every restash resource of a namespace, from the informers' caches, those being deleted included. */
+  resources(namespace: string): RestashResource[];
+  getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
+  getService(namespace: string, name: string): Promise<V1Service | undefined>;
+  getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined>;
+  /** Server-side apply (field manager restash-operator, forced). */
+  apply(object: KubernetesObject): Promise<void>;
+  /** Deletes an object; one that does not exist is no error. */
+  remove(apiVersion: string, kind: string, namespace: string, name: string): Promise<void>;
+  /** Writes `status` on the resource's status subresource. */
+  patchStatus(resource: RestashResource, status: ResourceStatus): Promise<void>;
+  /** Replaces the resource's finalizers (checked against its resourceVersion). */
+  setFinalizers(resource: RestashResource, finalizers: string[]): Promise<void>;
+  /** A Kubernetes Event about the resource. */
+  event(resource: RestashResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
+}
+
+/** The registry side: the keys a tenant has, and the teardown-aware apply and delete `tenants` uses (libs/platform/feature-teardown). */
+export interface TenantRegistry {
+  registeredKeys(tenant: string): Promise<Set<string>>;
+  apply(document: TenantDocument, tokens: TenantTokens): Promise<TeardownReport>;
+  delete(tenant: string): Promise<TeardownReport>;
+}
+
+/** The engines' admin side: a vector index's collection, a stream cluster's topics. */
+export interface EngineAdmin {
+  ensureCollection(index: TenantDocument['spec']['vector']['indexes'][number], tenant: string): Promise<void>;
+  reconcileTopics(brokers: string[], prefix: string, topics: DeclaredTopic[]): Promise<unknown>;
+}
+
+export interface TenantReconcilerOptions {
+  backends: Backends;
+  urls: GatewayUrls;
+  managedRedis: ManagedRedisSettings;
+  /** How soon a tenant whose managed Redis is not ready yet is looked at again (ms, default 2000). */
+  pollMs?: number;
+  now?: () => Date;
+}
+
+/** The outcome of one resource in one pass: its Ready condition. */
+interface Outcome {
+  ready: boolean;
+  reason: ConditionReason;
+  message: string;
+}
+
+const key = (r: RestashResource) => `${r.kind}/${r.metadata.name}`;
+
+/** The registry key of a resource's record. */
+export function registryKeyOf(kind: RestashResource['kind'], tenant: string, name: string): string {
+  switch (kind) {
+    case 'KvDatabase':
+      return registryKeys.kvDatabase(kvDatabaseId(tenant, name));
+    case 'VectorIndex':
+      return registryKeys.vectorIndex(vectorIndexId(tenant, name));
+    case 'StreamCluster':
+      return registryKeys.streamCluster(streamClusterId(tenant, name));
+    case 'QueueProject':
+      return registryKeys.queueProject(queueProjectId(tenant, name));
+  }
+}
+
+/** The words teardown reports use for a resource (describeResource), to match report lines to resources. */
+function teardownName(r: RestashResource): string {
+  const api = { KvDatabase: 'kv', VectorIndex: 'vector', StreamCluster: 'stream', QueueProject: 'queue' } as const;
+  const ids = { KvDatabase: kvDatabaseId, VectorIndex: vectorIndexId, StreamCluster: streamClusterId, QueueProject: queueProjectId };
+  return describeResource({ api: api[r.kind], record: { id: ids[r.kind](r.metadata.namespace, r.metadata.name) } } as RetiredResource);
+}
+
+/**
+ * Reconciles one tenant: a namespace and every restash resource in it (issue 13). The work-queue key is the
+ * namespace, because the registry holds a tenant as one document (RegistryWriter.applyTenant): one pass
+ * writes all of its resources at once, with the code `tenants apply -f` runs locally.
+ *
+ * One pass, idempotent (run again after a crash, it converges and creates nothing twice):
+ * 1. the finalizer on every live resource;
+ * 2. each resource's Secret with the SDK variables, tokens kept while it exists (rotation on request);
+ * 3. each managed KvDatabase's Redis (config Secret with the gateway's ACL user, Services, StatefulSet + PVC);
+ * 4. resolveTenant: the resources, the configured backends and the referenced Secrets give the registry
+ *    document; a resource that cannot be resolved is left out, unless it is registered already: then
+ *    nothing is written (leaving it out would delete its data) until it is fixed;
+ * 5. the vector collections and the stream topics (created, grown, retention set, removed topics deleted);
+ * 6. the registry (TenantTeardown.applyTenant): records and token digests; resources being deleted or dropped
+ *    leave it and their data is purged (Redis contents, collection, topics and groups, queue messages, quota
+ *    counters); a tenant without resources is deleted;
+ * 7. deleted resources: their managed Redis (StatefulSet, PVC, Services, config Secret) goes, then the finalizer;
+ * 8. each resource's status (Ready condition, observedGeneration, secretName), written only when it changed,
+ *    and an Event when a resource becomes not Ready.
+ */
+export class TenantReconciler {
+  private readonly pollMs: number;
+  private readonly now: () => Date;
+
+  constructor(
+    private readonly kube: KubeAccess,
+    private readonly registry: TenantRegistry,
+    private readonly engines: EngineAdmin,
+    private readonly options: TenantReconcilerOptions,
+  ) {
+    this.pollMs = options.pollMs ?? 2_000;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * One pass over the tenant `namespace`.
+   * @returns `done`, or a requeue delay while a managed Redis starts
+   * @throws Error when the API server, the registry or an engine fails in a way that needs a retry (the work
+   *   queue retries with backoff); resource-level problems are reported in statuses instead
+   */
+  async reconcile(namespace: string): Promise<ReconcileResult> {
+    const all = this.kube.resources(namespace);
+    const live = all.filter((r) => !r.metadata.deletionTimestamp);
+    const deleting = all.filter((r) => r.metadata.deletionTimestamp && r.metadata.finalizers?.includes(TEARDOWN_FINALIZER));
+    const outcomes = new Map<string, Outcome>();
+    const fail = (r: RestashResource, reason: ConditionReason, message: string) => outcomes.set(key(r), { ready: false, reason, message });
+    let requeue = false;
+
+    for (const r of live) {
+      if (!r.metadata.finalizers?.includes(TEARDOWN_FINALIZER)) {
+        await this.kube.setFinalizers(r, [...(r.metadata.finalizers ?? []), TEARDOWN_FINALIZER]);
+      }
+    }
+
+    // 2. Secrets and tokens.
+    const tokens: TenantTokens = { kv: {}, vector: {}, stream: {}, queue: {} };
+    const usable: RestashResource[] = [];
+    for (const r of live) {
+      const current = await this.kube.getSecret(namespace, r.metadata.name);
+      if (current && !ownedBy(current, r)) {
+        fail(r, 'StorageConflict', `Secret ${r.metadata.name} exists and is not owned by this ${r.kind}: delete or rename it`);
+        continue;
+      }
+      const { tokens: own } = tokensFor(r, current);
+      const wanted = sdkSecretOf(r, own, this.options.urls);
+      if (!secretUpToDate(current, wanted)) await this.kube.apply(wanted);
+      const bucket = { KvDatabase: tokens.kv, VectorIndex: tokens.vector, StreamCluster: tokens.stream, QueueProject: tokens.queue }[r.kind];
+      bucket[r.metadata.name] = own as TenantTokens['queue'][string];
+      usable.push(r);
+    }
+
+    // 3. Managed Redis servers.
+    const managedUrls = new Map<string, string>();
+    for (const r of usable) {
+      if (r.kind !== 'KvDatabase' || r.spec.redis.external) continue;
+      const server = await this.ensureManagedRedis(r);
+      if (server.url) managedUrls.set(r.metadata.name, server.url);
+      if (!server.ready) {
+        outcomes.set(key(r), { ready: false, reason: 'Reconciling', message: server.message });
+        requeue = true;
+      }
+    }
+
+    // 4. The registry document.
+    const referenced = await this.referencedSecrets(namespace, usable);
+    const { document, problems } = resolveTenant(namespace, usable, {
+      backends: this.options.backends,
+      secret: (ns, name, secretKey) => referenced.get(`${ns}/${name}`)?.[secretKey],
+      managedKvUrl: (db) => managedUrls.get(db.metadata.name),
+    });
+    const registered = await this.registry.registeredKeys(namespace);
+    const byKey = new Map(usable.map((r) => [`${r.kind}/${r.metadata.name}`, r]));
+    let blocked = false;
+    for (const problem of problems) {
+      const r = byKey.get(`${problem.kind}/${problem.name}`);
+      if (!r) continue;
+      if (outcomes.get(key(r))?.reason !== 'Reconciling') fail(r, problem.reason, problem.message);
+      if (registered.has(registryKeyOf(r.kind, namespace, r.metadata.name))) blocked = true;
+    }
+
+    let report: TeardownReport | undefined;
+    if (!blocked) {
+      // 5. Engines.
+      for (const index of document.spec.vector.indexes) {
+        const r = byKey.get(`VectorIndex/${index.name}`);
+        await this.engines.ensureCollection(index, namespace).catch((error: unknown) => {
+          if (r) fail(r, 'BackendError', `Qdrant: ${message(error)}`);
+        });
+      }
+      for (const cluster of document.spec.stream.clusters) {
+        const r = byKey.get(`StreamCluster/${cluster.name}`);
+        const prefix = streamPrefix(namespace, cluster.name);
+        const declared = r?.kind === 'StreamCluster' ? r.spec.topics : cluster.topics;
+        const topics = declared.map((t) => ({
+          name: `${prefix}${t.name}`,
+          partitions: t.partitions,
+          ...('retentionMs' in t && t.retentionMs !== undefined ? { retentionMs: t.retentionMs } : {}),
+        }));
+        await this.engines.reconcileTopics(cluster.kafka.brokers, prefix, topics).catch((error: unknown) => {
+          if (r) fail(r, 'BackendError', `Kafka: ${message(error)}`);
+        });
+      }
+      // 6. The registry (purges what left it).
+      const declared = document.spec.kv.databases.length + document.spec.vector.indexes.length + document.spec.stream.clusters.length + document.spec.queue.projects.length;
+      if (declared === 0 && live.length === 0) {
+        if (registered.size > 0 || deleting.length > 0) report = await this.registry.delete(namespace);
+      } else {
+        report = await this.registry.apply(document, tokens);
+      }
+    } else {
+      requeue = true;
+    }
+
+    // 7. Resources being deleted.
+    const failed = new Map((report?.failed ?? []).map((f) => [f.resource, f.reason]));
+    for (const r of deleting) {
+      if (blocked) {
+        await this.writeStatus(r, { ready: false, reason: 'Deleting', message: 'waiting for the other resources of the namespace to be valid before the registry is written' });
+        continue;
+      }
+      const reason = failed.get(teardownName(r));
+      if (reason !== undefined) {
+        await this.writeStatus(r, { ready: false, reason: 'DeleteFailed', message: `its data could not be deleted: ${reason}` });
+        await this.kube.event(r, 'Warning', 'DeleteFailed', reason);
+        requeue = true;
+        continue;
+      }
+      if (r.kind === 'KvDatabase') await this.removeManagedRedis(r);
+      await this.kube.setFinalizers(r, (r.metadata.finalizers ?? []).filter((f) => f !== TEARDOWN_FINALIZER));
+    }
+
+    // 8. Statuses.
+    for (const r of live) {
+      const outcome = outcomes.get(key(r)) ?? (blocked ? undefined : { ready: true, reason: 'Ready' as const, message: readyMessage(r) });
+      if (outcome) await this.writeStatus(r, outcome);
+    }
+    if (blocked || [...outcomes.values()].some((o) => o.reason !== 'Reconciling')) {
+      throw new ResourcesNotReady(namespace, [...outcomes.entries()].filter(([, o]) => o.reason !== 'Reconciling').map(([k, o]) => `${k}: ${o.reason}`));
+    }
+    return requeue ? { requeueAfterMs: this.pollMs } : 'done';
+  }
+
+  /** The Secrets (text data) referenced by the resources (external Redis URLs, embedding API keys), by `ns/name`. */
+  private async referencedSecrets(namespace: string, resources: RestashResource[]): Promise<Map<string, Record<string, string>>> {
+    const names = new Set<string>();
+    for (const r of resources) {
+      if (r.kind === 'KvDatabase' && r.spec.redis.external) names.add(r.spec.redis.external.urlSecretRef.name);
+      if (r.kind === 'VectorIndex' && r.spec.embedding?.apiKeySecretRef) names.add(r.spec.embedding.apiKeySecretRef.name);
+    }
+    const found = new Map<string, Record<string, string>>();
+    for (const name of names) {
+      const secret = await this.kube.getSecret(namespace, name);
+      if (secret) found.set(`${namespace}/${name}`, secretText(secret));
+    }
+    return found;
+  }
+
+  /**
+   * Applies a managed KvDatabase's Redis objects (managed-redis.ts) and reads back its address.
+   * @returns the gateway's URL of it (once the Service has a cluster IP) and whether the server is ready
+   */
+  private async ensureManagedRedis(db: RestashResource & { kind: 'KvDatabase' }): Promise<{ url?: string; ready: boolean; message: string }> {
+    const { name, namespace, uid } = db.metadata;
+    const names = managedRedisNames(name);
+    const config = await this.kube.getSecret(namespace, names.secret);
+    const password = /^user restash-gateway on >(\S+) /m.exec(secretText(config)['users.acl'] ?? '')?.[1] ?? randomBytes(24).toString('hex');
+    const managed = db.spec.redis.managed ?? { storage: '1Gi' };
+    const objects = managedRedisObjects(
+      {
+        owner: { apiVersion: db.apiVersion, kind: db.kind, name, namespace, uid: uid ?? '' },
+        storage: managed.storage,
+        ...(managed.storageClassName ? { storageClassName: managed.storageClassName } : {}),
+        password,
+      },
+      this.options.managedRedis,
+    );
+    for (const object of objects) await this.kube.apply(object);
+    const service = await this.kube.getService(namespace, names.service);
+    const ip = service?.spec?.clusterIP;
+    const url = ip && ip !== 'None' ? `redis://${GATEWAY_REDIS_USER}:${password}@${ip}:${MANAGED_REDIS_PORT}/0` : undefined;
+    const set = await this.kube.getStatefulSet(namespace, names.statefulSet);
+    const ready = (set?.status?.readyReplicas ?? 0) >= 1 && url !== undefined;
+    return { ...(url ? { url } : {}), ready, message: ready ? '' : `waiting for the Redis server (StatefulSet ${names.statefulSet}) to be ready` };
+  }
+
+  /** Deletes a KvDatabase's managed Redis: the StatefulSet, its PVC (its data), the Services and the config Secret. */
+  private async removeManagedRedis(db: RestashResource): Promise<void> {
+    const names = managedRedisNames(db.metadata.name);
+    const ns = db.metadata.namespace;
+    await this.kube.remove('apps/v1', 'StatefulSet', ns, names.statefulSet);
+    await this.kube.remove('v1', 'PersistentVolumeClaim', ns, names.pvc);
+    await this.kube.remove('v1', 'Service', ns, names.service);
+    await this.kube.remove('v1', 'Service', ns, names.headless);
+    await this.kube.remove('v1', 'Secret', ns, names.secret);
+  }
+
+  /** Writes the resource's status when it differs from what it holds; an Event when it becomes not Ready. */
+  private async writeStatus(r: RestashResource, outcome: Outcome): Promise<void> {
+    const generation = r.metadata.generation ?? 0;
+    const conditions = setCondition(
+      r.status?.conditions as Condition[] | undefined,
+      { type: 'Ready', status: outcome.ready ? 'True' : 'False', reason: outcome.reason, message: outcome.message },
+      generation,
+      this.now(),
+    );
+    const status: ResourceStatus = { observedGeneration: generation, conditions, secretName: r.metadata.name };
+    if (!statusChanged(r.status ?? {}, status)) return;
+    await this.kube.patchStatus(r, status);
+    const before = r.status?.conditions?.find((c) => c.type === 'Ready');
+    if (!outcome.ready && outcome.reason !== 'Reconciling' && (before?.reason !== outcome.reason || before?.message !== outcome.message)) {
+      await this.kube.event(r, 'Warning', outcome.reason, outcome.message);
+    }
+  }
+}
+
+/** Thrown after a pass that left resources not Ready for a reason that may pass (a Secret created later, a backend back): the work queue retries with backoff. */
+export class ResourcesNotReady extends Error {
+  constructor(namespace: string, problems: string[]) {
+    super(`namespace ${namespace}: ${problems.join('; ')}`);
+    this.name = 'ResourcesNotReady';
+  }
+}
+
+function readyMessage(r: RestashResource): string {
+  return `the ${r.kind} is served; Secret ${r.metadata.name} holds its SDK variables`;
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
