@@ -7,6 +7,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | variable | default | meaning |
  * |---|---|---|
  * | CONTROL_REDIS_URL | (required) | the control Redis: tenant registry and quotas, never tenant data |
+ * | REGISTRY_SEAL_KEY | (required) | the platform key that opens the registry's sealed secrets: 32 bytes, base64 (the appliers' key) |
  * | HOST | 0.0.0.0 | address to bind |
  * | PORT | 8080 | the KV REST API |
  * | MANAGEMENT_PORT | 9080 | /healthz, /readyz, /metrics |
@@ -22,6 +23,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
 export const kvGatewayEnvSchema = z
   .object({
     CONTROL_REDIS_URL: env.redisUrl(),
+    REGISTRY_SEAL_KEY: env.key256(),
     ...httpServiceEnv(8080, 9080),
     REDIS_POOL_SIZE: env.positiveInt(2),
     REDIS_TRANSACTION_POOL_SIZE: env.positiveInt(8),
@@ -40,6 +42,7 @@ export const kvGatewayEnvSchema = z
       idleTimeoutMs: e.REDIS_IDLE_TIMEOUT_MS,
     },
     registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+    registrySealKey: e.REGISTRY_SEAL_KEY,
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
   }));
 

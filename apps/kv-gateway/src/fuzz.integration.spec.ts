@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { type RegistrySeal, RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 import {
   type ForeignTokens,
   type FuzzCase,
@@ -61,10 +61,10 @@ const raw = (path: string, body: string | Buffer, auth: Auth = 'standard', metho
 const get = (path: string, method = 'GET', auth: Auth = 'standard', headers: Record<string, string> = {}): FuzzRequest => ({ method, path, headers: { ...authHeader(auth), ...headers } });
 
 /** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
-async function registerForeignTenant(controlUrl: string): Promise<ForeignTokens> {
+async function registerForeignTenant(controlUrl: string, seal: RegistrySeal): Promise<ForeignTokens> {
   const registry = new Redis(controlUrl);
   const foreign = foreignTenant();
-  await new RegistryWriter(registry).applyTenant(tenantDocumentSchema.parse(foreign.document), foreign.tokens as TenantTokens);
+  await new RegistryWriter(registry, seal).applyTenant(tenantDocumentSchema.parse(foreign.document), foreign.tokens as TenantTokens);
   registry.disconnect();
   return foreign.standard;
 }
@@ -73,7 +73,7 @@ beforeAll(async () => {
   stack = await startKvStack({ acme: [{ name: 'main', db: 0, maxRequestBytes: 64 * 1024 }], rival: [{ name: 'main', db: 1 }] });
   ({ standard: token, readonly } = stack.tokens('acme', 'main'));
   rival = stack.tokens('rival', 'main').standard;
-  foreign = await registerForeignTenant(stack.control.url);
+  foreign = await registerForeignTenant(stack.control.url, stack.seal);
   // The other tenant's data, written before the fuzz and checked after it.
   const written = await runCase(stack.url, 'kv', { request: { ...json('/pipeline', [['SET', 'rival:k', 'before'], ['HSET', 'rival:h', 'f', 'v']]), headers: bearer(rival) }, expect: 200 });
   expect(written).toBe('ok');

@@ -223,7 +223,7 @@ describe('kv-gateway tenant isolation', () => {
         spec: { kv: { databases: [{ name: 'main', redis: { url: `redis://${KV_TEST_ADMIN.username}:other@127.0.0.1:${port}/9` } }] } },
       });
       const tokens = { kv: { main: { standard: generateToken(), readonly: generateToken() } }, vector: {}, stream: {}, queue: {} };
-      await expect(new RegistryWriter(registry).applyTenant(doc, tokens)).rejects.toThrow(
+      await expect(new RegistryWriter(registry, stack.seal).applyTenant(doc, tokens)).rejects.toThrow(
         `tenant 'late': KV database 'main' is on Redis server 127.0.0.1:${port}, which already backs KV database 'rival.main'`,
       );
       expect(await registry.exists('restash:v1:tenant:late')).toBe(0);
@@ -249,7 +249,7 @@ describe('kv-gateway tenant isolation', () => {
       expect(await clients()).toBeGreaterThan(1);
 
       const registry = new Redis(stack.control.url);
-      await new RegistryWriter(registry).deleteTenant('leaving');
+      await new RegistryWriter(registry, stack.seal).deleteTenant('leaving');
       registry.disconnect();
 
       // Only this check's own connection is left on the server, and the streams ended.

@@ -27,6 +27,7 @@ import {
 import {
   type KvDatabaseRecord,
   RegistryReader,
+  RegistrySeal,
   RegistryWriter,
   generateToken,
   registryKeys,
@@ -86,9 +87,10 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     private readonly gate: TenantGate,
     private readonly backends: KvBackends,
     private readonly metrics: KvMetrics,
+    seal: RegistrySeal,
   ) {
     this.sessionTtlMs = config.registryCacheTtlMs;
-    this.writer = new RegistryWriter(control);
+    this.writer = new RegistryWriter(control, seal);
   }
 
   onModuleInit(): void {

@@ -8,6 +8,7 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
  * | variable | default | meaning |
  * |---|---|---|
  * | CONTROL_REDIS_URL | (required) | the control Redis: tenant registry and quotas |
+ * | REGISTRY_SEAL_KEY | (required) | the platform key that opens the registry's sealed secrets: 32 bytes, base64 (the appliers' key) |
  * | HOST | 0.0.0.0 | address to bind |
  * | PORT | 8083 | the queue API (QStash v2) |
  * | MANAGEMENT_PORT | 9083 | /healthz, /readyz, /metrics |
@@ -21,6 +22,7 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
 export const queueGatewayEnvSchema = z
   .object({
     CONTROL_REDIS_URL: env.redisUrl(),
+    REGISTRY_SEAL_KEY: env.key256(),
     ...httpServiceEnv(8083, 9083),
     ...queueStoreEnv(),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
@@ -30,6 +32,7 @@ export const queueGatewayEnvSchema = z
     controlRedisUrl: e.CONTROL_REDIS_URL,
     store: queueStoreConfig(e),
     registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+    registrySealKey: e.REGISTRY_SEAL_KEY,
   }));
 
 export type QueueGatewayConfig = z.output<typeof queueGatewayEnvSchema>;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { type RegistrySeal, RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 import {
   type ForeignTokens,
   type FuzzCase,
@@ -71,10 +71,10 @@ function authHeader(auth: Auth): Record<string, string> {
 }
 
 /** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
-async function registerForeignTenant(controlUrl: string): Promise<ForeignTokens> {
+async function registerForeignTenant(controlUrl: string, seal: RegistrySeal): Promise<ForeignTokens> {
   const registry = new Redis(controlUrl);
   const tenant = foreignTenant();
-  await new RegistryWriter(registry).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
+  await new RegistryWriter(registry, seal).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
   registry.disconnect();
   return tenant.standard;
 }
@@ -108,7 +108,7 @@ beforeAll(async () => {
   ]);
   ({ token, readonlyToken: readonly } = stack.secrets('acme', 'main'));
   rival = stack.secrets('rival', 'main').token;
-  foreign = await registerForeignTenant(stack.control.url);
+  foreign = await registerForeignTenant(stack.control.url, stack.seal);
   // The other tenant's message (delayed a day: it stays pending) and events, checked after the fuzz.
   const published = await asRival(`/v2/publish/${DEST}`, { method: 'POST', headers: { 'Upstash-Delay': '1d' }, body: 'rival' });
   expect(published.status).toBe(201);

@@ -25,7 +25,7 @@ describe('a deleted queue project', () => {
     ]);
     control = new Redis(stack.control.url);
     queueRedis = new Redis(stack.queueRedis.url, { maxRetriesPerRequest: null });
-    writer = new RegistryWriter(control);
+    writer = new RegistryWriter(control, stack.seal);
     store = new QueueStore(queueRedis, { prefix: 'restash:queue', messageRetentionMs: 86_400_000, dlqRetentionMs: 86_400_000, eventsPerProject: 1000 });
   }, 120_000);
 

@@ -8,6 +8,7 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
  * | variable | default | meaning |
  * |---|---|---|
  * | CONTROL_REDIS_URL | (required) | the control Redis: tenant registry (signing keys) |
+ * | REGISTRY_SEAL_KEY | (required) | the platform key that opens the registry's sealed secrets: 32 bytes, base64 (the appliers' key) |
  * | HOST | 0.0.0.0 | address of the management server |
  * | MANAGEMENT_PORT | 9084 | /healthz, /readyz, /metrics |
  * | WORKER_CONCURRENCY | 100 | deliveries in flight at once |
@@ -27,6 +28,7 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
 export const queueWorkerEnvSchema = z
   .object({
     CONTROL_REDIS_URL: env.redisUrl(),
+    REGISTRY_SEAL_KEY: env.key256(),
     HOST: z.string().default('0.0.0.0'),
     MANAGEMENT_PORT: env.port(9084),
     LOG_LEVEL: env.logLevel(),
@@ -59,6 +61,7 @@ export const queueWorkerEnvSchema = z
     stalledIntervalMs: e.STALLED_INTERVAL_MS,
     maxStalledCount: e.MAX_STALLED_COUNT,
     registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+    registrySealKey: e.REGISTRY_SEAL_KEY,
   }));
 
 export type QueueWorkerConfig = z.output<typeof queueWorkerEnvSchema>;

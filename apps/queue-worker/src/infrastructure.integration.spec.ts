@@ -1,7 +1,7 @@
 import { type IncomingHttpHeaders, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { RegistryWriter, generateSigningKey, generateToken, queueProjectId, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { RegistrySeal, RegistryWriter, generateSigningKey, generateToken, queueProjectId, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 import { eventually } from '@restash/shared/util-testing';
 import { type AppProcess, QUEUE_REDIS_CONFIG, type RedisServer, startApp, startRedisServer } from '@restash/platform/util-stack';
 import { QueueStore } from '@restash/queue/data-access-store';
@@ -34,6 +34,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 describe('queue-worker when a Redis stops mid-delivery', () => {
   const project = queueProjectId('acme', 'main');
+  const sealKey = RegistrySeal.generateKey();
   let control: RedisServer;
   let queueRedis: RedisServer;
   let worker: AppProcess;
@@ -55,7 +56,7 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
       spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1024 * 1024, dailyRequests: 0 } }] } },
     });
     const keys = { standard: generateToken(), readonly: generateToken(), currentSigningKey: generateSigningKey(), nextSigningKey: generateSigningKey() };
-    await new RegistryWriter(registry).applyTenant(doc, { kv: {}, vector: {}, stream: {}, queue: { main: keys } });
+    await new RegistryWriter(registry, new RegistrySeal(sealKey)).applyTenant(doc, { kv: {}, vector: {}, stream: {}, queue: { main: keys } });
     registry.disconnect();
     storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
     store = new QueueStore(storeRedis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 1000 });
@@ -63,7 +64,7 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     worker = await startApp('queue-worker', {
       from: 'source',
       // A registry cache of 1 ms: every lookup reaches the control Redis, as one after an expiry or a change would.
-      env: { CONTROL_REDIS_URL: control.url, QUEUE_REDIS_URL: queueRedis.url, DESTINATION_ALLOWLIST: '127.0.0.1/32', REGISTRY_CACHE_TTL_MS: '1', LOG_LEVEL: 'fatal' },
+      env: { CONTROL_REDIS_URL: control.url, REGISTRY_SEAL_KEY: sealKey, QUEUE_REDIS_URL: queueRedis.url, DESTINATION_ALLOWLIST: '127.0.0.1/32', REGISTRY_CACHE_TTL_MS: '1', LOG_LEVEL: 'fatal' },
     });
   }, 120_000);
 

@@ -36,7 +36,7 @@ export class WorkerModule implements OnApplicationShutdown {
   static forRoot(config: QueueWorkerConfig): DynamicModule {
     return {
       module: WorkerModule,
-      imports: [ObservabilityModule, TenancyModule.forRoot({ controlRedisUrl: config.controlRedisUrl, registryCacheTtlMs: config.registryCacheTtlMs })],
+      imports: [ObservabilityModule, TenancyModule.forRoot({ controlRedisUrl: config.controlRedisUrl, registryCacheTtlMs: config.registryCacheTtlMs, registrySealKey: config.registrySealKey })],
       providers: [
         { provide: WORKER_CONFIG, useValue: config },
         {

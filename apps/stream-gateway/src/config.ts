@@ -7,6 +7,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | variable | default | meaning |
  * |---|---|---|
  * | CONTROL_REDIS_URL | (required) | the control Redis: tenant registry and quotas |
+ * | REGISTRY_SEAL_KEY | (required) | the platform key that opens the registry's sealed secrets: 32 bytes, base64 (the appliers' key) |
  * | HOST | 0.0.0.0 | address to bind |
  * | PORT | 8082 | the Stream REST API |
  * | MANAGEMENT_PORT | 9082 | /healthz, /readyz, /metrics |
@@ -23,6 +24,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
 export const streamGatewayEnvSchema = z
   .object({
     CONTROL_REDIS_URL: env.redisUrl(),
+    REGISTRY_SEAL_KEY: env.key256(),
     ...httpServiceEnv(8082, 9082),
     KAFKA_REQUEST_TIMEOUT_MS: env.positiveInt(30_000),
     CONSUMER_IDLE_TIMEOUT_MS: env.positiveInt(120_000),
@@ -44,6 +46,7 @@ export const streamGatewayEnvSchema = z
       joinWaitMs: e.CONSUMER_JOIN_WAIT_MS,
     },
     registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+    registrySealKey: e.REGISTRY_SEAL_KEY,
   }));
 
 export type StreamGatewayConfig = z.output<typeof streamGatewayEnvSchema>;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { type RegistrySeal, RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 import {
   type ForeignTokens,
   type FuzzCase,
@@ -62,10 +62,10 @@ const raw = (path: string, body: string | Buffer, auth: Auth = 'standard', metho
 const bare = (path: string, method = 'GET', auth: Auth = 'standard', headers: Record<string, string | Buffer> = {}): FuzzRequest => ({ method, path, headers: { ...authHeader(auth), ...headers } });
 
 /** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
-async function registerForeignTenant(controlUrl: string): Promise<ForeignTokens> {
+async function registerForeignTenant(controlUrl: string, seal: RegistrySeal): Promise<ForeignTokens> {
   const registry = new Redis(controlUrl);
   const tenant = foreignTenant();
-  await new RegistryWriter(registry).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
+  await new RegistryWriter(registry, seal).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
   registry.disconnect();
   return tenant.standard;
 }
@@ -84,7 +84,7 @@ beforeAll(async () => {
   acme = stack.credentials('acme', 'events');
   readonly = stack.credentials('acme', 'events', 'readonly');
   rival = stack.credentials('rival', 'events');
-  foreign = await registerForeignTenant(stack.controlUrl);
+  foreign = await registerForeignTenant(stack.controlUrl, stack.seal);
   // The other tenant's messages, written before the fuzz and checked after it; acme's topic gets data too.
   expect((await asRival('/produce', [{ topic: 'orders', value: 'r1' }, { topic: 'orders', value: 'r2', key: 'k' }])).status).toBe(200);
   expect(await runCase(stack.url, 'stream', { request: json('/produce', [{ topic: 'orders', value: 'a1' }, { topic: 'wide', value: 'w1', partition: 1 }]), expect: 200 })).toBe('ok');

@@ -72,7 +72,7 @@ it('closes the instances subscribed to a topic the changed record no longer decl
   const control = new Redis(stack.controlUrl);
   const standard = stack.credentials('doomed', 'events');
   const readonly = stack.credentials('doomed', 'events', 'readonly');
-  await new RegistryWriter(control).applyTenant(doc, { kv: {}, vector: {}, stream: { events: { standard: standard.password, readonly: readonly.password } }, queue: {} });
+  await new RegistryWriter(control, stack.seal).applyTenant(doc, { kv: {}, vector: {}, stream: { events: { standard: standard.password, readonly: readonly.password } }, queue: {} });
   control.disconnect();
 
   await eventually(async () => expect(await groupMembers(kafka, `${prefix}drop`)).toBe(0), 30_000, 200);
@@ -97,7 +97,7 @@ it('closes the consumer instances and kafkajs clients of a deleted cluster on ev
   expect(brokerConnections()).toBeGreaterThan(0);
 
   const control = new Redis(stack.controlUrl);
-  await new RegistryWriter(control).deleteTenant('doomed');
+  await new RegistryWriter(control, stack.seal).deleteTenant('doomed');
   control.disconnect();
 
   await eventually(async () => expect(await groupMembers(kafka, group)).toBe(0), 30_000, 200);

@@ -7,6 +7,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | variable | default | meaning |
  * |---|---|---|
  * | CONTROL_REDIS_URL | (required) | the control Redis: tenant registry, quotas, namespace lists |
+ * | REGISTRY_SEAL_KEY | (required) | the platform key that opens the registry's sealed secrets: 32 bytes, base64 (the appliers' key) |
  * | HOST | 0.0.0.0 | address to bind |
  * | PORT | 8081 | the Vector REST API |
  * | MANAGEMENT_PORT | 9081 | /healthz, /readyz, /metrics |
@@ -17,12 +18,12 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
  * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
  *
- * An index whose embedding endpoint needs a key names the variable that holds it (`apiKeyEnv`);
- * that variable is read from this environment when the index is first used.
+ * An index's Qdrant and embedding API keys come from its registry record (sealed there, opened with REGISTRY_SEAL_KEY).
  */
 export const vectorGatewayEnvSchema = z
   .object({
     CONTROL_REDIS_URL: env.redisUrl(),
+    REGISTRY_SEAL_KEY: env.key256(),
     ...httpServiceEnv(8081, 9081),
     QDRANT_TIMEOUT_MS: env.positiveInt(30_000),
     EMBEDDER_TIMEOUT_MS: env.positiveInt(30_000),
@@ -36,6 +37,7 @@ export const vectorGatewayEnvSchema = z
     embedderTimeoutMs: e.EMBEDDER_TIMEOUT_MS,
     filterScanLimit: e.FILTER_SCAN_LIMIT,
     registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+    registrySealKey: e.REGISTRY_SEAL_KEY,
   }));
 
 export type VectorGatewayConfig = z.output<typeof vectorGatewayEnvSchema>;

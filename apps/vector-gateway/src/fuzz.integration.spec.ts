@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { RegistryWriter, type TenantTokens, generateToken, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { type RegistrySeal, RegistryWriter, type TenantTokens, generateToken, tenantDocumentSchema } from '@restash/shared/data-access-registry';
 import {
   type ForeignTokens,
   type FuzzCase,
@@ -65,10 +65,10 @@ const raw = (path: string, body: string | Buffer, auth: Auth = 'main', method = 
 const bare = (path: string, method = 'GET', auth: Auth = 'main'): FuzzRequest => ({ method, path, headers: authHeader(auth) });
 
 /** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
-async function registerForeignTenant(controlUrl: string): Promise<ForeignTokens> {
+async function registerForeignTenant(controlUrl: string, seal: RegistrySeal): Promise<ForeignTokens> {
   const registry = new Redis(controlUrl);
   const tenant = foreignTenant();
-  await new RegistryWriter(registry).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
+  await new RegistryWriter(registry, seal).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
   registry.disconnect();
   return tenant.standard;
 }
@@ -97,7 +97,7 @@ beforeAll(async () => {
   main = stack.tokens('acme', 'main');
   text = stack.tokens('acme', 'text').standard;
   rival = stack.tokens('rival', 'main').standard;
-  foreign = await registerForeignTenant(stack.control.url);
+  foreign = await registerForeignTenant(stack.control.url, stack.seal);
   // The other tenant's vectors (default namespace and `a`, the namespace the hostile tenant targets), checked after the fuzz.
   expect(await asRival('/upsert', RIVAL_POINTS)).toEqual({ result: 'Success' });
   expect(await asRival('/upsert/a', RIVAL_POINTS)).toEqual({ result: 'Success' });
@@ -126,7 +126,7 @@ describe('safe methods change nothing', () => {
 describe('names a hostile tenant can choose', () => {
   it("keeps tenant 'x-y' index 'z' and tenant 'x' index 'y-z' apart (both read as x-y-z), or the applier refuses the second", async () => {
     const registry = new Redis(stack.control.url);
-    const writer = new RegistryWriter(registry);
+    const writer = new RegistryWriter(registry, stack.seal);
     const apply = async (tenant: string, index: string): Promise<string> => {
       const standard = generateToken();
       const document = tenantDocumentSchema.parse({

@@ -173,7 +173,7 @@ describe('vector-gateway isolation and bad input', () => {
     expect(open).toBeGreaterThanOrEqual(1);
     const redis = new Redis(stack.control.url);
     try {
-      await new RegistryWriter(redis).deleteTenant('doomed');
+      await new RegistryWriter(redis, stack.seal).deleteTenant('doomed');
     } finally {
       redis.disconnect();
     }

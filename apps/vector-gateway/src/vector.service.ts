@@ -409,8 +409,7 @@ export class VectorService implements OnModuleInit {
     const key = `${index.id}\0${JSON.stringify(index.embedder)}`;
     let embedder = this.embedders.get(key);
     if (!embedder) {
-      const { url, model, apiKeyEnv } = index.embedder;
-      const apiKey = apiKeyEnv ? process.env[apiKeyEnv] : undefined;
+      const { url, model, apiKey } = index.embedder;
       embedder = new OpenAiEmbedder({ url, model, ...(apiKey ? { apiKey } : {}), timeoutMs: this.config.embedderTimeoutMs });
       this.embedders.set(key, embedder);
     }

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { RegistrySeal } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
 import { GATEWAY_REDIS_USER, type RedisServer, type ResourceTokens, type Stack, startStack } from '@restash/platform/util-stack';
 import { AppModule } from '../app.module';
@@ -27,6 +28,8 @@ export interface KvStack {
   url: string;
   managementUrl: string;
   control: RedisServer;
+  /** The registry's seal (the stack's REGISTRY_SEAL_KEY), for a test that writes the registry itself. */
+  seal: RegistrySeal;
   /** The data Redis of a database. */
   server(tenant: string, database: string): RedisServer;
   tokens(tenant: string, database: string): ResourceTokens;
@@ -84,6 +87,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
 
   const config = loadKvGatewayConfig({
     CONTROL_REDIS_URL: control.url,
+    REGISTRY_SEAL_KEY: stack.registrySealKey,
     HOST: '127.0.0.1',
     PORT: '0',
     MANAGEMENT_PORT: '0',
@@ -102,6 +106,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
     url: service.url,
     managementUrl: service.managementUrl,
     control,
+    seal: new RegistrySeal(stack.registrySealKey),
     server: (tenant, name) => database(tenant, name).server,
     tokens: (tenant, name) => {
       const found = stack.tokens(tenant).kv[name];

@@ -1,3 +1,4 @@
+import { RegistrySeal } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
 import { type AppProcess, type RedisServer, startStack } from '@restash/platform/util-stack';
 import { AppModule } from '../app.module';
@@ -25,6 +26,8 @@ export interface QueueStack {
   managementUrl: string;
   /** The control Redis (the registry). */
   control: RedisServer;
+  /** The registry's seal (the stack's REGISTRY_SEAL_KEY), for a test that writes the registry itself. */
+  seal: RegistrySeal;
   /** The queue's Redis (AOF on, `noeviction`). */
   queueRedis: RedisServer;
   worker: AppProcess;
@@ -73,6 +76,7 @@ export async function startQueueStack(tenants: Record<string, TestProject[]>, wo
   const queueRedis = stack.queueRedis as RedisServer;
   const config = loadQueueGatewayConfig({
     CONTROL_REDIS_URL: control.url,
+    REGISTRY_SEAL_KEY: stack.registrySealKey,
     QUEUE_REDIS_URL: queueRedis.url,
     HOST: '127.0.0.1',
     LOG_LEVEL: 'fatal',
@@ -84,6 +88,7 @@ export async function startQueueStack(tenants: Record<string, TestProject[]>, wo
     url: gateway.url,
     managementUrl: gateway.managementUrl,
     control,
+    seal: new RegistrySeal(stack.registrySealKey),
     queueRedis,
     worker: stack.apps['queue-worker'] as AppProcess,
     secrets: (tenant, project) => {

@@ -1,4 +1,4 @@
-import { streamClusterId, streamUsername } from '@restash/shared/data-access-registry';
+import { RegistrySeal, streamClusterId, streamUsername } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
 import { type AppProcess, type KafkaBroker, startApp, startStack } from '@restash/platform/util-stack';
 import { AppModule } from '../app.module';
@@ -25,6 +25,10 @@ export interface StreamStack {
   kafka: KafkaBroker;
   /** The control Redis (registry) URL. */
   controlUrl: string;
+  /** The registry's seal (the stack's REGISTRY_SEAL_KEY), for a test that writes the registry itself. */
+  seal: RegistrySeal;
+  /** REGISTRY_SEAL_KEY of the stack, for another gateway process. */
+  registrySealKey: string;
   credentials(tenant: string, cluster: string, role?: 'standard' | 'readonly'): TestCredentials;
   /** Stops the gateway gracefully and starts a new one on the same engines (a new URL). */
   restartGateway(): Promise<void>;
@@ -70,6 +74,7 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
 
   const config = loadStreamGatewayConfig({
     CONTROL_REDIS_URL: control.url,
+    REGISTRY_SEAL_KEY: engines.registrySealKey,
     HOST: '127.0.0.1',
     PORT: '0',
     MANAGEMENT_PORT: '0',
@@ -84,6 +89,8 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
     managementUrl: service.managementUrl,
     kafka,
     controlUrl: control.url,
+    seal: new RegistrySeal(engines.registrySealKey),
+    registrySealKey: engines.registrySealKey,
     credentials: (tenant, cluster, role = 'standard') => {
       const found = engines.tokens(tenant).stream[cluster];
       if (!found) throw new Error(`no cluster ${tenant}/${cluster}`);
@@ -118,5 +125,5 @@ export type GatewayProcess = AppProcess;
 
 /** A stream-gateway process on the stack's engines, run from the TypeScript sources (started: its `start()` is then a no-op). */
 export function gatewayProcess(stack: StreamStack): Promise<GatewayProcess> {
-  return startApp('stream-gateway', { from: 'source', env: { ...TEST_ENV, CONTROL_REDIS_URL: stack.controlUrl, LOG_LEVEL: 'fatal' } });
+  return startApp('stream-gateway', { from: 'source', env: { ...TEST_ENV, CONTROL_REDIS_URL: stack.controlUrl, REGISTRY_SEAL_KEY: stack.registrySealKey, LOG_LEVEL: 'fatal' } });
 }

@@ -1,4 +1,4 @@
-import { type SimilarityFunction } from '@restash/shared/data-access-registry';
+import { RegistrySeal, type SimilarityFunction } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
 import { LOCAL_MODEL, type QdrantLocal, type RedisServer, type ResourceTokens, startStack } from '@restash/platform/util-stack';
 import { AppModule } from '../app.module';
@@ -24,6 +24,8 @@ export interface VectorStack {
   url: string;
   managementUrl: string;
   control: RedisServer;
+  /** The registry's seal (the stack's REGISTRY_SEAL_KEY), for a test that writes the registry itself. */
+  seal: RegistrySeal;
   qdrant: QdrantLocal;
   tokens(tenant: string, index: string): ResourceTokens;
   stop(): Promise<void>;
@@ -66,6 +68,7 @@ export async function startVectorStack(tenants: Record<string, TestIndex[]>, env
 
   const config = loadVectorGatewayConfig({
     CONTROL_REDIS_URL: control.url,
+    REGISTRY_SEAL_KEY: stack.registrySealKey,
     HOST: '127.0.0.1',
     PORT: '0',
     MANAGEMENT_PORT: '0',
@@ -77,6 +80,7 @@ export async function startVectorStack(tenants: Record<string, TestIndex[]>, env
     url: service.url,
     managementUrl: service.managementUrl,
     control,
+    seal: new RegistrySeal(stack.registrySealKey),
     qdrant,
     tokens: (tenant, index) => {
       const found = stack.tokens(tenant).vector[index];

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { type Admin, Kafka, logLevel } from 'kafkajs';
 import {
   DailyQuota,
+  RegistrySeal,
   type TenantDocument,
   type TenantTokens,
   generateSigningKey,
@@ -161,7 +162,7 @@ beforeAll(async () => {
   kvAdmin = new Redis({ host: '127.0.0.1', port: kvData.port, ...ADMIN });
   queueRedis = new Redis(queueServer.url, { maxRetriesPerRequest: null });
   store = new QueueStore(queueRedis, { prefix: 'restash:queue', messageRetentionMs: 86_400_000, dlqRetentionMs: 86_400_000, eventsPerProject: 1000 });
-  teardown = new TenantTeardown(registry, enginePurgers(() => store), { purgeTimeoutMs: 30_000 });
+  teardown = new TenantTeardown(registry, enginePurgers(() => store), { purgeTimeoutMs: 30_000, seal: new RegistrySeal(RegistrySeal.generateKey()) });
 });
 
 afterAll(async () => {

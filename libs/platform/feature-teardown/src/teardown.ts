@@ -3,6 +3,7 @@ import {
   type KvDatabaseRecord,
   type QueueProjectRecord,
   RegistryWriter,
+  type RegistrySeal,
   type RetiredResource,
   type StreamClusterRecord,
   type TenantDocument,
@@ -54,6 +55,8 @@ export class TeardownPendingError extends Error {
 export interface TenantTeardownOptions {
   /** Longest time one resource's purge may take before it is reported as failed, in ms (default 120000). */
   purgeTimeoutMs?: number;
+  /** The registry's seal (REGISTRY_SEAL_KEY), which opens the records' secrets; read from `process.env` when left out. */
+  seal?: RegistrySeal;
 }
 
 /** The words a report uses for a resource: `<kind> <id>`, e.g. `queue project acme.jobs`. */
@@ -121,7 +124,7 @@ export class TenantTeardown {
     private readonly purgers: ResourcePurgers,
     options: TenantTeardownOptions = {},
   ) {
-    this.writer = new RegistryWriter(control);
+    this.writer = new RegistryWriter(control, options.seal);
     this.timeoutMs = options.purgeTimeoutMs ?? 120_000;
   }
 
@@ -181,7 +184,8 @@ export class TenantTeardown {
    * Refuses a KV database on a Redis server, or a vector index on a Qdrant collection, that another tenant's
    * unfinished teardown still has to purge: the purge would wipe the new resource's data, and until then the
    * new resource would see the old data.
-   * @throws TeardownPendingError naming the resource and the tenant whose teardown holds it
+   * @throws TeardownPendingError naming the resource and the tenant whose teardown holds it; SealError when such a
+   *   teardown record does not open with the registry's seal
    */
   private async refuseLeftovers(doc: TenantDocument): Promise<void> {
     const problems: string[] = [];
@@ -189,7 +193,7 @@ export class TenantTeardown {
       const raw = await this.control.get(key);
       const pending = raw ? tenantTeardownRecordSchema.safeParse(JSON.parse(raw)) : undefined;
       if (!pending?.success || pending.data.name === doc.metadata.name) continue;
-      problems.push(...reusedStorage(doc, pending.data.resources, `of tenant/${pending.data.name}`));
+      problems.push(...reusedStorage(doc, this.writer.openTeardown(pending.data).resources, `of tenant/${pending.data.name}`));
     }
     if (problems.length > 0) {
       throw new TeardownPendingError(

@@ -50,7 +50,7 @@ export interface StackOptions {
   /**
    * Durable engines (`make dev`): AOF on the control Redis (which then also holds the queue's jobs:
    * `noeviction`) and on every KV database's server; the data Redis password is kept in
-   * `stateDir/data-redis.password` and reused.
+   * `stateDir/data-redis.password` and the registry seal key in `stateDir/registry-seal.key`, and reused.
    */
   persistent?: boolean;
   /** `dist`: the built apps and tenants command (`make build`); `source`: the TypeScript sources, no build. */
@@ -61,6 +61,8 @@ export interface StackOptions {
   kvDatabases?: KvDatabaseServer[];
   /** The gateway's password on the KV databases' servers; random by default. */
   dataRedisPassword?: string;
+  /** REGISTRY_SEAL_KEY of the tenants command and every service (32 bytes, base64); random by default. */
+  registrySealKey?: string;
   /** A Redis of its own for the queue (AOF every second, noeviction); by default the queue uses the control Redis. */
   queueRedis?: boolean;
   qdrant?: boolean;
@@ -100,6 +102,8 @@ export interface Stack extends StackEngines {
   apps: Partial<Record<ServiceName, AppProcess>>;
   /** The variables a tenants file can use: RESTASH_DATA_REDIS_PASSWORD and the engines' ports (RESTASH_QDRANT_PORT, ...). */
   tenantEnv: Record<string, string>;
+  /** The platform key the registry's secrets are sealed with (REGISTRY_SEAL_KEY, given to the tenants command and every service). */
+  registrySealKey: string;
   /** Where the tenants command keeps the tokens (`<dir>/<tenant>.json`). */
   secretsDir: string;
   /** What the tenants command printed. */
@@ -162,7 +166,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const port = (name: PortName) => (options.ports?.[name] !== undefined ? { port: options.ports[name] as number } : {});
 
   try {
-    const password = options.dataRedisPassword ?? (await dataRedisPassword(stateDir, options.persistent ?? false));
+    const password = options.dataRedisPassword ?? (await keptSecret(join(stateDir, 'data-redis.password'), options.persistent ?? false, () => randomBytes(24).toString('hex')));
+    const registrySealKey =
+      options.registrySealKey ?? (await keptSecret(join(stateDir, 'registry-seal.key'), options.persistent ?? false, () => randomBytes(32).toString('base64')));
     const dataRedisAuth = { username: GATEWAY_REDIS_USER, password };
     const persistent = options.persistent ? ['appendonly yes'] : [];
     const redis = (name: string, dir: string, extra: { port?: number; config?: string[]; auth?: RedisAuth }, cpuKey = name) =>
@@ -217,7 +223,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const controlRedisUrl = engines.control.url;
     const queueRedisUrl = (engines.queueRedis ?? engines.control).url;
     const secretsDir = join(stateDir, 'secrets');
-    const apply = { controlRedisUrl, from: options.from, env: { ...tenantEnv, QUEUE_REDIS_URL: queueRedisUrl } };
+    const apply = { controlRedisUrl, from: options.from, env: { ...tenantEnv, QUEUE_REDIS_URL: queueRedisUrl, REGISTRY_SEAL_KEY: registrySealKey } };
     let applied = '';
     if (typeof options.tenants === 'string') applied = await applyTenantFile(options.tenants, { ...apply, secretsDir });
     else if (options.tenants) applied = (await applyTenants(options.tenants(engines), stateDir, apply)).output;
@@ -229,6 +235,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           const [api, management] = SERVICE_PORTS[app];
           const env: NodeJS.ProcessEnv = {
             CONTROL_REDIS_URL: controlRedisUrl,
+            REGISTRY_SEAL_KEY: registrySealKey,
             ...(app.startsWith('queue-') ? { QUEUE_REDIS_URL: queueRedisUrl } : {}),
             ...(app === 'queue-worker' ? { DESTINATION_ALLOWLIST: '127.0.0.0/8,::1' } : {}),
             ...options.appEnv?.[app],
@@ -254,6 +261,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ports,
       apps,
       tenantEnv,
+      registrySealKey,
       secretsDir,
       applied,
       tokens: (tenant) => {
@@ -294,16 +302,15 @@ async function settleAll<T extends Record<string, Promise<unknown> | undefined>>
   return Object.fromEntries(keys.map((key, i) => [key, (results[i] as PromiseFulfilledResult<unknown>).value])) as { [K in keyof T]: Awaited<T[K]> };
 }
 
-/** The data Redis password: random, or (persistent stacks) the one in `stateDir/data-redis.password`, made once. */
-async function dataRedisPassword(stateDir: string, persistent: boolean): Promise<string> {
-  const file = join(stateDir, 'data-redis.password');
+/** A stack secret (the data Redis password, the registry seal key): new from `make`, or (persistent stacks) the one in `file`, made once. */
+async function keptSecret(file: string, persistent: boolean, make: () => string): Promise<string> {
   if (persistent) {
     const kept = await readFile(file, 'utf8').catch(() => '');
     if (kept.trim()) return kept.trim();
   }
-  const password = randomBytes(24).toString('hex');
-  if (persistent) await writeFile(file, `${password}\n`, { mode: 0o600 });
-  return password;
+  const secret = make();
+  if (persistent) await writeFile(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
 }
 
 /** A pid file: the pid and the process's start time (field 22 of /proc/<pid>/stat), so that a reused pid is not mistaken for it. */

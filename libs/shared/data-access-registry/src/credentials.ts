@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { aesGcmOpen, aesGcmSeal } from './sealed';
 
 /**
  * Credentials as the registry keeps them: only SHA-256 digests of tokens (README,
@@ -37,10 +38,7 @@ function sealingKey(token: string): Buffer {
  * registry alone never reveals it. Output: base64url of iv(12) | tag(16) | ciphertext.
  */
 export function sealWithToken(token: string, secret: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', sealingKey(token), iv);
-  const body = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+  return aesGcmSeal(sealingKey(token), secret).toString('base64url');
 }
 
 /**
@@ -48,8 +46,5 @@ export function sealWithToken(token: string, secret: string): string {
  * @throws Error when the token is not the one it was sealed with, or the data was altered
  */
 export function openWithToken(token: string, sealed: string): string {
-  const raw = Buffer.from(sealed, 'base64url');
-  const decipher = createDecipheriv('aes-256-gcm', sealingKey(token), raw.subarray(0, 12));
-  decipher.setAuthTag(raw.subarray(12, 28));
-  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+  return aesGcmOpen(sealingKey(token), Buffer.from(sealed, 'base64url'));
 }

@@ -1,5 +1,6 @@
 export * from './records';
 export * from './credentials';
+export * from './sealed';
 export * from './tenant-spec';
 export * from './registry-reader';
 export * from './registry-writer';

@@ -20,6 +20,9 @@ import { z } from 'zod';
  * | `restash:v1:tenant:<name>:teardown` | {@link TenantTeardownRecord}: resources taken out of the registry whose data is not purged yet |
  * | `restash:v1:quota:<api>:<id>:<day>` | integer, requests counted that UTC day |
  *
+ * Secrets a platform team provides (a KV database's Redis URL, a Qdrant API key, an embedding provider's key) are
+ * stored sealed under REGISTRY_SEAL_KEY (sealed.ts): the writer seals them, the reader opens them.
+ *
  * Every write publishes the changed key on {@link REGISTRY_CHANNEL} so readers drop it from their cache;
  * `restash:v1:kv:acl-user:<database id>:<user>` is announced without being stored (see registryKeys).
  */
@@ -76,7 +79,7 @@ export const kvDatabaseRecordSchema = z.object({
   id: z.string(),
   tenant: z.string(),
   name: z.string(),
-  /** Where the gateway connects, as its own admin user: `redis://user:pass@host:port/db`. */
+  /** Where the gateway connects, as its own admin user: `redis://user:pass@host:port/db` (sealed in the registry). */
   redisUrl: z.string(),
   /** Largest accepted request, in bytes (body plus path). */
   maxRequestBytes: z.number().int().positive(),
@@ -95,8 +98,8 @@ export const embedderRecordSchema = z.object({
   url: z.string(),
   /** The model name sent to the endpoint and reported by `info` as the index's embedding model. */
   model: z.string(),
-  /** Name of the gateway environment variable holding the endpoint's API key, if it needs one. */
-  apiKeyEnv: z.string().optional(),
+  /** The endpoint's API key (sent as a Bearer token), if it needs one (sealed in the registry). */
+  apiKey: z.string().optional(),
 });
 export type EmbedderRecord = z.infer<typeof embedderRecordSchema>;
 
@@ -109,7 +112,7 @@ export const vectorIndexRecordSchema = z.object({
   similarityFunction: z.enum(SIMILARITY_FUNCTIONS),
   /** Only dense indexes exist so far; sparse and hybrid will add values here. */
   indexType: z.literal('DENSE'),
-  /** Qdrant's REST endpoint, and its API key if it has one. */
+  /** Qdrant's REST endpoint, and its API key if it has one (sealed in the registry). */
   qdrantUrl: z.string(),
   qdrantApiKey: z.string().optional(),
   /** The collection that holds the index. */

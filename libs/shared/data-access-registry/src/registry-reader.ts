@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import { digestsEqual, tokenDigest } from './credentials';
+import type { RegistrySeal } from './sealed';
 import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
@@ -23,6 +24,13 @@ export interface RegistryReaderOptions {
    * only bounds staleness should an invalidation message be lost.
    */
   cacheTtlMs: number;
+  /** The platform key's seal (REGISTRY_SEAL_KEY), which opens the records' user-provided secrets. */
+  seal: RegistrySeal;
+  /**
+   * Told once about a record that cannot be read (not JSON, not of its schema, or sealed under another key),
+   * until that key is announced again; requests needing it fail as if the registry were unavailable.
+   */
+  onUnreadable?: (key: string, error: unknown) => void;
 }
 
 /** A token that resolved to a registry record. */
@@ -42,8 +50,8 @@ interface Entry {
 }
 
 /**
- * Read side of the tenant registry (records.ts), for gateways: records are cached in process and
- * dropped when the writer announces a change on {@link REGISTRY_CHANNEL}. When the subscription
+ * Read side of the tenant registry (records.ts), for gateways: records are cached in process (with their
+ * user-provided secrets opened, sealed.ts) and dropped when the writer announces a change on {@link REGISTRY_CHANNEL}. When the subscription
  * reconnects, announcements may have been missed meanwhile: the whole cache is dropped, and every key
  * it held whose stored value differs now is passed to the change listeners as if it had been announced.
  *
@@ -52,6 +60,8 @@ interface Entry {
 export class RegistryReader {
   private readonly cache = new Map<string, Entry>();
   private readonly listeners: Array<(key: string) => void> = [];
+  /** Keys whose stored record could not be read, already reported to `onUnreadable`. */
+  private readonly unreadable = new Set<string>();
   private subscriber: Redis | undefined;
 
   constructor(
@@ -65,6 +75,7 @@ export class RegistryReader {
     this.subscriber = subscriber;
     subscriber.on('message', (_channel: string, key: string) => {
       this.cache.delete(key);
+      this.unreadable.delete(key);
       this.notify(key);
     });
     subscriber.on('ready', () => void this.resync());
@@ -79,6 +90,7 @@ export class RegistryReader {
   private async resync(): Promise<void> {
     const held = [...this.cache].map(([key, entry]) => ({ key, raw: entry.raw.catch(() => undefined) }));
     this.cache.clear();
+    this.unreadable.clear();
     for (let at = 0; at < held.length; at += RESYNC_BATCH) {
       const batch = held.slice(at, at + RESYNC_BATCH);
       const now = await this.redis.mget(...batch.map((h) => h.key)).catch(() => undefined);
@@ -105,7 +117,7 @@ export class RegistryReader {
   /**
    * Finds the record of a plain token by its SHA-256 digest.
    * @returns null for an unknown token
-   * @throws Error when the control Redis cannot be reached or holds a malformed record
+   * @throws Error when the control Redis cannot be reached or holds a record that cannot be read
    */
   async resolveToken(token: string): Promise<ResolvedToken | null> {
     const digest = tokenDigest(token);
@@ -113,14 +125,20 @@ export class RegistryReader {
     return record && digestsEqual(record.digest, digest) ? { digest, record } : null;
   }
 
-  /** The KV database record with this id, or null. */
+  /**
+   * The KV database record with this id (its Redis URL opened), or null.
+   * @throws Error when the control Redis cannot be reached or the record cannot be read (e.g. SealError)
+   */
   kvDatabase(id: string): Promise<KvDatabaseRecord | null> {
-    return this.lookup(registryKeys.kvDatabase(id), kvDatabaseRecordSchema);
+    return this.lookup(registryKeys.kvDatabase(id), kvDatabaseRecordSchema, (record) => this.options.seal.openRecord('kv', record));
   }
 
-  /** The vector index record with this id, or null. */
+  /**
+   * The vector index record with this id (its Qdrant and embedding API keys opened), or null.
+   * @throws Error when the control Redis cannot be reached or the record cannot be read (e.g. SealError)
+   */
   vectorIndex(id: string): Promise<VectorIndexRecord | null> {
-    return this.lookup(registryKeys.vectorIndex(id), vectorIndexRecordSchema);
+    return this.lookup(registryKeys.vectorIndex(id), vectorIndexRecordSchema, (record) => this.options.seal.openRecord('vector', record));
   }
 
   /** The stream cluster record with this id, or null. */
@@ -133,12 +151,12 @@ export class RegistryReader {
     return this.lookup(registryKeys.queueProject(id), queueProjectRecordSchema);
   }
 
-  private lookup<T>(key: string, schema: z.ZodType<T>): Promise<T | null> {
+  private lookup<T>(key: string, schema: z.ZodType<T>, open: (record: T) => T = (record) => record): Promise<T | null> {
     const now = Date.now();
     const hit = this.cache.get(key);
     if (hit && hit.expiresAt > now) return hit.value as Promise<T | null>;
     const raw = this.redis.get(key);
-    const value = raw.then((text) => (text === null ? null : schema.parse(JSON.parse(text))));
+    const value = raw.then((text) => (text === null ? null : this.read(key, text, schema, open)));
     const entry = { raw, value, expiresAt: now + this.options.cacheTtlMs };
     this.cache.set(key, entry);
     // A failed lookup must not be served from the cache.
@@ -146,5 +164,18 @@ export class RegistryReader {
       if (this.cache.get(key) === entry) this.cache.delete(key);
     });
     return value;
+  }
+
+  /** The record stored under `key`; the first failure per key goes to `onUnreadable`. @throws what parsing or opening throws */
+  private read<T>(key: string, text: string, schema: z.ZodType<T>, open: (record: T) => T): T {
+    try {
+      return open(schema.parse(JSON.parse(text)));
+    } catch (error) {
+      if (!this.unreadable.has(key)) {
+        this.unreadable.add(key);
+        this.options.onUnreadable?.(key, error);
+      }
+      throw error;
+    }
   }
 }

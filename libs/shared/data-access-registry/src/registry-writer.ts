@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import { tokenDigest } from './credentials';
+import { type RegistrySeal, SealError, registrySealFromEnv } from './sealed';
 import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
@@ -34,11 +35,29 @@ import {
 } from './tenant-spec';
 
 /**
- * Writes the registry (records.ts). Used by the local applier (`tenants apply`), later by the
- * operator, and by the KV gateway for tokens minted with `ACL RESTTOKEN`.
+ * Writes the registry (records.ts). Used by the local applier (`tenants apply`), the operator, and by the
+ * KV gateway for tokens minted with `ACL RESTTOKEN`. Resource records go in and come out with their
+ * user-provided secrets in plain text; the registry holds them sealed under the platform key (sealed.ts).
  */
 export class RegistryWriter {
-  constructor(private readonly redis: Redis) {}
+  private platformSeal: RegistrySeal | undefined;
+
+  /**
+   * @param redis the control Redis
+   * @param seal the platform key's seal (REGISTRY_SEAL_KEY); when left out, read from `process.env` on first use
+   */
+  constructor(
+    private readonly redis: Redis,
+    seal?: RegistrySeal,
+  ) {
+    this.platformSeal = seal;
+  }
+
+  /** @throws ConfigError when no seal was given and REGISTRY_SEAL_KEY is missing or malformed */
+  private get seal(): RegistrySeal {
+    this.platformSeal ??= registrySealFromEnv(process.env);
+    return this.platformSeal;
+  }
 
   /**
    * Makes the registry hold exactly this tenant: its KV databases, vector indexes, stream clusters, queue projects and their tokens. Keys the tenant
@@ -60,19 +79,20 @@ export class RegistryWriter {
     };
     for (const db of doc.spec.kv.databases) {
       const id = kvDatabaseId(tenant, db.name);
-      records.set(registryKeys.kvDatabase(id), {
+      const record: KvDatabaseRecord = {
         id,
         tenant,
         name: db.name,
         redisUrl: db.redis.url,
         maxRequestBytes: db.limits.maxRequestBytes,
         dailyRequestLimit: db.limits.dailyRequests,
-      });
+      };
+      records.set(registryKeys.kvDatabase(id), this.seal.sealRecord('kv', record));
       addTokens('kv', id, db.name, tokens.kv[db.name]);
     }
     for (const index of doc.spec.vector.indexes) {
       const id = vectorIndexId(tenant, index.name);
-      records.set(registryKeys.vectorIndex(id), {
+      const record: VectorIndexRecord = {
         id,
         tenant,
         name: index.name,
@@ -85,7 +105,8 @@ export class RegistryWriter {
         ...(index.embedding ? { embedder: index.embedding } : {}),
         maxRequestBytes: index.limits.maxRequestBytes,
         dailyRequestLimit: index.limits.dailyRequests,
-      });
+      };
+      records.set(registryKeys.vectorIndex(id), this.seal.sealRecord('vector', record));
       addTokens('vector', id, index.name, tokens.vector[index.name]);
     }
     for (const cluster of doc.spec.stream.clusters) {
@@ -142,16 +163,17 @@ export class RegistryWriter {
    *
    * @returns the teardown record: every resource whose data is still to be purged (none for an unknown tenant;
    *   a record without resources is not stored)
-   * @throws Error when the control Redis fails (nothing is changed then)
+   * @throws Error when the control Redis fails; SealError when a record's secrets do not open with this
+   *   writer's key (nothing is changed then)
    */
   async deleteTenant(tenant: string): Promise<TenantTeardownRecord> {
     const indexKey = registryKeys.tenant(tenant);
     const aclKey = registryKeys.tenantAclTokens(tenant);
     const keys = [...(await this.readIndex(indexKey)), ...(await this.redis.smembers(aclKey))];
-    const retired = await this.retiredRecords(keys);
-    const teardown = mergeTeardown(await this.teardown(tenant), tenant, retired, true);
+    const stored = mergeTeardown(await this.storedTeardown(tenant), tenant, await this.retiredRecords(keys), true);
+    const teardown = this.openTeardown(stored);
     const tx = this.redis.multi().del(indexKey, aclKey, ...keys);
-    if (teardown.resources.length > 0) tx.set(registryKeys.tenantTeardown(tenant), JSON.stringify(teardown));
+    if (stored.resources.length > 0) tx.set(registryKeys.tenantTeardown(tenant), JSON.stringify(stored));
     else tx.del(registryKeys.tenantTeardown(tenant));
     for (const key of keys) tx.publish(REGISTRY_CHANNEL, key);
     await execOrThrow(tx);
@@ -164,12 +186,17 @@ export class RegistryWriter {
    * @returns the teardown record after the change
    */
   async retireResources(tenant: string, resources: RetiredResource[]): Promise<TenantTeardownRecord> {
-    const teardown = mergeTeardown(await this.teardown(tenant), tenant, resources, false);
-    await this.redis.set(registryKeys.tenantTeardown(tenant), JSON.stringify(teardown));
+    const sealed = resources.map((r) => this.seal.sealResource(r));
+    const stored = mergeTeardown(await this.storedTeardown(tenant), tenant, sealed, false);
+    const teardown = this.openTeardown(stored);
+    await this.redis.set(registryKeys.tenantTeardown(tenant), JSON.stringify(stored));
     return teardown;
   }
 
-  /** The resources the tenant has in the registry that `doc` no longer declares (which `applyTenant` would remove). */
+  /**
+   * The resources the tenant has in the registry that `doc` no longer declares (which `applyTenant` would remove).
+   * @throws SealError when a record's secrets do not open with this writer's key
+   */
   async droppedResources(doc: TenantDocument): Promise<RetiredResource[]> {
     const tenant = doc.metadata.name;
     const declared = new Set([
@@ -179,11 +206,28 @@ export class RegistryWriter {
       ...doc.spec.queue.projects.map((p) => registryKeys.queueProject(queueProjectId(tenant, p.name))),
     ]);
     const keys = await this.readIndex(registryKeys.tenant(tenant));
-    return this.retiredRecords(keys.filter((key) => !declared.has(key)));
+    return (await this.retiredRecords(keys.filter((key) => !declared.has(key)))).map((r) => this.seal.openResource(r));
   }
 
-  /** The tenant's teardown record: what is still to be purged, or null when nothing is. */
+  /**
+   * The tenant's teardown record: what is still to be purged, or null when nothing is.
+   * @throws SealError when a resource's secrets do not open with this writer's key
+   */
   async teardown(tenant: string): Promise<TenantTeardownRecord | null> {
+    const stored = await this.storedTeardown(tenant);
+    return stored ? this.openTeardown(stored) : null;
+  }
+
+  /**
+   * A teardown record as stored (teardown records keep resource records sealed, as the registry held them) with its
+   * resources' secrets opened.
+   * @throws SealError when one does not open with this writer's key
+   */
+  openTeardown(stored: TenantTeardownRecord): TenantTeardownRecord {
+    return { ...stored, resources: stored.resources.map((r) => this.seal.openResource(r)) };
+  }
+
+  private async storedTeardown(tenant: string): Promise<TenantTeardownRecord | null> {
     const raw = await this.redis.get(registryKeys.tenantTeardown(tenant));
     return raw ? tenantTeardownRecordSchema.parse(JSON.parse(raw)) : null;
   }
@@ -194,7 +238,7 @@ export class RegistryWriter {
    * @returns what is still to be purged, or null when nothing is
    */
   async finishTeardown(tenant: string, purged: RetiredResource[]): Promise<TenantTeardownRecord | null> {
-    const current = await this.teardown(tenant);
+    const current = await this.storedTeardown(tenant);
     if (!current) return null;
     const done = new Set(purged.map(retiredKey));
     const resources = current.resources.filter((r) => !done.has(retiredKey(r)));
@@ -205,7 +249,7 @@ export class RegistryWriter {
     }
     const left = { ...current, resources };
     await this.redis.set(key, JSON.stringify(left));
-    return left;
+    return this.openTeardown(left);
   }
 
   /**
@@ -223,7 +267,8 @@ export class RegistryWriter {
    * Refuses what would let two tenants' resources share storage: a KV database of `doc` on the server
    * (kvServerEndpoint) of another tenant's KV database, or a vector index of `doc` on the Qdrant
    * collection (vectorCollectionOf) of another tenant's index. Within one document the schema refuses it.
-   * @throws Error naming the resource and the one it would share with
+   * @throws Error naming the resource and the one it would share with; SealError when another tenant's KV
+   *   database record does not open with this writer's key (its server cannot be told)
    */
   private async refuseSharedStorage(doc: TenantDocument): Promise<void> {
     const { databases } = doc.spec.kv;
@@ -234,7 +279,8 @@ export class RegistryWriter {
     const others = <T extends { tenant: string }>(prefix: string, schema: z.ZodType<T>) => this.recordsOfOthers(prefix, schema, doc.metadata.name);
     if (databases.length > 0) {
       for (const record of await others(registryKeys.kvDatabase(''), kvDatabaseRecordSchema)) {
-        const endpoint = attempt(() => kvServerEndpoint(record.redisUrl));
+        const { redisUrl } = this.openKvRecord(record);
+        const endpoint = attempt(() => kvServerEndpoint(redisUrl));
         if (endpoint) servers.set(endpoint, record.id);
       }
     }
@@ -254,6 +300,15 @@ export class RegistryWriter {
       const where = vectorCollectionOf(index.qdrant.url, index.qdrant.collection ?? defaultCollection(tenant, index.name));
       const other = collections.get(where);
       if (other) throw new Error(`tenant '${tenant}': ${vectorCollectionShared(index.name, other, where)}`);
+    }
+  }
+
+  /** A stored KV database record opened. @throws SealError naming the record when its Redis URL does not open */
+  private openKvRecord(record: KvDatabaseRecord): KvDatabaseRecord {
+    try {
+      return this.seal.openRecord('kv', record);
+    } catch (error) {
+      throw new SealError(`KV database ${record.id} in the registry: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 

@@ -7,6 +7,7 @@ import { RegistryReader } from './registry-reader';
 import { RegistryWriter } from './registry-writer';
 import { type TenantDocument, tenantDocumentSchema } from './tenant-spec';
 import { generateToken, tokenDigest } from './credentials';
+import { RegistrySeal, SealError } from './sealed';
 
 function tenant(name: string, databases: string[]): TenantDocument {
   return tenantDocumentSchema.parse({
@@ -27,13 +28,14 @@ describe('tenant registry on a real Redis', () => {
   let readerRedis: Redis;
   let reader: RegistryReader;
   let writer: RegistryWriter;
+  const seal = new RegistrySeal(RegistrySeal.generateKey());
 
   beforeAll(async () => {
     server = await startRedisServer();
     redis = new Redis(server.url);
-    writer = new RegistryWriter(redis);
+    writer = new RegistryWriter(redis, seal);
     readerRedis = new Redis(server.url);
-    reader = new RegistryReader(readerRedis, { cacheTtlMs: 60_000 });
+    reader = new RegistryReader(readerRedis, { cacheTtlMs: 60_000, seal });
     await reader.start();
   });
 
@@ -98,7 +100,7 @@ describe('tenant registry on a real Redis', () => {
     // Changes whose announcements are lost: written without a PUBLISH, then the subscription drops.
     const moved = registryKeys.kvDatabase(kvDatabaseId('delta', 'moved'));
     const record = JSON.parse((await redis.get(moved)) as string) as Record<string, unknown>;
-    await redis.set(moved, JSON.stringify({ ...record, redisUrl: 'redis://elsewhere.test:6379/0' }));
+    await redis.set(moved, JSON.stringify({ ...record, redisUrl: seal.seal('redis://elsewhere.test:6379/0') }));
     await redis.del(registryKeys.kvDatabase(kvDatabaseId('delta', 'gone')));
     announced.length = 0;
     await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
@@ -129,6 +131,68 @@ describe('tenant registry on a real Redis', () => {
     expect(await reader.vectorIndex('thief.docs')).toBeNull();
     // The owner may re-apply its own index.
     await writer.applyTenant(index('x-y', 'z', 'restash.x-y.z'), tokens('z'));
+  });
+
+  it('stores the Redis URL, the Qdrant key and the embedding key sealed, and hands them out opened', async () => {
+    const password = `pw-${generateToken()}`;
+    const qdrantKey = `qk-${generateToken()}`;
+    const embeddingKey = `ek-${generateToken()}`;
+    const doc = tenantDocumentSchema.parse({
+      apiVersion: 'restash.dev/v1alpha1',
+      kind: 'Tenant',
+      metadata: { name: 'sealed' },
+      spec: {
+        kv: { databases: [{ name: 'main', redis: { url: `redis://gw:${password}@sealed-main.test:6379/0` } }] },
+        vector: {
+          indexes: [
+            { name: 'docs', dimension: 3, qdrant: { url: 'http://qdrant.test:6333', apiKey: qdrantKey }, embedding: { url: 'http://embed.test/v1', model: 'm', apiKey: embeddingKey } },
+          ],
+        },
+      },
+    });
+    const pair = () => ({ standard: generateToken(), readonly: generateToken() });
+    await writer.applyTenant(doc, { kv: { main: pair() }, vector: { docs: pair() }, stream: {}, queue: {} });
+    const stored = async () => {
+      const keys = await redis.keys('*');
+      const values = await Promise.all(keys.map((k) => redis.type(k).then((t) => (t === 'string' ? redis.get(k) : ''))));
+      return values.join('\n');
+    };
+    for (const secret of [password, qdrantKey, embeddingKey]) expect(await stored()).not.toContain(secret);
+    expect(JSON.parse((await redis.get(registryKeys.kvDatabase('sealed.main'))) as string).redisUrl).toMatch(/^sealed:v1:/);
+
+    expect((await reader.kvDatabase('sealed.main'))?.redisUrl).toBe(`redis://gw:${password}@sealed-main.test:6379/0`);
+    expect(await reader.vectorIndex('sealed.docs')).toMatchObject({ qdrantApiKey: qdrantKey, embedder: { url: 'http://embed.test/v1', model: 'm', apiKey: embeddingKey } });
+
+    // Retired records stay sealed in the teardown record, and come out of the writer opened.
+    const teardown = await writer.deleteTenant('sealed');
+    expect(teardown.resources.map((r) => r.record)).toEqual(
+      expect.arrayContaining([expect.objectContaining({ redisUrl: `redis://gw:${password}@sealed-main.test:6379/0` }), expect.objectContaining({ qdrantApiKey: qdrantKey })]),
+    );
+    for (const secret of [password, qdrantKey, embeddingKey]) expect(await stored()).not.toContain(secret);
+    expect((await writer.teardown('sealed'))?.resources).toEqual(teardown.resources);
+    expect(await writer.finishTeardown('sealed', teardown.resources)).toBeNull();
+  });
+
+  it('treats a record sealed under another key as unreadable: reported once, never served', async () => {
+    const tokens = tokensFor(['main']);
+    await writer.applyTenant(tenant('other-key', ['main']), tokens);
+    const unreadable: string[] = [];
+    const strangerRedis = new Redis(server.url);
+    const stranger = new RegistryReader(strangerRedis, { cacheTtlMs: 60_000, seal: new RegistrySeal(RegistrySeal.generateKey()), onUnreadable: (key) => unreadable.push(key) });
+    await stranger.start();
+    try {
+      expect((await stranger.resolveToken(tokens.kv.main.standard))?.record.resource).toBe('other-key.main');
+      await expect(stranger.kvDatabase('other-key.main')).rejects.toThrow(SealError);
+      await expect(stranger.kvDatabase('other-key.main')).rejects.toThrow(SealError); // not cached, still refused
+      expect(unreadable).toEqual([registryKeys.kvDatabase('other-key.main')]);
+      // A writer with another key cannot apply next to it (the other database's server cannot be told).
+      await expect(new RegistryWriter(redis, new RegistrySeal(RegistrySeal.generateKey())).applyTenant(tenant('third', ['main']), tokensFor(['main']))).rejects.toThrow(
+        /KV database [a-z.-]+ in the registry: a sealed value does not open/,
+      );
+    } finally {
+      await stranger.close();
+      strangerRedis.disconnect();
+    }
   });
 
   it('counts a daily quota across callers without overshooting', async () => {

@@ -60,7 +60,8 @@ export const vectorIndexSpecSchema = z.object({
     .object({
       url: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL'),
       model: z.string().min(1),
-      apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name').optional(),
+      /** The endpoint's API key, resolved by the applier from the resource's secret reference. */
+      apiKey: z.string().min(1).optional(),
     })
     .optional(),
   limits: limitsSchema,

@@ -1,6 +1,6 @@
 import { type DynamicModule, Inject, Injectable, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { DailyQuota, RegistryReader } from '@restash/shared/data-access-registry';
+import { DailyQuota, RegistryReader, RegistrySeal } from '@restash/shared/data-access-registry';
 import { Readiness } from '@restash/shared/util-http';
 import { TenantGate } from './tenant-gate';
 
@@ -14,6 +14,8 @@ export interface TenancyOptions {
   controlRedisUrl: string;
   /** Longest use of a cached registry record, in milliseconds (REGISTRY_CACHE_TTL_MS; pub/sub drops it sooner). */
   registryCacheTtlMs: number;
+  /** The platform key that opens the registry's sealed secrets (REGISTRY_SEAL_KEY: 32 bytes, base64). */
+  registrySealKey: string;
 }
 
 /** Starts the registry reader's change subscription with the application, and closes it and the connection with it. */
@@ -36,9 +38,11 @@ class TenancyLifecycle implements OnModuleInit, OnApplicationShutdown {
 
 /**
  * Every consumer of the tenant registry, once: the control Redis connection ({@link CONTROL_REDIS},
- * checked by `/readyz` as `control-redis`), the {@link RegistryReader} (subscribed before the
- * importing module's providers initialise, closed after they shut down), {@link DailyQuota} and the
- * {@link TenantGate}. The root module must also import ObservabilityModule (for Readiness).
+ * checked by `/readyz` as `control-redis`), the {@link RegistrySeal} of the platform key, the
+ * {@link RegistryReader} (subscribed before the importing module's providers initialise, closed after they
+ * shut down; a record it cannot read, e.g. sealed under another key, is logged once and answered as the
+ * registry being unavailable), {@link DailyQuota} and the {@link TenantGate}. The root module must also
+ * import ObservabilityModule (for Readiness).
  */
 @Module({})
 export class TenancyModule {
@@ -57,12 +61,22 @@ export class TenancyModule {
             return control;
           },
         },
-        { provide: RegistryReader, inject: [CONTROL_REDIS], useFactory: (control: Redis) => new RegistryReader(control, { cacheTtlMs: options.registryCacheTtlMs }) },
+        { provide: RegistrySeal, useFactory: () => new RegistrySeal(options.registrySealKey) },
+        {
+          provide: RegistryReader,
+          inject: [CONTROL_REDIS, RegistrySeal],
+          useFactory: (control: Redis, seal: RegistrySeal) =>
+            new RegistryReader(control, {
+              cacheTtlMs: options.registryCacheTtlMs,
+              seal,
+              onUnreadable: (key, error) => logger.error(`registry record ${key} cannot be read; requests that need it fail as the registry being unavailable: ${error instanceof Error ? error.message : String(error)}`),
+            }),
+        },
         { provide: DailyQuota, inject: [CONTROL_REDIS], useFactory: (control: Redis) => new DailyQuota(control) },
         { provide: TenantGate, inject: [RegistryReader, DailyQuota], useFactory: (reader: RegistryReader, quota: DailyQuota) => new TenantGate(reader, quota) },
         TenancyLifecycle,
       ],
-      exports: [CONTROL_REDIS, RegistryReader, DailyQuota, TenantGate],
+      exports: [CONTROL_REDIS, RegistrySeal, RegistryReader, DailyQuota, TenantGate],
     };
   }
 }

@@ -31,3 +31,22 @@ describe('loadConfig', () => {
     expect((error as ConfigError).message).toContain('PORT');
   });
 });
+
+describe('env.key256', () => {
+  const key = z.object({ KEY: env.key256() });
+
+  it('takes 32 bytes in standard base64 as given', () => {
+    const value = Buffer.alloc(32, 0xfb).toString('base64');
+    expect(loadConfig(key, { KEY: value })).toEqual({ KEY: value });
+  });
+
+  it.each([
+    ['missing', undefined, 'required'],
+    ['31 bytes', Buffer.alloc(31, 1).toString('base64'), 'must be 32 random bytes'],
+    ['33 bytes', Buffer.alloc(33, 1).toString('base64'), 'must be 32 random bytes'],
+    ['base64url', Buffer.alloc(32, 0xfb).toString('base64url'), 'must be 32 random bytes'],
+    ['hex', Buffer.alloc(32, 1).toString('hex'), 'must be 32 random bytes'],
+  ])('refuses a key that is %s', (_, value, message) => {
+    expect(() => loadConfig(key, value === undefined ? {} : { KEY: value })).toThrow(message);
+  });
+});

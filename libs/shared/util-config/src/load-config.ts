@@ -43,6 +43,11 @@ export const env = {
   /** A `redis://` or `rediss://` URL. */
   redisUrl: () => z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+  /**
+   * A 256-bit key as standard base64 (44 characters, e.g. the output of `openssl rand -base64 32`), such as
+   * REGISTRY_SEAL_KEY. Only the form is checked; the value is returned as given.
+   */
+  key256: () => z.string({ error: 'required: 32 random bytes in base64 (openssl rand -base64 32)' }).regex(/^[A-Za-z0-9+/]{43}=$/, 'must be 32 random bytes in base64 (44 characters, e.g. openssl rand -base64 32)'),
 };
 
 /**

@@ -65,8 +65,9 @@ async function main(): Promise<void> {
   await writeFile(
     join(state, 'local.env'),
     `# Written by make dev: \`source .restash/local.env\`, then any Upstash SDK program talks to the local stack.
-# The registry, for bin/tenants (apply, delete) from another shell:
+# The registry and the key of its sealed secrets, for bin/tenants (apply, delete) from another shell:
 export CONTROL_REDIS_URL=${controlUrl}
+export REGISTRY_SEAL_KEY=${stack.registrySealKey}
 export UPSTASH_REDIS_REST_URL=${kv}
 export UPSTASH_REDIS_REST_TOKEN=${demo.kv.main?.standard}
 export UPSTASH_REDIS_REST_READONLY_TOKEN=${demo.kv.main?.readonly}
