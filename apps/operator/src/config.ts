@@ -2,10 +2,10 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { env, loadConfig } from '@restash/shared/util-config';
 import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
+import { backendsConfig, backendsEnv } from '@restash/shared/data-access-registry';
 
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|[KMGTPE]i|[kMGTPE])?$/, 'must be a Kubernetes quantity such as 64Mi or 50m');
 const httpUrl = z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL');
-const optionalUrl = httpUrl.optional();
 
 /**
  * Environment of the operator (apps/operator). Every variable is checked at boot; all problems are reported at once.
@@ -16,9 +16,7 @@ const optionalUrl = httpUrl.optional();
  * | REGISTRY_SEAL_KEY | (required) | 32 random bytes, base64: seals user-provided secrets in the registry (the gateways' key) |
  * | KUBECONFIG | (in-cluster) | one kubeconfig file; without it the pod's service account |
  * | KV_GATEWAY_URL, VECTOR_GATEWAY_URL, STREAM_GATEWAY_URL, QUEUE_GATEWAY_URL | (required) | the gateways' URLs written into the resources' Secrets |
- * | QDRANT_URL, QDRANT_API_KEY | (none) | the Qdrant of every VectorIndex (an index is not Ready without QDRANT_URL) |
- * | KAFKA_BROKERS | (none) | comma-separated host:port of the Kafka of every StreamCluster |
- * | EMBEDDING_URL, EMBEDDING_API_KEY | (none) | default OpenAI-compatible embeddings endpoint of `spec.embedding` |
+ * | QDRANT_URL, QDRANT_API_KEY, KAFKA_BROKERS, EMBEDDING_URL, EMBEDDING_API_KEY | (none) | the backends (data-access-registry's backendsEnv, as `tenants apply` reads them): a VectorIndex is not Ready without QDRANT_URL, a StreamCluster without KAFKA_BROKERS |
  * | MANAGED_REDIS_IMAGE | (required) | the redis-server image of managed KV databases |
  * | MANAGED_REDIS_PULL_POLICY | IfNotPresent | its imagePullPolicy (Never on the test cluster) |
  * | MANAGED_REDIS_RUN_AS_USER | 65532 | uid and gid of the server; 0 only on storage that ignores fsGroup (hostPath) |
@@ -42,15 +40,7 @@ export const operatorEnvSchema = z
     VECTOR_GATEWAY_URL: httpUrl,
     STREAM_GATEWAY_URL: httpUrl,
     QUEUE_GATEWAY_URL: httpUrl,
-    QDRANT_URL: optionalUrl,
-    QDRANT_API_KEY: z.string().min(1).optional(),
-    KAFKA_BROKERS: z
-      .string()
-      .optional()
-      .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''))
-      .refine((list) => list.every((b) => /^[^\s:/]+:\d{1,5}$/.test(b)), 'must be comma-separated host:port'),
-    EMBEDDING_URL: optionalUrl,
-    EMBEDDING_API_KEY: z.string().min(1).optional(),
+    ...backendsEnv(),
     MANAGED_REDIS_IMAGE: z.string().min(1),
     MANAGED_REDIS_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
     MANAGED_REDIS_RUN_AS_USER: z.coerce.number().int().min(0).default(65532),
@@ -73,11 +63,7 @@ export const operatorEnvSchema = z
     controlRedisUrl: e.CONTROL_REDIS_URL,
     registrySealKey: e.REGISTRY_SEAL_KEY,
     urls: { kv: e.KV_GATEWAY_URL, vector: e.VECTOR_GATEWAY_URL, stream: e.STREAM_GATEWAY_URL, queue: e.QUEUE_GATEWAY_URL },
-    backends: {
-      ...(e.QDRANT_URL ? { qdrant: { url: e.QDRANT_URL, ...(e.QDRANT_API_KEY ? { apiKey: e.QDRANT_API_KEY } : {}) } } : {}),
-      ...(e.KAFKA_BROKERS.length > 0 ? { kafka: { brokers: e.KAFKA_BROKERS } } : {}),
-      ...(e.EMBEDDING_URL ? { embedding: { url: e.EMBEDDING_URL, ...(e.EMBEDDING_API_KEY ? { apiKey: e.EMBEDDING_API_KEY } : {}) } } : {}),
-    },
+    backends: backendsConfig(e),
     managedRedis: {
       image: e.MANAGED_REDIS_IMAGE,
       imagePullPolicy: e.MANAGED_REDIS_PULL_POLICY,

@@ -13,7 +13,7 @@ import {
   streamPrefix,
   vectorIndexId,
 } from '@restash/shared/data-access-registry';
-import { type ConditionReason, type GatewayUrls, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
+import { type ConditionReason, type GatewayUrls, KINDS, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
 import { type Condition, type ReconcileResult, setCondition, statusChanged } from '@restash/operator/util-controller';
 import { type TeardownReport, describeResource } from '@restash/platform/feature-teardown';
 import type { DeclaredTopic } from '@restash/stream/data-access-kafka';
@@ -136,11 +136,25 @@ export class TenantReconciler {
    */
   async reconcile(namespace: string): Promise<ReconcileResult> {
     const all = this.kube.resources(namespace);
-    const live = all.filter((r) => !r.metadata.deletionTimestamp);
     const deleting = all.filter((r) => r.metadata.deletionTimestamp && r.metadata.finalizers?.includes(TEARDOWN_FINALIZER));
     const outcomes = new Map<string, Outcome>();
     const fail = (r: RestashResource, reason: ConditionReason, message: string) => outcomes.set(key(r), { ready: false, reason, message });
     let requeue = false;
+    const registered = await this.registry.registeredKeys(namespace);
+    let blocked = false;
+
+    // The specs as the schema reads them (defaults filled in): the API server validated them against the CRD's
+    // schema, generated from the same one, but an object stored before a CRD change may no longer match it.
+    const live: RestashResource[] = [];
+    for (const r of all.filter((x) => !x.metadata.deletionTimestamp)) {
+      const parsed = KINDS[r.kind].spec.safeParse(r.spec);
+      if (parsed.success) {
+        live.push({ ...r, spec: parsed.data } as RestashResource);
+        continue;
+      }
+      fail(r, 'InvalidSpec', parsed.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; '));
+      if (registered.has(registryKeyOf(r.kind, namespace, r.metadata.name))) blocked = true;
+    }
 
     for (const r of live) {
       if (!r.metadata.finalizers?.includes(TEARDOWN_FINALIZER)) {
@@ -184,9 +198,7 @@ export class TenantReconciler {
       secret: (ns, name, secretKey) => referenced.get(`${ns}/${name}`)?.[secretKey],
       managedKvUrl: (db) => managedUrls.get(db.metadata.name),
     });
-    const registered = await this.registry.registeredKeys(namespace);
     const byKey = new Map(usable.map((r) => [`${r.kind}/${r.metadata.name}`, r]));
-    let blocked = false;
     for (const problem of problems) {
       const r = byKey.get(`${problem.kind}/${problem.name}`);
       if (!r) continue;
@@ -206,12 +218,11 @@ export class TenantReconciler {
       for (const cluster of document.spec.stream.clusters) {
         const r = byKey.get(`StreamCluster/${cluster.name}`);
         const prefix = streamPrefix(namespace, cluster.name);
-        const declared = r?.kind === 'StreamCluster' ? r.spec.topics : cluster.topics;
-        const topics = declared.map((t) => ({
-          name: `${prefix}${t.name}`,
-          partitions: t.partitions,
-          ...('retentionMs' in t && t.retentionMs !== undefined ? { retentionMs: t.retentionMs } : {}),
-        }));
+        const retention = new Map(r?.kind === 'StreamCluster' ? r.spec.topics.map((t) => [t.name, t.retentionMs]) : []);
+        const topics: DeclaredTopic[] = cluster.topics.map((t) => {
+          const retentionMs = retention.get(t.name);
+          return { name: `${prefix}${t.name}`, partitions: t.partitions, ...(retentionMs !== undefined ? { retentionMs } : {}) };
+        });
         await this.engines.reconcileTopics(cluster.kafka.brokers, prefix, topics).catch((error: unknown) => {
           if (r) fail(r, 'BackendError', `Kafka: ${message(error)}`);
         });
@@ -246,7 +257,7 @@ export class TenantReconciler {
     }
 
     // 8. Statuses.
-    for (const r of live) {
+    for (const r of all.filter((x) => !x.metadata.deletionTimestamp)) {
       const outcome = outcomes.get(key(r)) ?? (blocked ? undefined : { ready: true, reason: 'Ready' as const, message: readyMessage(r) });
       if (outcome) await this.writeStatus(r, outcome);
     }
