@@ -4,7 +4,7 @@ import { type Restartable, answers200, freePorts, restartable, startProcess } fr
 /** A restash service in its own process, restartable on the same ports. */
 export interface AppProcess extends Restartable {
   app: AppName;
-  /** `http://127.0.0.1:<port>`: the API (empty for queue-worker, which serves none). */
+  /** `http://127.0.0.1:<port>`: the API (empty for queue-worker and the operator, which serve none). */
   url: string;
   /** `http://127.0.0.1:<management port>`: /readyz, /livez, /metrics. */
   managementUrl: string;
@@ -16,7 +16,7 @@ export interface AppOptions {
   from: 'dist' | 'source';
   /** Added to this process's environment (the launcher sets HOST, PORT and MANAGEMENT_PORT). */
   env?: NodeJS.ProcessEnv;
-  /** The API port (a free one by default); queue-worker has none. */
+  /** The API port (a free one by default); queue-worker and the operator have none. */
   port?: number;
   /** The management port (a free one by default). */
   managementPort?: number;
@@ -35,7 +35,7 @@ export interface AppOptions {
  *   `make build` when `from: 'dist'` and the build is missing
  */
 export async function startApp(app: AppName, options: AppOptions): Promise<AppProcess> {
-  const serves = app !== 'queue-worker';
+  const serves = app !== 'queue-worker' && app !== 'operator';
   const [freeApi, freeManagement] = await freePorts(2);
   const port = options.port ?? (freeApi as number);
   const managementPort = options.managementPort ?? (freeManagement as number);

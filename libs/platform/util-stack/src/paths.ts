@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-/** The apps of the repository: the services and the tenants command. */
-export type AppName = 'kv-gateway' | 'vector-gateway' | 'stream-gateway' | 'queue-gateway' | 'queue-worker' | 'tenants-cli';
+/** The apps of the repository: the services, the operator and the tenants command. */
+export type AppName = 'kv-gateway' | 'vector-gateway' | 'stream-gateway' | 'queue-gateway' | 'queue-worker' | 'operator' | 'tenants-cli';
 
 let rootCache: string | undefined;
 
