@@ -11,8 +11,8 @@ import { type EmbedderLocal, type QdrantLocal, startEmbedderLocal, startQdrantLo
 import { GATEWAY_REDIS_USER, QUEUE_REDIS_CONFIG, type RedisAuth, type RedisServer, gatewayUserConfig, startRedisServer } from './redis';
 import { type TenantTokens, applyTenantFile, applyTenants } from './tenants';
 
-/** The services of the repository a stack can run (every app but the tenants command). */
-export type ServiceName = Exclude<AppName, 'tenants-cli'>;
+/** The services of the repository a stack can run (every app but the tenants command and the operator, which needs a cluster). */
+export type ServiceName = Exclude<AppName, 'tenants-cli' | 'operator'>;
 
 /** The engines a stack starts, for a tenants function to point its documents at. */
 export interface StackEngines {
