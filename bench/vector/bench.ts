@@ -8,7 +8,7 @@
 // .cache/bench/vector-<hash of the selection>.{bin,json}, so later runs skip it.
 //
 // Stack (bench/lib/harness.ts, libs/platform/util-stack): a control Redis, qdrant-local, and the built
-// vector-gateway; the index `docs` of tenant bench (384-d, COSINE) on the collection bench-docs.
+// vector-gateway; the index `docs` of tenant bench (384-d, COSINE) on the collection restash.bench.docs.
 //
 // CPU placement (2 cores): the gateway alone on core 0; qdrant-local, the control Redis and the load
 // generators on core 1 (the embedder, when it runs, is not pinned). The engine thus has the same CPU
@@ -45,7 +45,8 @@ import { join } from 'node:path';
 import { pythonVenv, repoRoot, startEmbedderLocal } from '@restash/platform/util-stack';
 import { runBench } from '../lib/harness';
 
-const COLLECTION = 'bench-docs';
+/** The index's collection: the one the tenants command gives index docs of tenant bench (defaultCollection). */
+const COLLECTION = 'restash.bench.docs';
 
 runBench({
   name: 'vector',
@@ -92,7 +93,7 @@ runBench({
                 name: 'docs',
                 dimension: 384,
                 similarityFunction: 'COSINE',
-                qdrant: { url: qdrant?.url, collection: COLLECTION },
+                qdrant: { url: qdrant?.url },
                 limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },
               },
             ],

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +21,7 @@ function tenants(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number
   });
 }
 
-describe('tenants delete', () => {
+describe('tenants apply and delete', () => {
   let control: RedisServer;
   let data: RedisServer;
   let dir: string;
@@ -36,26 +37,48 @@ describe('tenants delete', () => {
     file = join(dir, 'tenants.yaml');
     await writeFile(
       file,
-      `apiVersion: restash.dev/v1alpha1
-kind: Tenant
-metadata:
-  name: acme
+      `apiVersion: v1
+kind: Secret
+metadata: { name: main-redis, namespace: acme }
+stringData:
+  url: redis://\${ADMIN_USER}:\${ADMIN_PASSWORD}@127.0.0.1:${data.port}/0
+---
+apiVersion: restash.dev/v1alpha1
+kind: KvDatabase
+metadata: { name: main, namespace: acme }
 spec:
-  kv:
-    databases:
-      - name: main
-        redis:
-          url: redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${data.port}/0
-  queue:
-    projects:
-      - name: jobs
+  redis:
+    external:
+      urlSecretRef: { name: main-redis, key: url }
+---
+apiVersion: restash.dev/v1alpha1
+kind: QueueProject
+metadata: { name: jobs, namespace: acme }
 `,
     );
-    env = { CONTROL_REDIS_URL: control.url, QUEUE_REDIS_URL: control.url };
+    env = {
+      CONTROL_REDIS_URL: control.url,
+      QUEUE_REDIS_URL: control.url,
+      ADMIN_USER: ADMIN.username,
+      ADMIN_PASSWORD: ADMIN.password,
+      // The key the registry seals the Redis URL with (data-access-registry sealed.ts).
+      REGISTRY_SEAL_KEY: randomBytes(32).toString('base64'),
+    };
   }, 60_000);
 
   afterAll(async () => {
     await Promise.all([control?.stop(), data?.stop()]);
+  });
+
+  it('refuses a file with a resource it cannot apply, naming it, and writes nothing', async () => {
+    const bad = join(dir, 'bad.yaml');
+    await writeFile(bad, 'apiVersion: restash.dev/v1alpha1\nkind: VectorIndex\nmetadata: { name: docs, namespace: other }\nspec: { dimension: 3 }\n');
+    const refused = await tenants(['apply', '-f', bad, '--secrets-dir', join(dir, 'bad-secrets')], env);
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused.stderr).toContain('VectorIndex other/docs: NotSupported: the applier has no Qdrant (QDRANT_URL)');
+    const registry = new Redis(control.url);
+    expect(await registry.exists(registryKeys.tenant('other'))).toBe(0);
+    registry.disconnect();
   });
 
   it('names what it could not delete and exits 1, apply refuses meanwhile, and a re-run finishes', async () => {

@@ -6,11 +6,19 @@ import { loadConfig } from '@restash/shared/util-config';
 import { QueueStore, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers, formatFailures } from '@restash/platform/feature-teardown';
 import { ensureTenantTokens, removeTenantTokens } from './secrets';
-import { parseTenantFile } from './tenant-file';
+import { readTenants } from './tenant-file';
 
 const USAGE = `usage:
-  tenants apply -f FILE [--secrets-dir DIR]   write the tenants of FILE into the registry
-  tenants delete NAME... [--secrets-dir DIR]  delete tenants and everything they own
+  tenants apply -f FILE [--secrets-dir DIR]        write the tenants of FILE into the registry
+  tenants delete NAMESPACE... [--secrets-dir DIR]  delete tenants and everything they own
+
+FILE holds KvDatabase, VectorIndex, StreamCluster and QueueProject resources (restash.dev/v1alpha1)
+and the Secrets they refer to; each namespace is a tenant, and apply sets it to exactly the file's
+resources in that namespace. \${NAME} in the file is the environment variable NAME. The shared
+engines come from the environment: QDRANT_URL and QDRANT_API_KEY (vector indexes), KAFKA_BROKERS
+(comma-separated host:port, stream clusters), EMBEDDING_URL and EMBEDDING_API_KEY (the default
+embedding endpoint). A resource that cannot be applied (a missing Secret key, a managed KV database,
+a missing engine) fails the command before anything is written.
 
 The registry is the control Redis named by CONTROL_REDIS_URL. Plain tokens are written to
 DIR/<tenant>.json (default .restash/secrets) and reused on the next apply; delete removes them.
@@ -47,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const secretsDir = values['secrets-dir'];
   if (verb === 'apply' && values.file) {
-    const tenants = parseTenantFile(await readFile(values.file, 'utf8'), process.env);
+    const tenants = readTenants(await readFile(values.file, 'utf8'), process.env);
     return withTeardown(url, async (teardown) => {
       let code = 0;
       for (const tenant of tenants) {

@@ -1,154 +1,140 @@
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureTenantTokens } from './secrets';
-import { parseTenantFile } from './tenant-file';
+import { readTenants } from './tenant-file';
 
-const doc = (name: string, url = 'redis://u:${PASSWORD}@127.0.0.1:${PORT}/0') => `
+const kv = (namespace: string, url: string, name = 'main') => `
+apiVersion: v1
+kind: Secret
+metadata: { name: ${name}-redis, namespace: ${namespace} }
+stringData: { url: "${url}" }
+---
 apiVersion: restash.dev/v1alpha1
-kind: Tenant
-metadata:
-  name: ${name}
+kind: KvDatabase
+metadata: { name: ${name}, namespace: ${namespace} }
 spec:
-  kv:
-    databases:
-      - name: main
-        redis:
-          url: ${url}
+  redis:
+    external:
+      urlSecretRef: { name: ${name}-redis, key: url }
+---
 `;
 
-describe('parseTenantFile', () => {
-  it('reads several documents, expands ${VAR} and applies default limits', () => {
-    const tenants = parseTenantFile(`${doc('one')}---${doc('two', 'redis://u:${PASSWORD}@127.0.0.1:6392/0')}---\n`, { PASSWORD: 'pw', PORT: '6391' });
-    expect(tenants.map((t) => t.metadata.name)).toEqual(['one', 'two']);
-    expect(tenants[0]?.spec.kv.databases[0]).toEqual({
-      name: 'main',
-      redis: { url: 'redis://u:pw@127.0.0.1:6391/0' },
-      limits: { maxRequestBytes: 10 * 1024 * 1024, dailyRequests: 0 },
+const queue = (namespace: string) => `
+apiVersion: restash.dev/v1alpha1
+kind: QueueProject
+metadata: { name: main, namespace: ${namespace} }
+---
+`;
+
+describe('readTenants', () => {
+  it('makes one tenant per namespace, with ${VAR} expanded and default limits', () => {
+    const tenants = readTenants(`${kv('one', 'redis://u:${PASSWORD}@127.0.0.1:${PORT}/0')}${kv('two', 'redis://u:${PASSWORD}@127.0.0.1:6392/0')}${queue('two')}`, {
+      PASSWORD: 'pw',
+      PORT: '6391',
     });
+    expect(tenants.map((t) => t.metadata.name)).toEqual(['one', 'two']);
+    expect(tenants[0]?.spec.kv.databases).toEqual([{ name: 'main', redis: { url: 'redis://u:pw@127.0.0.1:6391/0' }, limits: { maxRequestBytes: 10 * 1024 * 1024, dailyRequests: 0 } }]);
+    expect(tenants[1]?.spec.queue.projects.map((p) => p.name)).toEqual(['main']);
   });
 
   it("refuses two tenants' KV databases on one Redis server, whatever the db number or credentials, before applying any", () => {
-    expect(() => parseTenantFile(`${doc('one', 'redis://a:x@Host.test:7000/0')}---${doc('two', 'redis://b:y@host.test:7000/5')}`, {})).toThrow(
-      "tenant 'two': KV database 'main' is on Redis server host.test:7000, which already backs KV database 'one/main'",
+    expect(() => readTenants(`${kv('one', 'redis://a:x@Host.test:7000/0')}${kv('two', 'redis://b:y@host.test:7000/5')}`, {})).toThrow(
+      "KvDatabase two/main: StorageConflict: KV database 'main' is on Redis server host.test:7000, which already backs KV database 'one/main'",
     );
-    expect(parseTenantFile(`${doc('one', 'redis://host.test:7000')}---${doc('two', 'redis://host.test:7001')}`, {})).toHaveLength(2);
+    expect(readTenants(`${kv('one', 'redis://host.test:7000')}${kv('two', 'redis://host.test:7001')}`, {})).toHaveLength(2);
   });
 
-  it("refuses two tenants' vector indexes on one Qdrant collection, but not the default names of 'x-y'/'z' and 'x'/'y-z'", () => {
-    const vector = (tenant: string, index: string, collection?: string) => `
+  it('names every resource that cannot be applied: a missing Secret key, a managed KV database, a missing engine', () => {
+    const text = `${queue('ok')}
 apiVersion: restash.dev/v1alpha1
-kind: Tenant
-metadata:
-  name: ${tenant}
-spec:
-  vector:
-    indexes:
-      - name: ${index}
-        dimension: 3
-        qdrant:
-          url: http://q:6333
-${collection ? `          collection: ${collection}\n` : ''}`;
-    expect(parseTenantFile(`${vector('x-y', 'z')}---${vector('x', 'y-z')}`, {})).toHaveLength(2);
-    expect(() => parseTenantFile(`${vector('x-y', 'z')}---${vector('x', 'y-z', 'restash.x-y.z')}`, {})).toThrow(
-      "tenant 'x': vector index 'y-z' is on Qdrant collection restash.x-y.z on http://q:6333, which already holds vector index 'x-y/z'",
-    );
-  });
-
-  it('reports every problem at once: unset variables, bad names, bad URLs, duplicates', () => {
-    const text = `${doc('Bad_Name')}---${doc('ok', 'http://x')}---${doc('dup')}---${doc('dup')}`;
-    let message = '';
-    try {
-      parseTenantFile(text, { PORT: '1' });
-    } catch (error) {
-      message = (error as Error).message;
-    }
-    expect(message).toMatch(/document 1 spec.kv.databases.0.redis.url: environment variable PASSWORD is not set/);
-    expect(message).toMatch(/document 1 metadata.name: must be a DNS label/);
-    expect(message).toMatch(/document 2 spec.kv.databases.0.redis.url: must be a redis:\/\//);
-    expect(message).toMatch(/tenant 'dup' is declared twice/);
-  });
-});
-
-describe('parseTenantFile: stream clusters', () => {
-  const stream = (topics: string, brokers = '["127.0.0.1:9092"]') => `
+kind: KvDatabase
+metadata: { name: lost, namespace: acme }
+spec: { redis: { external: { urlSecretRef: { name: nowhere, key: url } } } }
+---
 apiVersion: restash.dev/v1alpha1
-kind: Tenant
-metadata:
-  name: shop
-spec:
-  stream:
-    clusters:
-      - name: events
-        kafka:
-          brokers: ${brokers}
-        topics:
-${topics}
+kind: KvDatabase
+metadata: { name: managed, namespace: acme }
+---
+apiVersion: restash.dev/v1alpha1
+kind: StreamCluster
+metadata: { name: events, namespace: acme }
 `;
+    expect(() => readTenants(text, {})).toThrow(
+      [
+        'cannot apply the file:',
+        '  - KvDatabase acme/lost: SecretNotFound: spec.redis.external.urlSecretRef: Secret acme/nowhere has no key url',
+        '  - KvDatabase acme/managed: NotSupported: managed KV databases need the operator; locally use spec.redis.external',
+        '  - StreamCluster acme/events: NotSupported: the applier has no Kafka (KAFKA_BROKERS)',
+      ].join('\n'),
+    );
+  });
 
-  it('reads topics with a default of one partition', () => {
-    const [tenant] = parseTenantFile(stream('          - name: orders\n            partitions: 3\n          - name: audit.log'), {});
-    expect(tenant?.spec.stream.clusters[0]?.topics).toEqual([
-      { name: 'orders', partitions: 3 },
-      { name: 'audit.log', partitions: 1 },
+  it('puts vector indexes and stream clusters on the engines of the environment', () => {
+    const text = `
+apiVersion: restash.dev/v1alpha1
+kind: VectorIndex
+metadata: { name: docs, namespace: shop }
+spec: { dimension: 384, embedding: { model: all-minilm-l6-v2 } }
+---
+apiVersion: restash.dev/v1alpha1
+kind: StreamCluster
+metadata: { name: events, namespace: shop }
+spec: { topics: [{ name: orders, partitions: 3 }, { name: audit.log }] }
+`;
+    const [tenant] = readTenants(text, { QDRANT_URL: 'http://127.0.0.1:6333', KAFKA_BROKERS: '127.0.0.1:9092', EMBEDDING_URL: 'http://127.0.0.1:7997/v1' });
+    expect(tenant?.spec.vector.indexes[0]).toMatchObject({
+      qdrant: { url: 'http://127.0.0.1:6333', collection: 'restash.shop.docs' },
+      embedding: { url: 'http://127.0.0.1:7997/v1', model: 'all-minilm-l6-v2' },
+    });
+    expect(tenant?.spec.stream.clusters[0]).toMatchObject({
+      kafka: { brokers: ['127.0.0.1:9092'] },
+      topics: [
+        { name: 'orders', partitions: 3 },
+        { name: 'audit.log', partitions: 1 },
+      ],
+    });
+  });
+
+  it("reads deploy/local/tenants.yaml (make dev's tenants) with the variables make dev sets", () => {
+    const text = readFileSync(join(__dirname, '../../../deploy/local/tenants.yaml'), 'utf8');
+    const env = { RESTASH_DATA_REDIS_PASSWORD: 'pw', RESTASH_DATA_REDIS_PORT: '6391', QDRANT_URL: 'http://127.0.0.1:6333', KAFKA_BROKERS: '127.0.0.1:9092', EMBEDDING_URL: 'http://127.0.0.1:7997/v1' };
+    const [demo, ...others] = readTenants(text, env);
+    expect(others).toEqual([]);
+    expect(demo?.metadata.name).toBe('demo');
+    const names = (list: Array<{ name: string }>) => list.map((x) => x.name);
+    expect([names(demo!.spec.kv.databases), names(demo!.spec.vector.indexes), names(demo!.spec.stream.clusters), names(demo!.spec.queue.projects)]).toEqual([
+      ['main'],
+      ['docs'],
+      ['events'],
+      ['main'],
     ]);
   });
 
-  it('refuses duplicate topics, illegal topic names and brokers without a port', () => {
-    let message = '';
-    try {
-      parseTenantFile(stream('          - name: a\n          - name: a\n          - name: "b c"', '["kafka"]'), {});
-    } catch (error) {
-      message = (error as Error).message;
-    }
-    expect(message).toMatch(/spec.stream.clusters.0.topics.1.name: duplicate topic name 'a'/);
-    expect(message).toMatch(/spec.stream.clusters.0.topics.2.name: must be 1–200 of/);
-    expect(message).toMatch(/spec.stream.clusters.0.kafka.brokers.0: must be host:port/);
-  });
-});
-
-describe('parseTenantFile: queue projects', () => {
-  const queue = (project: string) => `
-apiVersion: restash.dev/v1alpha1
-kind: Tenant
-metadata:
-  name: shop
-spec:
-  queue:
-    projects:
-${project}
-`;
-
-  it("defaults a project's retries to QStash's 3, at most 10", () => {
-    const [tenant] = parseTenantFile(queue('      - name: main'), {});
-    expect(tenant?.spec.queue.projects[0]).toMatchObject({ name: 'main', retries: { default: 3, max: 10 } });
-  });
-
-  it('refuses a default above the maximum', () => {
-    expect(() => parseTenantFile(queue('      - name: main\n        retries: { default: 5, max: 2 }'), {})).toThrow(
-      /spec.queue.projects.0.retries: retries.default must not exceed retries.max/,
-    );
-  });
-
-  it('mints a token pair and two distinct signing keys per project, kept on the next apply', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'restash-secrets-'));
-    const [tenant] = parseTenantFile(queue('      - name: main'), {});
-    const first = await ensureTenantTokens(dir, tenant!);
-    expect(first.queue.main?.currentSigningKey).toMatch(/^sig_/);
-    expect(first.queue.main?.nextSigningKey).not.toEqual(first.queue.main?.currentSigningKey);
-    expect(await ensureTenantTokens(dir, tenant!)).toEqual(first);
+  it('refuses a malformed engine variable', () => {
+    expect(() => readTenants(queue('ok'), { KAFKA_BROKERS: 'kafka' })).toThrow('KAFKA_BROKERS: must be comma-separated host:port');
   });
 });
 
 describe('ensureTenantTokens', () => {
   it('mints tokens once, keeps them on the next apply, and keeps the file private', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'restash-secrets-'));
-    const [tenant] = parseTenantFile(doc('keep'), { PASSWORD: 'p', PORT: '1' });
+    const [tenant] = readTenants(kv('keep', 'redis://127.0.0.1:1'), {});
     const first = await ensureTenantTokens(dir, tenant!);
     const second = await ensureTenantTokens(dir, tenant!);
     expect(second).toEqual(first);
     expect(first.kv.main?.standard).not.toEqual(first.kv.main?.readonly);
     expect(JSON.parse(await readFile(join(dir, 'keep.json'), 'utf8'))).toEqual(first);
     expect((await stat(join(dir, 'keep.json'))).mode & 0o777).toBe(0o600);
+  });
+
+  it('mints a token pair and two distinct signing keys per queue project, kept on the next apply', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'restash-secrets-'));
+    const [tenant] = readTenants(queue('shop'), {});
+    const first = await ensureTenantTokens(dir, tenant!);
+    expect(first.queue.main?.currentSigningKey).toMatch(/^sig_/);
+    expect(first.queue.main?.nextSigningKey).not.toEqual(first.queue.main?.currentSigningKey);
+    expect(await ensureTenantTokens(dir, tenant!)).toEqual(first);
   });
 });

@@ -1,85 +1,56 @@
-import { parseAllDocuments } from 'yaml';
+import { z } from 'zod';
+import { loadConfig } from '@restash/shared/util-config';
+import { parseResourceFile } from '@restash/shared/util-resources';
 import {
   type TenantDocument,
-  defaultCollection,
+  backendsConfig,
+  backendsEnv,
   kvServerEndpoint,
   kvServerShared,
-  tenantDocumentSchema,
-  vectorCollectionOf,
-  vectorCollectionShared,
+  resolveTenant,
 } from '@restash/shared/data-access-registry';
 
 /**
- * Reads a tenants file: one or more YAML documents of kind `Tenant` (apiVersion
- * `restash.dev/v1alpha1`), separated by `---`. `${NAME}` in any string is replaced by the
- * environment variable NAME, so that credentials (e.g. in Redis URLs) stay out of the file.
+ * Reads a resources file (README, "Tenants file") into the registry's tenant documents: one per
+ * namespace that holds a resource (the namespace is the tenant), with the file's Secrets resolved and
+ * the shared engines from the environment (QDRANT_URL, QDRANT_API_KEY, KAFKA_BROKERS, EMBEDDING_URL,
+ * EMBEDDING_API_KEY: backendsEnv). `${NAME}` in the file is replaced by the environment variable NAME.
  *
- * Tenants of one file may not share a KV database's Redis server (a Redis server backs at most one KV
- * database: README, "KV: one Redis server per database") nor a vector index's Qdrant collection (each
- * document's schema checks its own), so that no tenant of the file is applied before another one is
- * refused.
+ * Tenants of one file may not share a KV database's Redis server (README, "KV: one Redis server per
+ * database"), so that no tenant of the file is applied before another one is refused.
  *
- * @throws Error naming the document and field of every problem (YAML syntax, schema, unset variable,
- *   two tenants' KV databases on one server or vector indexes on one collection)
+ * @throws ConfigError when a backend variable is malformed; Error listing every problem of the file
+ *   (its syntax and schema: parseResourceFile) or of its resources (a missing Secret, a managed KV
+ *   database, a missing backend, storage shared: resolveTenant), each naming the resource
  */
-export function parseTenantFile(text: string, env: NodeJS.ProcessEnv): TenantDocument[] {
+export function readTenants(text: string, env: NodeJS.ProcessEnv): TenantDocument[] {
+  const backends = loadConfig(z.object(backendsEnv()).transform(backendsConfig), env);
+  const { resources, secrets } = parseResourceFile(text, env);
+  const namespaces = [...new Set(resources.map((r) => r.metadata.namespace))];
   const problems: string[] = [];
-  const tenants: TenantDocument[] = [];
-  parseAllDocuments(text).forEach((doc, i) => {
-    const where = `document ${i + 1}`;
-    if (doc.errors.length > 0) {
-      problems.push(...doc.errors.map((e) => `${where}: ${e.message}`));
-      return;
-    }
-    const value = doc.toJS() as unknown;
-    if (value === null || value === undefined) return; // an empty document, e.g. after a trailing ---
-    const expanded = expand(value, env, (name, path) => problems.push(`${where} ${path}: environment variable ${name} is not set`));
-    const result = tenantDocumentSchema.safeParse(expanded);
-    if (result.success) tenants.push(result.data);
-    else problems.push(...result.error.issues.map((issue) => `${where} ${issue.path.join('.')}: ${issue.message}`));
+  const tenants = namespaces.map((namespace) => {
+    const { document, problems: found } = resolveTenant(namespace, resources, {
+      backends,
+      secret: (ns, name, key) => secrets.get(`${ns}/${name}`)?.[key],
+    });
+    problems.push(...found.map((p) => `${p.kind} ${namespace}/${p.name}: ${p.reason}: ${p.message}`));
+    return document;
   });
-  const names = tenants.map((t) => t.metadata.name);
-  names.filter((n, i) => names.indexOf(n) !== i).forEach((n) => problems.push(`tenant '${n}' is declared twice`));
-  problems.push(...sharedStorage(tenants));
-  if (problems.length > 0) throw new Error(`invalid tenants file:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  problems.push(...sharedServers(tenants));
+  if (problems.length > 0) throw new Error(`cannot apply the file:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   return tenants;
 }
 
-function expand(value: unknown, env: NodeJS.ProcessEnv, missing: (name: string, path: string) => void, path = ''): unknown {
-  if (typeof value === 'string') {
-    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
-      const found = env[name];
-      if (found === undefined) missing(name, path);
-      return found ?? '';
-    });
-  }
-  if (Array.isArray(value)) return value.map((v, i) => expand(v, env, missing, `${path}.${i}`));
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v, env, missing, path ? `${path}.${k}` : k)]));
-  }
-  return value;
-}
-
-/**
- * One line per KV database on a server, or vector index on a Qdrant collection, that a resource of another
- * tenant of the file is on already (each document's schema checks its own; the schema has checked the URLs).
- */
-function sharedStorage(tenants: TenantDocument[]): string[] {
-  const first = new Map<string, { tenant: string; name: string }>();
+/** One line per KV database on a Redis server that a KV database of another tenant of the file is on already. */
+function sharedServers(tenants: TenantDocument[]): string[] {
+  const first = new Map<string, string>();
   const problems: string[] = [];
-  const claim = (tenant: string, name: string, where: string, refusal: (other: string) => string) => {
-    const other = first.get(where);
-    if (!other) first.set(where, { tenant, name });
-    else if (other.tenant !== tenant) problems.push(`tenant '${tenant}': ${refusal(`${other.tenant}/${other.name}`)}`);
-  };
   for (const { metadata, spec } of tenants) {
     for (const db of spec.kv.databases) {
       const endpoint = kvServerEndpoint(db.redis.url);
-      claim(metadata.name, db.name, `kv ${endpoint}`, (other) => kvServerShared(db.name, other, endpoint));
-    }
-    for (const index of spec.vector.indexes) {
-      const where = vectorCollectionOf(index.qdrant.url, index.qdrant.collection ?? defaultCollection(metadata.name, index.name));
-      claim(metadata.name, index.name, where, (other) => vectorCollectionShared(index.name, other, where));
+      const other = first.get(endpoint);
+      if (!other) first.set(endpoint, `${metadata.name}/${db.name}`);
+      else if (!other.startsWith(`${metadata.name}/`)) problems.push(`KvDatabase ${metadata.name}/${db.name}: StorageConflict: ${kvServerShared(db.name, other, endpoint)}`);
     }
   }
   return problems;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { type AppProcess, startApp } from './app';
 import { type KafkaBroker, startKafka } from './kafka';
 import type { AppName } from './paths';
-import { DATA_REDIS_PASSWORD_VARIABLE, DEV_PORTS, type PortName, type StackPorts } from './ports';
+import { DATA_REDIS_PASSWORD_VARIABLE, type PortName, type StackPorts } from './ports';
 import { type EmbedderLocal, type QdrantLocal, startEmbedderLocal, startQdrantLocal } from './python-services';
 import { GATEWAY_REDIS_USER, QUEUE_REDIS_CONFIG, type RedisAuth, type RedisServer, gatewayUserConfig, startRedisServer } from './redis';
 import { type TenantTokens, applyTenantFile, applyTenants } from './tenants';
@@ -55,7 +55,7 @@ export interface StackOptions {
   persistent?: boolean;
   /** `dist`: the built apps and tenants command (`make build`); `source`: the TypeScript sources, no build. */
   from: 'dist' | 'source';
-  /** Fixed ports ({@link DEV_PORTS}); free ports of 127.0.0.1 for the rest. */
+  /** Fixed ports (DEV_PORTS, ports.ts); free ports of 127.0.0.1 for the rest. */
   ports?: Partial<StackPorts>;
   /** One Redis server per KV database, with the gateway's ACL user. */
   kvDatabases?: KvDatabaseServer[];
@@ -69,9 +69,9 @@ export interface StackOptions {
   embedder?: boolean;
   kafka?: boolean;
   /**
-   * The tenants, applied with the tenants command once the engines run: a tenants file (its
-   * `${VARIABLE}`s get the engines' ports, see {@link Stack.tenantEnv}), or a function of the engines
-   * returning Tenant documents.
+   * The tenants, applied with the tenants command once the engines run: a resources file (its
+   * `${VARIABLE}`s and engines: {@link Stack.tenantEnv}), or a function of the engines returning
+   * Tenant documents (written as a resources file: resourceFileOf).
    */
   tenants?: string | ((engines: StackEngines) => Array<{ metadata: { name: string } }>);
   /** The services to start once the tenants are applied. */
@@ -100,7 +100,10 @@ export interface Stack extends StackEngines {
   ports: Partial<StackPorts>;
   /** The services, by name. */
   apps: Partial<Record<ServiceName, AppProcess>>;
-  /** The variables a tenants file can use: RESTASH_DATA_REDIS_PASSWORD and the engines' ports (RESTASH_QDRANT_PORT, ...). */
+  /**
+   * The tenants command's variables: RESTASH_DATA_REDIS_PASSWORD and each KV database's port variable for
+   * the file's `${NAME}`s, and the engines it puts resources on (QDRANT_URL, EMBEDDING_URL, KAFKA_BROKERS).
+   */
   tenantEnv: Record<string, string>;
   /** The platform key the registry's secrets are sealed with (REGISTRY_SEAL_KEY, given to the tenants command and every service). */
   registrySealKey: string;
@@ -217,7 +220,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     if (engines.embedder) ports.embedder = engines.embedder.port;
     if (engines.kafka) ports.kafka = engines.kafka.port;
     const tenantEnv: Record<string, string> = { [DATA_REDIS_PASSWORD_VARIABLE]: password };
-    for (const name of ['qdrant', 'embedder', 'kafka'] as const) if (ports[name]) tenantEnv[DEV_PORTS[name].variable] = String(ports[name]);
+    // The engines of a resources file's vector indexes and stream clusters (apps/tenants-cli reads them).
+    if (engines.qdrant) tenantEnv.QDRANT_URL = engines.qdrant.url;
+    if (engines.embedder) tenantEnv.EMBEDDING_URL = engines.embedder.url;
+    if (engines.kafka) tenantEnv.KAFKA_BROKERS = engines.kafka.brokers.join(',');
     for (const db of kvDatabases) if (db.variable) tenantEnv[db.variable] = String(kvRedis.get(db.id)?.port);
 
     const controlRedisUrl = engines.control.url;

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { API_VERSION } from '@restash/shared/util-resources';
 import { appCommand, repoRoot, sourceEnv } from './paths';
 
 /** Plain tokens of one resource. */
@@ -31,13 +32,13 @@ export interface ApplyOptions {
   secretsDir: string;
   /** `dist`: the built command (bin/tenants); `source`: apps/tenants-cli/src/main.ts through @swc-node/register. */
   from: 'dist' | 'source';
-  /** More environment: the `${NAME}` variables of the file, QUEUE_REDIS_URL. */
+  /** More environment: the `${NAME}` variables of the file, the engines (QDRANT_URL, KAFKA_BROKERS, EMBEDDING_URL), QUEUE_REDIS_URL. */
   env?: NodeJS.ProcessEnv;
 }
 
 /**
  * `tenants apply -f <file> --secrets-dir <dir>` (apps/tenants-cli, what `bin/tenants` runs): writes the
- * file's tenants into the registry, as the operator does in a cluster. Resolves with its output.
+ * resources file's tenants into the registry, as the operator does in a cluster. Resolves with its output.
  *
  * @throws Error holding the command's output when it exits with an error (invalid file, registry down,
  *   a purge that failed)
@@ -59,11 +60,13 @@ export function applyTenantFile(file: string, options: ApplyOptions): Promise<st
 }
 
 /**
- * Applies tenant documents (objects of kind Tenant, as in deploy/local/tenants.yaml) with the tenants
- * command, through the file `<dir>/tenants.yaml`; the tokens are kept in `<dir>/secrets`.
+ * Applies tenant documents (the registry's `Tenant` documents: TenantDocument) with the tenants
+ * command: writes them as a resources file `<dir>/tenants.yaml` (resourceFileOf), whose engines go to
+ * the command's environment; the tokens are kept in `<dir>/secrets`.
  *
  * @returns each tenant's tokens, by tenant name, and what the command printed
- * @throws Error holding the command's output when the apply fails
+ * @throws Error when two documents give different engines (resourceFileOf), or holding the command's
+ *   output when the apply fails (e.g. a field a resources file does not have)
  */
 export async function applyTenants(
   documents: Array<{ metadata: { name: string } }>,
@@ -72,13 +75,68 @@ export async function applyTenants(
 ): Promise<{ tokens: Map<string, TenantTokens>; output: string }> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const file = join(dir, 'tenants.yaml');
-  // JSON is YAML: one document per tenant.
-  await writeFile(file, documents.map((doc) => JSON.stringify(doc, null, 2)).join('\n---\n'), { mode: 0o600 });
+  const { text, env } = resourceFileOf(documents);
+  await writeFile(file, text, { mode: 0o600 });
   const secretsDir = join(dir, 'secrets');
-  const output = await applyTenantFile(file, { ...options, secretsDir });
+  const output = await applyTenantFile(file, { ...options, env: { ...options.env, ...env }, secretsDir });
   const tokens = new Map<string, TenantTokens>();
   for (const { metadata } of documents) tokens.set(metadata.name, await readTenantTokens(secretsDir, metadata.name));
   return { tokens, output };
+}
+
+/** The Secret of each namespace in a file of {@link resourceFileOf}: the KV databases' Redis URLs. */
+const STACK_SECRET = 'stack-secrets';
+
+/** A `Tenant` document (data-access-registry TenantDocument) as far as resourceFileOf reads it. */
+interface TenantInput {
+  metadata: { name: string };
+  spec?: {
+    kv?: { databases?: Array<{ name: string; redis: { url: string } }> };
+    vector?: { indexes?: Array<{ name: string; qdrant: { url: string; apiKey?: string } }> };
+    stream?: { clusters?: Array<{ name: string; kafka: { brokers: string[] } }> };
+    queue?: { projects?: Array<{ name: string }> };
+  };
+}
+
+/**
+ * Tenant documents as a resources file (README, "Tenants file"): per tenant (namespace) a KvDatabase
+ * with an external Redis whose URL is in the namespace's Secret `stack-secrets`, and a VectorIndex,
+ * StreamCluster or QueueProject per resource, with the resource's other fields as its spec (the tenants
+ * command refuses those a resources file does not have, e.g. a Qdrant collection). What the documents
+ * give per resource and a resources file takes from the environment comes back as `env`: QDRANT_URL,
+ * QDRANT_API_KEY, KAFKA_BROKERS. (JSON is YAML: one document per object.)
+ *
+ * @throws Error when the documents give two values of one of those variables
+ */
+export function resourceFileOf(documents: Array<{ metadata: { name: string } }>): { text: string; env: Record<string, string> } {
+  const env: Record<string, string> = {};
+  const one = (variable: string, value: string) => {
+    if (env[variable] !== undefined && env[variable] !== value) throw new Error(`the tenant documents give two ${variable}: ${env[variable]} and ${value}`);
+    env[variable] = value;
+  };
+  const out: object[] = [];
+  for (const { metadata, spec = {} } of documents as TenantInput[]) {
+    const namespace = metadata.name;
+    const resource = (kind: string, name: string, body: object) => ({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec: body });
+    const urls: Record<string, string> = {};
+    for (const { name, redis, ...rest } of spec.kv?.databases ?? []) {
+      urls[`${name}.url`] = redis.url;
+      out.push(resource('KvDatabase', name, { redis: { external: { urlSecretRef: { name: STACK_SECRET, key: `${name}.url` } } }, ...rest }));
+    }
+    if (Object.keys(urls).length > 0) out.push({ apiVersion: 'v1', kind: 'Secret', metadata: { name: STACK_SECRET, namespace }, stringData: urls });
+    for (const { name, qdrant, ...rest } of spec.vector?.indexes ?? []) {
+      const { url, apiKey, ...other } = qdrant;
+      one('QDRANT_URL', url);
+      if (apiKey) one('QDRANT_API_KEY', apiKey);
+      out.push(resource('VectorIndex', name, { ...rest, ...other }));
+    }
+    for (const { name, kafka, ...rest } of spec.stream?.clusters ?? []) {
+      one('KAFKA_BROKERS', kafka.brokers.join(','));
+      out.push(resource('StreamCluster', name, rest));
+    }
+    for (const { name, ...rest } of spec.queue?.projects ?? []) out.push(resource('QueueProject', name, rest));
+  }
+  return { text: out.map((doc) => JSON.stringify(doc, null, 2)).join('\n---\n'), env };
 }
 
 /**
