@@ -1,0 +1,291 @@
+import { execFile } from 'node:child_process';
+import { type IncomingMessage, type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Receiver } from '@upstash/qstash';
+import { Redis as IORedis } from 'ioredis';
+import { Kafka, logLevel } from 'kafkajs';
+import { type AppProcess, type Cluster, type Stack, repoRoot, sourceEnv, startApp, startCluster, startStack } from '@restash/platform/util-stack';
+
+/**
+ * Issue 13's end-to-end test, on the real single-node cluster (deploy/k8s/cluster.sh) with the local stack's
+ * engines and gateways and two operator replicas as processes: the CRDs, the example resources in two
+ * namespaces, the official SDKs configured from the Secrets only, isolation between the namespaces, spec
+ * changes, bad specs, deletion of everything a resource created, SIGKILL of the leader mid-reconcile, and leader
+ * election.
+ */
+const KINDS = 'kvdatabases,vectorindexes,streamclusters,queueprojects';
+const EXAMPLES = join(repoRoot(), 'deploy/examples');
+
+let cluster: Cluster;
+let stack: Stack;
+let operators: AppProcess[] = [];
+let control: IORedis;
+let kafka: Kafka;
+let sink: Server;
+const received: Array<{ body: string; signature: string; url: string }> = [];
+
+const kubectl = (...args: string[]) => cluster.kubectl(args);
+const apply = (yaml: string, namespace: string) => cluster.kubectl(['apply', '-n', namespace, '-f', '-'], yaml);
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 120_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+interface Item {
+  kind: string;
+  metadata: { name: string; namespace: string; generation: number };
+  status?: { observedGeneration?: number; secretName?: string; conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
+}
+
+async function resources(namespace: string): Promise<Item[]> {
+  return (JSON.parse(await kubectl('get', KINDS, '-n', namespace, '-o', 'json')) as { items: Item[] }).items;
+}
+
+const ready = (item: Item) => item.status?.conditions?.find((c) => c.type === 'Ready');
+
+/** Resolves when the namespace holds `count` resources, each Ready for its current generation. */
+async function allReady(namespace: string, count: number, timeoutMs = 120_000): Promise<Item[]> {
+  return waitFor(
+    `${count} Ready resources in ${namespace}`,
+    async () => {
+      const items = await resources(namespace);
+      return items.length === count && items.every((i) => ready(i)?.status === 'True' && i.status?.observedGeneration === i.metadata.generation) && items;
+    },
+    timeoutMs,
+  );
+}
+
+async function secretOf(namespace: string, name: string): Promise<Record<string, string>> {
+  const secret = JSON.parse(await kubectl('get', 'secret', name, '-n', namespace, '-o', 'json')) as { data: Record<string, string> };
+  return Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+}
+
+/** Runs testing/sdk-program.ts with exactly the Secret's variables as its environment (plus what runs Node). */
+function sdkProgram(env: Record<string, string>, ...args: string[]): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['-r', '@swc-node/register', join(__dirname, 'testing/sdk-program.ts'), ...args],
+      { cwd: repoRoot(), env: { ...env, ...sourceEnv(), PATH: process.env.PATH ?? '' }, timeout: 60_000 },
+      (error, stdout, stderr) => (error ? reject(new Error(`sdk-program ${args.join(' ')}: ${stderr || error.message}`)) : resolve(JSON.parse(stdout) as Record<string, unknown>)),
+    );
+  });
+}
+
+async function startOperator(identity: string): Promise<AppProcess> {
+  return startApp('operator', {
+    from: 'source',
+    logFile: join(stack.stateDir, 'logs', `${identity}.log`),
+    env: {
+      KUBECONFIG: cluster.kubeconfig,
+      CONTROL_REDIS_URL: stack.control.url,
+      REGISTRY_SEAL_KEY: stack.registrySealKey,
+      QDRANT_URL: stack.qdrant?.url ?? '',
+      KAFKA_BROKERS: stack.kafka?.brokers.join(',') ?? '',
+      EMBEDDING_URL: stack.embedder?.url ?? '',
+      KV_GATEWAY_URL: stack.apps['kv-gateway']?.url ?? '',
+      VECTOR_GATEWAY_URL: stack.apps['vector-gateway']?.url ?? '',
+      STREAM_GATEWAY_URL: stack.apps['stream-gateway']?.url ?? '',
+      QUEUE_GATEWAY_URL: stack.apps['queue-gateway']?.url ?? '',
+      MANAGED_REDIS_IMAGE: cluster.env.RESTASH_REDIS_IMAGE ?? '',
+      MANAGED_REDIS_PULL_POLICY: 'Never',
+      // hostPath volumes (the test cluster's provisioner) ignore fsGroup.
+      MANAGED_REDIS_RUN_AS_USER: '0',
+      POD_NAME: identity,
+      RESYNC_SECONDS: '30',
+      LOG_LEVEL: 'warn',
+    },
+  });
+}
+
+async function leaderOf(): Promise<string | undefined> {
+  const lease = JSON.parse(await kubectl('get', 'lease', 'restash-operator', '-n', 'default', '-o', 'json')) as { spec?: { holderIdentity?: string } };
+  return lease.spec?.holderIdentity || undefined;
+}
+
+async function metric(operator: AppProcess, name: string): Promise<number | undefined> {
+  const text = await (await fetch(`${operator.managementUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  return line ? Number(line.split(' ').pop()) : undefined;
+}
+
+async function brokerTopics(prefix: string): Promise<Record<string, number>> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const names = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+    if (names.length === 0) return {};
+    const { topics } = await admin.fetchTopicMetadata({ topics: names });
+    return Object.fromEntries(topics.map((t) => [t.name.slice(prefix.length), t.partitions.length]));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function collectionExists(name: string): Promise<boolean> {
+  return (await fetch(`${stack.qdrant?.url}/collections/${name}`)).status === 200;
+}
+
+/** The registry's token records of a tenant (two per resource: standard and read-only). */
+async function tokenRecords(tenant: string): Promise<number> {
+  let count = 0;
+  for await (const keys of control.scanStream({ match: 'restash:v1:token:*', count: 500 }) as AsyncIterable<string[]>) {
+    for (const raw of keys.length > 0 ? await control.mget(...keys) : []) if (raw && (JSON.parse(raw) as { tenant: string }).tenant === tenant) count++;
+  }
+  return count;
+}
+
+beforeAll(async () => {
+  cluster = await startCluster();
+  await kubectl('apply', '--server-side', '-f', join(repoRoot(), 'deploy/crds'));
+  await kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'app.kubernetes.io/part-of=restash');
+  stack = await startStack({ from: 'source', qdrant: true, embedder: true, kafka: true, apps: ['kv-gateway', 'vector-gateway', 'stream-gateway', 'queue-gateway', 'queue-worker'] });
+  control = new IORedis(stack.control.url);
+  kafka = new Kafka({ brokers: stack.kafka?.brokers ?? [], logLevel: logLevel.NOTHING });
+  sink = createServer((request: IncomingMessage, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => {
+      received.push({ body, signature: String(request.headers['upstash-signature'] ?? ''), url: `http://127.0.0.1:${(sink.address() as AddressInfo).port}${request.url}` });
+      response.end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  operators = [await startOperator('operator-a'), await startOperator('operator-b')];
+  for (const ns of ['team-a', 'team-b']) await kubectl('create', 'namespace', ns);
+}, 900_000);
+
+afterAll(async () => {
+  await Promise.all(operators.map((o) => o.stop().catch(() => undefined)));
+  sink?.close();
+  control?.disconnect();
+  await stack?.stop();
+  await cluster?.stop();
+}, 300_000);
+
+describe('the operator on a real cluster', () => {
+  it('elects exactly one leader among two replicas', async () => {
+    const holder = await waitFor('a Lease holder', leaderOf, 60_000);
+    expect(['operator-a', 'operator-b']).toContain(holder);
+    const leaders = await Promise.all(operators.map((o) => metric(o, 'restash_operator_leader')));
+    expect(leaders.sort()).toEqual([0, 1]);
+  }, 90_000);
+
+  it('makes the examples Ready in two namespaces, each with a Secret that configures the official SDKs', async () => {
+    for (const ns of ['team-a', 'team-b']) await kubectl('apply', '-n', ns, '-f', EXAMPLES);
+    for (const ns of ['team-a', 'team-b']) {
+      const items = await allReady(ns, 4, 180_000);
+      expect(items.map((i) => i.status?.secretName).sort()).toEqual(['cache', 'docs', 'events', 'jobs']);
+    }
+    // The printer columns show the condition.
+    expect(await kubectl('get', 'kvdb', '-n', 'team-a')).toMatch(/cache\s+True\s+Ready/);
+
+    for (const ns of ['team-a', 'team-b']) {
+      const kv = await sdkProgram(await secretOf(ns, 'cache'), 'kv', ns);
+      expect(kv).toEqual({ value: ns, keys: [`greeting:${ns}`] });
+      const vector = await sdkProgram(await secretOf(ns, 'docs'), 'vector', ns);
+      expect(vector).toEqual({ ids: [ns], info: 384 });
+      const stream = await sdkProgram(await secretOf(ns, 'events'), 'stream', ns);
+      expect(stream.values).toEqual([ns]);
+      expect((stream.topics as string[]).sort()).toEqual(['orders', 'webhooks']);
+      const queueSecret = await secretOf(ns, 'jobs');
+      const { messageId } = await sdkProgram(queueSecret, 'queue', ns, `http://127.0.0.1:${(sink.address() as AddressInfo).port}/${ns}`);
+      expect(messageId).toEqual(expect.any(String));
+      const delivery = await waitFor(`the delivery of ${ns}'s message`, async () => received.find((r) => r.url.endsWith(`/${ns}`)), 60_000);
+      const receiver = new Receiver({ currentSigningKey: queueSecret['QSTASH_CURRENT_SIGNING_KEY'] ?? '', nextSigningKey: queueSecret['QSTASH_NEXT_SIGNING_KEY'] ?? '' });
+      await expect(receiver.verify({ signature: delivery.signature, body: delivery.body, url: delivery.url })).resolves.toBe(true);
+    }
+    // KV through a managed Redis pod: the database's server is the StatefulSet's.
+    expect(await kubectl('get', 'statefulset', 'redis-cache', '-n', 'team-a', '-o', 'jsonpath={.status.readyReplicas}')).toBe('1');
+  }, 300_000);
+
+  it("gives one namespace's credentials no access to the other's resources", async () => {
+    const a = { kv: await secretOf('team-a', 'cache'), stream: await secretOf('team-a', 'events'), vector: await secretOf('team-a', 'docs') };
+    const b = { kv: await secretOf('team-b', 'cache'), stream: await secretOf('team-b', 'events') };
+    expect(a.kv['UPSTASH_REDIS_REST_TOKEN']).not.toBe(b.kv['UPSTASH_REDIS_REST_TOKEN']);
+    // team-b's token reaches team-b's own server: team-a's keys are not there.
+    const bKeys = await sdkProgram(b.kv, 'kv', 'team-b');
+    expect(bKeys.keys).toEqual(['greeting:team-b']);
+    // team-a's user name with team-b's password: refused.
+    const crossed = { ...a.stream, UPSTASH_KAFKA_REST_PASSWORD: b.stream['UPSTASH_KAFKA_REST_PASSWORD'] ?? '' };
+    await expect(sdkProgram(crossed, 'stream', 'x')).rejects.toThrow(/401|[Uu]nauthori[sz]ed|credentials/);
+    // A made-up token: refused by every gateway.
+    await expect(sdkProgram({ ...a.vector, UPSTASH_VECTOR_REST_TOKEN: 'not-a-token' }, 'vector', 'x')).rejects.toThrow(/401|[Uu]nauthori[sz]ed|token/);
+  }, 120_000);
+
+  it('reconciles a spec change: more partitions and a new topic', async () => {
+    await kubectl('patch', 'stc', 'events', '-n', 'team-a', '--type=merge', '-p', JSON.stringify({ spec: { topics: [{ name: 'orders', partitions: 5 }, { name: 'audit', partitions: 2 }] } }));
+    await waitFor('the topics on the broker', async () => {
+      const topics = await brokerTopics('restash.team-a.events.');
+      return topics['orders'] === 5 && topics['audit'] === 2 && topics['webhooks'] === undefined && topics;
+    });
+    await allReady('team-a', 4);
+  }, 150_000);
+
+  it('refuses bad specs at the API server or marks them not Ready with a reason', async () => {
+    const refused = async (yaml: string, pattern: RegExp) => {
+      await expect(apply(yaml, 'team-a')).rejects.toThrow(pattern);
+    };
+    await refused('apiVersion: restash.dev/v1alpha1\nkind: StreamCluster\nmetadata: {name: bad}\nspec: {topics: [{name: t, partitions: -1}]}\n', /partitions/);
+    await refused('apiVersion: restash.dev/v1alpha1\nkind: VectorIndex\nmetadata: {name: bad}\nspec: {dimension: 0}\n', /dimension/);
+    await refused('apiVersion: restash.dev/v1alpha1\nkind: VectorIndex\nmetadata: {name: bad}\nspec: {dimension: 3, similarityFunction: MANHATTAN}\n', /similarityFunction/);
+    await refused('apiVersion: restash.dev/v1alpha1\nkind: QueueProject\nmetadata: {name: bad}\nspec: {colour: red}\n', /colour|unknown field/);
+    await refused('apiVersion: restash.dev/v1alpha1\nkind: QueueProject\nmetadata: {name: bad}\nspec: {retries: {default: 5, max: 2}}\n', /retries/);
+    // Partitions cannot be decreased (a transition rule).
+    await expect(kubectl('patch', 'stc', 'events', '-n', 'team-a', '--type=merge', '-p', JSON.stringify({ spec: { topics: [{ name: 'orders', partitions: 1 }, { name: 'audit', partitions: 2 }] } }))).rejects.toThrow(
+      /cannot be decreased/,
+    );
+    // Valid for the API server, not servable: an external Redis whose Secret does not exist.
+    await apply('apiVersion: restash.dev/v1alpha1\nkind: KvDatabase\nmetadata: {name: elsewhere}\nspec: {redis: {external: {urlSecretRef: {name: missing, key: url}}}}\n', 'team-a');
+    const item = await waitFor('elsewhere not Ready', async () => (await resources('team-a')).find((i) => i.metadata.name === 'elsewhere' && ready(i)?.status === 'False'));
+    expect(ready(item)).toMatchObject({ reason: 'SecretNotFound' });
+    expect(await kubectl('get', 'events', '-n', 'team-a', '--field-selector', 'involvedObject.name=elsewhere', '-o', 'jsonpath={.items[*].reason}')).toContain('SecretNotFound');
+    // The other resources of the namespace are still served.
+    expect((await sdkProgram(await secretOf('team-a', 'cache'), 'kv', 'team-a')).value).toBe('team-a');
+    await kubectl('delete', 'kvdb', 'elsewhere', '-n', 'team-a', '--wait=true', '--timeout=60s');
+  }, 150_000);
+
+  it('converges after the leader is killed with SIGKILL mid-reconcile, with nothing duplicated or leaked', async () => {
+    await kubectl('create', 'namespace', 'team-c');
+    const leader = await leaderOf();
+    const victim = operators.find((_, i) => ['operator-a', 'operator-b'][i] === leader);
+    await kubectl('apply', '-n', 'team-c', '-f', EXAMPLES);
+    await new Promise((resolve) => setTimeout(resolve, 1_500)); // mid-reconcile: Secrets written, Redis starting
+    await victim?.kill();
+    const items = await allReady('team-c', 4, 180_000);
+    expect(items).toHaveLength(4);
+    expect(await leaderOf()).not.toBe(leader);
+    expect(await kubectl('get', 'statefulsets,secrets,services', '-n', 'team-c', '-o', 'name')).toEqual(
+      ['statefulset.apps/redis-cache', 'secret/cache', 'secret/docs', 'secret/events', 'secret/jobs', 'secret/redis-cache', 'service/redis-cache', 'service/redis-cache-headless'].join('\n'),
+    );
+    expect(await tokenRecords('team-c')).toBe(8);
+    expect((await sdkProgram(await secretOf('team-c', 'cache'), 'kv', 'team-c')).value).toBe('team-c');
+    await victim?.start();
+  }, 300_000);
+
+  it('deletes everything a resource created when it is deleted', async () => {
+    expect(await collectionExists('restash.team-b.docs')).toBe(true);
+    expect(Object.keys(await brokerTopics('restash.team-b.events.')).sort()).toEqual(['orders', 'webhooks']);
+    await kubectl('delete', '-n', 'team-b', '-f', EXAMPLES, '--wait=true', '--timeout=120s');
+    expect(await resources('team-b')).toEqual([]);
+    expect(await collectionExists('restash.team-b.docs')).toBe(false);
+    await waitFor('team-b topics gone', async () => Object.keys(await brokerTopics('restash.team-b.events.')).length === 0, 60_000);
+    expect(await kubectl('get', 'statefulsets,pvc,secrets,services', '-n', 'team-b', '-o', 'name')).toBe('');
+    expect(await control.exists('restash:v1:tenant:team-b')).toBe(0);
+    expect(await tokenRecords('team-b')).toBe(0);
+    // team-a is untouched.
+    expect((await sdkProgram(await secretOf('team-a', 'cache'), 'kv', 'team-a')).value).toBe('team-a');
+  }, 240_000);
+});
