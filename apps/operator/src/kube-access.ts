@@ -33,7 +33,7 @@ export function kubeAccess(
     getStatefulSet: (namespace, name) =>
       orUndefined<V1StatefulSet>(client.objects.read({ apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { namespace, name } }) as Promise<V1StatefulSet>),
     async apply(object: KubernetesObject) {
-      await client.serverSideApply(object);
+      await client.serverSideApply(withEncodedData(object));
     },
     async remove(apiVersion, kind, namespace, name) {
       await orUndefined(client.objects.delete({ apiVersion, kind, metadata: { namespace, name } }, undefined, undefined, undefined, undefined, 'Background'));
@@ -48,4 +48,17 @@ export function kubeAccess(
       await events.record(resource as KubernetesObject, type, reason, message).catch((error: unknown) => warn(`event ${reason} about ${resource.kind} ${resource.metadata.namespace}/${resource.metadata.name} not recorded: ${kubernetesErrorMessage(error)}`));
     },
   };
+}
+
+/**
+ * A Secret's `stringData` moved into `data` (base64), other objects unchanged: the API server folds
+ * `stringData` into `data` on write, so a server-side apply that sets `stringData` would own fields it never
+ * sees again and re-apply them on every call.
+ */
+export function withEncodedData(object: KubernetesObject): KubernetesObject {
+  const secret = object as V1Secret;
+  if (object.kind !== 'Secret' || !secret.stringData) return object;
+  const { stringData, ...rest } = secret;
+  const encoded = Object.fromEntries(Object.entries(stringData).map(([k, v]) => [k, Buffer.from(v, 'utf8').toString('base64')]));
+  return { ...rest, data: { ...secret.data, ...encoded } } as KubernetesObject;
 }

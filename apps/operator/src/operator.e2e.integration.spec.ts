@@ -25,7 +25,7 @@ let kafka: Kafka;
 let sink: Server;
 const received: Array<{ body: string; signature: string; url: string }> = [];
 
-const kubectl = (...args: string[]) => cluster.kubectl(args);
+const kubectl = async (...args: string[]) => (await cluster.kubectl(args)).trim();
 const apply = (yaml: string, namespace: string) => cluster.kubectl(['apply', '-n', namespace, '-f', '-'], yaml);
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 120_000): Promise<T> {
@@ -282,7 +282,8 @@ describe('the operator on a real cluster', () => {
     expect(await resources('team-b')).toEqual([]);
     expect(await collectionExists('restash.team-b.docs')).toBe(false);
     await waitFor('team-b topics gone', async () => Object.keys(await brokerTopics('restash.team-b.events.')).length === 0, 60_000);
-    expect(await kubectl('get', 'statefulsets,pvc,secrets,services', '-n', 'team-b', '-o', 'name')).toBe('');
+    // The Redis pod stops gracefully; its PVC goes once the pod is gone.
+    await waitFor('team-b objects gone', async () => (await kubectl('get', 'statefulsets,pods,pvc,secrets,services', '-n', 'team-b', '-o', 'name')) === '', 90_000);
     expect(await control.exists('restash:v1:tenant:team-b')).toBe(0);
     expect(await tokenRecords('team-b')).toBe(0);
     // team-a is untouched.
