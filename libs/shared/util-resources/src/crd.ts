@@ -98,6 +98,9 @@ export function crdOf(kind: KindName): CustomResourceDefinition {
       status: structuralSchema(info.status),
     },
     ...(spec.default ? {} : { required: ['spec'] }),
+    ...(info.nameMaxLength
+      ? { 'x-kubernetes-validations': [{ rule: `size(self.metadata.name) <= ${info.nameMaxLength}`, message: `metadata.name must be at most ${info.nameMaxLength} characters` }] }
+      : {}),
   };
   return {
     apiVersion: 'apiextensions.k8s.io/v1',

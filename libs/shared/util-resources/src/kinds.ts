@@ -104,8 +104,16 @@ export const SIMILARITY_FUNCTIONS = ['COSINE', 'EUCLIDEAN', 'DOT_PRODUCT'] as co
 
 /** `VectorIndex.spec`: dimension, metric, the embedding model of the `*-data` endpoints, limits. */
 export const vectorIndexSpecSchema = z.strictObject({
-  dimension: z.number().int().min(1).max(65_536).describe('Number of components of every vector.'),
-  similarityFunction: z.enum(SIMILARITY_FUNCTIONS).default('COSINE').describe('How query scores are computed.'),
+  dimension: withTransitionRule(z.number().int().min(1).max(65_536), {
+    rule: 'self == oldSelf',
+    message: "dimension cannot be changed: the index's vectors have it (create another index)",
+  }).describe('Number of components of every vector; cannot be changed.'),
+  similarityFunction: withTransitionRule(z.enum(SIMILARITY_FUNCTIONS), {
+    rule: 'self == oldSelf',
+    message: "similarityFunction cannot be changed: the collection's distance is fixed (create another index)",
+  })
+    .default('COSINE')
+    .describe('How query scores are computed; cannot be changed.'),
   embedding: z
     .strictObject({
       model: z.string().min(1).max(253).describe('Model name sent to the embeddings endpoint.'),
@@ -276,6 +284,8 @@ export interface KindInfo {
   printerColumns: PrinterColumn[];
   /** The keys of the kind's Secret, the names the official SDKs read. */
   secretKeys: readonly string[];
+  /** A limit on `metadata.name` below the DNS label's 63, when objects named after the resource need room. */
+  nameMaxLength?: number;
 }
 
 const SECRET_KEYS = {
@@ -306,6 +316,9 @@ export const KINDS: Record<KindName, KindInfo> = {
       { name: 'External Secret', type: 'string', jsonPath: '.spec.redis.external.urlSecretRef.name', description: 'Secret holding the external Redis URL' },
     ],
     secretKeys: SECRET_KEYS.KvDatabase,
+    // A managed database's StatefulSet is `redis-<name>`, and its pods' controller-revision-hash label
+    // (`redis-<name>-<10 characters>`) must fit in 63.
+    nameMaxLength: 45,
   },
   VectorIndex: {
     kind: 'VectorIndex',

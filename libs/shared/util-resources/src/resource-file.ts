@@ -16,7 +16,7 @@ function resourceSchema(kind: KindName) {
   return z.strictObject({
     apiVersion: z.literal(API_VERSION),
     kind: z.literal(kind),
-    metadata: metadataSchema,
+    metadata: KINDS[kind].nameMaxLength ? metadataSchema.extend({ name: dnsLabel.max(KINDS[kind].nameMaxLength) }) : metadataSchema,
     spec: spec.safeParse({}).success ? spec.prefault({}) : spec,
   });
 }
