@@ -7,3 +7,4 @@ export * from './python-services';
 export * from './app';
 export * from './tenants';
 export * from './stack';
+export * from './k8s';

@@ -1,0 +1,431 @@
+#!/usr/bin/env bash
+# The single-node test cluster (README "Test cluster"; why it is built this way: deploy/k8s/README.md).
+#
+#   cluster.sh up [--control-plane-only]   install.sh, images.sh, then etcd, kube-apiserver, kube-controller-manager
+#                                          (and, unless --control-plane-only: containerd, kube-scheduler, kubelet,
+#                                          kube-proxy), waits until the node is Ready, prints the time of each step
+#   cluster.sh down                        stops it and removes everything it made on the host
+#   cluster.sh status                      exit 0: up from this state folder; 3: down; 4: another state folder's
+#                                          cluster is up (one cluster per host: fixed ports and bridge); 1: broken
+#
+# State: ${RESTASH_K8S_DIR:-<repo>/.restash/k8s}: pki/ (kept), conf/ and *.kubeconfig (generated), data/ and run/
+# (removed by down), logs/, kubeconfig (admin), env (KUBECONFIG, RESTASH_REDIS_IMAGE, RESTASH_K8S_BIN; written
+# once up, removed by down). Must run as root (bridge, iptables, cgroups, mounts).
+#
+# Nothing leaves the machine: every listener is on 127.0.0.1 or on the bridge made here (restashbr0, 10.244.0.1);
+# pods route only to the pod and Service ranges, FORWARD drops anything else to or from the pod range; pods get no
+# name server; containerd runs behind a closed proxy port (a missing image fails instead of being pulled).
+# `up` runs `down` first, so it also recovers from an unclean stop.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+K8S_VERSION=${K8S_VERSION:-v1.33.13}
+ETCD_VERSION=${ETCD_VERSION:-v3.5.35}
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
+export RESTASH_CACHE=${RESTASH_CACHE:-$HOME/.cache/restash}
+BIN=$RESTASH_CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION/bin
+STATE=${RESTASH_K8S_DIR:-$REPO/.restash/k8s}
+RUN=$STATE/run
+LOGS=$STATE/logs
+PKI=$STATE/pki
+SOCK=$RUN/containerd/containerd.sock
+
+BRIDGE=restashbr0
+NODE_IP=10.244.0.1
+POD_CIDR=10.244.0.0/24
+SERVICE_CIDR=10.0.0.0/24
+NODE=restash-node
+# Which state folder the cluster on this host runs from (one cluster per host).
+OWNER=/run/restash-k8s.owner
+# The host settings the kubelet, kube-proxy and the CNI bridge change; `down` puts back what `up` found.
+SYSCTLS=(net/ipv4/ip_forward net/bridge/bridge-nf-call-iptables net/bridge/bridge-nf-call-ip6tables
+  net/ipv4/conf/all/route_localnet kernel/panic kernel/panic_on_oops vm/overcommit_memory vm/panic_on_oom
+  kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
+CONTROL_PLANE=(etcd kube-apiserver kube-controller-manager)
+NODE_PROCESSES=(containerd kube-scheduler kubelet kube-proxy)
+
+say() { printf '%s\n' "$*"; }
+fail() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
+now() { echo "${EPOCHREALTIME/./}"; } # microseconds
+seconds_since() { local d=$(($(now) - $1)); printf '%d.%01d' $((d / 1000000)) $((d % 1000000 / 100000)); }
+
+# --- processes ------------------------------------------------------------------------------------------
+# A pid file holds "<pid> <start time>" (field 22 of /proc/<pid>/stat): a reused pid is not taken for ours.
+start_time() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; awk '{print $20}' <<<"$s"; }
+pid_of() { # NAME -> the pid when that process still runs
+  local f=$RUN/$1.pid pid started
+  [[ -f $f ]] || return 1
+  read -r pid started <"$f" || return 1
+  [[ -n $pid && -n $started && $(start_time "$pid" 2>/dev/null) == "$started" ]] && echo "$pid"
+}
+start() { # NAME COMMAND...: in its own session, output to logs/NAME.log
+  local name=$1; shift
+  setsid "$@" >"$LOGS/$name.log" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid $(start_time $pid)" >"$RUN/$name.pid"
+}
+stop() { # NAME: SIGTERM, SIGKILL after 10 s
+  local pid
+  if pid=$(pid_of "$1"); then
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 100); do [[ $(start_time "$pid" 2>/dev/null) ]] || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null && sleep 0.2
+  fi
+  rm -f "$RUN/$1.pid"
+}
+wait_for() { # NAME TIMEOUT_S COMMAND...: polls COMMAND every 0.1 s; prints how long it took
+  local name=$1 timeout=$2 t0; shift 2; t0=$(now)
+  while ! "$@" >/dev/null 2>&1; do
+    if (($(now) - t0 > timeout * 1000000)); then
+      say "cluster: $name not ready within $timeout s; the end of $LOGS/$name.log:" >&2
+      tail -n 25 "$LOGS/$name.log" >&2 2>/dev/null || true
+      return 1
+    fi
+    if [[ -f $RUN/$name.pid ]] && ! pid_of "$name" >/dev/null; then
+      say "cluster: $name exited; the end of $LOGS/$name.log:" >&2
+      tail -n 25 "$LOGS/$name.log" >&2 2>/dev/null || true
+      return 1
+    fi
+    sleep 0.1
+  done
+  printf '  %-24s %5s s\n' "$name" "$(seconds_since "$t0")"
+}
+https_ok() { curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$1$2"; }
+kubectl() { "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
+
+# The state folder of the cluster running on this host, when one runs.
+running_owner() {
+  [[ -f $OWNER ]] || return 1
+  local dir; dir=$(cat "$OWNER")
+  local f pid started
+  for f in "$dir"/run/etcd.pid "$dir"/run/kube-apiserver.pid; do
+    [[ -f $f ]] && read -r pid started <"$f" && [[ $(start_time "$pid" 2>/dev/null) == "$started" ]] && { echo "$dir"; return 0; }
+  done
+  return 1
+}
+refuse_if_foreign() {
+  local other
+  if other=$(running_owner) && [[ $other != "$STATE" ]]; then
+    fail "a cluster from $other runs on this host (one at a time: fixed ports and bridge); RESTASH_K8S_DIR=$other $0 down stops it"
+  fi
+  local port
+  for port in 2379 6443 10250; do
+    if ss -Hltn "sport = :$port" | grep -q . && ! running_owner >/dev/null; then
+      fail "port $port is in use by a process this script did not start ($(ss -Hltnp "sport = :$port" | grep -o 'users:.*'))"
+    fi
+  done
+}
+
+# --- certificates and configuration -------------------------------------------------------------------
+# cert NAME SUBJECT EXTENSIONS: an EC P-256 key and a certificate signed by the cluster's CA (one year).
+cert() {
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/$1.key" -subj "$2" 2>/dev/null |
+    openssl x509 -req -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial -days 365 -out "$PKI/$1.crt" \
+      -extfile <(printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n%s\n' "$3") 2>/dev/null
+}
+make_pki() {
+  [[ -f $PKI/sa.pub ]] && return 0
+  rm -rf "$PKI"; mkdir -p "$PKI"; chmod 700 "$PKI"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$PKI/ca.key" -out "$PKI/ca.crt" \
+    -days 3650 -subj /CN=restash-test-cluster-ca 2>/dev/null
+  local client='extendedKeyUsage=clientAuth'
+  cert apiserver /CN=kube-apiserver "extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,IP:${SERVICE_CIDR%0/24}1,IP:$NODE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  cert admin /O=system:masters/CN=restash-admin "$client"
+  cert apiserver-kubelet-client /O=system:masters/CN=kube-apiserver-kubelet-client "$client"
+  cert kube-controller-manager /CN=system:kube-controller-manager "$client"
+  cert kube-scheduler /CN=system:kube-scheduler "$client"
+  cert kube-proxy /CN=system:kube-proxy "$client"
+  cert kubelet "/O=system:nodes/CN=system:node:$NODE" "$client"
+  openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+}
+kubeconfig() { # IDENTITY FILE: a kubeconfig with the certificates inline (copies work anywhere)
+  local b64='base64 -w0'
+  cat >"$2" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: restash
+  cluster:
+    server: https://127.0.0.1:6443
+    certificate-authority-data: $($b64 <"$PKI/ca.crt")
+users:
+- name: $1
+  user:
+    client-certificate-data: $($b64 <"$PKI/$1.crt")
+    client-key-data: $($b64 <"$PKI/$1.key")
+contexts:
+- name: restash
+  context: {cluster: restash, user: $1}
+current-context: restash
+EOF
+  chmod 600 "$2"
+}
+render() { # TEMPLATE OUT
+  sed -e "s|@STATE@|$STATE|g" -e "s|@BRIDGE@|$BRIDGE|g" -e "s|@NODE_IP@|$NODE_IP|g" \
+    -e "s|@POD_CIDR@|$POD_CIDR|g" -e "s|@SERVICE_CIDR@|$SERVICE_CIDR|g" "$HERE/conf/$1" >"$2"
+}
+
+# --- up -------------------------------------------------------------------------------------------------
+start_control_plane() {
+  start etcd "$BIN/etcd" --name restash --data-dir "$STATE/data/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster restash=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381 \
+    --unsafe-no-fsync --log-level warn
+  wait_for etcd 30 curl -sf --max-time 1 http://127.0.0.1:2379/health
+
+  start kube-apiserver "$BIN/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
+    --bind-address=127.0.0.1 --secure-port=6443 --advertise-address=$NODE_IP \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
+    --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true \
+    --service-cluster-ip-range=$SERVICE_CIDR \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+    --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP --profiling=false
+  wait_for kube-apiserver 60 https_ok 6443 /readyz
+
+  local kcm=$STATE/kube-controller-manager.kubeconfig
+  start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig="$kcm" \
+    --authentication-kubeconfig="$kcm" --authorization-kubeconfig="$kcm" \
+    --bind-address=127.0.0.1 --secure-port=10257 --leader-elect=false --profiling=false \
+    --controllers='*' --use-service-account-credentials=true \
+    --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+    --service-cluster-ip-range=$SERVICE_CIDR --allocate-node-cidrs=false --enable-hostpath-provisioner
+  wait_for kube-controller-manager 30 curl -skf --max-time 1 https://127.0.0.1:10257/healthz
+}
+
+guard() { # the FORWARD rules that keep pod traffic inside the pod range, first in the chain
+  local rule
+  for rule in "-s $POD_CIDR ! -d $POD_CIDR -j DROP" "-d $POD_CIDR ! -s $POD_CIDR -j DROP"; do
+    # shellcheck disable=SC2086
+    while iptables -D FORWARD $rule 2>/dev/null; do :; done
+    # shellcheck disable=SC2086
+    iptables -I FORWARD 1 $rule
+  done
+}
+
+start_node() {
+  local images=$1
+  ip link add $BRIDGE type bridge
+  ip addr add $NODE_IP/${POD_CIDR#*/} dev $BRIDGE
+  ip link set $BRIDGE up
+  guard
+
+  mkdir -p "$RUN/containerd" "$RUN/runc"
+  # A pull would go to a closed port on loopback: no name is resolved, nothing is fetched.
+  start containerd env HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
+    http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 no_proxy=127.0.0.1,localhost \
+    /usr/bin/containerd --config "$STATE/conf/containerd.toml"
+  wait_for containerd 30 ctr --address "$SOCK" version
+  local t0 name tar; t0=$(now)
+  while read -r name tar; do ctr --address "$SOCK" -n k8s.io images import "$tar" >/dev/null; done <"$images"
+  printf '  %-24s %5s s\n' "image import" "$(seconds_since "$t0")"
+
+  local sched=$STATE/kube-scheduler.kubeconfig
+  start kube-scheduler "$BIN/kube-scheduler" --kubeconfig="$sched" --authentication-kubeconfig="$sched" \
+    --authorization-kubeconfig="$sched" --bind-address=127.0.0.1 --secure-port=10259 --leader-elect=false --profiling=false
+  wait_for kube-scheduler 30 curl -skf --max-time 1 https://127.0.0.1:10259/healthz
+
+  mkdir -p "$STATE/data/kubelet" "$STATE/data/pod-logs"
+  start kubelet "$BIN/kubelet" --config="$STATE/conf/kubelet.yaml" --kubeconfig="$STATE/kubelet.kubeconfig" \
+    --root-dir="$STATE/data/kubelet" --cert-dir="$STATE/data/kubelet/pki" --hostname-override=$NODE --node-ip=$NODE_IP
+  wait_for kubelet 30 curl -sf --max-time 1 http://127.0.0.1:10248/healthz
+  node_ready() { [[ $(kubectl get node $NODE -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
+  wait_for "node Ready" 60 node_ready
+
+  start kube-proxy "$BIN/kube-proxy" --config="$STATE/conf/kube-proxy.yaml" --hostname-override=$NODE
+  wait_for kube-proxy 30 curl -sf --max-time 1 http://127.0.0.1:10256/healthz
+  # kube-proxy puts its jumps first in FORWARD: the guard goes back on top.
+  guard
+}
+
+up() {
+  local control_plane_only=$1 t0; t0=$(now)
+  [[ $EUID -eq 0 ]] || fail "run as root (bridge, iptables, cgroups, mounts)"
+  # unix sockets: containerd's longest path must fit in 108 bytes
+  ((${#SOCK} + 6 < 108)) || fail "the state folder's path is too long for containerd's sockets: set RESTASH_K8S_DIR to a shorter one"
+  refuse_if_foreign
+  down quiet
+  bash "$HERE/install.sh"
+  mkdir -p "$STATE" "$RUN" "$LOGS" "$STATE/conf/cni" "$STATE/data"
+  chmod 700 "$STATE"
+  local images=$STATE/conf/images
+  if ((control_plane_only)); then
+    : >"$images"
+  else
+    bash "$HERE/images.sh" --list "$images"
+  fi
+  say "cluster: starting ($STATE)"
+  make_pki
+  kubeconfig admin "$STATE/kubeconfig"
+  local c; for c in kube-controller-manager kube-scheduler kube-proxy kubelet; do kubeconfig $c "$STATE/$c.kubeconfig"; done
+  render containerd.toml "$STATE/conf/containerd.toml"
+  render cni.conflist "$STATE/conf/cni/10-restash.conflist"
+  render kubelet.yaml "$STATE/conf/kubelet.yaml"
+  render kube-proxy.yaml "$STATE/conf/kube-proxy.yaml"
+  # what the host had before, for down (kept until then: an unclean stop still restores it)
+  local s; for s in "${SYSCTLS[@]}"; do [[ -r /proc/sys/$s ]] && echo "$s $(cat "/proc/sys/$s")"; done >"$STATE/sysctl.saved"
+  echo "$STATE" >"$OWNER"
+
+  # a failed step stops what started (set -e exits the script; the EXIT trap runs)
+  trap 'say "cluster: up failed; stopping what started (logs in $LOGS)" >&2; down quiet' EXIT
+  start_control_plane
+  ((control_plane_only)) || start_node "$images"
+  kubectl apply -f "$HERE/conf/storageclass.yaml" >/dev/null
+  trap - EXIT
+
+  local redis_image; redis_image=$(awk '$1 ~ /^localhost\/restash\/redis:/ {print $1}' "$images")
+  [[ -n $redis_image ]] || redis_image=localhost/restash/redis:$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
+  cat >"$STATE/env" <<EOF
+# Written by deploy/k8s/cluster.sh up; removed by down. \`source\` it.
+export KUBECONFIG=$STATE/kubeconfig
+export RESTASH_REDIS_IMAGE=$redis_image
+export RESTASH_K8S_BIN=$BIN
+EOF
+  say "cluster: up in $(seconds_since "$t0") s$( ((control_plane_only)) && echo ' (control plane only)'); source $STATE/env"
+}
+
+# --- down -----------------------------------------------------------------------------------------------
+umount_under() { # PATH: every mount point below it, deepest first
+  local m
+  while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done < <(
+    awk -v p="$1/" 'index($2 "/", p) == 1 {print $2}' /proc/self/mounts | sort -r)
+}
+# kill_cgroup_tasks: SIGKILL every process in the kubepods cgroups (containers that outlived their shim)
+kill_cgroup_tasks() {
+  local procs
+  procs=$(find /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/unified/kubepods -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
+  [[ -n $procs ]] || return 0
+  # shellcheck disable=SC2086
+  kill -9 $procs 2>/dev/null || true
+  sleep 0.3
+}
+# the containerd shims of this state folder (they outlive containerd): found by the socket they were given
+kill_shims() {
+  local p cmd
+  for p in /proc/[0-9]*; do
+    cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+    [[ $cmd == *containerd-shim* && $cmd == *"-address $SOCK "* ]] && kill -9 "${p#/proc/}" 2>/dev/null
+  done
+  return 0
+}
+remove_chains() { # iptables and ip6tables: the jumps to KUBE-* and CNI-* chains, then the chains
+  local ipt table rule chain
+  for ipt in iptables ip6tables; do
+    for table in filter nat mangle raw; do
+      while read -r rule; do
+        eval "$ipt -t $table ${rule/-A/-D}" 2>/dev/null || true
+      done < <($ipt -t $table -S 2>/dev/null | grep -E '^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) .*-j (KUBE|CNI)-')
+      for chain in $($ipt -t $table -S 2>/dev/null | awk '/^-N (KUBE|CNI)-/ {print $2}'); do $ipt -t $table -F "$chain"; done
+      for chain in $($ipt -t $table -S 2>/dev/null | awk '/^-N (KUBE|CNI)-/ {print $2}'); do $ipt -t $table -X "$chain" 2>/dev/null; done
+    done
+  done
+}
+leftovers() { # what the cluster can leave on the host, one line each; nothing when the host is clean
+  ip link show $BRIDGE >/dev/null 2>&1 && echo "bridge $BRIDGE"
+  (iptables-save; ip6tables-save) 2>/dev/null | grep -E '^:(KUBE|CNI)-|-j (KUBE|CNI)-|'"$POD_CIDR" | sed 's/^/iptables /'
+  ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null | sed 's/^/cgroup /'
+  awk -v s="$STATE/" '$2 ~ "^/var/lib/kubelet|^/run/containerd" || index($2, s) == 1 {print "mount " $2}' /proc/self/mounts
+  local p; for p in /var/lib/kubelet /run/containerd/s /tmp/hostpath_pv "$OWNER"; do [[ -e $p ]] && echo "path $p"; done
+  return 0
+}
+
+down() {
+  local quiet=${1:-} t0 name; t0=$(now)
+  [[ $EUID -eq 0 ]] || fail "run as root"
+  refuse_if_foreign
+  set +e # every step runs, whatever the one before it did
+  mkdir -p "$RUN"
+  for name in kube-proxy kubelet kube-scheduler; do stop $name; done
+  if pid_of containerd >/dev/null; then
+    local task
+    for task in $(ctr --address "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr --address "$SOCK" -n k8s.io tasks kill -s SIGKILL "$task" >/dev/null 2>&1
+    done
+  fi
+  kill_cgroup_tasks
+  stop containerd
+  kill_shims
+  kill_cgroup_tasks
+  for name in kube-controller-manager kube-apiserver etcd; do stop $name; done
+  # kube-proxy's own rules, then whatever the kubelet and CNI left
+  [[ -x $BIN/kube-proxy ]] && "$BIN/kube-proxy" --cleanup >/dev/null 2>&1
+
+  umount_under "$STATE"
+  umount_under /var/lib/kubelet
+  umount_under /run/containerd
+  local veth
+  for veth in $(ip -o link show master $BRIDGE 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do ip link del "$veth"; done
+  ip link del $BRIDGE 2>/dev/null
+  while iptables -D FORWARD -s $POD_CIDR ! -d $POD_CIDR -j DROP 2>/dev/null; do :; done
+  while iptables -D FORWARD -d $POD_CIDR ! -s $POD_CIDR -j DROP 2>/dev/null; do :; done
+  remove_chains
+  if [[ -f $STATE/sysctl.saved ]]; then
+    local key value
+    while read -r key value; do [[ -w /proc/sys/$key ]] && echo "$value" >"/proc/sys/$key"; done <"$STATE/sysctl.saved"
+    rm -f "$STATE/sysctl.saved"
+  fi
+  local cg
+  for cg in /sys/fs/cgroup/*/kubepods; do find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null; done
+  rm -rf /var/lib/kubelet /run/containerd/s /tmp/hostpath_pv
+  rmdir /run/containerd 2>/dev/null
+  find /var/log/containers -maxdepth 1 -lname "$STATE/*" -delete 2>/dev/null
+  rmdir /var/log/containers 2>/dev/null
+  rm -rf "$STATE/data" "$RUN" "$STATE/env"
+  [[ -f $OWNER && $(cat "$OWNER") == "$STATE" ]] && rm -f "$OWNER"
+
+  local left; left=$(leftovers)
+  set -e
+  if [[ -n $left ]]; then
+    say "cluster: down left this on the host:" >&2; say "$left" >&2; return 1
+  fi
+  [[ $quiet ]] || say "cluster: down in $(seconds_since "$t0") s; nothing left on the host"
+  return 0
+}
+
+# --- status ---------------------------------------------------------------------------------------------
+status() {
+  local other
+  if other=$(running_owner) && [[ $other != "$STATE" ]]; then say "cluster: another cluster is up, from $other"; return 4; fi
+  local name up=0 total=0
+  for name in "${CONTROL_PLANE[@]}" "${NODE_PROCESSES[@]}"; do
+    [[ -f $RUN/$name.pid ]] || continue
+    total=$((total + 1))
+    if pid_of $name >/dev/null; then up=$((up + 1)); say "  $name running (pid $(pid_of $name))"; else say "  $name NOT running"; fi
+  done
+  if ((total == 0)); then
+    local left; left=$(leftovers)
+    if [[ -n $left ]]; then say "cluster: down, but the host still has (cluster.sh down removes it):"; say "$left"; return 1; fi
+    say "cluster: down"; return 3
+  fi
+  if ((up == total)) && [[ -f $STATE/env ]] && https_ok 6443 /readyz >/dev/null; then
+    if pid_of kubelet >/dev/null; then
+      say "  node $NODE $(kubectl get node $NODE -o 'jsonpath={.status.conditions[?(@.type=="Ready")].type}={.status.conditions[?(@.type=="Ready")].status}')"
+    fi
+    say "cluster: up ($STATE); source $STATE/env"
+    return 0
+  fi
+  say "cluster: broken or starting ($up of $total processes run); cluster.sh down cleans up"
+  return 1
+}
+
+case ${1:-} in
+up)
+  [[ ${2:-} == "" || ${2:-} == --control-plane-only ]] || fail "usage: $0 up [--control-plane-only]"
+  mkdir -p "$STATE"
+  exec 9>"$STATE/lock"; flock 9
+  up "$([[ ${2:-} == --control-plane-only ]] && echo 1 || echo 0)"
+  ;;
+down)
+  mkdir -p "$STATE"
+  exec 9>"$STATE/lock"; flock 9
+  down
+  ;;
+status) status ;;
+*) fail "usage: $0 up [--control-plane-only] | down | status" ;;
+esac

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The test cluster's container images, built without Docker or a registry (umoci, skopeo) from what this
+# machine has, as docker-archive tars that `ctr -n k8s.io images import` reads (deploy/k8s/cluster.sh up):
+#   registry.k8s.io/pause:3.10         the pod sandbox: deploy/k8s/pause/main.go, a static Go binary
+#                                      (containerd's sandbox_image names this tag; nothing is pulled)
+#   localhost/restash/redis:<version>  Debian's /usr/bin/redis-server, the server the local stack runs, with
+#                                      the libraries ldd lists, chown (for an init container that hands a
+#                                      volume to the server's user on storage that ignores fsGroup, like the
+#                                      test cluster's host-path provisioner), and /etc/passwd with the user
+#                                      redis (uid 65532) that the image runs as; entrypoint redis-server,
+#                                      working directory /data (owned by 65532).
+# Each tar is cached in $RESTASH_CACHE/images/ under a hash of its inputs (the binaries, the libraries, this
+# script), so a second run only checks hashes.
+# Usage: images.sh [--list FILE]   (FILE gets one "<image name> <tar path>" line per image)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RESTASH_CACHE=${RESTASH_CACHE:-$HOME/.cache/restash}
+OUT=$RESTASH_CACHE/images
+GO=${GO:-/usr/local/go/bin/go}
+LIST=
+[[ ${1:-} == --list ]] && LIST=${2:?--list needs a file}
+PAUSE_IMAGE=registry.k8s.io/pause:3.10
+REDIS_USER_ID=65532
+
+mkdir -p "$OUT"
+work=$(mktemp -d "$OUT/build.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+[[ -n $LIST ]] && : >"$LIST"
+
+# The shared libraries `ldd` resolves for a binary, the dynamic loader included.
+libraries() { ldd "$1" | grep -oE '/[^ ]+\.so[^ ]*' | sort -u; }
+
+# hash FILE...: the first 16 hex digits of the SHA-256 of the files' contents (and this script).
+hash() { cat "$@" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16; }
+
+# image NAME TAR ROOTFS [umoci config options...]: an OCI image of ROOTFS (one layer) -> docker-archive TAR.
+image() {
+  local name=$1 tar=$2 rootfs=$3; shift 3
+  local layout=$work/layout-$(basename "$tar" .tar)
+  umoci init --layout "$layout"
+  umoci new --image "$layout:build"
+  umoci insert --image "$layout:build" "$rootfs" /
+  umoci config --image "$layout:build" --os linux --architecture amd64 "$@"
+  skopeo copy --quiet "oci:$layout:build" "docker-archive:$tar.tmp:$name"
+  mv "$tar.tmp" "$tar"
+}
+
+report() { # NAME TAR
+  printf 'image %-40s %6s  %s\n' "$1" "$(du -h "$2" | cut -f1)" "$2"
+  [[ -n $LIST ]] && echo "$1 $2" >>"$LIST"
+  return 0
+}
+
+# --- pause ----------------------------------------------------------------------------------------------
+pause_tar=$OUT/pause-3.10-$(hash "$HERE/pause/main.go" "$HERE/pause/go.mod" <("$GO" version)).tar
+if [[ ! -f $pause_tar ]]; then
+  mkdir -p "$work/pause-rootfs"
+  (cd "$HERE/pause" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod GOCACHE=$RESTASH_CACHE/go/build \
+    "$GO" build -trimpath -ldflags '-s -w' -o "$work/pause-rootfs/pause" .)
+  image "$PAUSE_IMAGE" "$pause_tar" "$work/pause-rootfs" --config.entrypoint /pause --config.workingdir / --config.user 65535:65535
+fi
+report "$PAUSE_IMAGE" "$pause_tar"
+
+# --- redis ----------------------------------------------------------------------------------------------
+server=$(readlink -f "$(command -v redis-server)")
+chown_bin=$(readlink -f "$(command -v chown)")
+version=$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
+[[ -n $version ]] || { echo "images: cannot read redis-server's version" >&2; exit 1; }
+redis_image=localhost/restash/redis:$version
+mapfile -t libs < <({ libraries "$server"; libraries "$chown_bin"; } | sort -u)
+redis_tar=$OUT/redis-$version-$(hash "$server" "$chown_bin" "${libs[@]}").tar
+if [[ ! -f $redis_tar ]]; then
+  r=$work/redis-rootfs
+  mkdir -p "$r/usr/bin" "$r/etc" "$r/tmp" "$r/data"
+  cp "$server" "$r/usr/bin/redis-server" # argv[0] picks the program: the real file is redis-check-rdb
+  cp "$chown_bin" "$r/usr/bin/chown"
+  for lib in "${libs[@]}"; do mkdir -p "$r$(dirname "$lib")"; cp -L "$lib" "$r$lib"; done
+  printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nredis:x:%s:%s:redis:/data:/usr/sbin/nologin\n' $REDIS_USER_ID $REDIS_USER_ID >"$r/etc/passwd"
+  printf 'root:x:0:\nredis:x:%s:\n' $REDIS_USER_ID >"$r/etc/group"
+  chmod 1777 "$r/tmp"
+  chown $REDIS_USER_ID:$REDIS_USER_ID "$r/data"
+  chmod 0750 "$r/data"
+  image "$redis_image" "$redis_tar" "$r" --config.entrypoint /usr/bin/redis-server --config.workingdir /data \
+    --config.user $REDIS_USER_ID:$REDIS_USER_ID --config.exposedports 6379/tcp
+fi
+report "$redis_image" "$redis_tar"

@@ -1,0 +1,3 @@
+module restash.dev/pause
+
+go 1.22

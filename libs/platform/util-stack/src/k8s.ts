@@ -1,0 +1,107 @@
+import { execFile, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { repoRoot } from './paths';
+import { tail } from './process';
+
+/** The single-node test cluster of deploy/k8s/cluster.sh, once `up` has finished. */
+export interface Cluster {
+  /** The cluster's state folder: `RESTASH_K8S_DIR`, by default `<repo>/.restash/k8s`. */
+  stateDir: string;
+  /** The admin kubeconfig (certificates inline), `<stateDir>/kubeconfig`. */
+  kubeconfig: string;
+  /**
+   * What `<stateDir>/env` exports: `KUBECONFIG`, `RESTASH_REDIS_IMAGE` (the Redis image the node has,
+   * `localhost/restash/redis:<version>`, for pods with `imagePullPolicy: Never`) and `RESTASH_K8S_BIN`
+   * (the folder of kubectl and helm of the cluster's version).
+   */
+  env: Record<string, string>;
+  /**
+   * Runs the cluster's kubectl with the admin kubeconfig; `input` goes to its standard input.
+   *
+   * @returns its standard output
+   * @throws Error with kubectl's output when it exits non-zero
+   */
+  kubectl(args: string[], input?: string): Promise<string>;
+  /**
+   * `cluster.sh down`: stops every component and removes what the cluster made on the host (bridge,
+   * iptables chains, cgroups, mounts, /var/lib/kubelet, /tmp/hostpath_pv). Later calls do nothing.
+   *
+   * @throws Error with the script's output when something is left on the host
+   */
+  stop(): Promise<void>;
+}
+
+/** How {@link startCluster} starts the cluster. */
+export interface ClusterOptions {
+  /** Only etcd, kube-apiserver and kube-controller-manager (no node: pods stay Pending), for API tests; a few seconds. */
+  controlPlaneOnly?: boolean;
+  /** `inherit`: cluster.sh prints as it goes (make dev-k8s); by default its output is kept for the error thrown. */
+  output?: 'inherit' | 'keep';
+}
+
+const SCRIPT = 'deploy/k8s/cluster.sh';
+
+/** The state folder cluster.sh uses with this process's environment. */
+export function clusterStateDir(): string {
+  return process.env.RESTASH_K8S_DIR ?? join(repoRoot(), '.restash/k8s');
+}
+
+/**
+ * `deploy/k8s/cluster.sh up` (root only): builds what is missing (deploy/k8s/install.sh: about 25 minutes
+ * cold, under a second warm) and the images, runs `down` first (a cluster left by an unclean stop is
+ * cleaned up), starts the components and waits until the node is Ready. One cluster runs on a host at a
+ * time: the script refuses while another state folder's cluster is up.
+ *
+ * @throws Error with the tail of the script's output when `up` fails (it has then stopped what it started)
+ */
+export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  const stateDir = clusterStateDir();
+  await runScript(['up', ...(options.controlPlaneOnly ? ['--control-plane-only'] : [])], options.output ?? 'keep');
+  const env = parseEnvFile(await readFile(join(stateDir, 'env'), 'utf8'));
+  const kubeconfig = env.KUBECONFIG ?? join(stateDir, 'kubeconfig');
+  const kubectl = join(env.RESTASH_K8S_BIN ?? '', 'kubectl');
+  let stopped: Promise<void> | undefined;
+  return {
+    stateDir,
+    kubeconfig,
+    env,
+    kubectl: (args, input) => run(kubectl, ['--kubeconfig', kubeconfig, ...args], input),
+    stop: () => (stopped ??= runScript(['down'], options.output ?? 'keep')),
+  };
+}
+
+/**
+ * The variables of a file of `export NAME=value` lines (cluster.sh's `env`); other lines are ignored.
+ * Values are taken as written (cluster.sh writes no quotes).
+ */
+export function parseEnvFile(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const match = /^export ([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line.trim());
+    if (match) env[match[1] as string] = match[2] as string;
+  }
+  return env;
+}
+
+function runScript(args: string[], output: 'inherit' | 'keep'): Promise<void> {
+  const root = repoRoot();
+  if (output === 'inherit') {
+    return new Promise((resolve, reject) => {
+      const child = spawn('bash', [join(root, SCRIPT), ...args], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+      child.once('error', reject);
+      child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${SCRIPT} ${args.join(' ')} failed (${signal ?? `exit code ${code}`})`))));
+    });
+  }
+  return run('bash', [join(root, SCRIPT), ...args]).then(() => undefined);
+}
+
+function run(command: string, args: string[], input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(command, args, { cwd: repoRoot(), maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${command} ${args.join(' ')} failed: ${error.message}\n${tail(`${stdout}${stderr}`)}`));
+      else resolve(stdout);
+    });
+    child.stdin?.end(input ?? '');
+  });
+}
