@@ -23,6 +23,11 @@ describe('crdOf', () => {
     for (const [path, node] of nodes(schema)) {
       expect([path, typeof node.type]).toEqual([path, 'string']);
       expect([path, 'additionalProperties' in node]).toEqual([path, false]);
+      if (node['x-kubernetes-validations'] && node.type === 'object' && node.default) {
+        // The API server runs the rules on a default as written (no nested defaulting): it must spell out every defaulted field.
+        const defaulted = Object.entries(node.properties as Record<string, SchemaNode>).filter(([, p]) => 'default' in p);
+        for (const [key] of defaulted) expect([path, key, key in (node.default as object)]).toEqual([path, key, true]);
+      }
       if (node['x-kubernetes-list-type'] === 'map') {
         const items = node.items as SchemaNode;
         for (const key of node['x-kubernetes-list-map-keys'] as string[]) expect(items.required).toContain(key);
@@ -36,7 +41,7 @@ describe('crdOf', () => {
     expect(retries['x-kubernetes-validations']).toEqual([
       { rule: 'self.default <= self.max', message: 'retries.default must not exceed retries.max', fieldPath: '.default' },
     ]);
-    expect(retries.default).toEqual({});
+    expect(retries.default).toEqual({ default: 3, max: 10 });
   });
 
   it('prints Ready and Reason first and Age last', () => {

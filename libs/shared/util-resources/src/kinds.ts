@@ -181,7 +181,9 @@ export const queueProjectSpecSchema = z.strictObject({
     { rule: 'self.default <= self.max', message: 'retries.default must not exceed retries.max', fieldPath: '.default' },
     (retries) => retries.default <= retries.max,
   )
-    .prefault({})
+    // The API server checks a default against the CEL rules as written, without its fields' own
+    // defaults (`{}` fails there with "no such key: default"), so this one spells them out.
+    .prefault({ default: 3, max: 10 })
     .describe('Delivery retries.'),
   limits: limits(MESSAGE_MAX_REQUEST_BYTES),
 });
