@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_VERSION } from '@restash/shared/util-resources';
 import { appCommand, repoRoot, sourceEnv } from './paths';
 
 /** Plain tokens of one resource. */
@@ -117,7 +116,7 @@ export function resourceFileOf(documents: Array<{ metadata: { name: string } }>)
   const out: object[] = [];
   for (const { metadata, spec = {} } of documents as TenantInput[]) {
     const namespace = metadata.name;
-    const resource = (kind: string, name: string, body: object) => ({ apiVersion: API_VERSION, kind, metadata: { name, namespace }, spec: body });
+    const resource = (kind: string, name: string, body: object) => ({ apiVersion: 'restash.dev/v1alpha1', kind, metadata: { name, namespace }, spec: body });
     const urls: Record<string, string> = {};
     for (const { name, redis, ...rest } of spec.kv?.databases ?? []) {
       urls[`${name}.url`] = redis.url;
