@@ -46,4 +46,7 @@ export interface TransitionCase {
 export const TRANSITION_CASES: TransitionCase[] = [
   { kind: 'StreamCluster', what: 'partitions decreased', old: { topics: [{ name: 'a', partitions: 3 }] }, new: { topics: [{ name: 'a', partitions: 2 }] }, valid: false },
   { kind: 'StreamCluster', what: 'partitions increased', old: { topics: [{ name: 'a', partitions: 3 }] }, new: { topics: [{ name: 'a', partitions: 4 }] }, valid: true },
+  { kind: 'VectorIndex', what: 'dimension changed', old: { dimension: 3 }, new: { dimension: 4 }, valid: false },
+  { kind: 'VectorIndex', what: 'similarityFunction changed from its default', old: { dimension: 3 }, new: { dimension: 3, similarityFunction: 'EUCLIDEAN' }, valid: false },
+  { kind: 'VectorIndex', what: 'limits changed', old: { dimension: 3 }, new: { dimension: 3, limits: { dailyRequests: 5 } }, valid: true },
 ];
