@@ -24,7 +24,7 @@ export interface Backends {
 const httpUrl = z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL');
 
 /**
- * The applier's variables of the backends (README, "Kubernetes resources"), to spread into a config
+ * The applier's variables of the backends (README, "Tenants file" and "operator"), to spread into a config
  * schema: QDRANT_URL (needed once a VectorIndex exists), QDRANT_API_KEY, KAFKA_BROKERS (comma-separated
  * host:port, needed once a StreamCluster exists), EMBEDDING_URL and EMBEDDING_API_KEY (defaults of
  * `spec.embedding`). All optional: a missing backend is a problem of the resources that need it.
