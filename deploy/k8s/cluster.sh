@@ -61,7 +61,9 @@ pid_of() { # NAME -> the pid when that process still runs
 }
 start() { # NAME COMMAND...: in its own session, output to logs/NAME.log
   local name=$1; shift
-  setsid "$@" >"$LOGS/$name.log" 2>&1 </dev/null &
+  # 9>&-: the daemon must not inherit the lock's descriptor, or it would hold the lock for its whole life
+  # and a later `down` would wait for it forever.
+  setsid "$@" >"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
   local pid=$!
   echo "$pid $(start_time $pid)" >"$RUN/$name.pid"
 }
