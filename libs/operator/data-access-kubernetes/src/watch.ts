@@ -20,8 +20,10 @@ export interface WatchOptions<T extends KubernetesObject> {
   resyncMs?: number;
   /**
    * Restart when nothing (event, reconnect) came for this long (default 120 s). The library's watch
-   * reconnects after 30 s without data, so a healthy quiet watch shows a reconnect at least that
-   * often; silence means a list or connection hung.
+   * reconnects after 30 s without data (its own guard against a dead connection), so a healthy quiet
+   * watch shows a reconnect at least that often; longer silence means a list hung, which the
+   * library never times out. Keep it above 30 s: below, a quiet watch is restarted (a relist, no
+   * events for unchanged objects) every `staleAfterMs`.
    */
   staleAfterMs?: number;
   /** Backoff between restarts after errors (defaults 1 s, 30 s). */
@@ -148,7 +150,9 @@ class Watcher<T extends KubernetesObject> implements ResourceWatch<T> {
     this.informer = informer;
     this.lastSeen = Date.now();
     void informer.start().then(() => {
-      if (!current() || !listed) return;
+      // A replaced informer whose list was still running has just opened a watch despite its stop().
+      if (generation !== this.generation || this.stopped) return void informer.stop();
+      if (!listed) return;
       if (!failed) this.delayMs = this.baseMs;
       this.settleCarried(informer);
       this.resolveSynced();
