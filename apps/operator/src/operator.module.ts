@@ -1,6 +1,7 @@
 import { type DynamicModule, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { ObservabilityModule } from '@restash/shared/util-http';
+import { RegistrySeal } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { QueueStore } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers } from '@restash/platform/feature-teardown';
@@ -59,9 +60,9 @@ export class OperatorModule implements OnApplicationShutdown {
         },
         {
           provide: TENANT_REGISTRY,
-          inject: [CONTROL_REDIS, QUEUE_STORE],
-          useFactory: (control: Redis, queueStore: LazyQueueStore) =>
-            tenantRegistry(control, new TenantTeardown(control, enginePurgers(() => queueStore.get()))),
+          inject: [CONTROL_REDIS, QUEUE_STORE, RegistrySeal],
+          useFactory: (control: Redis, queueStore: LazyQueueStore, seal: RegistrySeal) =>
+            tenantRegistry(control, new TenantTeardown(control, enginePurgers(() => queueStore.get()), { seal })),
         },
         { provide: ENGINE_ADMIN, useFactory: () => engineAdmin({ qdrantTimeoutMs: 10_000 }) },
         OperatorMetrics,
