@@ -11,7 +11,7 @@ NODE_HOME := $(RESTASH_CACHE)/node-$(NODE_VERSION)
 export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
 
-.PHONY: runtime install dev crds build lint typecheck unit integration engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue
+.PHONY: runtime install dev dev-k8s k8s-install k8s-down crds build lint typecheck unit integration engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue
 
 runtime: ## the pinned Node, when missing
 	bash deploy/local/node.sh
@@ -27,6 +27,15 @@ dev: build ## the whole local stack in the foreground (libs/platform/util-stack)
 
 crds: ## deploy/crds/restash.dev_<plural>.yaml from the zod schemas of libs/shared/util-resources (a unit test fails while they differ)
 	$(RUN_TS) libs/shared/util-resources/src/bin/crds.ts
+
+k8s-install: ## the test cluster's binaries (etcd, Kubernetes, kubectl, helm: about 25 minutes cold) and apt packages, when missing
+	bash deploy/k8s/install.sh
+
+dev-k8s: build k8s-install ## the test cluster, the operator and the local stack's gateways in the foreground (root); writes .restash/kubeconfig
+	$(RUN_TS) libs/platform/util-stack/src/bin/dev-k8s.ts
+
+k8s-down: ## stop the test cluster and remove what it made on the host (after a dev-k8s or a test that was killed)
+	bash deploy/k8s/cluster.sh down
 
 build: install ## each app with the libraries it imports into dist/apps/<app>/ (tools/build.mjs), cached by Nx
 	npx nx run-many -t build --outputStyle=static

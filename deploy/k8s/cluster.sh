@@ -67,14 +67,21 @@ start() { # NAME COMMAND...: in its own session, output to logs/NAME.log
   local pid=$!
   echo "$pid $(start_time $pid)" >"$RUN/$name.pid"
 }
-stop() { # NAME: SIGTERM, SIGKILL after 10 s
-  local pid
-  if pid=$(pid_of "$1"); then
-    kill "$pid" 2>/dev/null
-    for _ in $(seq 100); do [[ $(start_time "$pid" 2>/dev/null) ]] || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null && sleep 0.2
-  fi
-  rm -f "$RUN/$1.pid"
+stop() { # NAME...: SIGTERM to each at once, SIGKILL to those still running after 5 s
+  local name pid pids=()
+  for name in "$@"; do
+    if pid=$(pid_of "$name"); then kill "$pid" 2>/dev/null; pids+=("$pid:$(start_time "$pid")"); fi
+    rm -f "$RUN/$name.pid"
+  done
+  for _ in $(seq 50); do
+    local left=()
+    for pid in "${pids[@]}"; do [[ $(start_time "${pid%%:*}" 2>/dev/null) == "${pid#*:}" ]] && left+=("$pid"); done
+    pids=("${left[@]}")
+    ((${#pids[@]})) || return 0
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -9 "${pid%%:*}" 2>/dev/null; done
+  sleep 0.2
 }
 wait_for() { # NAME TIMEOUT_S COMMAND...: polls COMMAND every 0.1 s; prints how long it took
   local name=$1 timeout=$2 t0; shift 2; t0=$(now)
@@ -201,14 +208,16 @@ start_control_plane() {
   wait_for kube-controller-manager 30 curl -skf --max-time 1 https://127.0.0.1:10257/healthz
 }
 
-guard() { # the FORWARD rules that keep pod traffic inside the pod range, first in the chain
+# The rules that keep pod traffic inside the pod range, in the mangle table (it runs before filter, where
+# kube-proxy accepts established and marked packets first, and nothing of the cluster writes to it): nothing
+# forwarded from the pod range elsewhere or from elsewhere into it, and no connection from a pod to the host's
+# own listeners (replies to the host's connections, e.g. to a ClusterIP, still pass).
+GUARD=("FORWARD -s $POD_CIDR ! -d $POD_CIDR -j DROP" "FORWARD -d $POD_CIDR ! -s $POD_CIDR -j DROP"
+  "INPUT -i $BRIDGE -m conntrack --ctstate NEW -j DROP")
+guard() {
   local rule
-  for rule in "-s $POD_CIDR ! -d $POD_CIDR -j DROP" "-d $POD_CIDR ! -s $POD_CIDR -j DROP"; do
-    # shellcheck disable=SC2086
-    while iptables -D FORWARD $rule 2>/dev/null; do :; done
-    # shellcheck disable=SC2086
-    iptables -I FORWARD 1 $rule
-  done
+  # shellcheck disable=SC2086
+  for rule in "${GUARD[@]}"; do iptables -t mangle -C $rule 2>/dev/null || iptables -t mangle -A $rule; done
 }
 
 start_node() {
@@ -242,8 +251,6 @@ start_node() {
 
   start kube-proxy "$BIN/kube-proxy" --config="$STATE/conf/kube-proxy.yaml" --hostname-override=$NODE
   wait_for kube-proxy 30 curl -sf --max-time 1 http://127.0.0.1:10256/healthz
-  # kube-proxy puts its jumps first in FORWARD: the guard goes back on top.
-  guard
 }
 
 up() {
@@ -279,6 +286,8 @@ up() {
   start_control_plane
   ((control_plane_only)) || start_node "$images"
   kubectl apply -f "$HERE/conf/storageclass.yaml" >/dev/null
+  # pods are refused in a namespace until its service account exists: the controller that makes them runs
+  wait_for "service accounts" 30 kubectl -n default get serviceaccount default
   trap - EXIT
 
   local redis_image; redis_image=$(awk '$1 ~ /^localhost\/restash\/redis:/ {print $1}' "$images")
@@ -333,7 +342,7 @@ leftovers() { # what the cluster can leave on the host, one line each; nothing w
   (iptables-save; ip6tables-save) 2>/dev/null | grep -E '^:(KUBE|CNI)-|-j (KUBE|CNI)-|'"$POD_CIDR" | sed 's/^/iptables /'
   ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null | sed 's/^/cgroup /'
   awk -v s="$STATE/" '$2 ~ "^/var/lib/kubelet|^/run/containerd" || index($2, s) == 1 {print "mount " $2}' /proc/self/mounts
-  local p; for p in /var/lib/kubelet /run/containerd/s /tmp/hostpath_pv "$OWNER"; do [[ -e $p ]] && echo "path $p"; done
+  local p; for p in /var/lib/kubelet /run/containerd/s /tmp/hostpath_pv /var/lib/cni/results "$OWNER"; do [[ -e $p ]] && echo "path $p"; done
   return 0
 }
 
@@ -343,18 +352,17 @@ down() {
   refuse_if_foreign
   set +e # every step runs, whatever the one before it did
   mkdir -p "$RUN"
-  for name in kube-proxy kubelet kube-scheduler; do stop $name; done
   if pid_of containerd >/dev/null; then
     local task
     for task in $(ctr --address "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
       ctr --address "$SOCK" -n k8s.io tasks kill -s SIGKILL "$task" >/dev/null 2>&1
     done
   fi
+  stop kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver
   kill_cgroup_tasks
-  stop containerd
+  stop containerd etcd
   kill_shims
   kill_cgroup_tasks
-  for name in kube-controller-manager kube-apiserver etcd; do stop $name; done
   # kube-proxy's own rules, then whatever the kubelet and CNI left
   [[ -x $BIN/kube-proxy ]] && "$BIN/kube-proxy" --cleanup >/dev/null 2>&1
 
@@ -364,8 +372,9 @@ down() {
   local veth
   for veth in $(ip -o link show master $BRIDGE 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do ip link del "$veth"; done
   ip link del $BRIDGE 2>/dev/null
-  while iptables -D FORWARD -s $POD_CIDR ! -d $POD_CIDR -j DROP 2>/dev/null; do :; done
-  while iptables -D FORWARD -d $POD_CIDR ! -s $POD_CIDR -j DROP 2>/dev/null; do :; done
+  local rule
+  # shellcheck disable=SC2086
+  for rule in "${GUARD[@]}"; do while iptables -t mangle -D $rule 2>/dev/null; do :; done; done
   remove_chains
   if [[ -f $STATE/sysctl.saved ]]; then
     local key value
@@ -374,8 +383,9 @@ down() {
   fi
   local cg
   for cg in /sys/fs/cgroup/*/kubepods; do find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null; done
-  rm -rf /var/lib/kubelet /run/containerd/s /tmp/hostpath_pv
-  rmdir /run/containerd 2>/dev/null
+  # the kubelet's device-plugin folder, the shims' sockets, libcni's result cache: fixed paths
+  rm -rf /var/lib/kubelet /run/containerd/s /tmp/hostpath_pv /var/lib/cni/results
+  rmdir /run/containerd /var/lib/cni /run/mount 2>/dev/null
   find /var/log/containers -maxdepth 1 -lname "$STATE/*" -delete 2>/dev/null
   rmdir /var/log/containers 2>/dev/null
   rm -rf "$STATE/data" "$RUN" "$STATE/env"
