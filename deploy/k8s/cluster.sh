@@ -5,6 +5,7 @@
 #                                          (and, unless --control-plane-only: containerd, kube-scheduler, kubelet,
 #                                          kube-proxy), waits until the node is Ready, prints the time of each step
 #   cluster.sh down                        stops it and removes everything it made on the host
+#                                          (up and down exit 4 when another state folder's cluster runs)
 #   cluster.sh status                      exit 0: up from this state folder; 3: down; 4: another state folder's
 #                                          cluster is up (one cluster per host: fixed ports and bridge); 1: broken
 #
@@ -13,8 +14,9 @@
 # once up, removed by down). Must run as root (bridge, iptables, cgroups, mounts).
 #
 # Nothing leaves the machine: every listener is on 127.0.0.1 or on the bridge made here (restashbr0, 10.244.0.1);
-# pods route only to the pod and Service ranges, FORWARD drops anything else to or from the pod range; pods get no
-# name server; containerd runs behind a closed proxy port (a missing image fails instead of being pulled).
+# pods route only to the pod and Service ranges, and rules drop anything forwarded to or from the pod range from or
+# to elsewhere and any connection a pod opens to the host; pods get no name server; containerd runs behind a
+# closed proxy port (a missing image fails instead of being pulled).
 # `up` runs `down` first, so it also recovers from an unclean stop.
 set -euo pipefail
 
@@ -36,8 +38,10 @@ NODE_IP=10.244.0.1
 POD_CIDR=10.244.0.0/24
 SERVICE_CIDR=10.0.0.0/24
 NODE=restash-node
-# Which state folder the cluster on this host runs from (one cluster per host).
+# Which state folder the cluster on this host runs from (one cluster per host), and the lock that makes one
+# up or down at a time on the host, whatever the state folder (a 0-byte file in /run/lock, the one thing kept).
 OWNER=/run/restash-k8s.owner
+LOCK=/run/lock/restash-k8s.lock
 # The host settings the kubelet, kube-proxy and the CNI bridge change; `down` puts back what `up` found.
 SYSCTLS=(net/ipv4/ip_forward net/bridge/bridge-nf-call-iptables net/bridge/bridge-nf-call-ip6tables
   net/ipv4/conf/all/route_localnet kernel/panic kernel/panic_on_oops vm/overcommit_memory vm/panic_on_oom
@@ -98,6 +102,11 @@ wait_for() { # NAME TIMEOUT_S COMMAND...: polls COMMAND every 0.1 s; prints how 
     fi
     sleep 0.1
   done
+  if [[ -f $RUN/$name.pid ]] && ! pid_of "$name" >/dev/null; then # something else answered
+    say "cluster: $name exited; the end of $LOGS/$name.log:" >&2
+    tail -n 25 "$LOGS/$name.log" >&2 2>/dev/null || true
+    return 1
+  fi
   printf '  %-24s %5s s\n' "$name" "$(seconds_since "$t0")"
 }
 https_ok() { curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$1$2"; }
@@ -116,9 +125,11 @@ running_owner() {
 refuse_if_foreign() {
   local other
   if other=$(running_owner) && [[ $other != "$STATE" ]]; then
-    fail "a cluster from $other runs on this host (one at a time: fixed ports and bridge); RESTASH_K8S_DIR=$other $0 down stops it"
+    say "cluster: a cluster from $other runs on this host (one at a time: fixed ports and bridge); RESTASH_K8S_DIR=$other $0 down stops it" >&2
+    exit 4
   fi
-  local port
+  local port name
+  for name in "${CONTROL_PLANE[@]}" "${NODE_PROCESSES[@]}"; do pid_of $name >/dev/null && return 0; done # ours
   for port in 2379 6443 10250; do
     if ss -Hltn "sport = :$port" | grep -q . && ! running_owner >/dev/null; then
       fail "port $port is in use by a process this script did not start ($(ss -Hltnp "sport = :$port" | grep -o 'users:.*'))"
@@ -320,7 +331,7 @@ kill_cgroup_tasks() {
 kill_shims() {
   local p cmd
   for p in /proc/[0-9]*; do
-    cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+    cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") 2>/dev/null || continue
     [[ $cmd == *containerd-shim* && $cmd == *"-address $SOCK "* ]] && kill -9 "${p#/proc/}" 2>/dev/null
   done
   return 0
@@ -426,16 +437,20 @@ status() {
   return 1
 }
 
+host_lock() {
+  mkdir -p "${LOCK%/*}"
+  exec 9>"$LOCK"
+  flock -n 9 || { say "cluster: waiting for another cluster.sh up or down on this host"; flock 9; }
+}
+
 case ${1:-} in
 up)
   [[ ${2:-} == "" || ${2:-} == --control-plane-only ]] || fail "usage: $0 up [--control-plane-only]"
-  mkdir -p "$STATE"
-  exec 9>"$STATE/lock"; flock 9
+  host_lock
   up "$([[ ${2:-} == --control-plane-only ]] && echo 1 || echo 0)"
   ;;
 down)
-  mkdir -p "$STATE"
-  exec 9>"$STATE/lock"; flock 9
+  host_lock
   down
   ;;
 status) status ;;

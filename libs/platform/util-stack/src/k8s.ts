@@ -38,6 +38,11 @@ export interface ClusterOptions {
   controlPlaneOnly?: boolean;
   /** `inherit`: cluster.sh prints as it goes (make dev-k8s); by default its output is kept for the error thrown. */
   output?: 'inherit' | 'keep';
+  /**
+   * Milliseconds to wait while another state folder's cluster runs on the host (one cluster per host: another
+   * checkout's tests may hold it), polling every 5 s; 30 minutes by default.
+   */
+  waitForOtherMs?: number;
 }
 
 const SCRIPT = 'deploy/k8s/cluster.sh';
@@ -51,13 +56,23 @@ export function clusterStateDir(): string {
  * `deploy/k8s/cluster.sh up` (root only): builds what is missing (deploy/k8s/install.sh: about 25 minutes
  * cold, under a second warm) and the images, runs `down` first (a cluster left by an unclean stop is
  * cleaned up), starts the components and waits until the node is Ready. One cluster runs on a host at a
- * time: the script refuses while another state folder's cluster is up.
+ * time: while another state folder's cluster is up (the script exits 4), this waits for it to go.
  *
- * @throws Error with the tail of the script's output when `up` fails (it has then stopped what it started)
+ * @throws Error with the tail of the script's output when `up` fails (it has then stopped what it started),
+ *   or when another state folder's cluster still runs after `waitForOtherMs`
  */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const stateDir = clusterStateDir();
-  await runScript(['up', ...(options.controlPlaneOnly ? ['--control-plane-only'] : [])], options.output ?? 'keep');
+  const output = options.output ?? 'keep';
+  const args = ['up', ...(options.controlPlaneOnly ? ['--control-plane-only'] : [])];
+  const deadline = Date.now() + (options.waitForOtherMs ?? 30 * 60_000);
+  for (let said = false; ; said = true) {
+    const { code, text } = await runScript(args, output);
+    if (code === 0) break;
+    if (code !== OTHER_CLUSTER || Date.now() > deadline) throw new Error(`${SCRIPT} ${args.join(' ')} failed (exit code ${code}):\n${tail(text)}`);
+    if (!said) process.stderr.write(`${tail(text)}\nwaiting for that cluster to stop\n`);
+    await new Promise((r) => setTimeout(r, 5_000));
+  }
   const env = parseEnvFile(await readFile(join(stateDir, 'env'), 'utf8'));
   const kubeconfig = env.KUBECONFIG ?? join(stateDir, 'kubeconfig');
   const kubectl = join(env.RESTASH_K8S_BIN ?? '', 'kubectl');
@@ -67,7 +82,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     kubeconfig,
     env,
     kubectl: (args, input) => run(kubectl, ['--kubeconfig', kubeconfig, ...args], input),
-    stop: () => (stopped ??= runScript(['down'], options.output ?? 'keep')),
+    stop: () =>
+      (stopped ??= runScript(['down'], output).then(({ code, text }) => {
+        if (code !== 0) throw new Error(`${SCRIPT} down failed (exit code ${code}):\n${tail(text)}`);
+      })),
   };
 }
 
@@ -84,22 +102,29 @@ export function parseEnvFile(text: string): Record<string, string> {
   return env;
 }
 
-function runScript(args: string[], output: 'inherit' | 'keep'): Promise<void> {
+/** cluster.sh's exit code when another state folder's cluster runs on the host. */
+const OTHER_CLUSTER = 4;
+
+/** Runs cluster.sh; resolves with its exit code and (output `keep`) what it printed. */
+function runScript(args: string[], output: 'inherit' | 'keep'): Promise<{ code: number; text: string }> {
   const root = repoRoot();
-  if (output === 'inherit') {
-    return new Promise((resolve, reject) => {
-      const child = spawn('bash', [join(root, SCRIPT), ...args], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
-      child.once('error', reject);
-      child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${SCRIPT} ${args.join(' ')} failed (${signal ?? `exit code ${code}`})`))));
-    });
-  }
-  return run('bash', [join(root, SCRIPT), ...args]).then(() => undefined);
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [join(root, SCRIPT), ...args], { cwd: root, stdio: ['ignore', output === 'inherit' ? 'inherit' : 'pipe', output === 'inherit' ? 'inherit' : 'pipe'] });
+    let text = '';
+    const keep = (chunk: Buffer) => {
+      text = (text + chunk.toString('utf8')).slice(-64_000);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), text }));
+  });
 }
 
 function run(command: string, args: string[], input?: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = execFile(command, args, { cwd: repoRoot(), maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${command} ${args.join(' ')} failed: ${error.message}\n${tail(`${stdout}${stderr}`)}`));
+      if (error) reject(new Error(`${command} ${args.join(' ')} failed (exit code ${String(error.code)}):\n${tail(`${stdout}${stderr}`)}`));
       else resolve(stdout);
     });
     child.stdin?.end(input ?? '');
