@@ -5,7 +5,8 @@
 #                                          (and, unless --control-plane-only: containerd, kube-scheduler, kubelet,
 #                                          kube-proxy), waits until the node is Ready, prints the time of each step
 #   cluster.sh down                        stops it and removes everything it made on the host
-#                                          (up and down exit 4 when another state folder's cluster runs)
+#                                          (up and down exit 4 when another state folder's cluster runs; up
+#                                          also while this folder's runs for a process that is still alive)
 #   cluster.sh status                      exit 0: up from this state folder; 3: down; 4: another state folder's
 #                                          cluster is up (one cluster per host: fixed ports and bridge); 1: broken
 #
@@ -56,7 +57,8 @@ seconds_since() { local d=$(($(now) - $1)); printf '%d.%01d' $((d / 1000000)) $(
 
 # --- processes ------------------------------------------------------------------------------------------
 # A pid file holds "<pid> <start time>" (field 22 of /proc/<pid>/stat): a reused pid is not taken for ours.
-start_time() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; awk '{print $20}' <<<"$s"; }
+# A zombie (state Z, not reaped yet) has no start time here: it is not running.
+start_time() { local s; s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; s=${s##*) }; awk '$1 != "Z" && $1 != "X" {print $20}' <<<"$s"; }
 pid_of() { # NAME -> the pid when that process still runs
   local f=$RUN/$1.pid pid started
   [[ -f $f ]] || return 1
@@ -71,10 +73,11 @@ start() { # NAME COMMAND...: in its own session, output to logs/NAME.log
   local pid=$!
   echo "$pid $(start_time $pid)" >"$RUN/$name.pid"
 }
-stop() { # NAME...: SIGTERM to each at once, SIGKILL to those still running after 5 s
-  local name pid pids=()
+stop() { # [-KILL] NAME...: SIGTERM (or SIGKILL) to each at once, SIGKILL to those still running after 5 s
+  local signal=TERM name pid pids=()
+  [[ $1 == -KILL ]] && { signal=KILL; shift; }
   for name in "$@"; do
-    if pid=$(pid_of "$name"); then kill "$pid" 2>/dev/null; pids+=("$pid:$(start_time "$pid")"); fi
+    if pid=$(pid_of "$name"); then kill -$signal "$pid" 2>/dev/null; pids+=("$pid:$(start_time "$pid")"); fi
     rm -f "$RUN/$name.pid"
   done
   for _ in $(seq 50); do
@@ -133,6 +136,21 @@ refuse_if_foreign() {
   for port in 2379 6443 10250; do
     if ss -Hltn "sport = :$port" | grep -q . && ! running_owner >/dev/null; then
       fail "port $port is in use by a process this script did not start ($(ss -Hltnp "sport = :$port" | grep -o 'users:.*'))"
+    fi
+  done
+}
+
+# A cluster of this state folder that runs for a process still alive (a test, make dev-k8s) is not restarted
+# under it: `up` exits 4 until that process has ended or `down` was run. One whose user died (an unclean stop)
+# is replaced.
+refuse_if_in_use() {
+  local pid started name
+  [[ -f $STATE/user ]] && read -r pid started <"$STATE/user" || return 0
+  [[ -n $started && $(start_time "$pid" 2>/dev/null) == "$started" ]] || return 0
+  for name in "${CONTROL_PLANE[@]}"; do
+    if pid_of $name >/dev/null; then
+      say "cluster: the cluster of $STATE is in use by pid $pid ($(tr '\0' ' ' </proc/$pid/cmdline | cut -c1-100)); $0 down stops it" >&2
+      exit 4
     fi
   done
 }
@@ -270,6 +288,7 @@ up() {
   # unix sockets: containerd's longest path must fit in 108 bytes
   ((${#SOCK} + 6 < 108)) || fail "the state folder's path is too long for containerd's sockets: set RESTASH_K8S_DIR to a shorter one"
   refuse_if_foreign
+  refuse_if_in_use
   down quiet
   bash "$HERE/install.sh"
   mkdir -p "$STATE" "$RUN" "$LOGS" "$STATE/conf/cni" "$STATE/data"
@@ -309,6 +328,8 @@ export KUBECONFIG=$STATE/kubeconfig
 export RESTASH_REDIS_IMAGE=$redis_image
 export RESTASH_K8S_BIN=$BIN
 EOF
+  # who started it (the process that ran this script: a test, make dev-k8s, a shell), for refuse_if_in_use
+  echo "$PPID $(start_time $PPID)" >"$STATE/user"
   say "cluster: up in $(seconds_since "$t0") s$( ((control_plane_only)) && echo ' (control plane only)'); source $STATE/env"
 }
 
@@ -369,7 +390,9 @@ down() {
       ctr --address "$SOCK" -n k8s.io tasks kill -s SIGKILL "$task" >/dev/null 2>&1
     done
   fi
-  stop kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver
+  # the kubelet and the scheduler do not exit on SIGTERM within seconds; nothing they hold is kept
+  stop -KILL kubelet kube-scheduler kube-proxy
+  stop kube-controller-manager kube-apiserver
   kill_cgroup_tasks
   stop containerd etcd
   kill_shims
@@ -399,7 +422,7 @@ down() {
   rmdir /run/containerd /var/lib/cni /run/mount 2>/dev/null
   find /var/log/containers -maxdepth 1 -lname "$STATE/*" -delete 2>/dev/null
   rmdir /var/log/containers 2>/dev/null
-  rm -rf "$STATE/data" "$RUN" "$STATE/env"
+  rm -rf "$STATE/data" "$RUN" "$STATE/env" "$STATE/user"
   [[ -f $OWNER && $(cat "$OWNER") == "$STATE" ]] && rm -f "$OWNER"
 
   local left; left=$(leftovers)
@@ -430,6 +453,9 @@ status() {
     if pid_of kubelet >/dev/null; then
       say "  node $NODE $(kubectl get node $NODE -o 'jsonpath={.status.conditions[?(@.type=="Ready")].type}={.status.conditions[?(@.type=="Ready")].status}')"
     fi
+    local pid started
+    read -r pid started <"$STATE/user" 2>/dev/null && [[ $(start_time "$pid" 2>/dev/null) == "$started" ]] &&
+      say "  in use by pid $pid ($(tr '\0' ' ' </proc/$pid/cmdline | cut -c1-100))"
     say "cluster: up ($STATE); source $STATE/env"
     return 0
   fi

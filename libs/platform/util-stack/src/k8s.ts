@@ -39,8 +39,8 @@ export interface ClusterOptions {
   /** `inherit`: cluster.sh prints as it goes (make dev-k8s); by default its output is kept for the error thrown. */
   output?: 'inherit' | 'keep';
   /**
-   * Milliseconds to wait while another state folder's cluster runs on the host (one cluster per host: another
-   * checkout's tests may hold it), polling every 5 s; 30 minutes by default.
+   * Milliseconds to wait while another process's cluster runs on the host (one cluster per host: other tests
+   * may hold it), polling every 5 s; 30 minutes by default.
    */
   waitForOtherMs?: number;
 }
@@ -56,7 +56,8 @@ export function clusterStateDir(): string {
  * `deploy/k8s/cluster.sh up` (root only): builds what is missing (deploy/k8s/install.sh: about 25 minutes
  * cold, under a second warm) and the images, runs `down` first (a cluster left by an unclean stop is
  * cleaned up), starts the components and waits until the node is Ready. One cluster runs on a host at a
- * time: while another state folder's cluster is up (the script exits 4), this waits for it to go.
+ * time: while another state folder's cluster is up, or this folder's runs for another process that is
+ * still alive (the script exits 4 for both), this waits for it to go.
  *
  * @throws Error with the tail of the script's output when `up` fails (it has then stopped what it started),
  *   or when another state folder's cluster still runs after `waitForOtherMs`
@@ -102,7 +103,7 @@ export function parseEnvFile(text: string): Record<string, string> {
   return env;
 }
 
-/** cluster.sh's exit code when another state folder's cluster runs on the host. */
+/** cluster.sh's exit code when another state folder's cluster runs on the host, or this one's is in use. */
 const OTHER_CLUSTER = 4;
 
 /** Runs cluster.sh; resolves with its exit code and (output `keep`) what it printed. */
