@@ -469,16 +469,21 @@ host_lock() {
   flock -n 9 || { say "cluster: waiting for another cluster.sh up or down on this host"; flock 9; }
 }
 
-case ${1:-} in
-up)
-  [[ ${2:-} == "" || ${2:-} == --control-plane-only ]] || fail "usage: $0 up [--control-plane-only]"
-  host_lock
-  up "$([[ ${2:-} == --control-plane-only ]] && echo 1 || echo 0)"
-  ;;
-down)
-  host_lock
-  down
-  ;;
-status) status ;;
-*) fail "usage: $0 up [--control-plane-only] | down | status" ;;
-esac
+# One compound command, ended by exit: bash has read all of it before it runs, so a script edited while a cluster
+# starts (bash reads a script as it goes) cannot make the running one execute something else.
+{
+  case ${1:-} in
+  up)
+    [[ ${2:-} == "" || ${2:-} == --control-plane-only ]] || fail "usage: $0 up [--control-plane-only]"
+    host_lock
+    up "$([[ ${2:-} == --control-plane-only ]] && echo 1 || echo 0)"
+    ;;
+  down)
+    host_lock
+    down
+    ;;
+  status) status ;;
+  *) fail "usage: $0 up [--control-plane-only] | down | status" ;;
+  esac
+  exit
+}
