@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { loadConfig } from '@restash/shared/util-config';
 import { QueueStore, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers, formatFailures } from '@restash/platform/feature-teardown';
+import { registrySealFromEnv } from '@restash/shared/data-access-registry';
 import { ensureTenantTokens, removeTenantTokens } from './secrets';
 import { readTenants } from './tenant-file';
 
@@ -114,7 +115,7 @@ async function withTeardown(url: string, work: (teardown: TenantTeardown) => Pro
   };
   try {
     await redis.connect();
-    return await work(new TenantTeardown(redis, enginePurgers(queueStore)));
+    return await work(new TenantTeardown(redis, enginePurgers(queueStore), { seal: registrySealFromEnv(process.env) }));
   } finally {
     await store?.store.close().catch(() => undefined);
     store?.redis.disconnect();

@@ -55,8 +55,8 @@ export class TeardownPendingError extends Error {
 export interface TenantTeardownOptions {
   /** Longest time one resource's purge may take before it is reported as failed, in ms (default 120000). */
   purgeTimeoutMs?: number;
-  /** The registry's seal (REGISTRY_SEAL_KEY), which opens the records' secrets; read from `process.env` when left out. */
-  seal?: RegistrySeal;
+  /** The registry's seal (REGISTRY_SEAL_KEY), which seals and opens the records' secrets. */
+  seal: RegistrySeal;
 }
 
 /** The words a report uses for a resource: `<kind> <id>`, e.g. `queue project acme.jobs`. */
@@ -122,7 +122,7 @@ export class TenantTeardown {
   constructor(
     private readonly control: Redis,
     private readonly purgers: ResourcePurgers,
-    options: TenantTeardownOptions = {},
+    options: TenantTeardownOptions,
   ) {
     this.writer = new RegistryWriter(control, options.seal);
     this.timeoutMs = options.purgeTimeoutMs ?? 120_000;

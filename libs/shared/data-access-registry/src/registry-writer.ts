@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import { tokenDigest } from './credentials';
-import { type RegistrySeal, SealError, registrySealFromEnv } from './sealed';
+import { type RegistrySeal, SealError } from './sealed';
 import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
@@ -40,24 +40,14 @@ import {
  * user-provided secrets in plain text; the registry holds them sealed under the platform key (sealed.ts).
  */
 export class RegistryWriter {
-  private platformSeal: RegistrySeal | undefined;
-
   /**
    * @param redis the control Redis
-   * @param seal the platform key's seal (REGISTRY_SEAL_KEY); when left out, read from `process.env` on first use
+   * @param seal the platform key's seal (REGISTRY_SEAL_KEY, e.g. registrySealFromEnv)
    */
   constructor(
     private readonly redis: Redis,
-    seal?: RegistrySeal,
-  ) {
-    this.platformSeal = seal;
-  }
-
-  /** @throws ConfigError when no seal was given and REGISTRY_SEAL_KEY is missing or malformed */
-  private get seal(): RegistrySeal {
-    this.platformSeal ??= registrySealFromEnv(process.env);
-    return this.platformSeal;
-  }
+    private readonly seal: RegistrySeal,
+  ) {}
 
   /**
    * Makes the registry hold exactly this tenant: its KV databases, vector indexes, stream clusters, queue projects and their tokens. Keys the tenant
