@@ -16,7 +16,7 @@ import { copyFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Cluster, startCluster } from '../k8s';
 import { repoRoot } from '../paths';
-import { type Running, answers200, startProcess } from '../process';
+import { type AppProcess, startApp } from '../app';
 import { devPorts } from '../ports';
 import { type Stack, startStack } from '../stack';
 
@@ -30,7 +30,7 @@ const state = join(root, '.restash/dev-k8s');
 const kubeconfigCopy = join(root, '.restash/kubeconfig');
 let cluster: Cluster | undefined;
 let stack: Stack | undefined;
-let operator: Running | undefined;
+let operator: AppProcess | undefined;
 let stopping: Promise<void> | undefined;
 
 /** Stops what started (the operator, the stack, then the cluster) and exits with `code`. */
@@ -81,41 +81,28 @@ async function main(): Promise<void> {
 
   const url = (port: number | undefined) => `http://127.0.0.1:${port}`;
   const redisImage = k.env.RESTASH_REDIS_IMAGE ?? '';
-  const operatorEntry = join(root, 'dist/apps/operator/main.js');
-  if (existsSync(operatorEntry)) {
-    operator = await startProcess({
-      name: 'operator',
-      command: process.execPath,
-      args: [operatorEntry],
-      env: {
-        ...process.env,
-        KUBECONFIG: k.kubeconfig,
-        CONTROL_REDIS_URL: s.control.url,
-        QUEUE_REDIS_URL: (s.queueRedis ?? s.control).url,
-        REGISTRY_SEAL_KEY: s.registrySealKey,
-        QDRANT_URL: url(s.ports.qdrant),
-        KAFKA_BROKERS: `127.0.0.1:${s.ports.kafka}`,
-        EMBEDDING_URL: `${url(s.ports.embedder)}/v1`,
-        KV_GATEWAY_URL: url(s.ports.kv),
-        VECTOR_GATEWAY_URL: url(s.ports.vector),
-        STREAM_GATEWAY_URL: url(s.ports.stream),
-        QUEUE_GATEWAY_URL: url(s.ports.queue),
-        REDIS_IMAGE: redisImage,
-        MANAGED_REDIS_IMAGE: redisImage,
-        // only what `up` imported runs; the host-path provisioner's folders are root's and ignore fsGroup
-        MANAGED_REDIS_PULL_POLICY: 'Never',
-        MANAGED_REDIS_RUN_AS_USER: '0',
-        HOST: '127.0.0.1',
-        MANAGEMENT_PORT: String(OPERATOR_MANAGEMENT_PORT),
-      },
-      logFile: join(state, 'logs/operator.log'),
-      ready: () => answers200(OPERATOR_MANAGEMENT_PORT, '/healthz'),
-      readyTimeoutMs: 60_000,
-      killAfterMs: 10_000,
-    });
-  } else {
-    say(`${operatorEntry} is missing (make build builds it once apps/operator exists): the operator is not started`);
-  }
+  operator = await startApp('operator', {
+    from: 'dist',
+    managementPort: OPERATOR_MANAGEMENT_PORT,
+    logFile: join(state, 'logs/operator.log'),
+    env: {
+      KUBECONFIG: k.kubeconfig,
+      CONTROL_REDIS_URL: s.control.url,
+      QUEUE_REDIS_URL: (s.queueRedis ?? s.control).url,
+      REGISTRY_SEAL_KEY: s.registrySealKey,
+      QDRANT_URL: url(s.ports.qdrant),
+      KAFKA_BROKERS: `127.0.0.1:${s.ports.kafka}`,
+      EMBEDDING_URL: `${url(s.ports.embedder)}/v1`,
+      KV_GATEWAY_URL: url(s.ports.kv),
+      VECTOR_GATEWAY_URL: url(s.ports.vector),
+      STREAM_GATEWAY_URL: url(s.ports.stream),
+      QUEUE_GATEWAY_URL: url(s.ports.queue),
+      MANAGED_REDIS_IMAGE: redisImage,
+      MANAGED_REDIS_PULL_POLICY: 'Never',
+      // The test cluster's host-path volumes ignore fsGroup: the server runs as root (without capabilities).
+      MANAGED_REDIS_RUN_AS_USER: '0',
+    },
+  });
 
   say(`
 restash on the test cluster is up (stack logs in .restash/dev-k8s/logs/, cluster logs in ${k.stateDir}/logs/)
@@ -123,11 +110,11 @@ restash on the test cluster is up (stack logs in .restash/dev-k8s/logs/, cluster
   kubectl --kubeconfig .restash/kubeconfig get restash -A        (every restash resource, Ready and Reason)
   kubectl (${k.env.RESTASH_K8S_BIN}/kubectl) and helm of the cluster's version: source ${k.stateDir}/env
   Gateways: KV ${url(s.ports.kv)}, Vector ${url(s.ports.vector)}, Stream ${url(s.ports.stream)}, Queue ${url(s.ports.queue)}
-  Operator: ${operator ? `metrics on :${OPERATOR_MANAGEMENT_PORT}/metrics` : 'not running'}; managed Redis image ${redisImage}
+  Operator: metrics on :${OPERATOR_MANAGEMENT_PORT}/metrics; managed Redis image ${redisImage}
 
 Ctrl-C stops everything and removes the cluster from the host.`);
 
-  const exits = [s.firstExit(), ...(operator ? [operator.exited.then((status) => ({ name: 'operator', status }))] : [])];
+  const exits = [s.firstExit(), operator.exited().then((status) => ({ name: 'operator', status }))];
   const exit = await Promise.race(exits);
   if (stopping) return;
   process.stderr.write(`${exit.name} stopped (${exit.status}); see its log\n`);
