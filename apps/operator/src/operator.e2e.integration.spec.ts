@@ -151,7 +151,7 @@ beforeAll(async () => {
   cluster = await startCluster();
   await kubectl('apply', '--server-side', '-f', join(repoRoot(), 'deploy/crds'));
   await kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'app.kubernetes.io/part-of=restash');
-  stack = await startStack({ from: 'source', qdrant: true, embedder: true, kafka: true, apps: ['kv-gateway', 'vector-gateway', 'stream-gateway', 'queue-gateway', 'queue-worker'] });
+  stack = await startStack({ from: 'source', qdrant: true, embedder: true, kafka: true, kvDatabases: [{ id: 'external' }], apps: ['kv-gateway', 'vector-gateway', 'stream-gateway', 'queue-gateway', 'queue-worker'] });
   control = new IORedis(stack.control.url);
   kafka = new Kafka({ brokers: stack.kafka?.brokers ?? [], logLevel: logLevel.NOTHING });
   sink = createServer((request: IncomingMessage, response) => {
@@ -256,6 +256,44 @@ describe('the operator on a real cluster', () => {
     expect((await sdkProgram(await secretOf('team-a', 'cache'), 'kv', 'team-a')).value).toBe('team-a');
     await kubectl('delete', 'kvdb', 'elsewhere', '-n', 'team-a', '--wait=true', '--timeout=60s');
   }, 150_000);
+
+  it('serves a KV database on an external Redis named by a Secret, and empties it when the database is deleted', async () => {
+    const server = stack.kvRedis.get('external');
+    const { username, password } = stack.dataRedisAuth;
+    const url = `redis://${username}:${password}@127.0.0.1:${server?.port}/0`;
+    await kubectl('create', 'secret', 'generic', 'external-redis', '-n', 'team-a', `--from-literal=url=${url}`);
+    await apply('apiVersion: restash.dev/v1alpha1\nkind: KvDatabase\nmetadata: {name: outside}\nspec: {redis: {external: {urlSecretRef: {name: external-redis, key: url}}}}\n', 'team-a');
+    await waitFor('outside Ready', async () => (await resources('team-a')).find((i) => i.metadata.name === 'outside' && ready(i)?.status === 'True'));
+    expect(await sdkProgram(await secretOf('team-a', 'outside'), 'kv', 'outside')).toEqual({ value: 'outside', keys: ['greeting:outside'] });
+    // No managed server for it.
+    await expect(kubectl('get', 'statefulset', 'redis-outside', '-n', 'team-a')).rejects.toThrow(/NotFound/);
+    // The registry holds its URL sealed: the password appears nowhere in the control Redis.
+    const values = await control.mget(...(await control.keys('restash:v1:*')).filter((k) => !k.includes(':quota:')));
+    expect(values.some((v) => v?.includes(password))).toBe(false);
+
+    await kubectl('delete', 'kvdb', 'outside', '-n', 'team-a', '--wait=true', '--timeout=60s');
+    const direct = new IORedis(url);
+    try {
+      expect(await direct.dbsize()).toBe(0);
+    } finally {
+      direct.disconnect();
+    }
+  }, 120_000);
+
+  it('rotates a resource\'s tokens when asked by annotation: the old ones stop working', async () => {
+    const before = await secretOf('team-a', 'cache');
+    await kubectl('annotate', 'kvdb', 'cache', '-n', 'team-a', 'restash.dev/rotate-tokens=2026-11-22');
+    const after = await waitFor('new tokens', async () => {
+      const secret = await secretOf('team-a', 'cache');
+      return secret['UPSTASH_REDIS_REST_TOKEN'] !== before['UPSTASH_REDIS_REST_TOKEN'] && secret;
+    });
+    expect(after['UPSTASH_REDIS_REST_READONLY_TOKEN']).not.toBe(before['UPSTASH_REDIS_REST_READONLY_TOKEN']);
+    expect((await sdkProgram(after, 'kv', 'team-a')).value).toBe('team-a');
+    await waitFor('the old token refused', async () => sdkProgram(before, 'kv', 'team-a').then(() => false, (error: Error) => /401|[Uu]nauthori[sz]ed/.test(error.message)), 30_000);
+    // Kept from then on: a later pass does not rotate again.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect((await secretOf('team-a', 'cache'))['UPSTASH_REDIS_REST_TOKEN']).toBe(after['UPSTASH_REDIS_REST_TOKEN']);
+  }, 120_000);
 
   it('converges after the leader is killed with SIGKILL mid-reconcile, with nothing duplicated or leaked', async () => {
     await kubectl('create', 'namespace', 'team-c');
