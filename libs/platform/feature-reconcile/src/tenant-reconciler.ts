@@ -169,6 +169,7 @@ export class TenantReconciler {
       const current = await this.kube.getSecret(namespace, r.metadata.name);
       if (current && !ownedBy(current, r)) {
         fail(r, 'StorageConflict', `Secret ${r.metadata.name} exists and is not owned by this ${r.kind}: delete or rename it`);
+        if (registered.has(registryKeyOf(r.kind, namespace, r.metadata.name))) blocked = true;
         continue;
       }
       const { tokens: own } = tokensFor(r, current);
