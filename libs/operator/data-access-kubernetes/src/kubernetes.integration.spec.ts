@@ -164,7 +164,7 @@ describe('data-access-kubernetes against a real API server', () => {
     let seen: Array<[WatchEventType, string, string | undefined]>;
     let errors: unknown[];
     let restarts: string[];
-    const start = (options: { resyncMs?: number; staleAfterMs?: number } = {}) =>
+    const start = (options: { resyncMs?: number; staleAfterMs?: number; restartMaxMs?: number } = {}) =>
       watchResources<Widget>({
         config: kube.config,
         path,
@@ -218,7 +218,8 @@ describe('data-access-kubernetes against a real API server', () => {
     it('restarts after the API server restarts and reports what changed meanwhile', async () => {
       await kube.serverSideApply(widget('survivor', { size: 1 }));
       await kube.serverSideApply(widget('doomed', { size: 1 }));
-      const watch = start({ resyncMs: 0 });
+      // Restarts back off 1 s, 2 s, 4 s: on a loaded machine the API server may take a while to come back.
+      const watch = start({ resyncMs: 0, restartMaxMs: 4_000 });
       try {
         await watch.synced;
         await restartApiServer(cluster, async () => {
@@ -353,6 +354,7 @@ async function restartApiServer(cluster: Cluster, whileDown: () => Promise<void>
   }
 }
 
+/** Until the API server answers for the test kind (after a start it serves 503 until its CRD paths are installed). */
 async function waitForApiServer(kube: KubernetesClient): Promise<void> {
-  await eventually(() => kube.core.readNamespace({ name: NS }), 60_000, 250);
+  await eventually(() => kube.customObjects.listNamespacedCustomObject({ ...WIDGET, namespace: NS }), 60_000, 250);
 }

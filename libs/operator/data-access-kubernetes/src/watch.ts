@@ -187,6 +187,7 @@ class Watcher<T extends KubernetesObject> implements ResourceWatch<T> {
     // Keep the last known objects (a previous failed replacement may still be carrying them).
     if (!this.carried && old) this.carried = new Map(old.list().map((o) => [keyOfObject(o), o]));
     this.restarts += 1;
+    this.lastSeen = Date.now(); // no second stale restart while this one is under way
     this.options.onRestart?.(reason);
     this.generation += 1; // silence the old informer before stopping it: its stop emits an abort error
     await old?.stop().catch(() => undefined);
