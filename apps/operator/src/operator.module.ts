@@ -5,7 +5,8 @@ import { RegistrySeal } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { QueueStore } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers } from '@restash/platform/feature-teardown';
-import { engineAdmin, tenantRegistry } from '@restash/platform/feature-reconcile';
+import { type TenantRegistry, engineAdmin } from '@restash/platform/feature-reconcile';
+import { registryKeys, tenantIndexRecordSchema } from '@restash/shared/data-access-registry';
 import { OPERATOR_CONFIG, type OperatorConfig } from './config';
 import { OperatorController } from './operator.controller';
 import { OperatorMetrics } from './operator-metrics';
@@ -17,6 +18,21 @@ const QUEUE_STORE = Symbol('QUEUE_STORE');
 interface LazyQueueStore {
   get(): QueueStore;
   close(): Promise<void>;
+}
+
+/**
+ * The reconciler's registry side on the control Redis: the tenant's registered keys (its index record), and
+ * TenantTeardown's apply and delete, the code `tenants apply -f` and `tenants delete` run.
+ */
+function tenantRegistry(control: Redis, teardown: TenantTeardown): TenantRegistry {
+  return {
+    async registeredKeys(tenant) {
+      const raw = await control.get(registryKeys.tenant(tenant));
+      return new Set(raw ? tenantIndexRecordSchema.parse(JSON.parse(raw)).keys : []);
+    },
+    apply: (document, tokens) => teardown.applyTenant(document, tokens),
+    delete: (tenant) => teardown.deleteTenant(tenant),
+  };
 }
 
 /**

@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { RegistrySeal } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
-import { GATEWAY_REDIS_USER, type RedisServer, type ResourceTokens, type Stack, startStack } from '@restash/platform/util-stack';
+import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
+import { type RedisServer, type ResourceTokens, type Stack, startStack } from '@restash/platform/util-stack';
 import { AppModule } from '../app.module';
 import { loadKvGatewayConfig } from '../config';
 

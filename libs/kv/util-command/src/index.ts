@@ -4,3 +4,4 @@ export * from './encode';
 export * from './command-table';
 export * from './policy';
 export * from './sse';
+export * from './gateway-user';

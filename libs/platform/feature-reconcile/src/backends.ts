@@ -1,25 +1,8 @@
-import type { Redis } from 'ioredis';
-import { defaultCollection, registryKeys, tenantIndexRecordSchema, vectorIndexId } from '@restash/shared/data-access-registry';
-import type { TenantTeardown } from '@restash/platform/feature-teardown';
+import { defaultCollection, vectorIndexId } from '@restash/shared/data-access-registry';
 import { QdrantStores } from '@restash/vector/data-access-qdrant';
 import { QDRANT_DISTANCE, pointId } from '@restash/vector/util-query';
 import { reconcileTopics } from '@restash/stream/data-access-kafka';
-import type { EngineAdmin, TenantRegistry } from './tenant-reconciler';
-
-/**
- * The registry side of the reconciler on the control Redis: the tenant's registered keys (its index record),
- * and TenantTeardown's apply and delete, the code `tenants apply -f` and `tenants delete` run.
- */
-export function tenantRegistry(control: Redis, teardown: TenantTeardown): TenantRegistry {
-  return {
-    async registeredKeys(tenant) {
-      const raw = await control.get(registryKeys.tenant(tenant));
-      return new Set(raw ? tenantIndexRecordSchema.parse(JSON.parse(raw)).keys : []);
-    },
-    apply: (document, tokens) => teardown.applyTenant(document, tokens),
-    delete: (tenant) => teardown.deleteTenant(tenant),
-  };
-}
+import type { EngineAdmin } from './tenant-reconciler';
 
 /**
  * The engines' admin side of the reconciler: a vector index's collection through the Qdrant client (as the

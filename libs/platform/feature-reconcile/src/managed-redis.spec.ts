@@ -43,6 +43,9 @@ describe('managedRedisObjects', () => {
     expect(container?.imagePullPolicy).toBe('Never');
     expect(container?.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
     expect(pod?.volumes?.[0]?.secret?.secretName).toBe('redis-1cache');
+    // The password is kept in the Secret for the operator, but only the two files are mounted.
+    expect(secret.stringData?.['gateway-password']).toBe('p4ss');
+    expect(pod?.volumes?.[0]?.secret?.items?.map((i) => i.key)).toEqual(['redis.conf', 'users.acl']);
     // The selector picks this database's pod only.
     expect(spec?.selector.matchLabels).toEqual({ 'app.kubernetes.io/name': 'redis', 'app.kubernetes.io/instance': '1cache' });
   });

@@ -1,7 +1,5 @@
 import type { V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
-
-/** The gateway's own ACL user on every KV database's Redis server; tenants never get its password. */
-export const GATEWAY_REDIS_USER = 'restash-gateway';
+import { gatewayUserRule } from '@restash/kv/util-command';
 
 /** Where a managed Redis listens, in its pod and behind its Services. */
 export const MANAGED_REDIS_PORT = 6379;
@@ -71,14 +69,13 @@ export function managedRedisConfig(): string {
   ].join('\n');
 }
 
-/**
- * The ACL file of a managed Redis: the default user off, the gateway's user on with every command but
- * MIGRATE (tenant scripts run as that user, and MIGRATE would connect the server anywhere), as the local
- * stack's servers have it.
- */
+/** The ACL file of a managed Redis: the default user off, the gateway's user on (gatewayUserRule), as the local stack's servers have it. */
 export function managedRedisAcl(password: string): string {
-  return `user default off\nuser ${GATEWAY_REDIS_USER} on >${password} ~* &* +@all -migrate\n`;
+  return `user default off\n${gatewayUserRule(password)}\n`;
 }
+
+/** The config Secret's key that keeps the gateway user's password (not mounted into the pod). */
+export const GATEWAY_PASSWORD_KEY = 'gateway-password';
 
 /**
  * The objects of a KV database's managed Redis (DESIGN.md, KV; issue 13 "What backs each resource"), each
@@ -108,7 +105,7 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
       kind: 'Secret',
       metadata: metadata(names.secret),
       type: 'Opaque',
-      stringData: { 'redis.conf': managedRedisConfig(), 'users.acl': managedRedisAcl(input.password) },
+      stringData: { 'redis.conf': managedRedisConfig(), 'users.acl': managedRedisAcl(input.password), [GATEWAY_PASSWORD_KEY]: input.password },
     },
     {
       apiVersion: 'v1',
@@ -166,7 +163,12 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
                 ],
               },
             ],
-            volumes: [{ name: 'config', secret: { secretName: names.secret, defaultMode: 0o440 } }],
+            volumes: [
+              {
+                name: 'config',
+                secret: { secretName: names.secret, defaultMode: 0o440, items: [{ key: 'redis.conf', path: 'redis.conf' }, { key: 'users.acl', path: 'users.acl' }] },
+              },
+            ],
           },
         },
         volumeClaimTemplates: [

@@ -15,9 +15,9 @@ import {
 } from '@restash/shared/data-access-registry';
 import { type ConditionReason, type GatewayUrls, KINDS, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
 import { type Condition, type ReconcileResult, setCondition, statusChanged } from '@restash/operator/util-controller';
-import { type TeardownReport, describeResource } from '@restash/platform/feature-teardown';
 import type { DeclaredTopic } from '@restash/stream/data-access-kafka';
-import { GATEWAY_REDIS_USER, MANAGED_REDIS_PORT, type ManagedRedisSettings, managedRedisNames, managedRedisObjects } from './managed-redis';
+import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
+import { GATEWAY_PASSWORD_KEY, MANAGED_REDIS_PORT, type ManagedRedisSettings, managedRedisNames, managedRedisObjects } from './managed-redis';
 import { ownedBy, sdkSecretOf, secretText, secretUpToDate, tokensFor } from './sdk-secret';
 
 /** The finalizer on every restash resource: its data is deleted (the code `tenants delete` uses) before it goes. */
@@ -42,11 +42,19 @@ export interface KubeAccess {
   event(resource: RestashResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
 }
 
-/** The registry side: the keys a tenant has, and the teardown-aware apply and delete `tenants` uses (libs/platform/feature-teardown). */
+/** What an apply or delete left behind: the resources (by registry API and id) whose data could not be purged, and why. */
+export interface PurgeReport {
+  failed: Array<{ api: RetiredResource['api']; id: string; reason: string }>;
+}
+
+/**
+ * The registry side: the keys a tenant has, and the teardown-aware apply and delete `tenants` uses
+ * (apps/operator gives libs/platform/feature-teardown's TenantTeardown, whose reports are PurgeReports).
+ */
 export interface TenantRegistry {
   registeredKeys(tenant: string): Promise<Set<string>>;
-  apply(document: TenantDocument, tokens: TenantTokens): Promise<TeardownReport>;
-  delete(tenant: string): Promise<TeardownReport>;
+  apply(document: TenantDocument, tokens: TenantTokens): Promise<PurgeReport>;
+  delete(tenant: string): Promise<PurgeReport>;
 }
 
 /** The engines' admin side: a vector index's collection, a stream cluster's topics. */
@@ -73,25 +81,25 @@ interface Outcome {
 
 const key = (r: RestashResource) => `${r.kind}/${r.metadata.name}`;
 
-/** The registry key of a resource's record. */
-export function registryKeyOf(kind: RestashResource['kind'], tenant: string, name: string): string {
-  switch (kind) {
+/** The registry API and id of a resource, as purge reports name it. */
+function retiredIdOf(r: RestashResource): { api: RetiredResource['api']; id: string } {
+  const { namespace, name } = r.metadata;
+  switch (r.kind) {
     case 'KvDatabase':
-      return registryKeys.kvDatabase(kvDatabaseId(tenant, name));
+      return { api: 'kv', id: kvDatabaseId(namespace, name) };
     case 'VectorIndex':
-      return registryKeys.vectorIndex(vectorIndexId(tenant, name));
+      return { api: 'vector', id: vectorIndexId(namespace, name) };
     case 'StreamCluster':
-      return registryKeys.streamCluster(streamClusterId(tenant, name));
+      return { api: 'stream', id: streamClusterId(namespace, name) };
     case 'QueueProject':
-      return registryKeys.queueProject(queueProjectId(tenant, name));
+      return { api: 'queue', id: queueProjectId(namespace, name) };
   }
 }
 
-/** The words teardown reports use for a resource (describeResource), to match report lines to resources. */
-function teardownName(r: RestashResource): string {
-  const api = { KvDatabase: 'kv', VectorIndex: 'vector', StreamCluster: 'stream', QueueProject: 'queue' } as const;
-  const ids = { KvDatabase: kvDatabaseId, VectorIndex: vectorIndexId, StreamCluster: streamClusterId, QueueProject: queueProjectId };
-  return describeResource({ api: api[r.kind], record: { id: ids[r.kind](r.metadata.namespace, r.metadata.name) } } as RetiredResource);
+/** The registry key of a resource's record. */
+export function registryKeyOf(r: RestashResource): string {
+  const { api, id } = retiredIdOf(r);
+  return { kv: registryKeys.kvDatabase, vector: registryKeys.vectorIndex, stream: registryKeys.streamCluster, queue: registryKeys.queueProject }[api](id);
 }
 
 /**
@@ -153,7 +161,7 @@ export class TenantReconciler {
         continue;
       }
       fail(r, 'InvalidSpec', parsed.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; '));
-      if (registered.has(registryKeyOf(r.kind, namespace, r.metadata.name))) blocked = true;
+      if (registered.has(registryKeyOf(r))) blocked = true;
     }
 
     for (const r of live) {
@@ -169,7 +177,7 @@ export class TenantReconciler {
       const current = await this.kube.getSecret(namespace, r.metadata.name);
       if (current && !ownedBy(current, r)) {
         fail(r, 'StorageConflict', `Secret ${r.metadata.name} exists and is not owned by this ${r.kind}: delete or rename it`);
-        if (registered.has(registryKeyOf(r.kind, namespace, r.metadata.name))) blocked = true;
+        if (registered.has(registryKeyOf(r))) blocked = true;
         continue;
       }
       const { tokens: own } = tokensFor(r, current);
@@ -204,10 +212,10 @@ export class TenantReconciler {
       const r = byKey.get(`${problem.kind}/${problem.name}`);
       if (!r) continue;
       if (outcomes.get(key(r))?.reason !== 'Reconciling') fail(r, problem.reason, problem.message);
-      if (registered.has(registryKeyOf(r.kind, namespace, r.metadata.name))) blocked = true;
+      if (registered.has(registryKeyOf(r))) blocked = true;
     }
 
-    let report: TeardownReport | undefined;
+    let report: PurgeReport | undefined;
     if (!blocked) {
       // 5. Engines.
       for (const index of document.spec.vector.indexes) {
@@ -240,13 +248,14 @@ export class TenantReconciler {
     }
 
     // 7. Resources being deleted.
-    const failed = new Map((report?.failed ?? []).map((f) => [f.resource, f.reason]));
+    const failed = new Map((report?.failed ?? []).map((f) => [`${f.api}/${f.id}`, f.reason]));
     for (const r of deleting) {
       if (blocked) {
         await this.writeStatus(r, { ready: false, reason: 'Deleting', message: 'waiting for the other resources of the namespace to be valid before the registry is written' });
         continue;
       }
-      const reason = failed.get(teardownName(r));
+      const { api, id } = retiredIdOf(r);
+      const reason = failed.get(`${api}/${id}`);
       if (reason !== undefined) {
         await this.writeStatus(r, { ready: false, reason: 'DeleteFailed', message: `its data could not be deleted: ${reason}` });
         await this.kube.event(r, 'Warning', 'DeleteFailed', reason);
@@ -291,7 +300,7 @@ export class TenantReconciler {
     const { name, namespace, uid } = db.metadata;
     const names = managedRedisNames(name);
     const config = await this.kube.getSecret(namespace, names.secret);
-    const password = /^user restash-gateway on >(\S+) /m.exec(secretText(config)['users.acl'] ?? '')?.[1] ?? randomBytes(24).toString('hex');
+    const password = secretText(config)[GATEWAY_PASSWORD_KEY] || randomBytes(24).toString('hex');
     const managed = db.spec.redis.managed ?? { storage: '1Gi' };
     const objects = managedRedisObjects(
       {

@@ -33,6 +33,9 @@ export interface ResourcePurgers {
 export interface TeardownFailure {
   /** e.g. `vector index acme.docs` (see {@link describeResource}). */
   resource: string;
+  /** The resource's API and id (`<tenant>.<name>`), for callers that match failures to resources. */
+  api: RetiredResource['api'];
+  id: string;
   reason: string;
 }
 
@@ -219,7 +222,9 @@ export class TenantTeardown {
     return {
       tenant: teardown.name,
       purged: purged.map(describeResource),
-      failed: outcomes.flatMap((o) => (o.reason === undefined ? [] : [{ resource: describeResource(o.resource), reason: o.reason }])),
+      failed: outcomes.flatMap((o) =>
+        o.reason === undefined ? [] : [{ resource: describeResource(o.resource), api: o.resource.api, id: o.resource.record.id, reason: o.reason }],
+      ),
     };
   }
 

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gatewayUserRule } from '@restash/kv/util-command';
 import { type Restartable, freePort, restartable, startProcess } from './process';
 
 /** Credentials of a Redis ACL user. */
@@ -40,16 +41,12 @@ export interface RedisServerOptions {
   name?: string;
 }
 
-/** The gateway's own ACL user on every KV database's Redis server; tenants never get its password. */
-export const GATEWAY_REDIS_USER = 'restash-gateway';
-
 /**
  * The redis.conf lines of a KV database's server as production runs it: the default user off, the
- * gateway's ACL user on, without MIGRATE (tenant scripts run as that user, and MIGRATE would connect
- * the server anywhere).
+ * gateway's ACL user on (kv/data-access-redis gatewayUserRule).
  */
 export function gatewayUserConfig(password: string): string[] {
-  return ['user default off', `user ${GATEWAY_REDIS_USER} on >${password} ~* &* +@all -migrate`];
+  return ['user default off', gatewayUserRule(password)];
 }
 
 /**

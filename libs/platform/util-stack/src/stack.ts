@@ -8,7 +8,8 @@ import { type KafkaBroker, startKafka } from './kafka';
 import type { AppName } from './paths';
 import { DATA_REDIS_PASSWORD_VARIABLE, type PortName, type StackPorts } from './ports';
 import { type EmbedderLocal, type QdrantLocal, startEmbedderLocal, startQdrantLocal } from './python-services';
-import { GATEWAY_REDIS_USER, QUEUE_REDIS_CONFIG, type RedisAuth, type RedisServer, gatewayUserConfig, startRedisServer } from './redis';
+import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
+import { QUEUE_REDIS_CONFIG, type RedisAuth, type RedisServer, gatewayUserConfig, startRedisServer } from './redis';
 import { type TenantTokens, applyTenantFile, applyTenants } from './tenants';
 
 /** The services of the repository a stack can run (every app but the tenants command and the operator, which needs a cluster). */
