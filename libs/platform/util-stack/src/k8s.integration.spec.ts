@@ -90,9 +90,19 @@ describe('the test cluster (deploy/k8s/cluster.sh)', () => {
     const clusterIp = (await k.kubectl(['-n', 'cluster-test', 'get', 'svc', 'redis', '-o', 'jsonpath={.spec.clusterIP}'])).trim();
     expect(clusterIp).toMatch(/^10\.0\.0\.\d+$/);
 
+    // kube-proxy programs the Service's endpoint moments after the pod is Ready: until then a connection is refused.
     const redis = new Redis({ host: clusterIp, port: 6379, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     try {
-      await redis.connect();
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await redis.connect();
+          break;
+        } catch (error) {
+          if (attempt === 40) throw error;
+          redis.disconnect();
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
       expect(await redis.ping()).toBe('PONG');
       await redis.set('written', 'to the claim');
     } finally {
