@@ -54,7 +54,8 @@ async function everything(redis: Redis): Promise<string> {
  * vector-gateway uses the opened values.
  */
 describe('secrets a platform team provides', () => {
-  const password = `redis-pw-${RegistrySeal.generateKey()}`;
+  // Letters and digits only: a base64 key may hold / and +, which a URL's password cannot carry unescaped.
+  const password = `redis-pw-${RegistrySeal.generateKey().replace(/[^A-Za-z0-9]/g, '')}`;
   const qdrantKey = `qdrant-key-${RegistrySeal.generateKey()}`;
   const embeddingKey = `embedding-key-${RegistrySeal.generateKey()}`;
   let stack: Stack;
