@@ -28,7 +28,7 @@ dev: build ## the whole local stack in the foreground (libs/platform/util-stack)
 crds: ## deploy/crds/restash.dev_<plural>.yaml from the zod schemas of libs/shared/util-resources (a unit test fails while they differ)
 	$(RUN_TS) libs/shared/util-resources/src/bin/crds.ts
 
-k8s-install: ## the test cluster's binaries (etcd, Kubernetes, kubectl, helm: about 25 minutes cold) and apt packages, when missing
+k8s-install: ## the test cluster's binaries (etcd, Kubernetes, kubectl, helm: about 15 minutes cold) and apt packages, when missing
 	bash deploy/k8s/install.sh
 
 dev-k8s: build k8s-install ## the test cluster, the operator and the local stack's gateways in the foreground (root); writes .restash/kubeconfig
@@ -49,7 +49,7 @@ typecheck: install ## tsc --noEmit of every project, cached by Nx
 unit: install ## the unit tests of every project, cached by Nx
 	npx nx run-many -t test --outputStyle=static
 
-integration: install ## the integration tests against real engines, never cached
+integration: install k8s-install ## the integration tests against real engines (the test cluster's binaries built first, outside any test's timeout), never cached
 	npx nx run-many -t test-integration --parallel=1 --outputStyle=static --skip-nx-cache
 
 engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/embedder-local)
