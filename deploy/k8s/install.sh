@@ -3,7 +3,7 @@
 #   - Debian packages: containerd, runc, the CNI plugins, umoci and skopeo (image building), conntrack, iptables.
 #   - etcd, the Kubernetes server components, kubectl and helm, built from their Go modules with Go from
 #     /usr/local/go into $RESTASH_CACHE/k8s-<k8s version>-etcd-<etcd version>-helm-<helm version>/bin, outside
-#     the clone, so a fresh clone reuses them. A cold build takes about 25 minutes on 2 cores; a warm one nothing.
+#     the clone, so a fresh clone reuses them. A cold build takes 10–15 minutes on 2 cores; a warm one nothing.
 # Why these versions and how the wrapper modules work: deploy/k8s/README.md.
 set -euo pipefail
 

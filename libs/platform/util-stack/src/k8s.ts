@@ -53,7 +53,7 @@ export function clusterStateDir(): string {
 }
 
 /**
- * `deploy/k8s/cluster.sh up` (root only): builds what is missing (deploy/k8s/install.sh: about 25 minutes
+ * `deploy/k8s/cluster.sh up` (root only): builds what is missing (deploy/k8s/install.sh: 10–15 minutes
  * cold, under a second warm) and the images, runs `down` first (a cluster left by an unclean stop is
  * cleaned up), starts the components and waits until the node is Ready. One cluster runs on a host at a
  * time: while another state folder's cluster is up, or this folder's runs for another process that is
