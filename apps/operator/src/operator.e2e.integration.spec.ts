@@ -6,6 +6,7 @@ import { Receiver } from '@upstash/qstash';
 import { Redis as IORedis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import { type AppProcess, type Cluster, type Stack, repoRoot, sourceEnv, startApp, startCluster, startStack } from '@restash/platform/util-stack';
+import { eventually } from '@restash/shared/util-testing';
 
 /**
  * Issue 13's end-to-end test, on the real single-node cluster (deploy/k8s/cluster.sh) with the local stack's
@@ -28,19 +29,13 @@ const received: Array<{ body: string; signature: string; url: string }> = [];
 const kubectl = async (...args: string[]) => (await cluster.kubectl(args)).trim();
 const apply = (yaml: string, namespace: string) => cluster.kubectl(['apply', '-n', namespace, '-f', '-'], yaml);
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
+/** Resolves with what `probe` gives once it is neither undefined nor false (util-testing's `eventually`, polling every 500 ms). */
+function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 120_000): Promise<T> {
+  return eventually(async () => {
+    const value = await probe();
+    if (value === undefined || value === false) throw new Error(`timed out waiting for ${what}`);
+    return value;
+  }, timeoutMs, 500);
 }
 
 interface Item {
@@ -300,8 +295,14 @@ describe('the operator on a real cluster', () => {
     const leader = await leaderOf();
     const victim = operators.find((_, i) => ['operator-a', 'operator-b'][i] === leader);
     await kubectl('apply', '-n', 'team-c', '-f', EXAMPLES);
-    await new Promise((resolve) => setTimeout(resolve, 1_500)); // mid-reconcile: Secrets written, Redis starting
+    // Mid-reconcile: the first Secret is written, the Redis server not ready yet.
+    await waitFor('the first Secret of team-c', async () => (await kubectl('get', 'secrets', '-n', 'team-c', '-o', 'name')).includes('secret/'), 30_000);
     await victim?.kill();
+    // The standby takes the Lease once the dead leader's claim expires (15 s), then converges.
+    await waitFor('a new leader', async () => {
+      const holder = await leaderOf();
+      return holder !== undefined && holder !== leader && holder;
+    }, 60_000);
     const items = await allReady('team-c', 4, 180_000);
     expect(items).toHaveLength(4);
     expect(await leaderOf()).not.toBe(leader);
