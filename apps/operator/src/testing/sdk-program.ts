@@ -4,9 +4,18 @@
  * its environment). Prints one JSON line with what it read back; exits 1 with the error otherwise.
  *
  * usage: sdk-program <kv|vector|stream|queue> <marker> [queue destination URL]
+ *
+ * `queue` with a destination publishes `{ marker }` there and prints the message id. Without one (the SDK Job
+ * of the image `localhost/restash/sdk-check`, deploy/images/) it receives its own delivery: it listens on
+ * 0.0.0.0:SDK_CHECK_PORT (default 8090), publishes to http://<its first non-internal IPv4 address>:<port>/<marker>,
+ * waits up to 60 s for the POST, verifies its Upstash-Signature with @upstash/qstash's Receiver and the
+ * QSTASH_CURRENT_SIGNING_KEY / QSTASH_NEXT_SIGNING_KEY of the environment, and prints the message id and
+ * the delivered body.
  */
+import { createServer } from 'node:http';
+import { networkInterfaces } from 'node:os';
 import { Kafka } from '@upstash/kafka';
-import { Client } from '@upstash/qstash';
+import { Client, Receiver } from '@upstash/qstash';
 import { Redis } from '@upstash/redis';
 import { Index } from '@upstash/vector';
 
@@ -32,11 +41,56 @@ async function run(api: string, marker: string, destination: string | undefined)
     }
     case 'queue': {
       const client = new Client({ baseUrl: env['QSTASH_URL'] ?? '', token: env['QSTASH_TOKEN'] ?? '' });
-      const { messageId } = await client.publishJSON({ url: destination ?? '', body: { marker } });
-      return { messageId };
+      if (destination !== undefined) {
+        const { messageId } = await client.publishJSON({ url: destination, body: { marker } });
+        return { messageId };
+      }
+      return receiveOwnDelivery(client, marker, Number(env['SDK_CHECK_PORT'] ?? 8090));
     }
     default:
       throw new Error(`unknown API ${api}`);
+  }
+}
+
+/** This pod's address as other pods reach it: the first non-internal IPv4 address. */
+function ownAddress(): string {
+  const address = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a?.family === 'IPv4' && !a.internal)?.address;
+  if (!address) throw new Error('no non-internal IPv4 address to receive the delivery on');
+  return address;
+}
+
+/**
+ * Publishes `{ marker }` to an HTTP server of this process and waits (60 s at most) for the delivery.
+ * @returns the message id and the delivered body, once the body's Upstash-Signature verified
+ * @throws Error when no delivery arrives in time or its signature does not verify
+ */
+async function receiveOwnDelivery(client: Client, marker: string, port: number): Promise<unknown> {
+  const receiver = new Receiver({ currentSigningKey: process.env['QSTASH_CURRENT_SIGNING_KEY'] ?? '', nextSigningKey: process.env['QSTASH_NEXT_SIGNING_KEY'] ?? '' });
+  const url = `http://${ownAddress()}:${port}/${marker}`;
+  let deliver: (delivery: { signature: string; body: string }) => void = () => undefined;
+  const delivered = new Promise<{ signature: string; body: string }>((resolve) => (deliver = resolve));
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      res.end('ok');
+      if (req.url === `/${marker}`) deliver({ signature: String(req.headers['upstash-signature'] ?? ''), body: Buffer.concat(chunks).toString('utf8') });
+    });
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '0.0.0.0', resolve));
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const { messageId } = await client.publishJSON({ url, body: { marker } });
+    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no delivery to ${url} within 60 s`)), 60_000)));
+    const { signature, body } = await Promise.race([delivered, timeout]);
+    if (!(await receiver.verify({ signature, body, url }))) throw new Error(`the delivery's Upstash-Signature does not verify`);
+    return { messageId, delivered: JSON.parse(body) as unknown, verified: true };
+  } finally {
+    clearTimeout(timer);
+    server.closeAllConnections();
+    server.close();
   }
 }
 
