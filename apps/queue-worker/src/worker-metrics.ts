@@ -1,7 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '@restash/shared/util-http';
+import { QueueStore } from '@restash/queue/data-access-store';
 import type { InfrastructureOperation } from './infrastructure-retry';
+
+/** The BullMQ states `restash_queue_jobs` reports. */
+const JOB_STATES = ['waiting', 'delayed', 'prioritized', 'active'] as const;
 
 /** How one delivery attempt ended. */
 export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'cancelled' | 'dropped' | 'requeued';
@@ -15,6 +19,11 @@ export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'cancelled' | 'd
  * - `restash_queue_delivery_lag_seconds{tenant}`: from a message's notBefore to the start of its first attempt.
  * - `restash_queue_delivery_infrastructure_retries_total{operation}`: in-place retries of a failed call to
  *   the `registry` (control Redis) or the `store` (queue Redis).
+ * - `restash_queue_jobs{state}`: the delivery queue's depth (all tenants: one BullMQ queue), by BullMQ state
+ *   `waiting`, `delayed` (due later, or backing off before a retry), `prioritized` and `active`, read at scrape time.
+ *
+ * DLQ growth is `rate(restash_queue_delivery_duration_seconds_count{outcome="failed"}[…])` per tenant: every
+ * `failed` attempt puts its message in the project's DLQ.
  */
 @Injectable()
 export class WorkerMetrics {
@@ -22,7 +31,7 @@ export class WorkerMetrics {
   private readonly lag: Histogram<'tenant'>;
   private readonly infrastructureRetries: Counter<'operation'>;
 
-  constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
+  constructor(@Inject(METRICS_REGISTRY) registry: Registry, store: QueueStore) {
     this.attempts = new Histogram({
       name: 'restash_queue_delivery_duration_seconds',
       help: 'Delivery attempts by tenant and outcome, and their duration in seconds',
@@ -42,6 +51,18 @@ export class WorkerMetrics {
       help: 'In-place retries of a failed call to the registry (control Redis) or the store (queue Redis)',
       labelNames: ['operation'],
       registers: [registry],
+    });
+    new Gauge<'state'>({
+      name: 'restash_queue_jobs',
+      help: 'Messages in the delivery queue by state (waiting, delayed, prioritized, active), read at scrape time',
+      labelNames: ['state'],
+      registers: [registry],
+      async collect() {
+        // While the queue Redis is down the gauge has no series (absent), and the rest of /metrics still answers.
+        const counts = await store.queue.getJobCounts(...JOB_STATES).catch(() => undefined);
+        this.reset();
+        if (counts) for (const state of JOB_STATES) this.set({ state }, counts[state] ?? 0);
+      },
     });
   }
 

@@ -8,3 +8,4 @@ export * from './app';
 export * from './tenants';
 export * from './stack';
 export * from './k8s';
+export * from './prometheus';

@@ -42,6 +42,24 @@ export class Readiness {
 export const METRICS_REGISTRY = Symbol('METRICS_REGISTRY');
 
 /**
+ * prom-client's default gauges named like counters (`promtool check metrics`: non-counter metrics should
+ * not have a `_total` suffix). Their sums are those of `nodejs_active_handles{type}`, `nodejs_active_requests{type}`
+ * and `nodejs_active_resources{type}`, which stay.
+ */
+const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
+/**
+ * A registry with prom-client's default process and Node.js metrics, less {@link MISNAMED_DEFAULTS}.
+ * Each service's metrics classes add theirs.
+ */
+export function serviceRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
+  return registry;
+}
+
+/**
  * Provides {@link Readiness} and the prom-client registry (token {@link METRICS_REGISTRY}) to the
  * whole application. Import it once, in the root module.
  */
@@ -51,11 +69,7 @@ export const METRICS_REGISTRY = Symbol('METRICS_REGISTRY');
     Readiness,
     {
       provide: METRICS_REGISTRY,
-      useFactory: () => {
-        const registry = new Registry();
-        collectDefaultMetrics({ register: registry });
-        return registry;
-      },
+      useFactory: serviceRegistry,
     },
   ],
   exports: [Readiness, METRICS_REGISTRY],
