@@ -17,12 +17,6 @@ once (as the apps report every bad variable at once). Rendered by validate.yaml.
 {{- if and (not $v.registrySealKey.existingSecret) (not $v.registrySealKey.generate) -}}
 {{- $problems = append $problems "registrySealKey: no registry seal key: set registrySealKey.existingSecret (a Secret with 32 random bytes in base64, e.g. openssl rand -base64 32) or registrySealKey.generate=true" -}}
 {{- end -}}
-{{- range $key := list "kvGateway" "vectorGateway" "streamGateway" "queueGateway" "queueWorker" "operator" -}}
-{{- $pdb := (index $v $key).podDisruptionBudget -}}
-{{- if and $pdb.enabled (not (kindIs "invalid" $pdb.minAvailable)) (not (kindIs "invalid" $pdb.maxUnavailable)) -}}
-{{- $problems = append $problems (printf "%s.podDisruptionBudget: set minAvailable or maxUnavailable, not both (the other to null)" $key) -}}
-{{- end -}}
-{{- end -}}
 {{- if $v.operator.enabled -}}
 {{- range $api, $key := dict "kv" "kvGateway" "vector" "vectorGateway" "stream" "streamGateway" "queue" "queueGateway" -}}
 {{- if and (not (index $v $key).enabled) (not (index $v.operator.gatewayUrls $api)) -}}

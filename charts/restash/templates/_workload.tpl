@@ -218,7 +218,7 @@ metadata:
   labels:
     {{- include "restash.labels" $ctx | nindent 4 }}
 spec:
-  {{- if not (kindIs "invalid" $pdb.minAvailable) }}
+  {{- if not (or (kindIs "invalid" $pdb.minAvailable) (eq (toString $pdb.minAvailable) "")) }}
   minAvailable: {{ $pdb.minAvailable }}
   {{- else }}
   maxUnavailable: {{ $pdb.maxUnavailable }}
