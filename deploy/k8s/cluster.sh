@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The single-node test cluster (README "Test cluster"; why it is built this way: deploy/k8s/README.md).
 #
-#   cluster.sh up [--control-plane-only]   install.sh, images.sh, then etcd, kube-apiserver, kube-controller-manager
-#                                          (and, unless --control-plane-only: containerd, kube-scheduler, kubelet,
-#                                          kube-proxy), waits until the node is Ready, prints the time of each step
+#   cluster.sh up [--control-plane-only]   install.sh, images.sh, the bridge, then etcd, kube-apiserver,
+#                                          kube-controller-manager (and, unless --control-plane-only: containerd,
+#                                          kube-scheduler, kubelet, kube-proxy, CoreDNS), waits until the node and
+#                                          CoreDNS are Ready, prints the time of each step
+#   cluster.sh import LIST                 imports each "<image> <docker-archive tar>" line of LIST into the running
+#                                          cluster's containerd (k8s.io namespace); an image already imported from
+#                                          the same tar (tars are named by a hash of their content) is skipped
 #   cluster.sh down                        stops it and removes everything it made on the host
 #                                          (up and down exit 4 when another state folder's cluster runs; up
 #                                          also while this folder's runs for a process that is still alive)
@@ -11,13 +15,16 @@
 #                                          cluster is up (one cluster per host: fixed ports and bridge); 1: broken
 #
 # State: ${RESTASH_K8S_DIR:-<repo>/.restash/k8s}: pki/ (kept), conf/ and *.kubeconfig (generated), data/ and run/
-# (removed by down), logs/, kubeconfig (admin), env (KUBECONFIG, RESTASH_REDIS_IMAGE, RESTASH_K8S_BIN; written
-# once up, removed by down). Must run as root (bridge, iptables, cgroups, mounts).
+# (removed by down), logs/, kubeconfig (admin), env (KUBECONFIG, RESTASH_REDIS_IMAGE, RESTASH_K8S_BIN,
+# RESTASH_K8S_API_SERVER, RESTASH_K8S_NODE_IP, RESTASH_K8S_DNS_IP; written once up, removed by down). Must run as
+# root (bridge, iptables, cgroups, mounts).
 #
-# Nothing leaves the machine: every listener is on 127.0.0.1 or on the bridge made here (restashbr0, 10.244.0.1);
-# pods route only to the pod and Service ranges, and rules drop anything forwarded to or from the pod range from or
-# to elsewhere and any connection a pod opens to the host; pods get no name server; containerd runs behind a
-# closed proxy port (a missing image fails instead of being pulled).
+# Nothing leaves the machine: every listener is on 127.0.0.1 or on the bridge made here (restashbr0, 10.244.0.1;
+# the API server listens there, for the host and for pods through the kubernetes Service); pods route only to the
+# pod and Service ranges, and rules drop anything forwarded to or from the pod range from or to elsewhere and any
+# connection a pod opens to the host except to the API server's port; the cluster's CoreDNS answers only
+# cluster.local and the ranges' reverse zones (it forwards nothing); containerd runs behind a closed proxy port (a
+# missing image fails instead of being pulled).
 # `up` runs `down` first, so it also recovers from an unclean stop.
 set -euo pipefail
 
@@ -38,6 +45,9 @@ BRIDGE=restashbr0
 NODE_IP=10.244.0.1
 POD_CIDR=10.244.0.0/24
 SERVICE_CIDR=10.0.0.0/24
+API_SERVER=https://$NODE_IP:6443
+# the kube-dns Service's fixed ClusterIP: the kubelet's clusterDNS
+DNS_IP=10.0.0.10
 NODE=restash-node
 # Which state folder the cluster on this host runs from (one cluster per host), and the lock that makes one
 # up or down at a time on the host, whatever the state folder (a 0-byte file in /run/lock, the one thing kept).
@@ -112,7 +122,7 @@ wait_for() { # NAME TIMEOUT_S COMMAND...: polls COMMAND every 0.1 s; prints how 
   fi
   printf '  %-24s %5s s\n' "$name" "$(seconds_since "$t0")"
 }
-https_ok() { curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$1$2"; }
+api_ok() { curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$API_SERVER$1"; }
 kubectl() { "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
 
 # The state folder of the cluster running on this host, when one runs.
@@ -187,7 +197,7 @@ kind: Config
 clusters:
 - name: restash
   cluster:
-    server: https://127.0.0.1:6443
+    server: $API_SERVER
     certificate-authority-data: $($b64 <"$PKI/ca.crt")
 users:
 - name: $1
@@ -203,7 +213,8 @@ EOF
 }
 render() { # TEMPLATE OUT
   sed -e "s|@STATE@|$STATE|g" -e "s|@BRIDGE@|$BRIDGE|g" -e "s|@NODE_IP@|$NODE_IP|g" \
-    -e "s|@POD_CIDR@|$POD_CIDR|g" -e "s|@SERVICE_CIDR@|$SERVICE_CIDR|g" "$HERE/conf/$1" >"$2"
+    -e "s|@POD_CIDR@|$POD_CIDR|g" -e "s|@SERVICE_CIDR@|$SERVICE_CIDR|g" -e "s|@DNS_IP@|$DNS_IP|g" \
+    -e "s|@COREDNS_IMAGE@|${COREDNS_IMAGE:-}|g" "$HERE/conf/$1" >"$2"
 }
 
 # --- up -------------------------------------------------------------------------------------------------
@@ -216,7 +227,7 @@ start_control_plane() {
   wait_for etcd 30 curl -sf --max-time 1 http://127.0.0.1:2379/health
 
   start kube-apiserver "$BIN/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
-    --bind-address=127.0.0.1 --secure-port=6443 --advertise-address=$NODE_IP \
+    --bind-address=$NODE_IP --secure-port=6443 --advertise-address=$NODE_IP \
     --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" --client-ca-file="$PKI/ca.crt" \
     --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true \
     --service-cluster-ip-range=$SERVICE_CIDR \
@@ -224,7 +235,7 @@ start_control_plane() {
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
     --kubelet-preferred-address-types=InternalIP --profiling=false
-  wait_for kube-apiserver 60 https_ok 6443 /readyz
+  wait_for kube-apiserver 60 api_ok /readyz
 
   local kcm=$STATE/kube-controller-manager.kubeconfig
   start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig="$kcm" \
@@ -240,8 +251,10 @@ start_control_plane() {
 # The rules that keep pod traffic inside the pod range, in the mangle table (it runs before filter, where
 # kube-proxy accepts established and marked packets first, and nothing of the cluster writes to it): nothing
 # forwarded from the pod range elsewhere or from elsewhere into it, and no connection from a pod to the host's
-# own listeners (replies to the host's connections, e.g. to a ClusterIP, still pass).
+# own listeners but the API server's port on the bridge address (the kubernetes Service's endpoint); replies to
+# the host's connections (kubelet probes, a ClusterIP reached from the host) still pass. In this order.
 GUARD=("FORWARD -s $POD_CIDR ! -d $POD_CIDR -j DROP" "FORWARD -d $POD_CIDR ! -s $POD_CIDR -j DROP"
+  "INPUT -i $BRIDGE -s $POD_CIDR -d $NODE_IP -p tcp --dport 6443 -m conntrack --ctstate NEW -j ACCEPT"
   "INPUT -i $BRIDGE -m conntrack --ctstate NEW -j DROP")
 guard() {
   local rule
@@ -249,22 +262,40 @@ guard() {
   for rule in "${GUARD[@]}"; do iptables -t mangle -C $rule 2>/dev/null || iptables -t mangle -A $rule; done
 }
 
-start_node() {
-  local images=$1
+# The bridge and its address exist before the control plane: the API server listens on it (also without a node).
+make_bridge() {
   ip link add $BRIDGE type bridge
   ip addr add $NODE_IP/${POD_CIDR#*/} dev $BRIDGE
   ip link set $BRIDGE up
   guard
+}
 
+# import_images LIST: `ctr import` of each "<image> <tar>" line, unless the image was imported from that same tar
+# (a label names the tar; images.sh names each tar by a hash of its inputs). Prints the time taken.
+import_images() {
+  local t0 name tar have imported=0 skipped=0; t0=$(now)
+  while read -r name tar; do
+    [[ -n $name ]] || continue
+    [[ -f $tar ]] || fail "import: no file $tar (for $name)"
+    have=$(ctr --address "$SOCK" -n k8s.io images ls "name==$name" 2>/dev/null | awk 'NR > 1 {print $NF}')
+    if [[ $have == *"io.restash.tar=${tar##*/}"* ]]; then skipped=$((skipped + 1)); continue; fi
+    ctr --address "$SOCK" -n k8s.io images import "$tar" >/dev/null || fail "import: ctr images import $tar failed"
+    ctr --address "$SOCK" -n k8s.io images label "$name" "io.restash.tar=${tar##*/}" >/dev/null ||
+      fail "import: $tar holds no image $name"
+    imported=$((imported + 1))
+  done <"$1"
+  printf '  %-24s %5s s (%d imported, %d present)\n' "image import" "$(seconds_since "$t0")" $imported $skipped
+}
+
+start_node() {
+  local images=$1
   mkdir -p "$RUN/containerd" "$RUN/runc"
   # A pull would go to a closed port on loopback: no name is resolved, nothing is fetched.
   start containerd env HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
     http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 no_proxy=127.0.0.1,localhost \
     /usr/bin/containerd --config "$STATE/conf/containerd.toml"
   wait_for containerd 30 ctr --address "$SOCK" version
-  local t0 name tar; t0=$(now)
-  while read -r name tar; do ctr --address "$SOCK" -n k8s.io images import "$tar" >/dev/null; done <"$images"
-  printf '  %-24s %5s s\n' "image import" "$(seconds_since "$t0")"
+  import_images "$images"
 
   local sched=$STATE/kube-scheduler.kubeconfig
   start kube-scheduler "$BIN/kube-scheduler" --kubeconfig="$sched" --authentication-kubeconfig="$sched" \
@@ -280,6 +311,19 @@ start_node() {
 
   start kube-proxy "$BIN/kube-proxy" --config="$STATE/conf/kube-proxy.yaml" --hostname-override=$NODE
   wait_for kube-proxy 30 curl -sf --max-time 1 http://127.0.0.1:10256/healthz
+}
+
+# CoreDNS (conf/coredns.yaml) in kube-system behind the kube-dns Service at $DNS_IP; Ready once its kubernetes
+# plugin has listed Services and EndpointSlices from the API server (through the kubernetes Service).
+start_dns() {
+  render coredns.yaml "$STATE/conf/coredns.yaml"
+  kubectl apply -f "$STATE/conf/coredns.yaml" >/dev/null
+  dns_ready() { [[ $(kubectl -n kube-system get deployment coredns -o 'jsonpath={.status.readyReplicas}') == 1 ]]; }
+  if ! wait_for "CoreDNS Ready" 90 dns_ready; then
+    kubectl -n kube-system get pods -l k8s-app=kube-dns -o wide >&2 || true
+    kubectl -n kube-system logs deployment/coredns --tail=20 >&2 || true
+    return 1
+  fi
 }
 
 up() {
@@ -298,6 +342,9 @@ up() {
     : >"$images"
   else
     bash "$HERE/images.sh" --list "$images"
+    COREDNS_IMAGE=$(awk '$1 ~ /^localhost\/restash\/coredns:/ {print $1}' "$images")
+    # until images.sh builds it (issue 14, in progress): a cluster without DNS rather than no cluster
+    [[ -n $COREDNS_IMAGE ]] || say "cluster: images.sh listed no localhost/restash/coredns image: no cluster DNS (pods' lookups time out)" >&2
   fi
   say "cluster: starting ($STATE)"
   make_pki
@@ -313,8 +360,10 @@ up() {
 
   # a failed step stops what started (set -e exits the script; the EXIT trap runs)
   trap 'say "cluster: up failed; stopping what started (logs in $LOGS)" >&2; down quiet' EXIT
+  make_bridge
   start_control_plane
   ((control_plane_only)) || start_node "$images"
+  ((control_plane_only)) || [[ -z ${COREDNS_IMAGE:-} ]] || start_dns
   kubectl apply -f "$HERE/conf/storageclass.yaml" >/dev/null
   # pods are refused in a namespace until its service account exists: the controller that makes them runs
   wait_for "service accounts" 30 kubectl -n default get serviceaccount default
@@ -327,6 +376,9 @@ up() {
 export KUBECONFIG=$STATE/kubeconfig
 export RESTASH_REDIS_IMAGE=$redis_image
 export RESTASH_K8S_BIN=$BIN
+export RESTASH_K8S_API_SERVER=$API_SERVER
+export RESTASH_K8S_NODE_IP=$NODE_IP
+export RESTASH_K8S_DNS_IP=$DNS_IP
 EOF
   # who started it (the process that ran this script: a test, make dev-k8s, a shell), for refuse_if_in_use
   echo "$PPID $(start_time $PPID)" >"$STATE/user"
@@ -404,7 +456,7 @@ down() {
   umount_under /var/lib/kubelet
   umount_under /run/containerd
   local veth
-  for veth in $(ip -o link show master $BRIDGE 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do ip link del "$veth"; done
+  for veth in $(ip -o link show master $BRIDGE 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do ip link del "$veth" 2>/dev/null; done
   ip link del $BRIDGE 2>/dev/null
   local rule
   # shellcheck disable=SC2086
@@ -449,7 +501,7 @@ status() {
     if [[ -n $left ]]; then say "cluster: down, but the host still has (cluster.sh down removes it):"; say "$left"; return 1; fi
     say "cluster: down"; return 3
   fi
-  if ((up == total)) && [[ -f $STATE/env ]] && https_ok 6443 /readyz >/dev/null; then
+  if ((up == total)) && [[ -f $STATE/env ]] && api_ok /readyz >/dev/null; then
     if pid_of kubelet >/dev/null; then
       say "  node $NODE $(kubectl get node $NODE -o 'jsonpath={.status.conditions[?(@.type=="Ready")].type}={.status.conditions[?(@.type=="Ready")].status}')"
     fi
@@ -482,8 +534,15 @@ host_lock() {
     host_lock
     down
     ;;
+  import)
+    [[ -n ${2:-} && -f ${2:-} ]] || fail "usage: $0 import LIST (a file of \"<image> <tar>\" lines)"
+    host_lock
+    refuse_if_foreign
+    pid_of containerd >/dev/null || { say "cluster: not up (no containerd of $STATE)" >&2; exit 3; }
+    import_images "$2"
+    ;;
   status) status ;;
-  *) fail "usage: $0 up [--control-plane-only] | down | status" ;;
+  *) fail "usage: $0 up [--control-plane-only] | down | import LIST | status" ;;
   esac
   exit
 }

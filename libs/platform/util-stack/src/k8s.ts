@@ -12,8 +12,11 @@ export interface Cluster {
   kubeconfig: string;
   /**
    * What `<stateDir>/env` exports: `KUBECONFIG`, `RESTASH_REDIS_IMAGE` (the Redis image the node has,
-   * `localhost/restash/redis:<version>`, for pods with `imagePullPolicy: Never`) and `RESTASH_K8S_BIN`
-   * (the folder of kubectl and helm of the cluster's version).
+   * `localhost/restash/redis:<version>`, for pods with `imagePullPolicy: Never`), `RESTASH_K8S_BIN`
+   * (the folder of kubectl and helm of the cluster's version), `RESTASH_K8S_API_SERVER` (the API server's URL,
+   * `https://10.244.0.1:6443`, the same from the host and from pods), `RESTASH_K8S_NODE_IP` (the node's address
+   * on the bridge, `10.244.0.1`) and `RESTASH_K8S_DNS_IP` (the kube-dns Service's ClusterIP, `10.0.0.10`:
+   * the cluster's CoreDNS, which answers `cluster.local` and nothing else).
    */
   env: Record<string, string>;
   /**
@@ -23,6 +26,14 @@ export interface Cluster {
    * @throws Error with kubectl's output when it exits non-zero
    */
   kubectl(args: string[], input?: string): Promise<string>;
+  /**
+   * `cluster.sh import LIST`: imports each `<image> <docker-archive tar>` line of the file `listFile` (the
+   * `--list` output of deploy/k8s/images.sh and of the apps' `container` targets) into the node's containerd,
+   * where pods with `imagePullPolicy: Never` find them. An image already imported from the same tar is skipped.
+   *
+   * @throws Error with the script's output when a tar is missing or does not hold its image, or the cluster is down
+   */
+  importImages(listFile: string): Promise<void>;
   /**
    * `cluster.sh down`: stops every component and removes what the cluster made on the host (bridge,
    * iptables chains, cgroups, mounts, /var/lib/kubelet, /tmp/hostpath_pv). Later calls do nothing.
@@ -55,9 +66,9 @@ export function clusterStateDir(): string {
 /**
  * `deploy/k8s/cluster.sh up` (root only): builds what is missing (deploy/k8s/install.sh: 10–15 minutes
  * cold, under a second warm) and the images, runs `down` first (a cluster left by an unclean stop is
- * cleaned up), starts the components and waits until the node is Ready. One cluster runs on a host at a
- * time: while another state folder's cluster is up, or this folder's runs for another process that is
- * still alive (the script exits 4 for both), this waits for it to go.
+ * cleaned up), starts the components and waits until the node and the cluster's CoreDNS are Ready. One
+ * cluster runs on a host at a time: while another state folder's cluster is up, or this folder's runs for
+ * another process that is still alive (the script exits 4 for both), this waits for it to go.
  *
  * @throws Error with the tail of the script's output when `up` fails (it has then stopped what it started),
  *   or when another state folder's cluster still runs after `waitForOtherMs`
@@ -83,6 +94,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     kubeconfig,
     env,
     kubectl: (args, input) => run(kubectl, ['--kubeconfig', kubeconfig, ...args], input),
+    importImages: async (listFile) => {
+      const { code, text } = await runScript(['import', listFile], output);
+      if (code !== 0) throw new Error(`${SCRIPT} import ${listFile} failed (exit code ${code}):\n${tail(text)}`);
+    },
     stop: () =>
       (stopped ??= runScript(['down'], output).then(({ code, text }) => {
         if (code !== 0) throw new Error(`${SCRIPT} down failed (exit code ${code}):\n${tail(text)}`);
