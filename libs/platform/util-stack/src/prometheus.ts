@@ -212,7 +212,10 @@ export function exposedNames(exposition: string): Set<string> {
   return names;
 }
 
-/** The `restash_*` metric names a PromQL text (or a file of them) uses. */
+/**
+ * The `restash_*` metric names a PromQL text (or a file of them) uses; a name's prefix in a regex
+ * (`restash_(kv|vector)_…`) is not one.
+ */
 export function restashNamesIn(text: string): Set<string> {
-  return new Set([...text.matchAll(/\brestash_[a-z0-9_]+/g)].map((m) => m[0]));
+  return new Set([...text.matchAll(/\brestash_[a-z0-9_]+/g)].map((m) => m[0]).filter((name) => !name.endsWith('_')));
 }
