@@ -13,14 +13,14 @@ const testFiles = ['**/*.spec.ts', '**/testing/**/*.ts', 'libs/shared/util-testi
  * The module-boundary rule; test code may also depend on `type:testing` projects, of any scope (the
  * stack launcher, libs/platform/util-stack, starts the engines of every API's tests).
  */
-function boundaries({ test }) {
+function boundaries({ test, allow = [] }) {
   const types = (...allowed) => (test ? [...allowed, 'type:testing'] : allowed);
   const scopes = types;
   return [
     'error',
     {
       enforceBuildableLibDependency: false,
-      allow: [],
+      allow,
       depConstraints: [
         { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: scopes('scope:shared') },
         { sourceTag: 'scope:kv', onlyDependOnLibsWithTags: scopes('scope:kv', 'scope:shared') },
@@ -37,6 +37,7 @@ function boundaries({ test }) {
         { sourceTag: 'type:data-access', onlyDependOnLibsWithTags: types('type:data-access', 'type:util') },
         { sourceTag: 'type:util', onlyDependOnLibsWithTags: types('type:util') },
         { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:feature', 'type:data-access', 'type:util', 'type:testing'] },
+        { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:app', 'type:feature', 'type:data-access', 'type:util', 'type:testing'] },
       ],
     },
   ];
@@ -67,6 +68,12 @@ export default [
   {
     files: testFiles,
     rules: { '@nx/enforce-module-boundaries': boundaries({ test: true }), 'no-restricted-imports': 'off' },
+  },
+  {
+    // The chart's tests (type:e2e) check its Deployments against each app's env schema: they import
+    // apps/<app>/src/config.ts, which Nx otherwise refuses (apps are not importable, nor by relative path).
+    files: ['charts/restash/tests/**/*.ts'],
+    rules: { '@nx/enforce-module-boundaries': boundaries({ test: true, allow: ['^(\\.\\./)+apps/[a-z-]+/src/config$'] }) },
   },
   {
     files: ['**/*.spec.ts', 'tools/**', 'bench/**', 'apps/tenants-cli/**'],
