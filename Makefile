@@ -11,13 +11,14 @@ NODE_HOME := $(RESTASH_CACHE)/node-$(NODE_VERSION)
 export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
 
-.PHONY: runtime install dev dev-k8s k8s-install k8s-down crds build lint typecheck unit integration engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue
+.PHONY: runtime install images dev dev-k8s k8s-install k8s-down crds build lint typecheck unit integration engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue
 
 runtime: ## the pinned Node, when missing
 	bash deploy/local/node.sh
 
-install: runtime ## redis-server (apt) and npm packages, when missing
+install: runtime ## redis-server, Java, Maven, Debian's prometheus/promtool (apt), npm packages, Python venv, Kafka jars: each when missing
 	bash deploy/local/install.sh
+	bash deploy/prometheus/install.sh
 
 # TypeScript entries (the stack launcher, the benchmark harness) run from their sources, no build.
 RUN_TS := SWC_NODE_PROJECT=tsconfig.base.json node -r @swc-node/register
@@ -25,7 +26,7 @@ RUN_TS := SWC_NODE_PROJECT=tsconfig.base.json node -r @swc-node/register
 dev: build ## the whole local stack in the foreground (libs/platform/util-stack); writes .restash/local.env
 	$(RUN_TS) libs/platform/util-stack/src/bin/dev.ts
 
-crds: ## deploy/crds/restash.dev_<plural>.yaml from the zod schemas of libs/shared/util-resources (a unit test fails while they differ)
+crds: ## deploy/crds/restash.dev_<plural>.yaml and the chart's copy (charts/restash/files/crds/) from the zod schemas of libs/shared/util-resources (unit tests fail while they differ)
 	$(RUN_TS) libs/shared/util-resources/src/bin/crds.ts
 
 k8s-install: ## the test cluster's binaries (etcd, Kubernetes, kubectl, helm: about 15 minutes cold) and apt packages, when missing
@@ -33,6 +34,9 @@ k8s-install: ## the test cluster's binaries (etcd, Kubernetes, kubectl, helm: ab
 
 dev-k8s: build k8s-install ## the test cluster, the operator and the local stack's gateways in the foreground (root); writes .restash/kubeconfig
 	$(RUN_TS) libs/platform/util-stack/src/bin/dev-k8s.ts
+
+images: build k8s-install ## the OCI images of every app, the dev engines and the SDK Job (deploy/images/build.sh), cached by content hash in $(RESTASH_CACHE)/images
+	bash deploy/images/build.sh
 
 k8s-down: ## stop the test cluster and remove what it made on the host (after a dev-k8s or a test that was killed)
 	bash deploy/k8s/cluster.sh down
@@ -46,10 +50,10 @@ lint: install ## eslint of every project (Nx module boundaries), cached by Nx
 typecheck: install ## tsc --noEmit of every project, cached by Nx
 	npx nx run-many -t typecheck --outputStyle=static
 
-unit: install ## the unit tests of every project, cached by Nx
+unit: install k8s-install ## the unit tests of every project (the chart's template tests run the cluster build's helm), cached by Nx
 	npx nx run-many -t test --outputStyle=static
 
-integration: install k8s-install ## the integration tests against real engines (the test cluster's binaries built first, outside any test's timeout), never cached
+integration: build k8s-install ## the integration tests against real engines (the apps and the test cluster's binaries built first, outside any test's timeout; the chart's test builds the images), never cached
 	npx nx run-many -t test-integration --parallel=1 --outputStyle=static --skip-nx-cache
 
 engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/embedder-local)
