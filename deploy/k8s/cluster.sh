@@ -84,10 +84,15 @@ start() { # NAME COMMAND...: in its own session, output to logs/NAME.log
   echo "$pid $(start_time $pid)" >"$RUN/$name.pid"
 }
 stop() { # [-KILL] NAME...: SIGTERM (or SIGKILL) to each at once, SIGKILL to those still running after 5 s
-  local signal=TERM name pid pids=()
+  local signal=TERM name pid started pids=()
   [[ $1 == -KILL ]] && { signal=KILL; shift; }
   for name in "$@"; do
-    if pid=$(pid_of "$name"); then kill -$signal "$pid" 2>/dev/null; pids+=("$pid:$(start_time "$pid")"); fi
+    # the start time before the signal: a process killed at once has none (a zombie), and an empty one would
+    # match the empty answer for a process gone, keeping the loop below waiting its whole 5 s
+    if pid=$(pid_of "$name") && started=$(start_time "$pid") && [[ -n $started ]]; then
+      kill -$signal "$pid" 2>/dev/null
+      pids+=("$pid:$started")
+    fi
     rm -f "$RUN/$name.pid"
   done
   for _ in $(seq 50); do
