@@ -4,16 +4,16 @@
 # tmpfs on /tmp and on each of the image's volumes, as the image's user, with only the image's environment
 # (plus -e VAR=VALUE), in its working directory, with its entrypoint and command (or ARGs in place of the command).
 #
-#   run.sh [-e VAR=VALUE]... [--before ARG...  ';'] [--probe URL [--expect TEXT] | --log TEXT] TAR [ARG...]
+#   run.sh [-e VAR=VALUE]... [--before ARG...  ';'] [--probe URL [--post JSON] [--expect TEXT] | --log TEXT] TAR [ARG...]
 #
 # --before runs the image's entrypoint with those ARGs first, in the same namespaces (like an init container).
 # Without --probe: runs in the foreground (20 s at most) and exits with its status.
-# With --probe: starts it, polls URL with curl from inside the namespace for 90 s, prints the answer, stops it;
+# With --probe: starts it, polls URL (a POST of JSON with --post) with curl from inside the namespace for 90 s, prints the answer, stops it;
 # exit 0 when an answer came (containing TEXT with --expect), 1 otherwise (the output is printed). --log TEXT
 # waits for TEXT in the output instead.
 set -euo pipefail
 
-env_extra=() before=() probe='' expect='' log=''
+env_extra=() before=() probe='' expect='' log='' post=''
 while [[ $# -gt 0 ]]; do
   case $1 in
     -e) env_extra+=("$2"); shift 2 ;;
@@ -21,6 +21,7 @@ while [[ $# -gt 0 ]]; do
     --probe) probe=$2; shift 2 ;;
     --log) log=$2; shift 2 ;;
     --expect) expect=$2; shift 2 ;;
+    --post) post=$2; shift 2 ;;
     *) break ;;
   esac
 done
@@ -56,16 +57,17 @@ inner() { # runs inside the namespaces
   mount -t proc proc "$rootfs/proc" 2>/dev/null || true
   mount -o remount,bind,ro "$rootfs"
   ip link set lo up
-  # No /usr/bin/env in the images: run chroot's child through the host's env binary, bind-mounted read-only.
-  mount --bind /usr/bin/env "$rootfs/.env" 2>/dev/null || true
-  local run=(env -i "${envs[@]}" "${env_extra[@]}" /usr/sbin/chroot --userspec="$user" "$rootfs" /.env -C "$cwd")
+  # chroot starts in /; for another working directory the host's env binary (bind-mounted read-only) changes
+  # to it (the images have no shell; those with a working directory other than / have libc).
+  local run=(env -i "${envs[@]}" "${env_extra[@]}" /usr/sbin/chroot --userspec="$user" "$rootfs")
+  if [[ $cwd != / ]]; then mount --bind /usr/bin/env "$rootfs/.env"; run+=(/.env -C "$cwd"); fi
   if [[ ${#before[@]} -gt 0 ]]; then "${run[@]}" "${entrypoint[@]}" "${before[@]}"; fi
   if [[ -z $probe && -z $log ]]; then timeout 20 "${run[@]}" "${entrypoint[@]}" "${cmd[@]}"; return; fi
   "${run[@]}" "${entrypoint[@]}" "${cmd[@]}" >"$work/out" 2>&1 &
   local pid=$! answer='' i
   for i in $(seq 90); do
     if [[ -n $log ]]; then answer=$(grep -F -m1 "$log" "$work/out") && break
-    else answer=$(curl -sf --max-time 2 "$probe" 2>/dev/null) && [[ -z $expect || $answer == *"$expect"* ]] && break; fi
+    else answer=$(curl -sf --max-time 5 ${post:+-H 'content-type: application/json' --data "$post"} "$probe" 2>/dev/null) && [[ -z $expect || $answer == *"$expect"* ]] && break; fi
     answer=''
     kill -0 $pid 2>/dev/null || break
     sleep 1
@@ -77,7 +79,7 @@ inner() { # runs inside the namespaces
   echo "run.sh: ${probe:-log}: ${answer:0:300}"
 }
 # /proc and the env shim need mount points in the read-only image: made before the remount.
-mkdir -p "$rootfs/proc"; touch "$rootfs/.env" "$rootfs/etc/hosts"
+mkdir -p "$rootfs/proc" "$rootfs/etc"; touch "$rootfs/.env" "$rootfs/etc/hosts"
 export -f inner
-export rootfs user cwd probe expect log work
+export rootfs user cwd probe expect log post work
 unshare --mount --net --pid --fork bash -c "$(declare -p entrypoint cmd envs volumes env_extra before); $(declare -f inner); inner"

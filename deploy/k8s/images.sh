@@ -9,6 +9,9 @@
 #                                      test cluster's host-path provisioner), and /etc/passwd with the user
 #                                      redis (uid 65532) that the image runs as; entrypoint redis-server,
 #                                      working directory /data (owned by 65532).
+#   localhost/restash/coredns:1.15.0   cluster DNS: the static $BIN/coredns that install.sh builds (go install
+#                                      github.com/coredns/coredns@v1.15.0), alone; user 65532, entrypoint /coredns
+#                                      (skipped with a note when install.sh has not built it yet).
 # Each tar is cached in $RESTASH_CACHE/images/ under a hash of its inputs (the binaries, the libraries, this
 # script), so a second run only checks hashes.
 # Usage: images.sh [--list FILE]   (FILE gets one "<image name> <tar path>" line per image)
@@ -85,3 +88,22 @@ if [[ ! -f $redis_tar ]]; then
     --config.user $REDIS_USER_ID:$REDIS_USER_ID --config.exposedports 6379/tcp
 fi
 report "$redis_image" "$redis_tar"
+
+# --- coredns --------------------------------------------------------------------------------------------
+COREDNS_VERSION=1.15.0
+# install.sh's folder, named as cluster.sh names it (the same version defaults)
+coredns=${RESTASH_K8S_BIN:-$RESTASH_CACHE/k8s-${K8S_VERSION:-v1.33.13}-etcd-${ETCD_VERSION:-v3.5.35}-helm-${HELM_VERSION:-v3.22.0}/bin}/coredns
+coredns_image=localhost/restash/coredns:$COREDNS_VERSION
+if [[ -x $coredns ]]; then
+  coredns_tar=$OUT/coredns-$COREDNS_VERSION-$(hash "$coredns").tar
+  if [[ ! -f $coredns_tar ]]; then
+    c=$work/coredns-rootfs
+    mkdir -p "$c"
+    cp "$coredns" "$c/coredns"
+    image "$coredns_image" "$coredns_tar" "$c" --config.entrypoint /coredns --config.workingdir / \
+      --config.user 65532:65532 --config.exposedports 53/udp --config.exposedports 53/tcp --config.exposedports 9153/tcp
+  fi
+  report "$coredns_image" "$coredns_tar"
+else
+  echo "images: no CoreDNS binary at $coredns (deploy/k8s/install.sh builds it): $coredns_image skipped" >&2
+fi
