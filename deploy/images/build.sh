@@ -228,7 +228,7 @@ build_sdk_check() {
     const { code } = swc.transformFileSync(file, { ...swcOptions({ withPaths: false }), sourceMaps: false, filename: file });
     require("fs").writeFileSync(out, `${code}\n`);
   ' "$program" "$s/sdk-check.js")
-  hash=$(key "$NODE_RUNTIME_KEY" "$(sha256sum "$s/sdk-check.js")" "$modules" "$REVISION")
+  hash=$(key "$NODE_RUNTIME_KEY" "$(sha256sum <"$s/sdk-check.js")" "$modules" "$REVISION")
   tar=$OUT/sdk-check-$VERSION-$hash.tar
   if [[ -f $tar ]]; then report "$name" "$tar" cached; return; fi
   node_runtime "$work/sdk-runtime"
