@@ -47,7 +47,10 @@ done
 for tool in umoci skopeo; do command -v $tool >/dev/null || { echo "build.sh: $tool is missing (apt-get install $tool)" >&2; exit 1; }; done
 
 VERSION=$(node -p "require('$ROOT/package.json').version")
-REVISION=$(git -C "$ROOT" rev-parse HEAD)
+# The label org.opencontainers.image.revision: the last commit that changed an image's inputs (not HEAD, so
+# a commit elsewhere in the repository does not rebuild every image); part of each image's hash.
+revision() { git -C "$ROOT" log -1 --format=%H -- "$@" deploy/images/build.sh; }
+APP_REVISION=$(revision apps libs tools package.json package-lock.json .node-version)
 LICENSE=$(node -p "require('$ROOT/package.json').license")
 mkdir -p "$OUT"
 work=$(mktemp -d "$OUT/build.XXXXXX")
@@ -91,10 +94,10 @@ etc_files() {
   chmod 1777 "$1/tmp"
 }
 
-# labels TITLE DESCRIPTION: the org.opencontainers.image.* labels as umoci options.
+# labels TITLE DESCRIPTION REVISION: the org.opencontainers.image.* labels as umoci options.
 labels() {
   local l
-  for l in "title=$1" "description=$2" "version=$VERSION" "revision=$REVISION" "source=$SOURCE" "licenses=$LICENSE" "vendor=restash"; do
+  for l in "title=$1" "description=$2" "version=$VERSION" "revision=$3" "source=$SOURCE" "licenses=$LICENSE" "vendor=restash"; do
     printf -- '--config.label\norg.opencontainers.image.%s\n' "$l"
   done
 }
@@ -191,7 +194,7 @@ build_app() {
   [[ -f $dist/main.js && -f $dist/package.json ]] || { echo "build.sh: $dist is not built (nx run $app:build)" >&2; exit 1; }
   description=${DESCRIPTION[$app]}
   modules=$(node_modules "$dist/package.json")
-  hash=$(key "$NODE_RUNTIME_KEY" "$(tree_hash "$dist")" "$modules" "$REVISION")
+  hash=$(key "$NODE_RUNTIME_KEY" "$(tree_hash "$dist")" "$modules" "$APP_REVISION")
   tar=$OUT/$app-$VERSION-$hash.tar
   if [[ -f $tar ]]; then report "$name" "$tar" cached; return; fi
   local r=$work/$app-runtime a=$work/$app-app
@@ -202,7 +205,7 @@ build_app() {
   rm -f "$a/node_modules/.package-lock.json"
   [[ -n ${API_PORT[$app]:-} ]] && ports+=(--config.exposedports "${API_PORT[$app]}/tcp")
   ports+=(--config.exposedports "${MANAGEMENT_PORT[$app]}/tcp")
-  mapfile -t lbl < <(labels "$app" "$description")
+  mapfile -t lbl < <(labels "$app" "$description" "$APP_REVISION")
   image "$name" "$tar" "$r:/" "$a:/app" -- --config.entrypoint /usr/local/bin/node --config.entrypoint /app/main.js \
     --config.user $NONROOT --config.workingdir /app --config.env NODE_ENV=production "${ports[@]}" "${lbl[@]}"
   rm -rf "$r" "$a"
@@ -228,13 +231,13 @@ build_sdk_check() {
     const { code } = swc.transformFileSync(file, { ...swcOptions({ withPaths: false }), sourceMaps: false, filename: file });
     require("fs").writeFileSync(out, `${code}\n`);
   ' "$program" "$s/sdk-check.js")
-  hash=$(key "$NODE_RUNTIME_KEY" "$(sha256sum <"$s/sdk-check.js")" "$modules" "$REVISION")
+  hash=$(key "$NODE_RUNTIME_KEY" "$(sha256sum <"$s/sdk-check.js")" "$modules" "$APP_REVISION")
   tar=$OUT/sdk-check-$VERSION-$hash.tar
   if [[ -f $tar ]]; then report "$name" "$tar" cached; return; fi
   node_runtime "$work/sdk-runtime"
   cp -a "$modules" "$s/node_modules"
   rm -f "$s/node_modules/.package-lock.json"
-  mapfile -t lbl < <(labels sdk-check "the official Upstash SDKs against restash: sdk-check <kv|vector|stream|queue> <marker>")
+  mapfile -t lbl < <(labels sdk-check "the official Upstash SDKs against restash: sdk-check <kv|vector|stream|queue> <marker>" "$APP_REVISION")
   image "$name" "$tar" "$work/sdk-runtime:/" "$s:/app" -- --config.entrypoint /usr/local/bin/node --config.entrypoint /app/sdk-check.js \
     --config.user $NONROOT --config.workingdir /app --config.env NODE_ENV=production --config.exposedports 8090/tcp "${lbl[@]}"
   report "$name" "$tar" built
@@ -318,7 +321,7 @@ build_kafka() {
       --compress=2 --output "$jre.tmp"
     mv "$jre.tmp" "$jre"
   fi
-  hash=$(key "$jre_key" "$(libraries "$jre/bin/java" $(find "$jre/lib" -name '*.so') | xargs sha256sum)" "$(tree_hash "$libs")" "$KAFKA_CLUSTER_ID" "$REVISION")
+  hash=$(key "$jre_key" "$(libraries "$jre/bin/java" $(find "$jre/lib" -name '*.so') | xargs sha256sum)" "$(tree_hash "$libs")" "$KAFKA_CLUSTER_ID" "$(revision deploy/kafka-local)")
   tar=$OUT/kafka-$version-$hash.tar
   if [[ -f $tar ]]; then report "$name" "$tar" cached; return; fi
   local r=$work/kafka-runtime a=$work/kafka-app
@@ -330,7 +333,7 @@ build_kafka() {
   cp -a "$libs" "$a/opt/kafka/libs"
   kafka_server_properties >"$a/etc/kafka/server.properties"
   kafka_log4j_properties >"$a/etc/kafka/log4j2.properties"
-  mapfile -t lbl < <(labels kafka "Apache Kafka $version, single-node KRaft broker for dev and tests (restash-engines)")
+  mapfile -t lbl < <(labels kafka "Apache Kafka $version, single-node KRaft broker for dev and tests (restash-engines)" "$(revision deploy/kafka-local)")
   image "$name" "$tar" "$r:/" "$a:/" -- \
     --config.entrypoint /opt/java/bin/java --config.entrypoint -XX:+UseG1GC --config.entrypoint -Djava.awt.headless=true \
     --config.entrypoint -Dlog4j2.configurationFile=/etc/kafka/log4j2.properties --config.entrypoint -cp --config.entrypoint '/opt/kafka/libs/*' \
@@ -384,7 +387,7 @@ python_inputs() { # a hash of the interpreter, the venv and deploy/python
 build_python_service() {
   local service=$1 port=$2 description=$3 name=localhost/restash/$1:$VERSION hash tar r a f; shift 3
   bash "$ROOT/deploy/python/install.sh"
-  hash=$(key "$(python_inputs)" "$(cd "$ROOT/deploy/$service" && sha256sum server.py $(ls filters.py 2>/dev/null))" "$*" "$REVISION")
+  hash=$(key "$(python_inputs)" "$(cd "$ROOT/deploy/$service" && sha256sum server.py $(ls filters.py 2>/dev/null))" "$*" "$(revision deploy/python "deploy/$service")")
   tar=$OUT/$service-$VERSION-$hash.tar
   if [[ -f $tar ]]; then report "$name" "$tar" cached; return; fi
   r=$work/$service-runtime a=$work/$service-app
@@ -397,7 +400,7 @@ build_python_service() {
   local extra=()
   [[ $service == qdrant-local ]] && extra=(--config.cmd --data --config.cmd /data --config.volume /data --config.workingdir /data)
   [[ $service == embedder-local ]] && extra=(--config.workingdir /app)
-  mapfile -t lbl < <(labels "$service" "$description")
+  mapfile -t lbl < <(labels "$service" "$description" "$(revision deploy/python "deploy/$service")")
   image "$name" "$tar" "$r:/" "$a:/app" -- --config.entrypoint /usr/local/bin/python3 --config.entrypoint /app/server.py \
     --config.cmd --host --config.cmd 0.0.0.0 --config.cmd --port --config.cmd "$port" "${extra[@]}" \
     --config.env PYTHONDONTWRITEBYTECODE=1 --config.env PYTHONUNBUFFERED=1 \
