@@ -348,8 +348,7 @@ up() {
   else
     bash "$HERE/images.sh" --list "$images"
     COREDNS_IMAGE=$(awk '$1 ~ /^localhost\/restash\/coredns:/ {print $1}' "$images")
-    # until images.sh builds it (issue 14, in progress): a cluster without DNS rather than no cluster
-    [[ -n $COREDNS_IMAGE ]] || say "cluster: images.sh listed no localhost/restash/coredns image: no cluster DNS (pods' lookups time out)" >&2
+    [[ -n $COREDNS_IMAGE ]] || fail "images.sh listed no localhost/restash/coredns image"
   fi
   say "cluster: starting ($STATE)"
   make_pki
@@ -368,7 +367,7 @@ up() {
   make_bridge
   start_control_plane
   ((control_plane_only)) || start_node "$images"
-  ((control_plane_only)) || [[ -z ${COREDNS_IMAGE:-} ]] || start_dns
+  ((control_plane_only)) || start_dns
   kubectl apply -f "$HERE/conf/storageclass.yaml" >/dev/null
   # pods are refused in a namespace until its service account exists: the controller that makes them runs
   wait_for "service accounts" 30 kubectl -n default get serviceaccount default
