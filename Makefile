@@ -35,8 +35,8 @@ k8s-install: ## the test cluster's binaries (etcd, Kubernetes, kubectl, helm: ab
 dev-k8s: build k8s-install ## the test cluster, the operator and the local stack's gateways in the foreground (root); writes .restash/kubeconfig
 	$(RUN_TS) libs/platform/util-stack/src/bin/dev-k8s.ts
 
-images: build k8s-install ## the OCI images of every app, the dev engines and the SDK Job (deploy/images/build.sh), cached by content hash in $(RESTASH_CACHE)/images
-	bash deploy/images/build.sh
+images: build k8s-install ## the OCI images of every app, the dev engines and the SDK Job (deploy/images/build.sh), cached by content hash in $(RESTASH_CACHE)/images; .restash/images.list names them
+	mkdir -p .restash && bash deploy/images/build.sh --no-build --list .restash/images.list
 
 k8s-down: ## stop the test cluster and remove what it made on the host (after a dev-k8s or a test that was killed)
 	bash deploy/k8s/cluster.sh down

@@ -118,6 +118,9 @@ image() {
   skopeo copy --quiet "oci:$layout:build" "docker-archive:$tar.tmp:$name"
   mv "$tar.tmp" "$tar"
   rm -rf "$layout"
+  # Earlier builds of the same image (other hashes) go, unless made within the hour (another run may import them).
+  find "$(dirname "$tar")" -maxdepth 1 -regextype posix-extended -mmin +60 \
+    -regex "$(basename "${tar%-*}" | sed 's/[.]/\\./g' | sed 's|^|.*/|')-[0-9a-f]{16}\.tar" ! -path "$tar" -delete
 }
 
 # report NAME TAR STATUS: one line (name, tar size, unpacked size, built/cached, path), and the list entry.

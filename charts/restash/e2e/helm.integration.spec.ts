@@ -4,7 +4,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from '@upstash/redis';
-import { type Cluster, type PrometheusServer, type PrometheusTarget, repoRoot, startCluster, startPrometheus } from '@restash/platform/util-stack';
+import { type Cluster, type PrometheusServer, type PrometheusTarget, lintMetrics, repoRoot, startCluster, startPrometheus } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 
 /**
@@ -237,7 +237,8 @@ describe('Prometheus', () => {
   it('scrapes the pods as the chart ServiceMonitor says and answers per-tenant request rates and p99 latency', async () => {
     // Debian's Prometheus is built without Kubernetes service discovery: the targets are what the ServiceMonitor's
     // endpoints discovery would find (the `management` port of each Service of the release, job = component).
-    prometheus = await startPrometheus({ ruleFiles: [join(CHART, 'files/prometheus-rules.yaml')], targets: await managementTargets() });
+    const targets = await managementTargets();
+    prometheus = await startPrometheus({ ruleFiles: [join(CHART, 'files/prometheus-rules.yaml')], targets });
     const shop = new Redis({ ...(await restCredentials('shop')), retry: false });
     const blog = new Redis({ ...(await restCredentials('blog')), retry: false });
     const traffic = async () => {
@@ -252,6 +253,8 @@ describe('Prometheus', () => {
     const p99 = await prometheus.query('histogram_quantile(0.99, sum by (tenant, le) (rate(restash_kv_request_duration_seconds_bucket[30s])))');
     expect(p99).toHaveLength(2);
     for (const series of p99) expect(series.value).toBeGreaterThan(0);
+    // each pod's exposition passes `promtool check metrics` (names, units, _total, help)
+    for (const target of targets) expect({ target: target.url, problems: await lintMetrics(await (await fetch(`${target.url}/metrics`)).text()) }).toEqual({ target: target.url, problems: [] });
     // every app of the release is scraped through the ServiceMonitor-shaped discovery and up
     const up = await prometheus.query('up{job=~".+"}');
     expect(new Set(up.filter((s) => s.value === 1).map((s) => s.metric.job))).toEqual(new Set(APPS));
