@@ -45,6 +45,12 @@ done
 [[ ${#names[@]} -gt 0 ]] || names=("${APPS[@]}" sdk-check "${ENGINES[@]}")
 [[ -x $NODE_DIR/bin/node ]] || { echo "build.sh: no Node $NODE_VERSION at $NODE_DIR (make install)" >&2; exit 1; }
 for tool in umoci skopeo; do command -v $tool >/dev/null || { echo "build.sh: $tool is missing (apt-get install $tool)" >&2; exit 1; }; done
+# jlink (the Kafka image's JRE) comes with the JDK; deploy/local/install.sh installs only the runtime.
+if [[ " ${names[*]} " == *" kafka "* ]] && ! command -v jlink >/dev/null; then
+  echo "build.sh: installing openjdk-17-jdk-headless (apt) for jlink" >&2
+  as_root() { if [[ $EUID -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless >/dev/null
+fi
 
 VERSION=$(node -p "require('$ROOT/package.json').version")
 # The label org.opencontainers.image.revision: the last commit that changed an image's inputs (not HEAD, so
