@@ -269,33 +269,16 @@ KAFKA_CLUSTER_ID=cmVzdGFzaC1kZXYta2Fma2E # fixed: one broker per data volume, fo
 
 kafka_server_properties() {
   cat <<'PROPERTIES'
-# localhost/restash/kafka (deploy/images/build.sh): single node, broker + KRaft controller, PLAINTEXT.
-process.roles=broker,controller
-node.id=1
+# localhost/restash/kafka (deploy/images/build.sh): single node, broker + KRaft controller, PLAINTEXT; then
+# deploy/kafka-local/broker.properties.
 controller.quorum.voters=1@127.0.0.1:9093
 listeners=PLAINTEXT://0.0.0.0:9092,CONTROLLER://127.0.0.1:9093
 advertised.listeners=PLAINTEXT://${env:KAFKA_ADVERTISED_HOST}:9092
 config.providers=env
 config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=/data/logs
-num.partitions=1
-default.replication.factor=1
-min.insync.replicas=1
-# Topics are created by the gateway.
-auto.create.topics.enable=false
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-share.coordinator.state.topic.num.partitions=1
-group.initial.rebalance.delay.ms=0
 PROPERTIES
+  cat "$ROOT/deploy/kafka-local/broker.properties"
 }
 
 kafka_log4j_properties() {
@@ -330,7 +313,7 @@ build_kafka() {
       --compress=2 --output "$jre.tmp"
     mv "$jre.tmp" "$jre"
   fi
-  hash=$(key "$jre_key" "$(libraries "$jre/bin/java" $(find "$jre/lib" -name '*.so') | xargs sha256sum)" "$(tree_hash "$libs")" "$KAFKA_CLUSTER_ID" "$(revision deploy/kafka-local)")
+  hash=$(key "$jre_key" "$(libraries "$jre/bin/java" $(find "$jre/lib" -name '*.so') | xargs sha256sum)" "$(tree_hash "$libs")" "$KAFKA_CLUSTER_ID" "$(kafka_server_properties)" "$(revision deploy/kafka-local)")
   tar=$OUT/kafka-$version-$hash.tar
   if [[ -f $tar ]]; then report "$name" "$tar" cached; return; fi
   local r=$work/kafka-runtime a=$work/kafka-app

@@ -37,32 +37,16 @@ java="${JAVA:-java}"
 mkdir -p "$data"
 data="$(cd "$data" && pwd)"
 
-cat >"$data/server.properties" <<EOF
-# Written by deploy/kafka-local/start.sh (rewritten on every start).
-process.roles=broker,controller
-node.id=1
+{
+  cat <<EOF
+# Written by deploy/kafka-local/start.sh (rewritten on every start), then broker.properties.
 controller.quorum.voters=1@127.0.0.1:$cport
 listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
 advertised.listeners=PLAINTEXT://127.0.0.1:$port
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=$data/logs
-num.partitions=1
-default.replication.factor=1
-min.insync.replicas=1
-# Topics are created by the gateway.
-auto.create.topics.enable=false
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-share.coordinator.state.topic.num.partitions=1
-group.initial.rebalance.delay.ms=0
 EOF
+  cat "$here/broker.properties"
+} >"$data/server.properties"
 
 cat >"$data/log4j2.properties" <<'EOF'
 # Written by deploy/kafka-local/start.sh: console only, WARN and up plus the broker's start/stop lines.
