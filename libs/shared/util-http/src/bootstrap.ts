@@ -126,7 +126,8 @@ export async function startHttpService(rootModule: Type<unknown> | DynamicModule
   await app.listen(config.port, config.host);
 
   const url = await app.getUrl();
-  logger.log(`listening on ${url}, management on ${management.url}`);
+  // the bound address (getUrl() names 127.0.0.1 for 0.0.0.0: right to connect to, misleading in a pod's log)
+  logger.log(`listening on ${config.host}:${new URL(url).port}, management on ${config.host}:${new URL(management.url).port}`);
   return {
     app,
     url: url.replace('[::1]', '127.0.0.1'),
