@@ -114,6 +114,12 @@ spec:
             {{- with $app.extraEnv }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
+          {{- if and .api $app.drainSeconds }}
+          # Keeps serving, every answer closing its connection, while the endpoint leaves the Services: SIGTERM comes after.
+          lifecycle:
+            preStop:
+              httpGet: { path: "/drain?seconds={{ $app.drainSeconds }}", port: management }
+          {{- end }}
           {{- with $app.startupProbe }}
           {{- if .enabled }}
           startupProbe:

@@ -55,6 +55,14 @@ describe('default values (ci/default-values.yaml)', () => {
     for (const c of ['kv-gateway', 'vector-gateway', 'queue-gateway']) expect(find(objects, 'Service', `restash-${c}`)['spec'].sessionAffinity).toBeUndefined();
   });
 
+  it('drains a terminating gateway for 5 s before SIGTERM (preStop GET /drain: answers close their connections); no hook for the worker and operator, or with 0', () => {
+    for (const app of ['kv-gateway', 'vector-gateway', 'stream-gateway', 'queue-gateway']) {
+      expect(container(find(objects, 'Deployment', `restash-${app}`)).lifecycle).toEqual({ preStop: { httpGet: { path: '/drain?seconds=5', port: 'management' } } });
+    }
+    for (const app of ['queue-worker', 'operator']) expect(container(find(objects, 'Deployment', `restash-${app}`)).lifecycle).toBeUndefined();
+    expect(container(find(render({ set: { 'kvGateway.drainSeconds': '0' } }), 'Deployment', 'restash-kv-gateway')).lifecycle).toBeUndefined();
+  });
+
   it('points the operator at the gateways by cluster DNS name and keeps the CRDs on uninstall', () => {
     const env = envMap(find(objects, 'Deployment', 'restash-operator'));
     expect(env['KV_GATEWAY_URL']).toBe('http://restash-kv-gateway.restash-system.svc.cluster.local:8080');

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { Agent, get } from 'node:http';
 import { connect } from 'node:net';
 import { Injectable, Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
@@ -188,5 +189,39 @@ describe('startHttpService: every answer of the API port is in the API error sha
     const boom = await request('GET /boom HTTP/1.1\r\nHost: x\r\nX-Request-Id: req-42\r\nConnection: close');
     expectApiError(boom, 500, 'internal error (request id req-42)');
     expect(boom.body).not.toContain('secret internals');
+  });
+});
+
+describe('GET /drain on the management port (a pod\'s preStop hook)', () => {
+  it('makes every API answer close its connection and /readyz fail, answering after the seconds asked for; refuses bad seconds', async () => {
+    const service = await startHttpService(TestModule, { service: 'drain', host: '127.0.0.1', port: 0, managementPort: 0, bodyLimitBytes: 1024, logLevel: 'fatal' });
+    try {
+      const agent = new Agent({ keepAlive: true });
+      const connectionHeader = () =>
+        new Promise<string | undefined>((resolve, reject) =>
+          get(`${service.url}/known`, { agent }, (response) => {
+            response.resume();
+            response.on('end', () => resolve(response.headers.connection));
+          }).on('error', reject),
+        );
+      expect(await connectionHeader()).toBe('keep-alive');
+      expect((await fetch(`${service.managementUrl}/readyz`)).status).toBe(200);
+
+      expect((await fetch(`${service.managementUrl}/drain?seconds=61`)).status).toBe(400);
+      expect((await fetch(`${service.managementUrl}/drain?seconds=soon`)).status).toBe(400);
+      const started = Date.now();
+      const drained = await fetch(`${service.managementUrl}/drain?seconds=1`);
+      expect(drained.status).toBe(200);
+      expect(await drained.json()).toEqual({ status: 'drained', seconds: 1 });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+
+      expect(await connectionHeader()).toBe('close');
+      agent.destroy();
+      const readyz = await fetch(`${service.managementUrl}/readyz`);
+      expect(readyz.status).toBe(503);
+      expect(await readyz.json()).toMatchObject({ failures: { draining: 'draining: the pod is terminating' } });
+    } finally {
+      await service.close();
+    }
   });
 });

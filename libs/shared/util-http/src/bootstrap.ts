@@ -48,6 +48,10 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * request without `Host` (400), a request while closing (503) and an unexpected failure (500 with
  * the request id, logged, no stack trace).
  *
+ * Shutting down in Kubernetes: the pod's preStop hook calls `GET /drain?seconds=N` on the management server;
+ * from then on every answer closes its connection (keep-alive clients reconnect through the Service, whose
+ * endpoints no longer hold this pod), and SIGTERM follows after N seconds.
+ *
  * The root module must import ObservabilityModule and provide {@link API_ERRORS}.
  * @throws Error when the root module does not provide API_ERRORS
  */
@@ -101,6 +105,13 @@ export async function startHttpService(rootModule: Type<unknown> | DynamicModule
     closing = true;
     done();
   });
+  // While draining (GET /drain on the management port, a pod's preStop hook), every answer closes its connection,
+  // so that keep-alive clients reconnect through the Service to the replicas that stay.
+  let draining = false;
+  fastify.addHook('onRequest', (_request, reply, done) => {
+    if (draining) void reply.header('connection', 'close');
+    done();
+  });
   // Node answers an unknown expectation itself (417, empty body) unless someone listens.
   fastify.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     const body = errors.encode(417, `expectation failed: only Expect: 100-continue is supported, got ${JSON.stringify(request.headers.expect)}`);
@@ -118,7 +129,9 @@ export async function startHttpService(rootModule: Type<unknown> | DynamicModule
   errors = app.get<ApiErrors>(API_ERRORS);
   app.useGlobalFilters(new ApiExceptionFilter(errors, logger));
   app.enableShutdownHooks();
-  const management = await startManagementServer(app.get(Readiness), app.get<Registry>(METRICS_REGISTRY), config);
+  const management = await startManagementServer(app.get(Readiness), app.get<Registry>(METRICS_REGISTRY), config, () => {
+    draining = true;
+  });
   // However the application closes (close(), SIGTERM), the management server closes with it.
   adapter.getInstance().addHook('onClose', async () => {
     await management.server.close();
@@ -169,13 +182,36 @@ export async function startWorkerService(rootModule: Type<unknown> | DynamicModu
   return { app, managementUrl: management.url, close };
 }
 
+/** The longest drain `GET /drain?seconds=` asks for. */
+const MAX_DRAIN_SECONDS = 60;
+
+/**
+ * The management server: `/healthz`, `/readyz` (the Readiness checks), `/metrics`, and for a service with an API port
+ * `GET /drain?seconds=N` (default 5, at most 60): from then on every API answer carries `Connection: close` and
+ * `/readyz` fails (check `draining`); it answers 200 after N seconds. A pod's preStop hook calls it, so that the
+ * Service stops sending new connections and keep-alive clients move to the replicas that stay before SIGTERM.
+ */
 async function startManagementServer(
   readiness: Readiness,
   registry: Registry,
   config: Pick<HttpServiceConfig, 'host' | 'managementPort'>,
+  drain?: () => void,
 ): Promise<{ server: FastifyInstance; url: string }> {
   const server = Fastify({ logger: false });
   server.get('/healthz', async () => ({ status: 'ok' }));
+  if (drain) {
+    server.get('/drain', async (request, reply) => {
+      const given = (request.query as Record<string, string | undefined>)['seconds'] ?? '5';
+      const seconds = Number(given);
+      if (!/^[0-9]+$/.test(given) || seconds > MAX_DRAIN_SECONDS) {
+        return reply.code(400).send({ error: `seconds must be an integer from 0 to ${MAX_DRAIN_SECONDS}, got ${JSON.stringify(given)}` });
+      }
+      drain();
+      readiness.register('draining', () => Promise.reject(new Error('draining: the pod is terminating')));
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+      return { status: 'drained', seconds };
+    });
+  }
   server.get('/readyz', async (_request, reply) => {
     const { ready, failures } = await readiness.evaluate();
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', failures });
