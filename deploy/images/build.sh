@@ -281,22 +281,6 @@ PROPERTIES
   cat "$ROOT/deploy/kafka-local/broker.properties"
 }
 
-kafka_log4j_properties() {
-  cat <<'PROPERTIES'
-# Console only, WARN and up plus the broker's start/stop lines (as deploy/kafka-local/start.sh).
-status = warn
-shutdownHook = disable
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.raftserver.name = kafka.server.KafkaRaftServer
-logger.raftserver.level = INFO
-PROPERTIES
-}
-
 build_kafka() {
   local pom=$ROOT/deploy/kafka-local/pom.xml version libs jdk jre jre_key hash tar name
   version=$(sed -n 's:.*<kafka\.version>\(.*\)</kafka\.version>.*:\1:p' "$pom" | head -n1)
@@ -313,7 +297,7 @@ build_kafka() {
       --compress=2 --output "$jre.tmp"
     mv "$jre.tmp" "$jre"
   fi
-  hash=$(key "$jre_key" "$(libraries "$jre/bin/java" $(find "$jre/lib" -name '*.so') | xargs sha256sum)" "$(tree_hash "$libs")" "$KAFKA_CLUSTER_ID" "$(kafka_server_properties)" "$(revision deploy/kafka-local)")
+  hash=$(key "$jre_key" "$(libraries "$jre/bin/java" $(find "$jre/lib" -name '*.so') | xargs sha256sum)" "$(tree_hash "$libs")" "$KAFKA_CLUSTER_ID" "$(kafka_server_properties)" "$(cat "$ROOT/deploy/kafka-local/log4j2.properties")" "$(revision deploy/kafka-local)")
   tar=$OUT/kafka-$version-$hash.tar
   if [[ -f $tar ]]; then report "$name" "$tar" cached; return; fi
   local r=$work/kafka-runtime a=$work/kafka-app
@@ -324,7 +308,7 @@ build_kafka() {
   mkdir -p "$r/data" && chown $NONROOT "$r/data" && chmod 0750 "$r/data"
   cp -a "$libs" "$a/opt/kafka/libs"
   kafka_server_properties >"$a/etc/kafka/server.properties"
-  kafka_log4j_properties >"$a/etc/kafka/log4j2.properties"
+  cp "$ROOT/deploy/kafka-local/log4j2.properties" "$a/etc/kafka/log4j2.properties"
   mapfile -t lbl < <(labels kafka "Apache Kafka $version, single-node KRaft broker for dev and tests (restash-engines)" "$(revision deploy/kafka-local)")
   image "$name" "$tar" "$r:/" "$a:/" -- \
     --config.entrypoint /opt/java/bin/java --config.entrypoint -XX:+UseG1GC --config.entrypoint -Djava.awt.headless=true \

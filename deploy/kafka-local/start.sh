@@ -5,7 +5,7 @@
 #   start.sh --port PORT --controller-port CPORT --data DIR [--heap 512m]
 #
 # Clients connect to 127.0.0.1:PORT (PLAINTEXT); the KRaft controller listens on 127.0.0.1:CPORT.
-# DIR holds server.properties, log4j2.properties, cluster-id and the logs (logs/); starting again on
+# DIR holds server.properties, cluster-id and the logs (logs/); starting again on
 # the same DIR keeps the topics and their messages. The script execs the JVM, so its PID is the
 # broker's and SIGTERM stops it cleanly. Logs go to stdout (WARN and up, plus startup/shutdown).
 set -euo pipefail
@@ -48,22 +48,7 @@ EOF
   cat "$here/broker.properties"
 } >"$data/server.properties"
 
-cat >"$data/log4j2.properties" <<'EOF'
-# Written by deploy/kafka-local/start.sh: console only, WARN and up plus the broker's start/stop lines.
-status = warn
-# Kafka logs its own shutdown; a Log4j hook racing it only warns "JVM is shutting down".
-shutdownHook = disable
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.raftserver.name = kafka.server.KafkaRaftServer
-logger.raftserver.level = INFO
-EOF
-
-log4j="-Dlog4j2.configurationFile=$data/log4j2.properties"
+log4j="-Dlog4j2.configurationFile=$here/log4j2.properties"
 # One cluster id per data directory, so a restart on the same DIR finds its own formatted storage.
 if [[ ! -s "$data/cluster-id" ]]; then
   "$java" "$log4j" -cp "$libs/*" kafka.tools.StorageTool random-uuid >"$data/cluster-id.tmp"
