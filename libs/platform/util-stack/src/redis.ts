@@ -1,8 +1,9 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { gatewayUserRule } from '@restash/kv/util-command';
+import { type RedisEngine, engineLaunch } from './kv-engine';
 import { type Restartable, freePort, restartable, startProcess } from './process';
 
 /** Credentials of a Redis ACL user. */
@@ -37,8 +38,14 @@ export interface RedisServerOptions {
   cpus?: string;
   /** A file for the server's log; by default its tail is kept in memory. */
   logFile?: string;
-  /** Its name in messages (`redis-server` by default). */
+  /** Its name in messages (`<executable> on port <port>` by default). */
   name?: string;
+  /**
+   * The server (kv-engine.ts): `system` (default) is `redis-server` from PATH (Debian's 7.0.15, the
+   * control and queue Redis); `redis` is Redis 8.2.3 with RedisJSON and RediSearch loaded, `valkey`
+   * Valkey 9.1.2, both from deploy/kv-engines (installed on first use).
+   */
+  engine?: RedisEngine;
 }
 
 /**
@@ -56,10 +63,13 @@ export function gatewayUserConfig(password: string): string[] {
 export const QUEUE_REDIS_CONFIG = ['appendonly yes', 'appendfsync everysec', 'maxmemory-policy noeviction'];
 
 /**
- * Starts `redis-server` (from PATH) bound to 127.0.0.1 with no persistence unless `config` turns it
- * on, and waits until it answers PING.
+ * Starts the server of `options.engine` (`redis-server` from PATH by default) bound to 127.0.0.1 with
+ * no persistence unless `config` turns it on, and waits until it answers PING. The engine's modules
+ * are `loadmodule` lines of its redis.conf, so they load again on every restart (and before an AOF
+ * holding their keys is replayed).
  *
- * @throws Error holding the server's output when it does not answer within 30 s
+ * @throws Error holding the server's output when it does not answer within 30 s, or the engines'
+ *   install output when deploy/kv-engines/install.sh fails
  */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const port = options.port ?? (await freePort());
@@ -67,13 +77,14 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'restash-redis-')));
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const conf = join(dir, 'redis.conf');
-  const lines = [`port ${port}`, 'bind 127.0.0.1', 'save ""', 'appendonly no', `dir ${dir}`, ...(options.config ?? [])];
+  const engine = await engineLaunch(options.engine ?? 'system');
+  const lines = [`port ${port}`, 'bind 127.0.0.1', 'save ""', 'appendonly no', `dir ${dir}`, ...engine.config, ...(options.config ?? [])];
   await writeFile(conf, `${lines.join('\n')}\n`, { mode: 0o600 });
   const controls = await restartable(
     () =>
       startProcess({
-        name: options.name ?? `redis-server on port ${port}`,
-        command: 'redis-server',
+        name: options.name ?? `${basename(engine.command)} on port ${port}`,
+        command: engine.command,
         args: [conf],
         ...(options.cpus !== undefined ? { cpus: options.cpus } : {}),
         ...(options.logFile !== undefined ? { logFile: options.logFile } : {}),

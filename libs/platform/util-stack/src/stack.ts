@@ -9,6 +9,7 @@ import type { AppName } from './paths';
 import { DATA_REDIS_PASSWORD_VARIABLE, type PortName, type StackPorts } from './ports';
 import { type EmbedderLocal, type QdrantLocal, startEmbedderLocal, startQdrantLocal } from './python-services';
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
+import { type KvEngine, type KvEngineName, kvEngine } from './kv-engine';
 import { QUEUE_REDIS_CONFIG, type RedisAuth, type RedisServer, gatewayUserConfig, startRedisServer } from './redis';
 import { type TenantTokens, applyTenantFile, applyTenants } from './tenants';
 
@@ -22,6 +23,8 @@ export interface StackEngines {
   queueRedis?: RedisServer;
   /** One Redis server per KV database, by its id. */
   kvRedis: Map<string, RedisServer>;
+  /** The engine of the KV databases' servers. */
+  kvEngine: KvEngine;
   /** The gateway's ACL user on every KV database's server. */
   dataRedisAuth: RedisAuth;
   qdrant?: QdrantLocal;
@@ -60,6 +63,8 @@ export interface StackOptions {
   ports?: Partial<StackPorts>;
   /** One Redis server per KV database, with the gateway's ACL user. */
   kvDatabases?: KvDatabaseServer[];
+  /** The engine of the KV databases' servers (kv-engine.ts); by default the one `KV_ENGINE` names (`redis` when unset). */
+  kvEngine?: KvEngineName;
   /** The gateway's password on the KV databases' servers; random by default. */
   dataRedisPassword?: string;
   /** REGISTRY_SEAL_KEY of the tenants command and every service (32 bytes, base64); random by default. */
@@ -136,15 +141,17 @@ const SERVICE_PORTS: Record<ServiceName, [PortName | undefined, PortName]> = {
 
 /**
  * Starts a local stack on 127.0.0.1: the control Redis (the registry), a Redis per KV database with
- * the gateway's ACL user, the queue's Redis, qdrant-local, embedder-local and a Kafka broker as asked;
+ * the gateway's ACL user (Redis 8.2 with RedisJSON and RediSearch, or Valkey 9.1: `kvEngine`), the queue's Redis, qdrant-local, embedder-local and a Kafka broker as asked;
  * applies the tenants with the tenants command (apps/tenants-cli); then the services, each waited for
  * until its /readyz answers. queue-worker may deliver to loopback destinations (DESTINATION_ALLOWLIST
  * 127.0.0.0/8,::1): a local stack's sinks are on this machine.
  *
- * @throws Error naming the process that did not come up (with the tail of its log), or the tenants
+ * @throws Error naming the allowed engines when `KV_ENGINE` names another, before anything starts;
+ *   Error naming the process that did not come up (with the tail of its log), or the tenants
  *   command's output; whatever was started is stopped first
  */
 export async function startStack(options: StackOptions): Promise<Stack> {
+  const engine = options.kvEngine ? kvEngine({ KV_ENGINE: options.kvEngine }) : kvEngine();
   const temporary = options.stateDir === undefined;
   const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), 'restash-stack-')));
   for (const dir of ['', 'logs', 'run']) await mkdir(join(stateDir, dir), { recursive: true, mode: 0o700 });
@@ -175,7 +182,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       options.registrySealKey ?? (await keptSecret(join(stateDir, 'registry-seal.key'), options.persistent ?? false, () => randomBytes(32).toString('base64')));
     const dataRedisAuth = { username: GATEWAY_REDIS_USER, password };
     const persistent = options.persistent ? ['appendonly yes'] : [];
-    const redis = (name: string, dir: string, extra: { port?: number; config?: string[]; auth?: RedisAuth }, cpuKey = name) =>
+    const redis = (name: string, dir: string, extra: { port?: number; config?: string[]; auth?: RedisAuth; engine?: KvEngineName }, cpuKey = name) =>
       track<RedisServer & StackProcess>(name, startRedisServer({ name, dir: join(stateDir, dir), logFile: log(name), ...pin(cpuKey), ...extra }));
 
     const kvDatabases = options.kvDatabases ?? [];
@@ -184,7 +191,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       queueRedis: options.queueRedis ? redis('queue-redis', 'queue', { config: QUEUE_REDIS_CONFIG }) : undefined,
       kv: Promise.all(
         kvDatabases.map((db) =>
-          redis(`kv-redis-${db.id}`, join('kv', db.id), { ...(db.port ? { port: db.port } : {}), config: [...persistent, ...gatewayUserConfig(password)], auth: dataRedisAuth }, 'kv-redis'),
+          redis(`kv-redis-${db.id}`, join('kv', db.id), { ...(db.port ? { port: db.port } : {}), config: [...persistent, ...gatewayUserConfig(password)], auth: dataRedisAuth, engine: engine.name }, 'kv-redis'),
         ),
       ),
       qdrant: options.qdrant
@@ -210,6 +217,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const engines: StackEngines = {
       control: started.control,
       kvRedis,
+      kvEngine: engine,
       dataRedisAuth,
       ...(started.queueRedis ? { queueRedis: started.queueRedis } : {}),
       ...(started.qdrant ? { qdrant: started.qdrant } : {}),
