@@ -16,7 +16,7 @@ export npm_config_nodedir := $(NODE_HOME)
 runtime: ## the pinned Node, when missing
 	bash deploy/local/node.sh
 
-install: runtime ## redis-server, Java, Maven, Debian's prometheus/promtool (apt), npm packages, Python venv, Kafka jars: each when missing
+install: runtime ## redis-server, Java, Maven, Debian's prometheus/promtool (apt), npm packages, Python venv, Kafka jars, the KV engines (Redis 8.2 with RedisJSON and RediSearch, Valkey 9.1: deploy/kv-engines): each when missing
 	bash deploy/local/install.sh
 	bash deploy/prometheus/install.sh
 
@@ -53,8 +53,8 @@ typecheck: install ## tsc --noEmit of every project, cached by Nx
 unit: install k8s-install ## the unit tests of every project (the chart's template tests run the cluster build's helm), cached by Nx
 	npx nx run-many -t test --outputStyle=static
 
-integration: build k8s-install ## the integration tests against real engines (the apps and the test cluster's binaries built first, outside any test's timeout; the chart's test builds the images), never cached
-	npx nx run-many -t test-integration --parallel=1 --outputStyle=static --skip-nx-cache
+integration: build k8s-install ## the integration tests against real engines (the apps and the test cluster's binaries built first, outside any test's timeout; the chart's test builds the images), never cached; the KV tests twice: on Redis 8.2 with modules (test-integration) and on Valkey 9.1 (test-integration-valkey: KV_ENGINE=valkey)
+	npx nx run-many -t test-integration test-integration-valkey --parallel=1 --outputStyle=static --skip-nx-cache
 
 engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/embedder-local)
 	for dir in deploy/qdrant-local deploy/embedder-local; do .cache/python/venv/bin/python -m unittest discover -s $$dir -p 'test_*.py' || exit 1; done

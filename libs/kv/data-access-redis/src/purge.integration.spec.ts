@@ -1,16 +1,16 @@
 import { Redis } from 'ioredis';
-import { type RedisServer, startRedisServer } from '@restash/platform/util-stack';
+import { type RedisServer, kvEngine, startRedisServer } from '@restash/platform/util-stack';
 import { purgeKvDatabase } from './purge';
 
 const ADMIN = { username: 'restash-gateway', password: 'purge-test-password' };
 
-describe('purgeKvDatabase', () => {
+describe(`purgeKvDatabase (${kvEngine().name})`, () => {
   let server: RedisServer;
   let admin: Redis;
   const record = () => ({ id: 'acme.main', redisUrl: `redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${server.port}/2` });
 
   beforeAll(async () => {
-    server = await startRedisServer({ config: ['user default off', `user ${ADMIN.username} on >${ADMIN.password} ~* &* +@all`], auth: ADMIN });
+    server = await startRedisServer({ engine: kvEngine().name, config: ['user default off', `user ${ADMIN.username} on >${ADMIN.password} ~* &* +@all`], auth: ADMIN });
     admin = new Redis({ port: server.port, host: '127.0.0.1', ...ADMIN });
   });
   afterAll(async () => {
