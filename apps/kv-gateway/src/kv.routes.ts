@@ -15,12 +15,14 @@ import {
   decodeSegment,
   encodeBatch,
   encodeError,
+  encodeResp2,
   encodeResult,
   parseJsonBody,
   sseEvent,
 } from '@restash/kv/util-command';
 import type { Subscription } from '@restash/kv/data-access-redis';
 import {
+  type ApiAnswer,
   type ApiCall,
   type ApiOperation,
   type DenialTable,
@@ -31,7 +33,7 @@ import {
 } from '@restash/shared/feature-tenancy';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
-import { KvService, type Session } from './kv.service';
+import { type Answered, KvService, type Session } from './kv.service';
 
 /**
  * Methods the KV API takes on every endpoint (README, "KV: request forms"). Any other gets 405 from the
@@ -68,10 +70,20 @@ export const KV_ERRORS: TenantApiErrors = {
 /** Response headers of a `/subscribe` or `/psubscribe` event stream (README, "KV: subscribe"). */
 const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
 
+/** Operations answered with an event stream. */
+const STREAMS = new Set(['subscribe', 'psubscribe', 'monitor']);
+
+/** The read-your-writes header (README, "KV: read-your-writes"). */
+const SYNC_TOKEN = 'upstash-sync-token';
+
+/** The content type of `Upstash-Response-Format: resp2` answers. */
+const RESP2_TYPE = 'application/octet-stream';
+
 /** A command and the size the daily and size limits count for it. */
 interface ParsedCommand {
   args: CommandArgs;
   bytes: number;
+  format?: 'json' | 'resp2';
 }
 
 /**
@@ -104,8 +116,9 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       metrics: this.metrics,
       logger: this.logger,
       bodyLimitBytes: this.config.http.bodyLimitBytes,
-      // Read-your-writes (README, "KV: read-your-writes"): every answer but an event stream's.
-      headers: (op) => (op.name === 'subscribe' || op.name === 'psubscribe' ? undefined : { 'upstash-sync-token': this.service.syncToken() }),
+      // Read-your-writes (README, "KV: read-your-writes"): the answers of commands carry their own
+      // token (encode); errors of an authenticated request carry the database's latest.
+      headers: (op, session) => (session && !STREAMS.has(op.name) ? { [SYNC_TOKEN]: this.service.syncToken(session.database.id, false) } : undefined),
     });
   }
 
@@ -118,28 +131,35 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
     const service = this.service;
     /** A single command: a JSON array at the root, or the command in the path (README, "KV: request forms"). */
     const single = (route: string, parse: (call: ApiCall<string>) => ParsedCommand) =>
-      operation<Session, string, ParsedCommand, Reply>({
+      operation<Session, string, ParsedCommand, Answered<Reply>>({
         name: 'command',
         methods: KV_METHODS,
         route,
         write: false,
-        prepare: parse,
+        prepare: (call) => ({ ...parse(call), format: responseFormat(call.request, 'command') }),
         bytes: (_call, command) => command.bytes,
         run: (session, command) => service.single(session, command.args),
-        encode: (reply, _command, call) => ({ status: 200, body: encodeResult(reply, base64(call.request)) }),
+        encode: (answered, command, call) =>
+          answer(answered.syncToken, command.format === 'resp2' ? encodeResp2([answered.result]) : encodeResult(answered.result, base64(call.request))),
         label: commandLabel,
       });
     /** `/pipeline` and `/multi-exec` (README, "KV: request forms"). */
-    const batch = (name: 'pipeline' | 'multi-exec', run: (session: Session, commands: CommandArgs[]) => Promise<BatchItem[]>) =>
-      operation<Session, string, CommandArgs[], BatchItem[]>({
+    const batch = (name: 'pipeline' | 'multi-exec', run: (session: Session, commands: CommandArgs[]) => Promise<Answered<BatchItem[]>>) =>
+      operation<Session, string, { commands: CommandArgs[]; format: 'json' | 'resp2' }, Answered<BatchItem[]>>({
         name,
         methods: KV_METHODS,
         route: `/${name}`,
         write: false,
-        prepare: (call) => commandsFromJson(parseJsonBody(call.body)),
-        units: (commands) => commands.length,
-        run,
-        encode: (items, _commands, call) => ({ status: 200, body: encodeBatch(items, base64(call.request)) }),
+        prepare: (call) => ({ format: responseFormat(call.request, name), commands: commandsFromJson(parseJsonBody(call.body)) }),
+        units: (batch) => batch.commands.length,
+        run: (session, batch) => run(session, batch.commands),
+        encode: (answered, batch, call) =>
+          answer(
+            answered.syncToken,
+            batch.format === 'resp2'
+              ? encodeResp2(answered.result.map((item) => ('error' in item ? item : item.reply)))
+              : encodeBatch(answered.result, base64(call.request)),
+          ),
         label: (session) => (session ? name : 'unknown'),
       });
     return [
@@ -148,6 +168,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       batch('multi-exec', (s, c) => service.transaction(s, c)),
       this.subscribe('subscribe'),
       this.subscribe('psubscribe'),
+      this.monitor(),
       single('/*', (call) => {
         const args = commandFromPath(call.path, call.body, call.query);
         // What the command carries, once: the path, body and query are its arguments (not `_token`).
@@ -192,13 +213,41 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       },
       encode: (subscription, name, call) => {
         if (!subscription) return { status: 200, headers: { ...EVENT_STREAM_HEADERS, 'x-request-id': call.request.id } };
-        return { status: 200, send: () => this.stream(call, kind, name, subscription) };
+        return { status: 200, send: () => this.stream(call, sseEvent([kind, name, '1']), subscription) };
+      },
+    });
+  }
+
+  /**
+   * `/monitor` (README, "KV: monitor"): a server-sent-event stream of the commands run on the
+   * token's database, as Upstash sends it: `data: "OK"`, then one event per command,
+   * `data: <time> [<db> 0.0.0.0:0] "<arg>" …` (the client address is not shown).
+   */
+  private monitor(): ApiOperation<Session> {
+    return operation<Session, string, undefined, Subscription | undefined>({
+      name: 'monitor',
+      methods: KV_METHODS,
+      route: '/monitor',
+      write: false,
+      bytes: () => commandBytes(['monitor']),
+      run: (session, _input, call) => {
+        if (call.request.method === 'HEAD') return undefined;
+        const raw = call.reply.raw;
+        const db = new URL(session.database.redisUrl).pathname.slice(1) || '0';
+        return this.service.monitor(session, {
+          command: (time, args) => raw.write(sseEvent([`${time} [${db} 0.0.0.0:0] ${args.map((a) => JSON.stringify(a)).join(' ')}`])),
+          end: () => raw.end(),
+        });
+      },
+      encode: (subscription, _input, call) => {
+        if (!subscription) return { status: 200, headers: { ...EVENT_STREAM_HEADERS, 'x-request-id': call.request.id } };
+        return { status: 200, send: () => this.stream(call, sseEvent(['"OK"']), subscription) };
       },
     });
   }
 
   /** Turns the response into the subscription's event stream, ended by the client leaving or shutdown. */
-  private stream(call: ApiCall, kind: string, name: string, subscription: Subscription): void {
+  private stream(call: ApiCall, first: string, subscription: Subscription): void {
     const { request, reply } = call;
     if (request.raw.socket.destroyed) {
       subscription.close(); // the client left while we subscribed
@@ -207,7 +256,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
     const raw = reply.raw;
     reply.hijack();
     raw.writeHead(200, { ...EVENT_STREAM_HEADERS, 'x-request-id': request.id });
-    raw.write(sseEvent([kind, name, '1']));
+    raw.write(first);
     const heartbeat = setInterval(() => raw.write(SSE_HEARTBEAT), this.config.sseHeartbeatMs);
     const end = () => raw.end();
     this.streams.add(end);
@@ -223,6 +272,28 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
 function commandLabel(session: Session | undefined, command: ParsedCommand | undefined): string {
   const name = command ? commandName(command.args) : '';
   return session?.table.get(name) ? name : 'unknown';
+}
+
+/** A 200 answer with its sync token: JSON text, or RESP2 bytes (`Upstash-Response-Format: resp2`). */
+function answer(syncToken: string, body: string | Buffer): ApiAnswer {
+  const headers: Record<string, string> = { [SYNC_TOKEN]: syncToken };
+  if (Buffer.isBuffer(body)) headers['content-type'] = RESP2_TYPE;
+  return { status: 200, body, headers };
+}
+
+/**
+ * The `Upstash-Response-Format` a request asks for (README, "KV: response encoding"): `json` (the
+ * default) or `resp2`, the raw RESP2 bytes of the replies; checked before anything runs.
+ * @throws KvError 400 for another value, for resp2 on `/multi-exec` or together with base64
+ */
+function responseFormat(request: FastifyRequest, endpoint: 'command' | 'pipeline' | 'multi-exec'): 'json' | 'resp2' {
+  const value = request.headers['upstash-response-format'];
+  const format = typeof value === 'string' ? value.toLowerCase() : 'json';
+  if (format === 'json') return 'json';
+  if (format !== 'resp2') throw KvError.badRequest(`ERR Upstash-Response-Format must be json or resp2, not '${String(value)}'`);
+  if (endpoint === 'multi-exec') throw KvError.badRequest('ERR Upstash-Response-Format: resp2 is not available on /multi-exec');
+  if (base64(request)) throw KvError.badRequest('ERR Upstash-Response-Format: resp2 cannot be combined with Upstash-Encoding: base64');
+  return 'resp2';
 }
 
 function base64(request: FastifyRequest): boolean {

@@ -5,19 +5,23 @@ import {
   type BatchItem,
   type CommandArgs,
   type CommandTable,
+  type CompositeCommand,
   KvError,
   type PolicyContext,
   type PreparedCommand,
   type RedisCommand,
   type Reply,
   type TokenRole,
+  commandName,
   prepareCommand,
   rewriteReply,
 } from '@restash/kv/util-command';
+import { isSearchCommand, isSearchWrite, runSearchCommand } from '@restash/kv/util-search';
 import {
   type CommandRunner,
   KvBackends,
   type KvBackend,
+  type MonitorHandlers,
   type Outcome,
   type Subscription,
   type SubscriptionHandlers,
@@ -46,6 +50,12 @@ const KV_DATABASE_KEY = registryKeys.kvDatabase('');
 /** Bound on cached sessions; past it the cache starts over (it only saves registry round trips). */
 const MAX_CACHED_SESSIONS = 10_000;
 
+/** What a command, pipeline or transaction answered, with the `upstash-sync-token` of that answer (README, "KV: read-your-writes"). */
+export interface Answered<T> {
+  result: T;
+  syncToken: string;
+}
+
 /** An authenticated request's view of its database. */
 export interface Session {
   grant: Grant<'kv'>;
@@ -72,9 +82,12 @@ export interface Session {
 export class KvService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(KvService.name);
   private readonly writer: RegistryWriter;
-  /** Read-your-writes token: this process's id and a counter bumped by every write (README, "KV: read-your-writes"). */
+  /**
+   * Read-your-writes (README, "KV: read-your-writes"): this process's id and, per database, a counter
+   * bumped by every request that writes; each answer carries the count its own request produced.
+   */
   private readonly instance = randomBytes(6).toString('hex');
-  private writes = 0;
+  private readonly writes = new Map<string, number>();
   /** Authenticated tokens; dropped on any registry change, and after the registry cache TTL. */
   private readonly sessions = new Map<string, { session: Promise<Session>; expiresAt: number }>();
   private readonly sessionTtlMs: number;
@@ -121,9 +134,15 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     await this.backends.close();
   }
 
-  /** The current `upstash-sync-token` value; it changes after every write. */
-  syncToken(): string {
-    return `${this.instance}-${this.writes}`;
+  /**
+   * The `upstash-sync-token` of an answer of `database`: after a write, a value no earlier answer
+   * of this process had (so each of several concurrent writes gets its own); after a read, the
+   * database's latest.
+   */
+  syncToken(database: string, wrote: boolean): string {
+    let count = this.writes.get(database) ?? 0;
+    if (wrote) this.writes.set(database, ++count);
+    return `${this.instance}-${count}`;
   }
 
   /**
@@ -165,7 +184,10 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     const { token } = credentials;
     const grant = await this.gate.open('kv', credentials);
     const { resource: database, token: record } = grant;
-    const backend = this.backends.get(database.id, database.redisUrl);
+    const backend = this.backends.get(database.id, database.redisUrl, (runId) => {
+      this.logger.log(`KV database ${database.id}: its Redis server is now another process (run_id ${runId}); reloading its command table`);
+      this.sessions.clear();
+    });
     const [table, runId, controlRunId] = await this.redisCall(database.tenant, () =>
       Promise.all([backend.table(), backend.serverRunId(), this.controlRunId()]),
     );
@@ -204,31 +226,51 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
    * @returns its reply, as the tenant sees it (database prefix removed)
    * @throws KvError 400 for a refused or failed command, 503 when Redis cannot be reached
    */
-  async single(session: Session, args: CommandArgs): Promise<Reply> {
-    const prepared = prepareCommand(args, session.table, session.policy);
+  async single(session: Session, args: CommandArgs): Promise<Answered<Reply>> {
+    const prepared = this.prepare(session, args);
     this.count(session, prepared.label);
-    if (prepared.kind === 'acl-resttoken') return Buffer.from(await this.mintAclToken(session, prepared));
+    const id = session.database.id;
+    if (prepared.kind === 'acl-resttoken') {
+      const token = Buffer.from(await this.mintAclToken(session, prepared));
+      return { result: token, syncToken: this.syncToken(id, false) };
+    }
     let reply: Reply;
     try {
-      reply = await session.runner.run(prepared.args);
+      reply = prepared.kind === 'composite' ? await prepared.run(session.runner) : await session.runner.run(prepared.args);
     } catch (error) {
+      if (prepared.write) this.syncToken(id, true);
       if (isReplyError(error)) throw KvError.badRequest(error.message);
       throw this.backendFailure(session.tenant, error);
     } finally {
-      if (prepared.write) this.writes++;
-      await this.afterAclChanges(session, [prepared]);
+      if (prepared.kind === 'redis') await this.afterAclChanges(session, [prepared]);
     }
-    return rewriteReply(prepared.rewrite, reply, session.policy.prefix);
+    const syncToken = this.syncToken(id, prepared.write);
+    return { result: prepared.kind === 'redis' ? rewriteReply(prepared.rewrite, reply, session.policy.prefix) : reply, syncToken };
+  }
+
+  /**
+   * The command policy for one command of a session, and the gateway's own commands: SEARCH.*
+   * (Upstash Search over the Redis Query Engine, README "KV: Search").
+   * @throws KvError 400 when refused
+   */
+  private prepare(session: Session, args: CommandArgs, transaction = false): PreparedCommand {
+    const name = commandName(args);
+    if (!isSearchCommand(name)) return prepareCommand(args, session.table, { ...session.policy, transaction });
+    if (transaction) throw KvError.badRequest(`ERR Command is not available: '${name}' (SEARCH commands cannot run in a transaction)`);
+    const write = isSearchWrite(name);
+    if (write && session.role === 'readonly') throw KvError.badRequest(`NOPERM this user has no permissions to run the '${name}' command`);
+    const queryEngine = session.table.get('ft.search') !== undefined;
+    return { kind: 'composite', label: name, write, run: (redis) => runSearchCommand(args, redis, { queryEngine }) };
   }
 
   /**
    * `/pipeline` (README, "KV: request forms"): in order, not atomic; a refused or failing command
    * yields its own `{error}` item and the others still run.
    */
-  async pipeline(session: Session, commands: CommandArgs[]): Promise<BatchItem[]> {
-    const prepared = commands.map((args): RedisCommand | KvError => {
+  async pipeline(session: Session, commands: CommandArgs[]): Promise<Answered<BatchItem[]>> {
+    const prepared = commands.map((args): RedisCommand | CompositeCommand | KvError => {
       try {
-        const command = prepareCommand(args, session.table, session.policy);
+        const command = this.prepare(session, args);
         if (command.kind === 'acl-resttoken') return KvError.badRequest('ERR ACL RESTTOKEN must be sent as a single command');
         this.count(session, command.label);
         return command;
@@ -237,13 +279,43 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
         throw error;
       }
     });
-    const runnable = prepared.filter((p): p is RedisCommand => !(p instanceof KvError));
-    const outcomes = runnable.length === 0 ? [] : await this.redisCall(session.tenant, () => session.runner.pipeline(runnable.map((c) => c.args)));
-    if (runnable.some((c) => c.write)) this.writes++;
-    await this.afterAclChanges(session, runnable);
-    let next = 0;
-    const items = prepared.map((p): BatchItem => (p instanceof KvError ? { error: p.message } : this.item(session, p, outcomes[next++])));
-    return items;
+    const items: BatchItem[] = [];
+    try {
+      // In order: each run of plain commands goes to Redis as one pipeline; a composite command runs
+      // alone, after everything before it was answered.
+      for (let start = 0; start < prepared.length; ) {
+        const first = prepared[start] as RedisCommand | CompositeCommand | KvError;
+        if (first instanceof KvError) {
+          items.push({ error: first.message });
+          start++;
+        } else if (first.kind === 'composite') {
+          items.push(await this.composite(session, first));
+          start++;
+        } else {
+          let end = start;
+          while (end < prepared.length && (prepared[end] as { kind?: string }).kind === 'redis') end++;
+          const segment = prepared.slice(start, end) as RedisCommand[];
+          const outcomes = await this.redisCall(session.tenant, () => session.runner.pipeline(segment.map((c) => c.args)));
+          await this.afterAclChanges(session, segment);
+          segment.forEach((command, i) => items.push(this.item(session, command, outcomes[i])));
+          start = end;
+        }
+      }
+    } finally {
+      if (prepared.some((p) => !(p instanceof KvError) && p.write)) this.syncToken(session.database.id, true);
+    }
+    return { result: items, syncToken: this.syncToken(session.database.id, false) };
+  }
+
+  /** A composite command as a `/pipeline` item: its reply, or its error. @throws KvError 503 when Redis cannot be reached */
+  private async composite(session: Session, command: CompositeCommand): Promise<BatchItem> {
+    try {
+      return { reply: await command.run(session.runner) };
+    } catch (error) {
+      if (error instanceof KvError && error.status === 400) return { error: error.message };
+      if (isReplyError(error)) return { error: error.message };
+      throw this.backendFailure(session.tenant, error);
+    }
   }
 
   /**
@@ -252,18 +324,19 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
    * its `{error}` item.
    * @throws KvError 400 when discarded
    */
-  async transaction(session: Session, commands: CommandArgs[]): Promise<BatchItem[]> {
+  async transaction(session: Session, commands: CommandArgs[]): Promise<Answered<BatchItem[]>> {
     const prepared = commands.map((args) => {
-      const command: PreparedCommand = prepareCommand(args, session.table, session.policy);
+      const command = this.prepare(session, args, true);
       if (command.kind === 'acl-resttoken') throw KvError.badRequest('ERR ACL RESTTOKEN is not allowed in a transaction');
+      if (command.kind !== 'redis') throw KvError.badRequest(`ERR '${command.label}' is not allowed in a transaction`);
       return command;
     });
     for (const command of prepared) this.count(session, command.label);
     const outcome = await this.redisCall(session.tenant, () => session.runner.transaction(prepared.map((c) => c.args)));
     if ('discarded' in outcome) throw KvError.badRequest(outcome.discarded);
-    if (prepared.some((c) => c.write)) this.writes++;
+    const syncToken = this.syncToken(session.database.id, prepared.some((c) => c.write));
     await this.afterAclChanges(session, prepared);
-    return prepared.map((command, i) => this.item(session, command, outcome.outcomes[i]));
+    return { result: prepared.map((command, i) => this.item(session, command, outcome.outcomes[i])), syncToken };
   }
 
   /**
@@ -276,6 +349,23 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     this.count(session, kind);
     try {
       return await session.backend.subscribe(kind, session.policy.prefix + channel, handlers, session.user);
+    } catch (error) {
+      if (isReplyError(error)) throw KvError.badRequest(error.message);
+      throw this.backendFailure(session.tenant, error);
+    }
+  }
+
+  /**
+   * MONITOR of the database for a server-sent-event stream (README, "KV: monitor"): the commands run
+   * on the database's own server and logical database, for standard tokens only.
+   * @throws KvError 400 for read-only and ACL tokens, 503 when Redis cannot be reached
+   */
+  async monitor(session: Session, handlers: MonitorHandlers): Promise<Subscription> {
+    if (session.role !== 'standard') throw KvError.badRequest(`NOPERM this user has no permissions to run the 'monitor' command`);
+    this.count(session, 'monitor');
+    const db = Number(new URL(session.database.redisUrl).pathname.slice(1) || 0);
+    try {
+      return await session.backend.monitor(db, handlers);
     } catch (error) {
       if (isReplyError(error)) throw KvError.badRequest(error.message);
       throw this.backendFailure(session.tenant, error);

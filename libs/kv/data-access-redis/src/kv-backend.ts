@@ -44,6 +44,13 @@ export interface SubscriptionHandlers {
   end(error?: Error): void;
 }
 
+export interface MonitorHandlers {
+  /** A command the server ran: when (`<unix seconds>.<microseconds>`) and its arguments. */
+  command(time: string, args: string[]): void;
+  /** The connection was lost; no more commands will come. */
+  end(): void;
+}
+
 function baseOptions(options: KvBackendOptions): RedisOptions {
   return {
     // RESP2 on the wire: the REST API promises RESP2 shapes (README, "KV: replies and errors"), and
@@ -139,12 +146,22 @@ export class KvBackend implements CommandRunner {
   private readonly subscriptions = new Set<Redis>();
   private commandTable: Promise<CommandTable> | undefined;
   private runId: Promise<string> | undefined;
+  private readonly serverChangeListeners: Array<(runId: string) => void> = [];
 
   constructor(
     readonly url: string,
     private readonly options: KvBackendOptions,
   ) {
     this.clients = Array.from({ length: options.poolSize }, () => this.connect());
+    // A shared connection that comes back may have come back to another server process (upgraded,
+    // replaced): its run_id says so, and the command table is then fetched again.
+    for (const client of this.clients) {
+      let connected = false;
+      client.on('ready', () => {
+        if (connected) void this.recheckServer(client);
+        connected = true;
+      });
+    }
     this.transactions = new DedicatedConnections(
       async () => {
         // No reconnects: a dropped transaction connection is replaced, never silently re-authenticated.
@@ -168,6 +185,29 @@ export class KvBackend implements CommandRunner {
     this.commandTable ??= (this.clients[0] as Redis).call('command').then(CommandTable.fromCommandReply);
     this.commandTable.catch(() => (this.commandTable = undefined));
     return this.commandTable;
+  }
+
+  /**
+   * Calls `listener` with the new run_id when the server behind this database turned out to be
+   * another process than the one the command table and run_id were read from (after a reconnect).
+   */
+  onServerChange(listener: (runId: string) => void): void {
+    this.serverChangeListeners.push(listener);
+  }
+
+  private async recheckServer(client: Redis): Promise<void> {
+    const known = this.runId;
+    if (!known) return;
+    try {
+      const [before, now] = await Promise.all([known, serverRunId(client)]);
+      if (before === now || this.runId !== known) return;
+      this.runId = Promise.resolve(now);
+      this.commandTable = undefined;
+      for (const listener of this.serverChangeListeners) listener(now);
+    } catch {
+      // Unreachable again, or never known: the next request fetches both.
+      if (this.runId === known) this.runId = this.commandTable = undefined;
+    }
   }
 
   /** The `run_id` of the Redis server behind this database (INFO server), fetched once. */
@@ -255,6 +295,33 @@ export class KvBackend implements CommandRunner {
       throw error;
     }
     return { close };
+  }
+
+  /**
+   * MONITOR of this database's server on a connection of its own (README, "KV: monitor"): `command`
+   * gets every command the server runs on logical database `db` (time as `<seconds>.<micros>`,
+   * arguments as text), until the returned subscription is closed or the connection ends.
+   * @throws the error reply when Redis refuses MONITOR, or a connection error
+   */
+  async monitor(db: number, handlers: MonitorHandlers): Promise<Subscription> {
+    const base = this.connect({ lazyConnect: true, retryStrategy: () => null });
+    const client = await base.monitor();
+    base.disconnect();
+    client.on('error', () => undefined); // the end event follows
+    this.subscriptions.add(client);
+    client.on('monitor', (time: string, args: string[], _source: string, database: string) => {
+      if (Number(database) === db) handlers.command(time, args);
+    });
+    client.once('end', () => {
+      this.subscriptions.delete(client);
+      handlers.end();
+    });
+    return {
+      close: () => {
+        this.subscriptions.delete(client);
+        client.disconnect();
+      },
+    };
   }
 
   /** Connection counts by ioredis status (`ready`, `connecting`, `reconnecting`, …) and role. */

@@ -9,12 +9,16 @@ export class KvBackends {
 
   constructor(private readonly options: KvBackendOptions) {}
 
-  /** The backend of a database, created on first use. */
-  get(id: string, url: string): KvBackend {
+  /**
+   * The backend of a database, created on first use.
+   * @param onServerChange given to a backend created now: see KvBackend.onServerChange
+   */
+  get(id: string, url: string, onServerChange?: (runId: string) => void): KvBackend {
     const existing = this.backends.get(id);
     if (existing?.url === url) return existing;
     if (existing) void existing.close();
     const backend = new KvBackend(url, this.options);
+    if (onServerChange) backend.onServerChange(onServerChange);
     this.backends.set(id, backend);
     return backend;
   }

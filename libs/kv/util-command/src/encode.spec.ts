@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { encodeBatch, encodeError, encodeReply, encodeResult, type Reply } from './encode';
+import { encodeBatch, encodeError, encodeReply, encodeResp2, encodeResult, type Reply } from './encode';
 
 /** What @upstash/redis does with a base64 reply (README, "KV: response encoding"), for checking round trips. */
 function sdkDecode(value: unknown, topLevel = true): unknown {
@@ -70,5 +70,13 @@ describe('bodies', () => {
       { error: 'ERR no' },
       { result: 3 },
     ]);
+  });
+});
+
+describe('encodeResp2', () => {
+  it('writes RESP2: bulk strings, integers, nil, arrays and error lines', () => {
+    expect(encodeResp2([Buffer.from('OK')]).toString()).toBe('$2\r\nOK\r\n');
+    expect(encodeResp2([[Buffer.from('a'), '12', null, [new Error('ERR x\r\ny')]]]).toString()).toBe('*4\r\n$1\r\na\r\n:12\r\n$-1\r\n*1\r\n-ERR x y\r\n');
+    expect(encodeResp2([Buffer.from([0xff, 0x0a]), { error: 'WRONGTYPE no' }])).toEqual(Buffer.concat([Buffer.from('$2\r\n'), Buffer.from([0xff, 0x0a]), Buffer.from('\r\n-WRONGTYPE no\r\n')]));
   });
 });

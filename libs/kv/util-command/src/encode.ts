@@ -55,3 +55,38 @@ export function encodeBatch(items: BatchItem[], base64: boolean): string {
   }
   return `${out}]`;
 }
+
+const CRLF = '\r\n';
+
+/**
+ * The RESP2 wire form of replies, for `Upstash-Response-Format: resp2` (README, "KV: response
+ * encoding"): bulk strings (status replies too: the data-access layer does not tell them apart),
+ * integers, nil as the null bulk string, arrays, nested errors as error lines. Several replies (a
+ * `/pipeline`) are written one after the other; a failed pipeline item is its error line.
+ */
+export function encodeResp2(replies: Array<Reply | { error: string }>): Buffer {
+  const parts: Buffer[] = [];
+  const line = (text: string): void => {
+    parts.push(Buffer.from(text + CRLF));
+  };
+  const write = (reply: Reply | { error: string }): void => {
+    if (reply === null) {
+      line('$-1');
+    } else if (Buffer.isBuffer(reply)) {
+      line(`$${reply.length}`);
+      parts.push(reply);
+      line('');
+    } else if ((typeof reply === 'string' && INTEGER.test(reply)) || (typeof reply === 'number' && Number.isInteger(reply))) {
+      line(`:${reply}`);
+    } else if (typeof reply === 'string' || typeof reply === 'number') {
+      write(Buffer.from(String(reply)));
+    } else if (Array.isArray(reply)) {
+      line(`*${reply.length}`);
+      reply.forEach(write);
+    } else {
+      line(`-${(reply instanceof Error ? reply.message : reply.error).replace(/[\r\n]+/g, ' ')}`);
+    }
+  };
+  replies.forEach(write);
+  return Buffer.concat(parts);
+}

@@ -5,3 +5,4 @@ export * from './command-table';
 export * from './policy';
 export * from './sse';
 export * from './gateway-user';
+export * from './composite';

@@ -39,6 +39,13 @@ const table = CommandTable.fromCommandReply([
   ]),
   entry('function', -2, [], [entry('function|list', -2, ['noscript']), entry('function|load', -3, ['write', 'noscript'])]),
   entry('memory', -2, [], [entry('memory|stats', 2, []), entry('memory|usage', -3, ['readonly']), entry('memory|purge', 2, [])]),
+  entry('fcall_ro', -3, ['readonly', 'noscript']),
+  entry('FT.ALIASADD', -1, ['readonly', 'module']),
+  entry('FT.SEARCH', -1, ['readonly', 'module']),
+  entry('FT.CONFIG', -1, ['readonly', 'module']),
+  entry('FT.DEBUG', -2, ['readonly', 'module']),
+  entry('FT._LIST', -1, ['readonly', 'module']),
+  entry('json.get', -1, ['readonly', 'module']),
 ]);
 
 const standard: PolicyContext = { role: 'standard', prefix: 'd1:' };
@@ -162,5 +169,46 @@ describe('rewriteReply', () => {
     expect(text(rewriteReply('info', b(info), 'd1:')).split('\r\n')).toEqual([
       '# Server', 'redis_version:7.0.15', 'uptime_in_seconds:10', '', '# Replication', 'role:master', '', '# Keyspace', 'db0:keys=1,expires=0,avg_ttl=0', '',
     ]);
+  });
+});
+
+describe('module commands (RediSearch 2.10 flags)', () => {
+  it('treats the alias and dictionary commands flagged readonly as writes', () => {
+    expect(prepare(['FT.ALIASADD', 'a', 'idx'])).toMatchObject({ kind: 'redis', write: true });
+    expect(() => prepare(['ft.aliasadd', 'a', 'idx'], readonly)).toThrow(/NOPERM/);
+    expect(prepare(['FT.SEARCH', 'idx', '*'], readonly)).toMatchObject({ kind: 'redis', write: false });
+    expect(prepare(['json.get', 'k'], readonly)).toMatchObject({ kind: 'redis', write: false });
+  });
+
+  it('refuses the server-wide settings, the debugger and the internal commands', () => {
+    expect(() => prepare(['FT.CONFIG', 'SET', 'MAXSEARCHRESULTS', '-1'])).toThrow(/server administration/);
+    expect(() => prepare(['ft.debug', 'GC_FORCEINVOKE', 'idx'])).toThrow(/not available: 'ft.debug'/);
+    expect(() => prepare(['FT._LIST'])).toThrow(/internal to the search module/);
+  });
+});
+
+describe('where Upstash and Redis differ', () => {
+  it('answers COPY of a key onto itself with 0 without asking Redis, and sends other copies as they are', async () => {
+    const self = prepare(['copy', 'k', 'k']);
+    expect(self.kind).toBe('composite');
+    if (self.kind !== 'composite') return;
+    const ran: CommandArgs[] = [];
+    expect(await self.run({ run: async (args) => (ran.push(args), null) })).toBe('0');
+    expect(ran).toEqual([]);
+    expect(prepare(['copy', 'k', 'other'])).toMatchObject({ kind: 'redis', args: ['copy', 'k', 'other'] });
+    expect(prepare(['copy', 'k', 'k'], { ...standard, transaction: true })).toMatchObject({ kind: 'redis' });
+  });
+
+  it('answers SCAN … WITHTYPE with key/type pairs, leaving out keys gone in between', async () => {
+    const scan = prepare(['scan', '0', 'match', 'a*', 'withtype']);
+    if (scan.kind !== 'composite') throw new Error('not composite');
+    const redis = {
+      run: async (args: CommandArgs) => {
+        if (String(args[0]) === 'scan') return (expect(args).toEqual(['scan', '0', 'match', 'a*']), [Buffer.from('7'), [Buffer.from('a1'), Buffer.from('a2')]]);
+        return Buffer.from(String(args[1]) === 'a1' ? 'string' : 'none');
+      },
+    };
+    expect(await scan.run(redis)).toEqual([Buffer.from('7'), [Buffer.from('a1'), Buffer.from('string')]]);
+    expect(prepare(['scan', '0', 'type', 'hash'])).toMatchObject({ kind: 'redis' });
   });
 });

@@ -1,4 +1,5 @@
 import type { CommandTable } from './command-table';
+import { type CompositeCommand, copyOntoItself, fcallReadOnly, scanWithType } from './composite';
 import type { Reply } from './encode';
 import { KvError } from './kv-error';
 import { type CommandArgs, commandName } from './request';
@@ -13,6 +14,8 @@ export interface PolicyContext {
    * (not per logical database), e.g. `demo.main:`. Tenants never see it.
    */
   prefix: string;
+  /** Preparing a `/multi-exec` command: everything goes to Redis as sent (no {@link CompositeCommand}). */
+  transaction?: boolean;
 }
 
 /** How a reply must be rewritten so that the tenant never sees the prefix or other tenants' names. */
@@ -40,7 +43,7 @@ export interface RestTokenCommand {
   password: string;
 }
 
-export type PreparedCommand = RedisCommand | RestTokenCommand;
+export type PreparedCommand = RedisCommand | RestTokenCommand | CompositeCommand;
 
 const BLOCKING = 'blocking commands cannot be served over HTTP';
 const CONNECTION = 'the gateway manages connection state';
@@ -68,7 +71,17 @@ const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
   // YES forks a debugging session that takes over the (pooled) connection; SYNC blocks the server.
   ['script|debug', 'the Lua debugger takes over the connection and can block the server'],
   ...['memory|stats', 'memory|doctor', 'memory|malloc-stats', 'memory|purge'].map((n) => [n, PROCESS] as const),
+  // RediSearch: FT.CONFIG sets server-wide limits (MAXSEARCHRESULTS …) the platform chose; FT.DEBUG
+  // drives the module's garbage collector and dumps its internals; FT._* are its replication internals.
+  ['ft.config', 'server administration is reserved to the platform'],
+  ['ft.debug', PROCESS],
 ]);
+
+/**
+ * Module commands whose COMMAND flags say `readonly` although they change state (RediSearch 2.10
+ * flags its alias and dictionary commands so): treated as writes.
+ */
+const MODULE_WRITES: ReadonlySet<string> = new Set(['ft.aliasadd', 'ft.aliasupdate', 'ft.aliasdel', 'ft.dictadd', 'ft.dictdel']);
 
 /**
  * INFO fields that identify or locate the server process, its files or other servers (README,
@@ -137,7 +150,8 @@ export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: Poli
   const spec = table.resolve(name, second);
   if (!spec) throw KvError.badRequest(unknownCommand(args));
   const label = spec.name;
-  const refusal = UNSUPPORTED.get(label) ?? UNSUPPORTED.get(name) ?? structuralRefusal(name, args, spec.flags);
+  const refusal =
+    UNSUPPORTED.get(label) ?? UNSUPPORTED.get(name) ?? (name.startsWith('ft._') ? 'it is internal to the search module' : undefined) ?? structuralRefusal(name, args, spec.flags);
   if (refusal) throw KvError.badRequest(`ERR Command is not available: '${label}' (${refusal})`);
   const tenantAcl = TENANT_ACL.has(label);
   // Redis classes a command as administration by flag (CONFIG, DEBUG, …) or by ACL category only (LASTSAVE, ROLE).
@@ -145,17 +159,35 @@ export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: Poli
     throw KvError.badRequest(`ERR Command is not available: '${label}' (server administration is reserved to the platform)`);
   }
 
+  const write = !spec.flags.has('readonly') || MODULE_WRITES.has(name);
   let out = args;
   if (ctx.role === 'readonly') {
-    if (spec.flags.has('write') || READONLY_REFUSED.has(label)) {
+    if (spec.flags.has('write') || MODULE_WRITES.has(name) || READONLY_REFUSED.has(label)) {
       throw KvError.badRequest(`NOPERM this user has no permissions to run the '${label}' command`);
     }
     const variant = READONLY_VARIANT.get(name);
     if (variant) out = [variant, ...args.slice(1)];
   }
 
-  const command: RedisCommand = { kind: 'redis', args: out, label, write: !spec.flags.has('readonly') };
+  if (!ctx.transaction) {
+    const composite = upstashBehaviour(commandName(out), out);
+    if (composite) return composite;
+  }
+  const command: RedisCommand = { kind: 'redis', args: out, label, write };
   return scope(command, ctx.prefix, tenantAcl ? TENANT_ACL.get(label) : undefined);
+}
+
+/** Where Upstash's documented behaviour differs from Redis's (README, "KV: where Upstash and Redis differ"). */
+function upstashBehaviour(name: string, args: CommandArgs): CompositeCommand | undefined {
+  switch (name) {
+    case 'copy':
+      return copyOntoItself(args);
+    case 'scan':
+      return scanWithType(args);
+    case 'fcall_ro':
+      return fcallReadOnly(args);
+  }
+  return undefined;
 }
 
 /** Refusals that depend on arguments or flags rather than on the name alone. */

@@ -30,10 +30,13 @@ export class ApiCall<P = unknown> {
   }
 }
 
-/** An operation's answer: status, JSON body (none: an empty body) and headers; or `send`, which writes the response itself. */
+/**
+ * An operation's answer: status, body (JSON text, or bytes of the content type its headers name;
+ * none: an empty body) and headers; or `send`, which writes the response itself.
+ */
 export interface ApiAnswer {
   status: number;
-  body?: string;
+  body?: string | Buffer;
   headers?: Record<string, string>;
   /** Takes over the response (an event stream), once the request is measured. */
   send?(): void;
@@ -124,8 +127,11 @@ export interface TenantApi<S extends TenantSession> {
   bodyLimitBytes: number;
   /** Methods whose bodies are read (default POST, PUT, PATCH). */
   bodyMethods?: string[];
-  /** Headers of the answers of an operation, its errors included, but `send` ones (KV: `upstash-sync-token`). */
-  headers?(operation: ApiOperation<S>): Record<string, string> | undefined;
+  /**
+   * Headers of the answers of an operation, its errors included, but `send` ones (KV: `upstash-sync-token`);
+   * `session` is missing when the request was not authenticated. An answer's own headers win.
+   */
+  headers?(operation: ApiOperation<S>, session: S | undefined): Record<string, string> | undefined;
 }
 
 /**
@@ -181,7 +187,7 @@ async function handle<S extends TenantSession>(api: TenantApi<S>, operations: re
   if (answer.send) return answer.send();
   void reply.code(answer.status);
   if (answer.body !== undefined) void reply.header('content-type', 'application/json');
-  const headers = op && api.headers?.(op);
+  const headers = op && api.headers?.(op, session);
   if (headers) void reply.headers(headers);
   if (answer.headers) void reply.headers(answer.headers);
   await reply.send(answer.body);
