@@ -1,0 +1,222 @@
+import { bad } from './reply';
+import { fieldKind, type IndexSchema, type SearchField } from './schema';
+
+/**
+ * Characters RediSearch's default tokenizer splits text on (its documented separators plus whitespace);
+ * a TEXT filter value is split the same way, so it matches the terms the document was indexed as.
+ */
+const SEPARATORS = /[\s,.<>{}[\]"':;!@#$%^&*()\-+=~]+/u;
+
+/** Every ASCII character that is not a letter, digit or `_`: each one is backslash-escaped in a query. */
+const SPECIAL = /[\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]/g;
+
+/** A value inside `{…}` of a TAG query: every ASCII punctuation, space and control character escaped. */
+export function escapeTag(value: string): string {
+  return value.replace(SPECIAL, (c) => `\\${c}`);
+}
+
+/** An attribute name after `@`: dots, spaces and any other punctuation escaped (`author.name` → `author\.name`). */
+export function escapeField(path: string): string {
+  return path.replace(SPECIAL, (c) => `\\${c}`);
+}
+
+/**
+ * The terms of a TEXT filter value as query tokens: split like the indexer splits, each token escaped
+ * (what is left of punctuation after splitting, e.g. `/` or `?`, is a literal character, never syntax).
+ * @throws KvError 400 when the value has no term at all
+ */
+export function textTokens(value: string, where: string): string[] {
+  const tokens = value
+    .split(SEPARATORS)
+    .filter((t) => t !== '')
+    .map((t) => t.replace(SPECIAL, (c) => `\\${c}`));
+  if (tokens.length === 0) throw bad(`${where}: the value has no searchable term`);
+  return tokens;
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+function isObject(value: unknown): value is Record<string, Json> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+const BOOL_KEYS = new Set(['$and', '$or', '$must', '$should', '$mustNot', '$boost']);
+
+function boost(expr: string, value: unknown, where: string): string {
+  if (value === undefined) return expr;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw bad(`${where}: $boost must be a non-negative number`);
+  return `(${expr}) => { $weight: ${value}; }`;
+}
+
+function children(value: unknown, op: string): Record<string, Json>[] {
+  const items = Array.isArray(value) ? value : [value];
+  if (items.length === 0) throw bad(`filter: ${op} needs at least one condition`);
+  return items.map((item) => {
+    if (!isObject(item)) throw bad(`filter: ${op} takes filter objects`);
+    return item;
+  });
+}
+
+/**
+ * The RediSearch query string (dialect 1) of an Upstash Search JSON filter, for the fields of `schema`.
+ * Boolean nodes: field conditions, `$and`/`$must` (all), `$or` (any), `$should` (any; optional when `$must` is
+ * also given, as RediSearch's `~`), `$mustNot` (none), `$boost` (RediSearch `$weight`). `{}` matches everything.
+ * Leaves per field kind: text `$eq`/`$smart` (all terms), `$in`, `$fuzzy`, `$phrase`, `$regex` (literal, prefix,
+ * suffix and infix patterns); numbers `$eq`, `$in`, `$gt`, `$gte`, `$lt`, `$lte`; keyword, facet, bool, date
+ * and NOTOKENIZE text `$eq`, `$in`. Every value reaches the query escaped, so it can never add query syntax.
+ * @throws KvError 400 for an unknown field or operator, a value of the wrong type, or an operator RediSearch
+ *   cannot evaluate on that field (range on keyword/date)
+ */
+export function filterToQuery(filter: unknown, schema: IndexSchema): string {
+  if (!isObject(filter)) throw bad('filter: must be a JSON object');
+  const fields = new Map(schema.fields.map((f) => [f.path, f]));
+  const query = node(filter, fields);
+  return query === '' ? '*' : query;
+}
+
+function node(filter: Record<string, Json>, fields: Map<string, SearchField>): string {
+  const must: string[] = [];
+  const any: string[] = [];
+  const optional: string[] = [];
+  const not: string[] = [];
+  for (const [key, value] of Object.entries(filter)) {
+    if (BOOL_KEYS.has(key)) continue;
+    if (key.startsWith('$')) throw bad(`filter: unknown operator '${key}'`);
+    const field = fields.get(key);
+    if (!field) throw bad(`filter: unknown field '${key}'`);
+    must.push(leaf(field, value));
+  }
+  const sub = (op: string): string[] =>
+    filter[op] === undefined ? [] : children(filter[op], op).map((c) => node(c, fields)).filter((q) => q !== '');
+  must.push(...sub('$and'), ...sub('$must'));
+  any.push(...sub('$or'));
+  const should = sub('$should');
+  if (filter['$must'] !== undefined || filter['$and'] !== undefined || must.length > 0) optional.push(...should);
+  else any.push(...should);
+  not.push(...sub('$mustNot'));
+  const parts = must.map((q) => `(${q})`);
+  if (any.length > 0) parts.push(`(${any.map((q) => `(${q})`).join(' | ')})`);
+  parts.push(...optional.map((q) => `~(${q})`));
+  parts.push(...not.map((q) => `-(${q})`));
+  const query = parts.join(' ');
+  return query === '' ? '' : boost(query, filter['$boost'], 'filter');
+}
+
+const OPERATORS: Record<string, Set<string>> = {
+  text: new Set(['$eq', '$in', '$fuzzy', '$phrase', '$regex', '$smart']),
+  numeric: new Set(['$eq', '$in', '$gt', '$gte', '$lt', '$lte']),
+  tag: new Set(['$eq', '$in']),
+};
+
+function leaf(field: SearchField, value: Json): string {
+  const where = `filter '${field.path}'`;
+  const ops: [string, Json][] = isObject(value) ? Object.entries(value) : [['$eq', value]];
+  const kind = fieldKind(field);
+  const parts: string[] = [];
+  let weight: Json | undefined;
+  for (const [op, operand] of ops) {
+    if (op === '$boost') {
+      weight = operand;
+      continue;
+    }
+    if (!OPERATORS[kind]?.has(op)) {
+      const range = ['$gt', '$gte', '$lt', '$lte'].includes(op);
+      throw bad(
+        range && kind === 'tag'
+          ? `${where}: ${op} is not supported on ${field.type} fields on this server (the Redis Query Engine has no range over text values)`
+          : `${where}: unknown operator '${op}' for a ${field.type} field`,
+      );
+    }
+    parts.push(condition(field, kind, op, operand, where));
+  }
+  if (parts.length === 0) throw bad(`${where}: no condition`);
+  return boost(parts.join(' '), weight, where);
+}
+
+/** One operator on one field as a complete query clause (`@field:…`). */
+function condition(field: SearchField, kind: string, op: string, operand: Json, where: string): string {
+  const at = `@${escapeField(field.path)}:`;
+  if (op === '$in') {
+    if (!Array.isArray(operand) || operand.length === 0) throw bad(`${where}: $in takes a non-empty array`);
+    if (kind === 'tag') return `${at}{${operand.map((v) => escapeTag(tagValue(field, v, where))).join(' | ')}}`;
+    if (kind === 'numeric') return `(${operand.map((v) => `${at}[${number(v, where)} ${number(v, where)}]`).join(' | ')})`;
+    return `${at}(${operand.map((v) => `(${textTokens(string(v, where), where).join(' ')})`).join(' | ')})`;
+  }
+  if (kind === 'tag') return `${at}{${escapeTag(tagValue(field, operand, where))}}`;
+  if (kind === 'numeric') {
+    const n = number(operand, where);
+    switch (op) {
+      case '$eq': return `${at}[${n} ${n}]`;
+      case '$gt': return `${at}[(${n} +inf]`;
+      case '$gte': return `${at}[${n} +inf]`;
+      case '$lt': return `${at}[-inf (${n}]`;
+      default: return `${at}[-inf ${n}]`;
+    }
+  }
+  switch (op) {
+    case '$fuzzy': return `${at}${fuzzy(operand, where)}`;
+    case '$phrase': return `${at}${phrase(operand, where)}`;
+    case '$regex': return `${at}${regex(operand, where)}`;
+    default: return `${at}(${textTokens(string(operand, where), where).join(' ')})`;
+  }
+}
+
+function string(value: Json, where: string): string {
+  if (typeof value !== 'string') throw bad(`${where}: expected a string value`);
+  return value;
+}
+
+function number(value: Json, where: string): string {
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw bad(`${where}: expected a number`);
+  return String(value);
+}
+
+function tagValue(field: SearchField, value: Json, where: string): string {
+  if (field.type === 'BOOL') {
+    if (value === true || value === 'true') return 'true';
+    if (value === false || value === 'false') return 'false';
+    throw bad(`${where}: expected true or false`);
+  }
+  const s = typeof value === 'number' && Number.isFinite(value) && field.type !== 'DATE' ? String(value) : string(value, where);
+  if (s === '') throw bad(`${where}: the value must not be empty`);
+  return s;
+}
+
+function fuzzy(operand: Json, where: string): string {
+  const spec = typeof operand === 'string' ? { value: operand } : operand;
+  if (!isObject(spec)) throw bad(`${where}: $fuzzy takes a string or {value, distance, prefix}`);
+  const distance = spec['distance'] ?? 1;
+  if (typeof distance !== 'number' || !Number.isInteger(distance) || distance < 0 || distance > 3) {
+    throw bad(`${where}: $fuzzy distance must be an integer from 0 to 3`);
+  }
+  const tokens = textTokens(string(spec['value'] ?? null, where), where);
+  const marks = '%'.repeat(distance);
+  const terms = tokens.map((t, i) => {
+    const term = distance === 0 ? t : `${marks}${t}${marks}`;
+    return spec['prefix'] === true && i === tokens.length - 1 ? `(${term}|${t}*)` : term;
+  });
+  return `(${terms.join(' ')})`;
+}
+
+function phrase(operand: Json, where: string): string {
+  const spec = typeof operand === 'string' ? { value: operand } : operand;
+  if (!isObject(spec)) throw bad(`${where}: $phrase takes a string or {value, slop | prefix}`);
+  const slop = spec['slop'] ?? 0;
+  if (typeof slop !== 'number' || !Number.isInteger(slop) || slop < 0) throw bad(`${where}: $phrase slop must be a non-negative integer`);
+  const tokens = textTokens(string(spec['value'] ?? null, where), where);
+  if (spec['prefix'] === true) tokens[tokens.length - 1] += '*';
+  return `(${tokens.join(' ')}) => { $slop: ${slop}; $inorder: true; }`;
+}
+
+/** `$regex` patterns the Query Engine can answer: a literal term, `lit.*` (prefix), `.*lit` (suffix), `.*lit.*` (infix). */
+function regex(operand: Json, where: string): string {
+  const pattern = string(operand, where);
+  const m = /^\^?(\.\*)?([A-Za-z0-9_]+)(\.\*)?\$?$/.exec(pattern);
+  if (!m) {
+    throw bad(
+      `${where}: $regex '${pattern}' is not supported on this server; the Redis Query Engine answers only ` +
+        "'word', 'word.*', '.*word' and '.*word.*'",
+    );
+  }
+  return `(${m[1] ? '*' : ''}${m[2]}${m[3] ? '*' : ''})`;
+}

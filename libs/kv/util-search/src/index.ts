@@ -1,0 +1,5 @@
+export * from './search';
+export * from './schema';
+export * from './filter';
+export * from './query';
+export * from './aggregate';

@@ -1,0 +1,144 @@
+import type { Reply } from '@restash/kv/util-command';
+import { filterToQuery } from './filter';
+import { bad, list, text } from './reply';
+import type { IndexSchema } from './schema';
+
+/** SEARCH.QUERY / SEARCH.COUNT parsed (after the index name and the filter). */
+export interface QueryRequest {
+  filter: unknown;
+  limit?: number;
+  offset?: number;
+  noContent: boolean;
+  orderBy: [string, 'ASC' | 'DESC'][];
+  highlight?: { fields: string[]; tags?: [string, string] };
+  select?: string[];
+}
+
+/** Default page size of SEARCH.QUERY without LIMIT (RediSearch's own default). */
+export const DEFAULT_LIMIT = 10;
+/** The largest LIMIT + OFFSET the server answers (MAXSEARCHRESULTS of the tenant servers). */
+export const MAX_RESULTS = 10_000;
+
+function count(value: string | undefined, what: string, max: number): number {
+  const n = Number(value);
+  if (value === undefined || !/^\d+$/.test(value) || n > max) throw bad(`SEARCH.QUERY: ${what} must be an integer from 0 to ${max}`);
+  return n;
+}
+
+/**
+ * Parses `filter [LIMIT n] [OFFSET n] [NOCONTENT] [ORDERBY (field ASC|DESC)…] [HIGHLIGHT FIELDS n f… [TAGS pre post]]
+ * [SELECT n f…]` (as `@upstash/redis` buildQueryCommand sends them) for SEARCH.QUERY and SEARCH.COUNT.
+ * @throws KvError 400 for bad JSON, a bad number, an unknown option, or SCOREFUNC (no Query Engine equivalent)
+ */
+export function parseQuery(args: string[]): QueryRequest {
+  const [filterText, ...rest] = args;
+  if (filterText === undefined) throw bad("wrong number of arguments for 'search.query' command");
+  let filter: unknown;
+  try {
+    filter = JSON.parse(filterText);
+  } catch {
+    throw bad('SEARCH.QUERY: the filter is not valid JSON');
+  }
+  const request: QueryRequest = { filter, noContent: false, orderBy: [] };
+  for (let i = 0; i < rest.length; ) {
+    const word = (rest[i++] ?? '').toUpperCase();
+    if (word === 'LIMIT') request.limit = count(rest[i++], 'LIMIT', MAX_RESULTS);
+    else if (word === 'OFFSET') request.offset = count(rest[i++], 'OFFSET', MAX_RESULTS);
+    else if (word === 'NOCONTENT') request.noContent = true;
+    else if (word === 'ORDERBY') {
+      while (i + 1 < rest.length && /^(ASC|DESC)$/i.test(rest[i + 1] ?? '')) {
+        request.orderBy.push([rest[i] as string, (rest[i + 1] as string).toUpperCase() as 'ASC' | 'DESC']);
+        i += 2;
+      }
+      if (request.orderBy.length === 0) throw bad('SEARCH.QUERY: ORDERBY needs a field and ASC or DESC');
+    } else if (word === 'HIGHLIGHT') {
+      if ((rest[i++] ?? '').toUpperCase() !== 'FIELDS') throw bad('SEARCH.QUERY: HIGHLIGHT needs FIELDS');
+      const n = count(rest[i++], 'HIGHLIGHT FIELDS count', 1000);
+      const fields = rest.slice(i, i + n);
+      if (fields.length !== n) throw bad('SEARCH.QUERY: HIGHLIGHT FIELDS has fewer fields than its count');
+      i += n;
+      request.highlight = { fields };
+      if ((rest[i] ?? '').toUpperCase() === 'TAGS') {
+        if (rest[i + 2] === undefined) throw bad('SEARCH.QUERY: TAGS needs an opening and a closing tag');
+        request.highlight.tags = [rest[i + 1] as string, rest[i + 2] as string];
+        i += 3;
+      }
+    } else if (word === 'SELECT') {
+      const n = count(rest[i++], 'SELECT count', 1000);
+      const fields = rest.slice(i, i + n);
+      if (fields.length !== n) throw bad('SEARCH.QUERY: SELECT has fewer fields than its count');
+      i += n;
+      request.select = fields;
+    } else if (word === 'SCOREFUNC') {
+      throw bad('SEARCH.QUERY: scoreFunc is not supported on this server (the Redis Query Engine has no field-value scoring)');
+    } else throw bad(`SEARCH.QUERY: unknown option '${rest[i - 1]}'`);
+  }
+  if (request.orderBy.length > 1) throw bad('SEARCH.QUERY: ORDERBY takes one field on this server');
+  if ((request.limit ?? DEFAULT_LIMIT) + (request.offset ?? 0) > MAX_RESULTS) {
+    throw bad(`SEARCH.QUERY: OFFSET + LIMIT must not exceed ${MAX_RESULTS}`);
+  }
+  return request;
+}
+
+function checkField(schema: IndexSchema, path: string, what: string): void {
+  if (!schema.fields.some((f) => f.path === path)) throw bad(`SEARCH.QUERY: unknown ${what} field '${path}'`);
+}
+
+/**
+ * `FT.SEARCH` arguments for a SEARCH.QUERY: WITHSCORES always (the SDK reads a score per hit), NOCONTENT,
+ * RETURN for SELECT (and every schema field on a JSON index with HIGHLIGHT, as RediSearch cannot highlight the
+ * whole document `$`), HIGHLIGHT, SORTBY, LIMIT offset limit.
+ * @throws KvError 400 for a field that is not in the schema
+ */
+export function ftSearchArgs(name: string, request: QueryRequest, schema: IndexSchema): string[] {
+  const out = ['FT.SEARCH', name, filterToQuery(request.filter, schema), 'WITHSCORES'];
+  const highlighted = request.highlight?.fields ?? [];
+  for (const path of highlighted) checkField(schema, path, 'highlight');
+  for (const path of request.select ?? []) checkField(schema, path, 'select');
+  if (request.noContent) out.push('NOCONTENT');
+  else if (request.select) out.push('RETURN', String(request.select.length), ...request.select);
+  else if (schema.dataType === 'json' && request.highlight) {
+    // The Query Engine cannot highlight inside `$`: return the schema's fields (the SDK nests dotted names).
+    out.push('RETURN', String(schema.fields.length), ...schema.fields.map((f) => f.path));
+  }
+  if (request.highlight && !request.noContent) {
+    out.push('HIGHLIGHT');
+    if (highlighted.length > 0) out.push('FIELDS', String(highlighted.length), ...highlighted);
+    if (request.highlight.tags) out.push('TAGS', ...request.highlight.tags);
+  }
+  const order = request.orderBy[0];
+  if (order) {
+    checkField(schema, order[0], 'ORDERBY');
+    out.push('SORTBY', order[0], order[1]);
+  }
+  out.push('LIMIT', String(request.offset ?? 0), String(request.limit ?? DEFAULT_LIMIT));
+  return out;
+}
+
+/** `FT.SEARCH … LIMIT 0 0` for SEARCH.COUNT: only the total. */
+export function ftCountArgs(name: string, request: QueryRequest, schema: IndexSchema): string[] {
+  return ['FT.SEARCH', name, filterToQuery(request.filter, schema), 'NOCONTENT', 'LIMIT', '0', '0'];
+}
+
+/**
+ * SEARCH.QUERY's reply from an `FT.SEARCH … WITHSCORES` reply: `[[key, score, [[field, value], …]], …]`, or
+ * `[[key, score], …]` with NOCONTENT. A whole JSON document comes as one `["$", json]` field (the SDK unwraps it).
+ */
+export function searchReply(reply: Reply, noContent: boolean): Reply {
+  const items = list(reply).slice(1);
+  const out: Reply[] = [];
+  const step = noContent ? 2 : 3;
+  for (let i = 0; i + step - 1 < items.length; i += step) {
+    const key = items[i] as Reply;
+    const score = text(items[i + 1]);
+    if (noContent) {
+      out.push([key, score]);
+      continue;
+    }
+    const flat = list(items[i + 2]);
+    const fields: [string, Reply][] = [];
+    for (let k = 0; k + 1 < flat.length; k += 2) fields.push([text(flat[k]), flat[k + 1] as Reply]);
+    out.push([key, score, fields.map(([f, v]): Reply => [f, v])]);
+  }
+  return out;
+}

@@ -1,0 +1,170 @@
+import { KvError, type CommandArgs, type Reply } from '@restash/kv/util-command';
+import { planAggregation } from './aggregate';
+import { filterToQuery } from './filter';
+import { ftCountArgs, ftSearchArgs, parseQuery, searchReply } from './query';
+import { bad, list, num, pairs, text } from './reply';
+import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
+
+/** True for `search.*` names (lower-case). */
+export function isSearchCommand(name: string): boolean {
+  return name.startsWith('search.');
+}
+
+const WRITES = new Set(['search.create', 'search.drop', 'search.aliasadd', 'search.aliasdel']);
+
+/** True for the SEARCH.* commands that change state (CREATE, DROP, ALIASADD, ALIASDEL). */
+export function isSearchWrite(name: string): boolean {
+  return WRITES.has(name);
+}
+
+/** What runs FT.* commands on the tenant's server. */
+export interface SearchRunner {
+  /** @throws the Redis error reply (an Error that is not a KvError) or a connection error */
+  run(args: CommandArgs): Promise<Reply>;
+}
+
+/** What the gateway knows about the database. */
+export interface SearchOptions {
+  /** Whether the server has the Redis Query Engine (the `search` module, FT.* commands). */
+  queryEngine: boolean;
+  /** The logical database of the KV database on its server; RediSearch indexes only db 0. */
+  db?: number;
+}
+
+/** The text of SEARCH.* on a server without the Query Engine. */
+export const NO_QUERY_ENGINE = 'ERR Search is not available on this database (the server has no Redis Query Engine)';
+/** The text of SEARCH.* on a database that is not logical db 0. */
+export const NOT_DB0 = 'ERR Search is not available on this database (the Redis Query Engine indexes only logical database 0)';
+
+/** How long SEARCH.WAITINDEXING waits for a background scan before answering 0. */
+export const WAIT_INDEXING_MS = 30_000;
+
+function isMissingIndex(error: unknown): boolean {
+  return error instanceof Error && !(error instanceof KvError) && /unknown index name|no such index|not found/i.test(error.message);
+}
+
+function arity(args: string[], n: number, name: string): void {
+  if (args.length !== n) throw bad(`wrong number of arguments for '${name}' command`);
+}
+
+async function info(redis: SearchRunner, index: string): Promise<Reply | null> {
+  try {
+    return await redis.run(['FT.INFO', index]);
+  } catch (error) {
+    if (isMissingIndex(error)) return null;
+    throw error;
+  }
+}
+
+async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema> {
+  const reply = await info(redis, index);
+  if (reply === null) throw bad(`search index '${index}' does not exist`);
+  return schemaFromInfo(reply);
+}
+
+/**
+ * Runs one SEARCH.* command (the `@upstash/redis` search client) as FT.* commands on the tenant's own server and
+ * answers in Upstash's reply shapes: CREATE → OK; DROP, ALIASADD, ALIASDEL → 1 (0 when nothing was there);
+ * DESCRIBE → the describe array or nil; QUERY → `[[key, score, [[field, value]…]]…]`; COUNT → integer;
+ * AGGREGATE → `[name, value, …]`; WAITINDEXING → 1 once the background scan is done (0 after
+ * WAIT_INDEXING_MS).
+ * @throws KvError 400 for bad input (Upstash-like text), for SEARCH.LISTALIASES (RediSearch cannot list aliases),
+ *   NO_QUERY_ENGINE when `options.queryEngine` is false, NOT_DB0 on a logical database other than 0;
+ *   Redis error replies of FT.* (e.g. an alias that exists) as they come
+ */
+export async function runSearchCommand(args: CommandArgs, redis: SearchRunner, options: SearchOptions): Promise<Reply> {
+  const name = text(args[0]).toLowerCase();
+  const rest = args.slice(1).map((a) => text(a));
+  if (!options.queryEngine) throw KvError.badRequest(NO_QUERY_ENGINE);
+  if (options.db !== undefined && options.db !== 0) throw KvError.badRequest(NOT_DB0);
+  switch (name) {
+    case 'search.create': {
+      const request = parseCreate(rest);
+      try {
+        await redis.run(ftCreateArgs(request));
+      } catch (error) {
+        if (!(request.existsOk && error instanceof Error && /already exists/i.test(error.message))) throw error;
+      }
+      return 'OK';
+    }
+    case 'search.drop': {
+      arity(rest, 1, name);
+      try {
+        await redis.run(['FT.DROPINDEX', rest[0] as string]);
+        return 1;
+      } catch (error) {
+        if (isMissingIndex(error)) return 0;
+        throw error;
+      }
+    }
+    case 'search.describe': {
+      arity(rest, 1, name);
+      const reply = await info(redis, rest[0] as string);
+      return reply === null ? null : describeReply(schemaFromInfo(reply));
+    }
+    case 'search.query':
+    case 'search.count': {
+      if (rest.length < 2) throw bad(`wrong number of arguments for '${name}' command`);
+      const index = rest[0] as string;
+      const request = parseQuery(rest.slice(1));
+      const schema = await schemaOf(redis, index);
+      if (name === 'search.count') return num(list(await redis.run(ftCountArgs(index, request, schema)))[0]);
+      return searchReply(await redis.run(ftSearchArgs(index, request, schema)), request.noContent);
+    }
+    case 'search.aggregate': {
+      arity(rest, 3, name);
+      const [index, filterText, aggregationsText] = rest as [string, string, string];
+      let filter: unknown;
+      let aggregations: unknown;
+      try {
+        filter = JSON.parse(filterText);
+        aggregations = JSON.parse(aggregationsText);
+      } catch {
+        throw bad('SEARCH.AGGREGATE: the filter and the aggregations must be valid JSON');
+      }
+      if (typeof aggregations !== 'object' || aggregations === null || Array.isArray(aggregations) || Object.keys(aggregations).length === 0) {
+        throw bad('SEARCH.AGGREGATE: aggregations must be a non-empty object');
+      }
+      const schema = await schemaOf(redis, index);
+      const query = filterToQuery(filter, schema);
+      const plans = Object.entries(aggregations).map(([n, spec]) => planAggregation(index, query, n, spec, schema));
+      const out: Reply[] = [];
+      for (const plan of plans) {
+        const replies: Reply[] = [];
+        for (const command of plan.commands) replies.push(await redis.run(command));
+        out.push(plan.name, plan.format(replies));
+      }
+      return out;
+    }
+    case 'search.waitindexing': {
+      arity(rest, 1, name);
+      const deadline = Date.now() + WAIT_INDEXING_MS;
+      for (;;) {
+        const reply = await info(redis, rest[0] as string);
+        if (reply === null) throw bad(`search index '${rest[0]}' does not exist`);
+        if (text(pairs(reply).get('indexing')) !== '1') return 1;
+        if (Date.now() > deadline) return 0;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    }
+    case 'search.aliasadd': {
+      arity(rest, 2, name);
+      await redis.run(['FT.ALIASADD', rest[0] as string, rest[1] as string]);
+      return 1;
+    }
+    case 'search.aliasdel': {
+      arity(rest, 1, name);
+      try {
+        await redis.run(['FT.ALIASDEL', rest[0] as string]);
+        return 1;
+      } catch (error) {
+        if (error instanceof Error && !(error instanceof KvError) && /alias does not exist|not found/i.test(error.message)) return 0;
+        throw error;
+      }
+    }
+    case 'search.listaliases':
+      throw bad('SEARCH.LISTALIASES is not supported on this server (the Redis Query Engine cannot list aliases)');
+    default:
+      throw bad(`unknown command '${text(args[0])}'`);
+  }
+}
