@@ -64,13 +64,15 @@ test: lint typecheck unit integration engines bench-smoke ## what CI runs
 bench: bench-kv bench-vector bench-stream bench-queue
 
 bench-smoke: build ## a few seconds of each benchmark (BENCH_SMOKE=1): fails unless every case gives numbers and no errors
-	BENCH_SMOKE=1 $(RUN_TS) bench/kv/bench.ts
+	BENCH_SMOKE=1 KV_ENGINE=redis $(RUN_TS) bench/kv/bench.ts
+	BENCH_SMOKE=1 KV_ENGINE=valkey $(RUN_TS) bench/kv/bench.ts
 	BENCH_SMOKE=1 $(RUN_TS) bench/vector/bench.ts
 	BENCH_SMOKE=1 $(RUN_TS) bench/stream/bench.ts
 	BENCH_SMOKE=1 $(RUN_TS) bench/queue/bench.ts
 
-bench-kv: build ## KV gateway vs Redis direct (bench/kv)
-	$(RUN_TS) bench/kv/bench.ts
+bench-kv: build ## KV gateway vs its data server reached directly, on Redis 8.2 (with RedisJSON and RediSearch) then on Valkey 9.1 (bench/kv, KV_ENGINE)
+	KV_ENGINE=redis $(RUN_TS) bench/kv/bench.ts
+	KV_ENGINE=valkey $(RUN_TS) bench/kv/bench.ts
 
 bench-vector: build ## vector gateway vs qdrant-local direct, recall@10 (bench/vector)
 	$(RUN_TS) bench/vector/bench.ts

@@ -1,26 +1,32 @@
 // KV gateway benchmark (`make bench-kv`, which builds first): what serving Redis over HTTP costs.
 //
-// Stack (bench/lib/harness.ts, libs/platform/util-stack): a control Redis, the data Redis of the KV
-// database bench.main (with the gateway's ACL user, as make dev runs it), the built kv-gateway. The
+// Stack (bench/lib/harness.ts, libs/platform/util-stack): a control Redis, the data server of the KV
+// database bench.main (with the gateway's ACL user, as make dev runs it) on the engine KV_ENGINE
+// names (libs/platform/util-stack kv-engine.ts: `redis`, Redis 8.2 with RedisJSON and RediSearch
+// loaded, the default; `valkey`, Valkey 9.1; `make bench-kv` runs both, one after the other), the
+// built kv-gateway. The
 // gateway runs alone on core 0; both Redis servers and every load generator share core 1. Four
 // cases, SET, GET, and pipelines of 10 SETs and of 10 GETs (always the same key and a 3-byte value),
 // are each measured with three clients at the same concurrency (BENCH_CONCURRENCY connections or
 // requests in flight):
 //   gateway          autocannon: POST / or POST /pipeline, Bearer token, through the gateway to Redis
-//   ioredis direct   ioredis straight to the data Redis, one connection (pipeline() of 10 commands)
-//   redis-benchmark  -t set|get, -P 10 for the pipelines
+//   ioredis direct   ioredis straight to the data server, one connection (pipeline() of 10 commands)
+//   redis-benchmark  Debian's, -t set|get, -P 10 for the pipelines, straight to the data server
 // After a warm-up, every round runs each case with the clients in turn (gateway, direct,
 // redis-benchmark, gateway, ...); the table reports the median of the rounds, with the CPU time per
-// request of the gateway (/proc) and of the data Redis (INFO), and is written to bench/kv/results.md
-// and README.md (load.mjs, report.mjs). Nothing is asserted: targets are printed as met or not.
+// request of the gateway (/proc) and of the data server (INFO), and is written to bench/kv/results.md
+// (results-valkey.md) and README.md (load.mjs, report.mjs). Nothing is asserted: targets are printed
+// as met or not.
 //
 // env: BENCH_DURATION seconds per run (5), BENCH_WARMUP seconds per case (2), BENCH_ROUNDS (3),
 //      BENCH_CONCURRENCY (50); BENCH_SMOKE=1 for a smoke run (1 s runs, one round);
 //      BENCH_GATEWAY_NODE_OPTIONS is the gateway's NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
-import { type LoadRun, redisVersion, runBench } from '../lib/harness';
+import { kvEngine } from '@restash/platform/util-stack';
+import { type LoadRun, runBench } from '../lib/harness';
 
 const CASES = ['set', 'get', 'pipeline-set', 'pipeline-get'];
 const DATABASE = 'bench.main';
+const engine = kvEngine();
 
 runBench({
   name: 'kv',
@@ -31,6 +37,7 @@ runBench({
     BENCH_CONCURRENCY: { full: '50', smoke: '50' },
   },
   stack: () => ({
+    kvEngine: engine.name,
     kvDatabases: [{ id: DATABASE }],
     tenants: ({ kvRedis, dataRedisAuth: { username, password } }) => [
       {
@@ -79,5 +86,5 @@ runBench({
     const round: LoadRun[] = CASES.flatMap((c) => ['gateway', 'direct', 'redis-benchmark'].map((tool) => ({ args: [tool, c, settings.BENCH_DURATION ?? '5'] })));
     return { warmup, round };
   },
-  reportEnv: () => ({ REDIS_VERSION: redisVersion() }),
+  reportEnv: () => ({ KV_ENGINE: engine.name, KV_ENGINE_VERSION: engine.version, KV_ENGINE_MODULES: engine.modules ? '1' : '' }),
 });

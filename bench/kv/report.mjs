@@ -1,14 +1,20 @@
 // The table of bench/kv (bench.ts): medians over the rounds of the records load.mjs wrote (with the CPU
 // per request the harness added), the ratios against their targets, printed and written as markdown
-// to OUT.md and to README.md between <!-- bench-kv:start --> and <!-- bench-kv:end -->.
+// to OUT.md and to README.md between <!-- bench-kv:start --> and <!-- bench-kv:end --> for the
+// `redis` engine; for `valkey`, to OUT-valkey.md and between the bench-kv-valkey markers.
 //
 //   node bench/kv/report.mjs RESULTS.jsonl OUT.md [README.md]
-// env (for the header): BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, REDIS_VERSION
+// env (for the header): BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, KV_ENGINE (redis|valkey),
+//      KV_ENGINE_VERSION, KV_ENGINE_MODULES (non-empty: RedisJSON and RediSearch are loaded)
 import { writeFileSync } from 'node:fs';
 import { CPU_METHOD, cpuMedians, errorText, int, machine, median, ms, readRecords, sumErrors, us, wrap, writeReadmeSection } from '../lib/report.mjs';
 
-const [input, output, readme] = process.argv.slice(2);
+const [input, outputArg, readme] = process.argv.slice(2);
 const records = readRecords(input);
+const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, KV_ENGINE = 'redis', KV_ENGINE_VERSION, KV_ENGINE_MODULES } = process.env;
+const server = KV_ENGINE === 'valkey' ? 'Valkey' : 'Redis';
+const serverText = `${server} ${KV_ENGINE_VERSION}${KV_ENGINE_MODULES ? ' with RedisJSON and RediSearch loaded' : ''}`;
+const output = KV_ENGINE === 'redis' ? outputArg : outputArg.replace(/\.md$/, `-${KV_ENGINE}.md`);
 
 const CASES = { set: 'SET', get: 'GET', 'pipeline-set': '10 × SET pipeline', 'pipeline-get': '10 × GET pipeline' };
 const TOOLS = { gateway: 'gateway (HTTP)', direct: 'ioredis direct', 'redis-benchmark': 'redis-benchmark' };
@@ -20,7 +26,7 @@ function summary(tool, kase) {
 }
 
 const lines = [
-  '| case | client | req/s | commands/s | p50 ms | p99 ms | gateway CPU µs/req | Redis CPU µs/req | errors |',
+  `| case | client | req/s | commands/s | p50 ms | p99 ms | gateway CPU µs/req | ${server} CPU µs/req | errors |`,
   '|---|---|---:|---:|---:|---:|---:|---:|---|',
 ];
 const results = {};
@@ -49,7 +55,7 @@ for (const kase of ['pipeline-set', 'pipeline-get']) {
 }
 for (const kase of Object.keys(CASES)) {
   const through = results[`gateway/${kase}`].cpu.engine;
-  ratio(`${CASES[kase]}: Redis CPU per request, through the gateway / ioredis direct`, through / results[`direct/${kase}`].cpu.engine);
+  ratio(`${CASES[kase]}: ${server} CPU per request, through the gateway / ioredis direct`, through / results[`direct/${kase}`].cpu.engine);
 }
 
 const table = lines.join('\n');
@@ -61,17 +67,16 @@ const rounds = Object.entries(CASES).map(([kase, caseName]) => {
 const roundNotes = `gateway per round (req/s, gateway CPU per request): ${rounds.join('; ')}`;
 process.stdout.write(`\n${table}\n\n- ${roundNotes}\n`);
 
-const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, REDIS_VERSION } = process.env;
 const date = new Date().toISOString();
 writeFileSync(
   output,
-  `# KV gateway benchmark
+  `# KV gateway benchmark: ${serverText}
 
 Written by \`make bench-kv\` (bench/kv/bench.ts on bench/lib/harness.ts); the method is in the header of bench.ts.
 
 - date: ${date}
-- node ${process.version}, redis-server ${REDIS_VERSION}, ${machine()}
-- gateway alone on core 0; data Redis and the load generators on core 1
+- node ${process.version}, data server ${serverText} (KV_ENGINE=${KV_ENGINE}), ${machine()}
+- gateway alone on core 0; data server and the load generators on core 1
 - ${BENCH_CONCURRENCY} connections / requests in flight for every client; ${BENCH_DURATION} s per run; median of ${BENCH_ROUNDS} interleaved rounds
 - latency is per request (an HTTP request, an awaited command, or a whole pipeline of 10)
 - ${CPU_METHOD}; the gateway's is its whole process (HTTP, auth, Redis client)
@@ -83,9 +88,9 @@ ${table}
 
 if (readme) {
   const setup =
-    `Measured ${date.slice(0, 10)} on this project's machine (${machine()}, Node ${process.versions.node}, Redis ${REDIS_VERSION}) with ` +
-    `\`make bench-kv\`: the gateway alone on core 0, Redis and the load generators (autocannon, ioredis, redis-benchmark) on core 1, ` +
+    `${serverText} (KV_ENGINE=${KV_ENGINE}): measured ${date.slice(0, 10)} on this project's machine (${machine()}, Node ${process.versions.node}) with ` +
+    `\`make bench-kv\`: the gateway alone on core 0, ${server} and the load generators (autocannon, ioredis, redis-benchmark) on core 1, ` +
     `${BENCH_CONCURRENCY} connections or requests in flight for every client, median of ${BENCH_ROUNDS} interleaved ${BENCH_DURATION} s rounds; ` +
-    `CPU time per request from each process's own accounting (gateway: /proc; Redis: INFO).`;
-  writeReadmeSection(readme, 'kv', `${wrap(setup)}\n\n${table}`);
+    `CPU time per request from each process's own accounting (gateway: /proc; ${server}: INFO).`;
+  writeReadmeSection(readme, KV_ENGINE === 'redis' ? 'kv' : `kv-${KV_ENGINE}`, `${wrap(setup)}\n\n${table}`);
 }
