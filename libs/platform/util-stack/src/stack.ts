@@ -191,7 +191,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       queueRedis: options.queueRedis ? redis('queue-redis', 'queue', { config: QUEUE_REDIS_CONFIG }) : undefined,
       kv: Promise.all(
         kvDatabases.map((db) =>
-          redis(`kv-redis-${db.id}`, join('kv', db.id), { ...(db.port ? { port: db.port } : {}), config: [...persistent, ...gatewayUserConfig(password)], auth: dataRedisAuth, engine: engine.name }, 'kv-redis'),
+          // Valkey cannot read Redis 8's files (RDB format 12): a kept stateDir has a data folder per engine.
+          redis(`kv-redis-${db.id}`, join(engine.name === 'redis' ? 'kv' : `kv-${engine.name}`, db.id), { ...(db.port ? { port: db.port } : {}), config: [...persistent, ...gatewayUserConfig(password)], auth: dataRedisAuth, engine: engine.name }, 'kv-redis'),
         ),
       ),
       qdrant: options.qdrant

@@ -5,7 +5,8 @@
 // Starts the control Redis (registry, quotas and, with AOF and noeviction as BullMQ needs, the
 // queue's jobs), one Redis server per KV database of deploy/local/tenants.yaml (a Redis server backs
 // at most one KV database: Redis does not isolate logical databases; each in
-// .restash/kv/<tenant>.<database>/, with AOF and the gateway's ACL user), qdrant-local, embedder-local
+// .restash/kv/<tenant>.<database>/, with AOF and the gateway's ACL user; Redis 8.2 with RedisJSON and
+// RediSearch, or with KV_ENGINE=valkey Valkey 9.1 in .restash/kv-valkey/), qdrant-local, embedder-local
 // and a Kafka broker; applies deploy/local/tenants.yaml with the tenants command; starts kv-gateway,
 // vector-gateway, stream-gateway, queue-gateway and queue-worker; lists the demo topics (the gateway
 // creates a cluster's declared topics on first use); and writes .restash/local.env with the variables
@@ -100,7 +101,7 @@ export QSTASH_NEXT_SIGNING_KEY=${demo.queue.main?.nextSigningKey}
 
   say(`
 restash local stack is up (logs in .restash/logs/; metrics on :${ports.kvManagement}, :${ports.vectorManagement}, :${ports.streamManagement}, :${ports.queueManagement} and :${ports.queueWorkerManagement} /metrics)
-  KV REST API       ${kv}   (tenant demo, database main)
+  KV REST API       ${kv}   (tenant demo, database main: ${stack.kvEngine.name === 'redis' ? 'Redis' : 'Valkey'} ${stack.kvEngine.version}${stack.kvEngine.modules ? ' with RedisJSON and RediSearch' : ''})
   Vector REST API   ${url(ports.vector)}   (tenant demo, index docs: 384 dimensions, COSINE, local MiniLM model)
   Stream REST API   ${url(ports.stream)}   (tenant demo, cluster events: topics orders (3 partitions) and webhooks; Kafka on :${ports.kafka})
   Queue API (QStash) ${url(ports.queue)}   (tenant demo, project main; queue-worker delivers, loopback destinations allowed)
