@@ -73,6 +73,20 @@ async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema
  *   Redis error replies of FT.* (e.g. an alias that exists) as they come
  */
 export async function runSearchCommand(args: CommandArgs, redis: SearchRunner, options: SearchOptions): Promise<Reply> {
+  return wire(await translate(args, redis, options));
+}
+
+/**
+ * Every text of a reply as bytes: the encoder sends Buffers as (base64) strings and JS strings only for
+ * integers, so a text left as a JS string would reach a base64 client undecodable.
+ */
+export function wire(reply: Reply): Reply {
+  if (typeof reply === 'string') return Buffer.from(reply);
+  if (Array.isArray(reply)) return reply.map(wire);
+  return reply;
+}
+
+async function translate(args: CommandArgs, redis: SearchRunner, options: SearchOptions): Promise<Reply> {
   const name = text(args[0]).toLowerCase();
   const rest = args.slice(1).map((a) => text(a));
   if (!options.queryEngine) throw KvError.badRequest(NO_QUERY_ENGINE);

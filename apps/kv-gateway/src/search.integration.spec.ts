@@ -1,0 +1,236 @@
+import { Redis } from '@upstash/redis';
+import { type KvStack, startKvStack } from './testing/kv-stack';
+
+/** The tenant data server these tests run against (KV_ENGINE): `redis` (8.2 with RedisJSON and RediSearch) or `valkey` (9.1). */
+const engine = process.env['KV_ENGINE'] === 'valkey' ? 'valkey' : 'redis';
+
+const products = [
+  { name: 'Laptop Pro', description: 'High performance laptop', category: 'electronics', price: 1299.99, stock: 50, active: true, sku: 'LP-1', added: '2024-01-02T00:00:00Z', path: '/tech/computers/laptops', maker: { name: 'John Doe' } },
+  { name: 'Laptop Basic', description: 'Budget friendly laptop', category: 'electronics', price: 599.99, stock: 100, active: true, sku: 'LB 2', added: '2024-02-02T00:00:00Z', path: '/tech/computers/laptops', maker: { name: 'Jane Roe' } },
+  { name: 'Wireless Mouse', description: 'Ergonomic wireless mouse', category: 'electronics', price: 29.99, stock: 200, active: false, sku: 'WM|3', added: '2024-03-02T00:00:00Z', path: '/tech/accessories', maker: { name: 'John Smith' } },
+  { name: 'Phone Case', description: 'Protective phone case', category: 'accessories', price: 19.99, stock: 300, active: true, sku: 'LP-1', added: '2024-04-02T00:00:00Z', path: '/home', maker: { name: 'Ann' } },
+];
+
+const schema = {
+  name: 'TEXT',
+  description: { type: 'TEXT', noStem: true },
+  category: { type: 'TEXT', noTokenize: true },
+  price: { type: 'F64', fast: true },
+  stock: { type: 'U64', fast: true },
+  active: 'BOOL',
+  sku: 'KEYWORD',
+  added: { type: 'DATE', fast: true },
+  path: 'FACET',
+  maker: { name: 'TEXT' },
+  summary: { type: 'TEXT', from: 'description' },
+} as const;
+
+/**
+ * Upstash Search (`redis.search`, SEARCH.*) of @upstash/redis 1.39.0 through a real kv-gateway, translated onto
+ * RediSearch on the tenant's own server: JSON and hash indexes with every field type, filters, sorting, paging,
+ * count, aggregations, describe, aliases, drop and waitIndexing. On Valkey (no Query Engine) every SEARCH.*
+ * answers one clear error.
+ */
+describe(`@upstash/redis search on ${engine}`, () => {
+  let stack: KvStack;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    stack = await startKvStack({ acme: [{ name: 'main' }] });
+    redis = new Redis({ url: stack.url, token: stack.tokens('acme', 'main').standard, enableTelemetry: false });
+  });
+  afterAll(() => stack.stop());
+
+  if (engine === 'valkey') {
+    it('answers a clear error: the server has no Redis Query Engine', async () => {
+      const message = 'ERR Search is not available on this database (the server has no Redis Query Engine)';
+      await expect(redis.search.createIndex({ name: 'p', dataType: 'json', prefix: 'p:', schema: { name: 'TEXT' } })).rejects.toThrow(message);
+      await expect(redis.search.index({ name: 'p' }).query({ filter: {} })).rejects.toThrow(message);
+      await expect(redis.search.index({ name: 'p' }).describe()).rejects.toThrow(message);
+    });
+    return;
+  }
+
+  it('a JSON index with every field type: create, waitIndexing, describe, query by each type', async () => {
+    for (const [i, p] of products.entries()) await redis.json.set(`p:${i}`, '$', p);
+    const index = await redis.search.createIndex({ name: 'products', dataType: 'json', prefix: 'p:', schema });
+    expect(await index.waitIndexing()).toBe(1);
+    expect(await index.describe()).toEqual({
+      name: 'products',
+      dataType: 'json',
+      prefixes: ['p:'],
+      schema: {
+        name: { type: 'TEXT' },
+        description: { type: 'TEXT', noStem: true },
+        category: { type: 'TEXT', noTokenize: true },
+        price: { type: 'F64', fast: true },
+        stock: { type: 'U64', fast: true },
+        active: { type: 'BOOL' },
+        sku: { type: 'KEYWORD' },
+        added: { type: 'DATE', fast: true },
+        path: { type: 'FACET' },
+        'maker.name': { type: 'TEXT' },
+        summary: { type: 'TEXT', from: 'description' },
+      },
+    });
+    expect(await redis.search.index({ name: 'nope' }).describe()).toBeNull();
+
+    const keys = async (filter: Record<string, unknown>): Promise<string[]> =>
+      (await index.query({ filter, select: {} })).map((r) => r.key).sort();
+    expect(await keys({})).toEqual(['p:0', 'p:1', 'p:2', 'p:3']);
+    expect(await keys({ name: 'laptop' })).toEqual(['p:0', 'p:1']);
+    expect(await keys({ name: { $eq: 'LAPTOP pro' } })).toEqual(['p:0']);
+    expect(await keys({ name: { $in: ['mouse', 'case'] } })).toEqual(['p:2', 'p:3']);
+    expect(await keys({ name: { $fuzzy: 'laptopp' } })).toEqual(['p:0', 'p:1']);
+    expect(await keys({ name: { $fuzzy: { value: 'Lapopp', distance: 2 } } })).toEqual(['p:0', 'p:1']);
+    expect(await keys({ description: { $phrase: 'wireless mouse' } })).toEqual(['p:2']);
+    expect(await keys({ description: { $phrase: 'mouse wireless' } })).toEqual([]);
+    expect(await keys({ description: { $phrase: { value: 'ergonomic mouse', slop: 1 } } })).toEqual(['p:2']);
+    expect(await keys({ description: { $phrase: { value: 'wireless mou', prefix: true } } })).toEqual(['p:2']);
+    expect(await keys({ name: { $regex: 'Lap.*' } })).toEqual(['p:0', 'p:1']);
+    expect(await keys({ price: { $gt: 599.99 } })).toEqual(['p:0']);
+    expect(await keys({ price: { $gte: 599.99 } })).toEqual(['p:0', 'p:1']);
+    expect(await keys({ stock: { $lt: 100 } })).toEqual(['p:0']);
+    expect(await keys({ stock: { $lte: 100 } })).toEqual(['p:0', 'p:1']);
+    expect(await keys({ stock: { $in: [50, 300] } })).toEqual(['p:0', 'p:3']);
+    expect(await keys({ stock: 200 })).toEqual(['p:2']);
+    expect(await keys({ active: false })).toEqual(['p:2']);
+    expect(await keys({ active: { $in: [true] } })).toEqual(['p:0', 'p:1', 'p:3']);
+    expect(await keys({ category: 'electronics' })).toEqual(['p:0', 'p:1', 'p:2']);
+    expect(await keys({ category: 'Electronics' })).toEqual([]);
+    expect(await keys({ sku: 'LP-1' })).toEqual(['p:0', 'p:3']);
+    expect(await keys({ sku: { $in: ['LB 2', 'WM|3'] } })).toEqual(['p:1', 'p:2']);
+    expect(await keys({ added: '2024-03-02T00:00:00Z' })).toEqual(['p:2']);
+    expect(await keys({ path: '/home' })).toEqual(['p:3']);
+    expect(await keys({ 'maker.name': 'john' })).toEqual(['p:0', 'p:2']);
+    expect(await keys({ summary: 'budget' })).toEqual(['p:1']);
+  });
+
+  it('boolean filters, and values that look like query syntax match literally', async () => {
+    const index = redis.search.index({ name: 'products' });
+    const keys = async (filter: Record<string, unknown>): Promise<string[]> =>
+      (await index.query({ filter, select: {} })).map((r) => r.key).sort();
+    expect(await keys({ $or: [{ price: { $lt: 20 } }, { name: 'pro' }] })).toEqual(['p:0', 'p:3']);
+    expect(await keys({ $and: [{ name: 'laptop' }, { stock: { $gte: 100 } }] })).toEqual(['p:1']);
+    expect(await keys({ $mustNot: { category: 'electronics' } })).toEqual(['p:3']);
+    expect(await keys({ $must: { name: 'laptop' }, $mustNot: { name: 'pro' } })).toEqual(['p:1']);
+    expect(await keys({ $should: [{ name: 'mouse' }, { name: 'case' }] })).toEqual(['p:2', 'p:3']);
+    // $should beside $must only ranks: the mouse comes first, the other electronics still match.
+    const ranked = await index.query({ filter: { $must: { category: 'electronics' }, $should: { name: 'mouse' } }, select: {} });
+    expect(ranked.map((r) => r.key)[0]).toBe('p:2');
+    expect(ranked).toHaveLength(3);
+    expect(await keys({ name: 'laptop) | @price:[-inf +inf] (x' })).toEqual([]);
+    expect(await keys({ sku: 'x} | @sku:{LP\\-1' })).toEqual([]);
+    await expect(keys({ 'maker.name': '*' })).rejects.toThrow("ERR filter 'maker.name': the value has no searchable term");
+  });
+
+  it('documents, select, sort, paging, highlight and count', async () => {
+    const index = redis.search.index({ name: 'products' });
+    const [first] = await index.query({ filter: { sku: 'LB 2' } });
+    expect(first).toEqual({ key: 'p:1', score: expect.any(Number), data: products[1] });
+
+    const page = await index.query({ filter: { category: 'electronics' }, orderBy: { price: 'ASC' }, limit: 2, offset: 1, select: { name: true, 'maker.name': true } });
+    expect(page.map((r) => r.data)).toEqual([
+      { name: 'Laptop Basic', maker: { name: 'Jane Roe' } },
+      { name: 'Laptop Pro', maker: { name: 'John Doe' } },
+    ]);
+    const desc = await index.query({ filter: {}, orderBy: { stock: 'DESC' }, select: {} });
+    expect(desc.map((r) => r.key)).toEqual(['p:3', 'p:2', 'p:1', 'p:0']);
+    expect(await index.query({ filter: {}, limit: 3, select: {} })).toHaveLength(3);
+
+    const [lit] = await index.query({ filter: { name: 'pro' }, select: { name: true }, highlight: { fields: ['name'], preTag: '<b>', postTag: '</b>' } });
+    expect(lit?.data).toEqual({ name: 'Laptop <b>Pro</b>' });
+
+    expect(await index.count({ filter: { category: 'electronics' } })).toEqual({ count: 3 });
+    expect(await index.count({ filter: { price: { $gt: 10_000 } } })).toEqual({ count: 0 });
+  });
+
+  it('aggregations: metrics, stats, percentiles, terms with sub-aggregations, range, histogram, facet', async () => {
+    const index = redis.search.index({ name: 'products' });
+    const result = await index.aggregate({
+      filter: {},
+      aggregations: {
+        avg: { $avg: { field: 'stock' } },
+        sum: { $sum: { field: 'stock' } },
+        min: { $min: { field: 'price' } },
+        max: { $max: { field: 'stock' } },
+        count: { $count: { field: 'stock' } },
+        skus: { $cardinality: { field: 'sku' } },
+        stats: { $stats: { field: 'stock' } },
+        median: { $percentiles: { field: 'stock', percents: [50] } },
+        byCategory: { $terms: { field: 'category', size: 1 }, $aggs: { stock: { $sum: { field: 'stock' } } } },
+        prices: { $range: { field: 'price', ranges: [{ to: 100 }, { from: 100 }] } },
+        stockHistogram: { $histogram: { field: 'stock', interval: 100 } },
+        tech: { $facet: { field: 'path', path: '/tech', depth: 2 } },
+      },
+    });
+    expect(result).toEqual({
+      avg: { value: 162.5 },
+      sum: { value: 650 },
+      min: { value: 19.99 },
+      max: { value: 300 },
+      count: { value: 4 },
+      skus: { value: 3 },
+      stats: { count: 4, min: 50, max: 300, sum: 650, avg: 162.5 },
+      median: { values: { '50.0': 100 } },
+      byCategory: { buckets: [{ key: 'electronics', docCount: 3, stock: { value: 350 } }], sumOtherDocCount: 1, docCountErrorUpperBound: 0 },
+      prices: { buckets: [{ key: '*-100', docCount: 2, to: 100 }, { key: '100-*', docCount: 2, from: 100 }] },
+      stockHistogram: { buckets: [0, 100, 200, 300].map((key) => ({ key, docCount: 1 })) },
+      tech: {
+        path: '/tech',
+        sumOtherDocCount: 0,
+        children: [
+          { path: '/tech/computers', docCount: 2, sumOtherDocCount: 0, children: [{ path: '/tech/computers/laptops', docCount: 2, sumOtherDocCount: 0 }] },
+          { path: '/tech/accessories', docCount: 1, sumOtherDocCount: 0, children: [] },
+        ],
+      },
+    });
+    const filtered = await index.aggregate({ filter: { category: 'electronics' }, aggregations: { s: { $extendedStats: { field: 'stock' } } } });
+    expect(filtered['s']).toMatchObject({ count: 3, sum: 350, sumOfSquares: 52_500, variance: 3_888.88888889 });
+  });
+
+  it('a hash index; aliases; drop keeps the documents', async () => {
+    await redis.hset('h:1', { name: 'Alice', score: 95, member: true });
+    await redis.hset('h:2', { name: 'Bob', score: 87, member: false });
+    const index = await redis.search.createIndex({ name: 'people', dataType: 'hash', prefix: ['h:'], schema: { name: 'TEXT', score: { type: 'U64', fast: true }, member: 'BOOL' } });
+    await index.waitIndexing();
+    const hits = await index.query({ filter: { score: { $gte: 80 } }, orderBy: { score: 'DESC' } });
+    expect(hits.map((h) => [h.key, h.data])).toEqual([
+      ['h:1', { name: 'Alice', score: 95, member: true }],
+      ['h:2', { name: 'Bob', score: 87, member: false }],
+    ]);
+    expect(await redis.search.index({ name: 'people' }).count({ filter: { member: true } })).toEqual({ count: 1 });
+
+    expect(await index.addAlias({ alias: 'folks' })).toBe(1);
+    expect(await redis.search.index({ name: 'folks' }).count({ filter: { name: 'bob' } })).toEqual({ count: 1 });
+    expect(await redis.search.alias.delete({ alias: 'folks' })).toBe(1);
+    expect(await redis.search.alias.delete({ alias: 'folks' })).toBe(0);
+    expect(await redis.search.alias.add({ indexName: 'people', alias: 'folks2' })).toBe(1);
+    await expect(redis.search.alias.list()).rejects.toThrow('SEARCH.LISTALIASES is not supported on this server');
+
+    expect(await index.drop()).toBe(1);
+    expect(await index.drop()).toBe(0);
+    expect(await redis.hget('h:1', 'name')).toBe('Alice');
+    await expect(index.query({ filter: {} })).rejects.toThrow("ERR search index 'people' does not exist");
+  });
+
+  it('bad input: 400 with a clear text, nothing created', async () => {
+    const index = redis.search.index({ name: 'products' });
+    await expect(index.query({ filter: { nope: 1 } })).rejects.toThrow("ERR filter: unknown field 'nope'");
+    await expect(index.query({ filter: { price: { $near: 1 } } })).rejects.toThrow("ERR filter 'price': unknown operator '$near' for a F64 field");
+    await expect(index.query({ filter: { price: { $gt: 'x' } } })).rejects.toThrow("ERR filter 'price': expected a number");
+    await expect(index.query({ filter: { sku: { $gt: 'A' } } })).rejects.toThrow('$gt is not supported on KEYWORD fields on this server');
+    await expect(index.query({ filter: { added: { $gte: '2024-01-01' } } })).rejects.toThrow('$gte is not supported on DATE fields on this server');
+    await expect(index.query({ filter: { name: { $regex: '[a-z]+' } } })).rejects.toThrow("$regex '[a-z]+' is not supported on this server");
+    await expect(index.query({ filter: {}, scoreFunc: 'stock' })).rejects.toThrow('scoreFunc is not supported on this server');
+    await expect(index.aggregate({ filter: {}, aggregations: { x: { $median: { field: 'stock' } } } })).rejects.toThrow("ERR aggregation 'x': unknown aggregation '$median'");
+    await expect(
+      redis.search.createIndex({ name: 'strings', dataType: 'string', prefix: 's:', schema: { name: 'TEXT' } }),
+    ).rejects.toThrow('data type string is not supported on this server');
+    // The SDK drops a field of an unknown type from the schema; the server refuses an empty schema.
+    await expect(redis.search.createIndex({ name: 'bad', dataType: 'hash', prefix: 'b:', schema: { name: 'VECTOR' as 'TEXT' } })).rejects.toThrow(
+      'ERR SEARCH.CREATE: the schema needs at least one field',
+    );
+    expect(await redis.search.index({ name: 'bad' }).describe()).toBeNull();
+  });
+});
