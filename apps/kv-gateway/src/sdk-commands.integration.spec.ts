@@ -9,7 +9,7 @@ const engine = process.env['KV_ENGINE'] === 'valkey' ? 'valkey' : 'redis';
  * sets, geo, HyperLogLog, scripting and functions, Pub/Sub PUBLISH and the server commands, through
  * a real kv-gateway on the engine KV_ENGINE names: the replies the SDK hands back, as its own tests
  * expect them from Upstash. Hashes, streams, JSON, pipelines and transactions have files of their
- * own (sdk-hash-ttl, sdk-streams, sdk-json, sdk-pipeline); sdk.integration.spec.ts covers the basics.
+ * own (sdk-hash-ttl, sdk-streams, sdk-json); sdk.integration.spec.ts covers the basics.
  */
 describe(`@upstash/redis commands on ${engine}`, () => {
   let stack: KvStack;
