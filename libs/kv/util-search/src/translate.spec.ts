@@ -1,0 +1,139 @@
+import { KvError } from '@restash/kv/util-command';
+import { planAggregation } from './aggregate';
+import { escapeTag, filterToQuery, textTokens } from './filter';
+import { ftSearchArgs, parseQuery, searchReply } from './query';
+import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
+import { isSearchCommand, isSearchWrite, runSearchCommand, wire } from './search';
+
+const schema: IndexSchema = {
+  name: 'p',
+  dataType: 'json',
+  prefixes: ['p:'],
+  fields: [
+    { path: 'name', type: 'TEXT' },
+    { path: 'cat', type: 'TEXT', noTokenize: true },
+    { path: 'price', type: 'F64', fast: true },
+    { path: 'on', type: 'BOOL' },
+    { path: 'sku', type: 'KEYWORD' },
+    { path: 'when', type: 'DATE' },
+    { path: 'a.b', type: 'TEXT' },
+  ],
+};
+
+function status(fn: () => unknown): number | undefined {
+  try {
+    fn();
+  } catch (error) {
+    return error instanceof KvError ? error.status : -1;
+  }
+  return undefined;
+}
+
+describe('filterToQuery', () => {
+  it('translates leaves by field kind', () => {
+    expect(filterToQuery({}, schema)).toBe('*');
+    expect(filterToQuery({ name: 'Laptop Pro' }, schema)).toBe('(@name:(Laptop Pro))');
+    expect(filterToQuery({ price: { $gt: 5 } }, schema)).toBe('(@price:[(5 +inf])');
+    expect(filterToQuery({ price: { $lte: -1.5 } }, schema)).toBe('(@price:[-inf -1.5])');
+    expect(filterToQuery({ price: { $in: [1, 2] } }, schema)).toBe('((@price:[1 1] | @price:[2 2]))');
+    expect(filterToQuery({ on: true }, schema)).toBe('(@on:{true})');
+    expect(filterToQuery({ sku: { $in: ['a b', 'c'] } }, schema)).toBe('(@sku:{a\\ b | c})');
+    expect(filterToQuery({ 'a.b': { $fuzzy: { value: 'x', distance: 2 } } }, schema)).toBe('(@a\\.b:(%%x%%))');
+    expect(filterToQuery({ name: { $phrase: { value: 'a b', slop: 1 } } }, schema)).toBe('(@name:(a b) => { $slop: 1; $inorder: true; })');
+    expect(filterToQuery({ name: { $regex: '.*top' } }, schema)).toBe('(@name:(*top))');
+    expect(filterToQuery({ name: { $eq: 'x', $boost: 2 } }, schema)).toBe('((@name:(x)) => { $weight: 2; })');
+  });
+
+  it('combines boolean nodes', () => {
+    expect(filterToQuery({ $or: [{ name: 'a' }, { name: 'b' }] }, schema)).toBe('(((@name:(a))) | ((@name:(b))))');
+    expect(filterToQuery({ $must: { name: 'a' }, $should: { name: 'b' }, $mustNot: { cat: 'c' } }, schema)).toBe(
+      '((@name:(a))) ~((@name:(b))) -((@cat:{c}))',
+    );
+  });
+
+  it('escapes every value so that it cannot add query syntax', () => {
+    expect(escapeTag('x} | @sku:{y')).toBe('x\\}\\ \\|\\ \\@sku\\:\\{y');
+    expect(textTokens('a) | @price:[0 +inf] (b', 'w')).toEqual(['a', '\\|', 'price', '0', 'inf', 'b']);
+    expect(textTokens('a/b\\c?', 'w')).toEqual(['a\\/b\\\\c\\?']);
+    expect(filterToQuery({ cat: '} -@x:{' }, schema)).toBe('(@cat:{\\}\\ \\-\\@x\\:\\{})');
+  });
+
+  it('answers 400 for bad filters', () => {
+    for (const filter of [
+      [], { nope: 1 }, { $nope: [] }, { name: { $gt: 1 } }, { price: 'x' }, { price: { $gt: Infinity } }, { sku: { $lt: 'a' } },
+      { when: { $gte: '2024' } }, { on: 'yes' }, { name: { $regex: '(a|b)' } }, { name: '...' }, { $or: [] }, { name: { $fuzzy: { value: 'x', distance: 4 } } },
+    ]) {
+      expect([filter, status(() => filterToQuery(filter, schema))]).toEqual([filter, 400]);
+    }
+  });
+});
+
+describe('SEARCH.CREATE', () => {
+  it('parses the SDK arguments and builds FT.CREATE with the Upstash schema kept for DESCRIBE', () => {
+    const request = parseCreate(['p', 'EXISTSOK', 'ON', 'JSON', 'PREFIX', '1', 'p:', 'LANGUAGE', 'turkish', 'SCHEMA', 'name', 'TEXT', 'NOSTEM', 'n', 'U64', 'FAST', 'x', 'TEXT', 'FROM', 'a.b c']);
+    expect(request).toMatchObject({ name: 'p', existsOk: true, dataType: 'json', language: 'turkish' });
+    const args = ftCreateArgs(request);
+    expect(args.slice(0, 8)).toEqual(['FT.CREATE', 'p', 'ON', 'JSON', 'PREFIX', '1', 'p:', 'LANGUAGE']);
+    expect(args.slice(args.indexOf('SCHEMA'))).toEqual(['SCHEMA', '$.name', 'AS', 'name', 'TEXT', 'NOSTEM', '$.n', 'AS', 'n', 'NUMERIC', 'SORTABLE', '$.a["b c"]', 'AS', 'x', 'TEXT']);
+    const payload = args[args.indexOf('PAYLOAD_FIELD') + 1] as string;
+    const info = ['index_name', 'p', 'index_definition', ['key_type', 'JSON', 'prefixes', ['p:'], 'payload_field', payload], 'attributes', []];
+    expect(describeReply(schemaFromInfo(info))).toEqual([
+      'name', 'p', 'type', 'JSON', 'prefixes', ['p:'], 'language', 'turkish',
+      'schema', [['name', 'TEXT', 'NOSTEM'], ['n', 'U64', 'FAST'], ['x', 'TEXT', 'FROM', 'a.b c']],
+    ]);
+  });
+
+  it('answers 400 for what it cannot create', () => {
+    for (const args of [[], ['p'], ['p', 'ON', 'STRING', 'PREFIX', '1', 's:', 'SCHEMA', 'a', 'TEXT'], ['p', 'ON', 'HASH', 'PREFIX', '1', 'h:', 'SCHEMA', 'a', 'VECTOR'], ['p', 'ON', 'HASH', 'PREFIX', '1', 'h:', 'SCHEMA'], ['p', 'ON', 'HASH', 'PREFIX', 'x', 'SCHEMA', 'a', 'TEXT']]) {
+      expect([args, status(() => parseCreate(args))]).toEqual([args, 400]);
+    }
+  });
+});
+
+describe('SEARCH.QUERY', () => {
+  it('builds FT.SEARCH and reshapes its reply', () => {
+    const request = parseQuery(['{"name":"x"}', 'LIMIT', '5', 'OFFSET', '2', 'ORDERBY', 'price', 'DESC', 'HIGHLIGHT', 'FIELDS', '1', 'name', 'TAGS', '<', '>', 'SELECT', '1', 'name']);
+    expect(ftSearchArgs('p', request, schema)).toEqual([
+      'FT.SEARCH', 'p', '(@name:(x))', 'WITHSCORES', 'RETURN', '1', 'name', 'HIGHLIGHT', 'FIELDS', '1', 'name', 'TAGS', '<', '>', 'SORTBY', 'price', 'DESC', 'LIMIT', '2', '5',
+    ]);
+    expect(searchReply(['2', Buffer.from('k1'), '1.5', ['name', 'a'], Buffer.from('k2'), '1', []], false)).toEqual([
+      [Buffer.from('k1'), '1.5', [['name', 'a']]],
+      [Buffer.from('k2'), '1', []],
+    ]);
+    expect(searchReply(['1', 'k1', '2'], true)).toEqual([['k1', '2']]);
+    for (const args of [['{'], ['{}', 'LIMIT', '-1'], ['{}', 'SCOREFUNC', 'FIELDVALUE', 'x'], ['{}', 'BOGUS'], ['{}', 'LIMIT', '10001']]) {
+      expect([args, status(() => parseQuery(args))]).toEqual([args, 400]);
+    }
+  });
+});
+
+describe('SEARCH.AGGREGATE', () => {
+  it('plans a terms aggregation and formats its rows', () => {
+    const plan = planAggregation('p', '*', 't', { $terms: { field: 'sku', size: 1 } }, schema);
+    expect(plan.commands).toEqual([['FT.AGGREGATE', 'p', '*', 'LOAD', '3', '@sku', 'AS', '__f0', 'FILTER', 'exists(@__f0)', 'GROUPBY', '1', '@__f0', 'REDUCE', 'COUNT', '0', 'AS', '__r0']]);
+    expect(plan.format([['2', ['__f0', 'a', '__r0', '1'], ['__f0', 'b', '__r0', '3']]])).toEqual([
+      'buckets', [['key', 'b', 'docCount', 3]], 'sumOtherDocCount', 1, 'docCountErrorUpperBound', 0,
+    ]);
+  });
+
+  it('answers 400 for unknown or nested bucket aggregations', () => {
+    expect(status(() => planAggregation('p', '*', 'x', { $median: { field: 'price' } }, schema))).toBe(400);
+    expect(status(() => planAggregation('p', '*', 'x', { $terms: { field: 'sku' }, $aggs: { y: { $terms: { field: 'sku' } } } }, schema))).toBe(400);
+    expect(status(() => planAggregation('p', '*', 'x', { $avg: { field: 'sku' } }, schema))).toBe(400);
+  });
+});
+
+describe('runSearchCommand', () => {
+  const never = { run: () => Promise.reject(new Error('not called')) };
+
+  it('classifies names and refuses servers without the Query Engine or on another logical db', async () => {
+    expect(isSearchCommand('search.query')).toBe(true);
+    expect(isSearchCommand('ft.search')).toBe(false);
+    expect(isSearchWrite('search.create')).toBe(true);
+    expect(isSearchWrite('search.query')).toBe(false);
+    await expect(runSearchCommand(['SEARCH.QUERY', 'p', '{}'], never, { queryEngine: false })).rejects.toThrow('has no Redis Query Engine');
+    await expect(runSearchCommand(['SEARCH.QUERY', 'p', '{}'], never, { queryEngine: true, db: 2 })).rejects.toThrow('only logical database 0');
+    await expect(runSearchCommand(['SEARCH.NOPE'], never, { queryEngine: true })).rejects.toThrow("unknown command 'SEARCH.NOPE'");
+    expect(wire(['a', 1, null, ['b']])).toEqual([Buffer.from('a'), 1, null, [Buffer.from('b')]]);
+  });
+});
