@@ -163,6 +163,8 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       entry.session.catch(() => this.sessions.get(token) === entry && this.sessions.delete(token));
     }
     const session = await cached.session;
+    // The backend fetches its server's command table again after the server changed (run_id).
+    session.table = await this.redisCall(session.tenant, () => session.backend.table());
     if (!session.user) return session;
     // ACL tokens: the user's connection is looked up per request, as it may have been dropped.
     try {
@@ -185,26 +187,16 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     const grant = await this.gate.open('kv', credentials);
     const { resource: database, token: record } = grant;
     const backend = this.backends.get(database.id, database.redisUrl, (runId) => {
+      // Another process answers now (upgraded, replaced): the command table is fetched again on the
+      // next request (authenticate), and the new server must pass the same checks as the first.
       this.logger.log(`KV database ${database.id}: its Redis server is now another process (run_id ${runId}); reloading its command table`);
-      this.sessions.clear();
+      this.checkServer(database, backend, runId).catch((error: unknown) => {
+        this.logger.warn(`KV database ${database.id}: ${error instanceof Error ? error.message : String(error)}; its sessions are dropped`);
+        this.sessions.clear();
+      });
     });
-    const [table, runId, controlRunId] = await this.redisCall(database.tenant, () =>
-      Promise.all([backend.table(), backend.serverRunId(), this.controlRunId()]),
-    );
-    if (runId === controlRunId) {
-      // Tenant data never shares a server with the registry, or FLUSHDB and scripts could reach it (README, "Architecture: tenant registry").
-      this.logger.error(`KV database ${database.id} points at the control Redis; refusing to serve it`);
-      throw new KvError(503, 'ERR this database is misconfigured: it points at the platform control Redis');
-    }
-    // A Redis server backs at most one KV database: Redis does not isolate logical databases (README, "KV: one Redis server per database").
-    const other = await this.gate.registryCall(database.tenant, () => this.writer.bindKvServer(runId, database.id));
-    if (other) {
-      this.logger.error(
-        `KV database ${database.id} is on the Redis server (run_id ${runId}) that already backs KV database ${other}; refusing to serve it: a Redis server backs at most one KV database`,
-      );
-      await this.backends.drop(database.id);
-      throw new KvError(503, 'ERR this database is misconfigured: its Redis server already backs another KV database');
-    }
+    const [table, runId] = await this.redisCall(database.tenant, () => Promise.all([backend.table(), backend.serverRunId()]));
+    await this.checkServer(database, backend, runId);
     return {
       grant,
       tenant: database.tenant,
@@ -219,6 +211,28 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
         ? { user: { username: record.aclUser ?? '', password: openWithToken(token, record.sealedPassword ?? '') } }
         : {}),
     };
+  }
+
+  /**
+   * The checks of a database's server, by `run_id`: never the control Redis, and a server backs at
+   * most one KV database (README, "KV: one Redis server per database"); a server failing them has its
+   * backend closed.
+   * @throws KvError 503 when the server fails them; TenantDenied when the registry cannot be reached
+   */
+  private async checkServer(database: KvDatabaseRecord, backend: KvBackend, runId: string): Promise<void> {
+    if (runId === (await this.redisCall(database.tenant, () => this.controlRunId()))) {
+      // Tenant data never shares a server with the registry, or FLUSHDB and scripts could reach it (README, "Architecture: tenant registry").
+      this.logger.error(`KV database ${database.id} points at the control Redis; refusing to serve it`);
+      throw new KvError(503, 'ERR this database is misconfigured: it points at the platform control Redis');
+    }
+    const other = await this.gate.registryCall(database.tenant, () => this.writer.bindKvServer(runId, database.id));
+    if (other) {
+      this.logger.error(
+        `KV database ${database.id} is on the Redis server (run_id ${runId}) that already backs KV database ${other}; refusing to serve it: a Redis server backs at most one KV database`,
+      );
+      if (this.backends.find(database.id) === backend) await this.backends.drop(database.id);
+      throw new KvError(503, 'ERR this database is misconfigured: its Redis server already backs another KV database');
+    }
   }
 
   /**
