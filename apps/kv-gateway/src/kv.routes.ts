@@ -233,7 +233,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       run: (session, _input, call) => {
         if (call.request.method === 'HEAD') return undefined;
         const raw = call.reply.raw;
-        const db = new URL(session.database.redisUrl).pathname.slice(1) || '0';
+        const db = session.db;
         return this.service.monitor(session, {
           command: (time, args) => raw.write(sseEvent([`${time} [${db} 0.0.0.0:0] ${args.map((a) => JSON.stringify(a)).join(' ')}`])),
           end: () => raw.end(),

@@ -67,6 +67,8 @@ export interface Session {
   /** Runs commands: the database's connections, or the ACL user's connection. */
   runner: CommandRunner;
   table: CommandTable;
+  /** The database's logical database number on its server (the URL's path, 0 when none). */
+  db: number;
   policy: PolicyContext;
   /** For ACL tokens: the Redis user the commands run as. */
   user?: { username: string; password: string };
@@ -206,6 +208,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       backend,
       runner: backend,
       table,
+      db: Number(new URL(database.redisUrl).pathname.slice(1) || 0),
       policy: { role: record.role, prefix: `${database.id}:` },
       ...(record.role === 'acl'
         ? { user: { username: record.aclUser ?? '', password: openWithToken(token, record.sealedPassword ?? '') } }
@@ -274,7 +277,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     const write = isSearchWrite(name);
     if (write && session.role === 'readonly') throw KvError.badRequest(`NOPERM this user has no permissions to run the '${name}' command`);
     const queryEngine = session.table.get('ft.search') !== undefined;
-    return { kind: 'composite', label: name, write, run: (redis) => runSearchCommand(args, redis, { queryEngine }) };
+    return { kind: 'composite', label: name, write, run: (redis) => runSearchCommand(args, redis, { queryEngine, db: session.db }) };
   }
 
   /**
@@ -377,9 +380,8 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   async monitor(session: Session, handlers: MonitorHandlers): Promise<Subscription> {
     if (session.role !== 'standard') throw KvError.badRequest(`NOPERM this user has no permissions to run the 'monitor' command`);
     this.count(session, 'monitor');
-    const db = Number(new URL(session.database.redisUrl).pathname.slice(1) || 0);
     try {
-      return await session.backend.monitor(db, handlers);
+      return await session.backend.monitor(session.db, handlers);
     } catch (error) {
       if (isReplyError(error)) throw KvError.badRequest(error.message);
       throw this.backendFailure(session.tenant, error);
