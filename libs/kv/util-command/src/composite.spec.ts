@@ -1,4 +1,4 @@
-import { fcallReadOnly, libraryCode, readOnlyShim } from './composite';
+import { clientSetinfo, fcallReadOnly, libraryCode, noAckRead, readOnlyShim } from './composite';
 import type { Reply } from './encode';
 import type { CommandArgs } from './request';
 
@@ -43,5 +43,23 @@ describe('FCALL_RO as Upstash runs it', () => {
     expect(ran.map((a) => a[0])).toEqual(['fcall_ro', 'function', 'eval_ro']);
     expect(ran[2]?.slice(2)).toEqual(['1', 'k']);
     await expect(fcallReadOnly(['fcall_ro', 'missing', '0']).run(redis)).rejects.toBe(refuse);
+  });
+});
+
+describe('CLIENT SETINFO and XREADGROUP … NOACK', () => {
+  it('answers CLIENT SETINFO OK without running it, with Redis texts for bad input', async () => {
+    expect(await clientSetinfo(['client', 'setinfo', 'LIB-NAME', 'x']).run({ run: () => Promise.reject(new Error('ran')) })).toEqual(b('OK'));
+    expect(() => clientSetinfo(['client', 'setinfo', 'lib-name'])).toThrow(/wrong number of arguments/);
+    expect(() => clientSetinfo(['client', 'setinfo', 'name', 'x'])).toThrow(/Unrecognized option 'name'/);
+  });
+
+  it('runs XREADGROUP … NOACK in a script over its streams, and leaves other reads alone', async () => {
+    const read = noAckRead(['XREADGROUP', 'GROUP', 'g', 'c', 'COUNT', '2', 'NOACK', 'STREAMS', 's1', 's2', '>', '>']);
+    const ran: CommandArgs[] = [];
+    await read?.run({ run: async (args) => (ran.push(args), null) });
+    expect(ran[0]?.[0]).toBe('eval');
+    expect(ran[0]?.slice(2)).toEqual(['2', 's1', 's2', 'xreadgroup', 'GROUP', 'g', 'c', 'COUNT', '2', 'NOACK', 'STREAMS', 's1', 's2', '>', '>']);
+    expect(noAckRead(['xreadgroup', 'group', 'g', 'c', 'streams', 's', '>'])).toBeUndefined();
+    expect(noAckRead(['xreadgroup', 'group', 'g', 'c', 'noack', 'streams', 's'])).toBeUndefined();
   });
 });

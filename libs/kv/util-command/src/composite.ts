@@ -1,4 +1,5 @@
 import type { Reply } from './encode';
+import { KvError } from './kv-error';
 import type { CommandArgs } from './request';
 
 /** Runs one command on the tenant's server. @throws the Redis error reply, or a connection error */
@@ -123,4 +124,55 @@ export function readOnlyShim(code: string, name: string): string {
     body,
     'return restash_fn(KEYS, ARGV)',
   ].join('\n');
+}
+
+/**
+ * `CLIENT SETINFO LIB-NAME|LIB-VER <value>` (the SDK's `clientSetinfo`): answered OK without
+ * running, as the gateway's pooled connections are never the client's own. Other CLIENT
+ * subcommands stay refused.
+ * @throws KvError 400 with Redis's texts for a wrong arity or attribute
+ */
+export function clientSetinfo(args: CommandArgs): CompositeCommand {
+  if (args.length !== 4) throw KvError.badRequest(`ERR wrong number of arguments for 'client|setinfo' command`);
+  const attribute = lower(args[2]);
+  if (attribute !== 'lib-name' && attribute !== 'lib-ver') throw KvError.badRequest(`ERR Unrecognized option '${String(args[2])}'`);
+  return { kind: 'composite', label: 'client|setinfo', write: false, run: async () => Buffer.from('OK') };
+}
+
+/**
+ * A Lua script running one XREADGROUP … NOACK (whole command in ARGV, its streams in KEYS) that
+ * removes the consumer again from each stream's group where the read created it: its NOACK read
+ * left nothing pending, and Upstash lists no consumer after a NOACK read.
+ */
+const NOACK_READ = [
+  'local group, consumer = ARGV[3], ARGV[4]',
+  'local created = {}',
+  'for i, key in ipairs(KEYS) do',
+  "  local ok, consumers = pcall(redis.call, 'XINFO', 'CONSUMERS', key, group)",
+  '  created[i] = true',
+  '  if ok then for _, c in ipairs(consumers) do if c[2] == consumer then created[i] = false end end end',
+  'end',
+  'local reply = redis.call(unpack(ARGV))',
+  "for i, key in ipairs(KEYS) do if created[i] then pcall(redis.call, 'XGROUP', 'DELCONSUMER', key, group, consumer) end end",
+  'return reply',
+].join('\n');
+
+/**
+ * `XREADGROUP GROUP g c … NOACK STREAMS k… id…` as Upstash answers it: the entries, and no consumer
+ * left behind by the read (XINFO CONSUMERS lists none after a NOACK read by a new consumer; the SDK's
+ * own test). Run atomically as one script. Undefined without NOACK or without a well-formed STREAMS
+ * part (Redis's own error then).
+ */
+export function noAckRead(args: CommandArgs): CompositeCommand | undefined {
+  const options = args.findIndex((a) => lower(a) === 'streams');
+  if (options < 0 || !args.slice(0, options).some((a) => lower(a) === 'noack') || lower(args[1]) !== 'group' || options < 4) return undefined;
+  const rest = args.length - options - 1;
+  if (rest <= 0 || rest % 2 !== 0) return undefined;
+  const keys = args.slice(options + 1, options + 1 + rest / 2);
+  return {
+    kind: 'composite',
+    label: 'xreadgroup',
+    write: true,
+    run: (redis) => redis.run(['eval', NOACK_READ, String(keys.length), ...keys, 'xreadgroup', ...args.slice(1)]),
+  };
 }

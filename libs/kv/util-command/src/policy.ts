@@ -1,5 +1,5 @@
 import type { CommandTable } from './command-table';
-import { type CompositeCommand, copyOntoItself, fcallReadOnly, scanWithType } from './composite';
+import { type CompositeCommand, clientSetinfo, copyOntoItself, fcallReadOnly, noAckRead, scanWithType } from './composite';
 import type { Reply } from './encode';
 import { KvError } from './kv-error';
 import { type CommandArgs, commandName } from './request';
@@ -150,6 +150,7 @@ export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: Poli
   const spec = table.resolve(name, second);
   if (!spec) throw KvError.badRequest(unknownCommand(args));
   const label = spec.name;
+  if (label === 'client|setinfo' && !ctx.transaction) return clientSetinfo(args);
   const refusal =
     UNSUPPORTED.get(label) ?? UNSUPPORTED.get(name) ?? (name.startsWith('ft._') ? 'it is internal to the search module' : undefined) ?? structuralRefusal(name, args, spec.flags);
   if (refusal) throw KvError.badRequest(`ERR Command is not available: '${label}' (${refusal})`);
@@ -186,6 +187,8 @@ function upstashBehaviour(name: string, args: CommandArgs): CompositeCommand | u
       return scanWithType(args);
     case 'fcall_ro':
       return fcallReadOnly(args);
+    case 'xreadgroup':
+      return noAckRead(args);
   }
   return undefined;
 }
