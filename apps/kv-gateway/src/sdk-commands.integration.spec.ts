@@ -1,8 +1,9 @@
 import { Redis } from '@upstash/redis';
 import { type KvStack, startKvStack } from './testing/kv-stack';
+import { kvEngine } from '@restash/platform/util-stack';
 
 /** The tenant data server these tests run against (KV_ENGINE): `redis` (8.2 with RedisJSON and RediSearch) or `valkey` (9.1). */
-const engine = process.env['KV_ENGINE'] === 'valkey' ? 'valkey' : 'redis';
+const engine = kvEngine().name;
 
 /**
  * Every command method of @upstash/redis 1.39.0 for strings, bitmaps, keys, lists, sets, sorted
@@ -473,7 +474,7 @@ describe(`@upstash/redis commands on ${engine}`, () => {
     expect(await redis.clientSetinfo('LIB-NAME', 'restash-test')).toBe('OK');
   });
 
-  // No self-hosted server has Upstash's array type or VECTOR.* indexes (README, "KV: differences from Upstash").
+  // No self-hosted server has Upstash's array type or VECTOR.* indexes (README, "KV: where Upstash and Redis differ").
   it("Upstash-only commands (AR* arrays, VECTOR.* indexes) answer the server's unknown-command error", async () => {
     await expect(redis.arinsert('ar:key', 'a')).rejects.toThrow(/ERR unknown command 'arinsert'/i);
     await expect(redis.arlen('ar:key')).rejects.toThrow(/ERR unknown command 'arlen'/i);

@@ -1,8 +1,9 @@
 import { Redis } from '@upstash/redis';
 import { type KvStack, startKvStack } from './testing/kv-stack';
+import { kvEngine } from '@restash/platform/util-stack';
 
 /** The tenant data server these tests run against (KV_ENGINE): `redis` (8.2 with RedisJSON and RediSearch) or `valkey` (9.1). */
-const engine = process.env['KV_ENGINE'] === 'valkey' ? 'valkey' : 'redis';
+const engine = kvEngine().name;
 
 /**
  * Every `redis.json.*` method of @upstash/redis 1.39.0 through a real kv-gateway: RedisJSON's

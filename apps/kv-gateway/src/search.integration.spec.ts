@@ -1,8 +1,9 @@
 import { Redis } from '@upstash/redis';
 import { type KvStack, startKvStack } from './testing/kv-stack';
+import { kvEngine } from '@restash/platform/util-stack';
 
 /** The tenant data server these tests run against (KV_ENGINE): `redis` (8.2 with RedisJSON and RediSearch) or `valkey` (9.1). */
-const engine = process.env['KV_ENGINE'] === 'valkey' ? 'valkey' : 'redis';
+const engine = kvEngine().name;
 
 const products = [
   { name: 'Laptop Pro', description: 'High performance laptop', category: 'electronics', price: 1299.99, stock: 50, active: true, sku: 'LP-1', added: '2024-01-02T00:00:00Z', path: '/tech/computers/laptops', maker: { name: 'John Doe' } },
