@@ -229,7 +229,7 @@ async function main(bench: Bench): Promise<number> {
       return 0;
     }
     await runScript(report, [results, join('bench', bench.name, 'results.md'), 'README.md'], reportEnv, undefined, (line) => say(line));
-    say(`\nwritten to bench/${bench.name}/results.md and README.md (between the bench-${bench.name} markers)`);
+    say(`\nbench/${bench.name}/report.mjs wrote the results file and README.md's bench-${bench.name} section it names above`);
     return failed ? 1 : 0;
   } finally {
     process.off('SIGINT', onSignal);
