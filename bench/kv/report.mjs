@@ -94,3 +94,4 @@ if (readme) {
     `CPU time per request from each process's own accounting (gateway: /proc; ${server}: INFO).`;
   writeReadmeSection(readme, KV_ENGINE === 'redis' ? 'kv' : `kv-${KV_ENGINE}`, `${wrap(setup)}\n\n${table}`);
 }
+process.stdout.write(`\nwritten to ${output}${readme ? ` and ${readme}` : ''}\n`);
