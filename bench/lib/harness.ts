@@ -229,8 +229,8 @@ async function main(bench: Bench): Promise<number> {
       return 0;
     }
     await runScript(report, [results, join('bench', bench.name, 'results.md'), 'README.md'], reportEnv, undefined, (line) => say(line));
-    say(`\nresults in bench/${bench.name}/ and README.md (between the bench-${bench.name}… markers)`);
-        return failed ? 1 : 0;
+    say(`\nresults in bench/${bench.name}/ and README.md (between the bench-${bench.name} markers)`);
+    return failed ? 1 : 0;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
