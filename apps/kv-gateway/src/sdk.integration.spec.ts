@@ -130,6 +130,22 @@ describe('kv-gateway with @upstash/redis', () => {
     await eventually(async () => expect(await redis.publish('news', 'gone')).toBe(0));
   });
 
+  it('pattern-subscribes over server-sent events and receives messages of matching channels only', async () => {
+    const received: unknown[] = [];
+    const subscriber = redis.psubscribe(['chat:*']);
+    subscriber.on('pmessage', (event) => received.push([event.pattern, event.channel, event.message]));
+    await eventually(async () => {
+      // The SDK JSON-parses pattern messages (an unparsable one becomes an error event).
+      await redis.publish('chat:room1', { text: 'hi' });
+      expect(received).toContainEqual(['chat:*', 'chat:room1', { text: 'hi' }]);
+    });
+    await redis.publish('other:room', { text: 'not for us' });
+    await redis.publish('chat:room2', { text: 'again' });
+    await eventually(() => expect(received).toContainEqual(['chat:*', 'chat:room2', { text: 'again' }]));
+    expect(received.some((r) => (r as unknown[])[1] === 'other:room')).toBe(false);
+    await subscriber.unsubscribe();
+  });
+
   it('refuses a read-only token’s writes with the SDK’s error', async () => {
     const readonly = new Redis({ url: stack.url, token: stack.tokens('acme', 'main').readonly, enableTelemetry: false });
     expect(await readonly.get('a/b/c')).toBe('slash');
