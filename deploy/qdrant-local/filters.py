@@ -1,4 +1,4 @@
-"""Qdrant REST JSON (filters, ids, payload selectors, queries) -> Qdrant Edge objects.
+"""Qdrant REST JSON (filters, ids, payload selectors, order_by, dense vectors) -> Qdrant Edge objects.
 
 Every function raises BadRequest with a message naming the offending part of the request.
 """
@@ -74,17 +74,6 @@ def with_payload(value: Any, default: bool) -> Any:
             if kind == "exclude":
                 return qe.PayloadSelector.Exclude(keys)
     raise BadRequest(f"Format error in JSON body: with_payload must be a bool, a list of keys, or {{include|exclude: [keys]}}, got {value!r}")
-
-
-def with_vector(value: Any) -> bool:
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, list) and all(isinstance(k, str) for k in value):
-        # Only the default (unnamed) vector exists: asking for any name means "the vector".
-        return bool(value)
-    raise BadRequest(f"Format error in JSON body: with_vector must be a bool, got {value!r}")
 
 
 # ---------------------------------------------------------------------------- filters
@@ -222,7 +211,7 @@ def parse_filter(spec: Any, where: str = "filter") -> Any:
     )
 
 
-# ---------------------------------------------------------------------------- order_by / query
+# ---------------------------------------------------------------------------- order_by / vectors / limits
 
 
 def order_by(spec: Any, where: str = "order_by") -> Any:
@@ -244,32 +233,12 @@ def order_by(spec: Any, where: str = "order_by") -> Any:
 
 
 def vector(value: Any, size: int, where: str) -> list[float]:
+    """A dense vector: a list of `size` numbers."""
     if not isinstance(value, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
-        if isinstance(value, dict) and list(value) == [""]:
-            return vector(value[""], size, where)
-        raise BadRequest(f"Format error in JSON body: {where} must be a list of numbers (named and sparse vectors are not supported)")
+        raise BadRequest(f"Format error in JSON body: {where} must be a list of numbers")
     if len(value) != size:
         raise BadRequest(f"Wrong input: Vector dimension error: expected dim: {size}, got {len(value)}")
     return value
-
-
-def query(spec: Any, size: int, where: str = "query") -> Any:
-    """`query`: [floats] | {"nearest": [floats]} | {"sample": "random"} | {"order_by": ...} | null."""
-    if spec is None:
-        return None
-    if isinstance(spec, list):
-        return qe.Query.Nearest(vector(spec, size, where))
-    if isinstance(spec, dict) and len(spec) == 1:
-        ((kind, value),) = spec.items()
-        if kind == "nearest":
-            return qe.Query.Nearest(vector(value, size, f"{where}.nearest"))
-        if kind == "sample":
-            if value != "random":
-                raise BadRequest(f"Format error in JSON body: {where}.sample must be \"random\"")
-            return qe.Sample.Random
-        if kind == "order_by":
-            return order_by(value, f"{where}.order_by")
-    raise BadRequest(f"Format error in JSON body: {where}: unsupported query {spec!r} (supported: vector, nearest, sample, order_by)")
 
 
 def limit(value: Any, default: int, where: str) -> int:

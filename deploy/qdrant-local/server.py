@@ -4,7 +4,9 @@ For dev and CI only (no Qdrant server binary is available there). See README.md.
 
     python server.py --host 127.0.0.1 --port 6333 --data DIR
 
-Layout: DIR/<collection>/collection.json holds {"vectors": {"size", "distance"}, "shard": "shard-<n>"};
+Layout: DIR/<collection>/collection.json holds the vectors as Qdrant's REST shows them ({"vectors": {"size",
+"distance"}} for the unnamed vector, or {"vectors": {name: {size, distance}}, "sparse_vectors": {name: {"modifier"?}}})
+and the current shard, "shard": "shard-<n>";
 DIR/<collection>/shard-<n>/ is the Edge shard. Writes go through Edge's WAL before they are answered,
 so acknowledged writes survive SIGKILL. Each collection loads on its own at start: one that fails is
 logged, answers 503 naming it, and can be deleted; the others serve.
@@ -45,11 +47,11 @@ import qdrant_edge as qe
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import filters as F  # noqa: E402
+import vectors as V  # noqa: E402
 from filters import BadRequest  # noqa: E402
 
 TITLE = "qdrant-local - vector search engine (Qdrant Edge)"
 VERSION = "1.18.0"
-DISTANCES = {"Cosine": qe.Distance.Cosine, "Euclid": qe.Distance.Euclid, "Dot": qe.Distance.Dot, "Manhattan": qe.Distance.Manhattan}
 SCHEMAS = {
     "keyword": qe.PayloadSchemaType.Keyword,
     "integer": qe.PayloadSchemaType.Integer,
@@ -170,11 +172,10 @@ def write_json_atomic(path: Path, value: Any) -> None:
 
 
 class Collection:
-    def __init__(self, name: str, path: Path, size: int, distance: str, gen: int, shard: Any) -> None:
+    def __init__(self, name: str, path: Path, schema: V.Schema, gen: int, shard: Any) -> None:
         self.name = name
         self.path = path
-        self.size = size
-        self.distance = distance
+        self.schema = schema
         self.gen = gen
         self.shard: Any = shard
         self.rw = RWLock()
@@ -190,7 +191,7 @@ class Collection:
         return self.path / f"shard-{self.gen if gen is None else gen}"
 
     def meta(self) -> dict[str, Any]:
-        return {"vectors": {"size": self.size, "distance": self.distance}, "shard": f"shard-{self.gen}"}
+        return {**self.schema.to_meta(), "shard": f"shard-{self.gen}"}
 
     def read(self, fn: Callable[[Any], Any]) -> Any:
         with self.rw.read():
@@ -244,7 +245,7 @@ class Store:
             if stale.name != meta["shard"]:
                 shutil.rmtree(stale, ignore_errors=True)
         shard = qe.EdgeShard.load(str(path / meta["shard"]))
-        return Collection(path.name, path, meta["vectors"]["size"], meta["vectors"]["distance"], gen, shard)
+        return Collection(path.name, path, V.Schema.from_meta(meta), gen, shard)
 
     def get(self, name: str) -> Collection:
         coll = self.collections.get(name)
@@ -257,7 +258,7 @@ class Store:
     def exists(self, name: str) -> bool:
         return name in self.collections or name in self.broken
 
-    def create(self, name: str, size: int, distance: str) -> None:
+    def create(self, name: str, schema: V.Schema) -> None:
         if not NAME_RE.match(name) or name in (".", ".."):
             raise BadRequest(f"Validation error in path parameters: [name: collection name {name!r} must use only letters, digits, '_', '-', '.']")
         with self.lock:
@@ -266,9 +267,8 @@ class Store:
             path = self.data / name
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
-            config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=size, distance=DISTANCES[distance]))
-            shard = qe.EdgeShard.create(str(path / "shard-0"), config)
-            coll = Collection(name, path, size, distance, 0, shard)
+            shard = qe.EdgeShard.create(str(path / "shard-0"), schema.edge_config())
+            coll = Collection(name, path, schema, 0, shard)
             write_json_atomic(path / "collection.json", coll.meta())
             self.collections[name] = coll
 
@@ -385,7 +385,7 @@ class Store:
 # ---------------------------------------------------------------------------- request handling
 
 
-def record_out(p: Any, with_vec: bool, scored: bool) -> dict[str, Any]:
+def record_out(p: Any, with_vec: bool | list[str], scored: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"id": F.id_out(p.id)}
     if scored:
         out["version"] = p.version
@@ -393,8 +393,7 @@ def record_out(p: Any, with_vec: bool, scored: bool) -> dict[str, Any]:
     if p.payload is not None:
         out["payload"] = p.payload
     if with_vec and p.vector is not None:
-        v = p.vector
-        out["vector"] = v[""] if isinstance(v, dict) and list(v) == [""] else v
+        out["vector"] = V.vector_out(p.vector)
     if p.order_value is not None:
         out["order_value"] = p.order_value
     return out
@@ -466,17 +465,12 @@ class Api:
         raise HttpError(404, f"Not found: {method} /{'/'.join(parts)}")
 
     def create_collection(self, name: str, b: dict[str, Any]) -> bool:
-        vectors = b.get("vectors")
-        if isinstance(vectors, dict) and list(vectors) == [""]:
-            vectors = vectors[""]
-        if not isinstance(vectors, dict) or "size" not in vectors:
-            raise BadRequest("Format error in JSON body: vectors must be {size, distance} (named vectors are not supported)")
-        size, distance = vectors.get("size"), vectors.get("distance")
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1 or size > 65536:
-            raise BadRequest(f"Validation error in JSON body: [vectors.size: must be an integer in 1..65536, got {size!r}]")
-        if distance not in DISTANCES:
-            raise BadRequest(f"Format error in JSON body: vectors.distance must be one of {', '.join(DISTANCES)}, got {distance!r}")
-        self.store.create(name, size, distance)
+        """PUT /collections/{name}: `vectors` ({size, distance} unnamed, or {name: {size, distance}})
+        and `sparse_vectors` ({name: {modifier?: "idf"}}); other settings are accepted and ignored."""
+        schema = V.Schema.from_create(b)
+        if list(schema.dense) == [""] and schema.sparse:
+            raise BadRequest("qdrant-local: the unnamed dense vector cannot be combined with sparse vectors; name the dense vector")
+        self.store.create(name, schema)
         return True
 
     def info(self, coll: Collection) -> dict[str, Any]:
@@ -492,7 +486,7 @@ class Api:
             "points_count": info.points_count,
             "indexed_vectors_count": info.indexed_vectors_count,
             "segments_count": info.segments_count,
-            "config": {"params": {"vectors": {"size": coll.size, "distance": coll.distance}}},
+            "config": {"params": coll.schema.to_meta()},
             "payload_schema": schema,
         }
 
@@ -522,19 +516,20 @@ class Api:
                         raise BadRequest(f"Format error in JSON body: points[{i}].payload must be an object")
                     if payload is not None and not payload_depth_ok(payload):
                         raise BadRequest(f"Format error in JSON body: points[{i}].payload nests deeper than {MAX_PAYLOAD_DEPTH} levels")
-                    points.append(qe.Point(F.parse_id(p["id"], f"points[{i}].id"), F.vector(p["vector"], coll.size, f"points[{i}].vector"), payload))
+                    points.append(qe.Point(F.parse_id(p["id"], f"points[{i}].id"), coll.schema.point_vector(p["vector"], f"points[{i}].vector"), payload))
             elif isinstance(b.get("batch"), dict):
                 batch = b["batch"]
                 ids, vectors = batch.get("ids"), batch.get("vectors")
                 payloads = batch.get("payloads") or [None] * (len(ids) if isinstance(ids, list) else 0)
-                if not isinstance(ids, list) or not isinstance(vectors, list) or not isinstance(payloads, list) or not len(ids) == len(vectors) == len(payloads):
+                if not isinstance(ids, list) or not isinstance(payloads, list) or not len(ids) == len(payloads):
                     raise BadRequest("Format error in JSON body: batch must be {ids, vectors, payloads?} lists of equal length")
-                for i, (pid, vec, payload) in enumerate(zip(ids, vectors, payloads)):
+                vecs = coll.schema.batch_vectors(vectors, len(ids))
+                for i, (pid, vec, payload) in enumerate(zip(ids, vecs, payloads)):
                     if payload is not None and not isinstance(payload, dict):
                         raise BadRequest(f"Format error in JSON body: batch.payloads[{i}] must be an object")
                     if payload is not None and not payload_depth_ok(payload):
                         raise BadRequest(f"Format error in JSON body: batch.payloads[{i}] nests deeper than {MAX_PAYLOAD_DEPTH} levels")
-                    points.append(qe.Point(F.parse_id(pid, f"batch.ids[{i}]"), F.vector(vec, coll.size, f"batch.vectors[{i}]"), payload))
+                    points.append(qe.Point(F.parse_id(pid, f"batch.ids[{i}]"), vec, payload))
             else:
                 raise BadRequest("Format error in JSON body: expected {points: [...]} or {batch: {...}}")
         if points:
@@ -543,44 +538,35 @@ class Api:
 
     def retrieve(self, coll: Collection, b: dict[str, Any]) -> list[dict[str, Any]]:
         ids = F.parse_ids(b.get("ids"), "ids")
-        wp, wv = F.with_payload(b.get("with_payload"), True), F.with_vector(b.get("with_vector"))
+        wp, wv = F.with_payload(b.get("with_payload"), True), coll.schema.with_vector(b.get("with_vector"))
         records = coll.read(lambda sh: sh.retrieve(ids, with_payload=wp, with_vector=wv))
         return [record_out(r, wv, False) for r in records]
 
-    def query_request(self, coll: Collection, b: dict[str, Any], where: str) -> tuple[Any, bool]:
-        for unsupported in ("prefetch", "lookup_from"):
-            if b.get(unsupported) is not None:
-                raise BadRequest(f"qdrant-local: {where}{unsupported} is not supported")
-        using = b.get("using")
-        if using not in (None, ""):
-            raise BadRequest(f"qdrant-local: {where}using: named vectors are not supported")
-        params = b.get("params")
-        search_params = None
-        if params is not None:
-            if not isinstance(params, dict):
-                raise BadRequest(f"Format error in JSON body: {where}params must be an object")
-            search_params = qe.SearchParams(hnsw_ef=params.get("hnsw_ef"), exact=bool(params.get("exact", False)))
-        threshold = b.get("score_threshold")
-        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
-            raise BadRequest(f"Format error in JSON body: {where}score_threshold must be a number")
-        wv = F.with_vector(b.get("with_vector"))
+    def query_request(self, coll: Collection, b: dict[str, Any], where: str) -> tuple[Any, bool | list[str]]:
+        """One Query API request: `query` on the `using` vector (dense, sparse, or a BM25 Document),
+        `prefetch` (nested) with `fusion`/`rrf` on top, filter, limit, offset, score_threshold, params."""
+        if b.get("lookup_from") is not None:
+            raise BadRequest(f"qdrant-local: {where}lookup_from is not supported")
+        schema = coll.schema
+        wv = schema.with_vector(b.get("with_vector"), f"{where}with_vector")
         with edge_call():
             req = qe.QueryRequest(
                 limit=F.limit(b.get("limit"), 10, f"{where}limit"),
                 offset=F.limit(b.get("offset"), 0, f"{where}offset"),
-                query=F.query(b.get("query"), coll.size, f"{where}query"),
+                query=schema.query(b.get("query"), b.get("using"), where),
+                prefetches=schema.prefetches(b.get("prefetch"), where),
                 filter=F.parse_filter(b.get("filter"), f"{where}filter"),
                 with_payload=F.with_payload(b.get("with_payload"), False),
                 with_vector=wv,
-                score_threshold=None if threshold is None else float(threshold),
-                params=search_params,
+                score_threshold=V.score_threshold(b.get("score_threshold"), where),
+                params=V.search_params(b.get("params"), where),
             )
         return req, wv
 
     def scroll(self, coll: Collection, b: dict[str, Any]) -> dict[str, Any]:
         offset = b.get("offset")
         order = b.get("order_by")
-        wv = F.with_vector(b.get("with_vector"))
+        wv = coll.schema.with_vector(b.get("with_vector"))
         with edge_call():
             req = qe.ScrollRequest(
                 offset=None if offset is None else F.parse_id(offset, "offset"),
