@@ -6,3 +6,5 @@ export * from './merge-patch';
 export * from './limits';
 export * from './requests';
 export * from './serialise';
+export * from './sparse';
+export * from './fusion';

@@ -1,5 +1,7 @@
 import { VectorError } from './errors';
+import { FUSION_ALGORITHMS, type FusionAlgorithm } from './fusion';
 import { checkMetadata, checkWellFormed } from './limits';
+import { type SparseVector, parseSparseVector } from './sparse';
 
 /**
  * Request bodies of the Vector API (what `@upstash/vector` sends; README, "Vector: endpoints"),
@@ -10,6 +12,14 @@ import { checkMetadata, checkWellFormed } from './limits';
 /** The largest finite float32. */
 const FLOAT32_MAX = 3.4028234663852886e38;
 
+/** Upstash's index types (README, "Vector: index types"): dense vectors, sparse vectors, or both on every vector. */
+export const INDEX_TYPES = ['DENSE', 'SPARSE', 'HYBRID'] as const;
+export type IndexType = (typeof INDEX_TYPES)[number];
+
+/** Which side(s) of a hybrid index a query searches (the SDK's `QueryMode`); HYBRID is the default. */
+export const QUERY_MODES = ['HYBRID', 'DENSE', 'SPARSE'] as const;
+export type QueryMode = (typeof QUERY_MODES)[number];
+
 /** Largest upsert batch, fetch by ids, topK and range page (Upstash's published limits). */
 export const LIMITS = { batch: 1000, topK: 1000, fetch: 1000, page: 1000 } as const;
 
@@ -17,6 +27,7 @@ export const LIMITS = { batch: 1000, topK: 1000, fetch: 1000, page: 1000 } as co
 export interface VectorInput {
   id: string;
   vector?: number[];
+  sparseVector?: SparseVector;
   metadata?: Record<string, unknown>;
   data?: string;
 }
@@ -28,14 +39,24 @@ export interface Includes {
   data: boolean;
 }
 
-/** A query (README, "Vector: endpoints"): by `vector`, or by `data` to embed first. */
+/**
+ * A query (README, "Vector: endpoints" and "Vector: index types"): by `vector` and/or `sparseVector`
+ * (as the index type allows), or by `data` to embed first.
+ */
 export interface QueryInput {
   include: Includes;
   vector?: number[];
+  sparseVector?: SparseVector;
   data?: string;
   topK: number;
   /** Upstash filter text, not parsed yet; absent or blank means no filter. */
   filter?: string;
+  /** `IDF`: weight the sparse query values by inverse document frequency; absent: no weighting. */
+  weightingStrategy?: 'IDF';
+  /** How a hybrid query fuses its two result lists; absent: RRF. */
+  fusionAlgorithm?: FusionAlgorithm;
+  /** Which side(s) of a hybrid index to search; absent: HYBRID. */
+  queryMode?: QueryMode;
 }
 
 export type FetchInput = { include: Includes } & ({ ids: string[]; prefix?: undefined } | { prefix: string; ids?: undefined });
@@ -53,6 +74,7 @@ export type DeleteInput = { ids: string[] } | { prefix: string } | { filter: str
 export interface UpdateInput {
   id: string;
   vector?: number[];
+  sparseVector?: SparseVector;
   data?: string;
   metadata?: Record<string, unknown>;
   metadataUpdateMode: 'PATCH' | 'OVERWRITE';
@@ -78,9 +100,10 @@ export function parseJson(body: Buffer | undefined): unknown {
 
 /**
  * `/upsert` and `/upsert-data`: one record or an array of them.
- * @param withData true for `/upsert-data`, where every record needs `data` and no `vector`
+ * @param withData true for `/upsert-data`, where every record needs `data` and no vectors
+ * @param type the index type: a DENSE index takes `vector`, a SPARSE one `sparseVector`, a HYBRID one both
  */
-export function parseUpsert(body: unknown, withData: boolean): VectorInput[] {
+export function parseUpsert(body: unknown, withData: boolean, type: IndexType = 'DENSE'): VectorInput[] {
   const items = Array.isArray(body) ? body : [body];
   if (items.length === 0) throw VectorError.badRequest('Nothing to upsert: the body is an empty array');
   if (items.length > LIMITS.batch) {
@@ -90,17 +113,24 @@ export function parseUpsert(body: unknown, withData: boolean): VectorInput[] {
     const at = Array.isArray(body) ? `[${i}]` : '';
     const record = object(item, `the upsert body${at}`);
     const out: VectorInput = { id: id(record.id, `${at}id`) };
-    if (record.sparseVector !== undefined) throw VectorError.badRequest('This index does not support sparse vectors (it is a dense index)');
     if (withData) {
-      if (record.vector !== undefined) throw VectorError.badRequest(`${at}vector: /upsert-data takes data, not vectors; use /upsert`);
+      for (const field of ['vector', 'sparseVector'] as const) {
+        if (record[field] !== undefined) throw VectorError.badRequest(`${at}${field}: /upsert-data takes data, not vectors; use /upsert`);
+      }
       out.data = text(record.data, `${at}data`);
     } else {
-      if (record.vector === undefined) {
+      const { dense, sparse } = vectorsOf(record, at, type, 'upsert');
+      if (dense === undefined && sparse === undefined) {
+        const wanted = type === 'SPARSE' ? 'sparseVector' : 'vector';
         throw VectorError.badRequest(
-          record.data !== undefined ? `${at}vector is missing: records with only data go to /upsert-data` : `${at}vector is missing`,
+          record.data !== undefined ? `${at}${wanted} is missing: records with only data go to /upsert-data` : `${at}${wanted} is missing`,
         );
       }
-      out.vector = vector(record.vector, `${at}vector`);
+      if (type === 'HYBRID' && (dense === undefined || sparse === undefined)) {
+        throw VectorError.badRequest(`${at}${dense === undefined ? 'vector' : 'sparseVector'} is missing: a hybrid index needs both vector and sparseVector`);
+      }
+      if (dense) out.vector = dense;
+      if (sparse) out.sparseVector = sparse;
       if (record.data !== undefined) out.data = text(record.data, `${at}data`);
     }
     if (record.metadata !== undefined) out.metadata = checkMetadata(record.metadata, `${at}metadata`);
@@ -109,24 +139,41 @@ export function parseUpsert(body: unknown, withData: boolean): VectorInput[] {
 }
 
 /** `/query` and `/query-data`: one query, or an array of them (`queryMany`). */
-export function parseQueries(body: unknown): { queries: QueryInput[]; many: boolean } {
+export function parseQueries(body: unknown, type: IndexType = 'DENSE'): { queries: QueryInput[]; many: boolean } {
   if (Array.isArray(body)) {
     if (body.length === 0) throw VectorError.badRequest('Nothing to query: the body is an empty array');
     if (body.length > LIMITS.batch) throw VectorError.badRequest(`Too many queries in one request: ${body.length}, at most ${LIMITS.batch}`);
-    return { queries: body.map((q, i) => parseQuery(q, `[${i}]`)), many: true };
+    return { queries: body.map((q, i) => parseQuery(q, `[${i}]`, type)), many: true };
   }
-  return { queries: [parseQuery(body, '')], many: false };
+  return { queries: [parseQuery(body, '', type)], many: false };
 }
 
-/** One query body; `at` prefixes field names in errors. */
-export function parseQuery(body: unknown, at = ''): QueryInput {
+/**
+ * One query body; `at` prefixes field names in errors. A DENSE index is queried by `vector`, a SPARSE
+ * one by `sparseVector`, a HYBRID one by either or both (one side only when just one is given), and
+ * every type by `data`. `weightingStrategy`, `fusionAlgorithm` and `queryMode` are checked on every
+ * type and matter only where there is a sparse side (README, "Vector: index types").
+ */
+export function parseQuery(body: unknown, at = '', type: IndexType = 'DENSE'): QueryInput {
   const q = object(body, `the query body${at}`);
-  if (q.sparseVector !== undefined) throw VectorError.badRequest('This index does not support sparse vectors (it is a dense index)');
   const topK = integer(q.topK, `${at}topK`, 1, LIMITS.topK);
   const out: QueryInput = { topK, include: includes(q, at) };
-  if (q.vector !== undefined) out.vector = vector(q.vector, `${at}vector`);
-  else if (q.data !== undefined) out.data = text(q.data, `${at}data`);
-  else throw VectorError.badRequest(`${at}vector is missing: a query needs a vector (or data, to query by text)`);
+  const { dense, sparse } = vectorsOf(q, at, type, 'query');
+  if (dense) out.vector = dense;
+  if (sparse) out.sparseVector = sparse;
+  if (!dense && !sparse) {
+    if (q.data !== undefined) out.data = text(q.data, `${at}data`);
+    else {
+      const what = type === 'DENSE' ? 'a vector' : type === 'SPARSE' ? 'a sparseVector' : 'a vector, a sparseVector or both';
+      throw VectorError.badRequest(`${at}${type === 'SPARSE' ? 'sparseVector' : 'vector'} is missing: a query needs ${what} (or data, to query by text)`);
+    }
+  }
+  const weighting = optionalEnum(q.weightingStrategy, `${at}weightingStrategy`, ['IDF'] as const);
+  if (weighting) out.weightingStrategy = weighting;
+  const fusion = optionalEnum(q.fusionAlgorithm, `${at}fusionAlgorithm`, FUSION_ALGORITHMS);
+  if (fusion) out.fusionAlgorithm = fusion;
+  const mode = optionalEnum(q.queryMode, `${at}queryMode`, QUERY_MODES);
+  if (mode) out.queryMode = mode;
   if (q.filter !== undefined && q.filter !== null) {
     if (typeof q.filter !== 'string') throw VectorError.badRequest(`${at}filter must be a string`);
     checkWellFormed(q.filter, `${at}filter`);
@@ -136,8 +183,8 @@ export function parseQuery(body: unknown, at = ''): QueryInput {
 }
 
 /** `/resumable-query[-data]`: a query plus `maxIdle` seconds. */
-export function parseResumableStart(body: unknown): ResumableStartInput {
-  const q = parseQuery(body);
+export function parseResumableStart(body: unknown, type: IndexType = 'DENSE'): ResumableStartInput {
+  const q = parseQuery(body, '', type);
   const raw = (body as Record<string, unknown>).maxIdle;
   return { ...q, maxIdle: raw === undefined || raw === null ? 3600 : integer(raw, 'maxIdle', 1, 86_400) };
 }
@@ -186,20 +233,53 @@ export function parseDelete(body: unknown): DeleteInput {
   return { filter };
 }
 
-/** `/update`: `{id, vector?, data?, metadata?, metadataUpdateMode?}`. */
-export function parseUpdate(body: unknown): UpdateInput {
+/**
+ * `/update`: `{id, vector?, sparseVector?, data?, metadata?, metadataUpdateMode?}`; a hybrid index
+ * takes both vectors or neither (the SDK's update test).
+ */
+export function parseUpdate(body: unknown, type: IndexType = 'DENSE'): UpdateInput {
   const b = object(body, 'the update body');
-  if (b.sparseVector !== undefined) throw VectorError.badRequest('This index does not support sparse vectors (it is a dense index)');
   const mode = b.metadataUpdateMode ?? 'OVERWRITE';
   if (mode !== 'PATCH' && mode !== 'OVERWRITE') throw VectorError.badRequest('metadataUpdateMode must be PATCH or OVERWRITE');
   const out: UpdateInput = { id: id(b.id, 'id'), metadataUpdateMode: mode };
-  if (b.vector !== undefined) out.vector = vector(b.vector, 'vector');
+  const { dense, sparse } = vectorsOf(b, '', type, 'update');
+  if (type === 'HYBRID' && (dense === undefined) !== (sparse === undefined)) {
+    throw VectorError.badRequest(`${dense === undefined ? 'vector' : 'sparseVector'} is missing: a hybrid index updates both vector and sparseVector, or neither`);
+  }
+  if (dense) out.vector = dense;
+  if (sparse) out.sparseVector = sparse;
   if (b.data !== undefined) out.data = text(b.data, 'data');
   if (b.metadata !== undefined) out.metadata = checkMetadata(b.metadata, 'metadata');
-  if (out.vector === undefined && out.data === undefined && out.metadata === undefined) {
-    throw VectorError.badRequest('Nothing to update: give vector, data or metadata');
+  if (out.vector === undefined && out.sparseVector === undefined && out.data === undefined && out.metadata === undefined) {
+    throw VectorError.badRequest(`Nothing to update: give ${type === 'DENSE' ? 'vector' : type === 'SPARSE' ? 'sparseVector' : 'vector and sparseVector'}, data or metadata`);
   }
   return out;
+}
+
+/**
+ * The `vector` and `sparseVector` fields of a record or query, validated, refusing the one the index
+ * type has no room for (a dense index has no sparse side, a sparse index no dense side).
+ * @throws VectorError 400 naming the field
+ */
+function vectorsOf(b: Record<string, unknown>, at: string, type: IndexType, what: string): { dense?: number[]; sparse?: SparseVector } {
+  const out: { dense?: number[]; sparse?: SparseVector } = {};
+  if (b.vector !== undefined && b.vector !== null) {
+    if (type === 'SPARSE') throw VectorError.badRequest(`${at}vector: this index is sparse, its ${what} takes sparseVector, not vector`);
+    out.dense = vector(b.vector, `${at}vector`);
+  }
+  if (b.sparseVector !== undefined && b.sparseVector !== null) {
+    if (type === 'DENSE') throw VectorError.badRequest(`${at}sparseVector: this index is dense, it has no sparse vectors`);
+    out.sparse = parseSparseVector(b.sparseVector, `${at}sparseVector`);
+  }
+  return out;
+}
+
+function optionalEnum<T extends string>(value: unknown, field: string, allowed: readonly T[]): T | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    throw VectorError.badRequest(`${field} must be one of ${allowed.join(', ')}`);
+  }
+  return value as T;
 }
 
 /**

@@ -1,10 +1,12 @@
 import { float32ArrayJson, float32String } from './numbers';
 import type { Includes } from './requests';
+import type { SparseVector } from './sparse';
 
 /** A vector as read back, before it is printed. */
 export interface VectorView {
   id: string;
   vector?: number[];
+  sparseVector?: SparseVector;
   metadata?: Record<string, unknown>;
   data?: string;
 }
@@ -18,6 +20,9 @@ export function vectorJson(v: VectorView, include: Includes, score?: number): st
   let out = `{"id":${JSON.stringify(v.id)}`;
   if (score !== undefined) out += `,"score":${float32String(score)}`;
   if (include.vectors && v.vector) out += `,"vector":${float32ArrayJson(v.vector)}`;
+  if (include.vectors && v.sparseVector) {
+    out += `,"sparseVector":{"indices":${JSON.stringify(v.sparseVector.indices)},"values":${float32ArrayJson(v.sparseVector.values)}}`;
+  }
   if (include.metadata && v.metadata !== undefined) out += `,"metadata":${JSON.stringify(v.metadata)}`;
   if (include.data && v.data !== undefined) out += `,"data":${JSON.stringify(v.data)}`;
   return `${out}}`;

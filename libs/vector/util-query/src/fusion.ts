@@ -1,0 +1,74 @@
+/**
+ * Fusion of a hybrid query's dense and sparse results (README, "Vector: index types";
+ * upstash-compat.md §2.4, checked against the official SDK's expected scores). Pure functions: the
+ * gateway runs both searches and fuses their candidate lists here, because Qdrant's native fusion
+ * uses other constants (RRF ranks from 1 with its own k; DBSF with the population deviation) and
+ * would fuse Qdrant's collection-wide IDF scores, not Upstash's per-namespace ones.
+ */
+
+/** Upstash's fusion algorithms; RRF is the default. */
+export const FUSION_ALGORITHMS = ['RRF', 'DBSF'] as const;
+export type FusionAlgorithm = (typeof FUSION_ALGORITHMS)[number];
+
+/** RRF's constant: a result at (0-based) rank r of a list adds 1 / (r + 60). */
+export const RRF_K = 60;
+
+/** A candidate of one side: its id and that side's score (normalised dense score or sparse score). */
+export interface Candidate {
+  id: string;
+  score: number;
+}
+
+/**
+ * Reciprocal rank fusion: each list is ordered best first; a result scores Σ 1 / (rank + 60) over the
+ * lists it is in, rank 0-based (a result first in both lists scores 2/60; one only in one list keeps
+ * that term). Scores in float64; callers print them as float32.
+ * @returns every id of any list with its fused score, best first (ties by id)
+ */
+export function fuseRrf(lists: ReadonlyArray<readonly Candidate[]>): Candidate[] {
+  const scores = new Map<string, number>();
+  for (const list of lists) list.forEach((c, rank) => scores.set(c.id, (scores.get(c.id) ?? 0) + 1 / (rank + RRF_K)));
+  return ordered(scores);
+}
+
+/**
+ * Distribution-based score fusion: each list's scores s are normalised as
+ * `(s - (μ - 3σ)) / ((μ + 3σ) - (μ - 3σ))`, μ the mean and σ the sample standard deviation (n - 1) of
+ * that list, all in float32 as Upstash computes it (this is what reproduces the SDK's 0.617851); a
+ * list of one candidate, or of equal scores, normalises to 0.5. A result scores the sum of its
+ * normalised scores over the lists it is in.
+ * @returns every id of any list with its fused score (a float32 value), best first (ties by id)
+ */
+export function fuseDbsf(lists: ReadonlyArray<readonly Candidate[]>): Candidate[] {
+  const f = Math.fround;
+  const scores = new Map<string, number>();
+  for (const list of lists) {
+    if (list.length === 0) continue;
+    let sum = 0;
+    for (const c of list) sum = f(sum + f(c.score));
+    const mean = f(sum / list.length);
+    let squares = 0;
+    for (const c of list) {
+      const d = f(f(c.score) - mean);
+      squares = f(squares + f(d * d));
+    }
+    const sigma = list.length > 1 ? f(Math.sqrt(f(squares / (list.length - 1)))) : 0;
+    const low = f(mean - f(3 * sigma));
+    const high = f(mean + f(3 * sigma));
+    const width = f(high - low);
+    for (const c of list) {
+      const normalised = width > 0 ? f(f(f(c.score) - low) / width) : 0.5;
+      scores.set(c.id, f((scores.get(c.id) ?? 0) + normalised));
+    }
+  }
+  return ordered(scores);
+}
+
+/** Fuses with the named algorithm. */
+export function fuse(algorithm: FusionAlgorithm, lists: ReadonlyArray<readonly Candidate[]>): Candidate[] {
+  return algorithm === 'DBSF' ? fuseDbsf(lists) : fuseRrf(lists);
+}
+
+function ordered(scores: Map<string, number>): Candidate[] {
+  return [...scores].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}

@@ -1,0 +1,86 @@
+import { VectorError } from './errors';
+
+/** A sparse vector as the API carries it: parallel arrays of dimension indices and their values. */
+export interface SparseVector {
+  indices: number[];
+  values: number[];
+}
+
+/** The largest sparse index: indices are unsigned 32-bit integers (Qdrant's `u32`, Upstash's limit). */
+export const MAX_SPARSE_INDEX = 0xffff_ffff;
+
+/** The most non-zero entries one sparse vector may carry (Upstash's published limit). */
+export const MAX_SPARSE_ENTRIES = 1000;
+
+/** The largest finite float32. */
+const FLOAT32_MAX = 3.4028234663852886e38;
+
+/**
+ * Validates a `sparseVector` field (README, "Vector: index types"): an object `{indices, values}` of
+ * the same non-zero length (at most {@link MAX_SPARSE_ENTRIES}); indices are unique integers in
+ * [0, 2^32 - 1]; values are finite float32 numbers.
+ * @param field how errors name the value, e.g. `sparseVector` or `[2]sparseVector`
+ * @throws VectorError 400 naming the field (and the offending element)
+ */
+export function parseSparseVector(value: unknown, field: string): SparseVector {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw VectorError.badRequest(`${field} must be an object {indices, values}`);
+  }
+  const { indices, values } = value as Record<string, unknown>;
+  if (!Array.isArray(indices)) throw VectorError.badRequest(`${field}.indices must be an array of integers`);
+  if (!Array.isArray(values)) throw VectorError.badRequest(`${field}.values must be an array of numbers`);
+  if (indices.length !== values.length) {
+    throw VectorError.badRequest(`${field}.indices and ${field}.values must have the same length, got ${indices.length} and ${values.length}`);
+  }
+  if (indices.length === 0) throw VectorError.badRequest(`${field} must have at least one entry`);
+  if (indices.length > MAX_SPARSE_ENTRIES) {
+    throw VectorError.badRequest(`${field} has ${indices.length} entries, at most ${MAX_SPARSE_ENTRIES}`);
+  }
+  const seen = new Set<number>();
+  for (let i = 0; i < indices.length; i++) {
+    const index: unknown = indices[i];
+    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > MAX_SPARSE_INDEX) {
+      throw VectorError.badRequest(`${field}.indices[${i}] must be an integer between 0 and ${MAX_SPARSE_INDEX}`);
+    }
+    if (seen.has(index)) throw VectorError.badRequest(`${field}.indices[${i}] repeats index ${index}: indices must be unique`);
+    seen.add(index);
+    const x: unknown = values[i];
+    if (typeof x !== 'number' || !Number.isFinite(x)) throw VectorError.badRequest(`${field}.values[${i}] must be a finite number`);
+    if (Math.abs(x) > FLOAT32_MAX) throw VectorError.badRequest(`${field}.values[${i}] is outside the float32 range`);
+  }
+  return { indices: indices as number[], values: values as number[] };
+}
+
+/**
+ * Upstash's inverse document frequency of one dimension (upstash-compat.md §2.4, the SDK's
+ * `WeightingStrategy.IDF`): `ln(1 + (N - n + 0.5) / (n + 0.5))`, N vectors in the namespace, n of
+ * them non-zero in that dimension. Always positive.
+ */
+export function idf(total: number, withDimension: number): number {
+  return Math.log(1 + (total - withDimension + 0.5) / (withDimension + 0.5));
+}
+
+/**
+ * The sparse score of a stored vector for a query: the inner product over the dimensions both have,
+ * each query value multiplied by its weight when `weights` gives one (IDF), in float64; callers
+ * print it as float32. Vectors sharing no dimension score 0 (and are not results: {@link sharesDimension}).
+ * @param weights a weight per query dimension index; absent: no weighting
+ */
+export function sparseScore(query: SparseVector, stored: SparseVector, weights?: ReadonlyMap<number, number>): number {
+  const byIndex = new Map<number, number>();
+  for (let i = 0; i < stored.indices.length; i++) byIndex.set(stored.indices[i] as number, stored.values[i] as number);
+  let score = 0;
+  for (let i = 0; i < query.indices.length; i++) {
+    const index = query.indices[i] as number;
+    const value = byIndex.get(index);
+    if (value === undefined) continue;
+    score += (query.values[i] as number) * (weights?.get(index) ?? 1) * value;
+  }
+  return score;
+}
+
+/** Whether two sparse vectors have a dimension in common (only such vectors answer a sparse query). */
+export function sharesDimension(a: SparseVector, b: SparseVector): boolean {
+  const dims = new Set(b.indices);
+  return a.indices.some((i) => dims.has(i));
+}
