@@ -1,28 +1,31 @@
-// One timed query load run for bench/vector/run.sh: prints one JSON record on stdout, a readable
+// One timed query load run for bench/vector/bench.ts: prints one JSON record on stdout, a readable
 // line on stderr.
 //
-//   node bench/vector/load.mjs gateway|direct SECONDS
+//   node bench/vector/load.mjs gateway|direct SECONDS [dense|sparse|hybrid]
 //
 // Closed loop: CONCURRENCY requests in flight over as many keep-alive connections (node:http), each
-// sending the next as soon as its answer is read, cycling through the held-out query vectors (the
-// request bodies are serialised before the clock starts).
-// gateway  POST /query {vector, topK: 10}, Bearer token
-// direct   POST /collections/COLLECTION/points/query on qdrant-local, the request the gateway makes
-//          for that query: {query, filter: ns = "", limit: 10, offset: 0, with_payload: [id, seq]}
-// A request counts when it answered 200 with 10 results; latency is per request.
+// sending the next as soon as its answer is read, cycling through the held-out queries of the case
+// (the request bodies are serialised before the clock starts). The requests are common.mjs's
+// queryRequest: gateway POST /query on the case's index with its token; direct the Qdrant query on
+// the gateway's collection of that index.
+// A request counts when it answered 200 with as many results as a complete answer has (10; for a
+// sparse query matching fewer rows, that many); latency is per request.
 // env: see common.mjs; CONCURRENCY (16)
-import { answerIds, gatewayClient, loadData, qdrantClient, queryRequest, TOP_K } from './common.mjs';
+import { answerIds, exactSparse, gatewayClient, loadData, qdrantClient, queryRequest, TOP_K } from './common.mjs';
 
-const [tool, seconds] = process.argv.slice(2);
+const [tool, seconds, kase = 'dense'] = process.argv.slice(2);
 const duration = Number(seconds);
 const concurrency = Number(process.env.CONCURRENCY ?? 16);
 
-const { queries } = loadData();
-const requests = queries.map((vector) => {
-  const { path, body } = queryRequest[tool](vector);
-  return { path, body: Buffer.from(JSON.stringify(body)) };
+const data = loadData();
+const asked = data.asked[kase];
+// A sparse query returns only the rows sharing a token with it: fewer than 10 when fewer match.
+const expected = kase === 'sparse' ? exactSparse(data, data.members.sparse, asked).map((t) => t.expected) : asked.map(() => TOP_K);
+const requests = asked.map((q, k) => {
+  const { path, body } = queryRequest(kase, tool, data, q);
+  return { path, body: Buffer.from(JSON.stringify(body)), expected: expected[k] };
 });
-const http = tool === 'gateway' ? gatewayClient(concurrency) : qdrantClient(concurrency);
+const http = tool === 'gateway' ? gatewayClient(concurrency, kase) : qdrantClient(concurrency);
 
 const latencies = []; // ms per request
 const errors = {}; // message -> count
@@ -34,11 +37,11 @@ setTimeout(() => (stop = true), duration * 1000);
 const started = performance.now();
 const worker = async () => {
   while (!stop) {
-    const { path, body } = requests[next++ % requests.length];
+    const { path, body, expected: count } = requests[next++ % requests.length];
     const t = performance.now();
     try {
       const ids = answerIds[tool](JSON.parse(await http.request('POST', path, body)));
-      if (ids.length !== TOP_K) throw new Error(`${ids.length} results`);
+      if (ids.length !== count) throw new Error(`${ids.length} results, ${count} expected`);
       latencies.push(performance.now() - t);
     } catch (error) {
       fail(error.message.slice(0, 120));
@@ -53,6 +56,7 @@ const percentile = (sorted, q) => (sorted.length ? sorted[Math.max(0, Math.ceil(
 const sorted = Float64Array.from(latencies).sort();
 const record = {
   kind: 'query',
+  case: kase,
   tool,
   requestsPerSecond: latencies.length / elapsed,
   p50: percentile(sorted, 0.5),
@@ -63,7 +67,7 @@ const record = {
 };
 const failures = Object.entries(errors).map(([message, count]) => `${count}x ${message}`).join('; ');
 process.stderr.write(
-  `query ${tool.padEnd(8)} ${Math.round(record.requestsPerSecond).toString().padStart(6)} req/s` +
+  `query ${kase.padEnd(6)} ${tool.padEnd(8)} ${Math.round(record.requestsPerSecond).toString().padStart(6)} req/s` +
     `  p50 ${record.p50.toFixed(2)} ms  p99 ${record.p99.toFixed(2)} ms${failures ? `  ERRORS: ${failures}` : ''}\n`,
 );
 process.stdout.write(`${JSON.stringify(record)}\n`);

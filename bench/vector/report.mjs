@@ -4,55 +4,82 @@
 // <!-- bench-vector:end -->.
 //
 //   node bench/vector/report.mjs RESULTS.jsonl OUT.md [README.md]
-// env (for the header): BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, BENCH_UPSERT_BATCH, QDRANT_EDGE_VERSION
+// env (for the header): BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, BENCH_UPSERT_BATCH, QDRANT_EDGE_VERSION,
+//      HYBRID_PREFETCH
 import { writeFileSync } from 'node:fs';
 import { CPU_METHOD, cpuMedians, int, machine, median, ms, readRecords, sumErrors, us, wrap, writeReadmeSection } from '../lib/report.mjs';
 
 const [input, output, readme] = process.argv.slice(2);
 const records = readRecords(input);
-const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, BENCH_UPSERT_BATCH, QDRANT_EDGE_VERSION } = process.env;
+const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, BENCH_UPSERT_BATCH, QDRANT_EDGE_VERSION, HYBRID_PREFETCH } = process.env;
 
-const find = (kind, target) => records.find((r) => r.kind === kind && r.target === target);
-function queries(tool) {
-  const runs = records.filter((r) => r.kind === 'query' && r.tool === tool);
+const CASES = ['dense', 'sparse', 'hybrid'];
+const LABELS = { dense: 'dense', sparse: 'sparse (BM25, IDF)', hybrid: 'hybrid (RRF of both)' };
+const find = (kind, kase, target, mode) => records.find((r) => r.kind === kind && r.case === kase && r.target === target && r.mode === mode);
+function queries(kase, tool) {
+  const runs = records.filter((r) => r.kind === 'query' && r.case === kase && r.tool === tool);
   const pick = (key) => median(runs.map((r) => r[key]));
   return { rounds: runs.length, rps: pick('requestsPerSecond'), p50: pick('p50'), p99: pick('p99'), errors: sumErrors(runs), cpu: cpuMedians(runs), all: runs.map((r) => r.requestsPerSecond) };
 }
 
-const target = (value, min) => `≥ ${min}: ${value >= min ? 'met' : 'NOT met'}`;
+const target = (value, min) => (Number.isFinite(value) ? `≥ ${min}: ${value >= min ? 'met' : 'NOT met'}` : 'no figure');
+const fixed = (n, digits) => (typeof n === 'number' && Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+const ratio = (a, b) => fixed(a / b, 2);
 
-const upsert = { gateway: find('upsert', 'gateway'), direct: find('upsert', 'direct') };
-const index = { gateway: find('index', 'gateway'), direct: find('index', 'direct') };
-const recall = { gateway: find('recall', 'gateway'), direct: find('recall', 'direct'), bench: find('recall', 'direct-bench') };
-const q = { gateway: queries('gateway'), direct: queries('direct') };
+const cases = CASES.filter((kase) => records.some((r) => r.kind === 'query' && r.case === kase));
+const q = Object.fromEntries(cases.map((kase) => [kase, { gateway: queries(kase, 'gateway'), direct: queries(kase, 'direct') }]));
+const upsert = (kase, t) => find('upsert', kase, t);
+const recall = (kase, t, mode) => find('recall', kase, t, mode);
 const embed = records.find((r) => r.kind === 'embed');
-const qpsRatio = q.gateway.rps / q.direct.rps;
 
-const rows = [
-  '| case | gateway | direct | ratio | target |',
-  '|---|---:|---:|---:|---|',
-  `| upsert, vectors/s (batches of ${upsert.gateway.batch}) | ${int(upsert.gateway.vectorsPerSecond)} | ${int(upsert.direct.vectorsPerSecond)} | ${(upsert.gateway.vectorsPerSecond / upsert.direct.vectorsPerSecond).toFixed(2)} |  |`,
-  `| query topK 10, req/s (${BENCH_CONCURRENCY} in flight) | ${int(q.gateway.rps)} | ${int(q.direct.rps)} | ${qpsRatio.toFixed(2)} | ${target(qpsRatio, 0.8)} |`,
-  `| query p50 / p99 ms | ${ms(q.gateway.p50)} / ${ms(q.gateway.p99)} | ${ms(q.direct.p50)} / ${ms(q.direct.p99)} |  |  |`,
-  `| query: gateway CPU µs/query | ${us(q.gateway.cpu.gateway)} |  |  |  |`,
-  `| query: qdrant-local CPU µs/query | ${us(q.gateway.cpu.engine)} | ${us(q.direct.cpu.engine)} | ${(q.gateway.cpu.engine / q.direct.cpu.engine).toFixed(2)} |  |`,
-  `| recall@10 (${recall.gateway.queries} queries) | ${recall.gateway.recall.toFixed(4)} | ${recall.direct.recall.toFixed(4)} |  | ${target(recall.gateway.recall, 0.95)} |`,
-];
+const rows = ['| case | gateway | direct | ratio | target |', '|---|---:|---:|---:|---|'];
+for (const kase of CASES) {
+  const g = upsert(kase, 'gateway');
+  const d = upsert(kase, 'direct');
+  if (g) rows.push(`| upsert ${kase}, vectors/s (batches of ${g.batch}) | ${int(g.vectorsPerSecond)} | ${d ? int(d.vectorsPerSecond) : ''} | ${d ? ratio(g.vectorsPerSecond, d.vectorsPerSecond) : ''} |  |`);
+}
+for (const kase of cases) {
+  const { gateway: g, direct: d } = q[kase];
+  rows.push(`| query ${LABELS[kase]} topK 10, req/s (${BENCH_CONCURRENCY} in flight) | ${int(g.rps)} | ${int(d.rps)} | ${ratio(g.rps, d.rps)} | ${target(g.rps / d.rps, 0.8)} |`);
+  rows.push(`| query ${kase} p50 / p99 ms | ${ms(g.p50)} / ${ms(g.p99)} | ${ms(d.p50)} / ${ms(d.p99)} |  |  |`);
+  rows.push(`| query ${kase}: gateway CPU µs/query | ${us(g.cpu.gateway)} |  |  |  |`);
+  rows.push(`| query ${kase}: qdrant-local CPU µs/query | ${us(g.cpu.engine)} | ${us(d.cpu.engine)} | ${ratio(g.cpu.engine, d.cpu.engine)} |  |`);
+}
+const recallRow = (label, g, d) => (g ? `| recall@10 ${label} (${g.queries} queries) | ${fixed(g.recall, 4)} | ${d ? fixed(d.recall, 4) : ''} |  | ${target(g.recall, 0.95)} |` : undefined);
+rows.push(
+  ...[
+    recallRow('dense', recall('dense', 'gateway'), recall('dense', 'direct')),
+    recallRow('sparse', recall('sparse', 'gateway'), recall('sparse', 'direct')),
+    recallRow('hybrid, dense side', recall('hybrid', 'gateway', 'DENSE'), recall('hybrid', 'direct', 'DENSE')),
+    recallRow('hybrid, sparse side', recall('hybrid', 'gateway', 'SPARSE'), recall('hybrid', 'direct', 'SPARSE')),
+  ].filter(Boolean),
+);
+const fused = recall('hybrid', 'gateway', 'FUSED');
+if (fused) rows.push(`| hybrid fused top 10 vs RRF of the exact top-10 lists (${fused.queries} queries) | ${fixed(fused.recall, 4)} |  |  | for information |`);
 const table = rows.join('\n');
-const errors = Object.entries({ ...q.gateway.errors, ...q.direct.errors });
-const indexLine = (name, r) =>
-  `${name} ${r.built ? `built (${int(r.indexed)} of ${int(r.points)} points indexed${r.indexed < r.points ? ', the rest in a segment below the indexing threshold, searched exactly' : ''}; waited ${r.seconds.toFixed(0)} s after the last upsert)` : `NOT built after ${r.seconds.toFixed(0)} s: exact scans`}`;
+
+const errors = cases.flatMap((kase) => ['gateway', 'direct'].flatMap((tool) => Object.entries(q[kase][tool].errors).map(([m, c]) => `${c}× ${kase} ${tool}: ${m}`)));
+const indexLine = (r) =>
+  r
+    ? r.built
+      ? `built (${int(r.indexed)} of ${int(r.vectors)} vectors indexed${r.indexed < r.vectors ? ', the rest in a segment below the indexing threshold, searched exactly' : ''}; waited ${r.seconds.toFixed(0)} s after the last upsert)`
+      : `NOT built after ${r.seconds.toFixed(0)} s: exact scans`
+    : 'not measured';
+const shortAnswers = records.filter((r) => r.kind === 'recall' && r.short > 0).map((r) => `${r.case} ${r.target}${r.mode ? ` ${r.mode}` : ''} ${r.short}`);
+const exactDense = recall('dense', 'direct-bench');
 
 const notes = [
-  `direct = qdrant-local's REST API: the upsert into a fresh collection with the same payload and payload indexes, the queries as the request the gateway makes (same collection, namespace filter, payload keys)`,
-  `HNSW index: gateway collection ${indexLine('', index.gateway).trim()}; bench-direct ${indexLine('', index.direct).trim()}`,
-  `recall@10 on bench-direct (its own HNSW build of the same vectors): ${recall.bench.recall.toFixed(4)}; exact top 10 by brute force in JS`,
-  `query req/s per round: gateway ${q.gateway.all.map(int).join(', ')}; direct ${q.direct.all.map(int).join(', ')}`,
-  `errors: ${errors.length ? errors.map(([m, c]) => `${c}× ${m}`).join('; ') : 'none'}`,
+  `direct = qdrant-local's REST API on the gateway's collection of the index: dense, the request the gateway makes (same namespace filter, payload keys); sparse, \`using: "sparse"\` (the collection's IDF modifier applies); hybrid, both sides as prefetches of ${HYBRID_PREFETCH ?? 10} candidates fused by Qdrant's RRF. The dense upsert goes into a fresh collection bench-direct with the same payload and payload indexes`,
+  `HNSW index (hybrid: a dense and a sparse vector per point): docs ${indexLine(find('index', 'dense', 'gateway'))}; bench-direct ${indexLine(find('index', 'dense', 'direct'))}; hybrid ${indexLine(find('index', 'hybrid', 'gateway'))}`,
+  `exact truth by brute force in JS: cosine (float64) for dense; BM25 with IDF ln(1 + (N - n + 0.5)/(n + 0.5)) for sparse; a result scoring as high as the 10th exact one counts (ties)${exactDense ? `; dense recall@10 on bench-direct (its own HNSW build): ${fixed(exactDense.recall, 4)}` : ''}`,
+  `answers shorter than the exact top 10: ${shortAnswers.length ? shortAnswers.join('; ') : 'none'}`,
+  `query req/s per round: ${cases.map((kase) => `${kase} gateway ${q[kase].gateway.all.map(int).join(', ')}, direct ${q[kase].direct.all.map(int).join(', ')}`).join('; ')}`,
+  `errors: ${errors.length ? errors.join('; ') : 'none'}`,
 ];
 process.stdout.write(`\n${table}\n\n${notes.map((n) => `- ${n}`).join('\n')}\n`);
 
-const sentences = upsert.gateway.vectors + recall.gateway.queries;
+const dense = upsert('dense', 'gateway');
+const queryCount = recall('dense', 'gateway')?.queries ?? 0;
 const date = new Date().toISOString();
 writeFileSync(
   output,
@@ -62,9 +89,10 @@ Written by \`make bench-vector\` (bench/vector/bench.ts on bench/lib/harness.ts)
 
 - date: ${date}
 - node ${process.version}, qdrant-local over qdrant-edge-py ${QDRANT_EDGE_VERSION}, ${machine()}
-- data: ${int(upsert.gateway.vectors)} vectors + ${int(recall.gateway.queries)} held-out queries, real English sentences (node_modules/ markdown prose, Python stdlib docstrings) embedded by embedder-local (all-MiniLM-L6-v2, 384-d, COSINE)${embed ? `; embedding ${int(sentences)} sentences took ${embed.seconds.toFixed(0)} s` : ' (embeddings from the cache)'}
+- data: ${int(dense?.vectors ?? NaN)} sentences + ${int(queryCount)} held-out query sentences, real English (node_modules/ markdown prose, Python stdlib docstrings); dense: embedded by embedder-local (all-MiniLM-L6-v2, 384-d, COSINE)${embed ? `, embedding ${int(embed.sentences)} sentences took ${embed.seconds.toFixed(0)} s` : ' (embeddings from the cache)'}; sparse: BM25 by Qdrant Edge's Bm25 (k 1.2, b 0.75, avg_len 32), upserted and queried as \`sparseVector\`
+- indexes: docs (DENSE), sparse (SPARSE), hybrid (HYBRID), one collection each
 - gateway alone on core 0; qdrant-local, the control Redis and the load generators on core 1
-- upserts: batches of ${BENCH_UPSERT_BATCH}, ${upsert.gateway.concurrency} in flight, one pass each; queries: ${BENCH_CONCURRENCY} requests in flight for both, ${BENCH_DURATION} s per run, median of ${BENCH_ROUNDS} interleaved rounds
+- upserts: batches of ${BENCH_UPSERT_BATCH}, ${dense?.concurrency ?? 2} in flight, one pass each; queries: ${BENCH_CONCURRENCY} requests in flight for both, ${BENCH_DURATION} s per run, median of ${BENCH_ROUNDS} interleaved rounds
 - ${CPU_METHOD}
 ${notes.map((n) => `- ${n}`).join('\n')}
 
@@ -75,10 +103,11 @@ ${table}
 if (readme) {
   const setup =
     `Measured ${date.slice(0, 10)} on this project's machine (${machine()}, Node ${process.versions.node}, ` +
-    `qdrant-local over qdrant-edge-py ${QDRANT_EDGE_VERSION}) with \`make bench-vector\`: ${int(upsert.gateway.vectors)} real sentences ` +
-    `embedded by the local MiniLM model, ${int(recall.gateway.queries)} held-out query sentences, HNSW built; the gateway alone on ` +
-    `core 0, qdrant-local and the load generator on core 1; ${BENCH_CONCURRENCY} queries in flight for both, median of ` +
-    `${BENCH_ROUNDS} interleaved ${BENCH_DURATION} s rounds; direct sends qdrant-local the request the gateway makes; CPU time ` +
-    `per query from each process's own accounting (/proc).`;
+    `qdrant-local over qdrant-edge-py ${QDRANT_EDGE_VERSION}) with \`make bench-vector\`: ${int(dense?.vectors ?? NaN)} real sentences ` +
+    `in three indexes (dense: the local MiniLM model; sparse: BM25 by Qdrant Edge's Bm25; hybrid: both), ` +
+    `${int(queryCount)} held-out query sentences, recall against exact brute-force search of each side, HNSW built; ` +
+    `the gateway alone on core 0, qdrant-local and the load generator on core 1; ${BENCH_CONCURRENCY} queries in flight ` +
+    `for both, median of ${BENCH_ROUNDS} interleaved ${BENCH_DURATION} s rounds; direct sends qdrant-local the equivalent Qdrant ` +
+    `query (hybrid: prefetch of both sides and Qdrant's RRF); CPU time per query from each process's own accounting (/proc).`;
   writeReadmeSection(readme, 'vector', `${wrap(setup)}\n\n${table}`);
 }
