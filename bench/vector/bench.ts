@@ -42,7 +42,8 @@
 //                weightingStrategy: "IDF", fusionAlgorithm: "RRF"} (both sides searched and fused in
 //                the request); direct, the Qdrant query that answers it on the same collection (dense:
 //                the request the gateway makes; sparse: `using: "sparse"` with the IDF modifier;
-//                hybrid: both sides as prefetches fused by Qdrant's RRF), cycling through the queries.
+//                hybrid: both sides as prefetches fused by Qdrant's RRF with Upstash's k 60), cycling
+//                through the queries.
 // After a warm-up, every round runs gateway then direct for each case; the table reports the median of
 // the rounds, with the CPU time per query of the gateway and of qdrant-local (/proc), and is written to
 // bench/vector/results.md and README.md (between the bench-vector markers). Nothing is asserted:

@@ -60,7 +60,7 @@ const PAYLOAD = ['id', 'seq'];
  * answers it straight from qdrant-local (`direct`), on the collection `collection` (by default the
  * gateway's collection of the case's index): dense, the request the gateway makes; sparse, the sparse
  * search with Qdrant's IDF modifier; hybrid, both searches as prefetches (HYBRID_PREFETCH candidates
- * each) fused by Qdrant's RRF. `mode` ("DENSE" or "SPARSE") asks the hybrid index for one side.
+ * each) fused by Qdrant's RRF with Upstash's k (60). `mode` ("DENSE" or "SPARSE") asks the hybrid index for one side.
  */
 export function queryRequest(kase, tool, data, q, { collection = collectionOf(kase), mode } = {}) {
   const vector = () => Array.from(data.queries[q]);
@@ -84,7 +84,7 @@ export function queryRequest(kase, tool, data, q, { collection = collectionOf(ka
     { query: vector(), using: 'dense', limit, filter: NAMESPACE_FILTER },
     { query: sparseVector(), using: 'sparse', limit, filter: NAMESPACE_FILTER },
   ];
-  return { path, body: { prefetch, query: { fusion: 'rrf' }, ...common } };
+  return { path, body: { prefetch, query: { rrf: { k: RRF_K } }, ...common } };
 }
 
 /** Ids of a query answer, best first (the gateway's ids; for Qdrant, the payload id). */

@@ -223,6 +223,7 @@ if (data.sparse) {
     return { relevant: new Set(rows), expected: rows.length };
   });
   await recall('hybrid', 'gateway', fused, ask('hybrid', 'gateway'), { mode: 'FUSED' });
+  await recall('hybrid', 'direct', fused, ask('hybrid', 'direct'), { mode: 'FUSED' });
 }
 for (const client of Object.values(gateway)) client.close();
 qdrant.close();

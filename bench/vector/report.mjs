@@ -55,7 +55,8 @@ rows.push(
   ].filter(Boolean),
 );
 const fused = recall('hybrid', 'gateway', 'FUSED');
-if (fused) rows.push(`| hybrid fused top 10 vs RRF of the exact top-10 lists (${fused.queries} queries) | ${fixed(fused.recall, 4)} |  |  | for information |`);
+const fusedDirect = recall('hybrid', 'direct', 'FUSED');
+if (fused) rows.push(`| hybrid fused top 10 vs RRF of the exact top-10 lists (${fused.queries} queries) | ${fixed(fused.recall, 4)} | ${fusedDirect ? fixed(fusedDirect.recall, 4) : ''} |  | for information |`);
 const table = rows.join('\n');
 
 const errors = cases.flatMap((kase) => ['gateway', 'direct'].flatMap((tool) => Object.entries(q[kase][tool].errors).map(([m, c]) => `${c}× ${kase} ${tool}: ${m}`)));
@@ -69,7 +70,7 @@ const shortAnswers = records.filter((r) => r.kind === 'recall' && r.short > 0).m
 const exactDense = recall('dense', 'direct-bench');
 
 const notes = [
-  `direct = qdrant-local's REST API on the gateway's collection of the index: dense, the request the gateway makes (same namespace filter, payload keys); sparse, \`using: "sparse"\` (the collection's IDF modifier applies); hybrid, both sides as prefetches of ${HYBRID_PREFETCH ?? 10} candidates fused by Qdrant's RRF. The dense upsert goes into a fresh collection bench-direct with the same payload and payload indexes`,
+  `direct = qdrant-local's REST API on the gateway's collection of the index: dense, the request the gateway makes (same namespace filter, payload keys); sparse, \`using: "sparse"\` (the collection's IDF modifier applies); hybrid, both sides as prefetches of ${HYBRID_PREFETCH ?? 10} candidates fused by Qdrant's RRF with k 60 (Upstash's). The dense upsert goes into a fresh collection bench-direct with the same payload and payload indexes`,
   `HNSW index (hybrid: a dense and a sparse vector per point): docs ${indexLine(find('index', 'dense', 'gateway'))}; bench-direct ${indexLine(find('index', 'dense', 'direct'))}; hybrid ${indexLine(find('index', 'hybrid', 'gateway'))}`,
   `exact truth by brute force in JS: cosine (float64) for dense; BM25 with IDF ln(1 + (N - n + 0.5)/(n + 0.5)) for sparse; a result scoring as high as the 10th exact one counts (ties)${exactDense ? `; dense recall@10 on bench-direct (its own HNSW build): ${fixed(exactDense.recall, 4)}` : ''}`,
   `answers shorter than the exact top 10: ${shortAnswers.length ? shortAnswers.join('; ') : 'none'}`,
@@ -108,6 +109,6 @@ if (readme) {
     `${int(queryCount)} held-out query sentences, recall against exact brute-force search of each side, HNSW built; ` +
     `the gateway alone on core 0, qdrant-local and the load generator on core 1; ${BENCH_CONCURRENCY} queries in flight ` +
     `for both, median of ${BENCH_ROUNDS} interleaved ${BENCH_DURATION} s rounds; direct sends qdrant-local the equivalent Qdrant ` +
-    `query (hybrid: prefetch of both sides and Qdrant's RRF); CPU time per query from each process's own accounting (/proc).`;
+    `query (hybrid: prefetch of both sides and Qdrant's RRF, k 60); CPU time per query from each process's own accounting (/proc).`;
   writeReadmeSection(readme, 'vector', `${wrap(setup)}\n\n${table}`);
 }
