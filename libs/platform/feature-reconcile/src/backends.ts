@@ -18,7 +18,8 @@ export function engineAdmin(options: { qdrantTimeoutMs: number }): EngineAdmin {
         url: index.qdrant.url,
         ...(index.qdrant.apiKey ? { apiKey: index.qdrant.apiKey } : {}),
         collection: index.qdrant.collection ?? defaultCollection(tenant, index.name),
-        dimension: index.dimension,
+        type: index.type,
+        dimension: index.dimension ?? 0,
         distance: QDRANT_DISTANCE[index.similarityFunction],
       });
       try {

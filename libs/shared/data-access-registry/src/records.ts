@@ -103,15 +103,26 @@ export const embedderRecordSchema = z.object({
 });
 export type EmbedderRecord = z.infer<typeof embedderRecordSchema>;
 
+/** Upstash Vector's index types (README, "Vector: index types"): dense vectors, sparse vectors, or both. */
+export const VECTOR_INDEX_TYPES = ['DENSE', 'SPARSE', 'HYBRID'] as const;
+export type VectorIndexType = (typeof VECTOR_INDEX_TYPES)[number];
+
+/** Sparse embedding models of the `*-data` endpoints: BM25, computed by the Qdrant engine (`qdrant/bm25`). */
+export const SPARSE_EMBEDDING_MODELS = ['BM25'] as const;
+
 /** A vector index: one Qdrant collection (namespaces are a payload partition inside it) and its limits. */
 export const vectorIndexRecordSchema = z.object({
   id: z.string(),
   tenant: z.string(),
   name: z.string(),
-  dimension: z.number().int().positive(),
+  /** Components of the dense vectors; 0 for a SPARSE index (it has none). */
+  dimension: z.number().int().nonnegative(),
+  /** The dense side's similarity; a SPARSE index scores by inner product and reports DOT_PRODUCT. */
   similarityFunction: z.enum(SIMILARITY_FUNCTIONS),
-  /** Only dense indexes exist so far; sparse and hybrid will add values here. */
-  indexType: z.literal('DENSE'),
+  /** DENSE (an unnamed Qdrant vector), SPARSE or HYBRID (named vectors `dense` and `sparse`). */
+  indexType: z.enum(VECTOR_INDEX_TYPES),
+  /** The sparse model of the `*-data` endpoints (SPARSE and HYBRID only). */
+  sparseEmbedding: z.object({ model: z.enum(SPARSE_EMBEDDING_MODELS) }).optional(),
   /** Qdrant's REST endpoint, and its API key if it has one (sealed in the registry). */
   qdrantUrl: z.string(),
   qdrantApiKey: z.string().optional(),

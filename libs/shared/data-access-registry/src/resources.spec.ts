@@ -61,6 +61,7 @@ describe('resolveTenant', () => {
     expect(document.spec.vector.indexes).toEqual([
       {
         name: 'docs',
+        type: 'DENSE',
         dimension: 3,
         similarityFunction: 'COSINE',
         qdrant: { url: 'http://qdrant:6333', collection: 'restash.acme.docs' },
@@ -101,7 +102,7 @@ describe('resolveTenant', () => {
       apiVersion: 'restash.dev/v1alpha1',
       kind: 'VectorIndex',
       metadata: { name: 'docs', namespace: 'acme' },
-      spec: { dimension: 3, similarityFunction: 'COSINE', embedding: { model: 'm', ...embedding }, limits: { maxRequestBytes: 1, dailyRequests: 0 } },
+      spec: { type: 'DENSE', dimension: 3, similarityFunction: 'COSINE', embedding: { model: 'm', ...embedding }, limits: { maxRequestBytes: 1, dailyRequests: 0 } },
     });
     const embeddingOf = (r: RestashResource) => resolveTenant('acme', [r], options).document.spec.vector.indexes[0].embedding;
     expect(embeddingOf(index({ url: 'https://elsewhere/v1' }))).toEqual({ url: 'https://elsewhere/v1', model: 'm' });

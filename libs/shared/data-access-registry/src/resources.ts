@@ -190,8 +190,10 @@ function vectorIndex(index: VectorIndex, options: ResolveOptions) {
   }
   return valid(vectorIndexSpecSchema, {
     name: index.metadata.name,
-    dimension: index.spec.dimension,
+    type: index.spec.type,
+    ...(index.spec.dimension === undefined ? {} : { dimension: index.spec.dimension }),
     similarityFunction: index.spec.similarityFunction,
+    ...(index.spec.sparseEmbedding ? { sparseEmbedding: index.spec.sparseEmbedding } : {}),
     qdrant: { ...qdrant, collection: defaultCollection(index.metadata.namespace, index.metadata.name) },
     ...(resolved ? { embedding: resolved } : {}),
     limits: index.spec.limits,

@@ -75,3 +75,33 @@ describe('vector collections (a collection holds one vector index)', () => {
     expect(tenantDocumentSchema.safeParse(indexes('acme', { name: 'a', collection: 'c' }, { name: 'b', collection: 'c', url: 'http://r:6333' })).success).toBe(true);
   });
 });
+
+describe('vector index types in the tenant document', () => {
+  const doc = (index: Record<string, unknown>) => ({
+    apiVersion: 'restash.dev/v1alpha1',
+    kind: 'Tenant',
+    metadata: { name: 'acme' },
+    spec: { vector: { indexes: [{ name: 'i', qdrant: { url: 'http://q:6333' }, ...index }] } },
+  });
+  const issues = (index: Record<string, unknown>) => {
+    const parsed = tenantDocumentSchema.safeParse(doc(index));
+    return parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.slice(4).join('.')}: ${i.message}`);
+  };
+
+  it('defaults to DENSE and accepts SPARSE with BM25 and HYBRID with both models', () => {
+    expect(tenantDocumentSchema.parse(doc({ dimension: 3 })).spec.vector.indexes[0]?.type).toBe('DENSE');
+    expect(issues({ type: 'SPARSE', sparseEmbedding: { model: 'BM25' } })).toEqual([]);
+    expect(issues({ type: 'HYBRID', dimension: 3, sparseEmbedding: { model: 'BM25' }, embedding: { url: 'http://e/v1', model: 'm' } })).toEqual([]);
+  });
+
+  it('refuses what the type rules out, naming the field', () => {
+    expect(issues({})).toEqual(['dimension: a DENSE index needs a dimension']);
+    expect(issues({ type: 'HYBRID' })).toEqual(['dimension: a HYBRID index needs a dimension']);
+    expect(issues({ type: 'SPARSE', dimension: 3 })).toEqual(['dimension: a SPARSE index has no dimension (its vectors are sparse)']);
+    expect(issues({ type: 'SPARSE', embedding: { url: 'http://e/v1', model: 'm' } })).toEqual(['embedding: a SPARSE index has no dense embedding model; use sparseEmbedding']);
+    expect(issues({ dimension: 3, sparseEmbedding: { model: 'BM25' } })).toEqual([
+      'sparseEmbedding: a DENSE index has no sparse side; sparseEmbedding is for SPARSE and HYBRID indexes',
+    ]);
+    expect(issues({ type: 'SPARSE', sparseEmbedding: { model: 'SPLADE' } })[0]).toMatch(/^sparseEmbedding\.model: /);
+  });
+});

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SIMILARITY_FUNCTIONS } from './records';
+import { SIMILARITY_FUNCTIONS, SPARSE_EMBEDDING_MODELS, VECTOR_INDEX_TYPES } from './records';
 
 /** A Kubernetes-style name: a DNS label (lower case, digits, '-'; 1–63 characters). */
 const dnsLabel = z
@@ -44,29 +44,62 @@ export function kvServerShared(database: string, other: string, endpoint: string
   return `KV database '${database}' is on Redis server ${endpoint}, which already backs KV database '${other}': a Redis server backs at most one KV database (Redis does not isolate logical databases)`;
 }
 
-export const vectorIndexSpecSchema = z.object({
-  name: dnsLabel,
-  dimension: z.number().int().min(1).max(65_536),
-  similarityFunction: z.enum(SIMILARITY_FUNCTIONS).default('COSINE'),
-  qdrant: z.object({
-    /** Qdrant's REST endpoint, e.g. `http://qdrant:6333`. */
-    url: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL'),
-    apiKey: z.string().optional(),
-    /** The collection; default `restash.<tenant>.<index>` (defaultCollection). */
-    collection: z.string().regex(/^[A-Za-z0-9_.-]{1,255}$/, 'letters, digits, _ . - only').optional(),
-  }),
-  /** The embedding model of the `*-data` endpoints; without it they answer 422. */
-  embedding: z
-    .object({
+export const vectorIndexSpecSchema = z
+  .object({
+    name: dnsLabel,
+    /** DENSE (default), SPARSE or HYBRID (README, "Vector: index types"). */
+    type: z.enum(VECTOR_INDEX_TYPES).default('DENSE'),
+    /** Components of the dense vectors: required for DENSE and HYBRID, absent for SPARSE. */
+    dimension: z.number().int().min(1).max(65_536).optional(),
+    similarityFunction: z.enum(SIMILARITY_FUNCTIONS).default('COSINE'),
+    /** The sparse model of the `*-data` endpoints (SPARSE and HYBRID): BM25, computed by the engine. */
+    sparseEmbedding: z.object({ model: z.enum(SPARSE_EMBEDDING_MODELS) }).optional(),
+    qdrant: z.object({
+      /** Qdrant's REST endpoint, e.g. `http://qdrant:6333`. */
       url: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL'),
-      model: z.string().min(1),
-      /** The endpoint's API key, resolved by the applier from the resource's secret reference. */
-      apiKey: z.string().min(1).optional(),
-    })
-    .optional(),
-  limits: limitsSchema,
-});
+      apiKey: z.string().optional(),
+      /** The collection; default `restash.<tenant>.<index>` (defaultCollection). */
+      collection: z.string().regex(/^[A-Za-z0-9_.-]{1,255}$/, 'letters, digits, _ . - only').optional(),
+    }),
+    /** The embedding model of the `*-data` endpoints; without it they answer 422. */
+    embedding: z
+      .object({
+        url: z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL'),
+        model: z.string().min(1),
+        /** The endpoint's API key, resolved by the applier from the resource's secret reference. */
+        apiKey: z.string().min(1).optional(),
+      })
+      .optional(),
+    limits: limitsSchema,
+  })
+  .superRefine((index, ctx) => {
+    for (const { path, message } of vectorIndexProblems(index)) ctx.addIssue({ code: 'custom', path: [path], message });
+  });
 export type VectorIndexSpec = z.infer<typeof vectorIndexSpecSchema>;
+
+/**
+ * What an index type rules out (README, "Vector: index types"): a SPARSE index has no dimension and no
+ * dense embedding model; DENSE and HYBRID need a dimension; a DENSE index has no sparse model.
+ * @returns each problem with the field it is about; none when the index is consistent
+ */
+export function vectorIndexProblems(index: {
+  type: string;
+  dimension?: number | undefined;
+  embedding?: unknown;
+  sparseEmbedding?: unknown;
+}): Array<{ path: string; message: string }> {
+  const problems: Array<{ path: string; message: string }> = [];
+  if (index.type === 'SPARSE') {
+    if (index.dimension !== undefined) problems.push({ path: 'dimension', message: 'a SPARSE index has no dimension (its vectors are sparse)' });
+    if (index.embedding !== undefined) problems.push({ path: 'embedding', message: 'a SPARSE index has no dense embedding model; use sparseEmbedding' });
+  } else if (index.dimension === undefined) {
+    problems.push({ path: 'dimension', message: `a ${index.type} index needs a dimension` });
+  }
+  if (index.type === 'DENSE' && index.sparseEmbedding !== undefined) {
+    problems.push({ path: 'sparseEmbedding', message: 'a DENSE index has no sparse side; sparseEmbedding is for SPARSE and HYBRID indexes' });
+  }
+  return problems;
+}
 
 /** A Kafka topic name as the tenant sees it (Kafka's legal characters; the broker-side prefix must still fit in 249). */
 const topicName = z

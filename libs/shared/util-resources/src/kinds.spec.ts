@@ -12,6 +12,7 @@ describe('the kinds’ zod schemas', () => {
       limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },
     });
     expect(KINDS.VectorIndex.spec.parse({ dimension: 384 })).toEqual({
+      type: 'DENSE',
       dimension: 384,
       similarityFunction: 'COSINE',
       limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },

@@ -3,14 +3,29 @@ import { QdrantClient } from '@qdrant/js-client-rest';
 /** A Qdrant filter as its REST API takes it (`Schemas['Filter']`), kept structural on purpose. */
 export type QdrantFilter = Record<string, unknown>;
 
-/** Where an index lives and how its collection is shaped. */
+/**
+ * Where an index lives and how its collection is shaped. `type` DENSE (the default) has one unnamed
+ * vector; SPARSE has the named sparse vector `sparse` (Qdrant's IDF modifier); HYBRID has the named
+ * vectors `dense` and `sparse` (README, "Vector: storage in Qdrant").
+ */
 export interface IndexLocation {
   url: string;
   apiKey?: string;
   collection: string;
+  type?: 'DENSE' | 'SPARSE' | 'HYBRID';
+  /** Components of the dense vectors (unused for SPARSE). */
   dimension: number;
   distance: 'Cosine' | 'Euclid' | 'Dot';
 }
+
+/** A sparse vector: parallel arrays of dimension indices and values. */
+export interface SparseVector {
+  indices: number[];
+  values: number[];
+}
+
+/** The Qdrant model that embeds text into a sparse vector on the engine (qdrant-local, Qdrant server-side inference). */
+export const BM25_MODEL = 'qdrant/bm25';
 
 /** A vector as the API sees it, inside one namespace. */
 export interface StoredVector {
@@ -18,9 +33,18 @@ export interface StoredVector {
   /** Insertion sequence number within the namespace: the order `range` pages in. */
   seq: number;
   vector?: number[];
+  sparseVector?: SparseVector;
+  /**
+   * On writes only: text for the engine to embed into the sparse vector with BM25 (instead of
+   * `sparseVector`). The store writes the concrete vector back so that its dimensions are counted.
+   */
+  sparseText?: string;
   metadata?: Record<string, unknown>;
   data?: string;
 }
+
+/** What a search runs on: a dense vector, a sparse vector, or text the engine embeds with BM25 (sparse side). */
+export type SearchQuery = { dense: number[] } | { sparse: SparseVector } | { sparseText: string };
 
 /** A search hit with Qdrant's raw score (similarity, dot product or distance by metric). */
 export interface ScoredVector extends StoredVector {
@@ -29,9 +53,12 @@ export interface ScoredVector extends StoredVector {
 
 /** Which stored parts a read returns; the id and sequence number always come back. */
 export interface Want {
+  /** The vectors the index has: dense, sparse or both. */
   vector: boolean;
   metadata: boolean;
   data: boolean;
+  /** The sparse vector even when `vector` is false (to rescore sparse hits). */
+  sparse?: boolean;
 }
 
 /**
@@ -54,7 +81,10 @@ export class EngineUnavailableError extends Error {
  * stores the vector normalised, so the vector as given is kept in the payload too: `fetch` must
  * give back what was upserted.
  */
-const KEY = { namespace: 'ns', id: 'id', seq: 'seq', metadata: 'metadata', data: 'data', vector: 'vector' } as const;
+const KEY = { namespace: 'ns', id: 'id', seq: 'seq', metadata: 'metadata', data: 'data', vector: 'vector', sparseDims: 'sd' } as const;
+
+/** Names of the vectors of SPARSE and HYBRID collections (DENSE collections keep one unnamed vector). */
+const NAMED = { dense: 'dense', sparse: 'sparse' } as const;
 
 /** Size of a scroll page when the store walks a namespace (prefix reads and deletes). */
 const WALK_PAGE = 1000;
@@ -89,36 +119,68 @@ export class QdrantIndexStore {
   ensureCollection(): Promise<void> {
     this.ensured ??= this.call(async () => {
       const { collection, dimension, distance } = this.location;
+      const type = this.type;
       if (!(await this.client.collectionExists(collection)).exists) {
+        const shape =
+          type === 'DENSE'
+            ? { vectors: { size: dimension, distance } }
+            : {
+                vectors: type === 'HYBRID' ? { [NAMED.dense]: { size: dimension, distance } } : {},
+                sparse_vectors: { [NAMED.sparse]: { modifier: 'idf' as const } },
+              };
         try {
-          await this.client.createCollection(collection, { vectors: { size: dimension, distance } });
+          await this.client.createCollection(collection, shape);
         } catch (error) {
           if (status(error) !== 409) throw error; // another replica created it first
         }
       }
       await this.client.createPayloadIndex(collection, { field_name: KEY.namespace, field_schema: 'keyword', wait: true });
       await this.client.createPayloadIndex(collection, { field_name: KEY.seq, field_schema: 'integer', wait: true });
+      if (type !== 'DENSE') await this.client.createPayloadIndex(collection, { field_name: KEY.sparseDims, field_schema: 'integer', wait: true });
     });
     this.ensured.catch(() => (this.ensured = undefined));
     return this.ensured;
   }
 
-  /** Inserts or replaces vectors of one namespace (each must carry its vector and sequence number). */
+  /**
+   * Inserts or replaces vectors of one namespace. Each carries its sequence number and the vectors of
+   * the index type: `vector` (DENSE, HYBRID) and `sparseVector` or `sparseText` (SPARSE, HYBRID). The
+   * dimensions of each sparse vector are kept in the payload (integer-indexed) so that IDF can count
+   * the vectors having a dimension; vectors embedded by the engine (`sparseText`) are read back and
+   * written again with their dimensions.
+   */
   async upsert(namespace: string, vectors: StoredVector[]): Promise<void> {
+    await this.op(() => this.client.upsert(this.location.collection, { wait: true, points: vectors.map((v) => this.toPoint(namespace, v)) }));
+    const embedded = vectors.filter((v) => v.sparseText !== undefined && v.sparseVector === undefined);
+    if (embedded.length === 0) return;
+    const read = await this.retrieve(namespace, embedded.map((v) => v.id), { vector: false, metadata: false, data: false, sparse: true });
+    const concrete = embedded.map(({ sparseText: _, ...v }) => ({ ...v, sparseVector: read.get(v.id)?.sparseVector ?? { indices: [], values: [] } }));
+    await this.op(() => this.client.upsert(this.location.collection, { wait: true, points: concrete.map((v) => this.toPoint(namespace, v)) }));
+  }
+
+  /** The index type (DENSE when the location does not say). */
+  get type(): 'DENSE' | 'SPARSE' | 'HYBRID' {
+    return this.location.type ?? 'DENSE';
+  }
+
+  private toPoint(namespace: string, v: StoredVector) {
     const cosine = this.location.distance === 'Cosine';
-    const points = vectors.map((v) => ({
+    const type = this.type;
+    const sparse = v.sparseVector ?? (v.sparseText !== undefined ? { text: v.sparseText, model: BM25_MODEL } : undefined);
+    const vector = type === 'DENSE' ? (v.vector as number[]) : { ...(type === 'HYBRID' ? { [NAMED.dense]: v.vector as number[] } : {}), [NAMED.sparse]: sparse };
+    return {
       id: this.pointId(namespace, v.id),
-      vector: v.vector as number[],
+      vector: vector as number[],
       payload: {
         [KEY.namespace]: namespace,
         [KEY.id]: v.id,
         [KEY.seq]: v.seq,
         ...(v.metadata !== undefined ? { [KEY.metadata]: v.metadata } : {}),
         ...(v.data !== undefined ? { [KEY.data]: v.data } : {}),
-        ...(cosine ? { [KEY.vector]: v.vector } : {}),
+        ...(cosine && type !== 'SPARSE' ? { [KEY.vector]: v.vector } : {}),
+        ...(v.sparseVector ? { [KEY.sparseDims]: v.sparseVector.indices } : {}),
       },
-    }));
-    await this.op(() => this.client.upsert(this.location.collection, { wait: true, points }));
+    };
   }
 
   /** The vectors with these ids that exist, by id. */
@@ -134,13 +196,20 @@ export class QdrantIndexStore {
   }
 
   /**
-   * The nearest vectors in a namespace, best first.
+   * The nearest vectors in a namespace, best first, on the side the query names: Qdrant's raw score of
+   * that side (a sparse side's score carries Qdrant's IDF over the whole collection; callers rescore).
+   * @param query a dense vector (`number[]` as before, or `{dense}`), a sparse vector, or text to embed with BM25
    * @param page `limit` and `offset` in results; `filter` narrows further (a Qdrant filter)
    */
-  async search(namespace: string, vector: number[], page: { limit: number; offset: number; filter?: QdrantFilter }, want: Want): Promise<ScoredVector[]> {
+  async search(namespace: string, query: number[] | SearchQuery, page: { limit: number; offset: number; filter?: QdrantFilter }, want: Want): Promise<ScoredVector[]> {
+    const q: SearchQuery = Array.isArray(query) ? { dense: query } : query;
+    const type = this.type;
+    let body: { query: unknown; using?: string };
+    if ('dense' in q) body = type === 'DENSE' ? { query: q.dense } : { query: q.dense, using: NAMED.dense };
+    else body = { query: 'sparse' in q ? q.sparse : { text: q.sparseText, model: BM25_MODEL }, using: NAMED.sparse };
     const { points } = await this.op(() =>
       this.client.query(this.location.collection, {
-        query: vector,
+        ...(body as { query: number[] }),
         filter: this.inNamespace(namespace, page.filter),
         limit: page.limit,
         offset: page.offset,
@@ -212,6 +281,14 @@ export class QdrantIndexStore {
     await this.op(() => this.client.delete(this.location.collection, { wait: true, filter: this.inNamespace(namespace, filter) }));
   }
 
+  /** How many vectors of a namespace have each of these sparse dimensions (IDF's n), by dimension. */
+  async countWithDimensions(namespace: string, dimensions: number[]): Promise<Map<number, number>> {
+    const counts = await Promise.all(
+      dimensions.map((d) => this.count(namespace, { must: [{ key: KEY.sparseDims, match: { value: d } }] })),
+    );
+    return new Map(dimensions.map((d, i) => [d, counts[i] as number]));
+  }
+
   /** Counts vectors of a namespace matching `filter`. */
   async count(namespace: string, filter?: QdrantFilter): Promise<number> {
     const { count } = await this.op(() => this.client.count(this.location.collection, { filter: this.inNamespace(namespace, filter), exact: true }));
@@ -233,19 +310,30 @@ export class QdrantIndexStore {
     const keys: string[] = [KEY.id, KEY.seq];
     if (want.metadata) keys.push(KEY.metadata);
     if (want.data) keys.push(KEY.data);
-    if (want.vector && this.location.distance === 'Cosine') keys.push(KEY.vector);
+    if (want.vector && this.location.distance === 'Cosine' && this.type !== 'SPARSE') keys.push(KEY.vector);
     return keys;
   }
 
-  private wantsQdrantVector(want: Want): boolean {
-    return want.vector && this.location.distance !== 'Cosine';
+  /** Qdrant's `with_vector`: the stored dense vector unless the payload keeps it (COSINE), and the sparse one. */
+  private wantsQdrantVector(want: Want): boolean | string[] {
+    const type = this.type;
+    const dense = want.vector && this.location.distance !== 'Cosine';
+    if (type === 'DENSE') return dense;
+    const names: string[] = [];
+    if (dense && type === 'HYBRID') names.push(NAMED.dense);
+    if (want.vector || want.sparse) names.push(NAMED.sparse);
+    return names.length > 0 ? names : false;
   }
 
   private toStored(point: Point): StoredVector {
     const payload = point.payload ?? {};
     const out: StoredVector = { id: String(payload[KEY.id]), seq: Number(payload[KEY.seq]) };
-    const vector = this.location.distance === 'Cosine' ? payload[KEY.vector] : point.vector;
+    const type = this.type;
+    const named = type === 'DENSE' ? undefined : ((point.vector ?? {}) as Record<string, unknown>);
+    const vector = this.location.distance === 'Cosine' ? payload[KEY.vector] : named ? named[NAMED.dense] : point.vector;
     if (Array.isArray(vector)) out.vector = vector as number[];
+    const sparse = named?.[NAMED.sparse] as SparseVector | undefined;
+    if (sparse && Array.isArray(sparse.indices) && Array.isArray(sparse.values)) out.sparseVector = { indices: sparse.indices, values: sparse.values };
     if (payload[KEY.metadata] !== undefined) out.metadata = payload[KEY.metadata] as Record<string, unknown>;
     if (payload[KEY.data] !== undefined) out.data = payload[KEY.data] as string;
     return out;

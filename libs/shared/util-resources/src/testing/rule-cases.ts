@@ -32,6 +32,14 @@ export const RULE_CASES: RuleCase[] = [
   { kind: 'QueueProject', what: 'retries.default above the default max', spec: { retries: { default: 11 } }, valid: false },
   { kind: 'QueueProject', what: 'an unknown field', spec: { retries: { default: 1, maximum: 2 } }, valid: false },
   { kind: 'VectorIndex', what: 'an unknown field', spec: { dimension: 3, metric: 'COSINE' }, valid: false },
+  { kind: 'VectorIndex', what: 'DENSE without a dimension', spec: {}, valid: false },
+  { kind: 'VectorIndex', what: 'SPARSE without a dimension, BM25', spec: { type: 'SPARSE', sparseEmbedding: { model: 'BM25' } }, valid: true },
+  { kind: 'VectorIndex', what: 'SPARSE with a dimension', spec: { type: 'SPARSE', dimension: 3 }, valid: false },
+  { kind: 'VectorIndex', what: 'SPARSE with a dense embedding model', spec: { type: 'SPARSE', embedding: { model: 'm' } }, valid: false },
+  { kind: 'VectorIndex', what: 'HYBRID with a dimension and both models', spec: { type: 'HYBRID', dimension: 3, embedding: { model: 'm' }, sparseEmbedding: { model: 'BM25' } }, valid: true },
+  { kind: 'VectorIndex', what: 'HYBRID without a dimension', spec: { type: 'HYBRID' }, valid: false },
+  { kind: 'VectorIndex', what: 'DENSE with a sparse model', spec: { dimension: 3, sparseEmbedding: { model: 'BM25' } }, valid: false },
+  { kind: 'VectorIndex', what: 'a sparse model other than BM25', spec: { type: 'SPARSE', sparseEmbedding: { model: 'SPLADE' } }, valid: false },
 ];
 
 /** An update the API server refuses by a transition rule (the local parser sees no old object). */
@@ -47,6 +55,7 @@ export const TRANSITION_CASES: TransitionCase[] = [
   { kind: 'StreamCluster', what: 'partitions decreased', old: { topics: [{ name: 'a', partitions: 3 }] }, new: { topics: [{ name: 'a', partitions: 2 }] }, valid: false },
   { kind: 'StreamCluster', what: 'partitions increased', old: { topics: [{ name: 'a', partitions: 3 }] }, new: { topics: [{ name: 'a', partitions: 4 }] }, valid: true },
   { kind: 'VectorIndex', what: 'dimension changed', old: { dimension: 3 }, new: { dimension: 4 }, valid: false },
+  { kind: 'VectorIndex', what: 'type changed', old: { type: 'HYBRID', dimension: 3 }, new: { type: 'DENSE', dimension: 3 }, valid: false },
   { kind: 'VectorIndex', what: 'similarityFunction changed from its default', old: { dimension: 3 }, new: { dimension: 3, similarityFunction: 'EUCLIDEAN' }, valid: false },
   { kind: 'VectorIndex', what: 'limits changed', old: { dimension: 3 }, new: { dimension: 3, limits: { dailyRequests: 5 } }, valid: true },
 ];
