@@ -113,6 +113,8 @@ def edge_call() -> Iterator[None]:
     except (ValueError, TypeError, OverflowError) as e:
         raise BadRequest(f"Bad request: {e}") from None
     except Exception as e:  # noqa: BLE001 - Edge's own error type is plain Exception
+        if type(e) is Exception and str(e).startswith("No point with id "):
+            raise HttpError(404, f"Not found: {e} found") from None  # Qdrant's text for a missing point
         if type(e) is Exception:
             raise BadRequest(f"Bad request: {e}") from None
         raise
@@ -460,6 +462,22 @@ class Api:
             return {"count": coll.read(lambda sh: sh.count(req))}
         if key == ("POST", "points/delete"):
             return self.delete_points(coll, b)
+        if key == ("PUT", "points/vectors"):
+            return self.update_vectors(coll, b)
+        if key == ("POST", "points/vectors/delete"):
+            names = b.get("vector")
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise BadRequest("Format error in JSON body: vector must be a list of vector names")
+            for n in names:
+                coll.schema.check_name(n)
+            return self.by_points_or_filter(coll, b, lambda ids: qe.UpdateOperation.delete_vectors(ids, names), lambda f: qe.UpdateOperation.delete_vectors_by_filter(f, names))
+        if key == ("POST", "points/payload"):
+            return self.set_payload(coll, b)
+        if key == ("POST", "points/payload/delete"):
+            keys = b.get("keys")
+            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+                raise BadRequest("Format error in JSON body: keys must be a list of payload keys")
+            return self.by_points_or_filter(coll, b, lambda ids: qe.UpdateOperation.delete_payload(ids, keys), lambda f: qe.UpdateOperation.delete_payload_by_filter(f, keys))
         if key == ("POST", "facet"):
             return self.facet(coll, b)
         raise HttpError(404, f"Not found: {method} /{'/'.join(parts)}")
@@ -583,15 +601,49 @@ class Api:
         }
 
     def delete_points(self, coll: Collection, b: dict[str, Any]) -> dict[str, Any]:
-        if b.get("points") is not None:
-            ids = F.parse_ids(b["points"], "points")
-            if ids:
-                coll.write(qe.UpdateOperation.delete_points(ids), len(ids))
-        elif b.get("filter") is not None:
-            flt = F.parse_filter(b["filter"])
-            coll.write(qe.UpdateOperation.delete_points_by_filter(flt), 1)
-        else:
-            raise BadRequest("Format error in JSON body: expected {points: [ids]} or {filter: {...}}")
+        return self.by_points_or_filter(coll, b, qe.UpdateOperation.delete_points, qe.UpdateOperation.delete_points_by_filter)
+
+    def update_vectors(self, coll: Collection, b: dict[str, Any]) -> dict[str, Any]:
+        """PUT points/vectors: replace the named vectors given for each point, keep the others
+        (404 when a point does not exist, as Qdrant)."""
+        raw = b.get("points")
+        if not isinstance(raw, list):
+            raise BadRequest("Format error in JSON body: points must be a list of {id, vector}")
+        updates = []
+        with edge_call():
+            for i, p in enumerate(raw):
+                if not isinstance(p, dict) or set(p) != {"id", "vector"}:
+                    raise BadRequest(f"Format error in JSON body: points[{i}] must be {{id, vector}}")
+                updates.append(qe.PointVectors(F.parse_id(p["id"], f"points[{i}].id"), coll.schema.point_vector(p["vector"], f"points[{i}].vector")))
+            condition = F.parse_filter(b.get("update_filter"), "update_filter")
+        if updates:
+            coll.write(qe.UpdateOperation.update_vectors(updates, condition), len(updates))
+        return self.op_result()
+
+    def set_payload(self, coll: Collection, b: dict[str, Any]) -> dict[str, Any]:
+        """POST points/payload: merge `payload` into the points' payloads (at `key` if given)."""
+        payload, key = b.get("payload"), b.get("key")
+        if not isinstance(payload, dict):
+            raise BadRequest("Format error in JSON body: payload must be an object")
+        if not payload_depth_ok(payload):
+            raise BadRequest(f"Format error in JSON body: payload nests deeper than {MAX_PAYLOAD_DEPTH} levels")
+        if key is not None and not isinstance(key, str):
+            raise BadRequest("Format error in JSON body: key must be a string")
+        return self.by_points_or_filter(coll, b, lambda ids: qe.UpdateOperation.set_payload(ids, payload, key), lambda f: qe.UpdateOperation.set_payload_by_filter(f, payload, key))
+
+    def by_points_or_filter(self, coll: Collection, b: dict[str, Any], by_ids: Callable[[list[Any]], Any], by_filter: Callable[[Any], Any]) -> dict[str, Any]:
+        """An update selecting points by `points` (ids) or by `filter`, exactly one of them."""
+        if (b.get("points") is None) == (b.get("filter") is None):
+            raise BadRequest("Format error in JSON body: expected either points (ids) or filter")
+        with edge_call():
+            if b.get("points") is not None:
+                ids = F.parse_ids(b["points"], "points")
+                op = by_ids(ids) if ids else None
+                n = len(ids)
+            else:
+                op, n = by_filter(F.parse_filter(b["filter"])), 1
+        if op is not None:
+            coll.write(op, n)
         return self.op_result()
 
     def facet(self, coll: Collection, b: dict[str, Any]) -> dict[str, Any]:

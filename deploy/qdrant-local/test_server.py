@@ -478,6 +478,34 @@ class SparseAndHybridTest(unittest.TestCase):
         self.assertEqual(s.ok("GET", "/collections/h")["config"]["params"]["sparse_vectors"], {"sparse": {"modifier": "idf"}})
         self.assertEqual(self.query("h", {"query": {"indices": [1], "values": [1]}, "using": "sparse"})[0][0], 5000)
 
+    def test_update_vectors_and_payload(self) -> None:
+        s = self.server
+        s.ok("PUT", "/collections/h", HYBRID)
+        s.ok("PUT", "/collections/h/points?wait=true", {"points": [
+            {"id": 1, "vector": {"dense": [1, 0, 0], "sparse": {"indices": [1], "values": [1]}}, "payload": {"ns": "a", "x": 1}},
+            {"id": 2, "vector": {"dense": [0, 1, 0]}, "payload": {"ns": "b"}},
+        ]})
+        get = lambda pid: s.ok("POST", "/collections/h/points", {"ids": [pid], "with_vector": True})[0]  # noqa: E731
+        # update_vectors replaces the vectors it names and keeps the others
+        s.ok("PUT", "/collections/h/points/vectors?wait=true", {"points": [{"id": 2, "vector": {"sparse": {"indices": [7, 3], "values": [1, 2]}}}]})
+        self.assertEqual(get(2)["vector"], {"dense": [0.0, 1.0, 0.0], "sparse": {"indices": [3, 7], "values": [2.0, 1.0]}})
+        status, out = s.call("PUT", "/collections/h/points/vectors", {"points": [{"id": 9, "vector": {"dense": [1, 1, 1]}}]})
+        self.assertEqual((status, out["status"]["error"]), (404, "Not found: No point with id 9 found"))
+        status, out = s.call("PUT", "/collections/h/points/vectors", {"points": [{"id": 2, "vector": {"sparse": {"indices": [1, 1], "values": [1, 1]}}}]})
+        self.assertEqual((status, out["status"]["error"]), (400, "Validation error in JSON body: [points[0].vector.sparse.indices: must be unique]"))
+        s.ok("POST", "/collections/h/points/vectors/delete?wait=true", {"points": [1], "vector": ["sparse"]})
+        self.assertEqual(get(1)["vector"], {"dense": [1.0, 0.0, 0.0]})
+        self.assertEqual(s.call("POST", "/collections/h/points/vectors/delete", {"points": [1], "vector": ["nope"]})[0], 400)
+        # set_payload merges (by ids or by filter); delete_payload removes keys
+        s.ok("POST", "/collections/h/points/payload?wait=true", {"filter": {"must": [{"key": "ns", "match": {"value": "a"}}]}, "payload": {"ns": "renamed"}})
+        self.assertEqual(get(1)["payload"], {"ns": "renamed", "x": 1})
+        s.ok("POST", "/collections/h/points/payload", {"points": [2], "payload": {"y": [1, 2]}})
+        s.ok("POST", "/collections/h/points/payload/delete", {"points": [1], "keys": ["x"]})
+        self.assertEqual([get(1)["payload"], get(2)["payload"]], [{"ns": "renamed"}, {"ns": "b", "y": [1, 2]}])
+        self.assertEqual(s.call("POST", "/collections/h/points/payload", {"points": [99], "payload": {"a": 1}})[0], 404)
+        self.assertEqual(s.call("POST", "/collections/h/points/payload", {"payload": {"a": 1}})[0], 400)
+        self.assertEqual(s.call("POST", "/collections/h/points/payload", {"points": [1], "payload": {"m": nested(70)}})[0], 400)
+
 
 def bm25_score(s: Server, coll: str, pid: int, text: str) -> float:
     """The IDF-weighted BM25 score of point `pid` for a one-token query, from its stored vector."""

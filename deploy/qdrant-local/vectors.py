@@ -275,13 +275,14 @@ class Schema:
 
     # ---- data
 
-    def _check_name(self, name: str) -> None:
+    def check_name(self, name: str) -> None:
+        """400 with Qdrant's text unless `name` is one of the collection's vectors."""
         if name not in self.dense and name not in self.sparse:
             raise BadRequest(f"Wrong input: Not existing vector name error: {name}")
 
     def named_vector(self, name: str, value: Any, where: str, as_query: bool) -> Any:
         """One vector for vector `name`: a dense list, a sparse {indices, values}, or a BM25 Document."""
-        self._check_name(name)
+        self.check_name(name)
         if name in self.sparse:
             if is_document(value):
                 return embed(value, as_query, where)
@@ -330,7 +331,7 @@ class Schema:
             if self.unnamed:  # only the default vector exists: any list that names it means "the vector"
                 return bool(value)
             for name in value:
-                self._check_name(name)
+                self.check_name(name)
             return value
         raise BadRequest(f"Format error in JSON body: {where} must be a bool or a list of vector names, got {value!r}")
 
