@@ -47,7 +47,6 @@ import qdrant_edge as qe
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import filters as F  # noqa: E402
-import vectors as V  # noqa: E402
 from filters import BadRequest  # noqa: E402
 
 TITLE = "qdrant-local - vector search engine (Qdrant Edge)"
@@ -174,7 +173,7 @@ def write_json_atomic(path: Path, value: Any) -> None:
 
 
 class Collection:
-    def __init__(self, name: str, path: Path, schema: V.Schema, gen: int, shard: Any) -> None:
+    def __init__(self, name: str, path: Path, schema: F.Schema, gen: int, shard: Any) -> None:
         self.name = name
         self.path = path
         self.schema = schema
@@ -247,7 +246,7 @@ class Store:
             if stale.name != meta["shard"]:
                 shutil.rmtree(stale, ignore_errors=True)
         shard = qe.EdgeShard.load(str(path / meta["shard"]))
-        return Collection(path.name, path, V.Schema.from_meta(meta), gen, shard)
+        return Collection(path.name, path, F.Schema.from_meta(meta), gen, shard)
 
     def get(self, name: str) -> Collection:
         coll = self.collections.get(name)
@@ -260,7 +259,7 @@ class Store:
     def exists(self, name: str) -> bool:
         return name in self.collections or name in self.broken
 
-    def create(self, name: str, schema: V.Schema) -> None:
+    def create(self, name: str, schema: F.Schema) -> None:
         if not NAME_RE.match(name) or name in (".", ".."):
             raise BadRequest(f"Validation error in path parameters: [name: collection name {name!r} must use only letters, digits, '_', '-', '.']")
         with self.lock:
@@ -395,7 +394,7 @@ def record_out(p: Any, with_vec: bool | list[str], scored: bool) -> dict[str, An
     if p.payload is not None:
         out["payload"] = p.payload
     if with_vec and p.vector is not None:
-        out["vector"] = V.vector_out(p.vector)
+        out["vector"] = F.vector_out(p.vector)
     if p.order_value is not None:
         out["order_value"] = p.order_value
     return out
@@ -485,7 +484,7 @@ class Api:
     def create_collection(self, name: str, b: dict[str, Any]) -> bool:
         """PUT /collections/{name}: `vectors` ({size, distance} unnamed, or {name: {size, distance}})
         and `sparse_vectors` ({name: {modifier?: "idf"}}); other settings are accepted and ignored."""
-        schema = V.Schema.from_create(b)
+        schema = F.Schema.from_create(b)
         if list(schema.dense) == [""] and schema.sparse:
             raise BadRequest("qdrant-local: the unnamed dense vector cannot be combined with sparse vectors; name the dense vector")
         self.store.create(name, schema)
@@ -576,8 +575,8 @@ class Api:
                 filter=F.parse_filter(b.get("filter"), f"{where}filter"),
                 with_payload=F.with_payload(b.get("with_payload"), False),
                 with_vector=wv,
-                score_threshold=V.score_threshold(b.get("score_threshold"), where),
-                params=V.search_params(b.get("params"), where),
+                score_threshold=F.score_threshold(b.get("score_threshold"), where),
+                params=F.search_params(b.get("params"), where),
             )
         return req, wv
 
