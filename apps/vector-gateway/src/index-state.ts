@@ -6,10 +6,14 @@ import type { QueryInput } from '@restash/vector/util-query';
 export interface ResumableState {
   index: string;
   namespace: string;
-  /** The query, with its vector already embedded. */
-  query: QueryInput & { vector: number[] };
+  /** The query as given. */
+  query: QueryInput;
+  /** What it searches, data already embedded (the dense side; a sparse side from text is embedded again by the engine, deterministically). */
+  plan: { dense?: number[]; sparse?: { sparse: { indices: number[]; values: number[] } } | { sparseText: string } };
   /** Results handed out so far. */
   returned: number;
+  /** A fused (hybrid) query: the ids handed out so far, which later pages leave out. */
+  seen?: string[];
   /** Idle timeout in seconds. */
   maxIdle: number;
 }
@@ -46,6 +50,13 @@ export class IndexState {
   async restart(index: string, namespaces: string[]): Promise<void> {
     if (namespaces.length === 0) return;
     await this.redis.hset(registryKeys.vectorNamespaces(index), Object.fromEntries(namespaces.map((n) => [n, 0])));
+  }
+
+  /** Renames a namespace, keeping its next insertion number (an existing `to` is replaced). */
+  async rename(index: string, from: string, to: string): Promise<void> {
+    const key = registryKeys.vectorNamespaces(index);
+    const next = (await this.redis.hget(key, from)) ?? '0';
+    await this.redis.multi().hset(key, to, next).hdel(key, from).exec();
   }
 
   /** Forgets a namespace. */

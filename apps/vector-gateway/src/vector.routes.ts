@@ -22,6 +22,7 @@ import {
   parseJson,
   parseQueries,
   parseRange,
+  parseRenameNamespace,
   parseResumableEnd,
   parseResumableNext,
   parseResumableStart,
@@ -119,9 +120,9 @@ const READ = { write: false, namespaced: true };
 
 /** Every operation of the Vector API. */
 const OPERATIONS = [
-  vectorOperation('upsert', WRITE, (s, session, c) => s.upsert(session, c.namespace, parseUpsert(c.body, false)), () => SUCCESS),
-  vectorOperation('upsert-data', WRITE, (s, session, c) => s.upsert(session, c.namespace, parseUpsert(c.body, true)), () => SUCCESS),
-  vectorOperation('update', WRITE, (s, session, c) => s.update(session, c.namespace, parseUpdate(c.body)), (n) => resultJson(`{"updated":${n}}`)),
+  vectorOperation('upsert', WRITE, (s, session, c) => s.upsert(session, c.namespace, parseUpsert(c.body, false, session.index.indexType)), () => SUCCESS),
+  vectorOperation('upsert-data', WRITE, (s, session, c) => s.upsert(session, c.namespace, parseUpsert(c.body, true, session.index.indexType)), () => SUCCESS),
+  vectorOperation('update', WRITE, (s, session, c) => s.update(session, c.namespace, parseUpdate(c.body, session.index.indexType)), (n) => resultJson(`{"updated":${n}}`)),
   vectorOperation('delete', { ...WRITE, also: 'DELETE' }, (s, session, c) => s.delete(session, c.namespace, parseDelete(c.body)), (n) => resultJson(`{"deleted":${n}}`)),
   vectorOperation(
     'fetch',
@@ -137,7 +138,7 @@ const OPERATIONS = [
       name,
       READ,
       async (s, session, c) => {
-        const { queries, many } = parseQueries(c.body);
+        const { queries, many } = parseQueries(c.body, session.index.indexType);
         return { queries, many, results: await s.query(session, c.namespace, queries) };
       },
       // A batch of one answers flat, as Upstash does.
@@ -152,7 +153,7 @@ const OPERATIONS = [
       name,
       READ,
       async (s, session, c) => {
-        const input = parseResumableStart(c.body);
+        const input = parseResumableStart(c.body, session.index.indexType);
         return { include: input.include, ...(await s.resumableStart(session, c.namespace, input)) };
       },
       ({ include, uuid, hits }) => resultJson(`{"uuid":${JSON.stringify(uuid)},"scores":${hitsJson(hits, include)}}`),
@@ -193,6 +194,12 @@ const OPERATIONS = [
     (names) => resultJson(JSON.stringify(names)),
   ),
   vectorOperation('delete-namespace', { ...WRITE, also: 'DELETE' }, (s, session, c) => s.deleteNamespace(session, c.namespace), () => SUCCESS),
+  vectorOperation(
+    'rename-namespace',
+    { write: true, namespaced: false },
+    (s, session, c) => s.renameNamespace(session, parseRenameNamespace(c.body)),
+    (renamed) => resultJson(`{"renamed":${renamed}}`),
+  ),
 ];
 
 /** Query hits as JSON, each with its score (float32). */

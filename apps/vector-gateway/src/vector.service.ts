@@ -10,27 +10,35 @@ import {
   type QdrantIndexStore,
   QdrantStores,
   type ScoredVector,
+  type SearchQuery,
   type StoredVector,
   type Want,
 } from '@restash/vector/data-access-qdrant';
 import { type FilterNode, FilterSyntaxError, matchesFilter, parseFilter, toQdrantFilter } from '@restash/vector/util-filter';
 import {
+  type Candidate,
   type DeleteInput,
   type FetchInput,
   type Includes,
   type QueryInput,
   QDRANT_DISTANCE,
   type RangeInput,
+  type RenameNamespaceInput,
   type ResumableStartInput,
+  type SparseVector,
   type UpdateInput,
   type VectorInput,
   VectorError,
   checkDimension,
   checkMetadata,
   exactScore,
+  float32Score,
+  fuse,
+  idf,
   mergePatch,
   normaliseScore,
   pointId,
+  sparseScore,
 } from '@restash/vector/util-query';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { IndexState } from './index-state';
@@ -52,12 +60,30 @@ export interface IndexInfo {
   dimension: number;
   similarityFunction: VectorIndexRecord['similarityFunction'];
   indexType: VectorIndexRecord['indexType'];
-  denseIndex: { dimension: number; similarityFunction: VectorIndexRecord['similarityFunction']; embeddingModel?: string };
+  /** DENSE and HYBRID indexes. */
+  denseIndex?: { dimension: number; similarityFunction: VectorIndexRecord['similarityFunction']; embeddingModel?: string };
+  /** SPARSE and HYBRID indexes. */
+  sparseIndex?: { embeddingModel?: string };
   namespaces: Record<string, { vectorCount: number; pendingVectorCount: number }>;
 }
 
 /** Normalised scores this close to 1 or 0 are recomputed exactly (the engine's float32 rounding is about 1e-7 per term). */
 const NEAR_EDGE = 1e-4;
+
+/**
+ * How deep each side of a hybrid query is searched before fusion: the best `max(topK, 100)` of each
+ * (a resumable query fuses the best `topK` of each, then the next ones: see resumableStart).
+ */
+const FUSION_DEPTH = 100;
+
+/** A sparse search reads this many times the hits it needs (at least 100) from Qdrant, then rescores them exactly. */
+const SPARSE_OVERFETCH = 4;
+
+/** Which side(s) of the index a query searches, with what. */
+interface Plan {
+  dense?: number[];
+  sparse?: SearchQuery & ({ sparse: SparseVector } | { sparseText: string });
+}
 
 /** A query's filter, parsed once: the exact test and what Qdrant can narrow by. */
 interface PreparedFilter {
@@ -130,6 +156,7 @@ export class VectorService implements OnModuleInit {
         url: index.qdrantUrl,
         ...(index.qdrantApiKey ? { apiKey: index.qdrantApiKey } : {}),
         collection: index.collection,
+        type: index.indexType,
         dimension: index.dimension,
         distance: QDRANT_DISTANCE[index.similarityFunction],
       });
@@ -138,17 +165,31 @@ export class VectorService implements OnModuleInit {
     return store;
   }
 
-  /** `/upsert` and `/upsert-data`: writes the records, embedding `data` where there is no vector. */
+  /**
+   * `/upsert` and `/upsert-data`: writes the records, embedding `data` where there are no vectors: the
+   * dense side with the index's embedding model, the sparse side with BM25 on the engine (README,
+   * "Vector: index types").
+   */
   async upsert(session: Session, namespace: string, records: VectorInput[]): Promise<void> {
-    const { dimension } = session.index;
+    const { dimension, indexType } = session.index;
     for (const r of records) if (r.vector) checkDimension(r.vector, dimension);
-    const toEmbed = records.filter((r) => !r.vector);
+    const toEmbed = records.filter((r) => !r.vector && !r.sparseVector);
+    const stored: StoredVector[] = records.map((r) => ({ ...r, seq: 0 }));
     if (toEmbed.length > 0) {
-      const vectors = await this.embed(session, toEmbed.map((r) => r.data as string));
-      toEmbed.forEach((r, i) => (r.vector = vectors[i]));
+      if (indexType !== 'DENSE') this.sparseModel(session);
+      if (indexType !== 'SPARSE') {
+        const vectors = await this.embed(session, toEmbed.map((r) => r.data as string));
+        toEmbed.forEach((r, i) => (r.vector = vectors[i]));
+      }
+      stored.forEach((v, i) => {
+        const r = records[i] as VectorInput;
+        if (indexType !== 'DENSE' && !r.sparseVector && r.data !== undefined) v.sparseText = r.data;
+        if (r.vector) v.vector = r.vector;
+      });
     }
     const first = await this.stateCall(session, () => this.state.reserve(session.index.id, namespace, records.length));
-    await this.engine(session, () => session.store.upsert(namespace, records.map((r, i) => ({ ...r, seq: first + i }))));
+    stored.forEach((v, i) => (v.seq = first + i));
+    await this.engine(session, () => session.store.upsert(namespace, stored));
   }
 
   /** `/update`: changes the vector, data or metadata of one vector. @returns how many it updated: 0 when it does not exist, else 1 */
@@ -157,11 +198,18 @@ export class VectorService implements OnModuleInit {
     const existing = (await this.engine(session, () => session.store.retrieve(namespace, [input.id], all))).get(input.id);
     if (!existing) return 0;
     const next: StoredVector = { ...existing };
+    const { indexType } = session.index;
     if (input.vector) {
       checkDimension(input.vector, session.index.dimension);
       next.vector = input.vector;
-    } else if (input.data !== undefined && session.index.embedder) {
+    } else if (input.data !== undefined && session.index.embedder && indexType !== 'SPARSE') {
       next.vector = (await this.embed(session, [input.data]))[0];
+    }
+    if (input.sparseVector) {
+      next.sparseVector = input.sparseVector;
+    } else if (input.data !== undefined && session.index.sparseEmbedding && indexType !== 'DENSE' && !input.vector) {
+      delete next.sparseVector;
+      next.sparseText = input.data;
     }
     if (input.data !== undefined) next.data = input.data;
     if (input.metadata !== undefined) {
@@ -218,17 +266,39 @@ export class VectorService implements OnModuleInit {
 
   /** `/query` and `/query-data`: the hits of each query, in order. */
   query(session: Session, namespace: string, queries: QueryInput[]): Promise<ScoredVector[][]> {
-    return Promise.all(queries.map((q) => this.search(session, namespace, q, q.topK)));
+    return Promise.all(
+      queries.map(async (q) => {
+        const plan = await this.plan(session, q);
+        return plan.dense && plan.sparse
+          ? this.fused(session, namespace, q, plan, Math.max(q.topK, FUSION_DEPTH), q.topK, new Set())
+          : this.search(session, namespace, q, plan, q.topK);
+      }),
+    );
   }
 
-  /** `/resumable-query[-data]`: the first `topK` results and a handle for more. */
+  /**
+   * `/resumable-query[-data]`: the first `topK` results and a handle for more. A query on both sides
+   * of a hybrid index fuses the best `topK` of each side; each later page fuses the vectors not yet
+   * handed out among the best `returned + additionalK` of each side (what reproduces the SDK's
+   * expected scores: upstash-compat.md §2.4), so no vector comes twice.
+   */
   async resumableStart(session: Session, namespace: string, input: ResumableStartInput): Promise<{ uuid: string; hits: ScoredVector[] }> {
-    const vector = input.vector ?? (await this.embed(session, [input.data as string]))[0] as number[];
-    const query = { ...input, vector };
-    const hits = await this.searchTotal(session, namespace, query, input.topK);
+    const plan = await this.plan(session, input);
+    const both = plan.dense !== undefined && plan.sparse !== undefined;
+    const hits = both
+      ? await this.fused(session, namespace, input, plan, input.topK, input.topK, new Set())
+      : await this.searchTotal(session, namespace, input, plan, input.topK);
     const uuid = randomUUID();
     await this.stateCall(session, () =>
-      this.state.saveResumable(uuid, { index: session.index.id, namespace, query, returned: hits.length, maxIdle: input.maxIdle }),
+      this.state.saveResumable(uuid, {
+        index: session.index.id,
+        namespace,
+        query: input,
+        plan,
+        returned: hits.length,
+        ...(both ? { seen: hits.map((h) => h.id) } : {}),
+        maxIdle: input.maxIdle,
+      }),
     );
     return { uuid, hits };
   }
@@ -237,8 +307,12 @@ export class VectorService implements OnModuleInit {
   async resumableNext(session: Session, uuid: string, additionalK: number): Promise<{ hits: ScoredVector[]; include: Includes }> {
     const state = await this.stateCall(session, () => this.state.loadResumable(uuid));
     if (!state || state.index !== session.index.id) throw new VectorError(404, `Resumable query ${uuid} not found: it ended or idled out`);
-    const hits = (await this.searchTotal(session, state.namespace, state.query, state.returned + additionalK)).slice(state.returned);
-    await this.stateCall(session, () => this.state.saveResumable(uuid, { ...state, returned: state.returned + hits.length }));
+    const depth = state.returned + additionalK;
+    const hits = state.seen
+      ? await this.fused(session, state.namespace, state.query, state.plan, depth, additionalK, new Set(state.seen))
+      : (await this.searchTotal(session, state.namespace, state.query, state.plan, depth)).slice(state.returned);
+    const seen = state.seen ? { seen: [...state.seen, ...hits.map((h) => h.id)] } : {};
+    await this.stateCall(session, () => this.state.saveResumable(uuid, { ...state, ...seen, returned: state.returned + hits.length }));
     return { hits, include: state.query.include };
   }
 
@@ -273,6 +347,37 @@ export class VectorService implements OnModuleInit {
     return this.engine(session, () => session.store.random(namespace, { vector: true, metadata: false, data: false }));
   }
 
+  /**
+   * `/rename-namespace` (Upstash docs): moves every vector of `namespace` to `newNamespace` (point ids
+   * hash the namespace, so the points are written anew and the old ones deleted), keeping ids,
+   * vectors, metadata, data and insertion order. An existing target is replaced only with
+   * `deleteExisting`. Not atomic: writes to either namespace while it runs may land on either side.
+   * @returns false when the two names are the same (nothing to do), else true
+   * @throws VectorError 404 when `namespace` does not exist, 400 when `newNamespace` exists and `deleteExisting` is false
+   */
+  async renameNamespace(session: Session, input: RenameNamespaceInput): Promise<boolean> {
+    const { namespace, newNamespace } = input;
+    const id = session.index.id;
+    if (!(await this.stateCall(session, () => this.state.exists(id, namespace)))) throw new VectorError(404, `Namespace ${namespace} does not exist`);
+    if (namespace === newNamespace) return false;
+    if (await this.stateCall(session, () => this.state.exists(id, newNamespace))) {
+      if (!input.deleteExisting) {
+        throw VectorError.badRequest(`newNamespace: namespace ${newNamespace} already exists; pass deleteExisting: true to replace it`);
+      }
+      await this.engine(session, () => session.store.deleteWhere(newNamespace));
+    }
+    const all: Want = { vector: true, metadata: true, data: true };
+    // Page by page: write the page under the new namespace, then delete it from the old one.
+    for (;;) {
+      const page = await this.engine(session, () => session.store.scroll(namespace, 0, 256, all));
+      if (page.length === 0) break;
+      await this.engine(session, () => session.store.upsert(newNamespace, page));
+      await this.engine(session, () => session.store.deleteIds(namespace, page.map((v) => v.id)));
+    }
+    await this.stateCall(session, () => this.state.rename(id, namespace, newNamespace));
+    return true;
+  }
+
   /** `/reset`: empties a namespace (`all`: every namespace); namespaces stay listed. */
   async reset(session: Session, namespace: string, all: boolean): Promise<void> {
     const id = session.index.id;
@@ -296,15 +401,19 @@ export class VectorService implements OnModuleInit {
     for (const name of new Set([...names, ...counts.keys()])) namespaces[name] = { vectorCount: counts.get(name) ?? 0, pendingVectorCount: 0 };
     const vectorCount = [...counts.values()].reduce((a, b) => a + b, 0);
     const embeddingModel = index.embedder?.model;
+    const sparseModel = index.sparseEmbedding?.model;
     return {
       vectorCount,
       pendingVectorCount: 0,
-      // Raw float32 vector bytes: Qdrant reports no size, and its HNSW links and payload are extra.
+      // Raw float32 dense vector bytes: Qdrant reports no size; sparse vectors, HNSW links and payload are extra.
       indexSize: vectorCount * index.dimension * 4,
       dimension: index.dimension,
       similarityFunction: index.similarityFunction,
       indexType: index.indexType,
-      denseIndex: { dimension: index.dimension, similarityFunction: index.similarityFunction, ...(embeddingModel ? { embeddingModel } : {}) },
+      ...(index.indexType !== 'SPARSE'
+        ? { denseIndex: { dimension: index.dimension, similarityFunction: index.similarityFunction, ...(embeddingModel ? { embeddingModel } : {}) } }
+        : {}),
+      ...(index.indexType !== 'DENSE' ? { sparseIndex: sparseModel ? { embeddingModel: sparseModel } : {} } : {}),
       namespaces,
     };
   }
@@ -324,14 +433,14 @@ export class VectorService implements OnModuleInit {
   }
 
   /**
-   * The first `limit` hits of a query in the total order (score descending, then id ascending), so
-   * that resumable queries hand out every vector exactly once across pages even when scores tie:
-   * the engine cuts a page anywhere among tied hits, so this reads more until the hit after the
-   * last one wanted scores strictly lower (or the namespace ends).
+   * The first `limit` hits of a one-sided query in the total order (score descending, then id
+   * ascending), so that resumable queries hand out every vector exactly once across pages even when
+   * scores tie: the engine cuts a page anywhere among tied hits, so this reads more until the hit
+   * after the last one wanted scores strictly lower (or the namespace ends).
    */
-  private async searchTotal(session: Session, namespace: string, q: QueryInput, limit: number): Promise<ScoredVector[]> {
+  private async searchTotal(session: Session, namespace: string, q: QueryInput, plan: Plan, limit: number): Promise<ScoredVector[]> {
     for (let fetch = limit + 1; ; fetch *= 2) {
-      const hits = await this.search(session, namespace, q, fetch);
+      const hits = await this.search(session, namespace, q, plan, fetch);
       const last = hits[limit - 1];
       if (hits.length < fetch || !last || (hits[fetch - 1] as ScoredVector).rawScore < last.rawScore || fetch >= this.config.filterScanLimit) {
         return hits.slice(0, limit);
@@ -339,30 +448,152 @@ export class VectorService implements OnModuleInit {
     }
   }
 
-  /** The best `limit` hits of a query, filter applied exactly; scores normalised; in total order (byScoreThenId). */
-  private async search(session: Session, namespace: string, q: QueryInput, limit: number): Promise<ScoredVector[]> {
-    const vector = q.vector ?? ((await this.embed(session, [q.data as string]))[0] as number[]);
-    checkDimension(vector, session.index.dimension);
+  /**
+   * What a query searches (README, "Vector: index types"): a DENSE index its dense side, a SPARSE index
+   * its sparse side, a HYBRID index the sides its vectors (or `queryMode`) name; `data` is embedded for
+   * the sides searched, the sparse side by BM25 on the engine.
+   * @throws VectorError 400 when `queryMode` names a side the query has no vector for; 422 when data cannot be embedded
+   */
+  private async plan(session: Session, q: QueryInput): Promise<Plan> {
+    const type = session.index.indexType;
+    const mode = type === 'HYBRID' ? (q.queryMode ?? 'HYBRID') : type;
+    const wantsDense = mode !== 'SPARSE';
+    const wantsSparse = mode !== 'DENSE';
+    const plan: Plan = {};
+    if (q.vector || q.sparseVector) {
+      if (wantsDense && q.vector) plan.dense = q.vector;
+      if (wantsSparse && q.sparseVector) plan.sparse = { sparse: q.sparseVector };
+      if (!plan.dense && !plan.sparse) {
+        throw VectorError.badRequest(`queryMode ${mode} searches the ${mode.toLowerCase()} side: give ${mode === 'DENSE' ? 'vector' : 'sparseVector'}`);
+      }
+    } else {
+      if (wantsSparse) {
+        this.sparseModel(session);
+        plan.sparse = { sparseText: q.data as string };
+      }
+      if (wantsDense) plan.dense = (await this.embed(session, [q.data as string]))[0] as number[];
+    }
+    if (plan.dense) checkDimension(plan.dense, session.index.dimension);
+    return plan;
+  }
+
+  /** The best `limit` hits of a one-sided query, filter applied exactly, scores final; in total order (byScoreThenId). */
+  private search(session: Session, namespace: string, q: QueryInput, plan: Plan, limit: number): Promise<ScoredVector[]> {
     const filter = q.filter === undefined ? undefined : prepareFilter(q.filter);
     const want = wantOf(q.include);
-    let hits: ScoredVector[];
-    if (!filter || filter.exact) {
-      hits = await this.engine(session, () => session.store.search(namespace, vector, { limit, offset: 0, filter: filter?.pushdown }, want));
-    } else {
-      // Qdrant narrows; the exact filter decides. Read pages until enough hits pass or the budget is spent.
-      hits = [];
-      const page = Math.max(limit * 4, 100);
-      for (let offset = 0; hits.length < limit && offset < this.config.filterScanLimit; offset += page) {
-        const batch = await this.engine(session, () =>
-          session.store.search(namespace, vector, { limit: page, offset, filter: filter.pushdown }, { ...want, metadata: true }),
-        );
-        for (const hit of batch) if (hits.length < limit && matchesFilter(filter.node, hit.metadata)) hits.push(hit);
-        if (batch.length < page) break;
-      }
-    }
+    return plan.dense
+      ? this.denseSide(session, namespace, plan.dense, filter, limit, want)
+      : this.sparseSide(session, namespace, q, plan.sparse as NonNullable<Plan['sparse']>, filter, limit, want);
+  }
+
+  /**
+   * A query on both sides of a hybrid index: the best `depth` hits of each side, less the ids in
+   * `seen`, fused with the query's algorithm (RRF by default; README, "Vector: index types"); the
+   * first `take` of the fused list, `rawScore` being the fused score. DBSF fuses dense scores
+   * computed in float32 from the stored vectors, as Upstash does (float32Score).
+   */
+  private async fused(session: Session, namespace: string, q: QueryInput, plan: Plan, depth: number, take: number, seen: ReadonlySet<string>): Promise<ScoredVector[]> {
+    const filter = q.filter === undefined ? undefined : prepareFilter(q.filter);
+    const algorithm = q.fusionAlgorithm ?? 'RRF';
+    const want = wantOf(q.include);
+    const dense = plan.dense as number[];
+    const [denseHits, sparseHits] = await Promise.all([
+      this.denseSide(session, namespace, dense, filter, depth, algorithm === 'DBSF' ? { ...want, vector: true } : want),
+      this.sparseSide(session, namespace, q, plan.sparse as NonNullable<Plan['sparse']>, filter, depth, want),
+    ]);
+    const similarity = session.index.similarityFunction;
+    const byId = new Map<string, ScoredVector>();
+    const side = (hits: ScoredVector[], isDense: boolean): Candidate[] =>
+      hits
+        .filter((h) => !seen.has(h.id))
+        .map((h) => {
+          const known = byId.get(h.id);
+          byId.set(h.id, known ? { ...h, ...known, sparseVector: known.sparseVector ?? h.sparseVector } : h);
+          const score = isDense && algorithm === 'DBSF' && h.vector ? float32Score(similarity, h.vector, dense) : h.rawScore;
+          return { id: h.id, score };
+        });
+    const lists = [side(denseHits, true), side(sparseHits, false)];
+    // Vectors read for scoring go out only when asked for (vectorJson prints what `include` names).
+    return fuse(algorithm, lists)
+      .slice(0, take)
+      .map((c) => ({ ...(byId.get(c.id) as ScoredVector), rawScore: c.score }));
+  }
+
+  /** The best `limit` hits of the dense side, scores normalised (README, "Vector: scores and number formatting"), in total order. */
+  private async denseSide(session: Session, namespace: string, vector: number[], filter: PreparedFilter | undefined, limit: number, want: Want): Promise<ScoredVector[]> {
+    const hits = await this.rawHits(session, namespace, { dense: vector }, filter, limit, want);
     const similarity = session.index.similarityFunction;
     const scored = hits.map((h) => ({ ...h, rawScore: normaliseScore(similarity, h.rawScore) }));
     return (await this.rescoreNearMatches(session, namespace, vector, scored)).sort(byScoreThenId);
+  }
+
+  /**
+   * The best `limit` hits of the sparse side, in total order. A sparse vector query reads
+   * {@link SPARSE_OVERFETCH} times more candidates from Qdrant (which ranks them with its own IDF over
+   * the whole collection) and scores them exactly as Upstash does: the inner product over shared
+   * dimensions, with `weightingStrategy: "IDF"` each query value times the namespace's IDF of its
+   * dimension (upstash-compat.md §2.4). A text query (BM25 on the engine) keeps Qdrant's score, the
+   * query's sparse vector being the engine's.
+   */
+  private async sparseSide(
+    session: Session,
+    namespace: string,
+    q: QueryInput,
+    query: NonNullable<Plan['sparse']>,
+    filter: PreparedFilter | undefined,
+    limit: number,
+    want: Want,
+  ): Promise<ScoredVector[]> {
+    if (!('sparse' in query)) return (await this.rawHits(session, namespace, query, filter, limit, want)).sort(byScoreThenId);
+    const fetch = Math.max(limit, Math.min(Math.max(limit * SPARSE_OVERFETCH, 100), this.config.filterScanLimit));
+    const [hits, weights] = await Promise.all([
+      this.rawHits(session, namespace, query, filter, fetch, { ...want, sparse: true }),
+      q.weightingStrategy === 'IDF' ? this.idfWeights(session, namespace, query.sparse.indices) : undefined,
+    ]);
+    return hits
+      .filter((h) => h.sparseVector)
+      .map((h) => ({ ...h, rawScore: sparseScore(query.sparse, h.sparseVector as SparseVector, weights) }))
+      .sort(byScoreThenId)
+      .slice(0, limit);
+  }
+
+  /** Upstash's IDF of each query dimension over the namespace: N its vectors, n those having the dimension (idf). */
+  private async idfWeights(session: Session, namespace: string, dimensions: number[]): Promise<Map<number, number>> {
+    const [total, counts] = await Promise.all([
+      this.engine(session, () => session.store.count(namespace)),
+      this.engine(session, () => session.store.countWithDimensions(namespace, dimensions)),
+    ]);
+    return new Map(dimensions.map((d) => [d, idf(total, counts.get(d) ?? 0)]));
+  }
+
+  /** Qdrant's best `limit` hits of one side with its raw scores, the filter applied exactly. */
+  private async rawHits(session: Session, namespace: string, query: SearchQuery, filter: PreparedFilter | undefined, limit: number, want: Want): Promise<ScoredVector[]> {
+    if (!filter || filter.exact) {
+      return this.engine(session, () => session.store.search(namespace, query, { limit, offset: 0, filter: filter?.pushdown }, want));
+    }
+    // Qdrant narrows; the exact filter decides. Read pages until enough hits pass or the budget is spent.
+    const hits: ScoredVector[] = [];
+    const page = Math.max(limit * 4, 100);
+    for (let offset = 0; hits.length < limit && offset < this.config.filterScanLimit; offset += page) {
+      const batch = await this.engine(session, () =>
+        session.store.search(namespace, query, { limit: page, offset, filter: filter.pushdown }, { ...want, metadata: true }),
+      );
+      for (const hit of batch) if (hits.length < limit && matchesFilter(filter.node, hit.metadata)) hits.push(want.metadata ? hit : { ...hit, metadata: undefined });
+      if (batch.length < page) break;
+    }
+    return hits;
+  }
+
+  /**
+   * The sparse model of the index's `*-data` endpoints.
+   * @throws VectorError 422 when the index has none
+   */
+  private sparseModel(session: Session): string {
+    const model = session.index.sparseEmbedding?.model;
+    if (!model) {
+      throw new VectorError(422, 'Embedding data for this index is not allowed. The index must be created with a sparse embedding model (sparseEmbedding: BM25) to use it.');
+    }
+    return model;
   }
 
   /**

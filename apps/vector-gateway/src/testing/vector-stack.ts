@@ -9,7 +9,12 @@ export { LOCAL_MODEL };
 /** A vector index of a test tenant. */
 export interface TestIndex {
   name: string;
-  dimension: number;
+  /** DENSE (default), SPARSE or HYBRID. */
+  type?: 'DENSE' | 'SPARSE' | 'HYBRID';
+  /** Required for DENSE and HYBRID, absent for SPARSE. */
+  dimension?: number;
+  /** Give the index BM25 for the sparse side of its `*-data` endpoints (SPARSE, HYBRID). */
+  bm25?: boolean;
   similarityFunction?: SimilarityFunction;
   /** Give the index the local embedding model (the stack then starts embedder-local). */
   embedding?: boolean;
@@ -51,8 +56,10 @@ export async function startVectorStack(tenants: Record<string, TestIndex[]>, env
           vector: {
             indexes: indexes.map((i) => ({
               name: i.name,
-              dimension: i.dimension,
+              ...(i.type ? { type: i.type } : {}),
+              ...(i.dimension === undefined ? {} : { dimension: i.dimension }),
               similarityFunction: i.similarityFunction ?? 'COSINE',
+              ...(i.bm25 ? { sparseEmbedding: { model: 'BM25' } } : {}),
               qdrant: { url: qdrant?.url },
               ...(i.embedding && embedder ? { embedding: { url: embedder.url, model: LOCAL_MODEL } } : {}),
               ...(i.embeddingUrl && qdrant

@@ -59,8 +59,8 @@ export function checkMetadata(value: unknown, field: string): Record<string, unk
  * encoding of namespace and id can ever be ambiguous, and Upstash namespaces are plain names).
  * @throws VectorError 400 naming the namespace
  */
-export function checkNamespace(namespace: string): string {
-  checkWellFormed(namespace, 'namespace');
-  if (namespace.includes('\0')) throw VectorError.badRequest('namespace must not contain the NUL character');
+export function checkNamespace(namespace: string, field = 'namespace'): string {
+  checkWellFormed(namespace, field);
+  if (namespace.includes('\0')) throw VectorError.badRequest(`${field} must not contain the NUL character`);
   return namespace;
 }

@@ -1,6 +1,6 @@
 import { VectorError } from './errors';
 import { FUSION_ALGORITHMS, type FusionAlgorithm } from './fusion';
-import { checkMetadata, checkWellFormed } from './limits';
+import { checkMetadata, checkNamespace, checkWellFormed } from './limits';
 import { type SparseVector, parseSparseVector } from './sparse';
 
 /**
@@ -349,4 +349,28 @@ function cursor(value: unknown): number {
   const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : NaN;
   if (!Number.isSafeInteger(n) || n < 0) throw VectorError.badRequest(`cursor must be "0" or a nextCursor this index returned, got ${JSON.stringify(value)}`);
   return n;
+}
+
+/** `/rename-namespace`: `{namespace, newNamespace, deleteExisting?}` (Upstash docs, rename-namespace). */
+export interface RenameNamespaceInput {
+  namespace: string;
+  newNamespace: string;
+  deleteExisting: boolean;
+}
+
+/**
+ * `/rename-namespace`'s body. Neither name may be the default namespace "" (it cannot be renamed, and
+ * it always exists).
+ * @throws VectorError 400 naming the field
+ */
+export function parseRenameNamespace(body: unknown): RenameNamespaceInput {
+  const b = object(body, 'the rename-namespace body');
+  const out: RenameNamespaceInput = {
+    namespace: checkNamespace(text(b.namespace, 'namespace', true), 'namespace'),
+    newNamespace: checkNamespace(text(b.newNamespace, 'newNamespace', true), 'newNamespace'),
+    deleteExisting: bool(b.deleteExisting, 'deleteExisting'),
+  };
+  if (out.namespace === '') throw VectorError.badRequest('namespace: the default namespace cannot be renamed');
+  if (out.newNamespace === '') throw VectorError.badRequest('newNamespace: the default namespace always exists; rename to another name');
+  return out;
 }
