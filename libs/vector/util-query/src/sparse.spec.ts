@@ -43,6 +43,7 @@ describe('sparse vectors', () => {
     const q = { indices: [1, 5, 9], values: [2, 3, 4] };
     expect(sparseScore(q, { indices: [5, 1, 7], values: [10, 1, 100] })).toBe(2 * 1 + 3 * 10);
     expect(sparseScore(q, { indices: [5], values: [10] }, new Map([[5, 0.5]]))).toBe(15);
+    expect(sparseScore({ indices: [0], values: [0.1] }, { indices: [0], values: [0.1] })).toBe(Math.fround(Math.fround(0.1) * Math.fround(0.1)));
     expect(sparseScore(q, { indices: [0], values: [1] })).toBe(0);
   });
 });

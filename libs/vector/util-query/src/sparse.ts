@@ -62,19 +62,21 @@ export function idf(total: number, withDimension: number): number {
 
 /**
  * The sparse score of a stored vector for a query: the inner product over the dimensions both have,
- * each query value multiplied by its weight when `weights` gives one (IDF), in float64; callers
- * print it as float32. Vectors sharing no dimension score 0 (and are not results: {@link sharesDimension}).
+ * each query value multiplied by its weight when `weights` gives one (IDF). Computed in float32 term by
+ * term, as Upstash does (float64 gives 0.2666664 where the SDK's test expects 0.26666638), so the
+ * result is a float32 value. Vectors sharing no dimension score 0 (and are not results: {@link sharesDimension}).
  * @param weights a weight per query dimension index; absent: no weighting
  */
 export function sparseScore(query: SparseVector, stored: SparseVector, weights?: ReadonlyMap<number, number>): number {
   const byIndex = new Map<number, number>();
   for (let i = 0; i < stored.indices.length; i++) byIndex.set(stored.indices[i] as number, stored.values[i] as number);
+  const f = Math.fround;
   let score = 0;
   for (let i = 0; i < query.indices.length; i++) {
     const index = query.indices[i] as number;
     const value = byIndex.get(index);
     if (value === undefined) continue;
-    score += (query.values[i] as number) * (weights?.get(index) ?? 1) * value;
+    score = f(score + f(f(f(query.values[i] as number) * f(weights?.get(index) ?? 1)) * f(value)));
   }
   return score;
 }

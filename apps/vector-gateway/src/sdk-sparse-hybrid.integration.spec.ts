@@ -1,0 +1,265 @@
+import { FusionAlgorithm, Index, QueryMode, WeightingStrategy } from '@upstash/vector';
+import { type VectorStack, startVectorStack } from './testing/vector-stack';
+
+type Meta = Record<string, unknown>;
+
+/** The SDK's own sparse and hybrid test data (upstash/vector-js test-utils): three vectors, id2 with metadata and data. */
+const SPARSE_DATA = [
+  { id: 'id0', sparseVector: { indices: [0, 1], values: [0.1, 0.2] } },
+  { id: 'id1', sparseVector: { indices: [1, 2], values: [0.2, 0.3] }, metadata: { key: 'value' } },
+  { id: 'id2', sparseVector: { indices: [2, 3], values: [0.3, 0.4] }, metadata: { key: 'value' }, data: 'data' },
+];
+const DENSE_OF: Record<string, number[]> = { id0: [0.1, 0.2], id1: [0.2, 0.3], id2: [0.3, 0.4] };
+const HYBRID_DATA = SPARSE_DATA.map((v) => ({ ...v, vector: DENSE_OF[v.id] as number[] }));
+
+/** The HTTP API directly, for what the SDK does not send (rename-namespace, bad input). */
+async function call(stack: VectorStack, token: string, path: string, body: unknown): Promise<{ status: number; body: { result?: unknown; error?: string } }> {
+  const response = await fetch(`${stack.url}/${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as { result?: unknown; error?: string } };
+}
+
+/**
+ * The official `@upstash/vector` SDK against vector-gateway and qdrant-local on SPARSE and HYBRID
+ * indexes (README, "Vector: index types"): the SDK's own expected scores (upstash-compat.md §2.4),
+ * BM25 data on the engine, query modes, fusion, resumable queries, namespaces and rename.
+ */
+describe('vector-gateway sparse and hybrid indexes with the official SDK', () => {
+  let stack: VectorStack;
+  let sparse: Index<Meta>;
+  let hybrid: Index<Meta>;
+  let sparseText: Index<Meta>;
+  let hybridText: Index<Meta>;
+  let dense: Index<Meta>;
+
+  beforeAll(async () => {
+    stack = await startVectorStack({
+      acme: [
+        { name: 'sparse', type: 'SPARSE' },
+        { name: 'hybrid', type: 'HYBRID', dimension: 2 },
+        { name: 'sparse-text', type: 'SPARSE', bm25: true },
+        { name: 'hybrid-text', type: 'HYBRID', dimension: 384, embedding: true, bm25: true },
+        { name: 'dense', dimension: 2 },
+      ],
+    });
+    const open = (name: string) => new Index<Meta>({ url: stack.url, token: stack.tokens('acme', name).standard });
+    sparse = open('sparse');
+    hybrid = open('hybrid');
+    sparseText = open('sparse-text');
+    hybridText = open('hybrid-text');
+    dense = open('dense');
+  }, 180_000);
+  afterAll(() => stack?.stop());
+  beforeEach(async () => {
+    await Promise.all([sparse, hybrid, sparseText, hybridText, dense].map((i) => i.reset({ all: true })));
+  });
+
+  it('upserts, fetches and ranges sparse vectors; info names the index type', async () => {
+    expect(await sparse.upsert(SPARSE_DATA)).toBe('Success');
+    expect(await sparse.fetch(['id2', 'nope', 'id0'], { includeVectors: true, includeMetadata: true, includeData: true })).toEqual([
+      { id: 'id2', sparseVector: { indices: [2, 3], values: [0.3, 0.4] }, metadata: { key: 'value' }, data: 'data' },
+      null,
+      { id: 'id0', sparseVector: { indices: [0, 1], values: [0.1, 0.2] } },
+    ]);
+    const page = await sparse.range({ cursor: 0, limit: 2, includeVectors: true });
+    expect(page).toEqual({
+      nextCursor: '2',
+      vectors: [
+        { id: 'id0', sparseVector: { indices: [0, 1], values: [0.1, 0.2] } },
+        { id: 'id1', sparseVector: { indices: [1, 2], values: [0.2, 0.3] } },
+      ],
+    });
+    const info = await sparse.info();
+    expect(info).toMatchObject({ vectorCount: 3, indexType: 'SPARSE', sparseIndex: {} });
+    expect(info).not.toHaveProperty('denseIndex');
+    expect(await hybrid.info()).toMatchObject({ indexType: 'HYBRID', dimension: 2, denseIndex: { dimension: 2, similarityFunction: 'COSINE' }, sparseIndex: {} });
+    expect(await hybridText.info()).toMatchObject({ denseIndex: { embeddingModel: expect.any(String) }, sparseIndex: { embeddingModel: 'BM25' } });
+  });
+
+  it('queries a sparse index by inner product, only vectors sharing a dimension, IDF per namespace as the SDK expects', async () => {
+    await sparse.upsert(SPARSE_DATA, { namespace: 'ns' });
+    const raw = await sparse.query({ sparseVector: { indices: [0, 1], values: [0.1, 0.2] }, topK: 5 }, { namespace: 'ns' });
+    expect(raw.map((r) => r.id)).toEqual(['id0', 'id1']);
+    expect(raw[0]?.score).toBe(0.050_000_004); // 0.1·0.1 + 0.2·0.2 in float32, as the SDK's IDF expectations are computed
+    const idf = await sparse.query(
+      { sparseVector: { indices: [0, 1], values: [0.1, 0.2] }, topK: 5, weightingStrategy: WeightingStrategy.IDF, includeVectors: true },
+      { namespace: 'ns' },
+    );
+    expect(idf).toEqual([
+      { id: 'id0', score: 0.028_608_438, sparseVector: { indices: [0, 1], values: [0.1, 0.2] } },
+      { id: 'id1', score: 0.018_800_145, sparseVector: { indices: [1, 2], values: [0.2, 0.3] } },
+    ]);
+    // Other namespaces do not count towards IDF: the same vectors elsewhere change nothing.
+    await sparse.upsert([...SPARSE_DATA, { id: 'extra', sparseVector: { indices: [0], values: [1] } }]);
+    const again = await sparse.query({ sparseVector: { indices: [2, 3], values: [0.5, 0.5] }, topK: 1, weightingStrategy: WeightingStrategy.IDF }, { namespace: 'ns' });
+    expect(again).toEqual([{ id: 'id2', score: 0.266_666_38 }]);
+  });
+
+  it('queries a hybrid index with RRF and DBSF, both sides or one (queryMode), as the SDK’s queryMany test expects', async () => {
+    await hybrid.upsert(HYBRID_DATA, { namespace: 'query-hybrid' });
+    const result = await hybrid.queryMany(
+      [
+        { topK: 1, vector: [0.1, 0.1], sparseVector: { indices: [3, 4], values: [0.1, 0.2] }, fusionAlgorithm: FusionAlgorithm.RRF },
+        { topK: 1, vector: [0.5, 0.1], sparseVector: { indices: [0, 1], values: [0.5, 0.1] }, includeVectors: true },
+        { topK: 1, sparseVector: { indices: [2, 3], values: [0.5, 0.5] }, weightingStrategy: WeightingStrategy.IDF, fusionAlgorithm: FusionAlgorithm.DBSF, includeMetadata: true },
+      ],
+      { namespace: 'query-hybrid' },
+    );
+    expect(result).toEqual([
+      [{ id: 'id2', score: 0.033_333_335 }],
+      [{ id: 'id0', score: 0.032_795_697, vector: [0.1, 0.2], sparseVector: { indices: [0, 1], values: [0.1, 0.2] } }],
+      [{ id: 'id2', score: 0.266_666_38, metadata: { key: 'value' } }],
+    ]);
+    const both = { vector: [0.5, 0.1], sparseVector: { indices: [0, 1], values: [0.5, 0.1] }, topK: 3 };
+    const denseOnly = await hybrid.query({ ...both, queryMode: QueryMode.DENSE }, { namespace: 'query-hybrid' });
+    expect(denseOnly.map((r) => r.id)).toEqual(['id2', 'id1', 'id0']);
+    expect(denseOnly[0]?.score).toBeGreaterThan(0.5); // a normalised cosine score, not a fused one
+    const sparseOnly = await hybrid.query({ ...both, queryMode: QueryMode.SPARSE }, { namespace: 'query-hybrid' });
+    expect(sparseOnly).toEqual([
+      { id: 'id0', score: 0.07 },
+      { id: 'id1', score: 0.020_000_001 },
+    ]);
+    const dbsf = await hybrid.query({ ...both, fusionAlgorithm: FusionAlgorithm.DBSF }, { namespace: 'query-hybrid' });
+    expect(dbsf.map((r) => r.id).sort()).toEqual(['id0', 'id1', 'id2']);
+    for (const r of dbsf) expect(r.score).toBeLessThanOrEqual(2);
+  });
+
+  it('resumes sparse and hybrid queries with the SDK’s expected scores, without repeats', async () => {
+    await sparse.upsert(SPARSE_DATA, { namespace: 'resumable-sparse' });
+    const s = await sparse.resumableQuery(
+      {
+        sparseVector: { indices: [0, 1], values: [0.1, 0.2] },
+        topK: 1,
+        includeVectors: true,
+        includeMetadata: true,
+        includeData: true,
+        weightingStrategy: WeightingStrategy.IDF,
+        fusionAlgorithm: FusionAlgorithm.DBSF,
+        maxIdle: 3600,
+      },
+      { namespace: 'resumable-sparse' },
+    );
+    expect(s.result).toEqual([{ id: 'id0', score: 0.028_608_438, sparseVector: { indices: [0, 1], values: [0.1, 0.2] } }]);
+    expect(await s.fetchNext(1)).toEqual([{ id: 'id1', score: 0.018_800_145, sparseVector: { indices: [1, 2], values: [0.2, 0.3] }, metadata: { key: 'value' } }]);
+    expect(await s.fetchNext(5)).toEqual([]);
+    await s.stop();
+
+    await hybrid.upsert(HYBRID_DATA, { namespace: 'resumable-hybrid' });
+    const h = await hybrid.resumableQuery(
+      {
+        vector: [0.1, 0.1],
+        sparseVector: { indices: [0], values: [0.1] },
+        topK: 2,
+        includeVectors: true,
+        includeMetadata: true,
+        includeData: true,
+        weightingStrategy: WeightingStrategy.IDF,
+        fusionAlgorithm: FusionAlgorithm.DBSF,
+        maxIdle: 3600,
+      },
+      { namespace: 'resumable-hybrid' },
+    );
+    expect(h.result).toEqual([
+      { id: 'id2', score: 0.617_851, vector: [0.3, 0.4], sparseVector: { indices: [2, 3], values: [0.3, 0.4] }, metadata: { key: 'value' }, data: 'data' },
+      { id: 'id0', score: 0.5, vector: [0.1, 0.2], sparseVector: { indices: [0, 1], values: [0.1, 0.2] } },
+    ]);
+    expect(await h.fetchNext(1)).toEqual([{ id: 'id1', score: 0.5, vector: [0.2, 0.3], sparseVector: { indices: [1, 2], values: [0.2, 0.3] }, metadata: { key: 'value' } }]);
+    expect(await h.fetchNext(1)).toEqual([]);
+    await h.stop();
+  });
+
+  it('embeds data with BM25 on the engine (sparse) and with both models (hybrid), for upsert, query and update', async () => {
+    const docs = [
+      { id: 'fox', data: 'the quick brown fox jumps over the lazy dog' },
+      { id: 'cat', data: 'a lazy cat sleeps all day in the sun' },
+      { id: 'bird', data: 'birds sing at dawn' },
+    ];
+    expect(await sparseText.upsert(docs)).toBe('Success');
+    const fox = await sparseText.query({ data: 'quick fox', topK: 3, includeData: true });
+    expect(fox.map((r) => r.id)).toEqual(['fox']);
+    expect(fox[0]?.data).toBe(docs[0]?.data);
+    const [stored] = await sparseText.fetch(['cat'], { includeVectors: true });
+    expect(stored?.sparseVector?.indices.length).toBeGreaterThan(0);
+    expect(stored?.sparseVector?.indices.length).toBe(stored?.sparseVector?.values.length);
+    expect(await sparseText.update({ id: 'bird', data: 'a quick bird' })).toEqual({ updated: 1 });
+    expect((await sparseText.query({ data: 'quick', topK: 3 })).map((r) => r.id).sort()).toEqual(['bird', 'fox']);
+
+    await hybridText.upsert(docs);
+    const hits = await hybridText.query({ data: 'lazy cat in the sun', topK: 3 });
+    expect(hits[0]?.id).toBe('cat');
+    const sparseSide = await hybridText.query({ data: 'dawn', topK: 3, queryMode: QueryMode.SPARSE });
+    expect(sparseSide.map((r) => r.id)).toEqual(['bird']);
+    const denseSide = await hybridText.query({ data: 'dawn', topK: 3, queryMode: QueryMode.DENSE });
+    expect(denseSide).toHaveLength(3);
+    const [both] = await hybridText.fetch(['bird'], { includeVectors: true });
+    expect(both?.vector).toHaveLength(384);
+    expect(both?.sparseVector?.indices.length).toBeGreaterThan(0);
+    const r = await hybridText.resumableQuery({ data: 'lazy', topK: 1, maxIdle: 60 });
+    const seen = [...r.result.map((x) => x.id), ...(await r.fetchNext(1)).map((x) => x.id), ...(await r.fetchNext(5)).map((x) => x.id)];
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.sort()).toEqual(['bird', 'cat', 'fox']);
+    await r.stop();
+  });
+
+  it('updates, deletes and keeps namespaces apart on a hybrid index', async () => {
+    await hybrid.upsert(HYBRID_DATA, { namespace: 'a' });
+    expect(await hybrid.update({ id: 'id0', vector: [0.9, 0.1], sparseVector: { indices: [7], values: [1] } }, { namespace: 'a' })).toEqual({ updated: 1 });
+    expect(await hybrid.fetch(['id0'], { includeVectors: true, namespace: 'a' })).toEqual([{ id: 'id0', vector: [0.9, 0.1], sparseVector: { indices: [7], values: [1] } }]);
+    expect(await hybrid.update({ id: 'id0', metadata: { m: 1 } }, { namespace: 'a' })).toEqual({ updated: 1 });
+    expect(await hybrid.delete(['id1', 'nope'], { namespace: 'a' })).toEqual({ deleted: 1 });
+    expect((await hybrid.query({ sparseVector: { indices: [7], values: [1] }, topK: 5, includeMetadata: true }, { namespace: 'a' }))).toEqual([{ id: 'id0', score: 1, metadata: { m: 1 } }]);
+    expect(await hybrid.query({ sparseVector: { indices: [7], values: [1] }, topK: 5 })).toEqual([]);
+    expect(await hybrid.listNamespaces()).toContain('a');
+  });
+
+  it('renames a namespace: vectors move with ids, data, order and scores; the default namespace and an existing target are refused', async () => {
+    const token = stack.tokens('acme', 'hybrid').standard;
+    await hybrid.upsert(HYBRID_DATA, { namespace: 'old' });
+    await hybrid.upsert([{ id: 'x', vector: [1, 0], sparseVector: { indices: [9], values: [1] } }], { namespace: 'taken' });
+    expect(await call(stack, token, 'rename-namespace', { namespace: 'old', newNamespace: 'new' })).toEqual({ status: 200, body: { result: { renamed: true } } });
+    const names = await hybrid.listNamespaces();
+    expect(names).toEqual(expect.arrayContaining(['', 'new', 'taken']));
+    expect(names).not.toContain('old');
+    expect((await hybrid.range({ cursor: 0, limit: 5, includeData: true }, { namespace: 'new' })).vectors).toEqual([{ id: 'id0' }, { id: 'id1' }, { id: 'id2', data: 'data' }]);
+    expect(await hybrid.fetch(['id0'], { namespace: 'old' })).toEqual([null]);
+    const q = await hybrid.query({ vector: [0.1, 0.1], sparseVector: { indices: [3, 4], values: [0.1, 0.2] }, topK: 1 }, { namespace: 'new' });
+    expect(q).toEqual([{ id: 'id2', score: 0.033_333_335 }]);
+    // A write after the rename continues the insertion order.
+    await hybrid.upsert([{ id: 'id3', vector: [1, 1], sparseVector: { indices: [0], values: [1] } }], { namespace: 'new' });
+    expect((await hybrid.range({ cursor: 0, limit: 10 }, { namespace: 'new' })).vectors.map((v) => v.id)).toEqual(['id0', 'id1', 'id2', 'id3']);
+
+    const refused = await call(stack, token, 'rename-namespace', { namespace: 'new', newNamespace: 'taken' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toContain('already exists');
+    expect(await call(stack, token, 'rename-namespace', { namespace: 'new', newNamespace: 'taken', deleteExisting: true })).toEqual({ status: 200, body: { result: { renamed: true } } });
+    expect(await hybrid.fetch(['x', 'id3'], { namespace: 'taken' })).toEqual([null, { id: 'id3' }]);
+    expect((await call(stack, token, 'rename-namespace', { namespace: '', newNamespace: 'z' })).status).toBe(400);
+    expect((await call(stack, token, 'rename-namespace', { namespace: 'missing', newNamespace: 'z' })).status).toBe(404);
+    expect((await call(stack, stack.tokens('acme', 'hybrid').readonly, 'rename-namespace', { namespace: 'taken', newNamespace: 'z' })).status).toBe(403);
+  });
+
+  it('answers bad sparse input with 400s naming the field, and each index type refuses the other vectors', async () => {
+    const token = (name: string) => stack.tokens('acme', name).standard;
+    const cases: Array<[string, string, unknown, string]> = [
+      ['sparse', 'upsert', { id: 'a', sparseVector: { indices: [1, 1], values: [1, 2] } }, 'sparseVector.indices[1] repeats index 1'],
+      ['sparse', 'upsert', { id: 'a', sparseVector: { indices: [-1], values: [1] } }, 'sparseVector.indices[0] must be an integer between 0 and 4294967295'],
+      ['sparse', 'upsert', [{ id: 'a', sparseVector: { indices: [1, 2], values: [1] } }], '[0]sparseVector.indices and [0]sparseVector.values must have the same length'],
+      ['sparse', 'upsert', { id: 'a', vector: [1, 2] }, 'this index is sparse'],
+      ['dense', 'upsert', { id: 'a', vector: [1, 2], sparseVector: { indices: [1], values: [1] } }, 'this index is dense'],
+      ['hybrid', 'upsert', { id: 'a', vector: [1, 2] }, 'sparseVector is missing: a hybrid index needs both'],
+      ['hybrid', 'update', { id: 'a', sparseVector: { indices: [1], values: [1] } }, 'vector is missing: a hybrid index updates both'],
+      ['hybrid', 'query', { topK: 1, vector: [1, 2], fusionAlgorithm: 'XYZ' }, 'fusionAlgorithm must be one of RRF, DBSF'],
+      ['hybrid', 'query', { topK: 1, sparseVector: { indices: [1], values: [1] }, queryMode: 'DENSE' }, 'queryMode DENSE'],
+    ];
+    for (const [index, path, body, message] of cases) {
+      const answer = await call(stack, token(index), path, body);
+      expect([index, path, answer.status]).toEqual([index, path, 400]);
+      expect(answer.body.error).toContain(message);
+    }
+    const noModel = await call(stack, token('sparse'), 'upsert-data', { id: 'a', data: 'text' });
+    expect(noModel.status).toBe(422);
+  });
+});
