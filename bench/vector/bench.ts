@@ -35,15 +35,15 @@
 //                query against exact brute-force search in JS: dense (cosine) through the gateway and
 //                direct; sparse (BM25 with IDF) through the gateway and direct; each side of the hybrid
 //                index alone (queryMode DENSE / SPARSE), and the fused answer against Upstash's RRF of
-//                the two exact top-10 lists (for information).
+//                the two exact top-100 lists (for information).
 //   load.mjs     query QPS, closed loop, BENCH_CONCURRENCY requests in flight for both, per case:
 //                dense /query {vector, topK: 10}; sparse /query {sparseVector, topK: 10,
 //                weightingStrategy: "IDF"}; hybrid /query {vector, sparseVector, topK: 10,
 //                weightingStrategy: "IDF", fusionAlgorithm: "RRF"} (both sides searched and fused in
 //                the request); direct, the Qdrant query that answers it on the same collection (dense:
 //                the request the gateway makes; sparse: `using: "sparse"` with the IDF modifier;
-//                hybrid: both sides as prefetches fused by Qdrant's RRF with Upstash's k 60), cycling
-//                through the queries.
+//                hybrid: both sides as prefetches of 100 candidates, the gateway's fusion depth, fused
+//                by Qdrant's RRF with Upstash's k 60), cycling through the queries.
 // After a warm-up, every round runs gateway then direct for each case; the table reports the median of
 // the rounds, with the CPU time per query of the gateway and of qdrant-local (/proc), and is written to
 // bench/vector/results.md and README.md (between the bench-vector markers). Nothing is asserted:
@@ -64,8 +64,11 @@ import { runBench } from '../lib/harness';
 const INDEXES = { dense: 'docs', sparse: 'sparse', hybrid: 'hybrid' } as const;
 type Case = keyof typeof INDEXES;
 const CASES = Object.keys(INDEXES) as Case[];
-/** Candidates each side of a direct hybrid query fetches before the fusion. */
-const HYBRID_PREFETCH = '10';
+/**
+ * Candidates each side of a direct hybrid query fetches before the fusion: the gateway's fusion depth
+ * (FUSION_DEPTH of apps/vector-gateway's vector.service.ts), so that direct gives the same answer.
+ */
+const HYBRID_PREFETCH = '100';
 
 const limits = { maxRequestBytes: 10_485_760, dailyRequests: 0 };
 

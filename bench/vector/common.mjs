@@ -109,23 +109,31 @@ function topK(count, scoreOf, k, rowOf = (i) => i) {
 }
 
 /**
- * The truth of one query: `top`, the exact top 10 [{row, score}] best first; `relevant`, the rows that
+ * The truth of one query from its exact ranking `ranked` ([{row, score}] best first, at least the top
+ * 10) and `all` the rows scoring near the 10th: `top`, the exact top 10; `relevant`, the rows that
  * count as a hit (those scoring at least the 10th score, less a relative 1e-5: ties at the cut and
  * float32 rounding in the engine do not count as misses); `expected`, how many results a complete
- * answer has (10, or fewer when fewer rows score above 0 on a sparse search).
+ * answer has (10, or fewer when fewer rows score above 0 on a sparse search); `ranked`, the rows of
+ * the exact ranking (as strings), to fuse.
  */
-function truth(top, all) {
+function truth(ranked, all) {
+  const top = ranked.slice(0, TOP_K);
   const expected = top.length;
   const cut = expected > 0 ? top[expected - 1].score : Infinity;
   const floor = cut - Math.abs(cut) * 1e-5;
-  return { top, expected, relevant: new Set(all.filter(({ score }) => score >= floor).map(({ row }) => String(row))) };
+  return {
+    top,
+    expected,
+    relevant: new Set(all.filter(({ score }) => score >= floor).map(({ row }) => String(row))),
+    ranked: ranked.map(({ row }) => String(row)),
+  };
 }
 
 /**
- * Exact dense search: the top 10 of every asked query by cosine similarity (float64 over the float32
- * vectors) among the rows `members`, as truth() records.
+ * Exact dense search: the best `depth` (at least 10) of every asked query by cosine similarity
+ * (float64 over the float32 vectors) among the rows `members`, as truth() records.
  */
-export function exactDense(data, members, asked) {
+export function exactDense(data, members, asked, depth = TOP_K) {
   const norms = new Float64Array(data.corpus.length);
   for (const i of members) norms[i] = Math.sqrt(data.corpus[i].reduce((s, x) => s + x * x, 0));
   const { matrix } = data;
@@ -139,11 +147,11 @@ export function exactDense(data, members, asked) {
       for (let d = 0; d < DIMENSION; d++) dot += v[d] * matrix[off + d];
       scores[m] = dot / (qn * norms[members[m]]);
     }
-    const top = topK(members.length, (m) => scores[m], TOP_K, (m) => members[m]);
-    const cut = top[top.length - 1].score - Math.abs(top[top.length - 1].score) * 1e-5;
+    const ranked = topK(members.length, (m) => scores[m], Math.max(depth, TOP_K), (m) => members[m]);
+    const tenth = ranked[Math.min(TOP_K, ranked.length) - 1].score;
     const all = [];
-    for (let m = 0; m < members.length; m++) if (scores[m] >= cut) all.push({ row: members[m], score: scores[m] });
-    return truth(top, all);
+    for (let m = 0; m < members.length; m++) if (scores[m] >= tenth - Math.abs(tenth) * 1e-5) all.push({ row: members[m], score: scores[m] });
+    return truth(ranked, all);
   });
 }
 
@@ -151,9 +159,10 @@ export function exactDense(data, members, asked) {
  * Exact sparse search with IDF (Upstash's weightingStrategy "IDF", Qdrant's `idf` modifier): the score
  * of a row is the sum over the query's tokens t of query_t * idf_t * row_t, with
  * idf_t = ln(1 + (N - n_t + 0.5) / (n_t + 0.5)), N the rows of the index and n_t those holding t;
- * rows sharing no token score nothing and are never results. Returns truth() records per asked query.
+ * rows sharing no token score nothing and are never results. Returns truth() records per asked query,
+ * ranked to `depth` (at least 10).
  */
-export function exactSparse(data, members, asked) {
+export function exactSparse(data, members, asked, depth = TOP_K) {
   const postings = new Map(); // token -> {rows: [], values: []}
   for (const i of members) {
     const { indices, values } = data.sparse.corpus[i];
@@ -182,13 +191,14 @@ export function exactSparse(data, members, asked) {
     const rows = [...touched];
     const all = rows.map((row) => ({ row, score: scores[row] }));
     for (const row of rows) scores[row] = 0;
-    return truth(topK(all.length, (i) => all[i].score, TOP_K, (i) => all[i].row), all);
+    return truth(topK(all.length, (i) => all[i].score, Math.max(depth, TOP_K), (i) => all[i].row), all);
   });
 }
 
 /**
  * Upstash's RRF of two ranked lists of rows (best first): each row scores the sum of 1 / (rank + 60)
  * over the lists it is in (0-based ranks); the top 10 by that score, ties by the first list's order.
+ * The gateway fuses the best FUSION_DEPTH (HYBRID_PREFETCH) of each side, so the lists should be that long.
  */
 export function fuseRrf(first, second) {
   const scores = new Map();

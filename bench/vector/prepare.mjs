@@ -27,8 +27,8 @@
 //              the gateway makes), and qdrant-local on bench-direct
 //      sparse  the gateway's /query on sparse (weightingStrategy IDF), qdrant-local direct
 //      hybrid  each side alone (queryMode DENSE and SPARSE) through the gateway and direct; and the
-//              fused answer (RRF) compared with Upstash's RRF of the two exact top-10 lists, for
-//              information (the fused list depends on how many candidates each side fetches)
+//              fused answer (RRF) compared with Upstash's RRF of the two exact rankings, each
+//              HYBRID_PREFETCH long (the gateway's fusion depth), for information
 // env: see common.mjs; BENCH_UPSERT_BATCH (500), BENCH_UPSERT_CONCURRENCY (2), BENCH_INDEX_TIMEOUT (300)
 import {
   answerIds,
@@ -159,9 +159,10 @@ if (data.sparse) {
 // 4. Recall@10.
 let started = performance.now();
 const truths = { dense: exactDense(data, members.dense, asked.dense) };
+const depth = Number(process.env.HYBRID_PREFETCH ?? TOP_K); // how deep each side is fused
 if (data.sparse) {
-  truths.sparse = exactSparse(data, members.sparse, asked.sparse);
-  truths.hybridDense = exactDense(data, members.hybrid, asked.hybrid);
+  truths.sparse = exactSparse(data, members.sparse, asked.sparse, depth);
+  truths.hybridDense = exactDense(data, members.hybrid, asked.hybrid, depth);
 }
 const exactSeconds = (performance.now() - started) / 1000;
 say(`exact top ${TOP_K} by brute force in JS (dense${data.sparse ? ', sparse and the dense side of hybrid' : ''}): ${exactSeconds.toFixed(1)} s`);
@@ -214,12 +215,9 @@ if (data.sparse) {
     await recall('hybrid', tool, truths.hybridDense, ask('hybrid', tool, { mode: 'DENSE' }), { mode: 'DENSE' });
     await recall('hybrid', tool, truths.sparse, ask('hybrid', tool, { mode: 'SPARSE' }), { mode: 'SPARSE' });
   }
-  // The fused answer against Upstash's RRF of the exact lists (for information).
+  // The fused answer against Upstash's RRF of the exact lists, each `depth` long (for information).
   const fused = truths.sparse.map((sparse, k) => {
-    const rows = fuseRrf(
-      truths.hybridDense[k].top.map(({ row }) => String(row)),
-      sparse.top.map(({ row }) => String(row)),
-    );
+    const rows = fuseRrf(truths.hybridDense[k].ranked, sparse.ranked);
     return { relevant: new Set(rows), expected: rows.length };
   });
   await recall('hybrid', 'gateway', fused, ask('hybrid', 'gateway'), { mode: 'FUSED' });

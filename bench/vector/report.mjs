@@ -56,7 +56,7 @@ rows.push(
 );
 const fused = recall('hybrid', 'gateway', 'FUSED');
 const fusedDirect = recall('hybrid', 'direct', 'FUSED');
-if (fused) rows.push(`| hybrid fused top 10 vs RRF of the exact top-10 lists (${fused.queries} queries) | ${fixed(fused.recall, 4)} | ${fusedDirect ? fixed(fusedDirect.recall, 4) : ''} |  | for information |`);
+if (fused) rows.push(`| hybrid fused top 10 vs RRF of the exact top-${HYBRID_PREFETCH ?? 10} lists (${fused.queries} queries) | ${fixed(fused.recall, 4)} | ${fusedDirect ? fixed(fusedDirect.recall, 4) : ''} |  | for information |`);
 const table = rows.join('\n');
 
 const errors = cases.flatMap((kase) => ['gateway', 'direct'].flatMap((tool) => Object.entries(q[kase][tool].errors).map(([m, c]) => `${c}× ${kase} ${tool}: ${m}`)));
@@ -70,7 +70,7 @@ const shortAnswers = records.filter((r) => r.kind === 'recall' && r.short > 0).m
 const exactDense = recall('dense', 'direct-bench');
 
 const notes = [
-  `direct = qdrant-local's REST API on the gateway's collection of the index: dense, the request the gateway makes (same namespace filter, payload keys); sparse, \`using: "sparse"\` (the collection's IDF modifier applies); hybrid, both sides as prefetches of ${HYBRID_PREFETCH ?? 10} candidates fused by Qdrant's RRF with k 60 (Upstash's). The dense upsert goes into a fresh collection bench-direct with the same payload and payload indexes`,
+  `direct = qdrant-local's REST API on the gateway's collection of the index: dense, the request the gateway makes (same namespace filter, payload keys); sparse, \`using: "sparse"\` (the collection's IDF modifier applies); hybrid, both sides as prefetches of ${HYBRID_PREFETCH ?? 10} candidates (the gateway's fusion depth) fused by Qdrant's RRF with k 60 (Upstash's). The dense upsert goes into a fresh collection bench-direct with the same payload and payload indexes`,
   `HNSW index (hybrid: a dense and a sparse vector per point): docs ${indexLine(find('index', 'dense', 'gateway'))}; bench-direct ${indexLine(find('index', 'dense', 'direct'))}; hybrid ${indexLine(find('index', 'hybrid', 'gateway'))}`,
   `exact truth by brute force in JS: cosine (float64) for dense; BM25 with IDF ln(1 + (N - n + 0.5)/(n + 0.5)) for sparse; a result scoring as high as the 10th exact one counts (ties)${exactDense ? `; dense recall@10 on bench-direct (its own HNSW build): ${fixed(exactDense.recall, 4)}` : ''}`,
   `answers shorter than the exact top 10: ${shortAnswers.length ? shortAnswers.join('; ') : 'none'}`,
