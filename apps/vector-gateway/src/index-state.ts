@@ -59,6 +59,20 @@ export class IndexState {
     await this.redis.multi().hset(key, to, next).hdel(key, from).exec();
   }
 
+  /**
+   * Records that a namespace (`*`: every namespace) changed: bumps its write counter, which versions
+   * what replicas cache about it (IDF statistics).
+   */
+  async wrote(index: string, namespace: string): Promise<void> {
+    await this.redis.hincrby(registryKeys.vectorWrites(index), namespace, 1);
+  }
+
+  /** The version of a namespace's content: its write counter and the index-wide one (`<ns>/<*>`). */
+  async version(index: string, namespace: string): Promise<string> {
+    const [own, all] = await this.redis.hmget(registryKeys.vectorWrites(index), namespace, '*');
+    return `${own ?? 0}/${all ?? 0}`;
+  }
+
   /** Forgets a namespace. */
   async remove(index: string, namespace: string): Promise<void> {
     await this.redis.hdel(registryKeys.vectorNamespaces(index), namespace);

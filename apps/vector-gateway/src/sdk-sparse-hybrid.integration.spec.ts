@@ -57,6 +57,33 @@ describe('vector-gateway sparse and hybrid indexes with the official SDK', () =>
     await Promise.all([sparse, hybrid, sparseText, hybridText, dense].map((i) => i.reset({ all: true })));
   });
 
+  it('IDF follows every write of the namespace (cached statistics are versioned by writes), and only that namespace', async () => {
+    const ns = sparse.namespace('idf');
+    const idfQuery = () => ns.query({ sparseVector: { indices: [1], values: [1] }, topK: 5, weightingStrategy: WeightingStrategy.IDF });
+    await ns.upsert([
+      { id: 'a', sparseVector: { indices: [1], values: [1] } },
+      { id: 'b', sparseVector: { indices: [2], values: [1] } },
+    ]);
+    // N = 2, n = 1: ln(1 + 1.5 / 1.5) = ln 2.
+    expect(await idfQuery()).toEqual([{ id: 'a', score: 0.6931472 }]);
+    await ns.upsert({ id: 'c', sparseVector: { indices: [1], values: [1] } });
+    // N = 3, n = 2: ln(1 + 1.5 / 2.5) = ln 1.6.
+    expect(await idfQuery()).toEqual([
+      { id: 'a', score: 0.47000363 },
+      { id: 'c', score: 0.47000363 },
+    ]);
+    await sparse.upsert({ id: 'elsewhere', sparseVector: { indices: [1], values: [1] } }); // another namespace: no change
+    expect((await idfQuery())[0]?.score).toBe(0.47000363);
+    await ns.delete('c');
+    expect(await idfQuery()).toEqual([{ id: 'a', score: 0.6931472 }]);
+    await ns.update({ id: 'b', sparseVector: { indices: [1], values: [2] } });
+    // N = 2, n = 2: ln(1 + 0.5 / 2.5) = ln 1.2, b scores 2 × that.
+    expect(await idfQuery()).toEqual([
+      { id: 'b', score: 0.36464313 },
+      { id: 'a', score: 0.18232156 },
+    ]);
+  });
+
   it('upserts, fetches and ranges sparse vectors; info names the index type', async () => {
     expect(await sparse.upsert(SPARSE_DATA)).toBe('Success');
     expect(await sparse.fetch(['id2', 'nope', 'id0'], { includeVectors: true, includeMetadata: true, includeData: true })).toEqual([

@@ -79,6 +79,18 @@ const FUSION_DEPTH = 100;
 /** A sparse search reads this many times the hits it needs (at least 100) from Qdrant, then rescores them exactly. */
 const SPARSE_OVERFETCH = 4;
 
+/** Bound on the namespaces whose IDF statistics are cached; past it the cache starts over. */
+const MAX_IDF_CACHE = 10_000;
+
+/** What IDF needs of a namespace (upstash-compat.md §2.4), as of one version of its content. */
+interface IdfStats {
+  version: string;
+  /** Vectors in the namespace (N). */
+  total?: number;
+  /** Per dimension, the vectors of the namespace where it is non-zero (n). */
+  counts: Map<number, number>;
+}
+
 /** Which side(s) of the index a query searches, with what. */
 interface Plan {
   dense?: number[];
@@ -108,6 +120,9 @@ export class VectorService implements OnModuleInit {
   private readonly stores: QdrantStores;
   private readonly embedders = new Map<string, Embedder>();
   private readonly storesByRecord = new WeakMap<VectorIndexRecord, QdrantIndexStore>();
+
+  /** IDF statistics per index and namespace, versioned by the namespace's write counter (idfWeights). */
+  private readonly idfStats = new Map<string, IdfStats>();
 
   constructor(
     @Inject(CONTROL_REDIS) control: Redis,
@@ -190,6 +205,7 @@ export class VectorService implements OnModuleInit {
     const first = await this.stateCall(session, () => this.state.reserve(session.index.id, namespace, records.length));
     stored.forEach((v, i) => (v.seq = first + i));
     await this.engine(session, () => session.store.upsert(namespace, stored));
+    await this.wrote(session, namespace);
   }
 
   /** `/update`: changes the vector, data or metadata of one vector. @returns how many it updated: 0 when it does not exist, else 1 */
@@ -217,6 +233,7 @@ export class VectorService implements OnModuleInit {
       next.metadata = input.metadataUpdateMode === 'PATCH' ? checkMetadata(mergePatch(existing.metadata, input.metadata), 'metadata') : input.metadata;
     }
     await this.engine(session, () => session.store.upsert(namespace, [next]));
+    await this.wrote(session, namespace);
     return 1;
   }
 
@@ -244,6 +261,7 @@ export class VectorService implements OnModuleInit {
         deleted = ids.length;
       }
     }
+    if (deleted > 0) await this.wrote(session, namespace);
     return deleted;
   }
 
@@ -375,6 +393,8 @@ export class VectorService implements OnModuleInit {
       await this.engine(session, () => session.store.deleteIds(namespace, page.map((v) => v.id)));
     }
     await this.stateCall(session, () => this.state.rename(id, namespace, newNamespace));
+    await this.wrote(session, namespace);
+    await this.wrote(session, newNamespace);
     return true;
   }
 
@@ -384,9 +404,11 @@ export class VectorService implements OnModuleInit {
     if (all) {
       await this.engine(session, () => session.store.deleteAll());
       await this.stateCall(session, async () => this.state.restart(id, await this.state.namespaces(id)));
+      await this.wrote(session, '*');
     } else {
       await this.engine(session, () => session.store.deleteWhere(namespace));
       await this.stateCall(session, () => this.state.restart(id, [namespace]));
+      await this.wrote(session, namespace);
     }
   }
 
@@ -430,6 +452,7 @@ export class VectorService implements OnModuleInit {
     if (!(await this.stateCall(session, () => this.state.exists(id, namespace)))) throw new VectorError(404, `Namespace ${namespace} does not exist`);
     await this.engine(session, () => session.store.deleteWhere(namespace));
     await this.stateCall(session, () => this.state.remove(id, namespace));
+    await this.wrote(session, namespace);
   }
 
   /**
@@ -559,11 +582,32 @@ export class VectorService implements OnModuleInit {
 
   /** Upstash's IDF of each query dimension over the namespace: N its vectors, n those having the dimension (idf). */
   private async idfWeights(session: Session, namespace: string, dimensions: number[]): Promise<Map<number, number>> {
+    const key = `${session.index.id}\0${namespace}`;
+    const version = await this.stateCall(session, () => this.state.version(session.index.id, namespace));
+    let stats = this.idfStats.get(key);
+    if (stats?.version !== version) {
+      if (this.idfStats.size >= MAX_IDF_CACHE) this.idfStats.clear();
+      stats = { version, counts: new Map() };
+      this.idfStats.set(key, stats);
+    }
+    const cached = stats;
+    const missing = dimensions.filter((d) => !cached.counts.has(d));
     const [total, counts] = await Promise.all([
-      this.engine(session, () => session.store.count(namespace)),
-      this.engine(session, () => session.store.countWithDimensions(namespace, dimensions)),
+      cached.total ?? this.engine(session, () => session.store.count(namespace)),
+      missing.length > 0 ? this.engine(session, () => session.store.countWithDimensions(namespace, missing)) : new Map<number, number>(),
     ]);
-    return new Map(dimensions.map((d) => [d, idf(total, counts.get(d) ?? 0)]));
+    // Kept only for the version they were read under: a write since then bumped it (wrote()).
+    cached.total = total;
+    for (const [d, n] of counts) cached.counts.set(d, n);
+    return new Map(dimensions.map((d) => [d, idf(total, cached.counts.get(d) ?? 0)]));
+  }
+
+  /**
+   * After a write to a namespace (`*`: the whole index): bumps its version in the control Redis, so
+   * that every replica reads its IDF statistics again (idfWeights).
+   */
+  private async wrote(session: Session, namespace: string): Promise<void> {
+    await this.stateCall(session, () => this.state.wrote(session.index.id, namespace));
   }
 
   /** Qdrant's best `limit` hits of one side with its raw scores, the filter applied exactly. */

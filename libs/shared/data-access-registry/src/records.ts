@@ -40,6 +40,8 @@ export const registryKeys = {
   kvAclUser: (id: string, user: string) => `${KV_ACL_USER}${id}:${user}`,
   vectorIndex: (id: string) => `${REGISTRY_PREFIX}vector:index:${id}`,
   vectorNamespaces: (id: string) => `${REGISTRY_PREFIX}vector:namespaces:${id}`,
+  /** Per namespace (and `*` for the whole index), a counter bumped after every write: the version of cached IDF statistics. */
+  vectorWrites: (id: string) => `${REGISTRY_PREFIX}vector:writes:${id}`,
   vectorResumable: (uuid: string) => `${REGISTRY_PREFIX}vector:resumable:${uuid}`,
   streamCluster: (id: string) => `${REGISTRY_PREFIX}stream:cluster:${id}`,
   queueProject: (id: string) => `${REGISTRY_PREFIX}queue:project:${id}`,
