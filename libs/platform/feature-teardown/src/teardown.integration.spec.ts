@@ -126,6 +126,7 @@ async function seed(): Promise<void> {
   }
   await qdrantClient.upsert(COLLECTION, { wait: true, points: [{ id: 1, vector: [0.1, 0.2, 0.3], payload: { secret: 'old tenant' } }] });
   await registry.hset(registryKeys.vectorNamespaces('acme.docs'), 'ns1', 5);
+  await registry.hset(registryKeys.vectorWrites('acme.docs'), 'ns1', 7);
   await registry.set(registryKeys.vectorResumable('acme-query'), JSON.stringify({ index: 'acme.docs', returned: 1 }), 'EX', 600);
 
   const existing = await listTopics();
@@ -200,7 +201,7 @@ describe('TenantTeardown', () => {
     // Vector: collection, namespaces and resumable queries gone.
     const qdrantClient = new QdrantClient({ url: qdrant.url, checkCompatibility: false });
     expect((await qdrantClient.collectionExists(COLLECTION)).exists).toBe(false);
-    expect(await registry.exists(registryKeys.vectorNamespaces('acme.docs'), registryKeys.vectorResumable('acme-query'))).toBe(0);
+    expect(await registry.exists(registryKeys.vectorNamespaces('acme.docs'), registryKeys.vectorWrites('acme.docs'), registryKeys.vectorResumable('acme-query'))).toBe(0);
     // Stream: the cluster's topic and consumer group gone, another cluster's topic kept.
     const topics = await listTopics();
     expect(topics).not.toContain(TOPIC);

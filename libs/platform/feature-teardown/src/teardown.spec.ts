@@ -36,9 +36,9 @@ describe('controlStateOf', () => {
     expect(controlStateOf(queue).patterns).toEqual(['restash:v1:quota:queue:acme.jobs:*']);
   });
 
-  it("owns a vector index's namespaces hash", () => {
+  it("owns a vector index's namespaces and write-counter hashes", () => {
     expect(controlStateOf(vector)).toEqual({
-      keys: ['restash:v1:vector:namespaces:acme.main'],
+      keys: ['restash:v1:vector:namespaces:acme.main', 'restash:v1:vector:writes:acme.main'],
       patterns: ['restash:v1:quota:vector:acme.main:*'],
     });
   });
