@@ -76,8 +76,12 @@ const NEAR_EDGE = 1e-4;
  */
 const FUSION_DEPTH = 100;
 
-/** A sparse search reads this many times the hits it needs (at least 100) from Qdrant, then rescores them exactly. */
+/**
+ * A one-sided sparse search reads this many times the hits it needs (at least
+ * {@link SPARSE_MIN_CANDIDATES}) from Qdrant, then rescores them exactly.
+ */
 const SPARSE_OVERFETCH = 4;
+const SPARSE_MIN_CANDIDATES = 40;
 
 /** Bound on the namespaces whose IDF statistics are cached; past it the cache starts over. */
 const MAX_IDF_CACHE = 10_000;
@@ -522,7 +526,8 @@ export class VectorService implements OnModuleInit {
     const dense = plan.dense as number[];
     const [denseHits, sparseHits] = await Promise.all([
       this.denseSide(session, namespace, dense, filter, depth, algorithm === 'DBSF' ? { ...want, vector: true } : want),
-      this.sparseSide(session, namespace, q, plan.sparse as NonNullable<Plan['sparse']>, filter, depth, want),
+      // The fused depth is already the margin: no over-fetch on top of it.
+      this.sparseSide(session, namespace, q, plan.sparse as NonNullable<Plan['sparse']>, filter, depth, want, depth),
     ]);
     const similarity = session.index.similarityFunction;
     const byId = new Map<string, ScoredVector>();
@@ -553,7 +558,8 @@ export class VectorService implements OnModuleInit {
   /**
    * The best `limit` hits of the sparse side, in total order. A sparse vector query reads
    * {@link SPARSE_OVERFETCH} times more candidates from Qdrant (which ranks them with its own IDF over
-   * the whole collection) and scores them exactly as Upstash does: the inner product over shared
+   * the whole collection; `candidates` overrides how many, as a fused query does) and scores them
+   * exactly as Upstash does: the inner product over shared
    * dimensions, with `weightingStrategy: "IDF"` each query value times the namespace's IDF of its
    * dimension (upstash-compat.md §2.4). A text query (BM25 on the engine) keeps Qdrant's score, the
    * query's sparse vector being the engine's.
@@ -566,9 +572,10 @@ export class VectorService implements OnModuleInit {
     filter: PreparedFilter | undefined,
     limit: number,
     want: Want,
+    candidates?: number,
   ): Promise<ScoredVector[]> {
     if (!('sparse' in query)) return (await this.rawHits(session, namespace, query, filter, limit, want)).sort(byScoreThenId);
-    const fetch = Math.max(limit, Math.min(Math.max(limit * SPARSE_OVERFETCH, 100), this.config.filterScanLimit));
+    const fetch = candidates ?? Math.max(limit, Math.min(Math.max(limit * SPARSE_OVERFETCH, SPARSE_MIN_CANDIDATES), this.config.filterScanLimit));
     const [hits, weights] = await Promise.all([
       this.rawHits(session, namespace, query, filter, fetch, { ...want, sparse: true }),
       q.weightingStrategy === 'IDF' ? this.idfWeights(session, namespace, query.sparse.indices) : undefined,
