@@ -1,16 +1,8 @@
-import { VectorError } from './errors';
 import { METADATA_LIMITS, checkMetadata, checkNamespace } from './limits';
 import { parseDelete, parseFetch, parseQuery, parseUpdate, parseUpsert } from './requests';
+import { vectorErrorOf } from './testing/vector-error';
 
-function error(run: () => unknown): VectorError {
-  try {
-    run();
-  } catch (e) {
-    if (e instanceof VectorError) return e;
-    throw e;
-  }
-  throw new Error('expected a VectorError');
-}
+const error = vectorErrorOf;
 
 function nested(depth: number, leaf: unknown = 1): Record<string, unknown> {
   let value: unknown = leaf;

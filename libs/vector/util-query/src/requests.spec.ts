@@ -1,15 +1,7 @@
-import { VectorError } from './errors';
 import { checkDimension, parseDelete, parseFetch, parseJson, parseQueries, parseRange, parseUpdate, parseUpsert } from './requests';
+import { vectorErrorOf } from './testing/vector-error';
 
-function error(run: () => unknown): VectorError {
-  try {
-    run();
-  } catch (e) {
-    if (e instanceof VectorError) return e;
-    throw e;
-  }
-  throw new Error('expected a VectorError');
-}
+const error = vectorErrorOf;
 
 describe('request parsing', () => {
   it('reads one record or an array, with numeric ids as strings', () => {

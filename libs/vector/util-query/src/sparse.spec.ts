@@ -1,17 +1,9 @@
-import { VectorError } from './errors';
 import { parseQueries, parseUpdate, parseUpsert } from './requests';
 import { vectorJson } from './serialise';
 import { parseSparseVector, sparseScore } from './sparse';
+import { vectorErrorOf } from './testing/vector-error';
 
-function error(run: () => unknown): VectorError {
-  try {
-    run();
-  } catch (e) {
-    if (e instanceof VectorError) return e;
-    throw e;
-  }
-  throw new Error('expected a VectorError');
-}
+const error = vectorErrorOf;
 
 describe('sparse vectors', () => {
   it('accepts unique unsigned 32-bit indices with finite values of the same length', () => {
