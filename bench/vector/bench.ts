@@ -133,6 +133,8 @@ runBench({
       },
     ],
     apps: ['vector-gateway'],
+    // BENCH_GATEWAY_NODE_OPTIONS is the gateway's NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), as in bench/kv.
+    appEnv: process.env.BENCH_GATEWAY_NODE_OPTIONS ? { 'vector-gateway': { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } } : {},
   }),
   gateway: ['vector-gateway'],
   engine: { process: 'qdrant-local' },
