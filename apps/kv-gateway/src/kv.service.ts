@@ -166,7 +166,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     }
     const session = await cached.session;
     // The backend fetches its server's command table again after the server changed (run_id).
-    session.table = await this.redisCall(session.tenant, () => session.backend.table());
+    session.table = session.backend.currentTable() ?? (await this.redisCall(session.tenant, () => session.backend.table()));
     if (!session.user) return session;
     // ACL tokens: the user's connection is looked up per request, as it may have been dropped.
     try {
@@ -297,6 +297,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       }
     });
     const items: BatchItem[] = [];
+    const wrote = prepared.some((p) => !(p instanceof KvError) && p.write);
     try {
       // In order: each run of plain commands goes to Redis as one pipeline; a composite command runs
       // alone, after everything before it was answered.
@@ -318,10 +319,11 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
           start = end;
         }
       }
-    } finally {
-      if (prepared.some((p) => !(p instanceof KvError) && p.write)) this.syncToken(session.database.id, true);
+    } catch (error) {
+      if (wrote) this.syncToken(session.database.id, true);
+      throw error;
     }
-    return { result: items, syncToken: this.syncToken(session.database.id, false) };
+    return { result: items, syncToken: this.syncToken(session.database.id, wrote) };
   }
 
   /** A composite command as a `/pipeline` item: its reply, or its error. @throws KvError 503 when Redis cannot be reached */

@@ -145,6 +145,8 @@ export class KvBackend implements CommandRunner {
   private readonly users = new Map<string, Promise<UserConnection>>();
   private readonly subscriptions = new Set<Redis>();
   private commandTable: Promise<CommandTable> | undefined;
+  /** What {@link commandTable} resolved to, for callers on the hot path. */
+  private fetchedTable: CommandTable | undefined;
   private runId: Promise<string> | undefined;
   private readonly serverChangeListeners: Array<(runId: string) => void> = [];
 
@@ -180,11 +182,23 @@ export class KvBackend implements CommandRunner {
     return client;
   }
 
-  /** The server's command table, fetched once with `COMMAND`. */
+  /** The server's command table, fetched once with `COMMAND` (again after the server changed). */
   table(): Promise<CommandTable> {
-    this.commandTable ??= (this.clients[0] as Redis).call('command').then(CommandTable.fromCommandReply);
-    this.commandTable.catch(() => (this.commandTable = undefined));
+    if (!this.commandTable) {
+      const fetching: Promise<CommandTable> = (this.clients[0] as Redis).call('command').then((reply) => {
+        const table = CommandTable.fromCommandReply(reply);
+        if (this.commandTable === fetching) this.fetchedTable = table;
+        return table;
+      });
+      fetching.catch(() => this.commandTable === fetching && (this.commandTable = undefined));
+      this.commandTable = fetching;
+    }
     return this.commandTable;
+  }
+
+  /** The command table when it is fetched and still the server's, without waiting; undefined otherwise (see {@link table}). */
+  currentTable(): CommandTable | undefined {
+    return this.fetchedTable;
   }
 
   /**
@@ -202,11 +216,11 @@ export class KvBackend implements CommandRunner {
       const [before, now] = await Promise.all([known, serverRunId(client)]);
       if (before === now || this.runId !== known) return;
       this.runId = Promise.resolve(now);
-      this.commandTable = undefined;
+      this.commandTable = this.fetchedTable = undefined;
       for (const listener of this.serverChangeListeners) listener(now);
     } catch {
       // Unreachable again, or never known: the next request fetches both.
-      if (this.runId === known) this.runId = this.commandTable = undefined;
+      if (this.runId === known) this.runId = this.commandTable = this.fetchedTable = undefined;
     }
   }
 
