@@ -610,10 +610,12 @@ export class VectorService implements OnModuleInit {
   }
 
   /**
-   * After a write to a namespace (`*`: the whole index): bumps its version in the control Redis, so
-   * that every replica reads its IDF statistics again (idfWeights).
+   * After a write to a namespace (`*`: the whole index) of a SPARSE or HYBRID index: bumps its version
+   * in the control Redis, so that every replica reads its IDF statistics again (idfWeights). DENSE
+   * indexes have no IDF: nothing to do.
    */
   private async wrote(session: Session, namespace: string): Promise<void> {
+    if (session.index.indexType === 'DENSE') return;
     await this.stateCall(session, () => this.state.wrote(session.index.id, namespace));
   }
 

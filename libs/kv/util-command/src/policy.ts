@@ -171,7 +171,7 @@ export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: Poli
   }
 
   if (!ctx.transaction) {
-    const composite = upstashBehaviour(commandName(out), out);
+    const composite = upstashBehaviour(out === args ? name : commandName(out), out);
     if (composite) return composite;
   }
   const command: RedisCommand = { kind: 'redis', args: out, label, write };
