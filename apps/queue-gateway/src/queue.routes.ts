@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import {
   type ApiOperation,
   type DenialTable,
@@ -11,7 +11,6 @@ import {
   registerTenantApi,
 } from '@restash/shared/feature-tenancy';
 import {
-  type PublishContext,
   QueueError,
   dlqView,
   encodeQueueError,
@@ -28,159 +27,133 @@ import {
   queryValues,
 } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
+import { type Answer, type Endpoint, ok, publishContext } from './endpoint';
 import { QueueMetrics } from './queue-metrics';
 import { QueueService, type Session } from './queue.service';
-
-/** What an endpoint gets: the session, the path after its prefix (raw), the query, the request, the body. */
-interface Call {
-  session: Session;
-  rest: string;
-  query: URLSearchParams;
-  request: FastifyRequest;
-  body: Buffer;
-}
-
-/** An answer: status and JSON value (undefined: an empty body). */
-interface Answer {
-  status: number;
-  value?: unknown;
-}
-
-/** An endpoint under `/v2/`. */
-interface Endpoint {
-  method: string;
-  /** The path after `/v2/`: `exact` matches it whole (or with a trailing slash), otherwise it is a prefix and the remainder is `rest`. */
-  path: string;
-  exact: boolean;
-  /** Changes state (or reveals the signing keys): refused for read-only tokens. */
-  write: boolean;
-  name: string;
-  run(service: QueueService, call: Call): Promise<Answer>;
-}
-
-const ok = (value?: unknown): Answer => ({ status: 200, value });
 
 /**
  * The endpoints the official `@upstash/qstash` Client calls for publishing, messages, the DLQ, logs and keys
  * (README, "Queue: endpoints"). Longer prefixes come first; destinations stay raw (their `//` and query survive).
  */
-const ENDPOINTS: Endpoint[] = [
-  {
-    method: 'POST',
-    path: 'publish/',
-    exact: false,
-    write: true,
-    name: 'publish',
-    run: async (s, c) => {
-      const destination = publishDestination(c.rest, c.request.url, c.query);
-      const [result] = await s.publish(c.session, [parsePublish({ ...publishContext(c), destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body })]);
-      return { status: result?.deduplicated ? 202 : 201, value: result };
+export function messageEndpoints(s: QueueService): Endpoint[] {
+  return [
+    {
+      method: 'POST',
+      path: 'publish/',
+      exact: false,
+      write: true,
+      name: 'publish',
+      run: async (c) => {
+        const destination = publishDestination(c.rest, c.request.url, c.query);
+        const [result] = await s.publish(c.session, [parsePublish({ ...publishContext(c), destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body })]);
+        return { status: result?.deduplicated ? 202 : 201, value: result };
+      },
     },
-  },
-  {
-    method: 'POST',
-    path: 'batch',
-    exact: true,
-    write: true,
-    name: 'batch',
-    run: async (s, c) => ok(await s.publish(c.session, parseBatch(c.body, publishContext(c)))),
-  },
-  { method: 'GET', path: 'messages/', exact: false, write: false, name: 'messages', run: async (s, c) => ok(messageView(await s.message(c.session, pathId(c.rest)))) },
-  {
-    method: 'DELETE',
-    path: 'messages/',
-    exact: false,
-    write: true,
-    name: 'messages',
-    run: async (s, c) => {
-      await s.cancel(c.session, pathId(c.rest));
-      return ok({ cancelled: 1 });
+    {
+      method: 'POST',
+      path: 'batch',
+      exact: true,
+      write: true,
+      name: 'batch',
+      run: async (c) => ok(await s.publish(c.session, parseBatch(c.body, publishContext(c)))),
     },
-  },
-  {
-    method: 'DELETE',
-    path: 'messages',
-    exact: true,
-    write: true,
-    name: 'messages',
-    run: async (s, c) => {
-      const ids = queryValues(c.query, 'messageIds');
-      const cancelled = await s.cancelMany(c.session, ids ? { messageIds: ids } : { filter: parseListFilter(c.query) });
-      return ok({ cancelled });
+    { method: 'GET', path: 'messages/', exact: false, write: false, name: 'messages', run: async (c) => ok(messageView(await s.message(c.session, pathId(c.rest)))) },
+    {
+      method: 'DELETE',
+      path: 'messages/',
+      exact: false,
+      write: true,
+      name: 'messages',
+      run: async (c) => {
+        await s.cancel(c.session, pathId(c.rest));
+        return ok({ cancelled: 1 });
+      },
     },
-  },
-  {
-    method: 'POST',
-    path: 'dlq/retry/',
-    exact: false,
-    write: true,
-    name: 'dlq',
-    run: async (s, c) => {
-      const [messageId] = await s.dlqRetry(c.session, [await s.dlqEntry(c.session, pathId(c.rest))]);
-      return { status: 201, value: { messageId } };
+    {
+      method: 'DELETE',
+      path: 'messages',
+      exact: true,
+      write: true,
+      name: 'messages',
+      run: async (c) => {
+        const ids = queryValues(c.query, 'messageIds');
+        const cancelled = await s.cancelMany(c.session, ids ? { messageIds: ids } : { filter: parseListFilter(c.query) });
+        return ok({ cancelled });
+      },
     },
-  },
-  {
-    method: 'POST',
-    path: 'dlq/retry',
-    exact: true,
-    write: true,
-    name: 'dlq',
-    run: async (s, c) => {
-      const page = await s.dlqList(c.session, parseDlqPage(c.query));
-      const ids = await s.dlqRetry(c.session, page.items);
-      return ok({ responses: ids.map((messageId) => ({ messageId })), ...(page.cursor ? { cursor: page.cursor } : {}) });
+    {
+      method: 'POST',
+      path: 'dlq/retry/',
+      exact: false,
+      write: true,
+      name: 'dlq',
+      run: async (c) => {
+        const [messageId] = await s.dlqRetry(c.session, [await s.dlqEntry(c.session, pathId(c.rest))]);
+        return { status: 201, value: { messageId } };
+      },
     },
-  },
-  { method: 'GET', path: 'dlq/', exact: false, write: false, name: 'dlq', run: async (s, c) => ok(dlqView(await s.dlqEntry(c.session, pathId(c.rest)))) },
-  {
-    method: 'DELETE',
-    path: 'dlq/',
-    exact: false,
-    write: true,
-    name: 'dlq',
-    run: async (s, c) => {
-      const dlqId = pathId(c.rest);
-      if ((await s.dlqDelete(c.session, [dlqId])) === 0) throw new QueueError(404, `dlq message ${dlqId} not found`);
-      return ok();
+    {
+      method: 'POST',
+      path: 'dlq/retry',
+      exact: true,
+      write: true,
+      name: 'dlq',
+      run: async (c) => {
+        const page = await s.dlqList(c.session, parseDlqPage(c.query));
+        const ids = await s.dlqRetry(c.session, page.items);
+        return ok({ responses: ids.map((messageId) => ({ messageId })), ...(page.cursor ? { cursor: page.cursor } : {}) });
+      },
     },
-  },
-  {
-    method: 'GET',
-    path: 'dlq',
-    exact: true,
-    write: false,
-    name: 'dlq',
-    run: async (s, c) => {
-      const page = await s.dlqList(c.session, parseDlqPage(c.query));
-      return ok({ messages: page.items.map(dlqView), ...(page.cursor ? { cursor: page.cursor } : {}) });
+    { method: 'GET', path: 'dlq/', exact: false, write: false, name: 'dlq', run: async (c) => ok(dlqView(await s.dlqEntry(c.session, pathId(c.rest)))) },
+    {
+      method: 'DELETE',
+      path: 'dlq/',
+      exact: false,
+      write: true,
+      name: 'dlq',
+      run: async (c) => {
+        const dlqId = pathId(c.rest);
+        if ((await s.dlqDelete(c.session, [dlqId])) === 0) throw new QueueError(404, `dlq message ${dlqId} not found`);
+        return ok();
+      },
     },
-  },
-  {
-    method: 'DELETE',
-    path: 'dlq',
-    exact: true,
-    write: true,
-    name: 'dlq',
-    run: async (s, c) => {
-      const page = await s.dlqList(c.session, parseDlqPage(c.query));
-      const deleted = await s.dlqDelete(c.session, page.items.map((e) => e.dlqId));
-      return ok({ deleted, ...(page.cursor ? { cursor: page.cursor } : {}) });
+    {
+      method: 'GET',
+      path: 'dlq',
+      exact: true,
+      write: false,
+      name: 'dlq',
+      run: async (c) => {
+        const page = await s.dlqList(c.session, parseDlqPage(c.query));
+        return ok({ messages: page.items.map(dlqView), ...(page.cursor ? { cursor: page.cursor } : {}) });
+      },
     },
-  },
-  { method: 'GET', path: 'events', exact: true, write: false, name: 'events', run: async (s, c) => ok(eventsAnswer(await s.events(c.session, parseEventsPage(c.query)), 'events')) },
-  { method: 'GET', path: 'logs', exact: true, write: false, name: 'logs', run: async (s, c) => ok(eventsAnswer(await s.events(c.session, parseEventsPage(c.query)), 'logs')) },
-  {
-    method: 'GET',
-    path: 'keys',
-    exact: true,
-    write: true,
-    name: 'keys',
-    run: async (_s, c) => ok({ current: c.session.project.signingKeys.current, next: c.session.project.signingKeys.next }),
-  },
-];
+    {
+      method: 'DELETE',
+      path: 'dlq',
+      exact: true,
+      write: true,
+      name: 'dlq',
+      run: async (c) => {
+        const page = await s.dlqList(c.session, parseDlqPage(c.query));
+        const deleted = await s.dlqDelete(c.session, page.items.map((e) => e.dlqId));
+        return ok({ deleted, ...(page.cursor ? { cursor: page.cursor } : {}) });
+      },
+    },
+    { method: 'GET', path: 'events', exact: true, write: false, name: 'events', run: async (c) => ok(eventsAnswer(await s.events(c.session, parseEventsPage(c.query)), 'events')) },
+    { method: 'GET', path: 'logs', exact: true, write: false, name: 'logs', run: async (c) => ok(eventsAnswer(await s.events(c.session, parseEventsPage(c.query)), 'logs')) },
+    {
+      method: 'GET',
+      path: 'keys',
+      exact: true,
+      write: true,
+      name: 'keys',
+      run: async (c) => ok({ current: c.session.project.signingKeys.current, next: c.session.project.signingKeys.next }),
+      },
+  ];
+}
 
-/** The methods the Queue API's operations use (ENDPOINTS); any other gets 405 from the shared bootstrap. */
+/** The methods the Queue API's operations use (the `*Endpoints` lists); any other gets 405 from the shared bootstrap. */
 export const QUEUE_METHODS = ['GET', 'POST', 'DELETE'];
 
 /** The queue API's answers to the tenant gate's denials (README, "Queue: requests and errors"). */
@@ -205,7 +178,7 @@ export const QUEUE_ERRORS: TenantApiErrors = {
 };
 
 /** The operation of an endpoint: found by method and path under `/v2/` (longer prefixes first), answered as JSON. */
-function queueOperation(endpoint: Endpoint, service: QueueService): ApiOperation<Session> {
+function queueOperation(endpoint: Endpoint): ApiOperation<Session> {
   const { path } = endpoint;
   return operation<Session, string, undefined, Answer>({
     name: endpoint.name,
@@ -218,7 +191,7 @@ function queueOperation(endpoint: Endpoint, service: QueueService): ApiOperation
       return tail.startsWith(path) && tail.length > path.length ? tail.slice(path.length) : undefined;
     },
     run: (session, _input, call) =>
-      endpoint.run(service, { session, rest: call.params, query: call.query, request: call.request, body: call.body ?? Buffer.alloc(0) }),
+      endpoint.run({ session, rest: call.params, query: call.query, request: call.request, body: call.body ?? Buffer.alloc(0) }),
     encode: ({ status, value }) => ({ status, ...(value === undefined ? {} : { body: JSON.stringify(value) }) }),
   });
 }
@@ -244,7 +217,7 @@ export class QueueRoutes implements OnModuleInit {
     registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
       errors: QUEUE_ERRORS,
       credentials: { scheme: 'bearer', queryToken: 'qstash_token' },
-      operations: ENDPOINTS.map((endpoint) => queueOperation(endpoint, this.service)),
+      operations: [...messageEndpoints(this.service)].map(queueOperation),
       open: (credentials) => this.service.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,
@@ -252,12 +225,6 @@ export class QueueRoutes implements OnModuleInit {
       bodyLimitBytes: this.config.http.bodyLimitBytes,
     });
   }
-}
-
-/** What a publish takes from the request and the project besides destination, headers and body. */
-function publishContext(call: Call): PublishContext {
-  const { retries } = call.session.project;
-  return { nowMs: Date.now(), callerIp: call.request.ip, retries: { default: retries.default, max: retries.max } };
 }
 
 function eventsAnswer(page: Awaited<ReturnType<QueueService['events']>>, key: 'events' | 'logs') {

@@ -57,6 +57,35 @@ export interface QueueMessage {
   labels?: string[];
   /** Set on callback and failure-callback messages: the message whose outcome they report. */
   callbackOf?: string;
+  /** Published to a URL group: the group's name (`topicName` in QStash's shapes), one message per endpoint. */
+  topicName?: string;
+  /** The name of the URL-group endpoint this message goes to, when the endpoint has one. */
+  endpointName?: string;
+  /** Enqueued into this queue (`/v2/enqueue/<queue>/…`, batch `queue`, a schedule's `Upstash-Queue-Name`). */
+  queueName?: string;
+  /** Produced by this schedule (`Upstash-Schedule-Id` of the delivery, `scheduleId` in views and callbacks). */
+  scheduleId?: string;
+  /** `Upstash-Flow-Control-Key` and the limits of `Upstash-Flow-Control-Value` (period in seconds). */
+  flowControl?: FlowControl;
+  /** `Upstash-Redact-Fields`: what views, logs and the DLQ show redacted (delivery is unchanged). */
+  redact?: Redaction;
+}
+
+/** A flow-control key and the limits a message asked for (QStash: `parallelism=3, rate=5, period=1m`). */
+export interface FlowControl {
+  key: string;
+  /** Deliveries of this key in flight at once, across every worker replica. */
+  parallelism?: number;
+  /** Deliveries of this key started per `periodS`. */
+  rate?: number;
+  /** The rate's window in seconds (default 1, at most a week). */
+  periodS?: number;
+}
+
+/** What `Upstash-Redact-Fields` hides: the body, every header, or the named headers (canonical names). */
+export interface Redaction {
+  body?: true;
+  header?: true | string[];
 }
 
 /** A message that retries could not deliver, with the last answer of its destination (README, "Queue: message, DLQ entry and event shapes"). */
