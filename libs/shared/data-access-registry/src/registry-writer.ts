@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
-import { tokenDigest } from './credentials';
+import { generateSigningKey, tokenDigest } from './credentials';
 import { type RegistrySeal, SealError } from './sealed';
 import {
   REGISTRY_CHANNEL,
@@ -14,6 +14,7 @@ import {
   kvDatabaseId,
   kvDatabaseRecordSchema,
   queueProjectId,
+  queueProjectRecordSchema,
   registryKeys,
   retiredResourceSchema,
   streamClusterId,
@@ -114,6 +115,8 @@ export class RegistryWriter {
       });
       addTokens('stream', id, cluster.name, tokens.stream[cluster.name]);
     }
+    // A project already in the registry keeps its signing keys: `POST /v2/keys/rotate` changes them there only.
+    const storedSigningKeys = await this.queueSigningKeys(doc.spec.queue.projects.map((p) => queueProjectId(tenant, p.name)));
     for (const project of doc.spec.queue.projects) {
       const id = queueProjectId(tenant, project.name);
       const secrets = tokens.queue[project.name];
@@ -122,7 +125,7 @@ export class RegistryWriter {
         id,
         tenant,
         name: project.name,
-        signingKeys: { current: secrets.currentSigningKey, next: secrets.nextSigningKey },
+        signingKeys: storedSigningKeys.get(id) ?? { current: secrets.currentSigningKey, next: secrets.nextSigningKey },
         retries: project.retries,
         maxRequestBytes: project.limits.maxRequestBytes,
         dailyRequestLimit: project.limits.dailyRequests,
@@ -316,6 +319,40 @@ export class RegistryWriter {
     return found;
   }
 
+  /**
+   * Rotates a queue project's request-signing keys (QStash `POST /v2/keys/rotate`): `next` becomes `current` and
+   * a new `next` is made ({@link generateSigningKey}). Atomic against concurrent rotations and applies (a
+   * compare-and-set on the stored record, retried); announced, so readers drop their cached record.
+   * A later {@link applyTenant} keeps the rotated keys.
+   * @returns the keys after the rotation, or null when the project is not in the registry
+   * @throws Error when the control Redis fails or the record keeps changing under the rotation
+   */
+  async rotateQueueSigningKeys(projectId: string): Promise<QueueProjectRecord['signingKeys'] | null> {
+    const key = registryKeys.queueProject(projectId);
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const raw = await this.redis.get(key);
+      if (!raw) return null;
+      const record = queueProjectRecordSchema.parse(JSON.parse(raw));
+      const signingKeys = { current: record.signingKeys.next, next: generateSigningKey() };
+      const swapped = await this.redis.eval(COMPARE_AND_SET, 1, key, raw, JSON.stringify({ ...record, signingKeys }), REGISTRY_CHANNEL);
+      if (swapped === 1) return signingKeys;
+    }
+    throw new Error(`queue project ${projectId}: its registry record kept changing during the key rotation`);
+  }
+
+  /** The signing keys stored for these queue projects (those in the registry), by project id. */
+  private async queueSigningKeys(ids: string[]): Promise<Map<string, QueueProjectRecord['signingKeys']>> {
+    const found = new Map<string, QueueProjectRecord['signingKeys']>();
+    if (ids.length === 0) return found;
+    const values = await this.redis.mget(...ids.map((id) => registryKeys.queueProject(id)));
+    ids.forEach((id, i) => {
+      const raw = values[i];
+      const record = raw ? queueProjectRecordSchema.safeParse(JSON.parse(raw)) : undefined;
+      if (record?.success) found.set(id, record.data.signingKeys);
+    });
+    return found;
+  }
+
   /** Stores a token minted at run time (ACL RESTTOKEN) and files it under its tenant. */
   async putRuntimeToken(record: TokenRecord): Promise<void> {
     const key = registryKeys.token(record.digest);
@@ -389,6 +426,13 @@ if bound == ARGV[1] then return false end
 if bound and redis.call('EXISTS', ARGV[2] .. bound) == 1 then return bound end
 redis.call('SET', KEYS[1], ARGV[1])
 return false`;
+
+/** KEYS[1] a record; ARGV[1] the value read; ARGV[2] the new value; ARGV[3] the change channel. Sets and announces it only if unchanged. */
+const COMPARE_AND_SET = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('PUBLISH', ARGV[3], KEYS[1])
+return 1`;
 
 /**
  * Runs a MULTI/EXEC and returns each command's result.

@@ -2,11 +2,11 @@ import { Redis } from 'ioredis';
 import { type RedisServer, startRedisServer } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 import { DailyQuota } from './daily-quota';
-import { kvDatabaseId, registryKeys } from './records';
+import { kvDatabaseId, queueProjectId, registryKeys } from './records';
 import { RegistryReader } from './registry-reader';
 import { RegistryWriter } from './registry-writer';
 import { type TenantDocument, tenantDocumentSchema } from './tenant-spec';
-import { generateToken, tokenDigest } from './credentials';
+import { generateSigningKey, generateToken, tokenDigest } from './credentials';
 import { RegistrySeal, SealError } from './sealed';
 
 function tenant(name: string, databases: string[]): TenantDocument {
@@ -193,6 +193,31 @@ describe('tenant registry on a real Redis', () => {
       await stranger.close();
       strangerRedis.disconnect();
     }
+  });
+
+  it('rotates a queue project\'s signing keys (next becomes current, a new next), announces it, and a re-apply keeps them', async () => {
+    const doc = tenantDocumentSchema.parse({
+      apiVersion: 'restash.dev/v1alpha1',
+      kind: 'Tenant',
+      metadata: { name: 'rota' },
+      spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1024, dailyRequests: 0 } }] } },
+    });
+    const secrets = { standard: generateToken(), readonly: generateToken(), currentSigningKey: generateSigningKey(), nextSigningKey: generateSigningKey() };
+    const tokens = { kv: {}, vector: {}, stream: {}, queue: { main: secrets } };
+    await writer.applyTenant(doc, tokens);
+    const id = queueProjectId('rota', 'main');
+    expect((await reader.queueProject(id))?.signingKeys).toEqual({ current: secrets.currentSigningKey, next: secrets.nextSigningKey });
+
+    const rotated = await writer.rotateQueueSigningKeys(id);
+    expect(rotated?.current).toBe(secrets.nextSigningKey);
+    expect(rotated?.next).toMatch(/^sig_/);
+    expect(rotated?.next).not.toBe(secrets.nextSigningKey);
+    // The reader cached the old record: the announcement drops it.
+    await eventually(async () => expect((await reader.queueProject(id))?.signingKeys).toEqual(rotated), 5_000);
+
+    await writer.applyTenant(doc, tokens);
+    expect((await reader.queueProject(id))?.signingKeys).toEqual(rotated);
+    expect(await writer.rotateQueueSigningKeys(queueProjectId('rota', 'none'))).toBeNull();
   });
 
   it('counts a daily quota across callers without overshooting', async () => {
