@@ -5,6 +5,7 @@ export * from './retry';
 export * from './delivery-decision';
 export * from './headers';
 export * from './publish';
+export * from './flow-control';
 export * from './signature';
 export * from './delivery';
 export * from './callback';

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { MAX_DURATION_MS, parseDuration } from './durations';
 import { QueueError } from './errors';
+import { parseFlowControl } from './flow-control';
 import { canonicalHeaderName, headerValues } from './headers';
 import { HTTP_METHODS, type CallbackSettings, type HeaderMap, type HttpMethod, type QueueMessage } from './message';
 import { compileRetryDelay } from './retry';
@@ -159,6 +160,7 @@ function contentDeduplicationId(url: string, method: HttpMethod, header: HeaderM
  *   `callbackSettings`, the same under `Upstash-Failure-Callback-` → `failureCallbackSettings`
  *   (each object only when one of its headers is sent, even without a callback URL);
  * - `Upstash-Label`: comma-separated, trimmed, empty ones dropped;
+ * - `Upstash-Flow-Control-Key` with `Upstash-Flow-Control-Value` → `flowControl` ({@link parseFlowControl});
  * - `Upstash-Deduplication-Id` → `id:<value>`; else `Upstash-Content-Based-Deduplication: true` (any
  *   case) → `content:<sha256 hex>` of url, method, header and body (not of the project: the store must
  *   scope keys by project).
@@ -217,6 +219,8 @@ export function parsePublish(input: PublishInput): ParsedPublish {
     .map((label) => label.trim())
     .filter((label) => label !== '');
 
+  const flowControl = parseFlowControl(get('upstash-flow-control-key'), get('upstash-flow-control-value'));
+
   const body = input.body.toString('base64');
   const message: ParsedPublish['message'] = { url, method, header, body, maxRetries, notBefore, createdAt: input.nowMs, callerIp: input.callerIp };
   if (retryDelayExpression !== undefined) message.retryDelayExpression = retryDelayExpression;
@@ -226,6 +230,7 @@ export function parsePublish(input: PublishInput): ParsedPublish {
   if (callbackTuning) message.callbackSettings = callbackTuning;
   if (failureCallbackTuning) message.failureCallbackSettings = failureCallbackTuning;
   if (labels.length > 0) message.labels = labels;
+  if (flowControl) message.flowControl = flowControl;
 
   const result: ParsedPublish = { message };
   const deduplicationKey = get('upstash-deduplication-id');
