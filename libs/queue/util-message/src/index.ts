@@ -12,3 +12,4 @@ export * from './callback';
 export * from './views';
 export * from './destination-guard';
 export * from './requests';
+export * from './schedule';
