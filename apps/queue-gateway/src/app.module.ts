@@ -6,6 +6,7 @@ import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 import { QUEUE_ERRORS, QueueRoutes } from './queue.routes';
 import { QUEUE_REDIS, QueueService } from './queue.service';
+import { UrlGroupsService } from './url-groups.service';
 
 /** queue-gateway: the queue API (QStash v2; README, "What the Queue API does") over BullMQ; queue-worker delivers. */
 @Module({})
@@ -21,6 +22,7 @@ export class AppModule {
         { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true }) },
         QueueMetrics,
         QueueService,
+        UrlGroupsService,
         QueueRoutes,
       ],
     };

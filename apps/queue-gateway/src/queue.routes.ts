@@ -18,18 +18,19 @@ import {
   headerRecord,
   messageView,
   parseBatch,
+  parseCancelRequest,
   parseDlqPage,
   parseEventsPage,
-  parseListFilter,
   parsePublish,
   pathId,
   publishDestination,
-  queryValues,
 } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { type Answer, type Endpoint, ok, publishContext } from './endpoint';
 import { QueueMetrics } from './queue-metrics';
 import { QueueService, type Session } from './queue.service';
+import { topicsEndpoints } from './topics.endpoints';
+import { UrlGroupsService } from './url-groups.service';
 
 /**
  * The endpoints the official `@upstash/qstash` Client calls for publishing, messages, the DLQ, logs and keys
@@ -46,7 +47,8 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       run: async (c) => {
         const destination = publishDestination(c.rest, c.request.url, c.query);
         const [result] = await s.publish(c.session, [parsePublish({ ...publishContext(c), destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body })]);
-        return { status: result?.deduplicated ? 202 : 201, value: result };
+        // A URL group answers an array, one per endpoint (compat §4.3).
+        return { status: !Array.isArray(result) && result?.deduplicated ? 202 : 201, value: result };
       },
     },
     {
@@ -76,8 +78,7 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       write: true,
       name: 'messages',
       run: async (c) => {
-        const ids = queryValues(c.query, 'messageIds');
-        const cancelled = await s.cancelMany(c.session, ids ? { messageIds: ids } : { filter: parseListFilter(c.query) });
+        const cancelled = await s.cancelMany(c.session, parseCancelRequest(c.query));
         return ok({ cancelled });
       },
     },
@@ -211,13 +212,14 @@ export class QueueRoutes implements OnModuleInit {
     private readonly gate: TenantGate,
     private readonly metrics: QueueMetrics,
     @Inject(QUEUE_CONFIG) private readonly config: QueueGatewayConfig,
+    private readonly urlGroups: UrlGroupsService,
   ) {}
 
   onModuleInit(): void {
     registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
       errors: QUEUE_ERRORS,
       credentials: { scheme: 'bearer', queryToken: 'qstash_token' },
-      operations: [...messageEndpoints(this.service)].map(queueOperation),
+      operations: [...messageEndpoints(this.service), ...topicsEndpoints(this.urlGroups)].map(queueOperation),
       open: (credentials) => this.service.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,

@@ -3,8 +3,9 @@ import type { Redis } from 'ioredis';
 import { Readiness } from '@restash/shared/util-http';
 import type { QueueProjectRecord } from '@restash/shared/data-access-registry';
 import { type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
-import { type Page, QueueStore } from '@restash/queue/data-access-store';
+import { type Page, Publisher, QueueStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import {
+  type CancelRequest,
   type DlqEntry,
   type ListFilter,
   type MessageEvent,
@@ -42,6 +43,7 @@ export interface PublishResult {
 export class QueueService implements OnApplicationShutdown {
   private readonly logger = new Logger(QueueService.name);
   private readonly store: QueueStore;
+  private readonly publisher: Publisher;
 
   constructor(
     @Inject(QUEUE_REDIS) private readonly queueRedis: Redis,
@@ -51,6 +53,7 @@ export class QueueService implements OnApplicationShutdown {
     readiness: Readiness,
   ) {
     this.store = new QueueStore(queueRedis, config.store.options);
+    this.publisher = new Publisher(this.store, new UrlGroupStore(queueRedis, config.store.options.prefix));
     readiness.register('queue-redis', () => queueRedis.ping());
   }
 
@@ -69,17 +72,14 @@ export class QueueService implements OnApplicationShutdown {
   }
 
   /**
-   * Publishes parsed messages in order (`/v2/publish` gives one, `/v2/batch` several); each is enqueued
-   * for delivery at its notBefore, or answered with the earlier id when it is a duplicate.
+   * Publishes parsed messages in order (`/v2/publish` gives one, `/v2/batch` several) through the
+   * {@link Publisher}: each is enqueued for delivery at its notBefore, or answered with the earlier id when it
+   * is a duplicate; a URL-group destination gives an array, one per endpoint.
+   * @throws QueueError 400 for an unknown or empty URL group (nothing published)
    */
-  async publish(session: Session, parsed: ParsedPublish[]): Promise<PublishResult[]> {
-    const results: PublishResult[] = [];
-    for (const { message, deduplicationId } of parsed) {
-      const full: QueueMessage = { ...message, messageId: newMessageId(), project: session.project.id };
-      const { messageId, deduplicated } = await this.backend(session.tenant, 'queue', () => this.store.publish(full, deduplicationId));
-      this.metrics.countPublished(session.tenant, deduplicated);
-      results.push({ messageId, url: full.url, ...(deduplicated ? { deduplicated: true as const } : {}) });
-    }
+  async publish(session: Session, parsed: ParsedPublish[]): Promise<Array<PublishResult | PublishResult[]>> {
+    const results = await this.backend(session.tenant, 'queue', () => this.publisher.publish(session.project.id, parsed));
+    for (const result of results.flat()) this.metrics.countPublished(session.tenant, result.deduplicated === true);
     return results;
   }
 
@@ -96,11 +96,13 @@ export class QueueService implements OnApplicationShutdown {
     if (!cancelled) throw new QueueError(404, `message ${messageId} not found or already delivered`);
   }
 
-  /** `DELETE /v2/messages?…`: cancels the given messages, or every pending one matching the filter. @returns how many */
-  async cancelMany(session: Session, target: { messageIds: string[] } | { filter: Pick<ListFilter, 'url' | 'label'> }): Promise<number> {
+  /** `DELETE /v2/messages?…`: cancels the given messages, or up to `count` pending ones matching the filter. @returns how many */
+  async cancelMany(session: Session, target: CancelRequest): Promise<number> {
     const project = session.project.id;
     const ids =
-      'messageIds' in target ? target.messageIds : await this.backend(session.tenant, 'queue', () => this.store.pendingMessageIds(project, target.filter));
+      'messageIds' in target
+        ? target.messageIds
+        : await this.backend(session.tenant, 'queue', () => this.store.pendingMessageIds(project, target.filter, target.count));
     let cancelled = 0;
     for (const id of ids) {
       if (await this.backend(session.tenant, 'queue', () => this.store.cancel(project, id))) cancelled++;
@@ -151,6 +153,7 @@ export class QueueService implements OnApplicationShutdown {
     try {
       return await call();
     } catch (error) {
+      if (error instanceof QueueError) throw error;
       this.metrics.backendError(tenant, kind);
       this.logger.warn(`${kind} Redis call failed: ${String(error)}`);
       throw new QueueError(503, 'Service unavailable: the queue store cannot be reached');

@@ -11,6 +11,7 @@ import {
   deliveryDecision,
   deliveryRequest,
   dlqIdOf,
+  messageEvent,
 } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
 import { INFRASTRUCTURE_RETRY, InfrastructureUnavailable, type InfrastructureOperation, retryInfrastructure } from './infrastructure-retry';
@@ -112,6 +113,7 @@ export class DeliveryProcessor {
     }
     if (retried === 0) this.metrics.observeLag(project.tenant, (Date.now() - message.notBefore) / 1000);
 
+    const activeAt = Date.now();
     const attempt = await this.attempt(message, retried, project.signingKeys.current);
     // Deleted during the attempt: no retry, DLQ entry, callback or event under a project being purged.
     if (!(await this.call('registry', () => this.registry.queueProject(message.project)))) return 'dropped';
@@ -129,19 +131,20 @@ export class DeliveryProcessor {
       nowMs: now,
     });
     if (response && decision.kind === 'delivered') {
-      await this.event(message, 'DELIVERED', { responseStatus: response.status });
+      await this.event(message, 'DELIVERED', { responseStatus: response.status }, activeAt);
       return 'delivered';
     }
 
     const error = attempt.error ?? `the destination answered ${response?.status}`;
     // A cancel requested during the attempt stops its retries and keeps the message out of the DLQ.
     if (await this.call('store', () => this.store.cancelRequested(message.messageId))) {
-      await this.event(message, 'CANCELLED');
+      await this.event(message, 'CANCELLED', {}, activeAt, error, response?.status);
       return 'cancelled';
     }
     if (decision.kind === 'retry') {
       const { delayMs } = decision;
-      await this.event(message, 'RETRY', { error, nextDeliveryTime: now + delayMs, ...(response ? { responseStatus: response.status } : {}) });
+      const status = response ? { responseStatus: response.status } : {};
+      await this.event(message, 'RETRY', { error, nextDeliveryTime: now + delayMs, ...status }, activeAt, error, response?.status);
       throw new RetryLater(delayMs, error);
     }
 
@@ -161,7 +164,7 @@ export class DeliveryProcessor {
       const payload = callbackPayload(message, outcome, retried, this.config.maxResponseBytes, dlqId);
       await this.call('store', () => this.store.enqueue(callbackMessage(message, 'failure-callback', payload, now, this.config.callbackRetries)));
     }
-    await this.event(message, 'FAILED', { error, ...(response ? { responseStatus: response.status } : {}) });
+    await this.event(message, 'FAILED', { error, ...(response ? { responseStatus: response.status } : {}) }, activeAt, error, response?.status);
     return 'failed';
   }
 
@@ -177,17 +180,25 @@ export class DeliveryProcessor {
     }
   }
 
-  private event(message: QueueMessage, state: MessageEvent['state'], extra: Partial<MessageEvent> = {}): Promise<void> {
-    return this.call('store', () =>
-      this.store.addEvent(message.project, {
-        time: Date.now(),
-        state,
-        messageId: message.messageId,
-        url: message.url,
-        ...(message.labels ? { labels: message.labels } : {}),
-        ...extra,
-      }),
-    );
+  /**
+   * Writes an event of the message (README, "Queue: message, DLQ entry and event shapes"). After an attempt
+   * (`activeAt` given) it goes in one round trip after the attempt's ACTIVE event (timed `activeAt`, written
+   * with the outcome so that an attempt costs no extra Redis round trip) and, for a failed attempt (`error`
+   * given), an ERROR event with the error and the answer's status.
+   */
+  private event(
+    message: QueueMessage,
+    state: MessageEvent['state'],
+    extra: Partial<MessageEvent> = {},
+    activeAt?: number,
+    error?: string,
+    responseStatus?: number,
+  ): Promise<void> {
+    const now = Date.now();
+    const events = activeAt === undefined ? [] : [messageEvent(message, 'ACTIVE', activeAt)];
+    if (error !== undefined) events.push(messageEvent(message, 'ERROR', now, { error, ...(responseStatus === undefined ? {} : { responseStatus }) }));
+    events.push(messageEvent(message, state, now, extra));
+    return this.call('store', () => this.store.addEvents(message.project, events));
   }
 
   /** An infrastructure call, retried in place (logged, counted). @throws InfrastructureUnavailable after the last retry */

@@ -1,2 +1,4 @@
 export * from './queue-store';
 export * from './store-config';
+export * from './topics';
+export * from './publisher';

@@ -47,7 +47,7 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
 
     await expect(store.message('t.a', first.messageId)).resolves.toEqual({ message: first, status: 'pending' });
     await expect(store.message('t.b', first.messageId)).resolves.toBeNull();
-    await expect(store.pendingMessageIds('t.a', {})).resolves.toEqual([first.messageId]);
+    await expect(store.pendingMessageIds('t.a', {}, 500)).resolves.toEqual([first.messageId]);
     const events = await store.events('t.a', { count: 10, filter: {} });
     expect(events.items.map((e) => [e.state, e.messageId])).toEqual([['CREATED', first.messageId]]);
   });

@@ -1,7 +1,17 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { execOrThrow } from '@restash/shared/data-access-registry';
-import type { DlqEntry, ListFilter, MessageEvent, QueueMessage } from '@restash/queue/util-message';
+import {
+  type DlqEntry,
+  type ListFilter,
+  type MessageEvent,
+  type QueueMessage,
+  eventSubject,
+  matchesFilter,
+  messageEvent,
+  messageSubject,
+} from '@restash/queue/util-message';
+import { urlGroupsKey } from './topics';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -65,15 +75,7 @@ export class QueueStore {
     const messageId = job.id ?? message.messageId;
     const deduplicated = messageId !== message.messageId;
     if (!deduplicated) {
-      await this.addEvent(message.project, {
-        time: message.createdAt,
-        state: 'CREATED',
-        messageId,
-        url: message.url,
-        header: message.header,
-        ...(message.body ? { body: message.body } : {}),
-        ...(message.labels ? { labels: message.labels } : {}),
-      });
+      await this.addEvent(message.project, messageEvent(message, 'CREATED', message.createdAt, { header: message.header, ...(message.body ? { body: message.body } : {}) }));
     }
     return { messageId, deduplicated };
   }
@@ -115,16 +117,32 @@ export class QueueStore {
     } else {
       return false;
     }
-    await this.addEvent(project, { time: Date.now(), state: event, messageId, url: job.data.url });
+    await this.addEvent(project, messageEvent(job.data, event, Date.now()));
     return true;
   }
 
-  /** The ids of a project's messages that are not delivered yet, oldest first (for a bulk cancel). */
-  async pendingMessageIds(project: string, filter: Pick<ListFilter, 'url' | 'label'>): Promise<string[]> {
-    const jobs = await this.queue.getJobs(['waiting', 'delayed', 'prioritized', 'active'], 0, -1, true);
-    return jobs
-      .filter((job) => job.data?.project === project && matches(filter, { url: job.data.url, labels: job.data.labels }))
-      .map((job) => job.data.messageId);
+  /**
+   * The ids of up to `count` of a project's messages that are not delivered yet and match `filter` (`fromDate`/
+   * `toDate` against createdAt), for a bulk cancel. Cost: BullMQ keeps every project's jobs in one queue, so this
+   * reads the data of every waiting, delayed, prioritized and active job of every project (in pages of 1000)
+   * until `count` are found: O(jobs pending in the whole queue) per call. Other projects' jobs are read but
+   * never returned.
+   */
+  async pendingMessageIds(project: string, filter: ListFilter, count: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (const state of ['active', 'waiting', 'prioritized', 'delayed'] as const) {
+      for (let start = 0; ids.length < count; start += 1000) {
+        const jobs = await this.queue.getJobs([state], start, start + 999, true);
+        if (jobs.length === 0) break;
+        for (const job of jobs) {
+          const m = job?.data;
+          if (m?.project !== project || !matchesFilter(filter, messageSubject(m, m.createdAt))) continue;
+          ids.push(m.messageId);
+          if (ids.length === count) break;
+        }
+      }
+    }
+    return ids;
   }
 
   /** Whether a cancel was requested for a message being delivered. */
@@ -172,9 +190,7 @@ export class QueueStore {
         const raw = raws[i];
         if (!raw) continue;
         const entry = JSON.parse(raw) as DlqEntry;
-        const m = entry.message;
-        const candidate = { messageId: m.messageId, url: m.url, labels: m.labels, time: entry.failedAt, responseStatus: entry.responseStatus };
-        if (matches(args.filter, candidate)) items.push(entry);
+        if (matchesFilter(args.filter, messageSubject(entry.message, entry.failedAt, entry.responseStatus))) items.push(entry);
         if (items.length === args.count) break;
       }
     }
@@ -199,6 +215,14 @@ export class QueueStore {
     await this.redis.xadd(this.key('events', project), 'MAXLEN', '~', String(this.options.eventsPerProject), '*', 'e', JSON.stringify(event));
   }
 
+  /** Appends events of a project in one round trip, in order (e.g. an attempt's ACTIVE with its outcome). */
+  async addEvents(project: string, events: readonly MessageEvent[]): Promise<void> {
+    const key = this.key('events', project);
+    const tx = this.redis.pipeline();
+    for (const event of events) tx.xadd(key, 'MAXLEN', '~', String(this.options.eventsPerProject), '*', 'e', JSON.stringify(event));
+    await execOrThrow(tx);
+  }
+
   /** A page of a project's events, newest first, filtered. The cursor is the stream id to continue before. */
   async events(project: string, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
     const key = this.key('events', project);
@@ -213,9 +237,7 @@ export class QueueStore {
         scanned++;
         last = id;
         const event = JSON.parse(fields[1] ?? '{}') as MessageEvent;
-        if (matches(args.filter, { messageId: event.messageId, url: event.url, labels: event.labels, state: event.state, time: event.time })) {
-          items.push(event);
-        }
+        if (matchesFilter(args.filter, eventSubject(event))) items.push(event);
         if (items.length === args.count) break;
       }
       end = `(${last}`;
@@ -227,8 +249,8 @@ export class QueueStore {
 
   /**
    * Deletes everything a project holds in the queue Redis (tenant teardown): its messages in every job state
-   * (pending, delayed, active, delivered, failed, callbacks included), its DLQ, its events, its deduplication
-   * ids and its cancel requests. A message being delivered cannot be removed while its worker holds it: the
+   * (pending, delayed, active, delivered, failed, callbacks included), its DLQ, its events, its URL groups, its
+   * deduplication ids and its cancel requests. A message being delivered cannot be removed while its worker holds it: the
    * purge waits for it to finish (its project must already be gone from the registry, so the worker drops it
    * or its retry without delivering), removing whatever it left behind, then deletes the DLQ and events.
    *
@@ -265,7 +287,7 @@ export class QueueStore {
     const dlqIds = await this.redis.zrange(this.key('dlq', project), '0', '-1');
     const dlqEntries = dlqIds.length > 0 ? await this.redis.hmget(this.key('dlq-entries', project), ...dlqIds) : [];
     for (const raw of dlqEntries) if (raw) messageIds.add((JSON.parse(raw) as DlqEntry).message.messageId);
-    const keys = [this.key('dlq', project), this.key('dlq-entries', project), this.key('events', project)];
+    const keys = [this.key('dlq', project), this.key('dlq-entries', project), this.key('events', project), urlGroupsKey(this.options.prefix, project)];
     keys.push(...[...messageIds].map((id) => this.key('cancel', id)));
     keys.push(...(await this.scanKeys(`${this.options.prefix}:${DELIVERY_QUEUE}:de:${globEscape(project)}:*`)));
     for (let i = 0; i < keys.length; i += 500) await this.redis.del(...keys.slice(i, i + 500));
@@ -334,20 +356,6 @@ function statusOf(state: string): MessageStatus {
 function parseCursor(cursor: string | undefined): number {
   const n = cursor ? Number(cursor) : 0;
   return Number.isSafeInteger(n) && n >= 0 ? n : 0;
-}
-
-function matches(
-  filter: ListFilter,
-  item: { messageId?: string; url?: string; labels?: string[] | undefined; state?: string; time?: number; responseStatus?: number | undefined },
-): boolean {
-  if (filter.messageId && !filter.messageId.includes(item.messageId ?? '')) return false;
-  if (filter.url && !filter.url.includes(item.url ?? '')) return false;
-  if (filter.state && !filter.state.includes(item.state ?? '')) return false;
-  if (filter.label && !filter.label.some((label) => item.labels?.includes(label))) return false;
-  if (filter.responseStatus && !filter.responseStatus.includes(item.responseStatus ?? -1)) return false;
-  if (filter.fromDate !== undefined && (item.time ?? 0) < filter.fromDate) return false;
-  if (filter.toDate !== undefined && (item.time ?? 0) > filter.toDate) return false;
-  return true;
 }
 
 /** `text` with Redis glob characters escaped, for SCAN MATCH. */

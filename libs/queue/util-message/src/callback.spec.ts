@@ -42,6 +42,11 @@ describe('callbackPayload', () => {
     });
   });
 
+  it('carries topicName and endpointName of a URL-group message', () => {
+    expect(callbackPayload(source({ topicName: 'g', endpointName: 'e' }), outcome, 0, 100)).toMatchObject({ topicName: 'g', endpointName: 'e' });
+    expect(callbackPayload(source(), outcome, 0, 100)).not.toHaveProperty('topicName');
+  });
+
   it('cuts the response body and adds the dlqId', () => {
     const payload = callbackPayload(source(), outcome, 2, 8, 'dlq_1');
     expect(Buffer.from(payload.body as string, 'base64').toString()).toBe('internal');

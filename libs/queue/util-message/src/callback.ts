@@ -13,8 +13,7 @@ export interface AttemptOutcome {
  * `retried` and `maxRetries`; `sourceMessageId` and, with the same value, the old documentation's
  * spelling `sourceMessasgeId`; the source's `url`, `method`, `sourceHeader` ({Name: [values]}),
  * `sourceBody` (base64); `notBefore` and `createdAt` as strings of Unix ms; `callerIP`; and `dlqId`
- * when given (failure callbacks). `topicName`, `endpointName` and `scheduleId` are never set (no URL
- * groups or schedules).
+ * when given (failure callbacks); `topicName` and `endpointName` when the source went to a URL group; `scheduleId` when a schedule made it.
  * @param retried failed attempts before the reported one
  */
 export function callbackPayload(
@@ -40,6 +39,9 @@ export function callbackPayload(
     createdAt: String(source.createdAt),
     callerIP: source.callerIp,
   };
+  if (source.topicName !== undefined) payload.topicName = source.topicName;
+  if (source.endpointName !== undefined) payload.endpointName = source.endpointName;
+  if (source.scheduleId !== undefined) payload.scheduleId = source.scheduleId;
   if (dlqId !== undefined) payload.dlqId = dlqId;
   return payload;
 }

@@ -44,6 +44,11 @@ describe('deliveryRequest', () => {
     await expect(receiver.verify({ signature: request.headers['Upstash-Signature'] as string, body: '{"a":1}', url: request.url })).resolves.toBe(true);
   });
 
+  it('sends Upstash-Topic-Name for a URL-group message only', async () => {
+    expect((await deliveryRequest(message({ topicName: 'g1', endpointName: 'e' }), 0, KEY, 1)).headers['Upstash-Topic-Name']).toBe('g1');
+    expect((await deliveryRequest(message(), 0, KEY, 1)).headers['Upstash-Topic-Name']).toBeUndefined();
+  });
+
   it('says Upstash-Retried 0 on the first attempt', async () => {
     expect((await deliveryRequest(message(), 0, KEY, 1)).headers['Upstash-Retried']).toBe('0');
   });

@@ -25,7 +25,7 @@ const UNFORWARDABLE = new Set(['connection', 'keep-alive', 'proxy-connection', '
  *   QStash sets itself (below, compared ignoring case), hop-by-hop/framing headers and `Host`, and any
  *   name or value an HTTP client would refuse (not a token; CR, LF or NUL in the value);
  * - `User-Agent: Upstash-QStash`, `Upstash-Message-Id`, `Upstash-Retried` (0 on the first attempt),
- *   `Upstash-Caller-Ip`, and `Upstash-Signature` ({@link signRequest} with `sub` = the message URL).
+ *   `Upstash-Caller-Ip`, `Upstash-Topic-Name` (a URL-group message), `Upstash-Schedule-Id` (a schedule's message), and `Upstash-Signature` ({@link signRequest} with `sub` = the message URL).
  * @param retried failed attempts before this one
  * @param nowSec the current time, Unix seconds (for the signature)
  */
@@ -38,6 +38,8 @@ export async function deliveryRequest(message: QueueMessage, retried: number, si
     'Upstash-Caller-Ip': message.callerIp,
     'Upstash-Signature': await signRequest({ signingKey, url: message.url, body, nowSec }),
   };
+  if (message.topicName !== undefined) own['Upstash-Topic-Name'] = message.topicName;
+  if (message.scheduleId !== undefined) own['Upstash-Schedule-Id'] = message.scheduleId;
   const ownNames = new Set(Object.keys(own).map((name) => name.toLowerCase()));
   const headers: Record<string, string> = Object.create(null);
   for (const [name, values] of Object.entries(message.header)) {

@@ -12,4 +12,6 @@ export * from './callback';
 export * from './views';
 export * from './destination-guard';
 export * from './requests';
+export * from './url-groups';
+export * from './filters';
 export * from './schedule';

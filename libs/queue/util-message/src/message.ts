@@ -102,8 +102,14 @@ export interface DlqEntry {
   error?: string;
 }
 
-/** Message states reported by the events (logs) endpoint (README, "Queue: message, DLQ entry and event shapes"). */
-export const MESSAGE_STATES = ['CREATED', 'ACTIVE', 'RETRY', 'ERROR', 'DELIVERED', 'FAILED', 'CANCEL_REQUESTED', 'CANCELLED'] as const;
+/**
+ * Message states of the events (logs) endpoint (README, "Queue: message, DLQ entry and event shapes"), QStash's
+ * list. Written: CREATED (published), ACTIVE (an attempt starts), RETRY (an attempt failed, another follows),
+ * ERROR (an attempt got no answer: timeout, refused, …; before the RETRY or FAILED of that attempt),
+ * DELIVERED, FAILED (to the DLQ), CANCEL_REQUESTED, CANCELLED. IN_PROGRESS is QStash's state of a message
+ * waiting on a flow-control or queue slot; filters accept it (and CANCELED for CANCELLED).
+ */
+export const MESSAGE_STATES = ['CREATED', 'ACTIVE', 'RETRY', 'ERROR', 'DELIVERED', 'FAILED', 'CANCEL_REQUESTED', 'CANCELLED', 'IN_PROGRESS'] as const;
 export type MessageState = (typeof MESSAGE_STATES)[number];
 
 /** One entry of `GET /v2/events` (README, "Queue: message, DLQ entry and event shapes"). */
@@ -119,6 +125,32 @@ export interface MessageEvent {
   body?: string;
   labels?: string[];
   responseStatus?: number;
+  /** The message's URL group and endpoint, queue, schedule and flow-control key, when it has them. */
+  topicName?: string;
+  endpointName?: string;
+  queueName?: string;
+  scheduleId?: string;
+  flowControlKey?: string;
+  /** The publisher's address: filtered by (`callerIp`), not shown. */
+  callerIp?: string;
+  /** The message's `Upstash-Redact-Fields`: the event view hides `header`/`body` as the message view does. */
+  redact?: Redaction;
+}
+
+/**
+ * An event of `message` in `state` at `time` (Unix ms): its id, URL, labels, the fields the log filters use
+ * (topicName, endpointName, queueName, scheduleId, flowControlKey, callerIp) and its redaction, plus `extra`.
+ */
+export function messageEvent(message: QueueMessage, state: MessageState, time: number, extra: Partial<MessageEvent> = {}): MessageEvent {
+  const event: MessageEvent = { time, state, messageId: message.messageId, url: message.url, callerIp: message.callerIp };
+  if (message.labels) event.labels = message.labels;
+  if (message.topicName !== undefined) event.topicName = message.topicName;
+  if (message.endpointName !== undefined) event.endpointName = message.endpointName;
+  if (message.queueName !== undefined) event.queueName = message.queueName;
+  if (message.scheduleId !== undefined) event.scheduleId = message.scheduleId;
+  if (message.flowControl !== undefined) event.flowControlKey = message.flowControl.key;
+  if (message.redact !== undefined) event.redact = message.redact;
+  return { ...event, ...extra };
 }
 
 /**

@@ -36,9 +36,27 @@ describe('parsePublish', () => {
     for (const url of ['http://localhost:3000/a//b?q=1&r=%20', 'https://example.com', 'HTTPS://Example.com/X']) {
       expect(parsePublish(input({}, { destination: url })).message.url).toBe(url);
     }
-    for (const url of ['', 'example.com/api', '/relative', 'ftp://example.com/file', 'file:///etc/passwd', 'javascript:alert(1)', 'my-url-group', 'https://', 'http://exa mple.com']) {
+    for (const url of ['', 'example.com/api', '/relative', 'ftp://example.com/file', 'file:///etc/passwd', 'javascript:alert(1)', 'my url group', 'https://', 'http://exa mple.com']) {
       expect(badRequest(() => parsePublish(input({}, { destination: url })))).toMatch(/^invalid destination url: /);
     }
+  });
+
+  it('takes a destination of letters, digits, -, _ and . for a URL-group name', () => {
+    const parsed = parsePublish(input({ 'upstash-deduplication-id': 'd1' }, { destination: 'my-group_1.v2' }));
+    expect(parsed.urlGroup).toBe('my-group_1.v2');
+    expect(parsed.message.url).toBe('my-group_1.v2');
+    expect(parsed.deduplicationId).toBe('id:d1');
+    expect(parsePublish(input({}, { destination: 'https://example.com' })).urlGroup).toBeUndefined();
+  });
+
+  it('reads Upstash-Redact-Fields: body, header, header[Name] (headers too), comma-joined, else 400', () => {
+    const redact = (value: string) => parsePublish(input({ 'upstash-redact-fields': value })).message.redact;
+    expect(redact('body')).toEqual({ body: true });
+    expect(redact('header[authorization], Headers[X-Api-Key],body')).toEqual({ body: true, header: ['Authorization', 'X-Api-Key'] });
+    expect(redact('header[A],header')).toEqual({ header: true });
+    expect(redact(' , ')).toBeUndefined();
+    expect(badRequest(() => redact('cookies'))).toMatch(/^invalid Upstash-Redact-Fields: "cookies"/);
+    expect(badRequest(() => redact('header[]'))).toMatch(/^invalid Upstash-Redact-Fields/);
   });
 
   it('reads Upstash-Method in any case and refuses others', () => {

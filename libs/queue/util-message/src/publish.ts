@@ -3,8 +3,9 @@ import { MAX_DURATION_MS, parseDuration } from './durations';
 import { QueueError } from './errors';
 import { parseFlowControl } from './flow-control';
 import { canonicalHeaderName, headerValues } from './headers';
-import { HTTP_METHODS, type CallbackSettings, type HeaderMap, type HttpMethod, type QueueMessage } from './message';
+import { HTTP_METHODS, type CallbackSettings, type HeaderMap, type HttpMethod, type QueueMessage, type Redaction } from './message';
 import { compileRetryDelay } from './retry';
+import { isUrlGroupName } from './url-groups';
 
 /** A publish request (`POST /v2/publish/<destination>`) as the gateway received it. */
 export interface PublishInput {
@@ -24,6 +25,11 @@ export interface ParsedPublish {
   message: Omit<QueueMessage, 'messageId' | 'project'>;
   /** 'id:<Upstash-Deduplication-Id>' or 'content:<sha256 hex>' with content-based deduplication; absent otherwise. */
   deduplicationId?: string;
+  /**
+   * Set when the destination is a URL-group name (not an absolute URL): `message.url` is then that name, and the
+   * publisher (data-access-store `Publisher`) makes one message per endpoint of the group.
+   */
+  urlGroup?: string;
 }
 
 /**
@@ -144,7 +150,8 @@ function contentDeduplicationId(url: string, method: HttpMethod, header: HeaderM
  * Parses a publish request, `POST /v2/publish/<destination>` (README, "Queue: endpoints" and
  * "Queue: publish headers"), into the message to store. Header rules (names matched ignoring case;
  * a blank control header counts as absent):
- * - destination: an absolute http(s) URL, kept exactly as given (URL groups are not supported);
+ * - destination: an absolute http(s) URL, kept exactly as given, or a URL-group name (letters, digits, `-`,
+ *   `_`, `.`: {@link isUrlGroupName}) → `urlGroup` (the group is resolved when published);
  * - `Upstash-Method` GET POST PUT PATCH DELETE, any case, default POST;
  * - `Upstash-Forward-<name>` → `header[<Canonical-Name>]`; `Content-Type` → `header['Content-Type']`
  *   (it wins over an `Upstash-Forward-Content-Type`); every other header (Authorization, Host,
@@ -161,6 +168,7 @@ function contentDeduplicationId(url: string, method: HttpMethod, header: HeaderM
  *   (each object only when one of its headers is sent, even without a callback URL);
  * - `Upstash-Label`: comma-separated, trimmed, empty ones dropped;
  * - `Upstash-Flow-Control-Key` with `Upstash-Flow-Control-Value` → `flowControl` ({@link parseFlowControl});
+ * - `Upstash-Redact-Fields` → `redact` ({@link parseRedactFields});
  * - `Upstash-Deduplication-Id` → `id:<value>`; else `Upstash-Content-Based-Deduplication: true` (any
  *   case) → `content:<sha256 hex>` of url, method, header and body (not of the project: the store must
  *   scope keys by project).
@@ -169,7 +177,8 @@ function contentDeduplicationId(url: string, method: HttpMethod, header: HeaderM
  */
 export function parsePublish(input: PublishInput): ParsedPublish {
   const url = input.destination;
-  parseHttpUrl(url, 'destination url');
+  const urlGroup = isUrlGroupName(url) ? url : undefined;
+  if (urlGroup === undefined) parseHttpUrl(url, 'destination url');
   const headers = requestHeaders(input.headers);
   const get = (name: string) => scalar(headers, name);
 
@@ -231,8 +240,14 @@ export function parsePublish(input: PublishInput): ParsedPublish {
   if (failureCallbackTuning) message.failureCallbackSettings = failureCallbackTuning;
   if (labels.length > 0) message.labels = labels;
   if (flowControl) message.flowControl = flowControl;
+  const redactFields = get('upstash-redact-fields');
+  if (redactFields !== undefined) {
+    const redact = parseRedactFields(redactFields);
+    if (redact) message.redact = redact;
+  }
 
   const result: ParsedPublish = { message };
+  if (urlGroup !== undefined) result.urlGroup = urlGroup;
   const deduplicationKey = get('upstash-deduplication-id');
   if (deduplicationKey !== undefined) {
     result.deduplicationId = `id:${deduplicationKey}`;
@@ -240,4 +255,28 @@ export function parsePublish(input: PublishInput): ParsedPublish {
     result.deduplicationId = contentDeduplicationId(url, method, header, body);
   }
   return result;
+}
+
+/**
+ * `Upstash-Redact-Fields` (qstash/howto/redact-fields.mdx; the SDK's `redact` option): comma-joined `body`,
+ * `header` (every header) and `header[Name]` (one header; the docs spell them `headers`/`headers[Name]`, both
+ * accepted, any case). Header names become canonical; `header` wins over named ones.
+ * @returns undefined when the value names nothing
+ * @throws QueueError 400 naming `Upstash-Redact-Fields` for any other part
+ */
+export function parseRedactFields(value: string): Redaction | undefined {
+  const redact: Redaction = {};
+  const named: string[] = [];
+  for (const raw of value.split(',')) {
+    const part = raw.trim();
+    if (part === '') continue;
+    const lower = part.toLowerCase();
+    const one = /^headers?\[([^\]]+)\]$/i.exec(part);
+    if (lower === 'body') redact.body = true;
+    else if (lower === 'header' || lower === 'headers') redact.header = true;
+    else if (one?.[1] !== undefined && one[1].trim() !== '') named.push(canonicalHeaderName(one[1].trim()));
+    else throw QueueError.badRequest(`invalid Upstash-Redact-Fields: ${JSON.stringify(part)} (expected body, header or header[Name])`);
+  }
+  if (redact.header !== true && named.length > 0) redact.header = [...new Set(named)];
+  return redact.body || redact.header ? redact : undefined;
 }

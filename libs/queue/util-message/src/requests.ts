@@ -1,20 +1,35 @@
 import { QueueError } from './errors';
 import { headersFromJson } from './headers';
+import { MESSAGE_STATES } from './message';
 import { type ParsedPublish, type PublishInput, parsePublish } from './publish';
 
 /**
- * What the list endpoints (`/v2/messages`, `/v2/dlq`, `/v2/events`, `/v2/logs`) filter by, from
- * their query parameters (README, "Queue: requests and errors"). The queue store takes it as is.
+ * What the list and bulk endpoints (`DELETE /v2/messages`, `/v2/dlq`, `/v2/events`, `/v2/logs`) filter by, from
+ * their query parameters (README, "Queue: endpoints", compat §4.3). Values of one key: any matches (OR); keys
+ * given: every one must match (AND). `host` and `path` are the destination URL's; `fromDate`/`toDate` are Unix
+ * ms, inclusive; `state` is upper-case, `CANCELED` stands for `CANCELLED`. The queue store takes it as is.
  */
 export interface ListFilter {
   messageId?: string[];
   url?: string[];
+  host?: string[];
+  path?: string[];
   state?: string[];
   label?: string[];
+  topicName?: string[];
+  queueName?: string[];
+  scheduleId?: string[];
+  flowControlKey?: string[];
+  callerIp?: string[];
+  /** QStash's `api` filter (its own API-call messages): none of our messages is one, so any value matches none. */
+  api?: string[];
   responseStatus?: number[];
   fromDate?: number;
   toDate?: number;
 }
+
+/** The string-valued keys of {@link ListFilter}, as query parameters of the same names. */
+const STRING_FILTERS = ['messageId', 'url', 'host', 'path', 'state', 'label', 'topicName', 'queueName', 'scheduleId', 'flowControlKey', 'callerIp', 'api'] as const;
 
 /** A page request of a list endpoint. */
 export interface ListPage {
@@ -69,7 +84,6 @@ export function headerRecord(rawHeaders: readonly string[]): Record<string, stri
 }
 
 /**
- * `POST /v2/batch`: `[{destination, headers, body?, queue?}]`; every item is checked before any is published.
  * @throws QueueError 400 for a body that is no non-empty JSON array of messages, or any malformed item
  */
 export function parseBatch(body: Buffer, context: PublishContext): ParsedPublish[] {
@@ -105,15 +119,37 @@ function queryInteger(query: URLSearchParams, key: string, fallback: number, max
   return Math.min(n, max);
 }
 
-/** The filter of a list endpoint: `messageId`, `url`, `state`, `label`, `responseStatus`, `fromDate`, `toDate`. @throws QueueError 400 */
+/**
+ * The filter of a list or bulk endpoint: every {@link ListFilter} key as a query parameter (`urlGroup` is taken
+ * for `topicName`), repeated or comma-joined.
+ * @throws QueueError 400 naming the parameter for a `state` that is no message state, a `responseStatus` or date
+ *   that is no non-negative integer
+ */
 export function parseListFilter(query: URLSearchParams): ListFilter {
   const filter: ListFilter = {};
-  for (const key of ['messageId', 'url', 'state', 'label'] as const) {
+  for (const key of STRING_FILTERS) {
     const v = queryValues(query, key);
     if (v) filter[key] = v;
   }
+  const groups = queryValues(query, 'urlGroup');
+  if (groups) filter.topicName = [...(filter.topicName ?? []), ...groups];
+  if (filter.state) {
+    filter.state = filter.state.map((state) => {
+      const upper = state.toUpperCase();
+      const canonical = upper === 'CANCELED' ? 'CANCELLED' : upper;
+      if (!(MESSAGE_STATES as readonly string[]).includes(canonical)) {
+        throw QueueError.badRequest(`invalid state: ${JSON.stringify(state)} (expected one of ${MESSAGE_STATES.join(', ')}, or CANCELED)`);
+      }
+      return canonical;
+    });
+  }
   const statuses = queryValues(query, 'responseStatus');
-  if (statuses) filter.responseStatus = statuses.map(Number);
+  if (statuses) {
+    filter.responseStatus = statuses.map((status) => {
+      if (!/^\d{1,3}$/.test(status)) throw QueueError.badRequest(`invalid responseStatus: ${JSON.stringify(status)} (expected an HTTP status)`);
+      return Number(status);
+    });
+  }
   if (query.has('fromDate')) filter.fromDate = queryInteger(query, 'fromDate', 0, Number.MAX_SAFE_INTEGER);
   if (query.has('toDate')) filter.toDate = queryInteger(query, 'toDate', 0, Number.MAX_SAFE_INTEGER);
   return filter;
@@ -124,11 +160,34 @@ function pageCount(query: URLSearchParams): number {
   return queryInteger(query, 'count', 100, 1000);
 }
 
-/** A page of `/v2/dlq` (listing, retrying or deleting it), or the given `dlqIds`. @throws QueueError 400, for `count` first */
+/**
+ * A page of `/v2/dlq` (listing, retrying or deleting it), or the given `dlqIds`.
+ * @throws QueueError 400, for `count` first; for `host`, `path` and `state`, which QStash's DLQ refuses too
+ */
 export function parseDlqPage(query: URLSearchParams): ListPage & { dlqIds?: string[] } {
   const dlqIds = queryValues(query, 'dlqIds');
   const cursor = query.get('cursor') || undefined;
-  return { count: pageCount(query), filter: parseListFilter(query), ...(cursor ? { cursor } : {}), ...(dlqIds ? { dlqIds } : {}) };
+  const count = pageCount(query);
+  for (const key of ['host', 'path', 'state']) if (query.has(key)) throw QueueError.badRequest(`the DLQ cannot be filtered by ${key}`);
+  return { count, filter: parseListFilter(query), ...(cursor ? { cursor } : {}), ...(dlqIds ? { dlqIds } : {}) };
+}
+
+/** What `DELETE /v2/messages` cancels: the given ids, or up to `count` pending messages matching the filter (empty: all). */
+export type CancelRequest = { messageIds: string[] } | { filter: ListFilter; count: number };
+
+/**
+ * `DELETE /v2/messages?…` (compat §4.3): `messageIds` (repeated or comma-joined), else the filters of
+ * {@link parseListFilter} but `messageId`, `state` and `responseStatus`, and `count` (1 to 500, default 100).
+ * @throws QueueError 400 naming the parameter
+ */
+export function parseCancelRequest(query: URLSearchParams): CancelRequest {
+  const messageIds = queryValues(query, 'messageIds');
+  if (messageIds) return { messageIds };
+  for (const key of ['messageId', 'state', 'responseStatus']) if (query.has(key)) throw QueueError.badRequest(`a bulk cancel cannot be filtered by ${key}`);
+  const raw = query.get('count');
+  const count = raw === null || raw === '' ? 100 : Number(raw);
+  if (!Number.isSafeInteger(count) || count < 1 || count > 500) throw QueueError.badRequest(`invalid count: ${JSON.stringify(raw)} (expected an integer from 1 to 500)`);
+  return { filter: parseListFilter(query), count };
 }
 
 /** A page of `/v2/events` or `/v2/logs`; `messageIds` narrows it like `messageId`. @throws QueueError 400, for the filter first */

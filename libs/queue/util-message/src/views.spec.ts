@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { DlqEntry, MessageEvent, QueueMessage } from './message';
 import { dlqView, eventView, messageView } from './views';
 
@@ -99,5 +100,26 @@ describe('eventView', () => {
       labels: ['x', 'y'],
       responseStatus: 502,
     });
+  });
+});
+
+describe('URL groups and redaction in the views', () => {
+  const sha = (text: string) => `REDACTED:${createHash('sha256').update(text).digest('hex')}`;
+
+  it('shows topicName and endpointName when set', () => {
+    const view = messageView(message({ topicName: 'g', endpointName: 'e1' }));
+    expect(view).toMatchObject({ topicName: 'g', endpointName: 'e1' });
+    expect(eventView({ time: 1, state: 'CREATED', messageId: 'm', url: 'u', topicName: 'g', endpointName: 'e1' })).toMatchObject({ topicName: 'g', endpointName: 'e1' });
+  });
+
+  it('shows redacted bodies and headers as REDACTED:<sha256 hex>, in messages, DLQ entries and events', () => {
+    const header = { Authorization: ['Bearer x'], 'Content-Type': ['application/json'] };
+    const m = message({ header, redact: { body: true, header: ['authorization'] } });
+    expect(messageView(m)).toMatchObject({ body: sha('{"a":1}'), header: { Authorization: [sha('Bearer x')], 'Content-Type': ['application/json'] } });
+    expect(dlqView({ dlqId: 'd', message: m, failedAt: 1 })).toMatchObject({ body: sha('{"a":1}') });
+    const all = messageView(message({ header, redact: { header: true } }));
+    expect(all).toMatchObject({ body: '{"a":1}', header: { Authorization: [sha('Bearer x')], 'Content-Type': [sha('application/json')] } });
+    const event = eventView({ time: 1, state: 'CREATED', messageId: 'm', url: 'u', header, body: m.body, redact: m.redact });
+    expect(event).toMatchObject({ body: sha('{"a":1}'), header: { Authorization: [sha('Bearer x')] } });
   });
 });

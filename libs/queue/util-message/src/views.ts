@@ -1,4 +1,5 @@
-import type { DlqEntry, MessageEvent, QueueMessage } from './message';
+import { createHash } from 'node:crypto';
+import type { DlqEntry, HeaderMap, MessageEvent, QueueMessage, Redaction } from './message';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -21,17 +22,37 @@ function putBody(view: Record<string, unknown>, base64: string | undefined, text
   else view[base64Field] = bytes.toString('base64');
 }
 
+/** What a redacted value is shown as (qstash/howto/redact-fields.mdx): `REDACTED:` and the SHA-256 (hex) of its bytes. */
+export function redacted(bytes: Buffer | string): string {
+  return `REDACTED:${createHash('sha256').update(bytes).digest('hex')}`;
+}
+
+/** `header` with the values `redact` names shown {@link redacted} (every header for `header: true`; names compared ignoring case). */
+export function redactHeader(header: HeaderMap, redact: Redaction | undefined): HeaderMap {
+  if (!redact?.header) return header;
+  const names = redact.header === true ? undefined : new Set(redact.header.map((name) => name.toLowerCase()));
+  const out: HeaderMap = Object.create(null);
+  for (const [name, values] of Object.entries(header)) out[name] = !names || names.has(name.toLowerCase()) ? values.map((v) => redacted(v)) : values;
+  return out;
+}
+
 /**
  * A message as `GET /v2/messages/{id}` answers it (README, "Queue: message, DLQ entry and event shapes"; what
  * `@upstash/qstash`'s `messages.get` parses): `messageId, url, method, header ({Name:[values]}),
  * body` (UTF-8 text) or `bodyBase64` (bytes that are not valid UTF-8; neither for an empty body),
  * `maxRetries, retryDelayExpression?, notBefore, createdAt` (Unix ms numbers), `callback?,
- * failureCallback?, callerIP`, `label` (the first label) and `labels`. Absent optional fields are left
- * out, never null. Project, timeout and callback tuning are internal and not shown.
+ * failureCallback?, callerIP`, `label` (the first label) and `labels`; `topicName` and `endpointName` after
+ * `url` for a URL-group message. Absent optional fields are left out, never null. `Upstash-Redact-Fields`
+ * (`m.redact`) shows the body and the named header values {@link redacted}. Project, timeout and callback tuning are internal and not shown.
  */
 export function messageView(m: QueueMessage): Record<string, unknown> {
-  const view: Record<string, unknown> = { messageId: m.messageId, url: m.url, method: m.method, header: m.header };
-  putBody(view, m.body, 'body', 'bodyBase64');
+  const view: Record<string, unknown> = { messageId: m.messageId, url: m.url };
+  if (m.topicName !== undefined) view.topicName = m.topicName;
+  if (m.endpointName !== undefined) view.endpointName = m.endpointName;
+  view.method = m.method;
+  view.header = redactHeader(m.header, m.redact);
+  if (m.redact?.body) view.body = redacted(Buffer.from(m.body, 'base64'));
+  else putBody(view, m.body, 'body', 'bodyBase64');
   view.maxRetries = m.maxRetries;
   if (m.retryDelayExpression !== undefined) view.retryDelayExpression = m.retryDelayExpression;
   view.notBefore = m.notBefore;
@@ -64,15 +85,18 @@ export function dlqView(e: DlqEntry): Record<string, unknown> {
 
 /**
  * An event as `GET /v2/events` lists it (README, "Queue: message, DLQ entry and event shapes"): `time, state,
- * messageId, url`, and when set `nextDeliveryTime, error, header, body` (base64, as stored),
+ * messageId, url`, and when set `topicName, endpointName, nextDeliveryTime, error, header, body` (base64, as
+ * stored; redacted as in {@link messageView}),
  * `label` (the first label) with `labels`, and `responseStatus`. Absent fields are left out.
  */
 export function eventView(e: MessageEvent): Record<string, unknown> {
   const view: Record<string, unknown> = { time: e.time, state: e.state, messageId: e.messageId, url: e.url };
+  if (e.topicName !== undefined) view.topicName = e.topicName;
+  if (e.endpointName !== undefined) view.endpointName = e.endpointName;
   if (e.nextDeliveryTime !== undefined) view.nextDeliveryTime = e.nextDeliveryTime;
   if (e.error !== undefined) view.error = e.error;
-  if (e.header !== undefined) view.header = e.header;
-  if (e.body !== undefined) view.body = e.body;
+  if (e.header !== undefined) view.header = redactHeader(e.header, e.redact);
+  if (e.body !== undefined) view.body = e.redact?.body ? redacted(Buffer.from(e.body, 'base64')) : e.body;
   if (e.labels && e.labels.length > 0) {
     view.label = e.labels[0];
     view.labels = e.labels;

@@ -1,0 +1,84 @@
+import { type ParsedPublish, type QueueMessage, QueueError, newMessageId } from '@restash/queue/util-message';
+import type { QueueStore } from './queue-store';
+import type { UrlGroupStore } from './topics';
+
+/**
+ * The publishing step shared by queue-gateway (publish, batch, enqueue) and queue-worker (schedule ticks).
+ *
+ * API:
+ * - `new Publisher(store: QueueStore, groups: UrlGroupStore)`;
+ * - `publish(project, parsed: ParsedPublish[]) → Promise<Array<PublishOutcome | PublishOutcome[]>>`: one
+ *   answer per parsed publish, in order: `{messageId, url, deduplicated?}` for a URL destination, an array of
+ *   them (one per endpoint, in the group's order) for a URL-group destination (`parsed.urlGroup`). Every
+ *   group is resolved before anything is written: an unknown group or a group without endpoints throws
+ *   QueueError 400 naming the destination, and nothing of the call is published. Each message gets a new id
+ *   and `project`; fields already set on `parsed.message` (queueName, scheduleId, flowControl, redact, …)
+ *   are kept on every message. Store failures are thrown as they are (the caller maps them).
+ *
+ * Fan-out (QStash's URL groups): one message per endpoint, each with its own id, retries, callbacks, events
+ * and DLQ entry, `url` the endpoint's, `topicName` the group and `endpointName` the endpoint's name (when it
+ * has one). Deduplication applies per endpoint message: the deduplication id gets the endpoint URL appended.
+ */
+export class Publisher {
+  constructor(
+    private readonly store: QueueStore,
+    private readonly groups: UrlGroupStore,
+  ) {}
+
+  /** See the class comment. @throws QueueError 400 for an unknown or empty URL group */
+  async publish(project: string, parsed: readonly ParsedPublish[]): Promise<Array<PublishOutcome | PublishOutcome[]>> {
+    const planned = await this.plan(project, parsed);
+    const outcomes: Array<PublishOutcome | PublishOutcome[]> = [];
+    for (const item of planned) {
+      const results: PublishOutcome[] = [];
+      for (const { message, deduplicationId } of item.messages) {
+        const { messageId, deduplicated } = await this.store.publish(message, deduplicationId);
+        results.push({ messageId, url: message.url, ...(deduplicated ? { deduplicated: true as const } : {}) });
+      }
+      outcomes.push(item.group ? results : (results[0] as PublishOutcome));
+    }
+    return outcomes;
+  }
+
+  /** The messages of each parsed publish, groups resolved. @throws QueueError 400 */
+  private async plan(project: string, parsed: readonly ParsedPublish[]): Promise<Planned[]> {
+    const groups = new Map<string, Awaited<ReturnType<UrlGroupStore['get']>>>();
+    for (const { urlGroup } of parsed) {
+      if (urlGroup === undefined || groups.has(urlGroup)) continue;
+      const group = await this.groups.get(project, urlGroup);
+      if (!group) throw QueueError.badRequest(`invalid destination: ${JSON.stringify(urlGroup)} is no URL and no URL group of this project`);
+      if (group.endpoints.length === 0) throw QueueError.badRequest(`invalid destination: URL group ${JSON.stringify(urlGroup)} has no endpoints`);
+      groups.set(urlGroup, group);
+    }
+    return parsed.map(({ message, deduplicationId, urlGroup }) => {
+      const group = urlGroup === undefined ? undefined : groups.get(urlGroup);
+      if (!group) return { messages: [{ message: { ...message, messageId: newMessageId(), project }, ...(deduplicationId ? { deduplicationId } : {}) }] };
+      return {
+        group: group.name,
+        messages: group.endpoints.map((endpoint) => ({
+          message: {
+            ...message,
+            messageId: newMessageId(),
+            project,
+            url: endpoint.url,
+            topicName: group.name,
+            ...(endpoint.name === undefined ? {} : { endpointName: endpoint.name }),
+          },
+          ...(deduplicationId ? { deduplicationId: `${deduplicationId}|${endpoint.url}` } : {}),
+        })),
+      };
+    });
+  }
+}
+
+/** One published message: its id (the earlier message's for a duplicate) and destination URL. */
+export interface PublishOutcome {
+  messageId: string;
+  url: string;
+  deduplicated?: true;
+}
+
+interface Planned {
+  group?: string;
+  messages: Array<{ message: QueueMessage; deduplicationId?: string }>;
+}

@@ -1,0 +1,73 @@
+import { type FilterSubject, matchesFilter } from './filters';
+import { parseCancelRequest, parseDlqPage, parseListFilter } from './requests';
+import { QueueError } from './errors';
+
+const subject: FilterSubject = {
+  messageId: 'msg_1',
+  url: 'https://api.example:8443/hooks/a?x=1',
+  time: 1000,
+  labels: ['l1', 'l2'],
+  state: 'DELIVERED',
+  topicName: 'g1',
+  queueName: 'q1',
+  scheduleId: 's1',
+  flowControlKey: 'k1',
+  callerIp: '10.0.0.1',
+};
+const filter = (query: string) => parseListFilter(new URLSearchParams(query));
+
+function status(run: () => unknown): number {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof QueueError) return error.status;
+    throw error;
+  }
+  return 200;
+}
+
+describe('list filters', () => {
+  it('ORs the values of a key (repeated or comma-joined) and ANDs the keys', () => {
+    expect(matchesFilter(filter(''), subject)).toBe(true);
+    expect(matchesFilter(filter('topicName=g0,g1&queueName=q1'), subject)).toBe(true);
+    expect(matchesFilter(filter('topicName=g0&topicName=g1'), subject)).toBe(true);
+    expect(matchesFilter(filter('topicName=g1&queueName=q2'), subject)).toBe(false);
+    expect(matchesFilter(filter('urlGroup=g1'), subject)).toBe(true);
+    for (const q of ['scheduleId=s1', 'flowControlKey=k1', 'callerIp=10.0.0.1', 'label=l0,l2', 'state=delivered', 'messageId=msg_1', 'fromDate=1000&toDate=1000']) {
+      expect([q, matchesFilter(filter(q), subject)]).toEqual([q, true]);
+    }
+    for (const q of ['scheduleId=s2', 'flowControlKey=k2', 'callerIp=10.0.0.2', 'label=l3', 'state=FAILED', 'fromDate=1001', 'toDate=999', 'api=llm']) {
+      expect([q, matchesFilter(filter(q), subject)]).toEqual([q, false]);
+    }
+  });
+
+  it('host is the host name (or host:port) and path the path of the URL', () => {
+    expect(matchesFilter(filter('host=api.example'), subject)).toBe(true);
+    expect(matchesFilter(filter('host=api.example:8443'), subject)).toBe(true);
+    expect(matchesFilter(filter('host=other.example'), subject)).toBe(false);
+    expect(matchesFilter(filter('path=/hooks/a'), subject)).toBe(true);
+    expect(matchesFilter(filter('path=/hooks'), subject)).toBe(false);
+  });
+
+  it('a subject without the field never matches a filter on it', () => {
+    expect(matchesFilter(filter('topicName=g1'), { messageId: 'm', url: 'https://x.example', time: 0 })).toBe(false);
+  });
+
+  it('states: every documented one, CANCELED as CANCELLED, others 400', () => {
+    expect(filter('state=canceled,IN_PROGRESS,ACTIVE').state).toEqual(['CANCELLED', 'IN_PROGRESS', 'ACTIVE']);
+    expect(status(() => filter('state=DONE'))).toBe(400);
+    expect(status(() => filter('responseStatus=abc'))).toBe(400);
+  });
+
+  it('bulk cancel: messageIds, else filters with count 1 to 500 (default 100)', () => {
+    expect(parseCancelRequest(new URLSearchParams('messageIds=a,b&messageIds=c'))).toEqual({ messageIds: ['a', 'b', 'c'] });
+    expect(parseCancelRequest(new URLSearchParams('url=https://x.example&count=500'))).toEqual({ filter: { url: ['https://x.example'] }, count: 500 });
+    expect(parseCancelRequest(new URLSearchParams(''))).toEqual({ filter: {}, count: 100 });
+    for (const q of ['count=0', 'count=501', 'count=x', 'count=1.5', 'state=FAILED', 'responseStatus=500']) expect([q, status(() => parseCancelRequest(new URLSearchParams(q)))]).toEqual([q, 400]);
+  });
+
+  it('the DLQ refuses host, path and state', () => {
+    for (const q of ['host=a', 'path=/a', 'state=FAILED']) expect(status(() => parseDlqPage(new URLSearchParams(q)))).toBe(400);
+    expect(parseDlqPage(new URLSearchParams('topicName=g&responseStatus=500')).filter).toEqual({ topicName: ['g'], responseStatus: [500] });
+  });
+});

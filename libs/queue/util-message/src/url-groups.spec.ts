@@ -1,0 +1,46 @@
+import { QueueError } from './errors';
+import { isUrlGroupName, parseEndpointsBody, parseUrlGroupName, withEndpoints, withoutEndpoints } from './url-groups';
+
+function badRequest(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof QueueError && error.status === 400) return error.message;
+    throw error;
+  }
+  throw new Error('expected a 400');
+}
+
+const body = (value: unknown) => Buffer.from(JSON.stringify(value));
+
+describe('URL groups (pure)', () => {
+  it('names are letters, digits, -, _ and . only', () => {
+    for (const name of ['a', 'my-group', 'G_1.v2', 'x'.repeat(128)]) expect(isUrlGroupName(name)).toBe(true);
+    for (const name of ['', 'a b', 'a/b', 'https://x', 'ä', 'x'.repeat(129), 'a:b']) expect(isUrlGroupName(name)).toBe(false);
+    expect(badRequest(() => parseUrlGroupName('a b'))).toMatch(/^invalid url group name: "a b"/);
+  });
+
+  it('parses the endpoints body, naming the bad field', () => {
+    expect(parseEndpointsBody(body({ endpoints: [{ url: 'https://a.example' }, { name: 'b', url: 'http://b.example/x' }] }), 'add')).toEqual([
+      { url: 'https://a.example' },
+      { name: 'b', url: 'http://b.example/x' },
+    ]);
+    expect(parseEndpointsBody(body({ endpoints: [{ name: 'b' }, { url: 'https://a.example' }] }), 'remove')).toEqual([{ name: 'b' }, { url: 'https://a.example' }]);
+    expect(badRequest(() => parseEndpointsBody(Buffer.from('{'), 'add'))).toMatch(/JSON/);
+    expect(badRequest(() => parseEndpointsBody(body({ endpoints: [] }), 'add'))).toMatch(/^endpoints must be a non-empty array/);
+    expect(badRequest(() => parseEndpointsBody(body({ endpoints: [{ name: 'b' }] }), 'add'))).toBe('endpoints[0].url is required');
+    expect(badRequest(() => parseEndpointsBody(body({ endpoints: [{ url: 'https://a.example' }, { url: 'ftp://x' }] }), 'add'))).toMatch(/^invalid endpoints\[1\]\.url: "ftp:\/\/x"/);
+    expect(badRequest(() => parseEndpointsBody(body({ endpoints: [{ name: 'a b', url: 'https://a.example' }] }), 'add'))).toMatch(/^invalid endpoints\[0\]\.name/);
+    expect(badRequest(() => parseEndpointsBody(body({ endpoints: [{}] }), 'remove'))).toBe('endpoints[0] needs a name or a url');
+  });
+
+  it('a repeated URL or name replaces the endpoint; removal matches every given field', () => {
+    const start = [{ name: 'a', url: 'https://a.example' }, { url: 'https://b.example' }];
+    expect(withEndpoints(start, [{ name: 'a', url: 'https://a2.example' }])).toEqual([{ url: 'https://b.example' }, { name: 'a', url: 'https://a2.example' }]);
+    expect(withEndpoints(start, [{ name: 'b', url: 'https://b.example' }])).toEqual([{ name: 'a', url: 'https://a.example' }, { name: 'b', url: 'https://b.example' }]);
+    expect(withEndpoints([], [{ url: 'https://c.example' }, { url: 'https://c.example' }])).toEqual([{ url: 'https://c.example' }]);
+    expect(withoutEndpoints(start, [{ name: 'a' }])).toEqual([{ url: 'https://b.example' }]);
+    expect(withoutEndpoints(start, [{ url: 'https://b.example' }])).toEqual([{ name: 'a', url: 'https://a.example' }]);
+    expect(withoutEndpoints(start, [{ name: 'a', url: 'https://b.example' }])).toEqual(start);
+  });
+});
