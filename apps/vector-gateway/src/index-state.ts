@@ -2,6 +2,9 @@ import type { Redis } from 'ioredis';
 import { registryKeys } from '@restash/shared/data-access-registry';
 import type { QueryInput } from '@restash/vector/util-query';
 
+/** The write-counter field bumped by every write of an index, whatever its namespace. */
+const ANY_WRITE = '\0any';
+
 /** A resumable query between its calls (README, "Vector: records and results"). */
 export interface ResumableState {
   index: string;
@@ -61,16 +64,21 @@ export class IndexState {
 
   /**
    * Records that a namespace (`*`: every namespace) changed: bumps its write counter, which versions
-   * what replicas cache about it (IDF statistics).
+   * what replicas cache about it (IDF statistics), and the index's {@link ANY_WRITE} counter, which
+   * versions what they cache about the whole collection.
    */
   async wrote(index: string, namespace: string): Promise<void> {
-    await this.redis.hincrby(registryKeys.vectorWrites(index), namespace, 1);
+    const key = registryKeys.vectorWrites(index);
+    await this.redis.multi().hincrby(key, namespace, 1).hincrby(key, ANY_WRITE, 1).exec();
   }
 
-  /** The version of a namespace's content: its write counter and the index-wide one (`<ns>/<*>`). */
-  async version(index: string, namespace: string): Promise<string> {
-    const [own, all] = await this.redis.hmget(registryKeys.vectorWrites(index), namespace, '*');
-    return `${own ?? 0}/${all ?? 0}`;
+  /**
+   * The versions of a namespace's content (its write counter and the index-wide one, `<ns>/<*>`) and of
+   * the whole collection's (the {@link ANY_WRITE} counter), in one round trip.
+   */
+  async versions(index: string, namespace: string): Promise<{ namespace: string; collection: string }> {
+    const [own, all, any] = await this.redis.hmget(registryKeys.vectorWrites(index), namespace, '*', ANY_WRITE);
+    return { namespace: `${own ?? 0}/${all ?? 0}`, collection: any ?? '0' };
   }
 
   /** Forgets a namespace. */

@@ -86,6 +86,12 @@ const SPARSE_MIN_CANDIDATES = 40;
 /** Bound on the namespaces whose IDF statistics are cached; past it the cache starts over. */
 const MAX_IDF_CACHE = 10_000;
 
+/**
+ * A sparse search whose ranking is already exact reads this many hits beyond those it needs, to rescore
+ * them in float32 (the engine's summation order may differ in the last bit) before cutting.
+ */
+const SPARSE_EXACT_MARGIN = 5;
+
 /** What IDF needs of a namespace (upstash-compat.md §2.4), as of one version of its content. */
 interface IdfStats {
   version: string;
@@ -93,6 +99,19 @@ interface IdfStats {
   total?: number;
   /** Per dimension, the vectors of the namespace where it is non-zero (n). */
   counts: Map<number, number>;
+  /** The collection's version when {@link exclusive} was found. */
+  collectionVersion?: string;
+  /**
+   * Whether the namespace holds every vector of the collection: then Qdrant's IDF (over the collection)
+   * is Upstash's (over the namespace), and Qdrant's sparse ranking with the IDF modifier is exact.
+   */
+  exclusive?: boolean;
+}
+
+/** A query's IDF weights per dimension, and whether the engine's IDF ranking is already Upstash's (IdfStats.exclusive). */
+interface IdfWeights {
+  weights: Map<number, number>;
+  exclusive: boolean;
 }
 
 /** Which side(s) of the index a query searches, with what. */
@@ -527,7 +546,7 @@ export class VectorService implements OnModuleInit {
     const [denseHits, sparseHits] = await Promise.all([
       this.denseSide(session, namespace, dense, filter, depth, algorithm === 'DBSF' ? { ...want, vector: true } : want),
       // The fused depth is already the margin: no over-fetch on top of it.
-      this.sparseSide(session, namespace, q, plan.sparse as NonNullable<Plan['sparse']>, filter, depth, want, depth),
+      this.sparseSide(session, namespace, q, plan.sparse as NonNullable<Plan['sparse']>, filter, depth, want, { depth, ranksOnly: algorithm === 'RRF' }),
     ]);
     const similarity = session.index.similarityFunction;
     const byId = new Map<string, ScoredVector>();
@@ -556,13 +575,15 @@ export class VectorService implements OnModuleInit {
   }
 
   /**
-   * The best `limit` hits of the sparse side, in total order. A sparse vector query reads
-   * {@link SPARSE_OVERFETCH} times more candidates from Qdrant (which ranks them with its own IDF over
-   * the whole collection; `candidates` overrides how many, as a fused query does) and scores them
-   * exactly as Upstash does: the inner product over shared
-   * dimensions, with `weightingStrategy: "IDF"` each query value times the namespace's IDF of its
-   * dimension (upstash-compat.md §2.4). A text query (BM25 on the engine) keeps Qdrant's score, the
-   * query's sparse vector being the engine's.
+   * The best `limit` hits of the sparse side, in total order, scored exactly as Upstash does: the inner
+   * product over shared dimensions, with `weightingStrategy: "IDF"` each query value times the
+   * namespace's IDF of its dimension (upstash-compat.md §2.4). Qdrant ranks with its IDF modifier over
+   * the whole collection, so a sparse vector query reads more candidates than it needs and rescores them:
+   * {@link SPARSE_OVERFETCH} times more (at least {@link SPARSE_MIN_CANDIDATES}); only
+   * {@link SPARSE_EXACT_MARGIN} more when the query asks for IDF and the namespace is the whole collection
+   * (Qdrant's ranking is then Upstash's). A side of a fused query reads `fused.depth` candidates; with
+   * `ranksOnly` (RRF) and an exact ranking it keeps Qdrant's order without reading sparse vectors. A text
+   * query (BM25 on the engine) keeps Qdrant's score, the query's sparse vector being the engine's.
    */
   private async sparseSide(
     session: Session,
@@ -572,41 +593,55 @@ export class VectorService implements OnModuleInit {
     filter: PreparedFilter | undefined,
     limit: number,
     want: Want,
-    candidates?: number,
+    fused?: { depth: number; ranksOnly: boolean },
   ): Promise<ScoredVector[]> {
     if (!('sparse' in query)) return (await this.rawHits(session, namespace, query, filter, limit, want)).sort(byScoreThenId);
-    const fetch = candidates ?? Math.max(limit, Math.min(Math.max(limit * SPARSE_OVERFETCH, SPARSE_MIN_CANDIDATES), this.config.filterScanLimit));
-    const [hits, weights] = await Promise.all([
-      this.rawHits(session, namespace, query, filter, fetch, { ...want, sparse: true }),
-      q.weightingStrategy === 'IDF' ? this.idfWeights(session, namespace, query.sparse.indices) : undefined,
-    ]);
+    const idf = q.weightingStrategy === 'IDF' ? await this.idfWeights(session, namespace, query.sparse.indices) : undefined;
+    if (idf?.exclusive && fused?.ranksOnly) {
+      // RRF needs the ranks only, and the engine's are exact: no vectors to read, no rescoring.
+      return (await this.rawHits(session, namespace, query, filter, fused.depth, want)).sort(byScoreThenId);
+    }
+    const overfetch = Math.min(Math.max(limit * SPARSE_OVERFETCH, SPARSE_MIN_CANDIDATES), this.config.filterScanLimit);
+    const fetch = fused?.depth ?? (idf?.exclusive ? limit + SPARSE_EXACT_MARGIN : Math.max(limit, overfetch));
+    const hits = await this.rawHits(session, namespace, query, filter, fetch, { ...want, sparse: true });
     return hits
       .filter((h) => h.sparseVector)
-      .map((h) => ({ ...h, rawScore: sparseScore(query.sparse, h.sparseVector as SparseVector, weights) }))
+      .map((h) => ({ ...h, rawScore: sparseScore(query.sparse, h.sparseVector as SparseVector, idf?.weights) }))
       .sort(byScoreThenId)
       .slice(0, limit);
   }
 
-  /** Upstash's IDF of each query dimension over the namespace: N its vectors, n those having the dimension (idf). */
-  private async idfWeights(session: Session, namespace: string, dimensions: number[]): Promise<Map<number, number>> {
+  /**
+   * Upstash's IDF of each query dimension over the namespace (N its vectors, n those having the
+   * dimension: idf), and whether the namespace is the whole collection (IdfStats.exclusive). Both are
+   * cached per replica under the versions IndexState keeps, so a query usually costs one control-Redis
+   * read; counts missing from the cache are read from the engine.
+   */
+  private async idfWeights(session: Session, namespace: string, dimensions: number[]): Promise<IdfWeights> {
     const key = `${session.index.id}\0${namespace}`;
-    const version = await this.stateCall(session, () => this.state.version(session.index.id, namespace));
+    const versions = await this.stateCall(session, () => this.state.versions(session.index.id, namespace));
     let stats = this.idfStats.get(key);
-    if (stats?.version !== version) {
+    if (stats?.version !== versions.namespace) {
       if (this.idfStats.size >= MAX_IDF_CACHE) this.idfStats.clear();
-      stats = { version, counts: new Map() };
+      stats = { version: versions.namespace, counts: new Map() };
       this.idfStats.set(key, stats);
     }
     const cached = stats;
     const missing = dimensions.filter((d) => !cached.counts.has(d));
-    const [total, counts] = await Promise.all([
+    const known = cached.collectionVersion === versions.collection;
+    const [total, counts, collectionTotal] = await Promise.all([
       cached.total ?? this.engine(session, () => session.store.count(namespace)),
       missing.length > 0 ? this.engine(session, () => session.store.countWithDimensions(namespace, missing)) : new Map<number, number>(),
+      known ? undefined : this.engine(session, () => session.store.countAll()),
     ]);
-    // Kept only for the version they were read under: a write since then bumped it (wrote()).
+    // Kept only for the versions they were read under: a write since then bumped them (wrote()).
     cached.total = total;
     for (const [d, n] of counts) cached.counts.set(d, n);
-    return new Map(dimensions.map((d) => [d, idf(total, cached.counts.get(d) ?? 0)]));
+    if (collectionTotal !== undefined) {
+      cached.collectionVersion = versions.collection;
+      cached.exclusive = collectionTotal === total;
+    }
+    return { weights: new Map(dimensions.map((d) => [d, idf(total, cached.counts.get(d) ?? 0)])), exclusive: cached.exclusive === true };
   }
 
   /**

@@ -106,10 +106,14 @@ interface Point {
 export class QdrantIndexStore {
   private ensured: Promise<void> | undefined;
 
+  /**
+   * @param timeoutMs how long a search may take before it fails (the client's timeout covers the other calls)
+   */
   constructor(
     private readonly client: QdrantClient,
     readonly location: IndexLocation,
     private readonly pointId: (namespace: string, id: string) => string,
+    private readonly timeoutMs = 30_000,
   ) {}
 
   /**
@@ -208,8 +212,8 @@ export class QdrantIndexStore {
     if ('dense' in q) body = type === 'DENSE' ? { query: q.dense } : { query: q.dense, using: NAMED.dense };
     else body = { query: 'sparse' in q ? q.sparse : { text: q.sparseText, model: BM25_MODEL }, using: NAMED.sparse };
     const { points } = await this.op(() =>
-      this.client.query(this.location.collection, {
-        ...(body as { query: number[] }),
+      this.postJson<{ points: Array<Point & { score: number }> }>('points/query', {
+        ...body,
         filter: this.inNamespace(namespace, page.filter),
         limit: page.limit,
         offset: page.offset,
@@ -217,7 +221,7 @@ export class QdrantIndexStore {
         with_vector: this.wantsQdrantVector(want),
       }),
     );
-    return points.map((p) => ({ ...this.toStored(p as Point), rawScore: p.score }));
+    return points.map((p) => ({ ...this.toStored(p), rawScore: p.score }));
   }
 
   /** One vector of the namespace picked at random, or null when it is empty. */
@@ -295,6 +299,12 @@ export class QdrantIndexStore {
     return count;
   }
 
+  /** Counts the vectors of every namespace of the collection. */
+  async countAll(): Promise<number> {
+    const { count } = await this.op(() => this.client.count(this.location.collection, { exact: true }));
+    return count;
+  }
+
   /** Deletes every vector of every namespace. */
   async deleteAll(): Promise<void> {
     await this.op(() => this.client.delete(this.location.collection, { wait: true, filter: {} }));
@@ -337,6 +347,33 @@ export class QdrantIndexStore {
     if (payload[KEY.metadata] !== undefined) out.metadata = payload[KEY.metadata] as Record<string, unknown>;
     if (payload[KEY.data] !== undefined) out.data = payload[KEY.data] as string;
     return out;
+  }
+
+  /**
+   * POSTs JSON to an endpoint of the collection (`/collections/<c>/<path>`) and answers Qdrant's `result`.
+   * The searches, the gateway's hot path, go through here rather than through @qdrant/js-client-rest,
+   * whose fetcher parses every response with a `JSON.parse` reviver (for 64-bit integers; our point ids are
+   * UUIDs and our payload numbers are small): measured on 2026-11-23, that reviver took 37% of the
+   * gateway's CPU in the sparse query benchmark.
+   * @throws an error with Qdrant's `status` and `data` when it answers other than 2xx (see describe)
+   */
+  private async postJson<T>(path: string, body: unknown): Promise<T> {
+    const { url, apiKey, collection } = this.location;
+    const response = await fetch(`${url.replace(/\/+$/, '')}/collections/${encodeURIComponent(collection)}/${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(apiKey ? { 'api-key': apiKey } : {}) },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(this.timeoutMs),
+    });
+    const text = await response.text();
+    let data: unknown;
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = text;
+    }
+    if (!response.ok) throw Object.assign(new Error(response.statusText), { status: response.status, data });
+    return (data as { result: T }).result;
   }
 
   /** Runs a call on the collection, creating it first if needed. */
@@ -393,7 +430,7 @@ export class QdrantStores {
         client = new QdrantClient({ url: location.url, apiKey: location.apiKey, timeout: this.options.timeoutMs, checkCompatibility: false });
         this.clients.set(clientKey, client);
       }
-      store = new QdrantIndexStore(client, location, this.pointId);
+      store = new QdrantIndexStore(client, location, this.pointId, this.options.timeoutMs);
       this.stores.set(key, store);
     }
     return store;
