@@ -1,0 +1,136 @@
+import { createHash } from 'node:crypto';
+import { Client } from '@upstash/qstash';
+import { eventually } from '@restash/shared/util-testing';
+import { type QueueStack, startQueueStack } from './testing/queue-stack';
+import { type Sink, atLeast, nonEmpty, startSink } from './testing/sink';
+
+const redacted = (text: string) => `REDACTED:${createHash('sha256').update(text).digest('hex')}`;
+
+/**
+ * Bulk cancel, DLQ and log filters, log states and `Upstash-Redact-Fields` (README, "Queue: endpoints") with the
+ * official `@upstash/qstash` Client against queue-gateway + queue-worker on real Redis servers.
+ */
+describe('filters, log states and redaction with the official @upstash/qstash Client', () => {
+  let stack: QueueStack;
+  let sink: Sink;
+  let client: Client;
+  let mallory: Client;
+  let token: string;
+
+  beforeAll(async () => {
+    [stack, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }], mallory: [{ name: 'main' }] }), startSink()]);
+    token = stack.secrets('acme', 'main').token;
+    client = new Client({ baseUrl: stack.url, token });
+    mallory = new Client({ baseUrl: stack.url, token: stack.secrets('mallory', 'main').token });
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await sink?.close();
+  });
+
+  /** Publishes a message delivered in an hour (pending until cancelled). */
+  const later = (c: Client, path: string, extra: Record<string, unknown> = {}) =>
+    c.publishJSON({ url: `${sink.url}${path}`, body: {}, delay: 3600, ...extra }) as Promise<{ messageId: string }>;
+  const pending = async (ids: string[]) => {
+    const states = await Promise.all(
+      ids.map(async (id) => (await client.logs({ messageIds: [id] })).logs.some((l) => l.state === 'CANCELLED' || (l.state as string) === 'CANCEL_REQUESTED')),
+    );
+    return ids.filter((_, i) => !states[i]);
+  };
+
+  it('cancels by each filter (OR within a key, AND across keys), never touching another tenant', async () => {
+    const a = await later(client, '/c/a', { label: 'red' });
+    const b = await later(client, '/c/b', { label: 'blue' });
+    const c = await later(client, '/c/c', { label: 'red' });
+    const other = await later(mallory, '/c/a', { label: 'red' });
+
+    // AND across keys: label red and path /c/c → only c.
+    await expect(client.messages.cancel({ filter: { label: 'red', path: '/c/c' } })).resolves.toEqual({ cancelled: 1 });
+    expect(await pending([a.messageId, b.messageId, c.messageId])).toEqual([a.messageId, b.messageId]);
+    // OR within a key: two URLs.
+    await expect(client.messages.cancel({ filter: { url: [`${sink.url}/c/a`, `${sink.url}/c/b`] } })).resolves.toEqual({ cancelled: 2 });
+    expect(await pending([a.messageId, b.messageId])).toEqual([]);
+    // The other tenant's message with the same label and URL is still there.
+    await expect(mallory.messages.get(other.messageId)).resolves.toMatchObject({ messageId: other.messageId });
+    expect((await mallory.logs({ messageIds: [other.messageId] })).logs.map((l) => l.state)).toEqual(['CREATED']);
+  });
+
+  it('cancels by host, callerIp, dates and urlGroup; all up to count; count outside 1..500 is a 400', async () => {
+    await client.urlGroups.addEndpoints({ name: 'g', endpoints: [{ url: `${sink.url}/g/1` }, { url: `${sink.url}/g/2` }] });
+    await client.publishJSON({ urlGroup: 'g', body: {}, delay: 3600 });
+    await expect(client.messages.cancel({ filter: { urlGroup: 'g' } })).resolves.toEqual({ cancelled: 2 });
+
+    const since = Date.now();
+    const x = await later(client, '/h/x');
+    await expect(client.messages.cancel({ filter: { host: 'other.example' } })).resolves.toEqual({ cancelled: 0 });
+    await expect(client.messages.cancel({ filter: { callerIp: '203.0.113.1' } })).resolves.toEqual({ cancelled: 0 });
+    await expect(client.messages.cancel({ filter: { toDate: since - 1, host: '127.0.0.1' } })).resolves.toEqual({ cancelled: 0 });
+    await expect(client.messages.cancel({ filter: { fromDate: since, host: '127.0.0.1' } })).resolves.toEqual({ cancelled: 1 });
+    expect(await pending([x.messageId])).toEqual([]);
+
+    for (let i = 0; i < 3; i++) await later(client, '/all');
+    const mine = await later(mallory, '/all');
+    await expect(client.messages.cancel({ all: true, count: 2 })).resolves.toEqual({ cancelled: 2 });
+    await expect(client.messages.cancel({ all: true })).resolves.toEqual({ cancelled: 1 });
+    await expect(mallory.messages.get(mine.messageId)).resolves.toMatchObject({ messageId: mine.messageId });
+
+    for (const count of ['0', '501', 'x']) {
+      const res = await fetch(`${stack.url}/v2/messages?count=${count}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+      expect([count, res.status, ((await res.json()) as { error: string }).error]).toEqual([count, 400, expect.stringMatching(/^invalid count/)]);
+    }
+  });
+
+  it('writes CREATED, ACTIVE, DELIVERED; ACTIVE, ERROR, FAILED for a failed attempt; filters logs and the DLQ', async () => {
+    sink.answer('/states/fail', { status: 500, body: 'no' });
+    const ok = await client.publishJSON({ url: `${sink.url}/states/ok`, body: {}, label: 'states' });
+    const failed = await client.publishJSON({ url: `${sink.url}/states/fail`, body: {}, retries: 0, label: 'states' });
+    const states = (id: string) => eventually(async () => {
+      const logs = (await client.logs({ messageIds: [id] })).logs.map((l) => l.state).reverse();
+      if (!logs.includes('DELIVERED') && !logs.includes('FAILED')) throw new Error(`so far ${logs.join(',')}`);
+      return logs;
+    }, 15_000);
+    expect(await states(ok.messageId)).toEqual(['CREATED', 'ACTIVE', 'DELIVERED']);
+    expect(await states(failed.messageId)).toEqual(['CREATED', 'ACTIVE', 'ERROR', 'FAILED']);
+
+    const byState = await client.logs({ filter: { label: 'states', state: 'ERROR' } });
+    expect(byState.logs.map((l) => l.messageId)).toEqual([failed.messageId]);
+    const byHost = await client.logs({ filter: { host: '127.0.0.1', path: '/states/ok', state: 'DELIVERED' } });
+    expect(byHost.logs.map((l) => l.messageId)).toEqual([ok.messageId]);
+    const res = await fetch(`${stack.url}/v2/logs?state=CANCELED&label=states`, { headers: { authorization: `Bearer ${token}` } });
+    expect(((await res.json()) as { logs: unknown[] }).logs).toEqual([]);
+
+    const dlq = await eventually(async () => nonEmpty((await client.dlq.listMessages({ filter: { label: 'states', responseStatus: 500 } })).messages), 15_000);
+    expect(dlq.map((m) => m.messageId)).toEqual([failed.messageId]);
+    expect((await client.dlq.listMessages({ filter: { label: 'states', responseStatus: 200 } })).messages).toEqual([]);
+  }, 40_000);
+
+  it('shows redacted fields as REDACTED:<sha256> in the message, logs and DLQ, and delivers them unchanged', async () => {
+    sink.answer('/redact/fail', { status: 500 });
+    const { messageId } = await client.publish({
+      url: `${sink.url}/redact/ok`,
+      body: 'secret body',
+      headers: { authorization: 'Bearer s3cret', 'x-visible': 'shown' },
+      delay: 1,
+      redact: { body: true, header: ['Authorization'] },
+    });
+    const message = await client.messages.get(messageId);
+    expect(message.body).toBe(redacted('secret body'));
+    expect(message.header).toMatchObject({ Authorization: [redacted('Bearer s3cret')], 'X-Visible': ['shown'] });
+
+    const [delivered] = await eventually(() => nonEmpty(sink.on('/redact/ok')), 15_000);
+    expect(delivered.body.toString()).toBe('secret body');
+    expect(delivered.headers.authorization).toBe('Bearer s3cret');
+
+    const created = (await client.logs({ messageIds: [messageId] })).logs.find((l) => l.state === 'CREATED');
+    expect(created?.body).toBe(redacted('secret body'));
+    expect(created?.header).toMatchObject({ Authorization: [redacted('Bearer s3cret')] });
+
+    const failed = await client.publish({ url: `${sink.url}/redact/fail`, body: 'dlq secret', retries: 0, redact: { header: true, body: true } });
+    const entry = await eventually(async () => nonEmpty((await client.dlq.listMessages({ filter: { messageId: failed.messageId } })).messages)[0], 15_000);
+    expect(entry.body).toBe(redacted('dlq secret'));
+    expect(Object.values(entry.header ?? {}).flat().every((v) => v.startsWith('REDACTED:'))).toBe(true);
+    await eventually(() => atLeast(sink.on('/redact/fail'), 1), 5_000);
+    expect(sink.on('/redact/fail')[0]?.body.toString()).toBe('dlq secret');
+  }, 40_000);
+});
