@@ -1,0 +1,130 @@
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { RegistrySeal, RegistryWriter, generateSigningKey, generateToken, queueProjectId, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { eventually } from '@restash/shared/util-testing';
+import { type AppProcess, QUEUE_REDIS_CONFIG, type RedisServer, startApp, startRedisServer } from '@restash/platform/util-stack';
+import { Publisher, QueueStore, UrlGroupStore } from '@restash/queue/data-access-store';
+import { parsePublish } from '@restash/queue/util-message';
+
+const ENDPOINTS = 3;
+const MESSAGES = 200;
+
+/** A destination on 127.0.0.1 that counts the bodies each path receives and answers 200 after `answerAfterMs`. */
+async function startCountingSink(answerAfterMs: number): Promise<{ url: string; bodies(path: string): string[]; close(): Promise<void> }> {
+  const received = new Map<string, string[]>();
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const path = req.url ?? '/';
+      received.set(path, [...(received.get(path) ?? []), Buffer.concat(chunks).toString()]);
+      setTimeout(() => res.end('ok'), answerAfterMs);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bodies: (path) => received.get(path) ?? [],
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * At least once through a SIGKILL of queue-worker during a URL-group fan-out (issue 17, reliability): 200
+ * messages published to a group of 3 endpoints (600 deliveries); the worker is killed with SIGKILL a third of the
+ * way through and a new one started. Every endpoint must receive every message at least once; duplicates (a
+ * delivery whose attempt was under way at the kill) are counted and printed. The queue Redis writes every
+ * command to its AOF (`appendfsync always`).
+ */
+describe('queue-worker killed during a URL-group fan-out', () => {
+  const project = queueProjectId('acme', 'main');
+  const sealKey = RegistrySeal.generateKey();
+  let control: RedisServer;
+  let queueRedis: RedisServer;
+  let sink: Awaited<ReturnType<typeof startCountingSink>>;
+  let storeRedis: Redis;
+  let store: QueueStore;
+  const workers: AppProcess[] = [];
+
+  const startWorker = async () => {
+    const worker = await startApp('queue-worker', {
+      from: 'source',
+      env: {
+        CONTROL_REDIS_URL: control.url,
+        REGISTRY_SEAL_KEY: sealKey,
+        QUEUE_REDIS_URL: queueRedis.url,
+        DESTINATION_ALLOWLIST: '127.0.0.1/32',
+        LOCK_DURATION_MS: '2000',
+        STALLED_INTERVAL_MS: '1000',
+        LOG_LEVEL: 'fatal',
+      },
+    });
+    workers.push(worker);
+    return worker;
+  };
+
+  beforeAll(async () => {
+    [control, queueRedis, sink] = await Promise.all([
+      startRedisServer({ config: ['appendonly yes'] }),
+      startRedisServer({ config: [...QUEUE_REDIS_CONFIG, 'appendfsync always'] }),
+      startCountingSink(20),
+    ]);
+    const registry = new Redis(control.url);
+    const doc = tenantDocumentSchema.parse({
+      apiVersion: 'restash.dev/v1alpha1',
+      kind: 'Tenant',
+      metadata: { name: 'acme' },
+      spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1024 * 1024, dailyRequests: 0 } }] } },
+    });
+    const keys = { standard: generateToken(), readonly: generateToken(), currentSigningKey: generateSigningKey(), nextSigningKey: generateSigningKey() };
+    await new RegistryWriter(registry, new RegistrySeal(sealKey)).applyTenant(doc, { kv: {}, vector: {}, stream: {}, queue: { main: keys } });
+    registry.disconnect();
+    storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
+    store = new QueueStore(storeRedis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 100_000 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await store?.close();
+    storeRedis?.disconnect();
+    await Promise.all([control?.stop(), queueRedis?.stop(), sink?.close()]);
+  });
+
+  it('delivers every message to every endpoint at least once across the kill', async () => {
+    const groups = new UrlGroupStore(storeRedis, 'restash:queue');
+    const paths = Array.from({ length: ENDPOINTS }, (_, i) => `/endpoint-${i}`);
+    await groups.addEndpoints(project, 'fan', paths.map((path, i) => ({ name: `e${i}`, url: `${sink.url}${path}` })));
+    const publisher = new Publisher(store, groups);
+    const now = Date.now();
+    const parsed = Array.from({ length: MESSAGES }, (_, i) =>
+      parsePublish({ destination: 'fan', headers: {}, body: Buffer.from(`m${i}`), nowMs: now, callerIp: '127.0.0.1', retries: { default: 3, max: 3 } }),
+    );
+    const results = await publisher.publish(project, parsed);
+    expect(results.flat()).toHaveLength(MESSAGES * ENDPOINTS);
+
+    const first = await startWorker();
+    const total = () => paths.reduce((n, path) => n + sink.bodies(path).length, 0);
+    await eventually(() => expect(total()).toBeGreaterThanOrEqual((MESSAGES * ENDPOINTS) / 3), 60_000, 20);
+    const atKill = total();
+    await first.stop('SIGKILL');
+    await startWorker();
+
+    await eventually(
+      () => {
+        for (const path of paths) expect(new Set(sink.bodies(path)).size).toBe(MESSAGES);
+      },
+      120_000,
+      200,
+    );
+    const lost = paths.map((path) => MESSAGES - new Set(sink.bodies(path)).size);
+    const duplicates = paths.map((path) => sink.bodies(path).length - new Set(sink.bodies(path)).size);
+    console.log(`fan-out ${ENDPOINTS}x${MESSAGES}: killed after ${atKill} deliveries; lost per endpoint ${lost.join(',')}; duplicates per endpoint ${duplicates.join(',')}`);
+    expect(lost).toEqual(paths.map(() => 0));
+    for (const path of paths) expect(sink.bodies(path).every((body) => /^m\d+$/.test(body))).toBe(true);
+  }, 240_000);
+});
