@@ -111,7 +111,7 @@ describe('queue-worker killed during a URL-group fan-out', () => {
     const total = () => paths.reduce((n, path) => n + sink.bodies(path).length, 0);
     await eventually(() => expect(total()).toBeGreaterThanOrEqual((MESSAGES * ENDPOINTS) / 3), 60_000, 20);
     const atKill = total();
-    await first.stop('SIGKILL');
+    await first.kill();
     await startWorker();
 
     await eventually(
