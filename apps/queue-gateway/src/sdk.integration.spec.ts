@@ -157,7 +157,7 @@ describe('queue API with the official @upstash/qstash Client', () => {
       if (!page.logs.some((l) => l.state === 'DELIVERED')) throw new Error('not delivered yet');
       return page;
     }, 15_000);
-    expect(logs.logs.map((l) => l.state)).toEqual(['DELIVERED', 'CREATED']);
+    expect(logs.logs.map((l) => l.state)).toEqual(['DELIVERED', 'ACTIVE', 'CREATED']);
     expect(logs.logs[0]).toMatchObject({ messageId, url: `${sink.url}/logged` });
     expect(logs.cursor).toBeUndefined();
   }, 20_000);

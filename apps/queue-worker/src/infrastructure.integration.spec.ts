@@ -119,7 +119,7 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     await control.kill(); // the answer comes 1.5 s after the request; the project check after it fails
     await sleep(2_500);
     await control.start();
-    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'DELIVERED'] });
+    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
     const requests = sink.on('/control-outage');
     expect(requests).toHaveLength(1);
     expect(requests[0]?.['upstash-retried']).toBe('0');
@@ -132,7 +132,7 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     await sleep(2_000); // the worker took it and retries the project lookup
     expect(sink.on('/due-during-outage')).toHaveLength(0);
     await control.start();
-    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'DELIVERED'] });
+    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
     expect(sink.on('/due-during-outage')).toHaveLength(1);
     expect(sink.on('/due-during-outage')[0]?.['upstash-retried']).toBe('0');
   }, 60_000);
@@ -143,7 +143,7 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     // Past the in-place retries: 15 s, plus the last call, which ioredis fails after a few reconnects (up to 10 s seen).
     await sleep(30_000);
     await control.start();
-    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'DELIVERED'] });
+    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
     expect(sink.on('/long-outage')).toHaveLength(1);
     expect(sink.on('/long-outage')[0]?.['upstash-retried']).toBe('0');
     const metrics = await (await fetch(`${worker.managementUrl}/metrics`)).text();
@@ -157,7 +157,7 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     await queueRedis.kill(); // the answer comes 1.5 s after the request; storing its outcome fails
     await sleep(2_500);
     await queueRedis.start();
-    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'DELIVERED'] });
+    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
     const requests = sink.on('/store-outage');
     expect(requests).toHaveLength(1);
     expect(requests[0]?.['upstash-retried']).toBe('0');
