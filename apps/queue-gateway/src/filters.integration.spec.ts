@@ -81,6 +81,34 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     }
   });
 
+  it('messages.delete, deleteMany and deleteAll (the deprecated SDK calls) cancel pending messages of the project only', async () => {
+    const [a, b, c, d] = [await later(client, '/d/a'), await later(client, '/d/b'), await later(client, '/d/c'), await later(client, '/d/d')];
+    const theirs = await later(mallory, '/d/a');
+    await client.messages.delete(a.messageId);
+    await expect(client.messages.deleteMany([b.messageId, c.messageId, theirs.messageId])).resolves.toBe(2);
+    await expect(client.messages.deleteAll()).resolves.toBe(1);
+    expect(await pending([a.messageId, b.messageId, c.messageId, d.messageId])).toEqual([]);
+    await expect(mallory.messages.get(theirs.messageId)).resolves.toMatchObject({ messageId: theirs.messageId });
+    // Its own deleteAll takes it (and what the earlier tests left pending there).
+    await expect(mallory.messages.deleteAll()).resolves.toBeGreaterThanOrEqual(1);
+    expect((await mallory.logs({ messageIds: [theirs.messageId] })).logs.map((l) => l.state)).toEqual(['CANCELLED', 'CREATED']);
+  });
+
+  it('filters the DLQ by urlGroup, and deletes DLQ entries by filter', async () => {
+    sink.answer('/dg/1', { status: 500 });
+    sink.answer('/dg/2', { status: 500 });
+    await client.urlGroups.addEndpoints({ name: 'dead', endpoints: [{ name: 'one', url: `${sink.url}/dg/1` }, { url: `${sink.url}/dg/2` }] });
+    const sent = (await client.publishJSON({ urlGroup: 'dead', body: {}, retries: 0 })) as unknown as Array<{ messageId: string }>;
+    const entries = await eventually(async () => atLeast((await client.dlq.listMessages({ filter: { urlGroup: 'dead' } })).messages, 2), 15_000);
+    expect(entries.map((e) => e.messageId).sort()).toEqual(sent.map((r) => r.messageId).sort());
+    expect(entries.every((e) => e.topicName === 'dead' && e.urlGroup === 'dead')).toBe(true);
+    expect((await client.dlq.listMessages({ filter: { urlGroup: 'alive' } })).messages).toEqual([]);
+    expect((await mallory.dlq.listMessages({ filter: { urlGroup: 'dead' } })).messages).toEqual([]);
+    await expect(client.dlq.delete({ filter: { urlGroup: 'dead', url: `${sink.url}/dg/1` } })).resolves.toMatchObject({ deleted: 1 });
+    const left = (await client.dlq.listMessages({ filter: { urlGroup: 'dead' } })).messages;
+    expect(left.map((e) => e.url)).toEqual([`${sink.url}/dg/2`]);
+  }, 40_000);
+
   it('writes CREATED, ACTIVE, DELIVERED; ACTIVE, ERROR, FAILED for a failed attempt; filters logs and the DLQ', async () => {
     sink.answer('/states/fail', { status: 500, body: 'no' });
     const ok = await client.publishJSON({ url: `${sink.url}/states/ok`, body: {}, label: 'states' });
