@@ -110,6 +110,12 @@ describe('callbackMessage', () => {
     expect(JSON.parse(Buffer.from(message.body, 'base64').toString())).toEqual(payload);
   });
 
+  it('redacts its own body in views when the source has redacted fields', () => {
+    const payload = callbackPayload(source({ callback: 'https://cb.example' }), outcome, 0, 100);
+    expect(callbackMessage(source({ callback: 'https://cb.example', redact: { header: ['Authorization'] } }), 'callback', payload, 1, 3).redact).toEqual({ body: true });
+    expect(callbackMessage(source({ callback: 'https://cb.example' }), 'callback', payload, 1, 3).redact).toBeUndefined();
+  });
+
   it('throws when the source has no such URL', () => {
     expect(() => callbackMessage(source({ callback: undefined }), 'callback', payload, 0, 3)).toThrow(/no callback URL/);
     expect(() => callbackMessage(source({ failureCallback: undefined }), 'failure-callback', payload, 0, 3)).toThrow(/no failure-callback URL/);
