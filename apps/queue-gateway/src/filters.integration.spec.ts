@@ -34,7 +34,7 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     c.publishJSON({ url: `${sink.url}${path}`, body: {}, delay: 3600, ...extra }) as Promise<{ messageId: string }>;
   const pending = async (ids: string[]) => {
     const states = await Promise.all(
-      ids.map(async (id) => (await client.logs({ messageIds: [id] })).logs.some((l) => l.state === 'CANCELLED' || (l.state as string) === 'CANCEL_REQUESTED')),
+      ids.map(async (id) => (await client.logs({ messageIds: [id] })).logs.some((l) => ['CANCELLED', 'CANCEL_REQUESTED'].includes(l.state as string))),
     );
     return ids.filter((_, i) => !states[i]);
   };
