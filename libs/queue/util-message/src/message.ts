@@ -104,9 +104,9 @@ export interface DlqEntry {
 
 /**
  * Message states of the events (logs) endpoint (README, "Queue: message, DLQ entry and event shapes"), QStash's
- * list. Written: CREATED (published), ACTIVE (an attempt starts), RETRY (an attempt failed, another follows),
- * ERROR (an attempt got no answer: timeout, refused, …; before the RETRY or FAILED of that attempt),
- * DELIVERED, FAILED (to the DLQ), CANCEL_REQUESTED, CANCELLED. IN_PROGRESS is QStash's state of a message
+ * list. Written: CREATED (published), ACTIVE (an attempt started; written with the attempt's outcome, timed at
+ * its start), ERROR (an attempt failed: no answer or not 2xx; before its RETRY, FAILED or CANCELLED), RETRY
+ * (another attempt follows), DELIVERED, FAILED (to the DLQ), CANCEL_REQUESTED, CANCELLED. IN_PROGRESS is QStash's state of a message
  * waiting on a flow-control or queue slot; filters accept it (and CANCELED for CANCELLED).
  */
 export const MESSAGE_STATES = ['CREATED', 'ACTIVE', 'RETRY', 'ERROR', 'DELIVERED', 'FAILED', 'CANCEL_REQUESTED', 'CANCELLED', 'IN_PROGRESS'] as const;
