@@ -1,4 +1,5 @@
 import { FusionAlgorithm, Index, QueryMode, WeightingStrategy } from '@upstash/vector';
+import { fuseRrf } from '@restash/vector/util-query';
 import { type VectorStack, startVectorStack } from './testing/vector-stack';
 
 type Meta = Record<string, unknown>;
@@ -82,6 +83,35 @@ describe('vector-gateway sparse and hybrid indexes with the official SDK', () =>
       { id: 'b', score: 0.36464313 },
       { id: 'a', score: 0.18232156 },
     ]);
+  });
+
+  it('fuses RRF queries as the two one-sided queries fused by Upstash’s formula, whether or not the namespace is the whole collection', async () => {
+    // Deterministic pseudo-random vectors: 80 points over 12 sparse dimensions, so that the IDF per
+    // namespace and per collection differ once another namespace holds vectors.
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const point = (id: string) => {
+      const dims = [...new Set([0, 1, 2].map(() => Math.floor(next() * 12)))].sort((a, b) => a - b);
+      return { id, vector: [next(), next()], sparseVector: { indices: dims, values: dims.map(() => 0.1 + next()) } };
+    };
+    const ns = hybrid.namespace('rrf');
+    await ns.upsert(Array.from({ length: 80 }, (_, i) => point(`p${i}`)));
+    const query = { vector: [0.6, 0.4], sparseVector: { indices: [1, 4, 7], values: [0.5, 1, 0.8] }, weightingStrategy: WeightingStrategy.IDF };
+    const expectFusedLikeSides = async () => {
+      const [fused, denseSide, sparseSide] = await Promise.all([
+        ns.query({ ...query, topK: 10, fusionAlgorithm: FusionAlgorithm.RRF }),
+        ns.query({ ...query, topK: 100, queryMode: QueryMode.DENSE }),
+        ns.query({ ...query, topK: 100, queryMode: QueryMode.SPARSE }),
+      ]);
+      const expected = new Map(fuseRrf([denseSide, sparseSide].map((side) => side.map((h) => ({ id: String(h.id), score: h.score })))).map((c) => [c.id, c.score]));
+      expect(fused).toHaveLength(10);
+      for (const hit of fused) expect(hit.score).toBeCloseTo(expected.get(String(hit.id)) ?? Number.NaN, 6);
+      // The best ten scores, whatever the order of ties.
+      expect(fused.map((h) => h.score)).toEqual([...expected.values()].slice(0, 10).map((v) => expect.closeTo(v, 6)));
+    };
+    await expectFusedLikeSides(); // the namespace is the whole collection: the engine fuses
+    await hybrid.upsert(Array.from({ length: 40 }, (_, i) => point(`other${i}`))); // now it is not: the gateway fuses
+    await expectFusedLikeSides();
   });
 
   it('upserts, fetches and ranges sparse vectors; info names the index type', async () => {

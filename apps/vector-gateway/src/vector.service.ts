@@ -33,6 +33,7 @@ import {
   checkMetadata,
   exactScore,
   float32Score,
+  RRF_K,
   fuse,
   idf,
   mergePatch,
@@ -536,17 +537,28 @@ export class VectorService implements OnModuleInit {
    * A query on both sides of a hybrid index: the best `depth` hits of each side, less the ids in
    * `seen`, fused with the query's algorithm (RRF by default; README, "Vector: index types"); the
    * first `take` of the fused list, `rawScore` being the fused score. DBSF fuses dense scores
-   * computed in float32 from the stored vectors, as Upstash does (float32Score).
+   * computed in float32 from the stored vectors, as Upstash does (float32Score). An RRF query whose
+   * sides the engine ranks as Upstash does (engineRanksSparse; no `seen`, no filter the gateway must
+   * apply itself) is fused by the engine in one request (Qdrant's RRF with k 60 is Upstash's formula;
+   * its score is summed in float32, ties in the engine's order).
    */
   private async fused(session: Session, namespace: string, q: QueryInput, plan: Plan, depth: number, take: number, seen: ReadonlySet<string>): Promise<ScoredVector[]> {
     const filter = q.filter === undefined ? undefined : prepareFilter(q.filter);
     const algorithm = q.fusionAlgorithm ?? 'RRF';
     const want = wantOf(q.include);
     const dense = plan.dense as number[];
+    const sparse = plan.sparse as NonNullable<Plan['sparse']>;
+    if (algorithm === 'RRF' && seen.size === 0 && (!filter || filter.exact) && (await this.engineRanksSparse(session, namespace, q, sparse))) {
+      // Both sides' rankings are Upstash's: the engine fuses them with Upstash's RRF, in one request.
+      const sides = [{ dense }, 'sparse' in sparse ? { sparse: sparse.sparse } : { sparseText: sparse.sparseText }];
+      return this.engine(session, () =>
+        session.store.fusedSearch(namespace, sides, { depth, limit: take, k: RRF_K, filter: filter?.pushdown }, want),
+      );
+    }
     const [denseHits, sparseHits] = await Promise.all([
       this.denseSide(session, namespace, dense, filter, depth, algorithm === 'DBSF' ? { ...want, vector: true } : want),
       // The fused depth is already the margin: no over-fetch on top of it.
-      this.sparseSide(session, namespace, q, plan.sparse as NonNullable<Plan['sparse']>, filter, depth, want, { depth, ranksOnly: algorithm === 'RRF' }),
+      this.sparseSide(session, namespace, q, sparse, filter, depth, want, { depth, ranksOnly: algorithm === 'RRF' }),
     ]);
     const similarity = session.index.similarityFunction;
     const byId = new Map<string, ScoredVector>();
@@ -609,6 +621,15 @@ export class VectorService implements OnModuleInit {
       .map((h) => ({ ...h, rawScore: sparseScore(query.sparse, h.sparseVector as SparseVector, idf?.weights) }))
       .sort(byScoreThenId)
       .slice(0, limit);
+  }
+
+  /**
+   * Whether the engine's ranking of a sparse side is Upstash's: a text query's (BM25 on the engine, whose
+   * score we keep), or an IDF query's when the namespace is the whole collection (IdfStats.exclusive).
+   */
+  private async engineRanksSparse(session: Session, namespace: string, q: QueryInput, sparse: NonNullable<Plan['sparse']>): Promise<boolean> {
+    if (!('sparse' in sparse)) return true;
+    return q.weightingStrategy === 'IDF' && (await this.idfWeights(session, namespace, sparse.sparse.indices)).exclusive;
   }
 
   /**

@@ -207,16 +207,38 @@ export class QdrantIndexStore {
    */
   async search(namespace: string, query: number[] | SearchQuery, page: { limit: number; offset: number; filter?: QdrantFilter }, want: Want): Promise<ScoredVector[]> {
     const q: SearchQuery = Array.isArray(query) ? { dense: query } : query;
-    const type = this.type;
-    let body: { query: unknown; using?: string };
-    if ('dense' in q) body = type === 'DENSE' ? { query: q.dense } : { query: q.dense, using: NAMED.dense };
-    else body = { query: 'sparse' in q ? q.sparse : { text: q.sparseText, model: BM25_MODEL }, using: NAMED.sparse };
     const { points } = await this.op(() =>
       this.postJson<{ points: Array<Point & { score: number }> }>('points/query', {
-        ...body,
+        ...this.queryBody(q),
         filter: this.inNamespace(namespace, page.filter),
         limit: page.limit,
         offset: page.offset,
+        with_payload: this.payloadKeys(want),
+        with_vector: this.wantsQdrantVector(want),
+      }),
+    );
+    return points.map((p) => ({ ...this.toStored(p), rawScore: p.score }));
+  }
+
+  /**
+   * A hybrid search fused by the engine: each side's best `depth` hits (prefetches), fused with Qdrant's
+   * RRF at constant `k` (Σ 1 / (k + rank), rank 0-based), the best `limit` of the fused list with
+   * their fused scores. Only the final hits carry payload and vectors.
+   * @param filter narrows both sides (a Qdrant filter)
+   */
+  async fusedSearch(
+    namespace: string,
+    sides: SearchQuery[],
+    options: { depth: number; limit: number; k: number; filter?: QdrantFilter },
+    want: Want,
+  ): Promise<ScoredVector[]> {
+    const filter = this.inNamespace(namespace, options.filter);
+    const { points } = await this.op(() =>
+      this.postJson<{ points: Array<Point & { score: number }> }>('points/query', {
+        prefetch: sides.map((side) => ({ ...this.queryBody(side), filter, limit: options.depth })),
+        query: { rrf: { k: options.k } },
+        filter,
+        limit: options.limit,
         with_payload: this.payloadKeys(want),
         with_vector: this.wantsQdrantVector(want),
       }),
@@ -308,6 +330,12 @@ export class QdrantIndexStore {
   /** Deletes every vector of every namespace. */
   async deleteAll(): Promise<void> {
     await this.op(() => this.client.delete(this.location.collection, { wait: true, filter: {} }));
+  }
+
+  /** The `query` and `using` of a search on the side the query names. */
+  private queryBody(q: SearchQuery): { query: unknown; using?: string } {
+    if ('dense' in q) return this.type === 'DENSE' ? { query: q.dense } : { query: q.dense, using: NAMED.dense };
+    return { query: 'sparse' in q ? q.sparse : { text: q.sparseText, model: BM25_MODEL }, using: NAMED.sparse };
   }
 
   private inNamespace(namespace: string, filter?: QdrantFilter): QdrantFilter {

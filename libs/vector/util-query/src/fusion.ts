@@ -1,9 +1,10 @@
 /**
  * Fusion of a hybrid query's dense and sparse results (README, "Vector: index types";
  * upstash-compat.md §2.4, checked against the official SDK's expected scores). Pure functions: the
- * gateway runs both searches and fuses their candidate lists here, because Qdrant's native fusion
- * uses other constants (RRF ranks from 1 with its own k; DBSF with the population deviation) and
- * would fuse Qdrant's collection-wide IDF scores, not Upstash's per-namespace ones.
+ * gateway runs both searches and fuses their candidate lists here whenever Qdrant's native fusion
+ * would differ: Qdrant's DBSF uses the population deviation, and Qdrant ranks sparse hits by its
+ * collection-wide IDF, not Upstash's per-namespace one. (Qdrant's RRF with `k: 60`, 0-based ranks, is
+ * this RRF: the gateway lets the engine fuse when both sides' rankings are already Upstash's.)
  */
 
 /** Upstash's fusion algorithms; RRF is the default. */
