@@ -17,13 +17,22 @@
 // the other case runs.
 //
 // Method (load.mjs). Every run publishes BENCH_MESSAGES messages of 100 bytes, BENCH_CONCURRENCY
-// publishes in flight, and waits until every one has come out of the other end:
-//   gateway  POST /v2/publish/http://127.0.0.1:<sink>/sink, Bearer token, Upstash-Retries: 0 (undici,
-//            keep-alive); queue-worker delivers each by HTTP POST to the sink, a node:http server that
-//            answers 200 at once and notes when each Upstash-Message-Id arrived.
-//   direct   Queue.add of the body on bench-direct (one ioredis connection, the same adds in flight,
-//            one attempt, completed jobs kept as long as the gateway keeps delivered messages); the
-//            processor of direct-worker.mjs notes when it ran, and does nothing else.
+// publishes in flight, and waits until every one has come out of the other end. The cases
+// (BENCH_CASES), each a gateway run then its direct equivalent:
+//   single   gateway: POST /v2/publish/http://127.0.0.1:<sink>/sink, Bearer token, Upstash-Retries: 0
+//            (undici, keep-alive); queue-worker delivers each by HTTP POST to the sink, a node:http server
+//            that answers 200 at once and notes when each Upstash-Message-Id arrived.
+//            direct: Queue.add of the body on bench-direct (one ioredis connection, the same adds in
+//            flight, one attempt, completed jobs kept as long as the gateway keeps delivered messages);
+//            the processor of direct-worker.mjs notes when it ran, and does nothing else.
+//   batch    gateway: POST /v2/batch of BENCH_BATCH messages (100) per request, BENCH_BATCH_CONCURRENCY
+//            requests in flight; direct: Queue.addBulk of the same jobs, as many calls in flight.
+//   queued   gateway: POST /v2/enqueue/bench/<sink>, the queue `bench` of parallelism BENCH_PARALLELISM
+//            (10, made by prepare); flow: POST /v2/publish/<sink> with Upstash-Flow-Control-Key: bench
+//            and Upstash-Flow-Control-Value: parallelism=BENCH_PARALLELISM. Both against one direct run
+//            `parallel`: Queue.add on a BullMQ queue whose global concurrency is BENCH_PARALLELISM, the
+//            same direct worker process (queue-worker runs each queue and flow-control key as such a
+//            BullMQ queue).
 // Throughput is messages / (last arrival - first publish start); latency per message from the start of
 // its publish (add) to its arrival (processor run), p50/p99; the publish-only rate (201s, or adds, per
 // second) is reported too. Both the sink and the processor see the messages at once, so with the
@@ -32,16 +41,26 @@
 // Redis (the harness), and of the load generator (load.mjs), to tell where the time goes.
 // After a warm-up, every round runs gateway then direct; the table reports the median of the rounds
 // (report.mjs) and is written to bench/queue/results.md and README.md (between the bench-queue
-// markers). Nothing is asserted: the target (gateway >= 0.5 of direct, messages/s) is printed as met
-// or not.
+// markers). Nothing is asserted: the targets (gateway messages/s over direct: >= 0.6 single, >= 0.8
+// batch; queued and flow have none) are printed as met or not.
+//
+// Where the CPU goes: BENCH_GATEWAY_NODE_OPTIONS is the NODE_OPTIONS of queue-gateway and queue-worker
+// (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", as in bench/kv; the profiles are written when the stack
+// stops), and BENCH_CASES=single (say) profiles one case; bench/lib/cpuprofile.mjs summarises a profile's
+// busy window (bench/queue/profile.md).
 //
 // env: BENCH_MESSAGES per run (20000), BENCH_WARMUP_MESSAGES per case in the warm-up (5000),
-//      BENCH_ROUNDS (3), BENCH_CONCURRENCY publishes in flight (64), BENCH_WORKER_CONCURRENCY (100,
-//      both workers), BENCH_STALL_SECONDS a run waits for a missing message (30); BENCH_SMOKE=1 for a
-//      smoke run (2,000 messages, one round). BENCH_KEEP_LOGS=1 keeps the temp dir (logs).
+//      BENCH_ROUNDS (3), BENCH_CASES (single,batch,queued,flow), BENCH_CONCURRENCY publishes in flight
+//      (64), BENCH_BATCH messages per batch (100), BENCH_BATCH_CONCURRENCY batches in flight (8),
+//      BENCH_PARALLELISM of the queued and flow cases (10), BENCH_WORKER_CONCURRENCY (100, every
+//      worker), BENCH_STALL_SECONDS a run waits for a missing message (30); BENCH_SMOKE=1 for a smoke
+//      run (2,000 messages, one round). BENCH_KEEP_LOGS=1 keeps the temp dir (logs).
 import { createRequire } from 'node:module';
 import { answers200, freePorts, repoRoot } from '@restash/platform/util-stack';
-import { redisVersion, runBench } from '../lib/harness';
+import { type LoadRun, redisVersion, runBench } from '../lib/harness';
+
+const profiling = process.env.BENCH_GATEWAY_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } : {};
+const casesOf = (settings: Record<string, string>) => (settings.BENCH_CASES ?? '').split(',').filter(Boolean);
 
 runBench({
   name: 'queue',
@@ -49,7 +68,11 @@ runBench({
     BENCH_MESSAGES: { full: '20000', smoke: '2000' },
     BENCH_WARMUP_MESSAGES: { full: '5000', smoke: '0' },
     BENCH_ROUNDS: { full: '3', smoke: '1' },
+    BENCH_CASES: { full: 'single,batch,queued,flow', smoke: 'single,batch,queued,flow' },
     BENCH_CONCURRENCY: { full: '64', smoke: '64' },
+    BENCH_BATCH: { full: '100', smoke: '100' },
+    BENCH_BATCH_CONCURRENCY: { full: '8', smoke: '8' },
+    BENCH_PARALLELISM: { full: '10', smoke: '10' },
     BENCH_WORKER_CONCURRENCY: { full: '100', smoke: '100' },
     BENCH_STALL_SECONDS: { full: '30', smoke: '10' },
   },
@@ -64,7 +87,10 @@ runBench({
       },
     ],
     apps: ['queue-gateway', 'queue-worker'],
-    appEnv: { 'queue-worker': { WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100' } },
+    appEnv: {
+      'queue-gateway': { ...profiling },
+      'queue-worker': { WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100', ...profiling },
+    },
   }),
   gateway: ['queue-gateway', 'queue-worker', 'direct-worker'],
   engine: { process: 'queue-redis', redis: true },
@@ -72,6 +98,9 @@ runBench({
     const [sink, direct] = await freePorts(2);
     return {
       CONCURRENCY: settings.BENCH_CONCURRENCY ?? '64',
+      BATCH: settings.BENCH_BATCH ?? '100',
+      PARALLELISM: settings.BENCH_PARALLELISM ?? '10',
+      QUEUE_NAME: 'bench',
       QUEUE_REDIS_URL: stack.queueRedis?.url ?? '',
       GATEWAY_URL: stack.apps['queue-gateway']?.url ?? '',
       QUEUE_TOKEN: stack.tokens('bench').queue.main?.standard ?? '',
@@ -90,20 +119,33 @@ runBench({
     },
   ],
   // One publish by hand, so a broken setup shows its answer rather than a table of errors (nothing
-  // listens on the sink port yet: this message fails its one attempt and goes to the DLQ).
-  prepare: async ({ env, say }) => {
-    const path = `/v2/publish/http://127.0.0.1:${env.SINK_PORT}/sink`;
-    const response = await fetch(`${env.GATEWAY_URL}${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${env.QUEUE_TOKEN}`, 'upstash-retries': '0' },
-      body: 'hello',
-    });
-    say(`POST ${path} -> ${response.status} ${await response.text()}`);
+  // listens on the sink port yet: this message fails its one attempt and goes to the DLQ); and the
+  // queue of the queued case.
+  prepare: async ({ env, settings, say }) => {
+    const post = async (path: string, body: string, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${env.GATEWAY_URL}${path}`, { method: 'POST', headers: { authorization: `Bearer ${env.QUEUE_TOKEN}`, ...headers }, body });
+      say(`POST ${path} -> ${response.status} ${await response.text()}`);
+    };
+    await post(`/v2/publish/http://127.0.0.1:${env.SINK_PORT}/sink`, 'hello', { 'upstash-retries': '0' });
+    if (casesOf(settings).includes('queued')) {
+      await post('/v2/queues', JSON.stringify({ queueName: env.QUEUE_NAME, parallelism: Number(env.PARALLELISM) }), { 'content-type': 'application/json' });
+    }
   },
-  runs: (settings) => ({
-    warmup: ['gateway', 'direct'].map((tool) => ({ args: [tool, settings.BENCH_WARMUP_MESSAGES ?? '5000'] })),
-    round: ['gateway', 'direct'].map((tool) => ({ args: [tool, settings.BENCH_MESSAGES ?? '20000'] })),
-  }),
+  // Per case, the gateway run then its direct equivalent (queued and flow share the direct `parallel` run).
+  runs: (settings) => {
+    const runsOf = (messages: string): LoadRun[] => {
+      const cases = casesOf(settings);
+      const batch = { CONCURRENCY: settings.BENCH_BATCH_CONCURRENCY ?? '8' };
+      const runs: LoadRun[] = [];
+      for (const kase of cases) {
+        runs.push({ args: ['gateway', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
+        if (kase === 'single' || kase === 'batch') runs.push({ args: ['direct', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
+        if (kase === (cases.includes('flow') ? 'flow' : 'queued')) runs.push({ args: ['direct', 'parallel', messages] });
+      }
+      return runs;
+    };
+    return { warmup: runsOf(settings.BENCH_WARMUP_MESSAGES ?? '5000'), round: runsOf(settings.BENCH_MESSAGES ?? '20000') };
+  },
   reportEnv: () => {
     const require = createRequire(`${repoRoot()}/package.json`);
     const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;

@@ -1,14 +1,20 @@
-// Shared by the scripts of bench/queue: the clock, the message body, the raw BullMQ queue of the direct
-// case, a keep-alive HTTP client of the gateway, and the Redis command counter read around every run.
+// Shared by the scripts of bench/queue: the clock, the message body, the raw BullMQ queues of the direct
+// cases, a keep-alive HTTP client of the gateway, and the Redis command counter read around every run.
 //
 // env: QUEUE_REDIS_URL, QUEUE_PREFIX (restash:queue, the gateway's and worker's), DIRECT_QUEUE
-//      (bench-direct), MESSAGE_RETENTION_MS (86400000, as queue-gateway's default), GATEWAY_URL,
+//      (bench-direct; the `parallel` case's queue is its name with -p<parallelism>), MESSAGE_RETENTION_MS (86400000, as queue-gateway's default), GATEWAY_URL,
 //      QUEUE_TOKEN
 import { Pool } from 'undici';
 
 /** The BullMQ queue of the direct case: a queue of its own on the same Redis, under the same prefix. */
 export const DIRECT_QUEUE = process.env.DIRECT_QUEUE ?? 'bench-direct';
 export const QUEUE_PREFIX = process.env.QUEUE_PREFIX ?? 'restash:queue';
+
+/**
+ * The BullMQ queue of the direct case `parallel`: `<DIRECT_QUEUE>-p<parallelism>`, whose global
+ * concurrency direct-worker.mjs sets to `parallelism` (as queue-worker runs a queue or flow-control key).
+ */
+export const limitedQueue = (parallelism) => `${DIRECT_QUEUE}-p${parallelism}`;
 
 /**
  * Job options of the direct case: auto ids, one attempt (the gateway's messages are published with

@@ -1,44 +1,57 @@
-// The worker of the direct case of bench/queue (bench.ts): a plain BullMQ Worker on DIRECT_QUEUE of the
-// queue Redis, in its own process on core 0 where queue-worker runs, started once like queue-worker.
-// Its processor does nothing but note when it ran (CLOCK_MONOTONIC, see common.mjs) and the job's
-// run tag and number; no HTTP, no other Redis call than BullMQ's own.
+// The workers of the direct cases of bench/queue (bench.ts): plain BullMQ Workers on DIRECT_QUEUE and on
+// the `parallel` case's queue (limitedQueue(PARALLELISM), whose global concurrency this sets to
+// PARALLELISM, as queue-worker's lanes have theirs) of the queue Redis, in one process on core 0 where
+// queue-worker runs, started once like queue-worker. Their processor does nothing but note when it ran
+// (CLOCK_MONOTONIC, see common.mjs) and the job's run tag and number; no HTTP, no other Redis call than
+// BullMQ's own.
 //
 // Management server on 127.0.0.1:MANAGEMENT_PORT, for bench.ts and load.mjs:
 //   GET  /readyz   200 once the worker runs
 //   GET  /count    how many jobs were processed since the last /take
 //   POST /take     the processed jobs since the last /take, [[run, n, ms], ...], and forgets them
 //
-// env: QUEUE_REDIS_URL, QUEUE_PREFIX, DIRECT_QUEUE, WORKER_CONCURRENCY (100, as queue-worker's),
-//      MANAGEMENT_PORT
+// env: QUEUE_REDIS_URL, QUEUE_PREFIX, DIRECT_QUEUE, WORKER_CONCURRENCY (100, as queue-worker's, each
+//      Worker), PARALLELISM (10), MANAGEMENT_PORT
 import { createServer } from 'node:http';
-import { Worker } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { DIRECT_QUEUE, QUEUE_PREFIX, clock } from './common.mjs';
+import { DIRECT_QUEUE, QUEUE_PREFIX, clock, limitedQueue } from './common.mjs';
 
 let done = [];
 // As queue-worker: the connection of a worker must retry forever (BullMQ requires it), lock and stalled
 // checks at BullMQ's defaults (queue-worker's defaults are the same 30 s).
-const worker = new Worker(
-  DIRECT_QUEUE,
-  async (job) => {
-    done.push([job.data.r, job.data.n, clock()]);
-  },
-  {
-    connection: new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: null }),
-    prefix: QUEUE_PREFIX,
-    concurrency: Number(process.env.WORKER_CONCURRENCY ?? 100),
-  },
-);
-worker.on('error', (error) => process.stderr.write(`worker: ${String(error)}\n`));
-worker.on('failed', (job, error) => process.stderr.write(`job ${job?.id ?? '?'} failed: ${String(error)}\n`));
-await worker.waitUntilReady();
+// Each Worker has its own connection, as queue-worker's deliveries Worker and its lanes have theirs.
+const start = (name) => {
+  const worker = new Worker(
+    name,
+    async (job) => {
+      done.push([job.data.r, job.data.n, clock()]);
+    },
+    {
+      connection: new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: null }),
+      prefix: QUEUE_PREFIX,
+      concurrency: Number(process.env.WORKER_CONCURRENCY ?? 100),
+    },
+  );
+  worker.on('error', (error) => process.stderr.write(`worker ${name}: ${String(error)}\n`));
+  worker.on('failed', (job, error) => process.stderr.write(`job ${job?.id ?? '?'} failed: ${String(error)}\n`));
+  return worker;
+};
+const parallelism = Number(process.env.PARALLELISM ?? 10);
+const setup = new Redis(process.env.QUEUE_REDIS_URL);
+const limited = new Queue(limitedQueue(parallelism), { connection: setup, prefix: QUEUE_PREFIX });
+await limited.setGlobalConcurrency(parallelism);
+await limited.close();
+setup.disconnect();
+const workers = [start(DIRECT_QUEUE), start(limitedQueue(parallelism))];
+await Promise.all(workers.map((w) => w.waitUntilReady()));
 
 const server = createServer((req, res) => {
   const send = (status, body, type = 'text/plain') => {
     res.writeHead(status, { 'content-type': type });
     res.end(body);
   };
-  if (req.url === '/readyz') return worker.isRunning() ? send(200, 'ok') : send(503, 'not running');
+  if (req.url === '/readyz') return workers.every((w) => w.isRunning()) ? send(200, 'ok') : send(503, 'not running');
   if (req.url === '/count') return send(200, String(done.length));
   if (req.url === '/take' && req.method === 'POST') {
     const taken = done;
@@ -51,7 +64,7 @@ server.listen(Number(process.env.MANAGEMENT_PORT), '127.0.0.1');
 
 const stop = async () => {
   server.close();
-  await worker.close();
+  await Promise.all(workers.map((w) => w.close()));
   process.exit(0);
 };
 process.on('SIGTERM', stop);

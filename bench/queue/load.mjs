@@ -1,38 +1,59 @@
 // One timed run for bench/queue (bench.ts): prints one JSON record on stdout, a readable line on stderr.
 //
-//   node bench/queue/load.mjs gateway|direct MESSAGES
+//   node bench/queue/load.mjs gateway single|batch|queued|flow MESSAGES
+//   node bench/queue/load.mjs direct  single|batch|parallel MESSAGES
 //
-// Both publish MESSAGES messages of 100 bytes in a closed loop, CONCURRENCY publishes in flight (each
-// sends the next as soon as its answer is read), and wait until every one has come out of the other end.
-// The bodies are built before the clock starts.
-//   gateway  POST /v2/publish/http://127.0.0.1:SINK_PORT/sink with the body, Bearer token and
-//            Upstash-Retries: 0 (undici, CONCURRENCY keep-alive connections); a publish counts when it
-//            answered 201 with a messageId. queue-worker delivers each message by HTTP POST to the sink,
-//            a node:http server in this process (so on the load core) that answers 200 at once and notes
-//            when each Upstash-Message-Id arrived (a second arrival of an id is an error).
-//   direct   raw BullMQ, no HTTP: Queue.add of {r, n, body} on DIRECT_QUEUE of the same Redis (one
-//            ioredis connection, as the gateway has one), the same number of adds in flight; the
-//            processor of direct-worker.mjs (its own process on core 0, started by bench.ts) notes when it
-//            ran, and this process fetches those notes from its management server at the end.
-// Per message, latency is from the start of its publish (add) to its arrival at the sink (the run of the
-// processor), on CLOCK_MONOTONIC shared by both processes; p50/p99 over the messages. Throughput is
-// the messages that arrived / (last arrival - first publish start). The publish-only rate is the
-// accepted publishes (adds) / (last answer - first start). A run gives up when nothing arrived for
+// Every case publishes MESSAGES messages of 100 bytes in a closed loop, CONCURRENCY publishes (requests,
+// adds) in flight (each sends the next as soon as its answer is read), and waits until every one has come
+// out of the other end. The bodies are built before the clock starts.
+//   gateway single   POST /v2/publish/http://127.0.0.1:SINK_PORT/sink with the body, Bearer token and
+//                    Upstash-Retries: 0 (undici, CONCURRENCY keep-alive connections); a publish counts when
+//                    it answered 201 with a messageId.
+//   gateway batch    POST /v2/batch, BATCH messages per request (a JSON array of {destination, headers:
+//                    {Upstash-Retries: 0}, body}), CONCURRENCY requests in flight; each answer's messageIds.
+//   gateway queued   POST /v2/enqueue/QUEUE_NAME/http://…/sink (a queue of parallelism PARALLELISM, made by
+//                    bench.ts), as single.
+//   gateway flow     as single, with Upstash-Flow-Control-Key: bench and Upstash-Flow-Control-Value:
+//                    parallelism=PARALLELISM.
+//   queue-worker delivers each message by HTTP POST to the sink, a node:http server in this process (so on
+//   the load core) that answers 200 at once and notes when each Upstash-Message-Id arrived (a second
+//   arrival of an id is an error).
+//   direct single    raw BullMQ, no HTTP: Queue.add of {r, n, body} on DIRECT_QUEUE of the same Redis (one
+//                    ioredis connection, as the gateway has one), the same number of adds in flight.
+//   direct batch     Queue.addBulk of BATCH such jobs per call, CONCURRENCY calls in flight.
+//   direct parallel  Queue.add on DIRECT_QUEUE-p<PARALLELISM>, a queue whose global concurrency is
+//                    PARALLELISM (direct-worker.mjs sets it): the closest BullMQ equivalent of a queue or a
+//                    flow-control key of that parallelism (queue-worker runs each as a BullMQ queue with a
+//                    global concurrency), compared with both.
+//   The processors of direct-worker.mjs (its own process on core 0, started by bench.ts) note when they
+//   ran, and this process fetches those notes from its management server at the end.
+// Per message, latency is from the start of its publish (add, batch) to its arrival at the sink (the run
+// of the processor), on CLOCK_MONOTONIC shared by both processes; p50/p99 over the messages. Throughput
+// is the messages that arrived / (last arrival - first publish start). The publish-only rate is the
+// accepted messages / (last answer - first start). A run gives up when nothing arrived for
 // BENCH_STALL_SECONDS (30); what is missing is reported as an error.
 // The harness (bench/lib/harness.ts) measures the CPU per message of queue-gateway, queue-worker,
 // direct-worker.mjs and the queue Redis around this process (`requests` is the messages delivered);
 // this process adds its own (process.cpuUsage, publisher and sink together) and the queue Redis's
 // commands per message (INFO total_commands_processed before the first publish and 250 ms after the
 // last arrival).
-// env: see common.mjs; CONCURRENCY, SINK_PORT, DIRECT_MANAGEMENT_URL, BENCH_STALL_SECONDS
+// env: see common.mjs; CONCURRENCY, BATCH (100), PARALLELISM (10), QUEUE_NAME (bench), SINK_PORT,
+//      DIRECT_MANAGEMENT_URL, BENCH_STALL_SECONDS
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { DIRECT_QUEUE, QUEUE_PREFIX, clock, directJobOptions, gateway, percentile, redisCommands, sleep, value } from './common.mjs';
+import { DIRECT_QUEUE, QUEUE_PREFIX, clock, limitedQueue, directJobOptions, gateway, percentile, redisCommands, sleep, value } from './common.mjs';
 
-const [tool, arg] = process.argv.slice(2);
+const [tool, kase, arg] = process.argv.slice(2);
+const CASES = { gateway: ['single', 'batch', 'queued', 'flow'], direct: ['single', 'batch', 'parallel'] };
+if (!CASES[tool]?.includes(kase) || !(Number(arg) > 0)) {
+  process.stderr.write(`usage: load.mjs gateway ${CASES.gateway.join('|')} MESSAGES, or direct ${CASES.direct.join('|')} MESSAGES\n`);
+  process.exit(2);
+}
 const total = Number(arg);
+const batch = kase === 'batch' ? Number(process.env.BATCH ?? 100) : 1; // messages per request (add call)
+const parallelism = Number(process.env.PARALLELISM ?? 10);
 const concurrency = Number(process.env.CONCURRENCY ?? 64);
 const stallMs = Number(process.env.BENCH_STALL_SECONDS ?? 30) * 1000;
 
@@ -44,18 +65,25 @@ const starts = new Float64Array(total).fill(NaN); // publish (add) start, ms
 const answered = new Float64Array(total).fill(NaN); // publish (add) answer, ms
 const arrived = new Float64Array(total).fill(NaN); // arrival at the sink (processor run), ms
 
-/** Publishes message i, resolves once it was accepted; `send` rejects on a refusal. */
+/**
+ * Publishes every message, `batch` per call of `send(from, to)` (messages from..to-1), CONCURRENCY calls
+ * in flight; resolves with how many were accepted. `send` rejects on a refusal (its messages count as not
+ * accepted).
+ */
 async function publishAll(send) {
   let next = 0;
   let accepted = 0;
   const loop = async () => {
     while (next < total) {
-      const i = next++;
-      starts[i] = clock();
+      const from = next;
+      const to = Math.min(total, from + batch);
+      next = to;
+      const at = clock();
+      starts.fill(at, from, to);
       try {
-        await send(i);
-        answered[i] = clock();
-        accepted++;
+        await send(from, to);
+        answered.fill(clock(), from, to);
+        accepted += to - from;
       } catch (error) {
         fail(String(error.message ?? error).slice(0, 120));
       }
@@ -96,13 +124,28 @@ async function runGateway() {
   server.keepAliveTimeout = 120_000;
   await new Promise((resolve) => server.listen(Number(process.env.SINK_PORT), '127.0.0.1', resolve));
   const http = gateway(concurrency);
-  const path = `/v2/publish/http://127.0.0.1:${process.env.SINK_PORT}/sink`;
-  const headers = { 'content-type': 'text/plain', 'upstash-retries': '0' };
-  const accepted = await publishAll(async (i) => {
-    const answer = await http.post(path, bodies[i], headers);
-    if (typeof answer.messageId !== 'string') throw new Error(`unexpected answer ${JSON.stringify(answer).slice(0, 120)}`);
-    ids[i] = answer.messageId;
-  });
+  const destination = `http://127.0.0.1:${process.env.SINK_PORT}/sink`;
+  const unexpected = (answer) => new Error(`unexpected answer ${JSON.stringify(answer).slice(0, 120)}`);
+  let accepted;
+  if (kase === 'batch') {
+    const headers = { 'content-type': 'application/json' };
+    accepted = await publishAll(async (from, to) => {
+      const items = [];
+      for (let i = from; i < to; i++) items.push({ destination, headers: { 'Upstash-Retries': '0' }, body: bodies[i] });
+      const answer = await http.post('/v2/batch', JSON.stringify(items), headers);
+      if (!Array.isArray(answer) || answer.length !== to - from || answer.some((a) => typeof a?.messageId !== 'string')) throw unexpected(answer);
+      for (let i = from; i < to; i++) ids[i] = answer[i - from].messageId;
+    });
+  } else {
+    const path = kase === 'queued' ? `/v2/enqueue/${process.env.QUEUE_NAME ?? 'bench'}/${destination}` : `/v2/publish/${destination}`;
+    const headers = { 'content-type': 'text/plain', 'upstash-retries': '0' };
+    if (kase === 'flow') Object.assign(headers, { 'upstash-flow-control-key': 'bench', 'upstash-flow-control-value': `parallelism=${parallelism}` });
+    accepted = await publishAll(async (i) => {
+      const answer = await http.post(path, bodies[i], headers);
+      if (typeof answer.messageId !== 'string') throw unexpected(answer);
+      ids[i] = answer.messageId;
+    });
+  }
   // Messages that came early from an earlier, failed run would not be ours: count only our ids.
   const ours = () => ids.reduce((n, id) => n + (id !== undefined && sink.has(id) ? 1 : 0), 0);
   await waitFor(() => (sink.size >= accepted ? ours() : sink.size), accepted, 20);
@@ -120,14 +163,21 @@ async function runGateway() {
 async function runDirect() {
   const manage = process.env.DIRECT_MANAGEMENT_URL;
   const connection = new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: 2 });
-  const queue = new Queue(DIRECT_QUEUE, { connection, prefix: QUEUE_PREFIX });
+  const queue = new Queue(kase === 'parallel' ? limitedQueue(parallelism) : DIRECT_QUEUE, { connection, prefix: QUEUE_PREFIX });
   await queue.waitUntilReady();
   await fetch(`${manage}/take`, { method: 'POST' }).then((res) => res.text()); // forget anything older
   const run = randomBytes(6).toString('hex');
   const options = directJobOptions();
-  const accepted = await publishAll(async (i) => {
-    await queue.add('bench', { r: run, n: i, body: bodies[i] }, options);
-  });
+  const accepted =
+    kase === 'batch'
+      ? await publishAll(async (from, to) => {
+          const jobs = [];
+          for (let n = from; n < to; n++) jobs.push({ name: 'bench', data: { r: run, n, body: bodies[n] }, opts: options });
+          await queue.addBulk(jobs);
+        })
+      : await publishAll(async (i) => {
+          await queue.add('bench', { r: run, n: i, body: bodies[i] }, options);
+        });
   // The worker's count is polled (cheap), its notes taken once they can all be there.
   let seen = 0;
   const take = async () => {
@@ -177,6 +227,8 @@ const perMessage = (cpu) => (cpu / delivered.length) * 1e6;
 const record = {
   kind: 'queue',
   tool,
+  case: kase,
+  batch,
   messages: total,
   accepted,
   delivered: delivered.length,
@@ -197,7 +249,7 @@ const record = {
 const failures = Object.entries(errors).map(([message, count]) => `${count}x ${message}`).join('; ');
 const cpu = `  load CPU ${record.clientCpuUsPerMessage.toFixed(0)} µs/msg, redis ${record.redisCommandsPerMessage.toFixed(1)} cmd/msg`;
 process.stderr.write(
-  `${tool.padEnd(7)} ${Math.round(record.messagesPerSecond).toString().padStart(6)} msg/s  p50 ${record.p50.toFixed(1)} ms  p99 ${record.p99.toFixed(1)} ms` +
+  `${`${tool} ${kase}`.padEnd(16)} ${Math.round(record.messagesPerSecond).toString().padStart(6)} msg/s  p50 ${record.p50.toFixed(1)} ms  p99 ${record.p99.toFixed(1)} ms` +
     `  (publish only ${Math.round(record.publishPerSecond)}/s)${cpu}${failures ? `  ERRORS: ${failures}` : ''}\n`,
 );
 process.stdout.write(`${JSON.stringify(record)}\n`);
