@@ -6,6 +6,8 @@ import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 import { QUEUE_ERRORS, QueueRoutes } from './queue.routes';
 import { QUEUE_REDIS, QueueService } from './queue.service';
+import { SigningKeysService } from './keys.endpoints';
+import { SchedulesService } from './schedules.service';
 import { UrlGroupsService } from './url-groups.service';
 
 /** queue-gateway: the queue API (QStash v2; README, "What the Queue API does") over BullMQ; queue-worker delivers. */
@@ -23,6 +25,8 @@ export class AppModule {
         QueueMetrics,
         QueueService,
         UrlGroupsService,
+        SchedulesService,
+        SigningKeysService,
         QueueRoutes,
       ],
     };

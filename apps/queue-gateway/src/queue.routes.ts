@@ -29,6 +29,9 @@ import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { type Answer, type Endpoint, ok, publishContext } from './endpoint';
 import { QueueMetrics } from './queue-metrics';
 import { QueueService, type Session } from './queue.service';
+import { SigningKeysService, keyEndpoints } from './keys.endpoints';
+import { scheduleEndpoints } from './schedules.endpoints';
+import { SchedulesService } from './schedules.service';
 import { topicsEndpoints } from './topics.endpoints';
 import { UrlGroupsService } from './url-groups.service';
 
@@ -155,7 +158,7 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
 }
 
 /** The methods the Queue API's operations use (the `*Endpoints` lists); any other gets 405 from the shared bootstrap. */
-export const QUEUE_METHODS = ['GET', 'POST', 'DELETE'];
+export const QUEUE_METHODS = ['GET', 'POST', 'DELETE', 'PATCH'];
 
 /** The queue API's answers to the tenant gate's denials (README, "Queue: requests and errors"). */
 export const QUEUE_DENIALS: DenialTable = {
@@ -212,6 +215,8 @@ export class QueueRoutes implements OnModuleInit {
     private readonly gate: TenantGate,
     private readonly metrics: QueueMetrics,
     @Inject(QUEUE_CONFIG) private readonly config: QueueGatewayConfig,
+    private readonly schedules: SchedulesService,
+    private readonly signingKeys: SigningKeysService,
     private readonly urlGroups: UrlGroupsService,
   ) {}
 
@@ -219,7 +224,7 @@ export class QueueRoutes implements OnModuleInit {
     registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
       errors: QUEUE_ERRORS,
       credentials: { scheme: 'bearer', queryToken: 'qstash_token' },
-      operations: [...messageEndpoints(this.service), ...topicsEndpoints(this.urlGroups)].map(queueOperation),
+      operations: [...messageEndpoints(this.service), ...topicsEndpoints(this.urlGroups), ...scheduleEndpoints(this.schedules), ...keyEndpoints(this.signingKeys)].map(queueOperation),
       open: (credentials) => this.service.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,

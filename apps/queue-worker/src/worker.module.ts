@@ -3,12 +3,13 @@ import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Readiness, ObservabilityModule } from '@restash/shared/util-http';
 import { TenancyModule } from '@restash/shared/feature-tenancy';
-import { DELIVERY_QUEUE, QueueStore } from '@restash/queue/data-access-store';
+import { DELIVERY_QUEUE, QueueStore, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { HttpDeliverer } from '@restash/queue/data-access-delivery';
 import { type QueueMessage, parseAllowlist } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
 import { DeliveryProcessor, retryLaterBackoff } from './delivery.processor';
 import { DeliveryWorker } from './delivery.worker';
+import { ScheduleProcessor, ScheduleWorker } from './schedule.worker';
 import { WorkerMetrics } from './worker-metrics';
 
 /** Injection token of the queue Redis connection of the store's commands (events, DLQ, callbacks, cancel requests). */
@@ -88,6 +89,10 @@ export class WorkerModule implements OnApplicationShutdown {
             }),
         },
         DeliveryWorker,
+        { provide: ScheduleStore, inject: [QUEUE_REDIS], useFactory: (redis: Redis) => new ScheduleStore(redis, { prefix: config.store.options.prefix }) },
+        { provide: UrlGroupStore, inject: [QUEUE_REDIS], useFactory: (redis: Redis) => new UrlGroupStore(redis, config.store.options.prefix) },
+        ScheduleProcessor,
+        ScheduleWorker,
       ],
     };
   }

@@ -2,3 +2,4 @@ export * from './queue-store';
 export * from './store-config';
 export * from './topics';
 export * from './publisher';
+export * from './schedules';

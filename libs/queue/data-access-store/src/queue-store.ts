@@ -1,6 +1,7 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { execOrThrow } from '@restash/shared/data-access-registry';
+import { ScheduleStore } from './schedules';
 import {
   type DlqEntry,
   type ListFilter,
@@ -250,6 +251,7 @@ export class QueueStore {
   /**
    * Deletes everything a project holds in the queue Redis (tenant teardown): its messages in every job state
    * (pending, delayed, active, delivered, failed, callbacks included), its DLQ, its events, its URL groups, its
+   * schedules (ScheduleStore.purgeProject), its
    * deduplication ids and its cancel requests. A message being delivered cannot be removed while its worker holds it: the
    * purge waits for it to finish (its project must already be gone from the registry, so the worker drops it
    * or its retry without delivering), removing whatever it left behind, then deletes the DLQ and events.
@@ -261,6 +263,13 @@ export class QueueStore {
    */
   async purgeProject(project: string, drainTimeoutMs = 60_000): Promise<number> {
     await this.redis.ping(); // fails as the caller's connection does, before BullMQ waits for it to be ready
+    // Schedules first, so that no tick publishes while the messages go.
+    const schedules = new ScheduleStore(this.redis, { prefix: this.options.prefix });
+    try {
+      await schedules.purgeProject(project);
+    } finally {
+      await schedules.close();
+    }
     const deadline = Date.now() + drainTimeoutMs;
     const messageIds = new Set<string>();
     let removed = 0;

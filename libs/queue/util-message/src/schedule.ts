@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { CronExpressionParser } from 'cron-parser';
 import { QueueError } from './errors';
+import { inQueue } from './flow-control';
 import type { QueueMessage } from './message';
 import { type ParsedPublish, type PublishInput, parsePublish } from './publish';
 
@@ -113,8 +114,8 @@ function isTimeZone(zone: string): boolean {
  * definition: `Upstash-Cron` ({@link parseCron}); `Upstash-Schedule-Id` ({@link parseScheduleId}; a new
  * `scd_…` id without it); every publish header with the rules of {@link parsePublish} (method, forwarded
  * headers and Content-Type, retries, retry delay, `Upstash-Delay` as the delay of each produced message,
- * timeout, callbacks, labels, redaction, flow control and queue when parsePublish reads them);
- * `Upstash-Queue-Name` when parsePublish does not set the queue. `Upstash-Not-Before` and deduplication
+ * timeout, callbacks, labels, redaction, flow control); `Upstash-Queue-Name` with {@link inQueue} (a queue
+ * excludes a flow-control key). `Upstash-Not-Before` and deduplication
  * headers are refused: they make no sense for a message published at every tick.
  * @throws QueueError 400 naming the header or the destination
  */
@@ -131,14 +132,9 @@ export function parseSchedule(input: PublishInput): ScheduleDefinition {
     if (header(refused) !== undefined) throw QueueError.badRequest(`${refused} is not accepted by schedules`);
   }
   const parsed = parsePublish(input);
-  const { notBefore, createdAt, ...message } = parsed.message;
   const queueName = header('upstash-queue-name');
-  if (queueName !== undefined && message.queueName === undefined) {
-    if (!/^[A-Za-z0-9_.-]{1,128}$/.test(queueName)) {
-      throw QueueError.badRequest(`invalid Upstash-Queue-Name: ${JSON.stringify(queueName)} (expected letters, digits, _ . or -)`);
-    }
-    message.queueName = queueName;
-  }
+  if (queueName !== undefined) inQueue(parsed, queueName, 'Upstash-Queue-Name');
+  const { notBefore, createdAt, ...message } = parsed.message;
   const definition: ScheduleDefinition = {
     ...cron,
     scheduleId,

@@ -1,0 +1,44 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { RegistrySeal, RegistryWriter } from '@restash/shared/data-access-registry';
+import { CONTROL_REDIS } from '@restash/shared/feature-tenancy';
+import { QueueError } from '@restash/queue/util-message';
+import { type Endpoint, ok } from './endpoint';
+import type { Session } from './queue.service';
+
+/**
+ * A queue project's request-signing keys in the registry (README, "Queue: signing-key rotation"): rotation
+ * goes through the same {@link RegistryWriter} the appliers use, and its announcement makes every gateway and
+ * worker drop the cached record (the registry cache TTL bounds it should the announcement be lost).
+ */
+@Injectable()
+export class SigningKeysService {
+  private readonly logger = new Logger(SigningKeysService.name);
+  private readonly writer: RegistryWriter;
+
+  constructor(@Inject(CONTROL_REDIS) control: Redis, seal: RegistrySeal) {
+    this.writer = new RegistryWriter(control, seal);
+  }
+
+  /**
+   * `POST /v2/keys/rotate`: `next` becomes `current`, a new `next` is made.
+   * @returns the keys after the rotation
+   * @throws QueueError 404 when the project left the registry meanwhile, 503 when the registry cannot be reached
+   */
+  async rotate(session: Session): Promise<{ current: string; next: string }> {
+    let keys: { current: string; next: string } | null;
+    try {
+      keys = await this.writer.rotateQueueSigningKeys(session.project.id);
+    } catch (error) {
+      this.logger.warn(`signing-key rotation of ${session.project.id} failed: ${String(error)}`);
+      throw new QueueError(503, 'Service unavailable: the tenant registry cannot be reached');
+    }
+    if (!keys) throw new QueueError(404, `queue project ${session.project.name} not found`);
+    return keys;
+  }
+}
+
+/** `POST /v2/keys/rotate` (`@upstash/qstash`'s signing keys; QStash's API answers `{current, next}`). Read-only tokens get 403. */
+export function keyEndpoints(s: SigningKeysService): Endpoint[] {
+  return [{ method: 'POST', path: 'keys/rotate', exact: true, write: true, name: 'keys', run: async (c) => ok(await s.rotate(c.session)) }];
+}

@@ -1,0 +1,214 @@
+import { Client, Receiver } from '@upstash/qstash';
+import { Redis } from 'ioredis';
+import { ScheduleStore } from '@restash/queue/data-access-store';
+import { eventually } from '@restash/shared/util-testing';
+import { type QueueStack, startQueueStack } from './testing/queue-stack';
+import { type Sink, atLeast, nonEmpty, startSink } from './testing/sink';
+
+/** The default QUEUE_PREFIX, which the stack's gateway and worker use. */
+const PREFIX = 'restash:queue';
+
+/**
+ * Schedules through the official `@upstash/qstash` Client (`client.schedules`) against queue-gateway and
+ * queue-worker on real Redis servers (README, "Queue: schedules"). Ticks come from BullMQ job schedulers: one
+ * test waits for a real cron minute; the others switch a schedule created through the API to a 1-second
+ * `every` in the store (a test hook the API cannot reach) to see many ticks quickly.
+ */
+describe('queue schedules with the official @upstash/qstash Client', () => {
+  let stack: QueueStack;
+  let sink: Sink;
+  let client: Client;
+  let other: Client;
+  let readOnly: Client;
+  let receiver: Receiver;
+  let redis: Redis;
+  let store: ScheduleStore;
+  let minuteScheduleId: string;
+  let minuteCreatedAt: number;
+
+  beforeAll(async () => {
+    [stack, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }], evil: [{ name: 'main' }] }), startSink()]);
+    const secrets = stack.secrets('acme', 'main');
+    client = new Client({ baseUrl: stack.url, token: secrets.token });
+    readOnly = new Client({ baseUrl: stack.url, token: secrets.readonlyToken });
+    other = new Client({ baseUrl: stack.url, token: stack.secrets('evil', 'main').token });
+    receiver = new Receiver({ currentSigningKey: secrets.currentSigningKey, nextSigningKey: secrets.nextSigningKey });
+    redis = new Redis(stack.queueRedis.url);
+    store = new ScheduleStore(redis, { prefix: PREFIX });
+    store.queue.on('error', () => undefined); // the stack's Redis stops before this connection closes
+    // Created first, so that its wait for the next minute overlaps the other tests; checked by the last one.
+    minuteCreatedAt = Date.now();
+    ({ scheduleId: minuteScheduleId } = await client.schedules.create({ destination: `${sink.url}/minute`, cron: '* * * * *', body: 'tick' }));
+  }, 120_000);
+
+  afterAll(async () => {
+    await store?.close();
+    redis?.disconnect();
+    await stack?.stop();
+    await sink?.close();
+  });
+
+  /** Makes a stored schedule tick every `everyMs` (test hook: the API only takes crons). */
+  const tickEvery = async (project: string, scheduleId: string, everyMs: number) => {
+    const definition = await store.get(project, scheduleId);
+    if (!definition) throw new Error(`no schedule ${scheduleId}`);
+    await store.upsert(project, { ...definition, everyMs });
+  };
+
+  it('creates a schedule with the publish settings and shows it as the SDK expects; the same id replaces it', async () => {
+    const { scheduleId } = await client.schedules.create({
+      destination: `${sink.url}/report?kind=daily`,
+      cron: 'CRON_TZ=Europe/Berlin 0 9 * * 1-5 ',
+      scheduleId: 'daily-report',
+      body: '{"report":true}',
+      headers: { 'test-header': 'v', 'Content-Type': 'application/json' },
+      method: 'PUT',
+      retries: 2,
+      delay: 30,
+      timeout: 10,
+      callback: `${sink.url}/cb`,
+      failureCallback: `${sink.url}/fcb`,
+      label: ['reports', 'daily'],
+      retryDelay: '1000',
+    });
+    expect(scheduleId).toBe('daily-report');
+    const schedule = await client.schedules.get('daily-report');
+    expect(schedule).toMatchObject({
+      scheduleId: 'daily-report',
+      cron: 'CRON_TZ=Europe/Berlin 0 9 * * 1-5',
+      destination: `${sink.url}/report?kind=daily`,
+      method: 'PUT',
+      body: '{"report":true}',
+      retries: 2,
+      delay: 30,
+      callback: `${sink.url}/cb`,
+      failureCallback: `${sink.url}/fcb`,
+      isPaused: false,
+      label: 'reports',
+      labels: ['reports', 'daily'],
+      retryDelayExpression: '1000',
+    });
+    expect(schedule.header).toEqual({ 'Test-Header': ['v'], 'Content-Type': ['application/json'] });
+    expect(schedule.createdAt).toBeGreaterThan(0);
+    // 09:00 in Berlin on a weekday: 07:00 or 08:00 UTC.
+    const next = new Date(schedule.nextScheduleTime ?? 0);
+    expect([7, 8]).toContain(next.getUTCHours());
+    expect(next.getUTCMinutes()).toBe(0);
+    expect([1, 2, 3, 4, 5]).toContain(next.getUTCDay() === 0 ? 7 : next.getUTCDay());
+
+    await client.schedules.create({ destination: `${sink.url}/report`, cron: '*/10 * * * * ', scheduleId: 'daily-report' });
+    const replaced = await client.schedules.get('daily-report');
+    expect(replaced).toMatchObject({ cron: '*/10 * * * *', method: 'POST', retries: 3, destination: `${sink.url}/report` });
+    expect(replaced.body).toBeUndefined();
+    expect(replaced.labels).toBeUndefined();
+    expect(replaced.header).toEqual({ 'Content-Type': ['application/json'] });
+
+    const listed = await client.schedules.list();
+    expect(listed.filter((s) => s.scheduleId === 'daily-report')).toHaveLength(1);
+    await client.schedules.delete('daily-report');
+    await expect(client.schedules.get('daily-report')).rejects.toThrow(/not found/);
+  });
+
+  it('pauses (no ticks) and resumes a schedule; deleting it stops its ticks', async () => {
+    const { scheduleId } = await client.schedules.create({ destination: `${sink.url}/paused`, cron: '0 0 1 1 *' });
+    await tickEvery('acme.main', scheduleId, 500);
+    await eventually(() => nonEmpty(sink.on('/paused')), 15_000);
+
+    await client.schedules.pause({ schedule: scheduleId });
+    expect((await client.schedules.get(scheduleId)).isPaused).toBe(true);
+    await new Promise((r) => setTimeout(r, 1000)); // a tick already taken may still land
+    const whilePaused = sink.on('/paused').length;
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(sink.on('/paused')).toHaveLength(whilePaused);
+
+    await client.schedules.resume({ schedule: scheduleId });
+    const resumed = await client.schedules.get(scheduleId);
+    expect(resumed.isPaused).toBe(false);
+    await eventually(() => atLeast(sink.on('/paused'), whilePaused + 2), 15_000);
+
+    await client.schedules.delete(scheduleId);
+    await new Promise((r) => setTimeout(r, 1000));
+    const afterDelete = sink.on('/paused').length;
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(sink.on('/paused')).toHaveLength(afterDelete);
+    expect(await redis.exists(`${PREFIX}:schedules:repeat:acme.main/${scheduleId}`)).toBe(0);
+  }, 60_000);
+
+  it('each tick publishes a signed message with scheduleId, and the schedule shows its last run', async () => {
+    const { scheduleId } = await client.schedules.create({
+      destination: `${sink.url}/ticks`,
+      cron: '0 0 1 1 *',
+      body: 'hello',
+      callback: `${sink.url}/tick-callback`,
+      label: 'ticked',
+    });
+    await tickEvery('acme.main', scheduleId, 1000);
+    const ticks = await eventually(() => atLeast(sink.on('/ticks'), 2), 20_000);
+    await client.schedules.delete(scheduleId);
+    for (const request of ticks) {
+      expect(request.headers['upstash-schedule-id']).toBe(scheduleId);
+      expect(request.body.toString()).toBe('hello');
+      await expect(receiver.verify({ signature: String(request.headers['upstash-signature']), body: 'hello', url: `${sink.url}/ticks` })).resolves.toBe(true);
+    }
+    const ids = ticks.map((r) => String(r.headers['upstash-message-id']));
+    expect(new Set(ids).size).toBe(ids.length);
+    const message = await client.messages.get(ids[0] as string);
+    expect(message).toMatchObject({ messageId: ids[0], url: `${sink.url}/ticks`, labels: ['ticked'] });
+
+    const [callback] = await eventually(() => nonEmpty(sink.on('/tick-callback')), 15_000);
+    expect(JSON.parse(callback.body.toString())).toMatchObject({ scheduleId });
+  }, 60_000);
+
+  it('refuses bad crons, zones, ids and headers with 400 naming them, writing nothing', async () => {
+    const before = (await client.schedules.list()).length;
+    const attempts: Array<[Parameters<Client['schedules']['create']>[0], RegExp]> = [
+      [{ destination: `${sink.url}/x`, cron: '* * * *' }, /Upstash-Cron/],
+      [{ destination: `${sink.url}/x`, cron: '61 * * * *' }, /Upstash-Cron/],
+      [{ destination: `${sink.url}/x`, cron: 'CRON_TZ=Nowhere/Atlantis 0 * * * *' }, /Upstash-Cron/],
+      [{ destination: `${sink.url}/x`, cron: '* * * * *', scheduleId: 'bad id!' }, /Upstash-Schedule-Id/],
+      [{ destination: `${sink.url}/x`, cron: '* * * * *', retries: -1 }, /Upstash-Retries/],
+      [{ destination: 'ftp://example.com/x', cron: '* * * * *' }, /destination/],
+    ];
+    for (const [request, error] of attempts) {
+      await expect(client.schedules.create(request)).rejects.toThrow(error);
+    }
+    const raw = await fetch(`${stack.url}/v2/schedules/${sink.url}/x`, { method: 'POST', headers: { Authorization: `Bearer ${stack.secrets('acme', 'main').token}` } });
+    expect(raw.status).toBe(400);
+    expect(await raw.json()).toEqual({ error: expect.stringContaining('Upstash-Cron') });
+    expect(await client.schedules.list()).toHaveLength(before);
+    await expect(client.schedules.get('no-such-schedule')).rejects.toThrow(/not found/);
+    await expect(client.schedules.pause({ schedule: 'no-such-schedule' })).rejects.toThrow(/not found/);
+    await expect(client.schedules.delete('no-such-schedule')).rejects.toThrow(/not found/);
+  });
+
+  it('keeps projects apart: another tenant cannot see, pause or delete a schedule, and read-only tokens cannot write', async () => {
+    const { scheduleId } = await client.schedules.create({ destination: `${sink.url}/mine`, cron: '0 0 1 1 *', scheduleId: 'shared-name' });
+    await expect(other.schedules.get(scheduleId)).rejects.toThrow(/not found/);
+    await expect(other.schedules.pause({ schedule: scheduleId })).rejects.toThrow(/not found/);
+    await expect(other.schedules.delete(scheduleId)).rejects.toThrow(/not found/);
+    expect(await other.schedules.list()).toEqual([]);
+    // The same id in another project is another schedule.
+    await other.schedules.create({ destination: `${sink.url}/theirs`, cron: '0 0 2 1 *', scheduleId: 'shared-name' });
+    expect((await client.schedules.get('shared-name')).destination).toBe(`${sink.url}/mine`);
+    expect((await other.schedules.get('shared-name')).destination).toBe(`${sink.url}/theirs`);
+    await other.schedules.delete('shared-name');
+    expect((await client.schedules.get('shared-name')).isPaused).toBe(false);
+
+    await expect(readOnly.schedules.create({ destination: `${sink.url}/ro`, cron: '* * * * *' })).rejects.toThrow(/read-only/);
+    await expect(readOnly.schedules.pause({ schedule: scheduleId })).rejects.toThrow(/read-only/);
+    await expect(readOnly.schedules.delete(scheduleId)).rejects.toThrow(/read-only/);
+    expect((await readOnly.schedules.get(scheduleId)).scheduleId).toBe(scheduleId);
+    await client.schedules.delete(scheduleId);
+  });
+
+  it('ticks on the cron: a `* * * * *` schedule fires at the next minute', async () => {
+    const [request] = await eventually(() => nonEmpty(sink.on('/minute')), 75_000, 200);
+    expect(request.headers['upstash-schedule-id']).toBe(minuteScheduleId);
+    expect(request.at).toBeGreaterThanOrEqual(Math.ceil((minuteCreatedAt + 1) / 60_000) * 60_000 - 1000);
+    const schedule = await client.schedules.get(minuteScheduleId);
+    expect(schedule.lastScheduleTime).toBeGreaterThan(minuteCreatedAt);
+    expect(schedule.nextScheduleTime ?? 0).toBeGreaterThan(schedule.lastScheduleTime ?? 0);
+    expect(Object.keys(schedule.lastScheduleStates ?? {})).toEqual([String(request.headers['upstash-message-id'])]);
+    await client.schedules.delete(minuteScheduleId);
+  }, 90_000);
+});
