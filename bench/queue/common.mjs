@@ -42,11 +42,11 @@ export function value(i) {
 export function gateway(connections) {
   const pool = new Pool(process.env.GATEWAY_URL, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
   const authorization = `Bearer ${process.env.QUEUE_TOKEN}`;
-  /** POST path with a body and headers; resolves the parsed answer, rejects on anything but a 201. */
-  const post = async (path, body, headers = {}) => {
+  /** POST path with a body and headers; resolves the parsed answer, rejects on any status but `expect`. */
+  const post = async (path, body, headers = {}, expect = 201) => {
     const res = await pool.request({ method: 'POST', path, body, headers: { authorization, ...headers } });
     const text = await res.body.text();
-    if (res.statusCode !== 201) throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 160)}`);
+    if (res.statusCode !== expect) throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 160)}`);
     return JSON.parse(text);
   };
   return { post, close: () => pool.close() };

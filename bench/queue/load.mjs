@@ -10,7 +10,7 @@
 //                    Upstash-Retries: 0 (undici, CONCURRENCY keep-alive connections); a publish counts when
 //                    it answered 201 with a messageId.
 //   gateway batch    POST /v2/batch, BATCH messages per request (a JSON array of {destination, headers:
-//                    {Upstash-Retries: 0}, body}), CONCURRENCY requests in flight; each answer's messageIds.
+//                    {Upstash-Retries: 0}, body}), CONCURRENCY requests in flight; each 200 answer's messageIds.
 //   gateway queued   POST /v2/enqueue/QUEUE_NAME/http://…/sink (a queue of parallelism PARALLELISM, made by
 //                    bench.ts), as single.
 //   gateway flow     as single, with Upstash-Flow-Control-Key: bench and Upstash-Flow-Control-Value:
@@ -132,7 +132,7 @@ async function runGateway() {
     accepted = await publishAll(async (from, to) => {
       const items = [];
       for (let i = from; i < to; i++) items.push({ destination, headers: { 'Upstash-Retries': '0' }, body: bodies[i] });
-      const answer = await http.post('/v2/batch', JSON.stringify(items), headers);
+      const answer = await http.post('/v2/batch', JSON.stringify(items), headers, 200);
       if (!Array.isArray(answer) || answer.length !== to - from || answer.some((a) => typeof a?.messageId !== 'string')) throw unexpected(answer);
       for (let i = from; i < to; i++) ids[i] = answer[i - from].messageId;
     });
