@@ -9,6 +9,7 @@ import { QUEUE_REDIS, QueueService } from './queue.service';
 import { SigningKeysService } from './keys.endpoints';
 import { SchedulesService } from './schedules.service';
 import { UrlGroupsService } from './url-groups.service';
+import { LanesService } from './lanes.service';
 
 /** queue-gateway: the queue API (QStash v2; README, "What the Queue API does") over BullMQ; queue-worker delivers. */
 @Module({})
@@ -25,6 +26,7 @@ export class AppModule {
         QueueMetrics,
         QueueService,
         UrlGroupsService,
+        LanesService,
         SchedulesService,
         SigningKeysService,
         QueueRoutes,

@@ -34,6 +34,9 @@ import { scheduleEndpoints } from './schedules.endpoints';
 import { SchedulesService } from './schedules.service';
 import { topicsEndpoints } from './topics.endpoints';
 import { UrlGroupsService } from './url-groups.service';
+import { flowControlEndpoints } from './flow-control.endpoints';
+import { LanesService } from './lanes.service';
+import { queuesEndpoints } from './queues.endpoints';
 
 /**
  * The endpoints the official `@upstash/qstash` Client calls for publishing, messages, the DLQ, logs and keys
@@ -218,13 +221,14 @@ export class QueueRoutes implements OnModuleInit {
     private readonly schedules: SchedulesService,
     private readonly signingKeys: SigningKeysService,
     private readonly urlGroups: UrlGroupsService,
+    private readonly lanes: LanesService,
   ) {}
 
   onModuleInit(): void {
     registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
       errors: QUEUE_ERRORS,
       credentials: { scheme: 'bearer', queryToken: 'qstash_token' },
-      operations: [...messageEndpoints(this.service), ...topicsEndpoints(this.urlGroups), ...scheduleEndpoints(this.schedules), ...keyEndpoints(this.signingKeys)].map(queueOperation),
+      operations: [...messageEndpoints(this.service), ...topicsEndpoints(this.urlGroups), ...scheduleEndpoints(this.schedules), ...keyEndpoints(this.signingKeys), ...queuesEndpoints(this.lanes), ...flowControlEndpoints(this.lanes)].map(queueOperation),
       open: (credentials) => this.service.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,

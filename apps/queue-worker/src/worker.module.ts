@@ -10,6 +10,7 @@ import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
 import { DeliveryProcessor, retryLaterBackoff } from './delivery.processor';
 import { DeliveryWorker } from './delivery.worker';
 import { ScheduleProcessor, ScheduleWorker } from './schedule.worker';
+import { LaneWorkers } from './lane-workers';
 import { WorkerMetrics } from './worker-metrics';
 
 /** Injection token of the queue Redis connection of the store's commands (events, DLQ, callbacks, cancel requests). */
@@ -93,6 +94,7 @@ export class WorkerModule implements OnApplicationShutdown {
         { provide: UrlGroupStore, inject: [QUEUE_REDIS], useFactory: (redis: Redis) => new UrlGroupStore(redis, config.store.options.prefix) },
         ScheduleProcessor,
         ScheduleWorker,
+        LaneWorkers,
       ],
     };
   }

@@ -1,6 +1,6 @@
 import { RegistrySeal } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
-import { type AppProcess, type RedisServer, startStack } from '@restash/platform/util-stack';
+import { type AppProcess, type RedisServer, startApp, startStack } from '@restash/platform/util-stack';
 import { AppModule } from '../app.module';
 import { loadQueueGatewayConfig } from '../config';
 
@@ -31,6 +31,8 @@ export interface QueueStack {
   /** The queue's Redis (AOF on, `noeviction`). */
   queueRedis: RedisServer;
   worker: AppProcess;
+  /** Starts one more queue-worker process on the same Redis servers and settings (stopped with the stack). */
+  startWorker(env?: NodeJS.ProcessEnv): Promise<AppProcess>;
   secrets(tenant: string, project: string): TestSecrets;
   stop(): Promise<void>;
 }
@@ -84,6 +86,7 @@ export async function startQueueStack(tenants: Record<string, TestProject[]>, wo
     MANAGEMENT_PORT: '0',
   });
   const gateway: HttpService = await startHttpService(AppModule.forRoot(config), config.http);
+  const extraWorkers: AppProcess[] = [];
   return {
     url: gateway.url,
     managementUrl: gateway.managementUrl,
@@ -91,6 +94,14 @@ export async function startQueueStack(tenants: Record<string, TestProject[]>, wo
     seal: new RegistrySeal(stack.registrySealKey),
     queueRedis,
     worker: stack.apps['queue-worker'] as AppProcess,
+    startWorker: async (env = {}) => {
+      const worker = await startApp('queue-worker', {
+        from: 'source',
+        env: { CONTROL_REDIS_URL: control.url, REGISTRY_SEAL_KEY: stack.registrySealKey, QUEUE_REDIS_URL: queueRedis.url, ...WORKER_TEST_ENV, ...workerEnv, ...env },
+      });
+      extraWorkers.push(worker);
+      return worker;
+    },
     secrets: (tenant, project) => {
       const found = stack.tokens(tenant).queue[project];
       if (!found) throw new Error(`no queue project ${tenant}/${project}`);
@@ -98,6 +109,7 @@ export async function startQueueStack(tenants: Record<string, TestProject[]>, wo
     },
     stop: async () => {
       await gateway.close();
+      await Promise.all(extraWorkers.map((worker) => worker.stop()));
       await stack.stop();
     },
   };

@@ -2,4 +2,5 @@ export * from './queue-store';
 export * from './store-config';
 export * from './topics';
 export * from './publisher';
+export * from './lanes';
 export * from './schedules';

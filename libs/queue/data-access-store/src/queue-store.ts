@@ -13,6 +13,7 @@ import {
   messageSubject,
 } from '@restash/queue/util-message';
 import { urlGroupsKey } from './topics';
+import { LaneStore, laneOf } from './lanes';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -55,12 +56,15 @@ const SCAN_LIMIT = 10_000;
  */
 export class QueueStore {
   readonly queue: Queue<QueueMessage>;
+  /** Queues and flow-control keys: messages with either go to their lane's BullMQ queue, not {@link DELIVERY_QUEUE}. */
+  readonly lanes: LaneStore;
 
   constructor(
     private readonly redis: Redis,
     private readonly options: QueueStoreOptions,
   ) {
     this.queue = new Queue<QueueMessage>(DELIVERY_QUEUE, { connection: redis, prefix: options.prefix });
+    this.lanes = new LaneStore(redis, options);
   }
 
   /**
@@ -69,10 +73,13 @@ export class QueueStore {
    * @returns the id that holds the message: `message.messageId`, or the earlier message's for a duplicate
    */
   async publish(message: QueueMessage, deduplicationId?: string): Promise<{ messageId: string; deduplicated: boolean }> {
-    const job = await this.queue.add(DELIVERY_JOB, message, {
+    const options = {
       ...this.jobOptions(message),
       ...(deduplicationId ? { deduplication: { id: `${message.project}:${deduplicationId}`, ttl: DEDUPLICATION_WINDOW_MS } } : {}),
-    });
+    };
+    // A message of a queue or flow-control key goes to its lane (deduplicated within the lane).
+    const lane = laneOf(message);
+    const job = lane ? await this.lanes.add(lane, message, options, DELIVERY_JOB) : await this.queue.add(DELIVERY_JOB, message, options);
     const messageId = job.id ?? message.messageId;
     const deduplicated = messageId !== message.messageId;
     if (!deduplicated) {
@@ -142,6 +149,10 @@ export class QueueStore {
           if (ids.length === count) break;
         }
       }
+    }
+    for (const job of ids.length < count ? await this.lanes.pendingJobs(project) : []) {
+      const m = job.data;
+      if (ids.length < count && matchesFilter(filter, messageSubject(m, m.createdAt))) ids.push(m.messageId);
     }
     return ids;
   }
@@ -271,8 +282,9 @@ export class QueueStore {
       await schedules.close();
     }
     const deadline = Date.now() + drainTimeoutMs;
-    const messageIds = new Set<string>();
-    let removed = 0;
+    const lanes = await this.lanes.purgeProject(project, deadline);
+    const messageIds = new Set<string>(lanes.messageIds);
+    let removed = lanes.removed;
     for (;;) {
       const jobs = await this.projectJobs(project);
       let busy = 0;
@@ -305,6 +317,7 @@ export class QueueStore {
 
   /** Closes the BullMQ queue (not the Redis connection, which the caller owns). */
   async close(): Promise<void> {
+    await this.lanes.close();
     await this.queue.close();
   }
 
@@ -322,7 +335,8 @@ export class QueueStore {
 
   private async job(project: string, messageId: string): Promise<Job<QueueMessage> | null> {
     if (!/^[A-Za-z0-9_-]{1,200}$/.test(messageId)) return null;
-    const job = (await Job.fromId<QueueMessage>(this.queue, messageId)) ?? null;
+    const lane = await this.lanes.laneQueueOf(project, messageId);
+    const job = (await Job.fromId<QueueMessage>(lane ? this.lanes.queue(lane) : this.queue, messageId)) ?? null;
     return job && job.data?.project === project ? job : null;
   }
 

@@ -50,12 +50,17 @@ describe('parseBatch', () => {
     expect(Buffer.from(parsed[0]?.message.body ?? '', 'base64').toString()).toBe('hi');
   });
 
+  it('enqueues an item with a queue to it', () => {
+    const [parsed] = parseBatch(Buffer.from('[{"destination":"https://e.com","queue":"orders"}]'), context);
+    expect(parsed?.message.queueName).toBe('orders');
+  });
+
   it('refuses what is not a non-empty array of messages, naming the item', () => {
     expect(refusal(() => parseBatch(Buffer.from('{'), context)).message).toBe('the batch body must be a JSON array of messages');
     expect(refusal(() => parseBatch(Buffer.from('[]'), context)).message).toBe('the batch body must be a non-empty JSON array of messages');
     expect(refusal(() => parseBatch(Buffer.from('[1]'), context)).message).toBe('batch item 0 must be an object');
     expect(refusal(() => parseBatch(Buffer.from('[{"destination":""}]'), context)).message).toBe('batch item 0: destination must be a URL');
-    expect(refusal(() => parseBatch(Buffer.from('[{"destination":"https://e.com","queue":"q"}]'), context)).message).toBe('batch item 0: queues are not supported');
+    expect(refusal(() => parseBatch(Buffer.from('[{"destination":"https://e.com","queue":"a b"}]'), context)).message).toContain('batch item 0 queue');
     expect(refusal(() => parseBatch(Buffer.from('[{"destination":"https://e.com","body":1}]'), context)).message).toBe('batch item 0: body must be a string');
   });
 });

@@ -1,4 +1,5 @@
 import { QueueError } from './errors';
+import { inQueue } from './flow-control';
 import { headersFromJson } from './headers';
 import { MESSAGE_STATES } from './message';
 import { type ParsedPublish, type PublishInput, parsePublish } from './publish';
@@ -84,6 +85,7 @@ export function headerRecord(rawHeaders: readonly string[]): Record<string, stri
 }
 
 /**
+ * `POST /v2/batch`: `[{destination, headers, body?, queue?}]`; every item is checked before any is published; an item with `queue` is enqueued to that queue ({@link inQueue}).
  * @throws QueueError 400 for a body that is no non-empty JSON array of messages, or any malformed item
  */
 export function parseBatch(body: Buffer, context: PublishContext): ParsedPublish[] {
@@ -98,9 +100,9 @@ export function parseBatch(body: Buffer, context: PublishContext): ParsedPublish
     if (typeof item !== 'object' || item === null) throw QueueError.badRequest(`batch item ${i} must be an object`);
     const { destination, headers = {}, body = '', queue } = item as Record<string, unknown>;
     if (typeof destination !== 'string' || destination === '') throw QueueError.badRequest(`batch item ${i}: destination must be a URL`);
-    if (queue !== undefined) throw QueueError.badRequest(`batch item ${i}: queues are not supported`);
     if (typeof body !== 'string') throw QueueError.badRequest(`batch item ${i}: body must be a string`);
-    return parsePublish({ ...context, destination, headers: headersFromJson(headers, `batch item ${i}`), body: Buffer.from(body, 'utf8') });
+    const parsed = parsePublish({ ...context, destination, headers: headersFromJson(headers, `batch item ${i}`), body: Buffer.from(body, 'utf8') });
+    return queue === undefined ? parsed : inQueue(parsed, queue, `batch item ${i} queue`);
   });
 }
 

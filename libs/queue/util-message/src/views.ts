@@ -59,6 +59,14 @@ export function messageView(m: QueueMessage): Record<string, unknown> {
   view.createdAt = m.createdAt;
   if (m.callback !== undefined) view.callback = m.callback;
   if (m.failureCallback !== undefined) view.failureCallback = m.failureCallback;
+  if (m.queueName !== undefined) view.queueName = m.queueName;
+  if (m.flowControl) {
+    // QStash's names (compat §4.3 "Messages"): the key and the limits this message was published with; period in seconds.
+    view.flowControlKey = m.flowControl.key;
+    if (m.flowControl.parallelism !== undefined) view.parallelism = m.flowControl.parallelism;
+    if (m.flowControl.rate !== undefined) view.rate = m.flowControl.rate;
+    if (m.flowControl.periodS !== undefined) view.period = m.flowControl.periodS;
+  }
   view.callerIP = m.callerIp;
   if (m.labels && m.labels.length > 0) {
     view.label = m.labels[0];

@@ -1,0 +1,101 @@
+import {
+  MAX_QUEUE_PARALLELISM,
+  QueueError,
+  headerRecord,
+  inQueue,
+  parsePublish,
+  parseQueueName,
+  pathId,
+  publishDestination,
+} from '@restash/queue/util-message';
+import { type Endpoint, ok, publishContext } from './endpoint';
+import type { LanesService } from './lanes.service';
+
+/**
+ * The body of `POST /v2/queues`: `{queueName, parallelism?, paused?}` (compat §4.3 "Queues"; the SDK's
+ * `queue.upsert` always sends all three). parallelism is an integer from 1 to {@link MAX_QUEUE_PARALLELISM},
+ * 1 by default; paused a boolean, false by default.
+ * @throws QueueError 400 naming the field
+ */
+export function parseUpsertQueue(body: Buffer): { name: string; parallelism: number; paused: boolean } {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw QueueError.badRequest('the body must be a JSON object {queueName, parallelism?, paused?}');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest('the body must be a JSON object {queueName, parallelism?, paused?}');
+  const { queueName, parallelism = 1, paused = false } = value as Record<string, unknown>;
+  const name = parseQueueName(queueName, 'queueName');
+  if (typeof parallelism !== 'number' || !Number.isInteger(parallelism) || parallelism < 1 || parallelism > MAX_QUEUE_PARALLELISM) {
+    throw QueueError.badRequest(`invalid parallelism: ${JSON.stringify(parallelism)} (expected an integer from 1 to ${MAX_QUEUE_PARALLELISM})`);
+  }
+  if (typeof paused !== 'boolean') throw QueueError.badRequest(`invalid paused: ${JSON.stringify(paused)} (expected true or false)`);
+  return { name, parallelism, paused };
+}
+
+/**
+ * The queue endpoints (README, "Queue: queues and flow control"; `client.queue(...)` of `@upstash/qstash`):
+ * `POST /v2/enqueue/{queue}/{destination}`, `POST /v2/queues` (upsert), `GET /v2/queues`,
+ * `GET`/`DELETE /v2/queues/{name}`, `POST /v2/queues/{name}/pause|resume`. A queue name in a path is
+ * percent-decoded and validated (400); an unknown queue is 404.
+ */
+export function queuesEndpoints(s: LanesService): Endpoint[] {
+  const queueName = (rest: string) => parseQueueName(pathId(rest), 'queue name');
+  return [
+    {
+      method: 'POST',
+      path: 'enqueue/',
+      exact: false,
+      write: true,
+      name: 'enqueue',
+      run: async (c) => {
+        const slash = c.rest.indexOf('/');
+        if (slash < 0) throw QueueError.badRequest('expected /v2/enqueue/{queue}/{destination}');
+        const queue = parseQueueName(pathId(c.rest.slice(0, slash)), 'queue name');
+        const destination = publishDestination(c.rest.slice(slash + 1), c.request.url, c.query);
+        const parsed = parsePublish({ ...publishContext(c), destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body });
+        const result = await s.enqueue(c.session, inQueue(parsed, queue, 'queue name'));
+        return { status: !Array.isArray(result) && result?.deduplicated ? 202 : 201, value: result };
+      },
+    },
+    {
+      method: 'POST',
+      path: 'queues/',
+      exact: false,
+      write: true,
+      name: 'queues',
+      run: async (c) => {
+        const match = /^(.+)\/(pause|resume)$/.exec(c.rest);
+        if (!match) throw new QueueError(404, `Not found: /v2/queues/${c.rest}`);
+        await s.setQueuePaused(c.session, queueName(match[1] as string), match[2] === 'pause');
+        return ok();
+      },
+    },
+    {
+      method: 'POST',
+      path: 'queues',
+      exact: true,
+      write: true,
+      name: 'queues',
+      run: async (c) => {
+        const { name, ...settings } = parseUpsertQueue(c.body);
+        await s.upsertQueue(c.session, name, settings);
+        return ok();
+      },
+    },
+    { method: 'GET', path: 'queues/', exact: false, write: false, name: 'queues', run: async (c) => ok(await s.queue(c.session, queueName(c.rest))) },
+    { method: 'GET', path: 'queues', exact: true, write: false, name: 'queues', run: async (c) => ok(await s.queues(c.session)) },
+    {
+      method: 'DELETE',
+      path: 'queues/',
+      exact: false,
+      write: true,
+      name: 'queues',
+      run: async (c) => {
+        await s.deleteQueue(c.session, queueName(c.rest));
+        return ok();
+      },
+    },
+  ];
+}

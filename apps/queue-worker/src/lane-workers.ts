@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { QueueStore } from '@restash/queue/data-access-store';
+import type { QueueMessage } from '@restash/queue/util-message';
+import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
+import { DeliveryProcessor, RetryLater, retryLaterBackoff } from './delivery.processor';
+
+/** How often the lane set is read again (a missed "lanes changed" message) and this replica's entry refreshed, in ms. */
+export const LANE_RESYNC_MS = 5_000;
+/** How long a replica's entry in the workers set lives without a refresh, in ms. */
+const HEARTBEAT_TTL_MS = 3 * LANE_RESYNC_MS;
+
+/**
+ * The BullMQ Workers of the lanes (README, "Queue: queues and flow control"): one Worker per queue or
+ * flow-control key listed in the store's lane set, all with the same {@link DeliveryProcessor} and settings
+ * as the `deliveries` Worker. BullMQ enforces each lane's limits across replicas (its global concurrency,
+ * rate limit and pause are read by the `moveToActive` script), so a Worker's own concurrency only caps
+ * this replica's share.
+ *
+ * The lane set is read once the `deliveries` Worker runs (its dependencies are ready), again at each
+ * "lanes changed" message (pub/sub, so a new queue's first message starts at once on every replica) and
+ * every {@link LANE_RESYNC_MS} (a missed message); Workers of removed lanes are closed. The same timer
+ * refreshes this replica's entry in the workers set (its concurrency, for `GET /v2/globalParallelism`).
+ */
+@Injectable()
+export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(LaneWorkers.name);
+  private readonly workers = new Map<string, Worker<QueueMessage>>();
+  private readonly id = randomUUID();
+  private readonly connection: Redis;
+  private readonly subscriber: Redis;
+  private timer: NodeJS.Timeout | undefined;
+  private syncing: Promise<void> = Promise.resolve();
+  private again = false;
+  private closing = false;
+
+  constructor(
+    @Inject(WORKER_CONFIG) private readonly config: QueueWorkerConfig,
+    @Inject(Worker) private readonly deliveries: Worker<QueueMessage>,
+    private readonly store: QueueStore,
+    private readonly processor: DeliveryProcessor,
+  ) {
+    // The lanes' Workers share one connection for their commands (each opens its own blocking one).
+    this.connection = new Redis(config.store.redisUrl, { maxRetriesPerRequest: null });
+    this.connection.on('error', () => undefined); // the Workers report their own errors
+    this.subscriber = new Redis(config.store.redisUrl, { maxRetriesPerRequest: null });
+    this.subscriber.on('error', (error) => this.logger.warn(`lanes subscriber: ${String(error)}`));
+  }
+
+  /** The lane queue names this replica runs a Worker for. */
+  get lanes(): string[] {
+    return [...this.workers.keys()];
+  }
+
+  onApplicationBootstrap(): void {
+    this.subscriber.on('message', () => this.sync());
+    void this.subscriber.subscribe(this.store.lanes.changesChannel).catch((error: unknown) => this.logger.warn(`lanes subscribe: ${String(error)}`));
+    // Lanes start with the deliveries Worker (DeliveryWorker starts it once the dependencies are ready).
+    this.timer = setInterval(() => {
+      if (!this.deliveries.isRunning()) return;
+      clearInterval(this.timer);
+      this.timer = setInterval(() => this.tick(), LANE_RESYNC_MS);
+      this.tick();
+    }, 100);
+  }
+
+  /** Closes every lane Worker (letting the attempts under way finish), then the connections. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.timer);
+    await this.syncing;
+    await Promise.all([...this.workers.values()].map((worker) => worker.close()));
+    this.workers.clear();
+    await this.store.lanes.leave(this.id, this.config.concurrency).catch(() => undefined);
+    this.subscriber.disconnect();
+    this.connection.disconnect();
+  }
+
+  private tick(): void {
+    this.sync();
+    if (this.deliveries.isRunning()) {
+      this.store.lanes.heartbeat(this.id, this.config.concurrency, HEARTBEAT_TTL_MS).catch((error: unknown) => this.logger.warn(`heartbeat: ${String(error)}`));
+    }
+  }
+
+  /** Reads the lane set and starts or closes Workers to match (one sync at a time; a request during one runs again after it). */
+  private sync(): void {
+    if (this.again) return;
+    this.again = true;
+    this.syncing = this.syncing.then(async () => {
+      this.again = false;
+      if (this.closing || !this.deliveries.isRunning()) return;
+      try {
+        const names = new Set(await this.connection.smembers(this.store.lanes.lanesKey));
+        for (const name of names) if (!this.workers.has(name)) this.start(name);
+        for (const [name, worker] of this.workers) {
+          if (names.has(name)) continue;
+          this.workers.delete(name);
+          await worker.close();
+        }
+      } catch (error) {
+        this.logger.warn(`reading the lanes failed: ${String(error)}; next try in ${LANE_RESYNC_MS} ms`);
+      }
+    });
+  }
+
+  private start(name: string): void {
+    const config = this.config;
+    const worker = new Worker<QueueMessage>(name, (job, token) => this.processor.process(job, token), {
+      autorun: false,
+      connection: this.connection,
+      prefix: config.store.options.prefix,
+      concurrency: config.concurrency,
+      lockDuration: config.lockDurationMs,
+      stalledInterval: config.stalledIntervalMs,
+      maxStalledCount: config.maxStalledCount,
+      settings: { backoffStrategy: retryLaterBackoff },
+    });
+    worker.on('error', (error) => this.logger.warn(`lane ${name}: ${String(error)}`));
+    worker.on('failed', (job, error) => {
+      if (!(error instanceof RetryLater)) this.logger.error(`message ${job?.id ?? '?'} of lane ${name} failed unexpectedly: ${String(error)}`);
+    });
+    this.workers.set(name, worker);
+    worker.run().catch((error: unknown) => this.logger.error(`lane ${name} worker stopped: ${String(error)}`));
+  }
+}
