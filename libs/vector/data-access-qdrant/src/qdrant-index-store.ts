@@ -1,4 +1,5 @@
 import { QdrantClient } from '@qdrant/js-client-rest';
+import { Agent, request } from 'undici';
 
 /** A Qdrant filter as its REST API takes it (`Schemas['Filter']`), kept structural on purpose. */
 export type QdrantFilter = Record<string, unknown>;
@@ -107,13 +108,14 @@ export class QdrantIndexStore {
   private ensured: Promise<void> | undefined;
 
   /**
-   * @param timeoutMs how long a search may take before it fails (the client's timeout covers the other calls)
+   * @param http the connection pool of the searches (postJson) and how long one may wait for Qdrant's
+   *   headers or body, in ms (the client's own timeout covers the other calls)
    */
   constructor(
     private readonly client: QdrantClient,
     readonly location: IndexLocation,
     private readonly pointId: (namespace: string, id: string) => string,
-    private readonly timeoutMs = 30_000,
+    private readonly http: { agent: Agent; timeoutMs: number } = { agent: new Agent(), timeoutMs: 30_000 },
   ) {}
 
   /**
@@ -379,28 +381,31 @@ export class QdrantIndexStore {
 
   /**
    * POSTs JSON to an endpoint of the collection (`/collections/<c>/<path>`) and answers Qdrant's `result`.
-   * The searches, the gateway's hot path, go through here rather than through @qdrant/js-client-rest,
-   * whose fetcher parses every response with a `JSON.parse` reviver (for 64-bit integers; our point ids are
-   * UUIDs and our payload numbers are small): measured on 2026-11-23, that reviver took 37% of the
-   * gateway's CPU in the sparse query benchmark.
+   * The searches, the gateway's hot path, go through here (undici's `request` on the stores' shared
+   * Agent) rather than through @qdrant/js-client-rest, whose fetcher parses every response with a
+   * `JSON.parse` reviver (for 64-bit integers; our point ids are UUIDs and our payload numbers are
+   * small): measured on 2026-11-23, that reviver took 37% of the gateway's CPU in the sparse query
+   * benchmark, and WHATWG fetch's streams most of the rest of the HTTP cost.
    * @throws an error with Qdrant's `status` and `data` when it answers other than 2xx (see describe)
    */
   private async postJson<T>(path: string, body: unknown): Promise<T> {
     const { url, apiKey, collection } = this.location;
-    const response = await fetch(`${url.replace(/\/+$/, '')}/collections/${encodeURIComponent(collection)}/${path}`, {
+    const response = await request(`${url.replace(/\/+$/, '')}/collections/${encodeURIComponent(collection)}/${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(apiKey ? { 'api-key': apiKey } : {}) },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(this.timeoutMs),
+      dispatcher: this.http.agent,
+      headersTimeout: this.http.timeoutMs,
+      bodyTimeout: this.http.timeoutMs,
     });
-    const text = await response.text();
+    const text = await response.body.text();
     let data: unknown;
     try {
       data = JSON.parse(text);
     } catch {
       data = text;
     }
-    if (!response.ok) throw Object.assign(new Error(response.statusText), { status: response.status, data });
+    if (response.statusCode < 200 || response.statusCode > 299) throw Object.assign(new Error(`Qdrant answered ${response.statusCode}`), { status: response.statusCode, data });
     return (data as { result: T }).result;
   }
 
@@ -440,6 +445,8 @@ function describe(error: unknown): string {
 export class QdrantStores {
   private readonly clients = new Map<string, QdrantClient>();
   private readonly stores = new Map<string, QdrantIndexStore>();
+  /** The searches' connections, every endpoint's (undici keeps a pool per origin). */
+  private readonly agent = new Agent({ keepAliveTimeout: 30_000 });
 
   constructor(
     private readonly options: { timeoutMs: number },
@@ -458,7 +465,7 @@ export class QdrantStores {
         client = new QdrantClient({ url: location.url, apiKey: location.apiKey, timeout: this.options.timeoutMs, checkCompatibility: false });
         this.clients.set(clientKey, client);
       }
-      store = new QdrantIndexStore(client, location, this.pointId, this.options.timeoutMs);
+      store = new QdrantIndexStore(client, location, this.pointId, { agent: this.agent, timeoutMs: this.options.timeoutMs });
       this.stores.set(key, store);
     }
     return store;
