@@ -13,7 +13,10 @@ import type { UrlGroupStore } from './topics';
  *   group is resolved before anything is written: an unknown group or a group without endpoints throws
  *   QueueError 400 naming the destination, and nothing of the call is published. Each message gets a new id
  *   and `project`; fields already set on `parsed.message` (queueName, scheduleId, flowControl, redact, …)
- *   are kept on every message. Store failures are thrown as they are (the caller maps them).
+ *   are kept on every message. Store failures are thrown as they are (the caller maps them); the call's other
+ *   messages may have been published.
+ * - Order: the messages of a call are published together when none has a deduplication id, else one after
+ *   another in order (so that of two with the same id the earlier is kept and the later answered as a duplicate).
  *
  * Fan-out (QStash's URL groups): one message per endpoint, each with its own id, retries, callbacks, events
  * and DLQ entry, `url` the endpoint's, `topicName` the group and `endpointName` the endpoint's name (when it
@@ -28,16 +31,25 @@ export class Publisher {
   /** See the class comment. @throws QueueError 400 for an unknown or empty URL group */
   async publish(project: string, parsed: readonly ParsedPublish[]): Promise<Array<PublishOutcome | PublishOutcome[]>> {
     const planned = await this.plan(project, parsed);
-    const outcomes: Array<PublishOutcome | PublishOutcome[]> = [];
-    for (const item of planned) {
-      const results: PublishOutcome[] = [];
-      for (const { message, deduplicationId } of item.messages) {
-        const { messageId, deduplicated } = await this.store.publish(message, deduplicationId);
-        results.push({ messageId, url: message.url, ...(deduplicated ? { deduplicated: true as const } : {}) });
-      }
-      outcomes.push(item.group ? results : (results[0] as PublishOutcome));
+    const all = planned.flatMap((item) => item.messages);
+    const one = async ({ message, deduplicationId }: Planned['messages'][number]): Promise<PublishOutcome> => {
+      const { messageId, deduplicated } = await this.store.publish(message, deduplicationId);
+      return { messageId, url: message.url, ...(deduplicated ? { deduplicated: true as const } : {}) };
+    };
+    // Without deduplication ids the messages are independent: published together (a batch's adds share
+    // socket writes and round trips). With any, one after another, so that the earlier of two messages
+    // with the same id is the one kept.
+    let results: PublishOutcome[];
+    if (all.length > 1 && all.every((m) => m.deduplicationId === undefined)) results = await Promise.all(all.map(one));
+    else {
+      results = [];
+      for (const m of all) results.push(await one(m));
     }
-    return outcomes;
+    let next = 0;
+    return planned.map((item) => {
+      const mine = results.slice(next, (next += item.messages.length));
+      return item.group ? mine : (mine[0] as PublishOutcome);
+    });
   }
 
   /** The messages of each parsed publish, groups resolved. @throws QueueError 400 */
