@@ -1,0 +1,131 @@
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { RegistrySeal, RegistryWriter, generateSigningKey, generateToken, queueProjectId, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { eventually } from '@restash/shared/util-testing';
+import { type AppProcess, QUEUE_REDIS_CONFIG, type RedisServer, startApp, startRedisServer } from '@restash/platform/util-stack';
+import { QueueStore, laneQueueName } from '@restash/queue/data-access-store';
+import { type QueueMessage, newMessageId } from '@restash/queue/util-message';
+
+/** A destination on 127.0.0.1 answering 200 after `answerAfterMs`; it counts bodies and the requests it holds at once. */
+async function startGaugeSink(answerAfterMs: number) {
+  const bodies: string[] = [];
+  const state = { inFlight: 0, maxInFlight: 0 };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      bodies.push(Buffer.concat(chunks).toString('utf8'));
+      state.inFlight++;
+      state.maxInFlight = Math.max(state.maxInFlight, state.inFlight);
+      setTimeout(() => {
+        state.inFlight--;
+        res.end('ok');
+      }, answerAfterMs);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bodies,
+    state,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * A flow-controlled key (parallelism 2) delivered by two queue-worker processes, one of which is killed
+ * (SIGKILL) mid-way: no message is lost, and the destination never holds more than 2 requests of the key
+ * at once, also while the dead worker's jobs wait for their locks to lapse (BullMQ keeps them in the lane's
+ * active list, which its global concurrency counts).
+ */
+describe('queue-worker lanes when a worker is killed', () => {
+  const project = queueProjectId('acme', 'main');
+  const sealKey = RegistrySeal.generateKey();
+  let control: RedisServer;
+  let queueRedis: RedisServer;
+  let workers: AppProcess[];
+  let sink: Awaited<ReturnType<typeof startGaugeSink>>;
+  let storeRedis: Redis;
+  let store: QueueStore;
+
+  beforeAll(async () => {
+    [control, queueRedis, sink] = await Promise.all([startRedisServer({ config: ['appendonly yes'] }), startRedisServer({ config: [...QUEUE_REDIS_CONFIG] }), startGaugeSink(40)]);
+    const registry = new Redis(control.url);
+    const doc = tenantDocumentSchema.parse({
+      apiVersion: 'restash.dev/v1alpha1',
+      kind: 'Tenant',
+      metadata: { name: 'acme' },
+      spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1024 * 1024, dailyRequests: 0 } }] } },
+    });
+    const keys = { standard: generateToken(), readonly: generateToken(), currentSigningKey: generateSigningKey(), nextSigningKey: generateSigningKey() };
+    await new RegistryWriter(registry, new RegistrySeal(sealKey)).applyTenant(doc, { kv: {}, vector: {}, stream: {}, queue: { main: keys } });
+    registry.disconnect();
+    storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
+    store = new QueueStore(storeRedis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 1000 });
+    const env = {
+      CONTROL_REDIS_URL: control.url,
+      REGISTRY_SEAL_KEY: sealKey,
+      QUEUE_REDIS_URL: queueRedis.url,
+      DESTINATION_ALLOWLIST: '127.0.0.1/32',
+      LOCK_DURATION_MS: '2000',
+      STALLED_INTERVAL_MS: '1000',
+      LOG_LEVEL: 'fatal',
+    };
+    workers = await Promise.all([startApp('queue-worker', { from: 'source', env }), startApp('queue-worker', { from: 'source', env })]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all((workers ?? []).map((w) => w.stop()));
+    await store?.close();
+    storeRedis?.disconnect();
+    await Promise.all([control?.stop(), queueRedis?.stop(), sink?.close()]);
+  });
+
+  it('loses no message and never exceeds the parallelism when one of two workers is SIGKILLed', async () => {
+    const total = 300;
+    const now = Date.now();
+    for (let i = 0; i < total; i++) {
+      const message: QueueMessage = {
+        messageId: newMessageId(),
+        project,
+        url: `${sink.url}/fc`,
+        method: 'POST',
+        header: {},
+        body: Buffer.from(String(i)).toString('base64'),
+        maxRetries: 3,
+        notBefore: now,
+        createdAt: now,
+        callerIp: '127.0.0.1',
+        flowControl: { key: 'sigkill', parallelism: 2 },
+      };
+      await store.publish(message);
+    }
+    await eventually(() => expect(sink.bodies.length).toBeGreaterThanOrEqual(60), 30_000);
+    // Both workers take part: the one killed has delivered some of the key's messages.
+    const deliveredBy = async (worker: AppProcess) => {
+      const text = await (await fetch(`${worker.managementUrl}/metrics`)).text();
+      return Number(/^restash_queue_delivery_duration_seconds_count\{tenant="acme",outcome="delivered"\} (\d+)/m.exec(text)?.[1] ?? 0);
+    };
+    const killedDelivered = await deliveredBy(workers[0] as AppProcess);
+    expect(killedDelivered).toBeGreaterThan(0);
+    const beforeKill = sink.bodies.length;
+    await (workers[0] as AppProcess).kill();
+    await eventually(() => expect(new Set(sink.bodies).size).toBe(total), 90_000, 100);
+    const lane = store.lanes.queue(laneQueueName({ project, kind: 'fc', name: 'sigkill' }));
+    await eventually(async () => expect(await lane.getJobCounts('completed', 'active', 'wait', 'delayed', 'failed')).toEqual({ completed: total, active: 0, wait: 0, delayed: 0, failed: 0 }), 15_000);
+    const unique = new Set(sink.bodies).size;
+    const redelivered = sink.bodies.length - unique;
+    process.stdout.write(
+      `SIGKILL after ${beforeKill} deliveries (${killedDelivered} by the killed worker): ${unique}/${total} delivered (0 lost), ${redelivered} delivered twice (the dead worker's in-flight ones), ` +
+        `max ${sink.state.maxInFlight} in flight at the destination (parallelism 2)\n`,
+    );
+    expect(unique).toBe(total);
+    expect(redelivered).toBeLessThanOrEqual(2);
+    expect(sink.state.maxInFlight).toBe(2);
+  }, 150_000);
+});
