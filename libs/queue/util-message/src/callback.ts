@@ -13,7 +13,7 @@ export interface AttemptOutcome {
  * `retried` and `maxRetries`; `sourceMessageId` and, with the same value, the old documentation's
  * spelling `sourceMessasgeId`; the source's `url`, `method`, `sourceHeader` ({Name: [values]}),
  * `sourceBody` (base64); `notBefore` and `createdAt` as strings of Unix ms; `callerIP`; and `dlqId`
- * when given (failure callbacks); `topicName` and `endpointName` when the source went to a URL group; `scheduleId` when a schedule made it.
+ * when given (failure callbacks); `topicName` and `endpointName` when the source went to a URL group; `scheduleId` when a schedule made it; `queueName` and `flowControlKey` when it went to a queue or had a key.
  * @param retried failed attempts before the reported one
  */
 export function callbackPayload(
@@ -42,6 +42,8 @@ export function callbackPayload(
   if (source.topicName !== undefined) payload.topicName = source.topicName;
   if (source.endpointName !== undefined) payload.endpointName = source.endpointName;
   if (source.scheduleId !== undefined) payload.scheduleId = source.scheduleId;
+  if (source.queueName !== undefined) payload.queueName = source.queueName;
+  if (source.flowControl !== undefined) payload.flowControlKey = source.flowControl.key;
   if (dlqId !== undefined) payload.dlqId = dlqId;
   return payload;
 }

@@ -1,6 +1,8 @@
 import { QueueError } from './errors';
 import { inQueue, parseFlowControl, parsePeriod, parseQueueName } from './flow-control';
 import { parsePublish } from './publish';
+import { eventView, messageView } from './views';
+import { callbackPayload } from './callback';
 
 const badRequest = (fn: () => unknown, fragment: string) => {
   try {
@@ -101,5 +103,33 @@ describe('queue names', () => {
     expect(inQueue({ message: {} as { queueName?: string } }, 'q1', 'queue').message.queueName).toBe('q1');
     badRequest(() => inQueue({ message: { flowControl: { key: 'k', parallelism: 1 } } }, 'q1', 'queue'), 'Upstash-Flow-Control-Key');
     badRequest(() => inQueue({ message: {} }, 'bad name', 'queue'), 'queue');
+  });
+});
+
+describe('views of queue and flow-control messages', () => {
+  const message = {
+    messageId: 'msg_1',
+    project: 'acme.main',
+    url: 'https://example.com/x',
+    method: 'POST' as const,
+    header: {},
+    body: '',
+    maxRetries: 3,
+    notBefore: 1,
+    createdAt: 1,
+    callerIp: '127.0.0.1',
+  };
+
+  it('messageView shows queueName, flowControlKey, parallelism, rate and period (seconds) when set', () => {
+    expect(messageView({ ...message, queueName: 'orders' })).toMatchObject({ queueName: 'orders' });
+    expect(messageView({ ...message, flowControl: { key: 'k', parallelism: 2, rate: 5, periodS: 60 } })).toMatchObject({ flowControlKey: 'k', parallelism: 2, rate: 5, period: 60 });
+    const plain = messageView(message);
+    for (const field of ['queueName', 'flowControlKey', 'parallelism', 'rate', 'period']) expect(plain).not.toHaveProperty(field);
+  });
+
+  it('eventView and the callback body carry queueName and flowControlKey', () => {
+    expect(eventView({ time: 1, state: 'CREATED', messageId: 'msg_1', url: message.url, queueName: 'orders', flowControlKey: 'k' })).toMatchObject({ queueName: 'orders', flowControlKey: 'k' });
+    const payload = callbackPayload({ ...message, queueName: 'orders', flowControl: { key: 'k', parallelism: 1 } }, { status: 200, header: {}, body: Buffer.from('ok') }, 0, 1024);
+    expect(payload).toMatchObject({ queueName: 'orders', flowControlKey: 'k' });
   });
 });
