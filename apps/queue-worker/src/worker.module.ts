@@ -22,7 +22,8 @@ export const WORKER_REDIS = Symbol('WORKER_REDIS');
  * queue-worker: delivers the queue's messages (BullMQ jobs) to their destinations, with retries, callbacks
  * and the DLQ. Every part is a provider: the control Redis and the registry reader (TenancyModule), two
  * queue Redis connections, the store, the SSRF-guarded deliverer, the metrics, the per-message
- * {@link DeliveryProcessor}, the BullMQ `Worker` and its {@link DeliveryWorker} lifecycle. The module closes
+ * {@link DeliveryProcessor}, the BullMQ `Worker` and its {@link DeliveryWorker} lifecycle, and the Workers of the
+ * queues and flow-control keys ({@link LaneWorkers}, with their own connections). The module closes
  * what it opened once the worker has stopped (`onApplicationShutdown` comes after the worker's
  * `beforeApplicationShutdown`).
  */
