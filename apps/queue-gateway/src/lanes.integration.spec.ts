@@ -151,9 +151,10 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
     const gauge = sink.on('/fc-rate');
     await eventually(() => expect(gauge.bodies).toHaveLength(15), 30_000);
     // Fixed windows of 2 s, each starting with its first delivery: 15 deliveries need three windows, so the
-    // last starts at least two periods after the first.
+    // last starts two periods after the first (less the first delivery's extra latency: a cold registry
+    // cache; two windows would end all within about one period).
     const first = gauge.starts[0] as number;
-    expect((gauge.starts[14] as number) - first).toBeGreaterThanOrEqual(3_900);
+    expect((gauge.starts[14] as number) - first).toBeGreaterThanOrEqual(3_500);
     for (const start of gauge.starts) {
       // An interval shorter than a period spans at most two windows: at most 10 deliveries.
       expect(gauge.starts.filter((t) => t >= start && t < start + 1_900).length).toBeLessThanOrEqual(10);
