@@ -1,6 +1,7 @@
 import { Client, Receiver } from '@upstash/qstash';
 import { Redis } from 'ioredis';
-import { ScheduleStore } from '@restash/queue/data-access-store';
+import { QueueStore, ScheduleStore } from '@restash/queue/data-access-store';
+import { RegistryWriter } from '@restash/shared/data-access-registry';
 import { eventually } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
 import { type Sink, atLeast, nonEmpty, startSink } from './testing/sink';
@@ -27,7 +28,7 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
   let minuteCreatedAt: number;
 
   beforeAll(async () => {
-    [stack, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }], evil: [{ name: 'main' }] }), startSink()]);
+    [stack, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }], evil: [{ name: 'main' }], gone: [{ name: 'main' }] }), startSink()]);
     const secrets = stack.secrets('acme', 'main');
     client = new Client({ baseUrl: stack.url, token: secrets.token });
     readOnly = new Client({ baseUrl: stack.url, token: secrets.readonlyToken });
@@ -200,6 +201,35 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
     expect((await readOnly.schedules.get(scheduleId)).scheduleId).toBe(scheduleId);
     await client.schedules.delete(scheduleId);
   });
+
+  it('goes with its project: teardown removes its schedulers, definitions and last runs, and no tick follows', async () => {
+    const gone = new Client({ baseUrl: stack.url, token: stack.secrets('gone', 'main').token });
+    const { scheduleId } = await gone.schedules.create({ destination: `${sink.url}/gone`, cron: '0 0 1 1 *' });
+    await gone.schedules.create({ destination: `${sink.url}/gone-paused`, cron: '0 0 1 1 *', scheduleId: 'paused-one' });
+    await gone.schedules.pause({ schedule: 'paused-one' });
+    await tickEvery('gone.main', scheduleId, 500);
+    await eventually(() => nonEmpty(sink.on('/gone')), 15_000);
+    const mine = await client.schedules.create({ destination: `${sink.url}/kept`, cron: '0 0 1 1 *' });
+
+    const control = new Redis(stack.control.url);
+    const messages = new QueueStore(redis, { prefix: PREFIX, messageRetentionMs: 86_400_000, dlqRetentionMs: 86_400_000, eventsPerProject: 1000 });
+    try {
+      await new RegistryWriter(control, stack.seal).deleteTenant('gone'); // as `tenants delete` does, before the purge
+      await messages.purgeProject('gone.main');
+    } finally {
+      await messages.close();
+      control.disconnect();
+    }
+    expect(await redis.exists(`${PREFIX}:schedule-defs:gone.main`, `${PREFIX}:schedule-ticks:gone.main`)).toBe(0);
+    expect(await redis.exists(`${PREFIX}:schedules:repeat:gone.main/${scheduleId}`)).toBe(0);
+    expect((await store.queue.getJobSchedulers(0, -1)).filter((s) => (s.id ?? s.key).startsWith('gone.main/'))).toEqual([]);
+    await new Promise((r) => setTimeout(r, 1000)); // a tick already taken may still land
+    const after = sink.on('/gone').length;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(sink.on('/gone')).toHaveLength(after);
+    expect((await client.schedules.get(mine.scheduleId)).destination).toBe(`${sink.url}/kept`);
+    await client.schedules.delete(mine.scheduleId);
+  }, 40_000);
 
   it('ticks on the cron: a `* * * * *` schedule fires at the next minute', async () => {
     const [request] = await eventually(() => nonEmpty(sink.on('/minute')), 75_000, 200);
