@@ -123,3 +123,12 @@ describe('URL groups and redaction in the views', () => {
     expect(event).toMatchObject({ body: sha('{"a":1}'), header: { Authorization: [sha('Bearer x')] } });
   });
 });
+
+describe('schedules in the views', () => {
+  it('shows the scheduleId of a message a schedule made, in the message, DLQ and event views', () => {
+    expect(messageView(message({ scheduleId: 'scd_1' })).scheduleId).toBe('scd_1');
+    expect(messageView(message()).scheduleId).toBeUndefined();
+    expect(dlqView({ dlqId: 'd', message: message({ scheduleId: 'scd_1' }), failedAt: 1 }).scheduleId).toBe('scd_1');
+    expect(eventView({ time: 1, state: 'CREATED', messageId: 'm', url: 'u', scheduleId: 'scd_1' })).toMatchObject({ scheduleId: 'scd_1' });
+  });
+});

@@ -42,7 +42,7 @@ export function redactHeader(header: HeaderMap, redact: Redaction | undefined): 
  * body` (UTF-8 text) or `bodyBase64` (bytes that are not valid UTF-8; neither for an empty body),
  * `maxRetries, retryDelayExpression?, notBefore, createdAt` (Unix ms numbers), `callback?,
  * failureCallback?, callerIP`, `label` (the first label) and `labels`; `topicName` and `endpointName` after
- * `url` for a URL-group message; `queueName`, and `flowControlKey` with `parallelism?, rate?, period?` (seconds)
+ * `url` for a URL-group message; `queueName`, `scheduleId` (a schedule's message), and `flowControlKey` with `parallelism?, rate?, period?` (seconds)
  * as published, when set. Absent optional fields are left out, never null. `Upstash-Redact-Fields`
  * (`m.redact`) shows the body and the named header values {@link redacted}. Project, timeout and callback tuning are internal and not shown.
  */
@@ -61,6 +61,7 @@ export function messageView(m: QueueMessage): Record<string, unknown> {
   if (m.callback !== undefined) view.callback = m.callback;
   if (m.failureCallback !== undefined) view.failureCallback = m.failureCallback;
   if (m.queueName !== undefined) view.queueName = m.queueName;
+  if (m.scheduleId !== undefined) view.scheduleId = m.scheduleId;
   if (m.flowControl) {
     // QStash's names (compat §4.3 "Messages"): the key and the limits this message was published with; period in seconds.
     view.flowControlKey = m.flowControl.key;
@@ -94,7 +95,7 @@ export function dlqView(e: DlqEntry): Record<string, unknown> {
 
 /**
  * An event as `GET /v2/events` lists it (README, "Queue: message, DLQ entry and event shapes"): `time, state,
- * messageId, url`, and when set `topicName, endpointName, queueName, flowControlKey, nextDeliveryTime, error, header, body` (base64, as
+ * messageId, url`, and when set `topicName, endpointName, queueName, scheduleId, flowControlKey, nextDeliveryTime, error, header, body` (base64, as
  * stored; redacted as in {@link messageView}),
  * `label` (the first label) with `labels`, and `responseStatus`. Absent fields are left out.
  */
@@ -103,6 +104,7 @@ export function eventView(e: MessageEvent): Record<string, unknown> {
   if (e.topicName !== undefined) view.topicName = e.topicName;
   if (e.endpointName !== undefined) view.endpointName = e.endpointName;
   if (e.queueName !== undefined) view.queueName = e.queueName;
+  if (e.scheduleId !== undefined) view.scheduleId = e.scheduleId;
   if (e.flowControlKey !== undefined) view.flowControlKey = e.flowControlKey;
   if (e.nextDeliveryTime !== undefined) view.nextDeliveryTime = e.nextDeliveryTime;
   if (e.error !== undefined) view.error = e.error;
