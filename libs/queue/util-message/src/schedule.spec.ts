@@ -64,6 +64,9 @@ describe('parseSchedule', () => {
     expect(d.message).toMatchObject({ url: 'https://example.com/job?x=1', method: 'PUT', maxRetries: 2, callback: 'https://example.com/cb', labels: ['a', 'b'], queueName: 'reports', scheduleId: 'nightly-report' });
     expect(d.message.header).toEqual({ 'X-Custom': ['yes'], 'Content-Type': ['application/json'] });
     expect(schedule({ 'upstash-cron': '* * * * *' }).scheduleId).toMatch(/^scd_[0-9a-f]{32}$/);
+    const both = schedule({ 'upstash-cron': '* * * * *', 'upstash-queue-name': 'q1', 'upstash-flow-control-key': 'k', 'upstash-flow-control-value': 'parallelism=2' });
+    expect(both.message).toMatchObject({ queueName: 'q1', flowControl: { key: 'k', parallelism: 2 } });
+    expect(scheduleView(both)).toMatchObject({ queueName: 'q1', flowControlKey: 'k', parallelism: 2 });
   });
 
   it('refuses bad ids, bad publish headers and headers that make no sense per tick, naming them', () => {
@@ -72,6 +75,7 @@ describe('parseSchedule', () => {
     expect(badRequest(() => schedule({ 'upstash-cron': '* * * * *', 'upstash-not-before': '1' }))).toContain('upstash-not-before');
     expect(badRequest(() => schedule({ 'upstash-cron': '* * * * *' }, 'ftp://example.com/x'))).toContain('destination');
     expect(badRequest(() => schedule({ 'upstash-cron': '1 2 3' }))).toContain('Upstash-Cron');
+    expect(badRequest(() => schedule({ 'upstash-cron': '* * * * *', 'upstash-queue-name': 'a b' }))).toContain('Upstash-Queue-Name');
   });
 });
 

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { CronExpressionParser } from 'cron-parser';
 import { QueueError } from './errors';
-import { inQueue } from './flow-control';
+import { parseQueueName } from './flow-control';
 import type { QueueMessage } from './message';
 import { type ParsedPublish, type PublishInput, parsePublish } from './publish';
 
@@ -114,8 +114,9 @@ function isTimeZone(zone: string): boolean {
  * definition: `Upstash-Cron` ({@link parseCron}); `Upstash-Schedule-Id` ({@link parseScheduleId}; a new
  * `scd_…` id without it); every publish header with the rules of {@link parsePublish} (method, forwarded
  * headers and Content-Type, retries, retry delay, `Upstash-Delay` as the delay of each produced message,
- * timeout, callbacks, labels, redaction, flow control); `Upstash-Queue-Name` with {@link inQueue} (a queue
- * excludes a flow-control key). `Upstash-Not-Before` and deduplication
+ * timeout, callbacks, labels, redaction, flow control); `Upstash-Queue-Name` ({@link parseQueueName}: the
+ * produced messages go to that queue; a flow-control key sent with it is kept and shown, and the queue's
+ * parallelism applies, README "Queue: queues and flow control"). `Upstash-Not-Before` and deduplication
  * headers are refused: they make no sense for a message published at every tick.
  * @throws QueueError 400 naming the header or the destination
  */
@@ -133,7 +134,7 @@ export function parseSchedule(input: PublishInput): ScheduleDefinition {
   }
   const parsed = parsePublish(input);
   const queueName = header('upstash-queue-name');
-  if (queueName !== undefined) inQueue(parsed, queueName, 'Upstash-Queue-Name');
+  if (queueName !== undefined) parsed.message.queueName = parseQueueName(queueName, 'Upstash-Queue-Name');
   const { notBefore, createdAt, ...message } = parsed.message;
   const definition: ScheduleDefinition = {
     ...cron,
