@@ -160,6 +160,24 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
     expect(JSON.parse(callback.body.toString())).toMatchObject({ scheduleId });
   }, 60_000);
 
+  it('a schedule to a URL group publishes one message per endpoint at each tick; an unknown group is a 400', async () => {
+    await expect(client.schedules.create({ destination: 'no-such-group', cron: '* * * * *' })).rejects.toThrow(/destination/);
+    await client.urlGroups.addEndpoints({ name: 'sched-group', endpoints: [{ name: 'a', url: `${sink.url}/group-a` }, { url: `${sink.url}/group-b` }] });
+    const { scheduleId } = await client.schedules.create({ destination: 'sched-group', cron: '0 0 1 1 *', body: 'fan' });
+    expect((await client.schedules.get(scheduleId)).destination).toBe('sched-group');
+    await tickEvery('acme.main', scheduleId, 1000);
+    const [a] = await eventually(() => nonEmpty(sink.on('/group-a')), 15_000);
+    const [b] = await eventually(() => nonEmpty(sink.on('/group-b')), 15_000);
+    await client.schedules.delete(scheduleId);
+    for (const request of [a, b]) {
+      expect(request.headers['upstash-schedule-id']).toBe(scheduleId);
+      expect(request.headers['upstash-topic-name']).toBe('sched-group');
+    }
+    expect(a.headers['upstash-message-id']).not.toBe(b.headers['upstash-message-id']);
+    const message = await client.messages.get(String(a.headers['upstash-message-id']));
+    expect(message).toMatchObject({ topicName: 'sched-group', endpointName: 'a', scheduleId });
+  }, 30_000);
+
   it('refuses bad crons, zones, ids and headers with 400 naming them, writing nothing', async () => {
     const before = (await client.schedules.list()).length;
     const attempts: Array<[Parameters<Client['schedules']['create']>[0], RegExp]> = [

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { QueueStore, ScheduleStore } from '@restash/queue/data-access-store';
+import { QueueStore, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { QueueError, type ScheduleDefinition, type ScheduleMessageState, type ScheduleRuns } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
@@ -19,6 +19,7 @@ export class SchedulesService implements OnApplicationShutdown {
   private readonly logger = new Logger(SchedulesService.name);
   private readonly store: ScheduleStore;
   private readonly messages: QueueStore;
+  private readonly groups: UrlGroupStore;
 
   constructor(
     @Inject(QUEUE_REDIS) redis: Redis,
@@ -27,6 +28,7 @@ export class SchedulesService implements OnApplicationShutdown {
   ) {
     this.store = new ScheduleStore(redis, { prefix: config.store.options.prefix });
     this.messages = new QueueStore(redis, config.store.options);
+    this.groups = new UrlGroupStore(redis, config.store.options.prefix);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -34,8 +36,17 @@ export class SchedulesService implements OnApplicationShutdown {
     await this.messages.close();
   }
 
-  /** `POST /v2/schedules/<destination>`: stores the schedule (replacing one of the same id) and starts it. */
+  /**
+   * `POST /v2/schedules/<destination>`: stores the schedule (replacing one of the same id) and starts it.
+   * @throws QueueError 400 naming the destination when it is a URL group the project does not have, or one without endpoints
+   */
   async upsert(session: Session, definition: ScheduleDefinition): Promise<{ scheduleId: string }> {
+    if (definition.urlGroup !== undefined) {
+      const name = definition.urlGroup;
+      const group = await this.backend(session, () => this.groups.get(session.project.id, name));
+      if (!group) throw QueueError.badRequest(`invalid destination: ${JSON.stringify(name)} is no URL and no URL group of this project`);
+      if (group.endpoints.length === 0) throw QueueError.badRequest(`invalid destination: URL group ${JSON.stringify(name)} has no endpoints`);
+    }
     await this.backend(session, () => this.store.upsert(session.project.id, definition));
     return { scheduleId: definition.scheduleId };
   }

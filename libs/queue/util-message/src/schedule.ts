@@ -145,8 +145,7 @@ export function parseSchedule(input: PublishInput): ScheduleDefinition {
     createdAt: input.nowMs,
     isPaused: false,
   };
-  const urlGroup = (parsed as { urlGroup?: string }).urlGroup;
-  if (urlGroup !== undefined) definition.urlGroup = urlGroup;
+  if (parsed.urlGroup !== undefined) definition.urlGroup = parsed.urlGroup;
   return definition;
 }
 
