@@ -105,6 +105,10 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
     await eventually(() => expect(gauge.bodies).toHaveLength(12), 30_000);
     expect(gauge.bodies).toEqual(Array.from({ length: 12 }, (_, i) => String(i)));
     expect(gauge.maxInFlight).toBe(1);
+    // A batch into a new queue keeps its order too (its items are published concurrently).
+    await client.batch(Array.from({ length: 10 }, (_, i) => ({ queueName: 'ordered-batch', url: `${sink.url}/ordered-batch`, body: String(i) })));
+    await eventually(() => expect(sink.on('/ordered-batch').bodies).toEqual(Array.from({ length: 10 }, (_, i) => String(i))), 30_000);
+    expect(sink.on('/ordered-batch').maxInFlight).toBe(1);
   }, 60_000);
 
   it('holds at most `parallelism` deliveries of a queue in flight across two workers', async () => {

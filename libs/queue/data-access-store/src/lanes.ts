@@ -1,5 +1,6 @@
 import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { execOrThrow } from '@restash/shared/data-access-registry';
 import type { QueueMessage } from '@restash/queue/util-message';
 
 /** A lane is a user queue (`q`) or a flow-control key (`fc`). */
@@ -373,15 +374,23 @@ export class LaneStore {
 
   // ---- internals ----
 
+  /**
+   * Creates a queue on its first enqueue (parallelism 1), in one MULTI: the concurrent messages of a batch into
+   * a new queue then all take the same round trips, so that their adds keep the batch's order.
+   */
   private async ensureQueue(lane: LaneRef): Promise<void> {
     if (await this.redis.hexists(this.queuesKey(lane.project), lane.name)) return;
     const now = Date.now();
-    // HSETNX: of two enqueues creating the queue at once, one record wins; both set the same parallelism.
-    const created = await this.redis.hsetnx(this.queuesKey(lane.project), lane.name, JSON.stringify({ createdAt: now, updatedAt: now, parallelism: 1 } satisfies QueueRecord));
-    if (created) {
-      await this.queue(lane).setGlobalConcurrency(1);
-      await this.announce(laneQueueName(lane), true);
-    }
+    const queueName = laneQueueName(lane);
+    await execOrThrow(
+      this.redis
+        .multi()
+        .hsetnx(this.queuesKey(lane.project), lane.name, JSON.stringify({ createdAt: now, updatedAt: now, parallelism: 1 } satisfies QueueRecord))
+        // BullMQ's global concurrency (Queue.setGlobalConcurrency), unless an upsert set it meanwhile.
+        .hsetnx(`${this.options.prefix}:${queueName}:meta`, 'concurrency', '1')
+        .sadd(this.lanesKey, queueName)
+        .publish(this.changesChannel, queueName),
+    );
   }
 
   /** Records a publish's limits as the key's latest; applies them when they change what is in force. */
