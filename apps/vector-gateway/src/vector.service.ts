@@ -91,7 +91,7 @@ const MAX_IDF_CACHE = 10_000;
  * A sparse search whose ranking is already exact reads this many hits beyond those it needs, to rescore
  * them in float32 (the engine's summation order may differ in the last bit) before cutting.
  */
-const SPARSE_EXACT_MARGIN = 5;
+const SPARSE_EXACT_MARGIN = 2;
 
 /** What IDF needs of a namespace (upstash-compat.md §2.4), as of one version of its content. */
 interface IdfStats {
