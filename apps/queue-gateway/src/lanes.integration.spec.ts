@@ -111,6 +111,24 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
     expect(sink.on('/ordered-batch').maxInFlight).toBe(1);
   }, 60_000);
 
+  it('keeps a waiting lane message findable past the retention; once settled its lane record expires with the job', async () => {
+    const redis = new Redis(stack.queueRedis.url);
+    try {
+      const recordTtl = (messageId: string) => redis.pttl(`restash:queue:lane-of:${queueProjectId('acme', 'main')}:${messageId}`);
+      const retentionMs = 86_400_000; // MESSAGE_RETENTION_MS's default
+      const later = await client.queue({ queueName: 'later' }).enqueue({ url: `${sink.url}/later`, body: 'x', delay: 3 * 86_400 });
+      expect(await recordTtl(later.messageId)).toBeGreaterThan(3 * 86_400_000 + retentionMs);
+      expect(await client.messages.get(later.messageId)).toMatchObject({ queueName: 'later' });
+      const now = await client.queue({ queueName: 'later' }).enqueue({ url: `${sink.url}/now`, body: 'y' });
+      await eventually(() => expect(sink.on('/now').bodies).toEqual(['y']), 15_000);
+      await eventually(async () => expect(await recordTtl(now.messageId)).toBeLessThanOrEqual(retentionMs), 5_000);
+      expect(await client.messages.get(now.messageId)).toMatchObject({ queueName: 'later' });
+      await client.messages.delete(later.messageId);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
   it('holds at most `parallelism` deliveries of a queue in flight across two workers', async () => {
     const queue = client.queue({ queueName: 'wide' });
     await queue.upsert({ parallelism: 3 });

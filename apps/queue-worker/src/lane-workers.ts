@@ -119,6 +119,10 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
       settings: { backoffStrategy: retryLaterBackoff },
     });
     worker.on('error', (error) => this.logger.warn(`lane ${name}: ${String(error)}`));
+    worker.on('completed', (job) => {
+      // The message is settled (delivered, in the DLQ, cancelled or dropped): its lane record now expires with its job.
+      this.store.lanes.settled(job.data.project, job.data.messageId).catch((error: unknown) => this.logger.warn(`lane ${name}: ${String(error)}`));
+    });
     worker.on('failed', (job, error) => {
       if (!(error instanceof RetryLater)) this.logger.error(`message ${job?.id ?? '?'} of lane ${name} failed unexpectedly: ${String(error)}`);
     });

@@ -101,6 +101,8 @@ export function laneOf(message: Pick<QueueMessage, 'project' | 'queueName' | 'fl
   return undefined;
 }
 
+/** How much longer than its delay and the retention a lane message's record is kept while it waits, in ms: a week. */
+const PENDING_SLACK_MS = 7 * 86_400_000;
 /** How many BullMQ `Queue` objects a store keeps open at most (each holds listeners on the connection). */
 const OPEN_QUEUES = 1000;
 /** Every BullMQ job state, for a purge. */
@@ -118,8 +120,8 @@ const WAITING_STATES = ['wait', 'delayed', 'prioritized'] as const;
  *   `<prefix>:lanes-changed`: the pub/sub channel told when a lane is added or removed;
  * - `<prefix>:queues:<project>`: hash queue name → `{createdAt, updatedAt, parallelism}`;
  * - `<prefix>:flow-controls:<project>`: hash key → `{createdAt, updatedAt, latest, pinned}` limits;
- * - `<prefix>:lane-of:<project>:<messageId>`: the lane queue of a message (expires with the message's
- *   retention), so `GET`/`DELETE /v2/messages/{id}` find it;
+ * - `<prefix>:lane-of:<project>:<messageId>`: the lane queue of a message (kept while it waits, then
+ *   expiring with its job's retention), so `GET`/`DELETE /v2/messages/{id}` find it;
  * - `<prefix>:workers`: sorted set of live worker replicas (`<concurrency>/<id>`, scored by expiry), for
  *   `GET /v2/globalParallelism`.
  */
@@ -171,8 +173,16 @@ export class LaneStore {
     if (lane.kind === 'q') await this.ensureQueue(lane);
     else if (message.flowControl) await this.applyPublishedLimits(lane, message.flowControl);
     const queueName = laneQueueName(lane);
-    await this.redis.set(this.laneOfKey(lane.project, message.messageId), queueName, 'PX', this.options.messageRetentionMs);
+    // Kept while the message waits (its delay, plus the retention and a week for pauses and retries); its
+    // lane's Worker shortens it to the retention once the message is settled ({@link settled}).
+    const keepMs = Math.max(0, message.notBefore - Date.now()) + this.options.messageRetentionMs + PENDING_SLACK_MS;
+    await this.redis.set(this.laneOfKey(lane.project, message.messageId), queueName, 'PX', keepMs);
     return this.queue(queueName).add(jobName, message, options);
+  }
+
+  /** A lane message was settled (its job completed): its lane record expires with the job, after the retention. */
+  async settled(project: string, messageId: string): Promise<void> {
+    await this.redis.pexpire(this.laneOfKey(project, messageId), this.options.messageRetentionMs);
   }
 
   /** The lane queue a message of a project was added to, or null (not a lane message, or expired). */
