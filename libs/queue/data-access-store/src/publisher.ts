@@ -1,4 +1,5 @@
 import { type ParsedPublish, type QueueMessage, QueueError, newMessageId } from '@restash/queue/util-message';
+import { laneOf } from './lanes';
 import type { QueueStore } from './queue-store';
 import type { UrlGroupStore } from './topics';
 
@@ -15,8 +16,9 @@ import type { UrlGroupStore } from './topics';
  *   and `project`; fields already set on `parsed.message` (queueName, scheduleId, flowControl, redact, …)
  *   are kept on every message. Store failures are thrown as they are (the caller maps them); the call's other
  *   messages may have been published.
- * - Order: the messages of a call are published together when none has a deduplication id, else one after
- *   another in order (so that of two with the same id the earlier is kept and the later answered as a duplicate).
+ * - Order: the messages of a call are published together when none has a deduplication id, a queue or a
+ *   flow-control key; else one after another in order (of two with the same deduplication id the earlier is
+ *   kept, the later answered as a duplicate; a queue or key gets them in order).
  *
  * Fan-out (QStash's URL groups): one message per endpoint, each with its own id, retries, callbacks, events
  * and DLQ entry, `url` the endpoint's, `topicName` the group and `endpointName` the endpoint's name (when it
@@ -36,11 +38,11 @@ export class Publisher {
       const { messageId, deduplicated } = await this.store.publish(message, deduplicationId);
       return { messageId, url: message.url, ...(deduplicated ? { deduplicated: true as const } : {}) };
     };
-    // Without deduplication ids the messages are independent: published together (a batch's adds share
-    // socket writes and round trips). With any, one after another, so that the earlier of two messages
-    // with the same id is the one kept.
+    // Messages without a deduplication id, queue or flow-control key are independent: published together (a
+    // batch's adds share socket writes and round trips). Otherwise one after another, so that of two with the
+    // same deduplication id the earlier is kept, and a queue or key gets them in the call's order.
     let results: PublishOutcome[];
-    if (all.length > 1 && all.every((m) => m.deduplicationId === undefined)) results = await Promise.all(all.map(one));
+    if (all.length > 1 && all.every((m) => m.deduplicationId === undefined && !laneOf(m.message))) results = await Promise.all(all.map(one));
     else {
       results = [];
       for (const m of all) results.push(await one(m));
