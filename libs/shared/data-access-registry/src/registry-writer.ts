@@ -55,10 +55,24 @@ export class RegistryWriter {
    * owned before and no longer declares are deleted, ACL tokens of removed databases included.
    * Applied in one MULTI/EXEC, then every touched key is announced for cache invalidation.
    *
+   * A queue project already in the registry keeps its stored signing keys (`POST /v2/keys/rotate` changes them
+   * there only; `tokens` give the keys of a new project). Its record is written by a compare-and-set inside the
+   * transaction: when a rotation (or another apply) changed it since it was read, that record is left as it is
+   * and the whole apply runs again (it is idempotent), so a rotation is never undone.
+   *
    * @param tokens plain tokens for every database and index of the document (only their digests are stored)
-   * @throws Error when a database, index or cluster of the document has no tokens
+   * @throws Error when a database, index or cluster of the document has no tokens, or a queue project's record
+   *   keeps changing under the apply (10 attempts)
    */
   async applyTenant(doc: TenantDocument, tokens: TenantTokens): Promise<void> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      if (await this.applyTenantOnce(doc, tokens)) return;
+    }
+    throw new Error(`tenant '${doc.metadata.name}': a queue project's registry record kept changing during the apply`);
+  }
+
+  /** One {@link applyTenant} attempt. @returns false when a queue project's record changed under it (nothing of it was lost: run it again) */
+  private async applyTenantOnce(doc: TenantDocument, tokens: TenantTokens): Promise<boolean> {
     const tenant = doc.metadata.name;
     const records = new Map<string, KvDatabaseRecord | VectorIndexRecord | StreamClusterRecord | QueueProjectRecord | TokenRecord>();
     const addTokens = (api: TokenRecord['api'], resource: string, name: string, plain: ResourceTokens | undefined) => {
@@ -116,7 +130,7 @@ export class RegistryWriter {
       addTokens('stream', id, cluster.name, tokens.stream[cluster.name]);
     }
     // A project already in the registry keeps its signing keys: `POST /v2/keys/rotate` changes them there only.
-    const storedSigningKeys = await this.queueSigningKeys(doc.spec.queue.projects.map((p) => queueProjectId(tenant, p.name)));
+    const stored = await this.storedQueueProjects(doc.spec.queue.projects.map((p) => queueProjectId(tenant, p.name)));
     for (const project of doc.spec.queue.projects) {
       const id = queueProjectId(tenant, project.name);
       const secrets = tokens.queue[project.name];
@@ -125,7 +139,7 @@ export class RegistryWriter {
         id,
         tenant,
         name: project.name,
-        signingKeys: storedSigningKeys.get(id) ?? { current: secrets.currentSigningKey, next: secrets.nextSigningKey },
+        signingKeys: stored.get(id)?.signingKeys ?? { current: secrets.currentSigningKey, next: secrets.nextSigningKey },
         retries: project.retries,
         maxRequestBytes: project.limits.maxRequestBytes,
         dailyRequestLimit: project.limits.dailyRequests,
@@ -141,12 +155,25 @@ export class RegistryWriter {
     const staleAcl = await this.aclTokensOutside(tenant, keptResources);
 
     const tx = this.redis.multi();
-    for (const [key, record] of records) tx.set(key, JSON.stringify(record));
+    // Queue project records as read (raw JSON, '' when absent) are compared-and-set; their results are checked after EXEC.
+    const read = new Map([...stored.values()].map((s) => [s.key, s.raw]));
+    const guarded: number[] = [];
+    let at = 0;
+    for (const [key, record] of records) {
+      const raw = read.get(key);
+      if (raw === undefined) tx.set(key, JSON.stringify(record));
+      else {
+        tx.eval(COMPARE_AND_SET, 1, key, raw, JSON.stringify(record), '');
+        guarded.push(at);
+      }
+      at++;
+    }
     if (stale.length + staleAcl.length > 0) tx.del(...stale, ...staleAcl);
     if (staleAcl.length > 0) tx.srem(registryKeys.tenantAclTokens(tenant), ...staleAcl);
     tx.set(indexKey, JSON.stringify({ name: tenant, keys: [...records.keys()] }));
     for (const key of [...records.keys(), ...stale, ...staleAcl]) tx.publish(REGISTRY_CHANNEL, key);
-    await execOrThrow(tx);
+    const results = await execOrThrow(tx);
+    return guarded.every((i) => results[i] === 1);
   }
 
   /**
@@ -340,15 +367,30 @@ export class RegistryWriter {
     throw new Error(`queue project ${projectId}: its registry record kept changing during the key rotation`);
   }
 
-  /** The signing keys stored for these queue projects (those in the registry), by project id. */
-  private async queueSigningKeys(ids: string[]): Promise<Map<string, QueueProjectRecord['signingKeys']>> {
-    const found = new Map<string, QueueProjectRecord['signingKeys']>();
+  /**
+   * The request-signing keys the registry holds for these queue projects (ids, queueProjectId), by project id:
+   * the keys their applications must verify with once the projects exist (a rotation changes them there only).
+   * Projects not in the registry (or whose record cannot be read) are absent from the map.
+   * @throws Error when the control Redis fails
+   */
+  async queueSigningKeys(ids: string[]): Promise<Map<string, QueueProjectRecord['signingKeys']>> {
+    const stored = await this.storedQueueProjects(ids);
+    return new Map([...stored].flatMap(([id, s]) => (s.signingKeys ? [[id, s.signingKeys] as const] : [])));
+  }
+
+  /**
+   * These queue projects' records as stored, by project id: the registry key, the raw JSON ('' when absent: a
+   * compare-and-set against it requires the key to stay absent) and the signing keys of a readable record.
+   */
+  private async storedQueueProjects(ids: string[]): Promise<Map<string, { key: string; raw: string; signingKeys?: QueueProjectRecord['signingKeys'] }>> {
+    const found = new Map<string, { key: string; raw: string; signingKeys?: QueueProjectRecord['signingKeys'] }>();
     if (ids.length === 0) return found;
-    const values = await this.redis.mget(...ids.map((id) => registryKeys.queueProject(id)));
+    const keys = ids.map((id) => registryKeys.queueProject(id));
+    const values = await this.redis.mget(...keys);
     ids.forEach((id, i) => {
-      const raw = values[i];
-      const record = raw ? queueProjectRecordSchema.safeParse(JSON.parse(raw)) : undefined;
-      if (record?.success) found.set(id, record.data.signingKeys);
+      const raw = values[i] ?? '';
+      const record = raw ? queueProjectRecordSchema.safeParse(parseJson(raw)) : undefined;
+      found.set(id, { key: keys[i] ?? '', raw, ...(record?.success ? { signingKeys: record.data.signingKeys } : {}) });
     });
     return found;
   }
@@ -427,11 +469,14 @@ if bound and redis.call('EXISTS', ARGV[2] .. bound) == 1 then return bound end
 redis.call('SET', KEYS[1], ARGV[1])
 return false`;
 
-/** KEYS[1] a record; ARGV[1] the value read; ARGV[2] the new value; ARGV[3] the change channel. Sets and announces it only if unchanged. */
+/**
+ * KEYS[1] a record; ARGV[1] the value read ('' for a key that was absent); ARGV[2] the new value; ARGV[3] the
+ * change channel ('' announces nothing). Sets (and announces) it only if unchanged: 1, else 0.
+ */
 const COMPARE_AND_SET = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
-redis.call('PUBLISH', ARGV[3], KEYS[1])
+if ARGV[3] ~= '' then redis.call('PUBLISH', ARGV[3], KEYS[1]) end
 return 1`;
 
 /**
@@ -443,6 +488,11 @@ export async function execOrThrow(tx: ReturnType<Redis['multi']>): Promise<unkno
   const failed = results?.find(([err]) => err);
   if (!results || failed) throw failed?.[0] ?? new Error('transaction was discarded');
   return results.map(([, value]) => value);
+}
+
+/** JSON text parsed, or undefined when it is not JSON (such a record is treated as unreadable). */
+function parseJson(text: string): unknown {
+  return attempt(() => JSON.parse(text) as unknown);
 }
 
 /** The value of `make`, or undefined when it throws (a malformed URL in a stored record backs nothing). */

@@ -220,6 +220,45 @@ describe('tenant registry on a real Redis', () => {
     expect(await writer.rotateQueueSigningKeys(queueProjectId('rota', 'none'))).toBeNull();
   });
 
+  it('keeps a rotation that lands between an apply\'s read of the record and its write, and still applies the new spec', async () => {
+    const doc = (maxRequestBytes: number) =>
+      tenantDocumentSchema.parse({
+        apiVersion: 'restash.dev/v1alpha1',
+        kind: 'Tenant',
+        metadata: { name: 'race' },
+        spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes, dailyRequests: 0 } }] } },
+      });
+    const secrets = { standard: generateToken(), readonly: generateToken(), currentSigningKey: generateSigningKey(), nextSigningKey: generateSigningKey() };
+    const tokens = { kv: {}, vector: {}, stream: {}, queue: { main: secrets } };
+    const id = queueProjectId('race', 'main');
+    await writer.applyTenant(doc(1024), tokens);
+
+    // A writer whose first MGET (the apply reading the stored project records) is followed by a rotation.
+    const racing = new Redis(server.url);
+    const rotations: Array<Awaited<ReturnType<RegistryWriter['rotateQueueSigningKeys']>>> = [];
+    const mget = racing.mget.bind(racing) as (...keys: string[]) => Promise<Array<string | null>>;
+    let rotateAfterRead = true;
+    (racing as unknown as { mget: (...keys: string[]) => Promise<Array<string | null>> }).mget = async (...keys: string[]) => {
+      const values = await mget(...keys);
+      if (rotateAfterRead) {
+        rotateAfterRead = false;
+        rotations.push(await writer.rotateQueueSigningKeys(id));
+      }
+      return values;
+    };
+    try {
+      await new RegistryWriter(racing, seal).applyTenant(doc(2048), tokens);
+    } finally {
+      racing.disconnect();
+    }
+    const stored = JSON.parse((await redis.get(registryKeys.queueProject(id))) ?? 'null') as { signingKeys: unknown; maxRequestBytes: number };
+    expect(rotations).toHaveLength(1);
+    expect(rotations[0]?.current).toBe(secrets.nextSigningKey);
+    expect(stored.signingKeys).toEqual(rotations[0]);
+    expect(stored.maxRequestBytes).toBe(2048);
+    expect(await writer.queueSigningKeys([id, queueProjectId('race', 'none')])).toEqual(new Map([[id, rotations[0]]]));
+  });
+
   it('counts a daily quota across callers without overshooting', async () => {
     const quotaA = new DailyQuota(redis);
     const other = new Redis(server.url);
