@@ -3,7 +3,7 @@ import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RegistryReader } from '@restash/shared/data-access-registry';
 import { QueueStore, SCHEDULE_QUEUE, type ScheduleTick, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
-import { type QueueMessage, tickMessage, tickMessageId } from '@restash/queue/util-message';
+import { type QueueMessage, fanOut, tickMessage, tickMessageId } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
 
 /** Ticks processed at once by one replica (a tick only writes to Redis: it is short). */
@@ -45,12 +45,7 @@ export class ScheduleProcessor {
         this.logger.warn(`schedule ${scheduleId} of ${project}: URL group ${definition.urlGroup} is gone or empty; nothing published`);
         return [];
       }
-      messages = group.endpoints.map((endpoint, i) => {
-        const message = tickMessage(definition, project, tickMessageId(tickId, i), now, endpoint.url);
-        message.topicName = group.name;
-        if (endpoint.name !== undefined) message.endpointName = endpoint.name;
-        return message;
-      });
+      messages = fanOut(tickMessage(definition, project, tickMessageId(tickId, 0), now), group, (i) => tickMessageId(tickId, i));
     } else {
       messages = [tickMessage(definition, project, tickMessageId(tickId, 0), now)];
     }

@@ -1,4 +1,4 @@
-import { type ParsedPublish, type QueueMessage, QueueError, newMessageId } from '@restash/queue/util-message';
+import { type ParsedPublish, type QueueMessage, QueueError, fanOut, newMessageId } from '@restash/queue/util-message';
 import { laneOf } from './lanes';
 import type { QueueStore } from './queue-store';
 import type { UrlGroupStore } from './topics';
@@ -69,16 +69,9 @@ export class Publisher {
       if (!group) return { messages: [{ message: { ...message, messageId: newMessageId(), project }, ...(deduplicationId ? { deduplicationId } : {}) }] };
       return {
         group: group.name,
-        messages: group.endpoints.map((endpoint) => ({
-          message: {
-            ...message,
-            messageId: newMessageId(),
-            project,
-            url: endpoint.url,
-            topicName: group.name,
-            ...(endpoint.name === undefined ? {} : { endpointName: endpoint.name }),
-          },
-          ...(deduplicationId ? { deduplicationId: `${deduplicationId}|${endpoint.url}` } : {}),
+        messages: fanOut({ ...message, messageId: '', project }, group, newMessageId).map((m) => ({
+          message: m,
+          ...(deduplicationId ? { deduplicationId: `${deduplicationId}|${m.url}` } : {}),
         })),
       };
     });

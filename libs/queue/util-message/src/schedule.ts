@@ -219,6 +219,6 @@ export function tickMessageId(tickJobId: string, part: number): string {
 }
 
 /** A produced message of a tick at `nowMs`: the template with its id, project, times and scheduleId. */
-export function tickMessage(d: ScheduleDefinition, project: string, messageId: string, nowMs: number, url?: string): QueueMessage {
-  return { ...d.message, messageId, project, url: url ?? d.message.url, createdAt: nowMs, notBefore: nowMs + d.delayMs, scheduleId: d.scheduleId };
+export function tickMessage(d: ScheduleDefinition, project: string, messageId: string, nowMs: number): QueueMessage {
+  return { ...d.message, messageId, project, createdAt: nowMs, notBefore: nowMs + d.delayMs, scheduleId: d.scheduleId };
 }

@@ -1,5 +1,6 @@
 import { QueueError } from './errors';
-import { isUrlGroupName, parseEndpointsBody, parseUrlGroupName, withEndpoints, withoutEndpoints } from './url-groups';
+import type { QueueMessage } from './message';
+import { fanOut, isUrlGroupName, parseEndpointsBody, parseUrlGroupName, withEndpoints, withoutEndpoints } from './url-groups';
 
 function badRequest(run: () => unknown): string {
   try {
@@ -42,5 +43,28 @@ describe('URL groups (pure)', () => {
     expect(withoutEndpoints(start, [{ name: 'a' }])).toEqual([{ url: 'https://b.example' }]);
     expect(withoutEndpoints(start, [{ url: 'https://b.example' }])).toEqual([{ name: 'a', url: 'https://a.example' }]);
     expect(withoutEndpoints(start, [{ name: 'a', url: 'https://b.example' }])).toEqual(start);
+  });
+
+  it('fans a message out: one per endpoint, in order, with the endpoint URL, the group and endpoint names, and the given ids', () => {
+    const message: QueueMessage = {
+      messageId: 'msg_source',
+      project: 'acme.main',
+      url: 'https://unused.example',
+      method: 'POST',
+      header: { 'Content-Type': ['text/plain'] },
+      body: 'aGk=',
+      maxRetries: 3,
+      notBefore: 5,
+      createdAt: 5,
+      callerIp: '127.0.0.1',
+      scheduleId: 'scd_1',
+    };
+    const group = { name: 'team', endpoints: [{ name: 'a', url: 'https://a.example/x' }, { url: 'https://b.example/y' }] };
+    const out = fanOut(message, group, (i) => `msg_${i}`);
+    expect(out).toEqual([
+      { ...message, messageId: 'msg_0', url: 'https://a.example/x', topicName: 'team', endpointName: 'a' },
+      { ...message, messageId: 'msg_1', url: 'https://b.example/y', topicName: 'team' },
+    ]);
+    expect(message.messageId).toBe('msg_source'); // the template is not changed
   });
 });

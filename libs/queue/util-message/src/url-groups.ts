@@ -1,4 +1,5 @@
 import { QueueError } from './errors';
+import type { QueueMessage } from './message';
 import { parseHttpUrl } from './publish';
 
 /** One endpoint of a URL group: its destination URL and, optionally, a name unique in the group. */
@@ -89,4 +90,19 @@ export function withoutEndpoints(existing: readonly UrlGroupEndpoint[], removed:
   return existing.filter(
     (e) => !removed.some((r) => (r.name === undefined || r.name === e.name) && (r.url === undefined || r.url === e.url)),
   );
+}
+
+/**
+ * The messages of one publish to a URL group (QStash's fan-out): one per endpoint, in the group's order, each
+ * `message` with the endpoint's `url`, `topicName` the group's name, `endpointName` the endpoint's name when it
+ * has one, and the id `idOf(index)` (a new random id for a publish, one fixed per tick for a schedule).
+ */
+export function fanOut(message: QueueMessage, group: Pick<UrlGroup, 'name' | 'endpoints'>, idOf: (index: number) => string): QueueMessage[] {
+  return group.endpoints.map((endpoint, index) => ({
+    ...message,
+    messageId: idOf(index),
+    url: endpoint.url,
+    topicName: group.name,
+    ...(endpoint.name === undefined ? {} : { endpointName: endpoint.name }),
+  }));
 }
