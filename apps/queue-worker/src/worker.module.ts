@@ -46,9 +46,12 @@ export class WorkerModule implements OnApplicationShutdown {
           provide: QUEUE_REDIS,
           inject: [Readiness],
           useFactory: (readiness: Readiness) => {
-            // Concurrent deliveries' commands share socket writes. A command fails after two reconnects, so
-            // that the processor's bounded retries see an outage (and log and count it) instead of waiting.
-            const redis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true });
+            // No auto-pipelining: deliveries finish one per event-loop turn, so each batch would be one
+            // command, and ioredis copies every script defined on the connection (BullMQ's, about 60) into
+            // each batch's pipeline, about 55 µs (bench/queue/profile.md). A command fails after two
+            // reconnects, so that the processor's bounded retries see an outage (and log and count it)
+            // instead of waiting.
+            const redis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2 });
             readiness.register('queue-redis', () => redis.ping());
             return redis;
           },
