@@ -13,6 +13,7 @@ import { WorkQueue } from '@restash/operator/util-controller';
 import { TenantReconciler, type TenantRegistry, type EngineAdmin } from '@restash/platform/feature-reconcile';
 import { GROUP, KIND_NAMES, KINDS, type KindName, type RestashResource, VERSION } from '@restash/shared/util-resources';
 import { Readiness } from '@restash/shared/util-http';
+import { RegistryReader, registryKeys } from '@restash/shared/data-access-registry';
 import { OPERATOR_CONFIG, type OperatorConfig } from './config';
 import { kubeAccess } from './kube-access';
 import { OperatorMetrics } from './operator-metrics';
@@ -30,6 +31,11 @@ const logger = new Logger('Operator');
  *
  * `/readyz` checks `kubernetes`: the informers have listed everything (a standby replica is ready: it serves
  * health and metrics and waits for the Lease).
+ *
+ * The registry's change announcements (RegistryReader.onChange) are watched too: when a queue project's record
+ * holds other signing keys than its Secret was written with (`POST /v2/keys/rotate`), its namespace is queued at
+ * once, so the Secret follows a rotation without waiting for the periodic resync (README, "Queue: signing-key
+ * rotation").
  */
 @Injectable()
 export class OperatorController implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -46,6 +52,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     @Inject(ENGINE_ADMIN) private readonly engines: EngineAdmin,
     private readonly metrics: OperatorMetrics,
     private readonly readiness: Readiness,
+    private readonly reader: RegistryReader,
   ) {
     this.client = new KubernetesClient(kubeConfigFrom(process.env));
   }
@@ -96,6 +103,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
       this.engines,
       { backends: this.config.backends, urls: this.config.urls, managedRedis: this.config.managedRedis },
     );
+    this.reader.onChange((key) => void this.onRegistryChange(reconciler, key));
     this.queue = new WorkQueue<string>({
       workers: this.config.workers,
       handler: (namespace) => reconciler.reconcile(namespace),
@@ -121,6 +129,20 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
         resyncMs: this.config.resyncMs,
       });
       this.watches.set(kind, watch);
+    }
+  }
+
+  /** Queues the namespace of a queue project whose announced record holds signing keys its Secret lacks (TenantReconciler.secretBehind). */
+  private async onRegistryChange(reconciler: TenantReconciler, key: string): Promise<void> {
+    const prefix = registryKeys.queueProject('');
+    if (!key.startsWith(prefix)) return;
+    try {
+      const record = await this.reader.queueProject(key.slice(prefix.length));
+      const namespace = reconciler.secretBehind(key, record?.signingKeys);
+      if (namespace) this.queue?.add(namespace);
+    } catch (error) {
+      // The periodic resync brings the Secret up to date.
+      logger.warn(`registry record ${key}: ${kubernetesErrorMessage(error)}`);
     }
   }
 

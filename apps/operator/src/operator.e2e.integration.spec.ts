@@ -290,6 +290,41 @@ describe('the operator on a real cluster', () => {
     expect((await secretOf('team-a', 'cache'))['UPSTASH_REDIS_REST_TOKEN']).toBe(after['UPSTASH_REDIS_REST_TOKEN']);
   }, 120_000);
 
+  it("rewrites a queue project's Secret after signing-key rotations (announced: well before the 30 s resync), its tokens kept", async () => {
+    const before = await secretOf('team-b', 'jobs');
+    const rotate = async () => {
+      const response = await fetch(`${before['QSTASH_URL']}/v2/keys/rotate`, { method: 'POST', headers: { Authorization: `Bearer ${before['QSTASH_TOKEN']}` } });
+      expect(response.status).toBe(200);
+      return (await response.json()) as { current: string; next: string };
+    };
+    const first = await rotate();
+    const second = await rotate();
+    expect(second.current).toBe(first.next);
+    // RESYNC_SECONDS is 30: a Secret updated within 15 s was updated by the registry's announcement.
+    const after = await waitFor(
+      'the rotated keys in the Secret',
+      async () => {
+        const secret = await secretOf('team-b', 'jobs');
+        return secret['QSTASH_CURRENT_SIGNING_KEY'] === second.current && secret['QSTASH_NEXT_SIGNING_KEY'] === second.next && secret;
+      },
+      15_000,
+    );
+    expect(after['QSTASH_TOKEN']).toBe(before['QSTASH_TOKEN']);
+    expect(after['QSTASH_READONLY_TOKEN']).toBe(before['QSTASH_READONLY_TOKEN']);
+
+    // A delivery signed now verifies with the Secret's keys; the keys of creation (two rotations ago) fail.
+    await sdkProgram(after, 'queue', 'team-b', `http://127.0.0.1:${(sink.address() as AddressInfo).port}/team-b-rotated`);
+    const delivery = await waitFor('the delivery after the rotations', async () => received.find((r) => r.url.endsWith('/team-b-rotated')), 60_000);
+    const message = { signature: delivery.signature, body: delivery.body, url: delivery.url };
+    await expect(new Receiver({ currentSigningKey: after['QSTASH_CURRENT_SIGNING_KEY'] ?? '', nextSigningKey: after['QSTASH_NEXT_SIGNING_KEY'] ?? '' }).verify(message)).resolves.toBe(true);
+    await expect(new Receiver({ currentSigningKey: before['QSTASH_CURRENT_SIGNING_KEY'] ?? '', nextSigningKey: before['QSTASH_NEXT_SIGNING_KEY'] ?? '' }).verify(message)).rejects.toThrow();
+
+    // A later pass (the resync, a spec change) keeps them.
+    await kubectl('annotate', 'queueproject', 'jobs', '-n', 'team-b', '--overwrite', 'restash.dev/touched=1');
+    await allReady('team-b', 4);
+    expect(await secretOf('team-b', 'jobs')).toMatchObject({ QSTASH_CURRENT_SIGNING_KEY: second.current, QSTASH_NEXT_SIGNING_KEY: second.next });
+  }, 120_000);
+
   it('converges after the leader is killed with SIGKILL mid-reconcile, with nothing duplicated or leaked', async () => {
     await kubectl('create', 'namespace', 'team-c');
     const leader = await leaderOf();

@@ -1,7 +1,7 @@
 import { type DynamicModule, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { ObservabilityModule } from '@restash/shared/util-http';
-import { RegistrySeal } from '@restash/shared/data-access-registry';
+import { RegistrySeal, RegistryWriter } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { QueueStore } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers } from '@restash/platform/feature-teardown';
@@ -21,15 +21,17 @@ interface LazyQueueStore {
 }
 
 /**
- * The reconciler's registry side on the control Redis: the tenant's registered keys (its index record), and
- * TenantTeardown's apply and delete, the code `tenants apply -f` and `tenants delete` run.
+ * The reconciler's registry side on the control Redis: the tenant's registered keys (its index record), the
+ * queue projects' signing keys (RegistryWriter.queueSigningKeys), and TenantTeardown's apply and delete, the
+ * code `tenants apply -f` and `tenants delete` run.
  */
-function tenantRegistry(control: Redis, teardown: TenantTeardown): TenantRegistry {
+function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: RegistryWriter): TenantRegistry {
   return {
     async registeredKeys(tenant) {
       const raw = await control.get(registryKeys.tenant(tenant));
       return new Set(raw ? tenantIndexRecordSchema.parse(JSON.parse(raw)).keys : []);
     },
+    queueSigningKeys: (ids) => writer.queueSigningKeys(ids),
     apply: (document, tokens) => teardown.applyTenant(document, tokens),
     delete: (tenant) => teardown.deleteTenant(tenant),
   };
@@ -78,7 +80,7 @@ export class OperatorModule implements OnApplicationShutdown {
           provide: TENANT_REGISTRY,
           inject: [CONTROL_REDIS, QUEUE_STORE, RegistrySeal],
           useFactory: (control: Redis, queueStore: LazyQueueStore, seal: RegistrySeal) =>
-            tenantRegistry(control, new TenantTeardown(control, enginePurgers(() => queueStore.get()), { seal })),
+            tenantRegistry(control, new TenantTeardown(control, enginePurgers(() => queueStore.get()), { seal }), new RegistryWriter(control, seal)),
         },
         { provide: ENGINE_ADMIN, useFactory: () => engineAdmin({ qdrantTimeoutMs: 10_000 }) },
         OperatorMetrics,

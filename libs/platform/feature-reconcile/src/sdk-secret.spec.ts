@@ -1,6 +1,6 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import type { QueueProject, StreamCluster } from '@restash/shared/util-resources';
-import { ROTATED_FOR_ANNOTATION, ROTATE_ANNOTATION, ownedBy, sdkSecretOf, secretUpToDate, tokensFor } from './sdk-secret';
+import { ROTATED_FOR_ANNOTATION, ROTATE_ANNOTATION, SecretSigningKeys, ownedBy, sdkSecretOf, secretText, secretUpToDate, tokensFor } from './sdk-secret';
 
 const urls = { kv: 'http://kv', vector: 'http://vector', stream: 'http://stream', queue: 'http://queue' };
 
@@ -51,6 +51,45 @@ describe('tokensFor and sdkSecretOf', () => {
     expect(after.metadata?.annotations?.[ROTATED_FOR_ANNOTATION]).toBe('2026-11-22');
     expect(tokensFor(rotating, after)).toEqual({ tokens: rotated.tokens, fresh: false });
     expect(secretUpToDate(secret, sdkSecretOf(rotating, rotated.tokens, urls))).toBe(false);
+  });
+
+  it('takes a registered queue project\'s signing keys from the registry: the Secret follows each rotation, its tokens kept', () => {
+    const project = queueProject();
+    const created = tokensFor(project, undefined).tokens;
+    const secret = stored(sdkSecretOf(project, created, urls));
+    // The registry holds the Secret's keys: nothing changes.
+    const same = tokensFor(project, secret, { current: created.currentSigningKey ?? '', next: created.nextSigningKey ?? '' });
+    expect(same).toEqual({ tokens: created, fresh: false });
+    expect(secretUpToDate(secret, sdkSecretOf(project, same.tokens, urls))).toBe(true);
+
+    // Two rotations later the Secret's keys verify nothing: the registry's replace them, the tokens stay.
+    const rotated = { current: 'sig_third', next: 'sig_fourth' };
+    const after = tokensFor(project, secret, rotated);
+    expect(after).toEqual({ tokens: { ...created, currentSigningKey: 'sig_third', nextSigningKey: 'sig_fourth' }, fresh: false });
+    const wanted = sdkSecretOf(project, after.tokens, urls);
+    expect(secretUpToDate(secret, wanted)).toBe(false);
+    expect(secretText(wanted)).toMatchObject({ QSTASH_CURRENT_SIGNING_KEY: 'sig_third', QSTASH_NEXT_SIGNING_KEY: 'sig_fourth', QSTASH_TOKEN: created.standard });
+
+    // A Secret without signing keys of a registered project gets the registry's, not new ones, and keeps its tokens.
+    const bare = stored({ ...secret, stringData: { QSTASH_TOKEN: created.standard, QSTASH_READONLY_TOKEN: created.readonly } } as V1Secret);
+    expect(tokensFor(project, bare, rotated)).toEqual(after);
+    // Before the project is registered, the Secret's keys seed it; without them, new ones.
+    expect(tokensFor(project, bare).fresh).toBe(true);
+  });
+
+  it('tells which namespace to reconcile when a project\'s registered keys differ from those its Secret was written with', () => {
+    const written = new SecretSigningKeys();
+    const key = 'restash:v1:queue:project:acme.jobs';
+    expect(written.behind(key, { current: 'a', next: 'b' })).toBeUndefined(); // no Secret written by this process
+    written.wrote(key, 'acme', { current: 'a', next: 'b' });
+    expect(written.behind(key, { current: 'a', next: 'b' })).toBeUndefined(); // its own apply announced: nothing to do
+    expect(written.behind(key, { current: 'b', next: 'c' })).toBe('acme'); // rotated
+    expect(written.behind(key, undefined)).toBeUndefined(); // the record is gone: the deletion is reconciled anyway
+    expect(written.behind('restash:v1:kv:database:acme.main', { current: 'b', next: 'c' })).toBeUndefined();
+    written.keepOnly('other', new Set());
+    expect(written.behind(key, { current: 'b', next: 'c' })).toBe('acme');
+    written.keepOnly('acme', new Set());
+    expect(written.behind(key, { current: 'b', next: 'c' })).toBeUndefined();
   });
 
   it('writes the stream credentials under the SDK names, user names from the namespace and name', () => {

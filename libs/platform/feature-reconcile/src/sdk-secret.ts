@@ -22,29 +22,71 @@ export function secretText(secret: V1Secret | undefined): Record<string, string>
   return { ...text, ...secret?.stringData };
 }
 
+/** A queue project's request-signing keys, as the registry record holds them (QueueProjectRecord.signingKeys). */
+export interface SigningKeys {
+  current: string;
+  next: string;
+}
+
 /**
  * The tokens of a resource's Secret (issue 13: "tokens are kept while the Secret exists"): those it holds,
  * or new ones when it holds none, lacks one, or the resource asks for a rotation its Secret has not had
  * ({@link ROTATE_ANNOTATION} differs from the Secret's {@link ROTATED_FOR_ANNOTATION}). A rotation keeps a
  * queue project's signing keys (QStash rotates those through its API).
  *
- * @returns the tokens and whether they are new
+ * A queue project's signing keys (README, "Queue: signing-key rotation"): once the project is in the registry,
+ * its record's (`registered`, changed there by `POST /v2/keys/rotate`); before that, the Secret's, or new ones.
+ * The Secret's keys only seed a new project.
+ *
+ * @param registered the queue project's signing keys in the registry, when it is there (ignored for other kinds)
+ * @returns the tokens and whether the standard and read-only tokens are new
  */
-export function tokensFor(resource: RestashResource, secret: V1Secret | undefined): { tokens: SecretTokens; fresh: boolean } {
+export function tokensFor(resource: RestashResource, secret: V1Secret | undefined, registered?: SigningKeys): { tokens: SecretTokens; fresh: boolean } {
   const keys = TOKEN_KEYS[resource.kind];
   const data = secretText(secret);
   const rotateFor = resource.metadata.annotations?.[ROTATE_ANNOTATION];
   const rotate = rotateFor !== undefined && rotateFor !== secret?.metadata?.annotations?.[ROTATED_FOR_ANNOTATION];
   const signing =
     keys.current && keys.next
-      ? { currentSigningKey: data[keys.current] || generateSigningKey(), nextSigningKey: data[keys.next] || generateSigningKey() }
+      ? {
+          currentSigningKey: registered?.current || data[keys.current] || generateSigningKey(),
+          nextSigningKey: registered?.next || data[keys.next] || generateSigningKey(),
+        }
       : {};
   const standard = data[keys.standard];
   const readonly = data[keys.readonly];
-  if (!rotate && standard && readonly && (!keys.current || (data[keys.current] && data[keys.next ?? '']))) {
-    return { tokens: { standard, readonly, ...signing }, fresh: false };
-  }
+  const hasSigningKeys = !keys.current || registered !== undefined || (data[keys.current] && data[keys.next ?? '']);
+  if (!rotate && standard && readonly && hasSigningKeys) return { tokens: { standard, readonly, ...signing }, fresh: false };
   return { tokens: { standard: generateToken(), readonly: generateToken(), ...signing }, fresh: true };
+}
+
+/**
+ * The signing keys each queue project's Secret was last written with, by the project's registry key
+ * (registryKeys.queueProject), so that a change announced by the registry (a rotation) can tell whether a Secret
+ * is now behind: the operator reconciles that project's namespace again at once instead of at the next resync.
+ */
+export class SecretSigningKeys {
+  private readonly written = new Map<string, { namespace: string; keys: string }>();
+
+  /** Notes that the Secret of the project at registry key `key`, in `namespace`, holds these keys. */
+  wrote(key: string, namespace: string, keys: SigningKeys): void {
+    this.written.set(key, { namespace, keys: `${keys.current} ${keys.next}` });
+  }
+
+  /** Forgets the projects of `namespace` whose registry keys are not in `kept` (projects gone, or whose Secret is not written). */
+  keepOnly(namespace: string, kept: Set<string>): void {
+    for (const [key, entry] of this.written) if (entry.namespace === namespace && !kept.has(key)) this.written.delete(key);
+  }
+
+  /**
+   * The namespace to reconcile when the project at registry key `key` now holds `keys` in the registry: the
+   * namespace of a Secret written with other keys; undefined when it holds them, or no Secret of it is known.
+   */
+  behind(key: string, keys: SigningKeys | undefined): string | undefined {
+    const entry = this.written.get(key);
+    if (!entry || !keys || entry.keys === `${keys.current} ${keys.next}`) return undefined;
+    return entry.namespace;
+  }
 }
 
 /** Labels of every Secret the operator writes for a resource. */

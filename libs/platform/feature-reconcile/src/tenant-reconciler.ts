@@ -18,7 +18,7 @@ import { type Condition, type ReconcileResult, setCondition, statusChanged } fro
 import type { DeclaredTopic } from '@restash/stream/data-access-kafka';
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
 import { GATEWAY_PASSWORD_KEY, MANAGED_REDIS_PORT, type ManagedRedisSettings, managedRedisNames, managedRedisObjects } from './managed-redis';
-import { ownedBy, sdkSecretOf, secretText, secretUpToDate, tokensFor } from './sdk-secret';
+import { SecretSigningKeys, type SigningKeys, ownedBy, sdkSecretOf, secretText, secretUpToDate, tokensFor } from './sdk-secret';
 
 /** The finalizer on every restash resource: its data is deleted (the code `tenants delete` uses) before it goes. */
 export const TEARDOWN_FINALIZER = 'restash.dev/teardown';
@@ -53,6 +53,8 @@ export interface PurgeReport {
  */
 export interface TenantRegistry {
   registeredKeys(tenant: string): Promise<Set<string>>;
+  /** The signing keys the registry holds for these queue projects (ids, queueProjectId), by id; those not registered are absent (RegistryWriter.queueSigningKeys). */
+  queueSigningKeys(ids: string[]): Promise<Map<string, SigningKeys>>;
   apply(document: TenantDocument, tokens: TenantTokens): Promise<PurgeReport>;
   delete(tenant: string): Promise<PurgeReport>;
 }
@@ -109,7 +111,8 @@ export function registryKeyOf(r: RestashResource): string {
  *
  * One pass, idempotent (run again after a crash, it converges and creates nothing twice):
  * 1. the finalizer on every live resource;
- * 2. each resource's Secret with the SDK variables, tokens kept while it exists (rotation on request);
+ * 2. each resource's Secret with the SDK variables, tokens kept while it exists (rotation on request); a
+ *    registered queue project's signing keys from its registry record (where `POST /v2/keys/rotate` changes them);
  * 3. each managed KvDatabase's Redis (config Secret with the gateway's ACL user, Services, StatefulSet + PVC);
  * 4. resolveTenant: the resources, the configured backends and the referenced Secrets give the registry
  *    document; a resource that cannot be resolved is left out, unless it is registered already: then
@@ -125,6 +128,8 @@ export function registryKeyOf(r: RestashResource): string {
 export class TenantReconciler {
   private readonly pollMs: number;
   private readonly now: () => Date;
+  /** The signing keys each queue project's Secret was written with (see {@link secretBehind}). */
+  private readonly secretSigningKeys = new SecretSigningKeys();
 
   constructor(
     private readonly kube: KubeAccess,
@@ -134,6 +139,15 @@ export class TenantReconciler {
   ) {
     this.pollMs = options.pollMs ?? 2_000;
     this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * The namespace to reconcile again because the registry record at `key` (announced as changed) holds other
+   * signing keys than the Secret this reconciler last wrote for that queue project (a rotation: the Secret is
+   * behind until the namespace is reconciled); undefined for any other key, or when the Secret holds them.
+   */
+  secretBehind(key: string, signingKeys: SigningKeys | undefined): string | undefined {
+    return this.secretSigningKeys.behind(key, signingKeys);
   }
 
   /**
@@ -170,9 +184,11 @@ export class TenantReconciler {
       }
     }
 
-    // 2. Secrets and tokens.
+    // 2. Secrets and tokens (a registered queue project's signing keys are the registry's).
     const tokens: TenantTokens = { kv: {}, vector: {}, stream: {}, queue: {} };
     const usable: RestashResource[] = [];
+    const signingKeys = await this.registry.queueSigningKeys(live.filter((r) => r.kind === 'QueueProject').map((r) => queueProjectId(namespace, r.metadata.name)));
+    const written = new Set<string>();
     for (const r of live) {
       const current = await this.kube.getSecret(namespace, r.metadata.name);
       if (current && !ownedBy(current, r)) {
@@ -180,13 +196,19 @@ export class TenantReconciler {
         if (registered.has(registryKeyOf(r))) blocked = true;
         continue;
       }
-      const { tokens: own } = tokensFor(r, current);
+      const { tokens: own } = tokensFor(r, current, r.kind === 'QueueProject' ? signingKeys.get(queueProjectId(namespace, r.metadata.name)) : undefined);
       const wanted = sdkSecretOf(r, own, this.options.urls);
       if (!secretUpToDate(current, wanted)) await this.kube.apply(wanted);
+      if (own.currentSigningKey && own.nextSigningKey) {
+        this.secretSigningKeys.wrote(registryKeyOf(r), namespace, { current: own.currentSigningKey, next: own.nextSigningKey });
+        written.add(registryKeyOf(r));
+      }
       const bucket = { KvDatabase: tokens.kv, VectorIndex: tokens.vector, StreamCluster: tokens.stream, QueueProject: tokens.queue }[r.kind];
       bucket[r.metadata.name] = own as TenantTokens['queue'][string];
       usable.push(r);
     }
+
+    this.secretSigningKeys.keepOnly(namespace, written);
 
     // 3. Managed Redis servers.
     const managedUrls = new Map<string, string>();
