@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { registryKeys } from '@restash/shared/data-access-registry';
+import { RegistryWriter, queueProjectId, registryKeys, registrySealFromEnv } from '@restash/shared/data-access-registry';
 import { type RedisServer, repoRoot, startRedisServer } from '@restash/platform/util-stack';
 
 const ADMIN = { username: 'restash-gateway', password: 'test-admin-password' };
@@ -114,5 +114,39 @@ metadata: { name: jobs, namespace: acme }
     expect(await registry.exists(registryKeys.tenantTeardown('acme'))).toBe(0);
     registry.disconnect();
     expect((await tenants(['apply', '-f', file, ...secrets], env)).code).toBe(0);
+  }, 60_000);
+
+  it("writes a queue project's rotated signing keys to the tokens file on the next apply, and keeps them in the registry", async () => {
+    const projectFile = join(dir, 'rotation.yaml');
+    await writeFile(projectFile, 'apiVersion: restash.dev/v1alpha1\nkind: QueueProject\nmetadata: { name: jobs, namespace: rota }\n');
+    const secrets = ['--secrets-dir', join(dir, 'rotation-secrets')];
+    const tokensFile = join(dir, 'rotation-secrets', 'rota.json');
+    const fileKeys = async () => {
+      const { queue } = JSON.parse(await readFile(tokensFile, 'utf8')) as { queue: Record<string, { standard: string; currentSigningKey: string; nextSigningKey: string }> };
+      return queue['jobs'];
+    };
+    expect((await tenants(['apply', '-f', projectFile, ...secrets], env)).code).toBe(0);
+    const created = await fileKeys();
+
+    // Two rotations (what POST /v2/keys/rotate runs): the file's keys of creation no longer verify anything.
+    const registry = new Redis(control.url);
+    try {
+      const writer = new RegistryWriter(registry, registrySealFromEnv(env));
+      const id = queueProjectId('rota', 'jobs');
+      await writer.rotateQueueSigningKeys(id);
+      const rotated = await writer.rotateQueueSigningKeys(id);
+
+      const applied = await tenants(['apply', '-f', projectFile, ...secrets], env);
+      expect(applied).toMatchObject({ code: 0, stderr: '' });
+      expect(applied.stdout).toContain(`queue project jobs: signing keys rotated since the last apply; ${join(dir, 'rotation-secrets')}/rota.json holds the registry's`);
+      expect(await fileKeys()).toEqual({ ...created, currentSigningKey: rotated?.current, nextSigningKey: rotated?.next });
+      expect((await writer.queueSigningKeys([id])).get(id)).toEqual(rotated);
+
+      // Nothing changed since: the next apply says nothing about keys.
+      const again = await tenants(['apply', '-f', projectFile, ...secrets], env);
+      expect(again.stdout).not.toContain('signing keys');
+    } finally {
+      registry.disconnect();
+    }
   }, 60_000);
 });

@@ -5,8 +5,8 @@ import { z } from 'zod';
 import { loadConfig } from '@restash/shared/util-config';
 import { QueueStore, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers, formatFailures } from '@restash/platform/feature-teardown';
-import { registrySealFromEnv } from '@restash/shared/data-access-registry';
-import { ensureTenantTokens, removeTenantTokens } from './secrets';
+import { RegistryWriter, queueProjectId, registrySealFromEnv } from '@restash/shared/data-access-registry';
+import { type SigningKeys, ensureTenantTokens, removeTenantTokens } from './secrets';
 import { readTenants } from './tenant-file';
 
 const USAGE = `usage:
@@ -23,6 +23,8 @@ a missing engine) fails the command before anything is written.
 
 The registry is the control Redis named by CONTROL_REDIS_URL. Plain tokens are written to
 DIR/<tenant>.json (default .restash/secrets) and reused on the next apply; delete removes them.
+A queue project already in the registry keeps the registry's signing keys (POST /v2/keys/rotate
+changes them there): apply writes them to DIR/<tenant>.json and says so when they were rotated.
 
 Deleting a tenant (or dropping a resource from its spec on apply) also deletes its data: KV
 databases' Redis contents, vector indexes' Qdrant collections, stream clusters' Kafka topics and
@@ -57,14 +59,23 @@ async function main(argv: string[]): Promise<number> {
   const secretsDir = values['secrets-dir'];
   if (verb === 'apply' && values.file) {
     const tenants = readTenants(await readFile(values.file, 'utf8'), process.env);
-    return withTeardown(url, async (teardown) => {
+    return withTeardown(url, async (teardown, writer) => {
       let code = 0;
       for (const tenant of tenants) {
-        const tokens = await ensureTenantTokens(secretsDir, tenant);
+        const name = tenant.metadata.name;
+        const projects = tenant.spec.queue.projects.map((p) => p.name);
+        const stored = await writer.queueSigningKeys(projects.map((p) => queueProjectId(name, p)));
+        const registered = new Map<string, SigningKeys>();
+        for (const project of projects) {
+          const keys = stored.get(queueProjectId(name, project));
+          if (keys) registered.set(project, keys);
+        }
+        const { tokens, rotated } = await ensureTenantTokens(secretsDir, tenant, registered);
         const report = await teardown.applyTenant(tenant, tokens);
         console.log(
-          `tenant/${tenant.metadata.name} applied (${tenant.spec.kv.databases.length} KV database(s), ${tenant.spec.vector.indexes.length} vector index(es), ${tenant.spec.stream.clusters.length} stream cluster(s), ${tenant.spec.queue.projects.length} queue project(s))`,
+          `tenant/${name} applied (${tenant.spec.kv.databases.length} KV database(s), ${tenant.spec.vector.indexes.length} vector index(es), ${tenant.spec.stream.clusters.length} stream cluster(s), ${tenant.spec.queue.projects.length} queue project(s))`,
         );
+        for (const project of rotated) console.log(`  queue project ${project}: signing keys rotated since the last apply; ${secretsDir}/${name}.json holds the registry's`);
         for (const purged of report.purged) console.log(`  ${purged} removed from the spec: its data is deleted`);
         if (report.failed.length > 0) {
           console.error(formatFailures(report, `run \`tenants apply -f ${values.file}\` again to finish`));
@@ -98,8 +109,8 @@ function usage(code: number): number {
   return code;
 }
 
-/** Runs `work` with a teardown on the control Redis; the queue store is opened only if a queue project is purged. */
-async function withTeardown(url: string, work: (teardown: TenantTeardown) => Promise<number>): Promise<number> {
+/** Runs `work` with a teardown and a registry writer on the control Redis; the queue store is opened only if a queue project is purged. */
+async function withTeardown(url: string, work: (teardown: TenantTeardown, writer: RegistryWriter) => Promise<number>): Promise<number> {
   const queue = loadConfig(z.object(queueStoreEnv()).transform(queueStoreConfig), { QUEUE_REDIS_URL: url, ...process.env });
   const redis = new Redis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
   redis.on('error', () => undefined); // the failing command reports it
@@ -115,7 +126,8 @@ async function withTeardown(url: string, work: (teardown: TenantTeardown) => Pro
   };
   try {
     await redis.connect();
-    return await work(new TenantTeardown(redis, enginePurgers(queueStore), { seal: registrySealFromEnv(process.env) }));
+    const seal = registrySealFromEnv(process.env);
+    return await work(new TenantTeardown(redis, enginePurgers(queueStore), { seal }), new RegistryWriter(redis, seal));
   } finally {
     await store?.store.close().catch(() => undefined);
     store?.redis.disconnect();

@@ -121,8 +121,8 @@ describe('ensureTenantTokens', () => {
   it('mints tokens once, keeps them on the next apply, and keeps the file private', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'restash-secrets-'));
     const [tenant] = readTenants(kv('keep', 'redis://127.0.0.1:1'), {});
-    const first = await ensureTenantTokens(dir, tenant!);
-    const second = await ensureTenantTokens(dir, tenant!);
+    const { tokens: first } = await ensureTenantTokens(dir, tenant!);
+    const { tokens: second } = await ensureTenantTokens(dir, tenant!);
     expect(second).toEqual(first);
     expect(first.kv.main?.standard).not.toEqual(first.kv.main?.readonly);
     expect(JSON.parse(await readFile(join(dir, 'keep.json'), 'utf8'))).toEqual(first);
@@ -132,9 +132,25 @@ describe('ensureTenantTokens', () => {
   it('mints a token pair and two distinct signing keys per queue project, kept on the next apply', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'restash-secrets-'));
     const [tenant] = readTenants(queue('shop'), {});
-    const first = await ensureTenantTokens(dir, tenant!);
+    const { tokens: first } = await ensureTenantTokens(dir, tenant!);
     expect(first.queue.main?.currentSigningKey).toMatch(/^sig_/);
     expect(first.queue.main?.nextSigningKey).not.toEqual(first.queue.main?.currentSigningKey);
-    expect(await ensureTenantTokens(dir, tenant!)).toEqual(first);
+    expect(await ensureTenantTokens(dir, tenant!)).toEqual({ tokens: first, rotated: [] });
+  });
+
+  it("writes a registered queue project's signing keys from the registry, keeping its tokens, and names it when they were rotated", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'restash-secrets-'));
+    const [tenant] = readTenants(queue('shop'), {});
+    // A new project: the registry has it already (e.g. applied from another tokens file): its keys win at once, nothing "rotated".
+    const { tokens: created } = await ensureTenantTokens(dir, tenant!);
+    const same = new Map([['main', { current: created.queue.main?.currentSigningKey ?? '', next: created.queue.main?.nextSigningKey ?? '' }]]);
+    expect(await ensureTenantTokens(dir, tenant!, same)).toEqual({ tokens: created, rotated: [] });
+
+    const rotated = new Map([['main', { current: 'sig_third', next: 'sig_fourth' }]]);
+    const after = await ensureTenantTokens(dir, tenant!, rotated);
+    expect(after).toEqual({ tokens: { ...created, queue: { main: { ...created.queue.main, currentSigningKey: 'sig_third', nextSigningKey: 'sig_fourth' } } }, rotated: ['main'] });
+    expect(JSON.parse(await readFile(join(dir, 'shop.json'), 'utf8'))).toEqual(after.tokens);
+    // Written: the next apply finds them in the file.
+    expect(await ensureTenantTokens(dir, tenant!, rotated)).toEqual({ tokens: after.tokens, rotated: [] });
   });
 });
