@@ -90,10 +90,22 @@ export class QueueService implements OnApplicationShutdown {
     return found.message;
   }
 
-  /** `DELETE /v2/messages/{id}`: cancels a message not delivered yet. @throws QueueError 404 when there is none */
+  /**
+   * `DELETE /v2/messages/{id}`: cancels a message not delivered yet.
+   * @throws QueueError 404 when there is none, or its cancel was already requested (it is being delivered)
+   */
   async cancel(session: Session, messageId: string): Promise<void> {
-    const cancelled = await this.backend(session.tenant, 'queue', () => this.store.cancel(session.project.id, messageId));
-    if (!cancelled) throw new QueueError(404, `message ${messageId} not found or already delivered`);
+    if (!(await this.cancelOne(session, messageId))) throw new QueueError(404, `message ${messageId} not found, already delivered or already cancelled`);
+  }
+
+  /**
+   * Cancels one message of the session's project. A message being delivered whose cancel was already requested
+   * counts once: a second cancel (or a bulk cancel that lists it again) finds nothing to cancel, as upstream's
+   * `cancel({ all: true })` after a cancel of an in-flight message answers only the others.
+   * @returns whether this call cancelled it
+   */
+  private cancelOne(session: Session, messageId: string): Promise<boolean> {
+    return this.backend(session.tenant, 'queue', async () => !(await this.store.cancelRequested(messageId)) && this.store.cancel(session.project.id, messageId));
   }
 
   /** `DELETE /v2/messages?…`: cancels the given messages, or up to `count` pending ones matching the filter. @returns how many */
@@ -105,7 +117,7 @@ export class QueueService implements OnApplicationShutdown {
         : await this.backend(session.tenant, 'queue', () => this.store.pendingMessageIds(project, target.filter, target.count));
     let cancelled = 0;
     for (const id of ids) {
-      if (await this.backend(session.tenant, 'queue', () => this.store.cancel(project, id))) cancelled++;
+      if (await this.cancelOne(session, id)) cancelled++;
     }
     return cancelled;
   }
