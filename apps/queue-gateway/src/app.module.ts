@@ -21,10 +21,10 @@ export class AppModule {
       providers: [
         { provide: QUEUE_CONFIG, useValue: config },
         { provide: API_ERRORS, useValue: QUEUE_ERRORS },
-        // No auto-pipelining: publishes arrive one per event-loop turn, so each batch would be one command, and
-        // ioredis copies every script defined on the connection (BullMQ's, about 60) into each batch's pipeline,
-        // about 55 µs (bench/queue/profile.md). A batch's adds are sent back to back anyway.
-        { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2 }) },
+        // Auto-pipelining: the commands of concurrent publishes go out in one socket write per event-loop turn.
+        // Each batch's pipeline costs about 55 µs (ioredis copies BullMQ's scripts into it), but a socket write
+        // per command cost more here (bench/queue/profile.md), unlike in queue-worker.
+        { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true }) },
         QueueMetrics,
         QueueService,
         UrlGroupsService,
