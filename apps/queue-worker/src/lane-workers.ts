@@ -14,20 +14,28 @@ const HEARTBEAT_TTL_MS = 3 * LANE_RESYNC_MS;
 
 /**
  * The BullMQ Workers of the lanes (README, "Queue: queues and flow control"): one Worker per queue or
- * flow-control key listed in the store's lane set, all with the same {@link DeliveryProcessor} and settings
- * as the `deliveries` Worker. BullMQ enforces each lane's limits across replicas (its global concurrency,
- * rate limit and pause are read by the `moveToActive` script), so a Worker's own concurrency only caps
- * this replica's share.
+ * flow-control key in the store's set of *busy* lanes (the lanes with work), all with the same
+ * {@link DeliveryProcessor} and settings as the `deliveries` Worker. BullMQ enforces each lane's limits
+ * across replicas (its global concurrency, rate limit and pause are read by the `moveToActive` script), so a
+ * Worker's own concurrency only caps this replica's share.
  *
- * The lane set is read once the `deliveries` Worker runs (its dependencies are ready), again at each
- * "lanes changed" message (pub/sub, so a new queue's first message starts at once on every replica) and
- * every {@link LANE_RESYNC_MS} (a missed message); Workers of removed lanes are closed. The same timer
- * refreshes this replica's entry in the workers set (its concurrency, for `GET /v2/globalParallelism`).
+ * The busy set is read once the `deliveries` Worker runs (its dependencies are ready), again at each
+ * "lanes changed" message (pub/sub: a publish to an idle lane marks it busy and tells every replica), every
+ * {@link LANE_RESYNC_MS} (a missed message) and when the next wake-up of an idle lane's delayed job is due;
+ * Workers of lanes not in it are closed. At each {@link LANE_RESYNC_MS} tick, the lanes whose Worker here saw
+ * no job for a whole tick get the store's idle check (`LaneStore.retireIdle`: a lane without work leaves the
+ * busy set, with a wake-up at its earliest delayed job), so a replica holds connections only for lanes with
+ * work. The same timer refreshes this replica's entry in the workers set (its concurrency, for
+ * `GET /v2/globalParallelism`).
  */
 @Injectable()
 export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(LaneWorkers.name);
   private readonly workers = new Map<string, Worker<QueueMessage>>();
+  /** When each Worker here started or last saw a job start or end (ms): idle check candidates are those older than a tick. */
+  private readonly lastSeen = new Map<string, number>();
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private checkIdle = false;
   private readonly id = randomUUID();
   private readonly connection: Redis;
   private readonly subscriber: Redis;
@@ -70,22 +78,29 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
     clearInterval(this.timer);
+    clearTimeout(this.wakeTimer);
     await this.syncing;
     await Promise.all([...this.workers.values()].map((worker) => worker.close()));
     this.workers.clear();
+    this.lastSeen.clear();
     await this.store.lanes.leave(this.id, this.config.concurrency).catch(() => undefined);
     this.subscriber.disconnect();
     this.connection.disconnect();
   }
 
   private tick(): void {
+    this.checkIdle = true;
     this.sync();
     if (this.deliveries.isRunning()) {
       this.store.lanes.heartbeat(this.id, this.config.concurrency, HEARTBEAT_TTL_MS).catch((error: unknown) => this.logger.warn(`heartbeat: ${String(error)}`));
     }
   }
 
-  /** Reads the lane set and starts or closes Workers to match (one sync at a time; a request during one runs again after it). */
+  /**
+   * Wakes the lanes whose delayed jobs are due, runs the idle check on the Workers idle for a tick (at a
+   * tick), reads the busy set and starts or closes Workers to match, and arms the timer of the next wake-up
+   * (one sync at a time; a request during one runs again after it).
+   */
   private sync(): void {
     if (this.again) return;
     this.again = true;
@@ -93,13 +108,25 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
       this.again = false;
       if (this.closing || !this.deliveries.isRunning()) return;
       try {
-        const names = new Set(await this.connection.smembers(this.store.lanes.lanesKey));
+        const lanes = this.store.lanes;
+        const nextWake = await lanes.wakeDue();
+        if (this.checkIdle) {
+          this.checkIdle = false;
+          const now = Date.now();
+          await lanes.retireIdle([...this.lastSeen].filter(([, seen]) => now - seen >= LANE_RESYNC_MS).map(([name]) => name));
+        }
+        const names = new Set(await this.connection.smembers(lanes.lanesKey));
         for (const name of names) if (!this.workers.has(name)) this.start(name);
+        const closing: Promise<void>[] = [];
         for (const [name, worker] of this.workers) {
           if (names.has(name)) continue;
           this.workers.delete(name);
-          await worker.close();
+          this.lastSeen.delete(name);
+          closing.push(worker.close());
         }
+        await Promise.all(closing);
+        clearTimeout(this.wakeTimer);
+        if (nextWake !== null && nextWake - Date.now() < LANE_RESYNC_MS) this.wakeTimer = setTimeout(() => this.sync(), Math.max(0, nextWake - Date.now()) + 1);
       } catch (error) {
         this.logger.warn(`reading the lanes failed: ${String(error)}; next try in ${LANE_RESYNC_MS} ms`);
       }
@@ -119,14 +146,19 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
       settings: { backoffStrategy: retryLaterBackoff },
     });
     worker.on('error', (error) => this.logger.warn(`lane ${name}: ${String(error)}`));
+    const seen = () => this.lastSeen.has(name) && this.lastSeen.set(name, Date.now());
+    worker.on('active', seen);
     worker.on('completed', (job) => {
+      seen();
       // The message is settled (delivered, in the DLQ, cancelled or dropped): its lane record now expires with its job.
       this.store.lanes.settled(job.data.project, job.data.messageId).catch((error: unknown) => this.logger.warn(`lane ${name}: ${String(error)}`));
     });
     worker.on('failed', (job, error) => {
+      seen();
       if (!(error instanceof RetryLater)) this.logger.error(`message ${job?.id ?? '?'} of lane ${name} failed unexpectedly: ${String(error)}`);
     });
     this.workers.set(name, worker);
+    this.lastSeen.set(name, Date.now());
     worker.run().catch((error: unknown) => this.logger.error(`lane ${name} worker stopped: ${String(error)}`));
   }
 }

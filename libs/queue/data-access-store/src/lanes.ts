@@ -111,13 +111,95 @@ const ALL_STATES = ['active', 'wait', 'delayed', 'prioritized', 'waiting-childre
 const WAITING_STATES = ['wait', 'delayed', 'prioritized'] as const;
 
 /**
+ * After a lane job is added: records the message's lane (KEYS[1] = `lane-of` key, ARGV[1] the lane, for
+ * ARGV[2] ms, or ARGV[3] ms when its job, KEYS[3], is already finished). A job to start now (ARGV[5] = 0)
+ * adds the lane to the busy set (KEYS[2]); a delayed one (due at ARGV[5], Unix ms) to an idle lane only
+ * brings its wake-up (KEYS[4]) forward to that time. Either publishes the lane on ARGV[4] when it changed.
+ */
+const LANE_ADDED_LUA = `
+local keep = ARGV[2]
+if redis.call('HEXISTS', KEYS[3], 'finishedOn') == 1 then keep = ARGV[3] end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', keep)
+local changed = 0
+if ARGV[5] == '0' then
+  changed = redis.call('SADD', KEYS[2], ARGV[1])
+elseif redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
+  changed = redis.call('ZADD', KEYS[4], 'LT', 'CH', ARGV[5], ARGV[1])
+end
+if changed == 1 then redis.call('PUBLISH', ARGV[4], ARGV[1]) end
+return 0`;
+
+/** Adds lane ARGV[1] to the busy set (KEYS[1]), publishing it on ARGV[2] when it was not there. */
+const LANE_BUSY_LUA = `
+if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then redis.call('PUBLISH', ARGV[2], ARGV[1]) end
+return 0`;
+
+/**
+ * Moves the lanes of the wake-up set (KEYS[2]) due at ARGV[1] (Unix ms) into the busy set (KEYS[1]), at most
+ * 1000 a call, publishing on ARGV[2] when one was added; returns the next wake-up's score, or nil.
+ */
+const LANE_WAKE_LUA = `
+local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, 1000)
+local added = 0
+for _, lane in ipairs(due) do
+  added = added + redis.call('SADD', KEYS[1], lane)
+  redis.call('ZREM', KEYS[2], lane)
+end
+if added > 0 then redis.call('PUBLISH', ARGV[2], 'wake') end
+local nextWake = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+return nextWake[2]`;
+
+/**
+ * The idle check of lane ARGV[1] (BullMQ 6 keys: KEYS[3] meta, [4] active, [5] wait, [6] paused, [7]
+ * prioritized, [8] waiting-children, [9] delayed): when it has no job being delivered and (unless paused) none
+ * ready to start, removes it from the busy set (KEYS[1]); when not paused, sets its wake-up (KEYS[2]) at its
+ * earliest delayed job's time (score / 0x1000, BullMQ's getDelayedScore), or clears it without one; publishes
+ * on ARGV[2]. Returns 1 when the lane was removed, else 0.
+ */
+const LANE_IDLE_LUA = `
+if redis.call('LLEN', KEYS[4]) > 0 then return 0 end
+local paused = redis.call('HEXISTS', KEYS[3], 'paused') == 1
+if not paused and redis.call('LLEN', KEYS[5]) + redis.call('LLEN', KEYS[6]) + redis.call('ZCARD', KEYS[7]) + redis.call('ZCARD', KEYS[8]) > 0 then return 0 end
+if redis.call('SREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+local earliest = redis.call('ZRANGE', KEYS[9], 0, 0, 'WITHSCORES')
+if not paused and earliest[2] then
+  redis.call('ZADD', KEYS[2], math.floor(tonumber(earliest[2]) / 4096), ARGV[1])
+else
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+redis.call('PUBLISH', ARGV[2], ARGV[1])
+return 1`;
+
+/** The lane scripts, as ioredis commands (see `LaneStore.scripts`). */
+interface LaneScripts {
+  restashLaneAdded(
+    laneOfKey: string,
+    lanesKey: string,
+    jobKey: string,
+    wakeKey: string,
+    queueName: string,
+    keepMs: number,
+    settledKeepMs: number,
+    channel: string,
+    dueAt: number,
+  ): Promise<number>;
+  restashLaneBusy(lanesKey: string, queueName: string, channel: string): Promise<number>;
+  restashLaneWake(lanesKey: string, wakeKey: string, now: number, channel: string): Promise<string | null>;
+  restashLaneIdle(...args: Array<string>): Promise<number>;
+}
+
+/**
  * Queues and flow-control keys ("lanes", README, "Queue: queues and flow control"), in the queue Redis.
  * Every lane is its own BullMQ queue ({@link laneQueueName}) whose limits BullMQ enforces across worker
  * replicas inside its `moveToActive` script: `setGlobalConcurrency` (no job starts while the lane's active
  * list holds that many), `setGlobalRateLimit` (a fixed window: a counter that expires after the period) and
- * `pause`. Keys (project-scoped):
- * - `<prefix>:lanes`: the set of every lane's queue name (queue-worker runs a BullMQ Worker per member);
- *   `<prefix>:lanes-changed`: the pub/sub channel told when a lane is added or removed;
+ * `pause`. Keys (project-scoped but the first three):
+ * - `<prefix>:lanes`: the set of the *busy* lanes' queue names (queue-worker runs a BullMQ Worker per member
+ *   on every replica): a publish adds its job first, then its lane ({@link add}); a lane leaves the set only
+ *   through {@link retireIdle}, which finds it without work in the same script;
+ * - `<prefix>:lanes-wake`: sorted set of idle lanes with delayed jobs, scored by the earliest one's time (Unix
+ *   ms): {@link wakeDue} moves them back into the busy set when that time comes;
+ * - `<prefix>:lanes-changed`: the pub/sub channel told when a lane enters or leaves the busy set;
  * - `<prefix>:queues:<project>`: hash queue name → `{createdAt, updatedAt, parallelism}`;
  * - `<prefix>:flow-controls:<project>`: hash key → `{createdAt, updatedAt, latest, pinned}` limits;
  * - `<prefix>:lane-of:<project>:<messageId>`: the lane queue of a message (kept while it waits, then
@@ -133,12 +215,17 @@ export class LaneStore {
     private readonly options: { prefix: string; messageRetentionMs: number },
   ) {}
 
-  /** The set of every lane's queue name. */
+  /** The set of the busy lanes' queue names (the lanes that need a Worker). */
   get lanesKey(): string {
     return `${this.options.prefix}:lanes`;
   }
 
-  /** The channel told (message: the lane's queue name) when a lane is added or removed. */
+  /** The sorted set of idle lanes with delayed jobs, scored by when the earliest is due (Unix ms). */
+  get wakeKey(): string {
+    return `${this.options.prefix}:lanes-wake`;
+  }
+
+  /** The channel told (message: the lane's queue name) when a lane enters or leaves the busy set. */
   get changesChannel(): string {
     return `${this.options.prefix}:lanes-changed`;
   }
@@ -167,17 +254,72 @@ export class LaneStore {
 
   /**
    * Adds a message to its lane: creates the queue (parallelism 1) or flow-control key when it is new, applies
-   * the key's latest limits (unless pinned), records the message's lane, and adds its job.
+   * the key's latest limits (unless pinned), adds its job, then (one script) records the message's lane and
+   * marks the lane busy (a delayed job: sets the idle lane's wake-up no later than its time), telling the
+   * workers when that changed. The job is added before the lane is marked, so an idle check
+   * ({@link retireIdle}, one script too) either sees the job or runs before the lane is marked again.
    */
   async add(lane: LaneRef, message: QueueMessage, options: JobsOptions, jobName: string): Promise<Job<QueueMessage>> {
     if (lane.kind === 'q') await this.ensureQueue(lane);
     else if (message.flowControl) await this.applyPublishedLimits(lane, message.flowControl);
     const queueName = laneQueueName(lane);
-    // Kept while the message waits (its delay, plus the retention and a week for pauses and retries); its
-    // lane's Worker shortens it to the retention once the message is settled ({@link settled}).
+    const job = await this.queue(queueName).add(jobName, message, options);
+    // The record is kept while the message waits (its delay, plus the retention and a week for pauses and
+    // retries); its lane's Worker shortens it to the retention once the message is settled ({@link settled}),
+    // and the script keeps only the retention when that already happened.
     const keepMs = Math.max(0, message.notBefore - Date.now()) + this.options.messageRetentionMs + PENDING_SLACK_MS;
-    await this.redis.set(this.laneOfKey(lane.project, message.messageId), queueName, 'PX', keepMs);
-    return this.queue(queueName).add(jobName, message, options);
+    await this.scripts().restashLaneAdded(
+      this.laneOfKey(lane.project, message.messageId),
+      this.lanesKey,
+      `${this.options.prefix}:${queueName}:${message.messageId}`,
+      this.wakeKey,
+      queueName,
+      keepMs,
+      this.options.messageRetentionMs,
+      this.changesChannel,
+      (options.delay ?? 0) > 0 ? message.notBefore : 0,
+    );
+    return job;
+  }
+
+  /**
+   * Moves the lanes whose earliest delayed job is due (`<prefix>:lanes-wake` score at most `now`) into the busy
+   * set, atomically (removing from the wake-up set only what it adds), and tells the workers when it added any.
+   * @returns when the next wake-up is due (Unix ms), or null when none is set
+   */
+  async wakeDue(now = Date.now()): Promise<number | null> {
+    const next = await this.scripts().restashLaneWake(this.lanesKey, this.wakeKey, now, this.changesChannel);
+    return next === null ? null : Number(next);
+  }
+
+  /**
+   * The idle check of lanes whose Workers found no work for a while: for each lane, one script counts its
+   * ready work (BullMQ's `wait`, legacy `paused`, `active` lists and `prioritized`, `waiting-children` sets;
+   * only `active` while the lane is paused) and, when there is none, removes the lane from the busy set; a
+   * lane with delayed jobs (not paused) then gets a wake-up at the earliest one's time (BullMQ scores a
+   * delayed job `timestamp * 0x1000 + order`). The workers are told of every lane removed. A paused lane is
+   * marked busy again when resumed ({@link markBusy}).
+   * @returns the queue names removed from the busy set
+   */
+  async retireIdle(queueNames: string[]): Promise<string[]> {
+    if (queueNames.length === 0) return [];
+    const pipeline = this.scripts().pipeline() as unknown as LaneScripts & { exec(): Promise<[Error | null, unknown][] | null> };
+    for (const name of queueNames) {
+      const key = (suffix: string) => `${this.options.prefix}:${name}:${suffix}`;
+      pipeline.restashLaneIdle(this.lanesKey, this.wakeKey, key('meta'), key('active'), key('wait'), key('paused'), key('prioritized'), key('waiting-children'), key('delayed'), name, this.changesChannel);
+    }
+    const results = (await pipeline.exec()) ?? [];
+    const removed: string[] = [];
+    results.forEach(([error, result], i) => {
+      if (error) throw error;
+      if (result === 1) removed.push(queueNames[i] as string);
+    });
+    return removed;
+  }
+
+  /** Puts a lane in the busy set (a resumed lane's waiting jobs need its Worker), telling the workers when it was not there. */
+  async markBusy(queueName: string): Promise<void> {
+    await this.scripts().restashLaneBusy(this.lanesKey, queueName, this.changesChannel);
   }
 
   /** A lane message was settled (its job completed): its lane record expires with the job, after the retention. */
@@ -215,7 +357,7 @@ export class LaneStore {
     if (settings.paused) await queue.pause();
     else await queue.resume();
     await this.redis.hset(this.queuesKey(project), name, JSON.stringify(record));
-    if (!raw) await this.announce(laneQueueName(lane), true);
+    if (!settings.paused) await this.markBusy(laneQueueName(lane));
   }
 
   /** `GET /v2/queues/{name}`, or null when there is no such queue. */
@@ -239,6 +381,7 @@ export class LaneStore {
     if (paused) await queue.pause();
     else await queue.resume();
     await this.redis.hset(this.queuesKey(project), name, JSON.stringify({ ...(JSON.parse(raw) as QueueRecord), updatedAt: Date.now() }));
+    if (!paused) await this.markBusy(queue.name);
     return true;
   }
 
@@ -276,6 +419,7 @@ export class LaneStore {
     const queue = this.queue({ project, kind: 'fc', name: key });
     if (paused) await queue.pause();
     else await queue.resume();
+    if (!paused) await this.markBusy(queue.name);
     return true;
   }
 
@@ -397,9 +541,7 @@ export class LaneStore {
         .multi()
         .hsetnx(this.queuesKey(lane.project), lane.name, JSON.stringify({ createdAt: now, updatedAt: now, parallelism: 1 } satisfies QueueRecord))
         // BullMQ's global concurrency (Queue.setGlobalConcurrency), unless an upsert set it meanwhile.
-        .hsetnx(`${this.options.prefix}:${queueName}:meta`, 'concurrency', '1')
-        .sadd(this.lanesKey, queueName)
-        .publish(this.changesChannel, queueName),
+        .hsetnx(`${this.options.prefix}:${queueName}:meta`, 'concurrency', '1'),
     );
   }
 
@@ -415,7 +557,6 @@ export class LaneStore {
     if (record && sameLimits(record.latest, latest)) return;
     const now = Date.now();
     await this.saveFlowControl(lane.project, lane.name, record ? { ...record, latest, updatedAt: now } : { createdAt: now, updatedAt: now, latest, pinned: {} });
-    if (!record) await this.announce(laneQueueName(lane), true);
   }
 
   /** Stores a key's record and applies its limits in force to its lane. */
@@ -476,14 +617,19 @@ export class LaneStore {
     for (let i = 0; i < leftovers.length; i += 500) await this.redis.del(...leftovers.slice(i, i + 500));
     this.queues.delete(name);
     await queue.close();
-    await this.announce(name, false);
+    await execOrThrow(this.redis.multi().srem(this.lanesKey, name).zrem(this.wakeKey, name).publish(this.changesChannel, name));
   }
 
-  /** Adds or removes a lane in the set the workers read, and tells them at once. */
-  private async announce(queueName: string, added: boolean): Promise<void> {
-    if (added) await this.redis.sadd(this.lanesKey, queueName);
-    else await this.redis.srem(this.lanesKey, queueName);
-    await this.redis.publish(this.changesChannel, queueName);
+  /** The connection with the lane scripts defined (once per connection). */
+  private scripts(): Redis & LaneScripts {
+    const redis = this.redis as Redis & Partial<LaneScripts>;
+    if (!redis.restashLaneIdle) {
+      redis.defineCommand('restashLaneAdded', { numberOfKeys: 4, lua: LANE_ADDED_LUA });
+      redis.defineCommand('restashLaneBusy', { numberOfKeys: 1, lua: LANE_BUSY_LUA });
+      redis.defineCommand('restashLaneWake', { numberOfKeys: 2, lua: LANE_WAKE_LUA });
+      redis.defineCommand('restashLaneIdle', { numberOfKeys: 9, lua: LANE_IDLE_LUA });
+    }
+    return redis as Redis & LaneScripts;
   }
 
   /** The queue names of a project's lanes (queues and flow-control keys). */
