@@ -8,7 +8,7 @@ import { type Sink, nonEmpty, startSink } from './testing/sink';
 /**
  * The expectations of the official `@upstash/qstash` test suite (upstash/qstash-js: src/client/client.test.ts,
  * queue.test.ts, url-groups.test.ts, topics.test.ts, flow-control.test.ts, messages.test.ts, dlq.test.ts,
- * schedules.test.ts, logs.test.ts, events.test.ts, http.test.ts and src/receiver.test.ts), checked with the same SDK against
+ * schedules.test.ts, logs.test.ts, events.test.ts, http.test.ts, missing-credentials.test.ts and src/receiver.test.ts), checked with the same SDK against
  * queue-gateway + queue-worker on real Redis servers. Each `describe` is one upstream file and each test is
  * named after the upstream test it mirrors; the upstream tests run against QStash itself, so their
  * destinations (example.com, requestcatcher) are the local sink here, and their fixed sleeps are `eventually`.
@@ -293,6 +293,21 @@ describe('the official @upstash/qstash test suite against the queue API', () => 
     });
   });
 
+  describe('missing-credentials.test.ts', () => {
+    it('marks errors from a warned client without logging again for each request (our part: no token is 401, every time)', async () => {
+      const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+      const anonymous = clientWith('client', { token: '' });
+      warn.mockRestore();
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const error = await anonymous.publishJSON({ url: `${sink.url}/`, body: {} }).then(
+          () => undefined,
+          (e: unknown) => e as Error & { status?: number },
+        );
+        expect(error?.status).toBe(401);
+      }
+    });
+  });
+
   describe('queue.test.ts', () => {
     it('should create a queue, verify it then remove it', async () => {
       const client = clients.queues;
@@ -434,6 +449,15 @@ describe('the official @upstash/qstash test suite against the queue API', () => 
       const { messageId } = await client.publishJSON({ url: `${sink.url}/slow-ok`, body: { hello: 'world' }, timeout: 90 });
       expect((await client.messages.get(messageId)).messageId).toBeTruthy();
       await client.messages.cancel(messageId);
+    });
+
+    it('(ours) a second cancel of a message being delivered finds nothing: 404, and cancel({ all }) does not count it', async () => {
+      sink.answer('/held', { status: 200, delayMs: 1_500 });
+      const { messageId } = await client.publish({ url: `${sink.url}/held` });
+      await eventually(() => nonEmpty(sink.on('/held')), 15_000);
+      await expect(client.messages.cancel(messageId)).resolves.toEqual({ cancelled: 1 });
+      await expect(client.messages.cancel(messageId)).rejects.toMatchObject({ status: 404 });
+      expect((await client.messages.cancel({ all: true })).cancelled).toBe(0);
     });
 
     it('should cancel many and all', async () => {
