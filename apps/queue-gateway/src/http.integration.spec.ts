@@ -1,3 +1,4 @@
+import { Client, QstashDailyRatelimitError } from '@upstash/qstash';
 import { call, eventually } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
 import { type Sink, atLeast, nonEmpty, startSink } from './testing/sink';
@@ -10,7 +11,10 @@ describe('queue API over raw HTTP', () => {
 
   beforeAll(async () => {
     [stack, sink] = await Promise.all([
-      startQueueStack({ acme: [{ name: 'main', maxRequestBytes: 1024, retries: { default: 3, max: 5 } }], other: [{ name: 'main' }] }),
+      startQueueStack({
+        acme: [{ name: 'main', maxRequestBytes: 1024, retries: { default: 3, max: 5 } }, { name: 'limited', dailyRequests: 2 }],
+        other: [{ name: 'main' }],
+      }),
       startSink(),
     ]);
     token = stack.secrets('acme', 'main').token;
@@ -23,6 +27,17 @@ describe('queue API over raw HTTP', () => {
 
   const publish = (destination: string, init: { token?: string; raw?: string; headers?: Record<string, string> } = {}) =>
     call(`${stack.url}/v2/publish/${destination}`, { method: 'POST', token, raw: 'body', ...init });
+
+  it('answers the daily limit with 429 and RateLimit-* headers, which the SDK reads as QstashDailyRatelimitError', async () => {
+    const client = new Client({ baseUrl: stack.url, token: stack.secrets('acme', 'limited').token });
+    await client.publish({ url: `${sink.url}/limited`, body: '1' });
+    await client.publish({ url: `${sink.url}/limited`, body: '2' });
+    const error = await client.publish({ url: `${sink.url}/limited`, body: '3' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(QstashDailyRatelimitError);
+    const { limit, remaining, reset } = error as QstashDailyRatelimitError;
+    const midnight = Math.ceil(Date.now() / 86_400_000) * 86_400;
+    expect({ limit, remaining, reset: Number(reset) }).toEqual({ limit: '2', remaining: '0', reset: midnight });
+  }, 20_000);
 
   it('keeps the destination raw: its // and its query string reach the destination', async () => {
     const response = await publish(`${sink.url}/raw//path?x=1&y=a%20b`);

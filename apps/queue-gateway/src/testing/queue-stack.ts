@@ -8,6 +8,8 @@ import { loadQueueGatewayConfig } from '../config';
 export interface TestProject {
   name: string;
   maxRequestBytes?: number;
+  /** Requests per UTC day (0, the default: unlimited). */
+  dailyRequests?: number;
   retries?: { default: number; max: number };
 }
 
@@ -66,7 +68,7 @@ export async function startQueueStack(tenants: Record<string, TestProject[]>, wo
             projects: projects.map((p) => ({
               name: p.name,
               ...(p.retries ? { retries: p.retries } : {}),
-              limits: { maxRequestBytes: p.maxRequestBytes ?? 1024 * 1024, dailyRequests: 0 },
+              limits: { maxRequestBytes: p.maxRequestBytes ?? 1024 * 1024, dailyRequests: p.dailyRequests ?? 0 },
             })),
           },
         },

@@ -179,8 +179,8 @@ async function handle<S extends TenantSession>(api: TenantApi<S>, operations: re
     await api.gate.admit(session.grant, { write: op.write, bytes, units: op.units?.(input) ?? 1 });
     answer = op.encode(await op.run(session, input, call), input, call);
   } catch (error) {
-    const { status, message } = errorAnswer(api, error);
-    answer = { status, body: (api.errors.encodeAnswer ?? api.errors.encode)(status, message) };
+    const { status, message, headers } = errorAnswer(api, error);
+    answer = { status, body: (api.errors.encodeAnswer ?? api.errors.encode)(status, message), ...(headers ? { headers } : {}) };
   }
   const label = !op ? 'unknown' : op.label ? op.label(session, input) : op.name;
   api.metrics.observeRequest(session?.tenant ?? '', label, answer.status, (performance.now() - started) / 1000);
@@ -210,13 +210,22 @@ function find<S>(operations: readonly ApiOperation<S>[], method: string, path: s
   return first ? { op: first, allowed } : {};
 }
 
-/** The API's answer to its own error or a denial (a registry failure is counted and logged). @throws anything else */
-function errorAnswer<S extends TenantSession>(api: TenantApi<S>, error: unknown): { status: number; message: string } {
+/**
+ * The API's answer to its own error or a denial (a registry failure is counted and logged). A daily-limit
+ * denial carries `RateLimit-Limit`, `RateLimit-Remaining: 0` and `RateLimit-Reset` (Unix seconds of the next
+ * UTC midnight, when the count starts again), as QStash answers its daily limit (the SDK reads them into
+ * `QstashDailyRatelimitError`). @throws anything else
+ */
+function errorAnswer<S extends TenantSession>(api: TenantApi<S>, error: unknown): { status: number; message: string; headers?: Record<string, string> } {
   if (error instanceof api.errors.type) return { status: error.status, message: error.message };
   if (!(error instanceof TenantDenied)) throw error;
   if (error.reason === 'registry-unavailable') {
     api.metrics.backendError(error.tenant, 'registry');
     api.logger.warn(`control Redis failed: ${String(error.cause)}`);
   }
-  return denialAnswer(api.errors.denials, error);
+  const answer = denialAnswer(api.errors.denials, error);
+  if (error.reason !== 'daily-limit') return answer;
+  const now = new Date();
+  const reset = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) / 1000;
+  return { ...answer, headers: { 'RateLimit-Limit': String(error.limit ?? 0), 'RateLimit-Remaining': '0', 'RateLimit-Reset': String(reset) } };
 }
