@@ -3,7 +3,8 @@
 // warm-up, rounds, idle gaps), so this summarises a window of it, counting only the samples that were
 // not idle.
 //
-//   node bench/lib/cpuprofile.mjs F.cpuprofile                 busy share of each 10-s bucket, to pick a window
+//   node bench/lib/cpuprofile.mjs F.cpuprofile                 busy share of each 10-s bucket (BUCKET_S), to
+//                                                              pick a window
 //   node bench/lib/cpuprofile.mjs F.cpuprofile FROM_S TO_S [N] the window [FROM_S, TO_S) seconds after the
 //                                                              profile's start: busy ms, the N (25) functions
 //                                                              with the most self time, and inclusive time per
@@ -40,6 +41,7 @@ const label = (frame) => `${frame.functionName || '(anonymous)'} ${(frame.url ??
 const buckets = new Map(); // 10-s bucket -> [busy µs, total µs]
 const self = new Map();
 const inclusive = new Map();
+const bucketS = Number(process.env.BUCKET_S ?? 10);
 const from = Number(fromArg ?? 0);
 const to = Number(toArg ?? Infinity);
 let busy = 0;
@@ -50,7 +52,7 @@ for (let i = 0; i < profile.samples.length; i++) {
   const second = (time - profile.startTime) / 1e6;
   const node = nodes.get(profile.samples[i]);
   const idle = node.callFrame.functionName === '(idle)';
-  const bucket = Math.floor(second / 10) * 10;
+  const bucket = Math.floor(second / bucketS) * bucketS;
   const sums = buckets.get(bucket) ?? [0, 0];
   sums[0] += idle ? 0 : delta;
   sums[1] += delta;
