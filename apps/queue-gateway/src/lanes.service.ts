@@ -6,6 +6,7 @@ import { type ParsedPublish, type QueueMessage, QueueError } from '@restash/queu
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 import { QUEUE_REDIS, type PublishResult, QueueService, type Session } from './queue.service';
+import { storeCall } from './store-call';
 
 /** `GET /v2/globalParallelism` (README, "Queue: queues and flow control"). */
 export interface GlobalParallelism {
@@ -133,14 +134,7 @@ export class LanesService implements OnApplicationShutdown {
     });
   }
 
-  private async backend<T>(session: Session, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      if (error instanceof QueueError) throw error;
-      this.metrics.backendError(session.tenant, 'queue');
-      this.logger.warn(`queue Redis call failed: ${String(error)}`);
-      throw new QueueError(503, 'Service unavailable: the queue store cannot be reached');
-    }
+  private backend<T>(session: Session, call: () => Promise<T>): Promise<T> {
+    return storeCall(this.metrics, this.logger, session.tenant, call);
   }
 }

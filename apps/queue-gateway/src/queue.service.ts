@@ -16,6 +16,7 @@ import {
 } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
+import { storeCall } from './store-call';
 
 /** Injection token of the queue's Redis connection. */
 export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
@@ -78,14 +79,14 @@ export class QueueService implements OnApplicationShutdown {
    * @throws QueueError 400 for an unknown or empty URL group (nothing published)
    */
   async publish(session: Session, parsed: ParsedPublish[]): Promise<Array<PublishResult | PublishResult[]>> {
-    const results = await this.backend(session.tenant, 'queue', () => this.publisher.publish(session.project.id, parsed));
+    const results = await this.backend(session.tenant, () => this.publisher.publish(session.project.id, parsed));
     for (const result of results.flat()) this.metrics.countPublished(session.tenant, result.deduplicated === true);
     return results;
   }
 
   /** `GET /v2/messages/{id}`. @throws QueueError 404 for an unknown (or expired) message */
   async message(session: Session, messageId: string): Promise<QueueMessage> {
-    const found = await this.backend(session.tenant, 'queue', () => this.store.message(session.project.id, messageId));
+    const found = await this.backend(session.tenant, () => this.store.message(session.project.id, messageId));
     if (!found) throw new QueueError(404, `message ${messageId} not found`);
     return found.message;
   }
@@ -105,7 +106,7 @@ export class QueueService implements OnApplicationShutdown {
    * @returns whether this call cancelled it
    */
   private cancelOne(session: Session, messageId: string): Promise<boolean> {
-    return this.backend(session.tenant, 'queue', async () => !(await this.store.cancelRequested(messageId)) && this.store.cancel(session.project.id, messageId));
+    return this.backend(session.tenant, async () => !(await this.store.cancelRequested(messageId)) && this.store.cancel(session.project.id, messageId));
   }
 
   /** `DELETE /v2/messages?…`: cancels the given messages, or up to `count` pending ones matching the filter. @returns how many */
@@ -114,7 +115,7 @@ export class QueueService implements OnApplicationShutdown {
     const ids =
       'messageIds' in target
         ? target.messageIds
-        : await this.backend(session.tenant, 'queue', () => this.store.pendingMessageIds(project, target.filter, target.count));
+        : await this.backend(session.tenant, () => this.store.pendingMessageIds(project, target.filter, target.count));
     let cancelled = 0;
     for (const id of ids) {
       if (await this.cancelOne(session, id)) cancelled++;
@@ -124,19 +125,19 @@ export class QueueService implements OnApplicationShutdown {
 
   /** `GET /v2/dlq`. */
   dlqList(session: Session, args: { cursor?: string; count: number; filter: ListFilter; dlqIds?: string[] }): Promise<Page<DlqEntry>> {
-    return this.backend(session.tenant, 'queue', () => this.store.dlqList(session.project.id, args));
+    return this.backend(session.tenant, () => this.store.dlqList(session.project.id, args));
   }
 
   /** `GET /v2/dlq/{dlqId}`. @throws QueueError 404 */
   async dlqEntry(session: Session, dlqId: string): Promise<DlqEntry> {
-    const entry = await this.backend(session.tenant, 'queue', () => this.store.dlqEntry(session.project.id, dlqId));
+    const entry = await this.backend(session.tenant, () => this.store.dlqEntry(session.project.id, dlqId));
     if (!entry) throw new QueueError(404, `dlq message ${dlqId} not found`);
     return entry;
   }
 
   /** Deletes DLQ entries. @returns how many existed */
   dlqDelete(session: Session, dlqIds: string[]): Promise<number> {
-    return this.backend(session.tenant, 'queue', () => this.store.dlqDelete(session.project.id, dlqIds));
+    return this.backend(session.tenant, () => this.store.dlqDelete(session.project.id, dlqIds));
   }
 
   /**
@@ -149,7 +150,7 @@ export class QueueService implements OnApplicationShutdown {
     const ids: string[] = [];
     for (const entry of entries) {
       const message: QueueMessage = { ...entry.message, messageId: newMessageId(), createdAt: now, notBefore: now };
-      await this.backend(session.tenant, 'queue', () => this.store.publish(message));
+      await this.backend(session.tenant, () => this.store.publish(message));
       await this.dlqDelete(session, [entry.dlqId]);
       ids.push(message.messageId);
     }
@@ -158,17 +159,10 @@ export class QueueService implements OnApplicationShutdown {
 
   /** `GET /v2/events` and `/v2/logs`. */
   events(session: Session, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
-    return this.backend(session.tenant, 'queue', () => this.store.events(session.project.id, args));
+    return this.backend(session.tenant, () => this.store.events(session.project.id, args));
   }
 
-  private async backend<T>(tenant: string, kind: 'queue', call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      if (error instanceof QueueError) throw error;
-      this.metrics.backendError(tenant, kind);
-      this.logger.warn(`${kind} Redis call failed: ${String(error)}`);
-      throw new QueueError(503, 'Service unavailable: the queue store cannot be reached');
-    }
+  private backend<T>(tenant: string, call: () => Promise<T>): Promise<T> {
+    return storeCall(this.metrics, this.logger, tenant, call);
   }
 }

@@ -5,6 +5,7 @@ import { QueueError, type ScheduleDefinition, type ScheduleMessageState, type Sc
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 import { QUEUE_REDIS, type Session } from './queue.service';
+import { storeCall } from './store-call';
 
 /** How `lastScheduleStates` reports a produced message by where it stands. */
 const RUN_STATES: Record<string, ScheduleMessageState> = { pending: 'IN_PROGRESS', active: 'IN_PROGRESS', delivered: 'SUCCESS', failed: 'FAIL' };
@@ -94,14 +95,8 @@ export class SchedulesService implements OnApplicationShutdown {
     return runs;
   }
 
-  private async backend<T>(session: Session, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      this.metrics.backendError(session.tenant, 'queue');
-      this.logger.warn(`queue Redis call failed: ${String(error)}`);
-      throw new QueueError(503, 'Service unavailable: the queue store cannot be reached');
-    }
+  private backend<T>(session: Session, call: () => Promise<T>): Promise<T> {
+    return storeCall(this.metrics, this.logger, session.tenant, call);
   }
 }
 

@@ -5,6 +5,7 @@ import { QueueError, type UrlGroup } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 import { QUEUE_REDIS, type Session } from './queue.service';
+import { storeCall } from './store-call';
 
 /**
  * The URL-group operations of the queue API (`/v2/topics`, README "Queue: URL groups") over
@@ -52,13 +53,7 @@ export class UrlGroupsService {
     if (!(await this.backend(session, () => this.groups.delete(session.project.id, name)))) throw new QueueError(404, `url group ${name} not found`);
   }
 
-  private async backend<T>(session: Session, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      this.metrics.backendError(session.tenant, 'queue');
-      this.logger.warn(`queue Redis call failed: ${String(error)}`);
-      throw new QueueError(503, 'Service unavailable: the queue store cannot be reached');
-    }
+  private backend<T>(session: Session, call: () => Promise<T>): Promise<T> {
+    return storeCall(this.metrics, this.logger, session.tenant, call);
   }
 }

@@ -1,11 +1,12 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { RegistrySeal, RegistryWriter, generateSigningKey, generateToken, queueProjectId, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { RegistrySeal, queueProjectId } from '@restash/shared/data-access-registry';
 import { eventually } from '@restash/shared/util-testing';
 import { type AppProcess, QUEUE_REDIS_CONFIG, type RedisServer, startApp, startRedisServer } from '@restash/platform/util-stack';
 import { Publisher, QueueStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { parsePublish } from '@restash/queue/util-message';
+import { registerQueueProject } from './testing/registry';
 
 const ENDPOINTS = 3;
 const MESSAGES = 200;
@@ -74,16 +75,7 @@ describe('queue-worker killed during a URL-group fan-out', () => {
       startRedisServer({ config: [...QUEUE_REDIS_CONFIG, 'appendfsync always'] }),
       startCountingSink(20),
     ]);
-    const registry = new Redis(control.url);
-    const doc = tenantDocumentSchema.parse({
-      apiVersion: 'restash.dev/v1alpha1',
-      kind: 'Tenant',
-      metadata: { name: 'acme' },
-      spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1024 * 1024, dailyRequests: 0 } }] } },
-    });
-    const keys = { standard: generateToken(), readonly: generateToken(), currentSigningKey: generateSigningKey(), nextSigningKey: generateSigningKey() };
-    await new RegistryWriter(registry, new RegistrySeal(sealKey)).applyTenant(doc, { kv: {}, vector: {}, stream: {}, queue: { main: keys } });
-    registry.disconnect();
+    await registerQueueProject(control.url, sealKey);
     storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
     store = new QueueStore(storeRedis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 100_000 });
   }, 120_000);

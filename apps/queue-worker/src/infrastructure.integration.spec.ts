@@ -1,11 +1,12 @@
 import { type IncomingHttpHeaders, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { RegistrySeal, RegistryWriter, generateSigningKey, generateToken, queueProjectId, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { RegistrySeal, queueProjectId } from '@restash/shared/data-access-registry';
 import { eventually } from '@restash/shared/util-testing';
 import { type AppProcess, QUEUE_REDIS_CONFIG, type RedisServer, startApp, startRedisServer } from '@restash/platform/util-stack';
 import { QueueStore } from '@restash/queue/data-access-store';
 import { type QueueMessage, newMessageId } from '@restash/queue/util-message';
+import { registerQueueProject } from './testing/registry';
 
 /** A destination on 127.0.0.1 that records each request's path and headers and answers 200 after `answerAfterMs`. */
 async function startSlowSink(answerAfterMs: number): Promise<{ url: string; on(path: string): IncomingHttpHeaders[]; close(): Promise<void> }> {
@@ -48,16 +49,7 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
       startRedisServer({ config: [...QUEUE_REDIS_CONFIG, 'appendfsync always'] }),
       startSlowSink(1_500),
     ]);
-    const registry = new Redis(control.url);
-    const doc = tenantDocumentSchema.parse({
-      apiVersion: 'restash.dev/v1alpha1',
-      kind: 'Tenant',
-      metadata: { name: 'acme' },
-      spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1024 * 1024, dailyRequests: 0 } }] } },
-    });
-    const keys = { standard: generateToken(), readonly: generateToken(), currentSigningKey: generateSigningKey(), nextSigningKey: generateSigningKey() };
-    await new RegistryWriter(registry, new RegistrySeal(sealKey)).applyTenant(doc, { kv: {}, vector: {}, stream: {}, queue: { main: keys } });
-    registry.disconnect();
+    await registerQueueProject(control.url, sealKey);
     storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
     store = new QueueStore(storeRedis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 1000 });
     store.queue.on('error', () => undefined); // the third test stops its Redis
