@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DelayedError, type Job } from 'bullmq';
+import { DelayedError, type Job, type WorkerOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { RegistryReader } from '@restash/shared/data-access-registry';
 import { QueueStore } from '@restash/queue/data-access-store';
 import { DeliveryError, type DeliveryResponse, HttpDeliverer } from '@restash/queue/data-access-delivery';
@@ -31,6 +32,24 @@ export class RetryLater extends Error {
 /** BullMQ's backoff strategy of the deliveries: the delay a {@link RetryLater} carries, else 0. */
 export function retryLaterBackoff(_attemptsMade: number, _type: string | undefined, error: Error | undefined): number {
   return error instanceof RetryLater ? error.delayMs : 0;
+}
+
+/**
+ * The settings of every BullMQ Worker of deliveries (the `deliveries` queue's and each lane's): not started until
+ * the caller runs it, the worker's concurrency, lock and stall settings (LOCK_DURATION_MS, STALLED_INTERVAL_MS,
+ * MAX_STALLED_COUNT) and {@link retryLaterBackoff}.
+ */
+export function deliveryWorkerOptions(config: QueueWorkerConfig, connection: Redis): WorkerOptions {
+  return {
+    autorun: false,
+    connection,
+    prefix: config.store.options.prefix,
+    concurrency: config.concurrency,
+    lockDuration: config.lockDurationMs,
+    stalledInterval: config.stalledIntervalMs,
+    maxStalledCount: config.maxStalledCount,
+    settings: { backoffStrategy: retryLaterBackoff },
+  };
 }
 
 /** A message whose registry or store calls failed through their in-place retries comes back this much later, in ms. */

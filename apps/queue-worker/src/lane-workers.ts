@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { QueueStore } from '@restash/queue/data-access-store';
 import type { QueueMessage } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
-import { DeliveryProcessor, RetryLater, retryLaterBackoff } from './delivery.processor';
+import { DeliveryProcessor, RetryLater, deliveryWorkerOptions } from './delivery.processor';
 
 /** How often the lane set is read again (a missed "lanes changed" message) and this replica's entry refreshed, in ms. */
 export const LANE_RESYNC_MS = 5_000;
@@ -134,17 +134,7 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   private start(name: string): void {
-    const config = this.config;
-    const worker = new Worker<QueueMessage>(name, (job, token) => this.processor.process(job, token), {
-      autorun: false,
-      connection: this.connection,
-      prefix: config.store.options.prefix,
-      concurrency: config.concurrency,
-      lockDuration: config.lockDurationMs,
-      stalledInterval: config.stalledIntervalMs,
-      maxStalledCount: config.maxStalledCount,
-      settings: { backoffStrategy: retryLaterBackoff },
-    });
+    const worker = new Worker<QueueMessage>(name, (job, token) => this.processor.process(job, token), deliveryWorkerOptions(this.config, this.connection));
     worker.on('error', (error) => this.logger.warn(`lane ${name}: ${String(error)}`));
     const seen = () => this.lastSeen.has(name) && this.lastSeen.set(name, Date.now());
     worker.on('active', seen);

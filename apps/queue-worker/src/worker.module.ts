@@ -7,7 +7,7 @@ import { DELIVERY_QUEUE, QueueStore, ScheduleStore, UrlGroupStore } from '@resta
 import { HttpDeliverer } from '@restash/queue/data-access-delivery';
 import { type QueueMessage, parseAllowlist } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
-import { DeliveryProcessor, retryLaterBackoff } from './delivery.processor';
+import { DeliveryProcessor, deliveryWorkerOptions } from './delivery.processor';
 import { DeliveryWorker } from './delivery.worker';
 import { ScheduleProcessor, ScheduleWorker } from './schedule.worker';
 import { LaneWorkers } from './lane-workers';
@@ -82,16 +82,7 @@ export class WorkerModule implements OnApplicationShutdown {
           provide: Worker,
           inject: [WORKER_REDIS, DeliveryProcessor],
           useFactory: (connection: Redis, processor: DeliveryProcessor) =>
-            new Worker<QueueMessage>(DELIVERY_QUEUE, (job, token) => processor.process(job, token), {
-              autorun: false,
-              connection,
-              prefix: config.store.options.prefix,
-              concurrency: config.concurrency,
-              lockDuration: config.lockDurationMs,
-              stalledInterval: config.stalledIntervalMs,
-              maxStalledCount: config.maxStalledCount,
-              settings: { backoffStrategy: retryLaterBackoff },
-            }),
+            new Worker<QueueMessage>(DELIVERY_QUEUE, (job, token) => processor.process(job, token), deliveryWorkerOptions(config, connection)),
         },
         DeliveryWorker,
         { provide: ScheduleStore, inject: [QUEUE_REDIS], useFactory: (redis: Redis) => new ScheduleStore(redis, { prefix: config.store.options.prefix }) },
