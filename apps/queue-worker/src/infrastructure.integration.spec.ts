@@ -8,25 +8,40 @@ import { QueueStore } from '@restash/queue/data-access-store';
 import { type QueueMessage, newMessageId } from '@restash/queue/util-message';
 import { registerQueueProject } from './testing/registry';
 
-/** A destination on 127.0.0.1 that records each request's path and headers and answers 200 after `answerAfterMs`. */
-async function startSlowSink(answerAfterMs: number): Promise<{ url: string; on(path: string): IncomingHttpHeaders[]; close(): Promise<void> }> {
+/**
+ * A destination on 127.0.0.1 that records each request's path and headers and answers 200 at once, except on
+ * the paths `hold`s names: those answers wait for `release(path)`, so that a test can stop a Redis between a
+ * request and its answer however slow the machine is.
+ */
+async function startGatedSink(): Promise<{ url: string; on(path: string): IncomingHttpHeaders[]; hold(path: string): void; release(path: string): void; close(): Promise<void> }> {
   const received: Array<{ path: string; headers: IncomingHttpHeaders }> = [];
+  const held = new Map<string, Array<() => void>>();
   const server: Server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      received.push({ path: req.url ?? '/', headers: req.headers });
-      setTimeout(() => res.end('ok'), answerAfterMs);
+      const path = req.url ?? '/';
+      received.push({ path, headers: req.headers });
+      const waiting = held.get(path);
+      if (waiting) waiting.push(() => res.end('ok'));
+      else res.end('ok');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     on: (path) => received.filter((r) => r.path === path).map((r) => r.headers),
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    hold: (path) => void held.set(path, []),
+    release: (path) => {
+      for (const answer of held.get(path) ?? []) answer();
+      held.delete(path);
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * queue-worker (its own process) through outages of its Redis servers: a failed registry or store call is
@@ -39,7 +54,7 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
   let control: RedisServer;
   let queueRedis: RedisServer;
   let worker: AppProcess;
-  let sink: Awaited<ReturnType<typeof startSlowSink>>;
+  let sink: Awaited<ReturnType<typeof startGatedSink>>;
   let storeRedis: Redis;
   let store: QueueStore;
 
@@ -47,7 +62,7 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     [control, queueRedis, sink] = await Promise.all([
       startRedisServer({ config: ['appendonly yes', 'appendfsync always'] }),
       startRedisServer({ config: [...QUEUE_REDIS_CONFIG, 'appendfsync always'] }),
-      startSlowSink(1_500),
+      startGatedSink(),
     ]);
     await registerQueueProject(control.url, sealKey);
     storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
@@ -106,22 +121,26 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
   };
 
   it('delivers once, no attempt spent, when the control Redis stops while the destination answers', async () => {
+    sink.hold('/control-outage');
     const messageId = await publish('/control-outage', 3);
     await eventually(() => expect(sink.on('/control-outage')).toHaveLength(1), 15_000);
-    await control.kill(); // the answer comes 1.5 s after the request; the project check after it fails
-    await sleep(2_500);
+    const before = await retriesCounted('registry');
+    await control.kill();
+    sink.release('/control-outage'); // the project check after the answer fails, and is retried in place
+    await eventually(async () => expect(await retriesCounted('registry')).toBeGreaterThan(before), 15_000, 100);
     await control.start();
     expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
     const requests = sink.on('/control-outage');
     expect(requests).toHaveLength(1);
     expect(requests[0]?.['upstash-retried']).toBe('0');
-    expect(await retriesCounted('registry')).toBeGreaterThan(0);
   }, 60_000);
 
   it('does not lose a message without retries that comes due while the control Redis is down', async () => {
+    const before = await retriesCounted('registry');
     await control.kill();
     const messageId = await publish('/due-during-outage', 0);
-    await sleep(2_000); // the worker took it and retries the project lookup
+    // The worker took it and retries the project lookup in place.
+    await eventually(async () => expect(await retriesCounted('registry')).toBeGreaterThan(before), 15_000, 100);
     expect(sink.on('/due-during-outage')).toHaveLength(0);
     await control.start();
     expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
@@ -132,27 +151,28 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
   it('puts a message back in the queue, no attempt spent, when the control Redis stays down past the in-place retries', async () => {
     await control.kill();
     const messageId = await publish('/long-outage', 0);
-    // Past the in-place retries: 15 s, plus the last call, which ioredis fails after a few reconnects (up to 10 s seen).
-    await sleep(30_000);
+    // Past the in-place retries (15 s, plus the last call, which ioredis fails after a few reconnects: up to 10 s seen).
+    const requeued = /^restash_queue_delivery_duration_seconds_count\{tenant="",outcome="requeued"\} [1-9]/m;
+    await eventually(async () => expect(await (await fetch(`${worker.managementUrl}/metrics`)).text()).toMatch(requeued), 60_000, 500);
+    expect(sink.on('/long-outage')).toHaveLength(0);
     await control.start();
     expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
     expect(sink.on('/long-outage')).toHaveLength(1);
     expect(sink.on('/long-outage')[0]?.['upstash-retried']).toBe('0');
-    const metrics = await (await fetch(`${worker.managementUrl}/metrics`)).text();
-    expect(metrics).toMatch(/^restash_queue_delivery_duration_seconds_count\{tenant="",outcome="requeued"\} [1-9]/m);
   }, 90_000);
 
   it('delivers once, no attempt spent, when the queue Redis stops while the destination answers', async () => {
     const before = await retriesCounted('store');
+    sink.hold('/store-outage');
     const messageId = await publish('/store-outage', 3);
     await eventually(() => expect(sink.on('/store-outage')).toHaveLength(1), 15_000);
-    await queueRedis.kill(); // the answer comes 1.5 s after the request; storing its outcome fails
-    await sleep(2_500);
+    await queueRedis.kill();
+    sink.release('/store-outage'); // storing the outcome fails, and is retried in place
+    await eventually(async () => expect(await retriesCounted('store')).toBeGreaterThan(before), 15_000, 100);
     await queueRedis.start();
     expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
     const requests = sink.on('/store-outage');
     expect(requests).toHaveLength(1);
     expect(requests[0]?.['upstash-retried']).toBe('0');
-    expect(await retriesCounted('store')).toBeGreaterThan(before);
   }, 60_000);
 });
