@@ -386,7 +386,7 @@ build_python_service() {
 
 build_qdrant_local() {
   build_python_service qdrant-local 6333 'qdrant-local: the subset of the Qdrant REST API restash uses, over Qdrant Edge (dev and tests)' \
-    qdrant_edge qdrant_edge_py-0.9.0.dist-info
+    qdrant_edge qdrant_edge_py-0.9.0.dist-info orjson orjson-3.13.0.dist-info
 }
 
 build_embedder_local() {

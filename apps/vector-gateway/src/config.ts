@@ -16,6 +16,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | EMBEDDER_TIMEOUT_MS | 30000 | an embeddings call unanswered this long fails with 502 |
  * | FILTER_SCAN_LIMIT | 10000 | most candidates a query reads to apply a filter Qdrant can only narrow |
  * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
+ * | SPARSE_VECTOR_CACHE_BYTES | 67108864 | memory for the stored sparse vectors of recent sparse hits (exact rescoring without reading them again); 0: none |
  * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
  *
  * An index's Qdrant and embedding API keys come from its registry record (sealed there, opened with REGISTRY_SEAL_KEY).
@@ -29,6 +30,7 @@ export const vectorGatewayEnvSchema = z
     EMBEDDER_TIMEOUT_MS: env.positiveInt(30_000),
     FILTER_SCAN_LIMIT: env.positiveInt(10_000),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
+    SPARSE_VECTOR_CACHE_BYTES: z.coerce.number().int().nonnegative().default(64 * 1024 * 1024),
   })
   .transform((e) => ({
     http: httpServiceConfig('vector-gateway', e),
@@ -37,6 +39,7 @@ export const vectorGatewayEnvSchema = z
     embedderTimeoutMs: e.EMBEDDER_TIMEOUT_MS,
     filterScanLimit: e.FILTER_SCAN_LIMIT,
     registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+    sparseVectorCacheBytes: e.SPARSE_VECTOR_CACHE_BYTES,
     registrySealKey: e.REGISTRY_SEAL_KEY,
   }));
 

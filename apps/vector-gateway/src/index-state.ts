@@ -1,9 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { registryKeys } from '@restash/shared/data-access-registry';
 import type { QueryInput } from '@restash/vector/util-query';
 
 /** The write-counter field bumped by every write of an index, whatever its namespace. */
 const ANY_WRITE = '\0any';
+/**
+ * A random id set by the index's first write: the write counters restart when an index is deleted
+ * (its hash goes with it) and made again under the same name, so versions carry this epoch too.
+ */
+const EPOCH = '\0epoch';
 
 /** A resumable query between its calls (README, "Vector: records and results"). */
 export interface ResumableState {
@@ -63,22 +69,22 @@ export class IndexState {
   }
 
   /**
-   * Records that a namespace (`*`: every namespace) changed: bumps its write counter, which versions
-   * what replicas cache about it (IDF statistics), and the index's {@link ANY_WRITE} counter, which
-   * versions what they cache about the whole collection.
+   * Records that a namespace (`*`: every namespace) changed, after the change reached Qdrant: bumps its
+   * write counter, which versions what replicas cache about it (IDF statistics, sparse vectors), and the
+   * index's {@link ANY_WRITE} counter, which versions what they cache about the whole collection.
    */
   async wrote(index: string, namespace: string): Promise<void> {
     const key = registryKeys.vectorWrites(index);
-    await this.redis.multi().hincrby(key, namespace, 1).hincrby(key, ANY_WRITE, 1).exec();
+    await this.redis.multi().hsetnx(key, EPOCH, randomUUID()).hincrby(key, namespace, 1).hincrby(key, ANY_WRITE, 1).exec();
   }
 
   /**
-   * The versions of a namespace's content (its write counter and the index-wide one, `<ns>/<*>`) and of
-   * the whole collection's (the {@link ANY_WRITE} counter), in one round trip.
+   * The versions of a namespace's content (`<epoch>/<ns>/<*>`: its write counter and the index-wide one)
+   * and of the whole collection's (`<epoch>/<any>`: the {@link ANY_WRITE} counter), in one round trip.
    */
   async versions(index: string, namespace: string): Promise<{ namespace: string; collection: string }> {
-    const [own, all, any] = await this.redis.hmget(registryKeys.vectorWrites(index), namespace, '*', ANY_WRITE);
-    return { namespace: `${own ?? 0}/${all ?? 0}`, collection: any ?? '0' };
+    const [own, all, any, epoch] = await this.redis.hmget(registryKeys.vectorWrites(index), namespace, '*', ANY_WRITE, EPOCH);
+    return { namespace: `${epoch ?? ''}/${own ?? 0}/${all ?? 0}`, collection: `${epoch ?? ''}/${any ?? 0}` };
   }
 
   /** Forgets a namespace. */

@@ -85,6 +85,26 @@ describe('vector-gateway sparse and hybrid indexes with the official SDK', () =>
     ]);
   });
 
+  it('rescores with each vector as last written, although the gateway keeps the vectors of recent hits', async () => {
+    const ns = sparse.namespace('rescore');
+    const scores = async (weightingStrategy?: WeightingStrategy) =>
+      (await ns.query({ sparseVector: { indices: [1], values: [1] }, topK: 5, weightingStrategy })).map((h) => [h.id, h.score]);
+    await ns.upsert([
+      { id: 'a', sparseVector: { indices: [1], values: [1] } },
+      { id: 'b', sparseVector: { indices: [1, 2], values: [2, 1] } },
+    ]);
+    for (let i = 0; i < 2; i++) expect(await scores()).toEqual([['b', 2], ['a', 1]]); // the second from kept vectors
+    await ns.update({ id: 'a', sparseVector: { indices: [1], values: [3] } });
+    expect(await scores()).toEqual([['a', 3], ['b', 2]]);
+    await ns.upsert({ id: 'b', sparseVector: { indices: [1], values: [0.5] } });
+    expect(await scores()).toEqual([['a', 3], ['b', 0.5]]);
+    // N = 2, n = 2: ln 1.2 = 0.18232156 per unit.
+    expect(await scores(WeightingStrategy.IDF)).toEqual([['a', 0.5469647], ['b', 0.09116078]]);
+    await ns.reset();
+    await ns.upsert({ id: 'a', sparseVector: { indices: [1], values: [4] } });
+    expect(await scores()).toEqual([['a', 4]]);
+  });
+
   it('fuses RRF queries as the two one-sided queries fused by Upstash’s formula, whether or not the namespace is the whole collection', async () => {
     // Deterministic pseudo-random vectors: 80 points over 12 sparse dimensions, so that the IDF per
     // namespace and per collection differ once another namespace holds vectors.

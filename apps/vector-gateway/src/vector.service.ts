@@ -43,6 +43,7 @@ import {
 } from '@restash/vector/util-query';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { IndexState } from './index-state';
+import { type SparseScope, SparseVectorCache } from './sparse-vector-cache';
 import { VectorMetrics } from './vector-metrics';
 
 /** An authenticated request's view of its index. */
@@ -92,6 +93,8 @@ const MAX_IDF_CACHE = 10_000;
  * them in float32 (the engine's summation order may differ in the last bit) before cutting.
  */
 const SPARSE_EXACT_MARGIN = 2;
+/** How long a cached sparse vector may be used (ms): bounds staleness if a write's version bump was lost (SparseVectorCache). */
+const SPARSE_VECTOR_CACHE_TTL_MS = 60_000;
 
 /** What IDF needs of a namespace (upstash-compat.md §2.4), as of one version of its content. */
 interface IdfStats {
@@ -109,10 +112,11 @@ interface IdfStats {
   exclusive?: boolean;
 }
 
-/** A query's IDF weights per dimension, and whether the engine's IDF ranking is already Upstash's (IdfStats.exclusive). */
+/** A query's IDF weights per dimension, whether the engine's IDF ranking is already Upstash's (IdfStats.exclusive), and the namespace version they are of. */
 interface IdfWeights {
   weights: Map<number, number>;
   exclusive: boolean;
+  version: string;
 }
 
 /** Which side(s) of the index a query searches, with what. */
@@ -147,6 +151,8 @@ export class VectorService implements OnModuleInit {
 
   /** IDF statistics per index and namespace, versioned by the namespace's write counter (idfWeights). */
   private readonly idfStats = new Map<string, IdfStats>();
+  /** Stored sparse vectors of recent hits, versioned the same way (withSparseVectors). */
+  private readonly sparseVectors: SparseVectorCache;
 
   constructor(
     @Inject(CONTROL_REDIS) control: Redis,
@@ -157,6 +163,7 @@ export class VectorService implements OnModuleInit {
   ) {
     this.state = new IndexState(control);
     this.stores = new QdrantStores({ timeoutMs: config.qdrantTimeoutMs }, pointId);
+    this.sparseVectors = new SparseVectorCache(config.sparseVectorCacheBytes, SPARSE_VECTOR_CACHE_TTL_MS);
     metrics.trackOpenIndexes(() => this.stores.size);
   }
 
@@ -615,12 +622,34 @@ export class VectorService implements OnModuleInit {
     }
     const overfetch = Math.min(Math.max(limit * SPARSE_OVERFETCH, SPARSE_MIN_CANDIDATES), this.config.filterScanLimit);
     const fetch = fused?.depth ?? (idf?.exclusive ? limit + SPARSE_EXACT_MARGIN : Math.max(limit, overfetch));
-    const hits = await this.rawHits(session, namespace, query, filter, fetch, { ...want, sparse: true });
+    const version = idf?.version ?? (await this.stateCall(session, () => this.state.versions(session.index.id, namespace))).namespace;
+    const scope = { collection: session.index.collection, namespace, version };
+    const hits = await this.withSparseVectors(session, scope, await this.rawHits(session, namespace, query, filter, fetch, want));
     return hits
       .filter((h) => h.sparseVector)
       .map((h) => ({ ...h, rawScore: sparseScore(query.sparse, h.sparseVector as SparseVector, idf?.weights) }))
       .sort(byScoreThenId)
       .slice(0, limit);
+  }
+
+  /**
+   * Gives every hit its stored sparse vector, for exact rescoring: the one Qdrant sent (includeVectors),
+   * else this replica's copy (SparseVectorCache, under the namespace's version), else the one Qdrant
+   * holds, read in one request for all the misses; remembers what it read. A hit whose vector has gone
+   * (deleted since the search) gets none, and sparseSide drops it.
+   */
+  private async withSparseVectors(session: Session, scope: SparseScope, hits: ScoredVector[]): Promise<ScoredVector[]> {
+    const cached = this.sparseVectors.getMany(scope, hits.filter((h) => !h.sparseVector).map((h) => h.id));
+    const missing = hits.filter((h) => !h.sparseVector && !cached.has(h.id)).map((h) => h.id);
+    const read =
+      missing.length > 0
+        ? await this.engine(session, () => session.store.retrieve(scope.namespace, missing, { vector: false, metadata: false, data: false, sparse: true }))
+        : new Map<string, StoredVector>();
+    return hits.map((h) => {
+      const sparseVector = h.sparseVector ?? cached.get(h.id) ?? read.get(h.id)?.sparseVector;
+      if (sparseVector && !cached.has(h.id)) this.sparseVectors.set(scope, h.id, sparseVector);
+      return sparseVector ? { ...h, sparseVector } : h;
+    });
   }
 
   /**
@@ -662,7 +691,7 @@ export class VectorService implements OnModuleInit {
       cached.collectionVersion = versions.collection;
       cached.exclusive = collectionTotal === total;
     }
-    return { weights: new Map(dimensions.map((d) => [d, idf(total, cached.counts.get(d) ?? 0)])), exclusive: cached.exclusive === true };
+    return { weights: new Map(dimensions.map((d) => [d, idf(total, cached.counts.get(d) ?? 0)])), exclusive: cached.exclusive === true, version: versions.namespace };
   }
 
   /**
