@@ -1,3 +1,5 @@
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Client } from '@upstash/qstash';
 import { Redis } from 'ioredis';
 import { queueProjectId } from '@restash/shared/data-access-registry';
@@ -110,6 +112,43 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
     await eventually(() => expect(sink.on('/ordered-batch').bodies).toEqual(Array.from({ length: 10 }, (_, i) => String(i))), 30_000);
     expect(sink.on('/ordered-batch').maxInFlight).toBe(1);
   }, 60_000);
+
+  it('holds a queue while its message waits for a retry, as QStash does; a cancel releases it', async () => {
+    // A destination that answers 500 to the bodies starting with "fail" (the first time only for "fail-once"), 200 to the others.
+    const arrivals: string[] = [];
+    const server: Server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString();
+        arrivals.push(`${body}:${String(req.headers['upstash-retried'])}`);
+        const fails = body === 'fail-always' || (body === 'fail-once' && arrivals.filter((a) => a.startsWith('fail-once:')).length === 1);
+        res.statusCode = fails ? 500 : 200;
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/held`;
+    try {
+      const queue = client.queue({ queueName: 'held-retry' });
+      for (const body of ['fail-once', 'next']) await queue.enqueue({ url, body, retries: 2, retryDelay: '1500' });
+      // The second message starts only once the first is delivered on its retry (Upstash-Retried 1).
+      await eventually(() => expect(arrivals).toEqual(['fail-once:0', 'fail-once:1', 'next:0']), 30_000);
+
+      arrivals.length = 0;
+      const { messageId } = await queue.enqueue({ url, body: 'fail-always', retries: 3, retryDelay: '600000' });
+      await queue.enqueue({ url, body: 'after-cancel', retries: 0 });
+      await eventually(() => expect(arrivals).toEqual(['fail-always:0']), 15_000);
+      await sleep(1_500);
+      expect(arrivals).toEqual(['fail-always:0']); // held: the retry is 10 minutes away
+      await client.messages.cancel(messageId);
+      await eventually(() => expect(arrivals).toEqual(['fail-always:0', 'after-cancel:0']), 15_000);
+      await eventually(async () => expect((await client.logs({ messageIds: [messageId] })).logs.map((l) => l.state)).toContain('CANCELLED'), 15_000);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 90_000);
 
   it('keeps a waiting lane message findable past the retention; once settled its lane record expires with the job', async () => {
     const redis = new Redis(stack.queueRedis.url);

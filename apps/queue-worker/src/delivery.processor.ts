@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DelayedError, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -55,6 +56,9 @@ export function deliveryWorkerOptions(config: QueueWorkerConfig, connection: Red
 /** A message whose registry or store calls failed through their in-place retries comes back this much later, in ms. */
 export const REQUEUE_DELAY_MS = 10_000;
 
+/** While a queue's message waits for its retry in place, a cancel of it is looked for this often, in ms. */
+export const HOLD_CANCEL_CHECK_MS = 1_000;
+
 /** What one attempt got: an HTTP answer, or the reason there was none. */
 type Attempt = { response: DeliveryResponse; error?: undefined } | { response?: undefined; error: string };
 
@@ -74,10 +78,19 @@ type Attempt = { response: DeliveryResponse; error?: undefined } | { response?: 
  *
  * A message whose project has left the registry (its tenant or project deleted) is dropped: not
  * delivered, and nothing written under the project, before an attempt or after one under way.
+ *
+ * A message of a queue (`queueName`) holds its place while it waits for a retry, as QStash's queues do ("the
+ * next message will be ACTIVE only after the last message is either DELIVERED or FAILED"): its job stays
+ * active, BullMQ renewing its lock, so the queue's parallelism counts it, and the next attempt runs in place.
+ * The retries made in place are the job's progress (`Upstash-Retried` = BullMQ's attempts + progress), so a
+ * job taken over after a crash goes on counting. A cancel is looked for every {@link HOLD_CANCEL_CHECK_MS}; at
+ * shutdown ({@link endHolds}) the wait moves to BullMQ's delayed set (the queue is then not held until the retry).
  */
 @Injectable()
 export class DeliveryProcessor {
   private readonly logger = new Logger(DeliveryProcessor.name);
+  /** Aborted by {@link endHolds}: ends the waits of held queue messages. */
+  private readonly shutdown = new AbortController();
 
   constructor(
     @Inject(WORKER_CONFIG) private readonly config: QueueWorkerConfig,
@@ -93,27 +106,73 @@ export class DeliveryProcessor {
    * @throws RetryLater when the message will be retried; DelayedError when it was put back without an attempt spent
    */
   async process(job: Job<QueueMessage>, token?: string): Promise<void> {
-    const started = performance.now();
-    const seen = { tenant: '' };
-    try {
-      const outcome = await this.attemptOnce(job.data, job.attemptsMade, seen);
-      this.metrics.observeAttempt(seen.tenant, outcome, (performance.now() - started) / 1000);
-    } catch (error) {
-      if (error instanceof RetryLater) this.metrics.observeAttempt(seen.tenant, 'retry', (performance.now() - started) / 1000);
-      if (!(error instanceof InfrastructureUnavailable)) throw error;
-      this.metrics.observeAttempt(seen.tenant, 'requeued', (performance.now() - started) / 1000);
+    for (let held = typeof job.progress === 'number' ? job.progress : 0; ; held++) {
+      const started = performance.now();
+      const seen = { tenant: '' };
       try {
-        await job.moveToDelayed(Date.now() + REQUEUE_DELAY_MS, token);
-        this.logger.error(`message ${job.id ?? '?'}: ${error.message}; back in the queue in ${REQUEUE_DELAY_MS} ms, no attempt spent`);
-      } catch (moveError) {
-        this.logger.error(
-          `message ${job.id ?? '?'}: ${error.message}, and it could not be put back (${String(moveError)}); ` +
-            `it returns when its lock lapses (${this.config.lockDurationMs} ms), no attempt spent`,
-        );
+        const outcome = await this.attemptOnce(job.data, job.attemptsMade + held, seen);
+        this.metrics.observeAttempt(seen.tenant, outcome, (performance.now() - started) / 1000);
+        return;
+      } catch (error) {
+        if (error instanceof RetryLater) this.metrics.observeAttempt(seen.tenant, 'retry', (performance.now() - started) / 1000);
+        if (!(error instanceof RetryLater) || job.data.queueName === undefined) return this.settleError(job, error, token, seen.tenant, started);
+        try {
+          await this.holdForRetry(job, held + 1, error.delayMs, token);
+        } catch (holdError) {
+          return this.settleError(job, holdError, token, seen.tenant, started);
+        }
       }
-      // BullMQ neither fails nor retries a job whose processor throws DelayedError.
-      throw new DelayedError();
     }
+  }
+
+  /**
+   * Ends the waits of held queue messages for good (their jobs move to BullMQ's delayed set, due when their retries
+   * are), so that the Workers running them can close: LaneWorkers calls it at shutdown before closing them.
+   */
+  endHolds(): void {
+    this.shutdown.abort();
+  }
+
+  /**
+   * Waits `delayMs` in place for the next attempt of a queue's message, its job active (see the class). Returns
+   * early when a cancel of the message was requested (the next attempt then ends it).
+   * @throws DelayedError at shutdown, after moving the job to BullMQ's delayed set until the retry is due
+   */
+  private async holdForRetry(job: Job<QueueMessage>, held: number, delayMs: number, token: string | undefined): Promise<void> {
+    await this.call('store', () => job.updateProgress(held));
+    const due = Date.now() + delayMs;
+    for (let left = delayMs; left > 0; left = due - Date.now()) {
+      try {
+        await sleep(Math.min(left, HOLD_CANCEL_CHECK_MS), undefined, { signal: this.shutdown.signal });
+      } catch {
+        await job.moveToDelayed(due, token);
+        throw new DelayedError();
+      }
+      if (await this.call('store', () => this.store.cancelRequested(job.data.messageId))) return;
+    }
+  }
+
+  /**
+   * After an attempt (or a held wait) threw: a {@link RetryLater} goes to BullMQ (its backoff is the retry's
+   * delay), as does a DelayedError; an {@link InfrastructureUnavailable} puts the message back in the queue
+   * without an attempt spent.
+   * @param started when the attempt started (performance.now(), ms), for the metrics
+   * @throws the error BullMQ acts on
+   */
+  private async settleError(job: Job<QueueMessage>, error: unknown, token: string | undefined, tenant: string, started: number): Promise<never> {
+    if (!(error instanceof InfrastructureUnavailable)) throw error;
+    this.metrics.observeAttempt(tenant, 'requeued', (performance.now() - started) / 1000);
+    try {
+      await job.moveToDelayed(Date.now() + REQUEUE_DELAY_MS, token);
+      this.logger.error(`message ${job.id ?? '?'}: ${error.message}; back in the queue in ${REQUEUE_DELAY_MS} ms, no attempt spent`);
+    } catch (moveError) {
+      this.logger.error(
+        `message ${job.id ?? '?'}: ${error.message}, and it could not be put back (${String(moveError)}); ` +
+          `it returns when its lock lapses (${this.config.lockDurationMs} ms), no attempt spent`,
+      );
+    }
+    // BullMQ neither fails nor retries a job whose processor throws DelayedError.
+    throw new DelayedError();
   }
 
   /** @returns how the attempt ended @throws RetryLater, or InfrastructureUnavailable */

@@ -74,9 +74,13 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
     }, 100);
   }
 
-  /** Closes every lane Worker (letting the attempts under way finish), then the connections. */
+  /**
+   * Closes every lane Worker (letting the attempts under way finish; the messages of queues waiting for a retry
+   * in place go to BullMQ's delayed set: DeliveryProcessor.endHolds), then the connections.
+   */
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
+    this.processor.endHolds();
     clearInterval(this.timer);
     clearTimeout(this.wakeTimer);
     await this.syncing;
