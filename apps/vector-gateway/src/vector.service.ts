@@ -545,8 +545,9 @@ export class VectorService implements OnModuleInit {
    * `seen`, fused with the query's algorithm (RRF by default; README, "Vector: index types"); the
    * first `take` of the fused list, `rawScore` being the fused score. DBSF fuses dense scores
    * computed in float32 from the stored vectors, as Upstash does (float32Score). An RRF query whose
-   * sides the engine ranks as Upstash does (engineRanksSparse; no `seen`, no filter the gateway must
-   * apply itself) is fused by the engine in one request (Qdrant's RRF with k 60 is Upstash's formula;
+   * sides the engine ranks as Upstash does (a text query's sparse side, BM25 on the engine, or an IDF
+   * query's on a namespace that is the whole collection: IdfStats.exclusive; no `seen`, no filter the
+   * gateway must apply itself) is fused by the engine in one request (Qdrant's RRF with k 60 is Upstash's formula;
    * its score is summed in float32, ties in the engine's order).
    */
   private async fused(session: Session, namespace: string, q: QueryInput, plan: Plan, depth: number, take: number, seen: ReadonlySet<string>): Promise<ScoredVector[]> {
@@ -555,7 +556,9 @@ export class VectorService implements OnModuleInit {
     const want = wantOf(q.include);
     const dense = plan.dense as number[];
     const sparse = plan.sparse as NonNullable<Plan['sparse']>;
-    if (algorithm === 'RRF' && seen.size === 0 && (!filter || filter.exact) && (await this.engineRanksSparse(session, namespace, q, sparse))) {
+    const idf = 'sparse' in sparse && q.weightingStrategy === 'IDF' ? await this.idfWeights(session, namespace, sparse.sparse.indices) : undefined;
+    const engineRanksSparse = !('sparse' in sparse) || idf?.exclusive === true;
+    if (algorithm === 'RRF' && seen.size === 0 && (!filter || filter.exact) && engineRanksSparse) {
       // Both sides' rankings are Upstash's: the engine fuses them with Upstash's RRF, in one request.
       const sides = [{ dense }, 'sparse' in sparse ? { sparse: sparse.sparse } : { sparseText: sparse.sparseText }];
       return this.engine(session, () =>
@@ -565,7 +568,7 @@ export class VectorService implements OnModuleInit {
     const [denseHits, sparseHits] = await Promise.all([
       this.denseSide(session, namespace, dense, filter, depth, algorithm === 'DBSF' ? { ...want, vector: true } : want),
       // The fused depth is already the margin: no over-fetch on top of it.
-      this.sparseSide(session, namespace, q, sparse, filter, depth, want, { depth, ranksOnly: algorithm === 'RRF' }),
+      this.sparseSide(session, namespace, q, sparse, filter, depth, want, { depth, ranksOnly: algorithm === 'RRF', idf }),
     ]);
     const similarity = session.index.similarityFunction;
     const byId = new Map<string, ScoredVector>();
@@ -601,8 +604,9 @@ export class VectorService implements OnModuleInit {
    * {@link SPARSE_OVERFETCH} times more (at least {@link SPARSE_MIN_CANDIDATES}); only
    * {@link SPARSE_EXACT_MARGIN} more when the query asks for IDF and the namespace is the whole collection
    * (Qdrant's ranking is then Upstash's). A side of a fused query reads `fused.depth` candidates; with
-   * `ranksOnly` (RRF) and an exact ranking it keeps Qdrant's order without reading sparse vectors. A text
-   * query (BM25 on the engine) keeps Qdrant's score, the query's sparse vector being the engine's.
+   * `ranksOnly` (RRF) and an exact ranking it keeps Qdrant's order without reading sparse vectors, and
+   * `fused.idf` is the IDF the fused query read already. A text query (BM25 on the engine) keeps
+   * Qdrant's score, the query's sparse vector being the engine's.
    */
   private async sparseSide(
     session: Session,
@@ -612,10 +616,10 @@ export class VectorService implements OnModuleInit {
     filter: PreparedFilter | undefined,
     limit: number,
     want: Want,
-    fused?: { depth: number; ranksOnly: boolean },
+    fused?: { depth: number; ranksOnly: boolean; idf?: IdfWeights },
   ): Promise<ScoredVector[]> {
     if (!('sparse' in query)) return (await this.rawHits(session, namespace, query, filter, limit, want)).sort(byScoreThenId);
-    const idf = q.weightingStrategy === 'IDF' ? await this.idfWeights(session, namespace, query.sparse.indices) : undefined;
+    const idf = q.weightingStrategy !== 'IDF' ? undefined : (fused?.idf ?? (await this.idfWeights(session, namespace, query.sparse.indices)));
     if (idf?.exclusive && fused?.ranksOnly) {
       // RRF needs the ranks only, and the engine's are exact: no vectors to read, no rescoring.
       return (await this.rawHits(session, namespace, query, filter, fused.depth, want)).sort(byScoreThenId);
@@ -650,15 +654,6 @@ export class VectorService implements OnModuleInit {
       if (sparseVector && !cached.has(h.id)) this.sparseVectors.set(scope, h.id, sparseVector);
       return sparseVector ? { ...h, sparseVector } : h;
     });
-  }
-
-  /**
-   * Whether the engine's ranking of a sparse side is Upstash's: a text query's (BM25 on the engine, whose
-   * score we keep), or an IDF query's when the namespace is the whole collection (IdfStats.exclusive).
-   */
-  private async engineRanksSparse(session: Session, namespace: string, q: QueryInput, sparse: NonNullable<Plan['sparse']>): Promise<boolean> {
-    if (!('sparse' in sparse)) return true;
-    return q.weightingStrategy === 'IDF' && (await this.idfWeights(session, namespace, sparse.sparse.indices)).exclusive;
   }
 
   /**
