@@ -113,7 +113,7 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
     expect(sink.on('/ordered-batch').maxInFlight).toBe(1);
   }, 60_000);
 
-  it('holds a queue while its message waits for a retry, as QStash does; a cancel releases it', async () => {
+  it('holds a queue while its message waits for a retry, as QStash does; a cancel releases it, a deletion ends it', async () => {
     // A destination that answers 500 to the bodies starting with "fail" (the first time only for "fail-once"), 200 to the others.
     const arrivals: string[] = [];
     const server: Server = createServer((req, res) => {
@@ -144,6 +144,15 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
       await client.messages.cancel(messageId);
       await eventually(() => expect(arrivals).toEqual(['fail-always:0', 'after-cancel:0']), 15_000);
       await eventually(async () => expect((await client.logs({ messageIds: [messageId] })).logs.map((l) => l.state)).toContain('CANCELLED'), 15_000);
+
+      // A queue deleted while its message waits: no attempt after the deletion.
+      arrivals.length = 0;
+      const doomed = client.queue({ queueName: 'held-delete' });
+      await doomed.enqueue({ url, body: 'fail-always', retries: 3, retryDelay: '3000' });
+      await eventually(() => expect(arrivals).toEqual(['fail-always:0']), 15_000);
+      await doomed.delete();
+      await sleep(5_000); // past the retry's due time
+      expect(arrivals).toEqual(['fail-always:0']);
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

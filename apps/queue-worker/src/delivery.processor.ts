@@ -56,7 +56,7 @@ export function deliveryWorkerOptions(config: QueueWorkerConfig, connection: Red
 /** A message whose registry or store calls failed through their in-place retries comes back this much later, in ms. */
 export const REQUEUE_DELAY_MS = 10_000;
 
-/** While a queue's message waits for its retry in place, a cancel of it is looked for this often, in ms. */
+/** While a queue's message waits for its retry in place, a cancel of it (or its queue's or project's deletion) is looked for this often, in ms. */
 export const HOLD_CANCEL_CHECK_MS = 1_000;
 
 /** What one attempt got: an HTTP answer, or the reason there was none. */
@@ -83,7 +83,8 @@ type Attempt = { response: DeliveryResponse; error?: undefined } | { response?: 
  * next message will be ACTIVE only after the last message is either DELIVERED or FAILED"): its job stays
  * active, BullMQ renewing its lock, so the queue's parallelism counts it, and the next attempt runs in place.
  * The retries made in place are the job's progress (`Upstash-Retried` = BullMQ's attempts + progress), so a
- * job taken over after a crash goes on counting. A cancel is looked for every {@link HOLD_CANCEL_CHECK_MS}; at
+ * job taken over after a crash goes on counting. A cancel, the project's deletion (teardown) and the queue's are
+ * looked for every {@link HOLD_CANCEL_CHECK_MS}; at
  * shutdown ({@link endHolds}) the wait moves to BullMQ's delayed set (the queue is then not held until the retry).
  */
 @Injectable()
@@ -117,7 +118,10 @@ export class DeliveryProcessor {
         if (error instanceof RetryLater) this.metrics.observeAttempt(seen.tenant, 'retry', (performance.now() - started) / 1000);
         if (!(error instanceof RetryLater) || job.data.queueName === undefined) return this.settleError(job, error, token, seen.tenant, started);
         try {
-          await this.holdForRetry(job, held + 1, error.delayMs, token);
+          if (!(await this.holdForRetry(job, held + 1, error.delayMs, token))) {
+            this.metrics.observeAttempt(seen.tenant, 'dropped', 0);
+            return;
+          }
         } catch (holdError) {
           return this.settleError(job, holdError, token, seen.tenant, started);
         }
@@ -134,11 +138,14 @@ export class DeliveryProcessor {
   }
 
   /**
-   * Waits `delayMs` in place for the next attempt of a queue's message, its job active (see the class). Returns
-   * early when a cancel of the message was requested (the next attempt then ends it).
+   * Waits `delayMs` in place for the next attempt of a queue's message, its job active (see the class). Every
+   * {@link HOLD_CANCEL_CHECK_MS} it looks for what ends the wait early: a cancel request or the project leaving
+   * the registry (the next attempt then cancels or drops the message), or its job gone from the lane (the queue
+   * was deleted: no further attempt).
+   * @returns whether the message may be attempted again (false: its job is gone)
    * @throws DelayedError at shutdown, after moving the job to BullMQ's delayed set until the retry is due
    */
-  private async holdForRetry(job: Job<QueueMessage>, held: number, delayMs: number, token: string | undefined): Promise<void> {
+  private async holdForRetry(job: Job<QueueMessage>, held: number, delayMs: number, token: string | undefined): Promise<boolean> {
     await this.call('store', () => job.updateProgress(held));
     const due = Date.now() + delayMs;
     for (let left = delayMs; left > 0; left = due - Date.now()) {
@@ -148,8 +155,11 @@ export class DeliveryProcessor {
         await job.moveToDelayed(due, token);
         throw new DelayedError();
       }
-      if (await this.call('store', () => this.store.cancelRequested(job.data.messageId))) return;
+      if ((await this.call('store', () => job.getState())) !== 'active') return false;
+      if (await this.call('store', () => this.store.cancelRequested(job.data.messageId))) return true;
+      if (!(await this.call('registry', () => this.registry.queueProject(job.data.project)))) return true;
     }
+    return true;
   }
 
   /**
