@@ -14,6 +14,7 @@ import {
 } from '@restash/queue/util-message';
 import { urlGroupsKey } from './topics';
 import { LaneStore, laneOf } from './lanes';
+import { EventLog } from './event-log';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -58,6 +59,7 @@ export class QueueStore {
   readonly queue: Queue<QueueMessage>;
   /** Queues and flow-control keys: messages with either go to their lane's BullMQ queue, not {@link DELIVERY_QUEUE}. */
   readonly lanes: LaneStore;
+  private readonly eventLog: EventLog;
 
   constructor(
     private readonly redis: Redis,
@@ -65,6 +67,7 @@ export class QueueStore {
   ) {
     this.queue = new Queue<QueueMessage>(DELIVERY_QUEUE, { connection: redis, prefix: options.prefix });
     this.lanes = new LaneStore(redis, options);
+    this.eventLog = new EventLog(redis, options.eventsPerProject);
   }
 
   /**
@@ -222,22 +225,18 @@ export class QueueStore {
     return results[0] as number;
   }
 
-  /** Appends an event to a project's log (trimmed to about `eventsPerProject`). */
-  async addEvent(project: string, event: MessageEvent): Promise<void> {
-    await this.redis.xadd(this.key('events', project), 'MAXLEN', '~', String(this.options.eventsPerProject), '*', 'e', JSON.stringify(event));
+  /** Appends an event to a project's log (trimmed to about `eventsPerProject`). @see addEvents */
+  addEvent(project: string, event: MessageEvent): Promise<void> {
+    return this.addEvents(project, [event]);
   }
 
   /**
-   * Appends events of a project in one round trip, in order (e.g. an attempt's ACTIVE with its outcome): the
-   * XADDs are sent back to back on the connection (which runs them in order), not as an explicit pipeline:
-   * ioredis copies every script defined on the connection (BullMQ's, about 60) into each new pipeline, about
-   * 55 µs, which was a quarter of queue-worker's CPU per delivery (bench/queue/profile.md).
-   * @throws the first failed XADD's error (the others may have been written)
+   * Appends events of a project to its log, in order (e.g. an attempt's ACTIVE with its outcome), in one script
+   * call with the other events appended in the same turn of the event loop ({@link EventLog}).
+   * @throws the Redis error of that call (some of the events may have been written)
    */
-  async addEvents(project: string, events: readonly MessageEvent[]): Promise<void> {
-    const key = this.key('events', project);
-    const max = String(this.options.eventsPerProject);
-    await Promise.all(events.map((event) => this.redis.xadd(key, 'MAXLEN', '~', max, '*', 'e', JSON.stringify(event))));
+  addEvents(project: string, events: readonly MessageEvent[]): Promise<void> {
+    return this.eventLog.append(this.key('events', project), events);
   }
 
   /** A page of a project's events, newest first, filtered. The cursor is the stream id to continue before. */

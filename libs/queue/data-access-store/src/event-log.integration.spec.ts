@@ -1,0 +1,81 @@
+import { Redis } from 'ioredis';
+import type { MessageEvent } from '@restash/queue/util-message';
+import { QUEUE_REDIS_CONFIG, type RedisServer, startRedisServer } from '@restash/platform/util-stack';
+import { EventLog } from './event-log';
+
+function event(messageId: string, state: MessageEvent['state']): MessageEvent {
+  return { time: Date.now(), state, messageId, url: 'http://127.0.0.1:9/hook', callerIp: '127.0.0.1' };
+}
+
+/** The events of a stream, oldest first, as `messageId state`. */
+async function read(redis: Redis, key: string): Promise<string[]> {
+  const entries = await redis.xrange(key, '-', '+');
+  return entries.map(([, fields]) => {
+    const e = JSON.parse(fields[1]) as MessageEvent;
+    return `${e.messageId} ${e.state}`;
+  });
+}
+
+/** Calls of a command so far (INFO commandstats), 0 before its first. */
+async function calls(redis: Redis, command: string): Promise<number> {
+  const info = await redis.info('commandstats');
+  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+}
+
+describe('EventLog on a real Redis', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let log: EventLog;
+
+  beforeAll(async () => {
+    server = await startRedisServer({ config: QUEUE_REDIS_CONFIG });
+    redis = new Redis(server.url);
+    log = new EventLog(redis, 1000);
+  });
+
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  it('writes the appends of one turn in one script call, each stream in the order of the calls', async () => {
+    await log.append('s:warm', [event('m0', 'CREATED')]); // loads the script
+    const before = { scripts: (await calls(redis, 'evalsha')) + (await calls(redis, 'eval')), xadds: await calls(redis, 'xadd') };
+    await Promise.all([
+      log.append('s:a', [event('m1', 'ACTIVE'), event('m1', 'DELIVERED')]),
+      log.append('s:b', [event('m2', 'CREATED')]),
+      log.append('s:a', [event('m3', 'ACTIVE'), event('m3', 'ERROR'), event('m3', 'RETRY')]),
+      log.append('s:b', []),
+    ]);
+    const after = { scripts: (await calls(redis, 'evalsha')) + (await calls(redis, 'eval')), xadds: await calls(redis, 'xadd') };
+    expect(after.scripts - before.scripts).toBe(1);
+    expect(after.xadds - before.xadds).toBe(6);
+    await expect(read(redis, 's:a')).resolves.toEqual(['m1 ACTIVE', 'm1 DELIVERED', 'm3 ACTIVE', 'm3 ERROR', 'm3 RETRY']);
+    await expect(read(redis, 's:b')).resolves.toEqual(['m2 CREATED']);
+  });
+
+  it('rejects every append its failed script call carried, and the next turn writes again', async () => {
+    await redis.set('s:not-a-stream', 'x');
+    const results = await Promise.allSettled([
+      log.append('s:c', [event('m4', 'CREATED')]),
+      log.append('s:not-a-stream', [event('m5', 'CREATED')]),
+      log.append('s:c', [event('m6', 'CREATED')]),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/WRONGTYPE/);
+    // The script stops at the failed XADD: what came before it was written.
+    await expect(read(redis, 's:c')).resolves.toEqual(['m4 CREATED']);
+
+    await log.append('s:c', [event('m7', 'CREATED')]);
+    await expect(read(redis, 's:c')).resolves.toEqual(['m4 CREATED', 'm7 CREATED']);
+  });
+
+  it('never splits one call over two script calls, however many events a turn holds', async () => {
+    const big = Array.from({ length: 700 }, (_, i) => event(`b${i}`, 'CREATED'));
+    const before = (await calls(redis, 'evalsha')) + (await calls(redis, 'eval'));
+    await Promise.all([log.append('s:d', big.slice(0, 300)), log.append('s:d', big.slice(300, 650)), log.append('s:d', big.slice(650))]);
+    // 300 + 350 reaches the 500 of one call only after the second call's last event: the third goes alone.
+    expect((await calls(redis, 'evalsha')) + (await calls(redis, 'eval')) - before).toBe(2);
+    await expect(read(redis, 's:d')).resolves.toEqual(big.map((e) => `${e.messageId} CREATED`));
+  });
+});

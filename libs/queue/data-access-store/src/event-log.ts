@@ -1,0 +1,93 @@
+import type { Redis } from 'ioredis';
+import type { MessageEvent } from '@restash/queue/util-message';
+
+/** KEYS: the stream of each event; ARGV[1]: the approximate MAXLEN; ARGV[i + 1]: event i as JSON. */
+const APPEND_EVENTS_LUA = `
+for i = 1, #KEYS do
+  redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[i + 1])
+end
+return #KEYS`;
+
+/** Events written by one script call (about: a call's events are never split); more go in the next script call, at once. */
+const MAX_EVENTS_PER_WRITE = 500;
+
+interface EventLogScripts {
+  /** @see APPEND_EVENTS_LUA */
+  restashAppendEvents(numberOfKeys: number, ...keysThenArgs: string[]): Promise<number>;
+}
+
+interface Pending {
+  key: string;
+  json: string;
+  /** Settles the append call this event belongs to (set on its last event; the others are undefined). */
+  settle?: { resolve: () => void; reject: (error: unknown) => void };
+}
+
+/**
+ * The projects' event logs (README, "Queue: message, DLQ entry and event shapes"): a Redis stream per project,
+ * one entry per event (field `e`, the event's JSON), trimmed to about `maxLength` entries.
+ *
+ * Writes are gathered: every {@link append} of one turn of the event loop (its I/O callbacks, e.g. the answers of
+ * many deliveries read in one poll) goes to Redis in one script call, run after them (`setImmediate`), so that a
+ * delivery's ACTIVE and outcome events, and the events of the deliveries that ended together, cost one socket
+ * write and one Redis command instead of one per event: each write to a loopback socket was 15–30 µs of
+ * queue-worker's CPU (bench/queue/profile.md). Redis runs the script's XADDs in the order of the calls.
+ */
+export class EventLog {
+  private pending: Pending[] = [];
+  private scheduled = false;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly maxLength: number,
+  ) {}
+
+  /**
+   * Appends `events` to `streamKey`, in order, after the events of earlier calls.
+   * @throws the Redis error of the script call that carried them: some or all of them (and of the other calls
+   *   it carried) may have been written
+   */
+  append(streamKey: string, events: readonly MessageEvent[]): Promise<void> {
+    if (events.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      for (const event of events) this.pending.push({ key: streamKey, json: JSON.stringify(event) });
+      (this.pending.at(-1) as Pending).settle = { resolve, reject };
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const all = this.pending;
+    this.pending = [];
+    // Chunks end after a call's last event: a call's events go in one script call, so it fails or succeeds whole.
+    let start = 0;
+    for (let i = 0; i < all.length; i++) {
+      if (all[i].settle && (i + 1 - start >= MAX_EVENTS_PER_WRITE || i === all.length - 1)) {
+        this.write(all.slice(start, i + 1));
+        start = i + 1;
+      }
+    }
+  }
+
+  private write(chunk: readonly Pending[]): void {
+    const keys = chunk.map((p) => p.key);
+    const args = chunk.map((p) => p.json);
+    this.scripts()
+      .restashAppendEvents(keys.length, ...keys, String(this.maxLength), ...args)
+      .then(
+        () => chunk.forEach((p) => p.settle?.resolve()),
+        (error: unknown) => chunk.forEach((p) => p.settle?.reject(error)),
+      );
+  }
+
+  /** The connection with the script defined (once per connection). */
+  private scripts(): Redis & EventLogScripts {
+    const redis = this.redis as Redis & Partial<EventLogScripts>;
+    if (!redis.restashAppendEvents) redis.defineCommand('restashAppendEvents', { lua: APPEND_EVENTS_LUA });
+    return redis as Redis & EventLogScripts;
+  }
+}
