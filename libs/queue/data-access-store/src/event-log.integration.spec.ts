@@ -70,6 +70,14 @@ describe('EventLog on a real Redis', () => {
     await expect(read(redis, 's:c')).resolves.toEqual(['m4 CREATED', 'm7 CREATED']);
   });
 
+  it('writes a guarded call only if its key exists when the script runs, and says so', async () => {
+    const absent = log.append('s:g', [event('m8', 'CREATED')], 's:job:m8');
+    const present = log.append('s:g', [event('m9', 'CREATED'), event('m9', 'ACTIVE')], 's:job:m9');
+    await redis.set('s:job:m9', '1'); // sent before the script call, which runs after this turn
+    await expect(Promise.all([absent, present, log.append('s:g', [event('m10', 'CREATED')])])).resolves.toEqual([false, true, true]);
+    await expect(read(redis, 's:g')).resolves.toEqual(['m9 CREATED', 'm9 ACTIVE', 'm10 CREATED']);
+  });
+
   it('never splits one call over two script calls, however many events a turn holds', async () => {
     const big = Array.from({ length: 700 }, (_, i) => event(`b${i}`, 'CREATED'));
     const before = (await calls(redis, 'evalsha')) + (await calls(redis, 'eval'));

@@ -1,26 +1,36 @@
 import type { Redis } from 'ioredis';
 import type { MessageEvent } from '@restash/queue/util-message';
 
-/** KEYS: the stream of each event; ARGV[1]: the approximate MAXLEN; ARGV[i + 1]: event i as JSON. */
+/**
+ * Event i (from 1): KEYS[2i-1] its stream, KEYS[2i] the key that must exist for it to be written (when ARGV[2i+1]
+ * is '1'); ARGV[1] the approximate MAXLEN; ARGV[2i] its JSON. Returns 1 or 0 per event: written or not.
+ */
 const APPEND_EVENTS_LUA = `
-for i = 1, #KEYS do
-  redis.call('XADD', KEYS[i], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[i + 1])
+local written = {}
+for i = 1, #KEYS / 2 do
+  if ARGV[2 * i + 1] == '1' and redis.call('EXISTS', KEYS[2 * i]) == 0 then
+    written[i] = 0
+  else
+    redis.call('XADD', KEYS[2 * i - 1], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[2 * i])
+    written[i] = 1
+  end
 end
-return #KEYS`;
+return written`;
 
 /** Events written by one script call (about: a call's events are never split); more go in the next script call, at once. */
 const MAX_EVENTS_PER_WRITE = 500;
 
 interface EventLogScripts {
   /** @see APPEND_EVENTS_LUA */
-  restashAppendEvents(numberOfKeys: number, ...keysThenArgs: string[]): Promise<number>;
+  restashAppendEvents(numberOfKeys: number, ...keysThenArgs: string[]): Promise<number[]>;
 }
 
 interface Pending {
   key: string;
   json: string;
+  onlyIf: string | undefined;
   /** Settles the append call this event belongs to (set on its last event; the others are undefined). */
-  settle?: { resolve: () => void; reject: (error: unknown) => void };
+  settle?: { resolve: (written: boolean) => void; reject: (error: unknown) => void };
 }
 
 /**
@@ -43,14 +53,16 @@ export class EventLog {
   ) {}
 
   /**
-   * Appends `events` to `streamKey`, in order, after the events of earlier calls.
+   * Appends `events` to `streamKey`, in order, after the events of earlier calls; with `onlyIf`, only if that key
+   * exists when Redis runs the script (e.g. a message's job, for its CREATED event sent with the job's add).
+   * @returns whether the events were written (false only when `onlyIf` did not exist)
    * @throws the Redis error of the script call that carried them: some or all of them (and of the other calls
    *   it carried) may have been written
    */
-  append(streamKey: string, events: readonly MessageEvent[]): Promise<void> {
-    if (events.length === 0) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      for (const event of events) this.pending.push({ key: streamKey, json: JSON.stringify(event) });
+  append(streamKey: string, events: readonly MessageEvent[], onlyIf?: string): Promise<boolean> {
+    if (events.length === 0) return Promise.resolve(true);
+    return new Promise<boolean>((resolve, reject) => {
+      for (const event of events) this.pending.push({ key: streamKey, json: JSON.stringify(event), onlyIf });
       (this.pending.at(-1) as Pending).settle = { resolve, reject };
       if (!this.scheduled) {
         this.scheduled = true;
@@ -74,12 +86,16 @@ export class EventLog {
   }
 
   private write(chunk: readonly Pending[]): void {
-    const keys = chunk.map((p) => p.key);
-    const args = chunk.map((p) => p.json);
+    const keys: string[] = [];
+    const args: string[] = [String(this.maxLength)];
+    for (const p of chunk) {
+      keys.push(p.key, p.onlyIf ?? p.key);
+      args.push(p.json, p.onlyIf === undefined ? '0' : '1');
+    }
     this.scripts()
-      .restashAppendEvents(keys.length, ...keys, String(this.maxLength), ...args)
+      .restashAppendEvents(keys.length, ...keys, ...args)
       .then(
-        () => chunk.forEach((p) => p.settle?.resolve()),
+        (written) => chunk.forEach((p, i) => p.settle?.resolve(written[i] === 1)),
         (error: unknown) => chunk.forEach((p) => p.settle?.reject(error)),
       );
   }

@@ -52,6 +52,22 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     expect(events.items.map((e) => [e.state, e.messageId])).toEqual([['CREATED', first.messageId]]);
   });
 
+  it('writes the CREATED events of publishes in the round trip of their adds, none for a duplicate', async () => {
+    const warm = message('t.rt');
+    await store.publish(warm); // the queue's connection is ready, the scripts are loaded
+    const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    const before = await calls();
+    const batch = Array.from({ length: 10 }, () => message('t.rt'));
+    await Promise.all(batch.map((m, i) => store.publish(m, i === 9 ? 'rt-dedup' : undefined)));
+    const duplicate = message('t.rt');
+    await expect(store.publish(duplicate, 'rt-dedup')).resolves.toEqual({ messageId: batch[9].messageId, deduplicated: true });
+    // 11 adds, one script call for the 10 events sent with the first 10 and one for the duplicate's (which writes
+    // nothing): no event was written in a round trip of its own after its add.
+    expect((await calls()) - before).toBe(13);
+    const events = await store.events('t.rt', { count: 100, filter: {} });
+    expect(events.items.map((e) => `${e.state} ${e.messageId}`).sort()).toEqual([warm, ...batch].map((m) => `CREATED ${m.messageId}`).sort());
+  });
+
   it('cancels a pending message once, and logs it', async () => {
     const pending = message('t.c');
     await store.publish(pending);

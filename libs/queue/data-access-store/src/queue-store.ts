@@ -80,14 +80,24 @@ export class QueueStore {
       ...this.jobOptions(message),
       ...(deduplicationId ? { deduplication: { id: `${message.project}:${deduplicationId}`, ttl: DEDUPLICATION_WINDOW_MS } } : {}),
     };
+    const created = messageEvent(message, 'CREATED', message.createdAt, { header: message.header, ...(message.body ? { body: message.body } : {}) });
     // A message of a queue or flow-control key goes to its lane (deduplicated within the lane).
     const lane = laneOf(message);
-    const job = lane ? await this.lanes.add(lane, message, options, DELIVERY_JOB) : await this.queue.add(DELIVERY_JOB, message, options);
+    let job: Job<QueueMessage>;
+    let createdWritten = false;
+    if (lane) job = await this.lanes.add(lane, message, options, DELIVERY_JOB);
+    else {
+      // The CREATED event goes with the add, in the same round trip (the add is sent first, in this turn of the
+      // event loop; the event log's script runs after this turn): the script writes it only if the message's job
+      // exists by then, so a duplicate or a failed add gets none.
+      const added = this.queue.add(DELIVERY_JOB, message, options);
+      const event = this.eventLog.append(this.key('events', message.project), [created], this.queue.toKey(message.messageId));
+      [job, createdWritten] = await Promise.all([added, event]);
+    }
     const messageId = job.id ?? message.messageId;
     const deduplicated = messageId !== message.messageId;
-    if (!deduplicated) {
-      await this.addEvent(message.project, messageEvent(message, 'CREATED', message.createdAt, { header: message.header, ...(message.body ? { body: message.body } : {}) }));
-    }
+    // Written now when the add reached Redis after the script (or for a lane's message).
+    if (!deduplicated && !createdWritten) await this.addEvent(message.project, created);
     return { messageId, deduplicated };
   }
 
@@ -226,8 +236,8 @@ export class QueueStore {
   }
 
   /** Appends an event to a project's log (trimmed to about `eventsPerProject`). @see addEvents */
-  addEvent(project: string, event: MessageEvent): Promise<void> {
-    return this.addEvents(project, [event]);
+  async addEvent(project: string, event: MessageEvent): Promise<void> {
+    await this.addEvents(project, [event]);
   }
 
   /**
@@ -235,8 +245,8 @@ export class QueueStore {
    * call with the other events appended in the same turn of the event loop ({@link EventLog}).
    * @throws the Redis error of that call (some of the events may have been written)
    */
-  addEvents(project: string, events: readonly MessageEvent[]): Promise<void> {
-    return this.eventLog.append(this.key('events', project), events);
+  async addEvents(project: string, events: readonly MessageEvent[]): Promise<void> {
+    await this.eventLog.append(this.key('events', project), events);
   }
 
   /** A page of a project's events, newest first, filtered. The cursor is the stream id to continue before. */
