@@ -78,6 +78,20 @@ describe('EventLog on a real Redis', () => {
     await expect(read(redis, 's:g')).resolves.toEqual(['m9 CREATED', 'm9 ACTIVE', 'm10 CREATED']);
   });
 
+  it('works on an auto-pipelining connection whose pending pipeline was made after the log (queue-gateway\'s)', async () => {
+    const pipelining = new Redis(server.url, { enableAutoPipelining: true });
+    try {
+      await pipelining.ping();
+      const fresh = new EventLog(pipelining, 1000);
+      const appended = fresh.append('s:ap', [event('m11', 'CREATED')]); // flushed before the pipeline below
+      const other = pipelining.set('s:ap-other', '1'); // a new pending pipeline, which the script call joins
+      await expect(Promise.all([appended, other])).resolves.toEqual([true, 'OK']);
+      await expect(read(redis, 's:ap')).resolves.toEqual(['m11 CREATED']);
+    } finally {
+      pipelining.disconnect();
+    }
+  });
+
   it('never splits one call over two script calls, however many events a turn holds', async () => {
     const big = Array.from({ length: 700 }, (_, i) => event(`b${i}`, 'CREATED'));
     const before = (await calls(redis, 'evalsha')) + (await calls(redis, 'eval'));

@@ -46,11 +46,18 @@ interface Pending {
 export class EventLog {
   private pending: Pending[] = [];
   private scheduled = false;
+  private readonly redis: Redis & EventLogScripts;
 
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly maxLength: number,
-  ) {}
+  ) {
+    // Defined now, not at the first append: an auto-pipelining connection's pending pipeline only has the
+    // scripts defined before it was made.
+    const scripted = redis as Redis & Partial<EventLogScripts>;
+    if (!scripted.restashAppendEvents) scripted.defineCommand('restashAppendEvents', { lua: APPEND_EVENTS_LUA });
+    this.redis = scripted as Redis & EventLogScripts;
+  }
 
   /**
    * Appends `events` to `streamKey`, in order, after the events of earlier calls; with `onlyIf`, only if that key
@@ -92,18 +99,11 @@ export class EventLog {
       keys.push(p.key, p.onlyIf ?? p.key);
       args.push(p.json, p.onlyIf === undefined ? '0' : '1');
     }
-    this.scripts()
+    this.redis
       .restashAppendEvents(keys.length, ...keys, ...args)
       .then(
         (written) => chunk.forEach((p, i) => p.settle?.resolve(written[i] === 1)),
         (error: unknown) => chunk.forEach((p) => p.settle?.reject(error)),
       );
-  }
-
-  /** The connection with the script defined (once per connection). */
-  private scripts(): Redis & EventLogScripts {
-    const redis = this.redis as Redis & Partial<EventLogScripts>;
-    if (!redis.restashAppendEvents) redis.defineCommand('restashAppendEvents', { lua: APPEND_EVENTS_LUA });
-    return redis as Redis & EventLogScripts;
   }
 }

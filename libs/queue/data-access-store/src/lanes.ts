@@ -213,7 +213,12 @@ export class LaneStore {
   constructor(
     private readonly redis: Redis,
     private readonly options: { prefix: string; messageRetentionMs: number },
-  ) {}
+  ) {
+    // Defined now, not at first use: an auto-pipelining connection's pending pipeline only has the scripts
+    // defined before it was made (a lane's first add next to another publish would fail with "pipeline[...] is
+    // not a function").
+    this.scripts();
+  }
 
   /** The set of the busy lanes' queue names (the lanes that need a Worker). */
   get lanesKey(): string {
@@ -620,7 +625,7 @@ export class LaneStore {
     await execOrThrow(this.redis.multi().srem(this.lanesKey, name).zrem(this.wakeKey, name).publish(this.changesChannel, name));
   }
 
-  /** The connection with the lane scripts defined (once per connection). */
+  /** The connection with the lane scripts defined (once per connection, by the constructor). */
   private scripts(): Redis & LaneScripts {
     const redis = this.redis as Redis & Partial<LaneScripts>;
     if (!redis.restashLaneIdle) {

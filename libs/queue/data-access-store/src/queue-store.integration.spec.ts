@@ -68,6 +68,25 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     expect(events.items.map((e) => `${e.state} ${e.messageId}`).sort()).toEqual([warm, ...batch].map((m) => `CREATED ${m.messageId}`).sort());
   });
 
+  it('publishes on an auto-pipelining connection (as queue-gateway does), the CREATED events in the round trip of the adds', async () => {
+    const pipelining = new Redis(server.url, { enableAutoPipelining: true });
+    await pipelining.ping(); // ready: commands go to its pipelines at once, not to its offline queue
+    const other = new QueueStore(pipelining, { prefix: 'test:queue', messageRetentionMs: 60_000, dlqRetentionMs: 60_000, eventsPerProject: 100 });
+    try {
+      const batch = Array.from({ length: 10 }, () => message('t.ap'));
+      const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+      await other.publish(batch[0]);
+      const before = await calls();
+      await Promise.all(batch.slice(1).map((m) => other.publish(m)));
+      expect((await calls()) - before).toBe(10); // 9 adds, one script call for their events
+      const events = await other.events('t.ap', { count: 100, filter: {} });
+      expect(events.items.map((e) => `${e.state} ${e.messageId}`).sort()).toEqual(batch.map((m) => `CREATED ${m.messageId}`).sort());
+    } finally {
+      await other.close();
+      pipelining.disconnect();
+    }
+  });
+
   it('cancels a pending message once, and logs it', async () => {
     const pending = message('t.c');
     await store.publish(pending);
