@@ -96,7 +96,7 @@ export class WorkerModule implements OnApplicationShutdown {
 
   /** Closes the store, the deliverer and the queue Redis connections (TenancyModule closes the control Redis). */
   async onApplicationShutdown(): Promise<void> {
-    this.deliverer.close();
+    await this.deliverer.close();
     await this.store.close();
     this.workerRedis.disconnect();
     this.queueRedis.disconnect();

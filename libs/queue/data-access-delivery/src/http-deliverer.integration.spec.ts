@@ -84,7 +84,7 @@ async function failure(promise: Promise<unknown>): Promise<DeliveryError> {
 }
 
 afterEach(async () => {
-  for (const d of deliverers.splice(0)) d.close();
+  await Promise.all(deliverers.splice(0).map((d) => d.close()));
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
@@ -322,10 +322,45 @@ describe('HttpDeliverer (loopback servers)', () => {
     expect(response.truncated).toBe(false);
   });
 
+  it('sends a request once more on a new connection when a pooled one closes before any answer', async () => {
+    const perSocket = new Map<number, number>();
+    const server = await startServer('127.0.0.1', (req, res) => {
+      const port = req.socket.remotePort ?? 0;
+      perSocket.set(port, (perSocket.get(port) ?? 0) + 1);
+      // The second request on a connection finds it closed, as when a server drops an idle keep-alive connection.
+      if ((perSocket.get(port) ?? 0) > 1) return void req.socket.destroy();
+      res.end('ok');
+    });
+    const d = deliverer();
+    expect((await d.deliver(request(`${server.origin}/1`))).status).toBe(200);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = await d.deliver(request(`${server.origin}/2`, { body: Buffer.from('second') }));
+    expect(second.body.toString()).toBe('ok');
+    expect(server.connections).toBe(2);
+    expect(server.requests.map((r) => r.url)).toEqual(['/1', '/2', '/2']);
+  });
+
+  it('fails with connection when a new connection closes before any answer, after one more try', async () => {
+    const server = await startServer('127.0.0.1', (req) => req.socket.destroy());
+    expect((await failure(deliverer().deliver(request(`${server.origin}/`)))).reason).toBe('connection');
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('does not send Expect, which the client decides', async () => {
+    const server = await startServer('127.0.0.1', (_req, res) => res.end('ok'));
+    const response = await deliverer().deliver(request(`${server.origin}/`, { headers: { Expect: '100-continue', 'X-Kept': '1' }, body: Buffer.from('b') }));
+    expect(response.status).toBe(200);
+    expect(server.requests[0].headers.expect).toBeUndefined();
+    expect(server.requests[0].headers['x-kept']).toBe('1');
+  });
+
   it('reuses a keep-alive connection across deliveries', async () => {
     const server = await startServer('127.0.0.1', (_req, res) => res.end('ok'));
     const d = deliverer();
     await d.deliver(request(`${server.origin}/1`));
+    // undici hands a connection back to its pool one turn of the event loop after an answer (client-h1.js: "wait
+    // a full event loop cycle to reuse this socket"); a request sent before that gets a new connection.
+    await new Promise((resolve) => setImmediate(resolve));
     await d.deliver(request(`${server.origin}/2`, { body: Buffer.from('second') }));
     expect(server.requests).toHaveLength(2);
     expect(server.connections).toBe(1);

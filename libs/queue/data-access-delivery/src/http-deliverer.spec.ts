@@ -140,7 +140,7 @@ describe('HttpDeliverer', () => {
     await expect(deliverer.deliver({ ...base, url: 'ftp://example.test/' })).rejects.toMatchObject({ reason: 'connection' });
     await expect(deliverer.deliver({ ...base, url: 'not a url' })).rejects.toMatchObject({ reason: 'connection' });
     await expect(deliverer.deliver({ ...base, url: 'http://example.test/', timeoutMs: 0 })).rejects.toThrow(RangeError);
-    deliverer.close();
+    await deliverer.close();
   });
 
   it('refuses an IP-literal loopback destination before connecting', async () => {
@@ -149,6 +149,6 @@ describe('HttpDeliverer', () => {
     // Loopback only: should the guard fail, nothing leaves the machine.
     await expect(deliverer.deliver({ ...base, url: 'http://127.0.0.1:1/' })).rejects.toMatchObject({ reason: 'refused-address' });
     await expect(deliverer.deliver({ ...base, url: 'https://[::1]:1/' })).rejects.toMatchObject({ reason: 'refused-address' });
-    deliverer.close();
+    await deliverer.close();
   });
 });
