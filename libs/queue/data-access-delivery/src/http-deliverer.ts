@@ -69,10 +69,12 @@ export interface HttpDelivererOptions {
 export const REDIRECT_STATUSES: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
 
 /**
- * An idle pooled socket is closed after this long (ms), so that it is rarely reused just as the server
- * closes it. Servers announcing `Keep-Alive: timeout=N` get N−1 s when shorter (Node's agent does that).
+ * An idle pooled connection is closed after this long (ms), so that it is rarely reused just as the server
+ * closes it. Servers announcing `Keep-Alive: timeout=N` get N−2 s when shorter (undici's default threshold).
  */
 const FREE_SOCKET_TIMEOUT_MS = 4_000;
+/** How long making a connection may take, in ms (Go's net/http default dialer: 30 s). */
+const CONNECT_TIMEOUT_MS = 30_000;
 /** Longest delay `setTimeout` takes; longer `timeoutMs` values are clamped to it (~24.8 days). */
 const MAX_TIMER_MS = 2_147_483_647;
 /** Request headers the deliverer decides itself (lower case). */
@@ -175,10 +177,11 @@ export function guardedLookup(allowlist: AddressAllowlist, resolve: net.LookupFu
 
 /**
  * undici's connector with the SSRF guard in front: an IP-literal host is judged before connecting (it fails with
- * `DeliveryError('refused-address')`), a DNS name is resolved through {@link guardedLookup}. HTTP/1.1 only.
+ * `DeliveryError('refused-address')`), a DNS name is resolved through {@link guardedLookup}. HTTP/1.1 only; a
+ * connection not made within {@link CONNECT_TIMEOUT_MS} fails (`connection`).
  */
 function guardedConnector(allowlist: AddressAllowlist): buildConnector.connector {
-  const connect = buildConnector({ lookup: guardedLookup(allowlist), allowH2: false });
+  const connect = buildConnector({ lookup: guardedLookup(allowlist), allowH2: false, timeout: CONNECT_TIMEOUT_MS });
   return (options, callback) => {
     const host = stripBrackets(options.hostname);
     if (net.isIP(host)) {
