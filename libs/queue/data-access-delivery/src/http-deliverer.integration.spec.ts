@@ -104,6 +104,8 @@ describe('HttpDeliverer (loopback servers)', () => {
     expect(response.truncated).toBe(false);
     expect(response.header['Content-Type']).toEqual(['text/plain']);
     expect(response.header['X-Multi']).toEqual(['a', 'b']);
+    // Made on first read, the headers copy and serialize like the other fields (callbacks and DLQ entries store them).
+    expect(JSON.parse(JSON.stringify({ ...response, body: undefined })).header).toEqual(response.header);
     const [seen] = server.requests;
     expect(seen.method).toBe('POST');
     expect(seen.url).toBe('/path?q=1');

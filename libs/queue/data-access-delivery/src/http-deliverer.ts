@@ -22,8 +22,11 @@ export interface DeliveryRequest {
 /** The destination's answer, whatever its status. */
 export interface DeliveryResponse {
   status: number;
-  /** Response headers under canonical MIME names (`Content-Type`, `Retry-After`), values in arrival order. */
-  header: HeaderMap;
+  /**
+   * Response headers under canonical MIME names (`Content-Type`, `Retry-After`), values in arrival order. Made on
+   * first read (a delivered message without a callback never reads them); enumerable like the other fields.
+   */
+  readonly header: HeaderMap;
   /** At most `maxResponseBytes` of the body; the rest was never read. */
   body: Buffer;
   /** True when the body was longer than `maxResponseBytes` and was cut. */
@@ -300,7 +303,7 @@ class DeliveryAttempt {
     }
     // waiting: no answer yet; redirected: a redirect answer whose body drains while the next hop runs; body: the answer.
     let phase: 'waiting' | 'redirected' | 'body' = 'waiting';
-    const body = { chunks: [] as Buffer[], size: 0, truncated: false, status: 0, rawHeaders: [] as string[] };
+    const body = { chunks: [] as Buffer[], size: 0, truncated: false, status: 0, rawHeaders: [] as Array<Buffer | string> };
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart: (c) => {
         if (this.settled) return c.abort(new Error('attempt over'));
@@ -308,8 +311,7 @@ class DeliveryAttempt {
       },
       onResponseStart: (c, status) => {
         if (this.settled) return;
-        const raw = (c as { rawHeaders?: Array<Buffer | string> }).rawHeaders ?? [];
-        const rawHeaders = raw.map((v) => (typeof v === 'string' ? v : v.toString('latin1')));
+        const rawHeaders = (c as { rawHeaders?: Array<Buffer | string> }).rawHeaders ?? [];
         const location = headerValue(rawHeaders, 'location');
         if (REDIRECT_STATUSES.has(status) && location) {
           phase = 'redirected';
@@ -368,10 +370,13 @@ class DeliveryAttempt {
     this.send(next, redirectedRequest(status, hop, url, next), hops + 1, false);
   }
 
-  private answer(body: { chunks: readonly Buffer[]; size: number; truncated: boolean; status: number; rawHeaders: string[] }): void {
+  private answer(body: { chunks: readonly Buffer[]; size: number; truncated: boolean; status: number; rawHeaders: ReadonlyArray<Buffer | string> }): void {
     if (this.settled) return;
     this.finish();
-    this.resolve({ status: body.status, header: headerMapFromRaw(body.rawHeaders), body: Buffer.concat(body.chunks, body.size), truncated: body.truncated });
+    let header: HeaderMap | undefined;
+    const response = { status: body.status, body: Buffer.concat(body.chunks, body.size), truncated: body.truncated } as DeliveryResponse;
+    Object.defineProperty(response, 'header', { enumerable: true, get: () => (header ??= headerMapFromRaw(body.rawHeaders.map(latin1))) });
+    this.resolve(response);
   }
 
   private fail(error: Error): void {
@@ -389,8 +394,16 @@ class DeliveryAttempt {
   }
 }
 
-/** The first value of a header (any case) in Node-style raw headers, or undefined. */
-function headerValue(rawHeaders: readonly string[], lowerName: string): string | undefined {
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === lowerName) return rawHeaders[i + 1];
+/** A raw header name or value as text (HTTP/1.1 header bytes are Latin-1, as Node's parser reads them). */
+function latin1(raw: Buffer | string): string {
+  return typeof raw === 'string' ? raw : raw.toString('latin1');
+}
+
+/** The first value of a header (any case) in raw headers (`[name, value, …]`, as undici hands them over), or undefined. */
+function headerValue(rawHeaders: ReadonlyArray<Buffer | string>, lowerName: string): string | undefined {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i];
+    if (name.length === lowerName.length && latin1(name).toLowerCase() === lowerName) return latin1(rawHeaders[i + 1]);
+  }
   return undefined;
 }

@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomUUID } from 'node:crypto';
+import { createHmac, hash, randomUUID } from 'node:crypto';
 
 /** A signature is valid this long after it is made, in seconds (QStash's 5 minutes). */
 export const SIGNATURE_TTL_SEC = 300;
@@ -24,7 +24,7 @@ export async function signRequest(args: { signingKey: string; url: string; body:
     nbf: args.nowSec,
     iat: args.nowSec,
     jti: `jwt_${randomUUID().replaceAll('-', '')}`,
-    body: createHash('sha256').update(args.body).digest('base64url'),
+    body: hash('sha256', args.body, 'base64url'),
   };
   const signed = `${JWT_HEADER}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
   return `${signed}.${createHmac('sha256', args.signingKey).update(signed).digest('base64url')}`;
