@@ -50,11 +50,17 @@ lint: install ## eslint of every project (Nx module boundaries), cached by Nx
 typecheck: install ## tsc --noEmit of every project, cached by Nx
 	npx nx run-many -t typecheck --outputStyle=static
 
-unit: install k8s-install ## the unit tests of every project (the chart's template tests run the cluster build's helm), cached by Nx
-	npx nx run-many -t test --outputStyle=static
+# Jest appends each failed test to $(FAILURES) (tools/jest-failure-log.cjs); a failed run prints them last.
+FAILURES := $(CURDIR)/.restash/test-failures.log
+REPORT_FAILURES := { echo '== failed tests, in full =='; cat $(FAILURES) 2>/dev/null; echo '== failed tests =='; grep '^✕' $(FAILURES) 2>/dev/null; exit 1; }
+
+unit: install k8s-install ## the unit tests of every project (the chart's template tests run the cluster build's helm), cached by Nx; failed tests listed at the end
+	mkdir -p .restash && rm -f $(FAILURES)
+	RESTASH_TEST_FAILURES=$(FAILURES) npx nx run-many -t test --outputStyle=static || $(REPORT_FAILURES)
 
 integration: build k8s-install ## the integration tests against real engines (the apps and the test cluster's binaries built first, outside any test's timeout; the chart's test builds the images), never cached; the KV tests twice: on Redis 8.2 with modules (test-integration) and on Valkey 9.1 (test-integration-valkey: KV_ENGINE=valkey)
-	npx nx run-many -t test-integration test-integration-valkey --parallel=1 --outputStyle=static --skip-nx-cache
+	mkdir -p .restash && rm -f $(FAILURES)
+	RESTASH_TEST_FAILURES=$(FAILURES) npx nx run-many -t test-integration test-integration-valkey --parallel=1 --outputStyle=static --skip-nx-cache || $(REPORT_FAILURES)
 
 engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/embedder-local)
 	for dir in deploy/qdrant-local deploy/embedder-local; do .cache/python/venv/bin/python -m unittest discover -s $$dir -p 'test_*.py' || exit 1; done

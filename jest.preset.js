@@ -21,6 +21,7 @@ function jestConfig(projectDir, kind) {
     testMatch: kind === 'unit' ? ['<rootDir>/src/**/*.spec.ts'] : ['<rootDir>/src/**/*.integration.spec.ts'],
     testPathIgnorePatterns: kind === 'unit' ? ['\\.integration\\.spec\\.ts$'] : [],
     testTimeout: kind === 'unit' ? 10_000 : 60_000,
+    reporters: ['default', join(root, 'tools/jest-failure-log.cjs')],
   };
 }
 
