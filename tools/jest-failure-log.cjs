@@ -25,7 +25,6 @@ class FailureLogReporter {
 }
 
 function excerpt(text) {
-  // eslint-disable-next-line no-control-regex
   const lines = text
     .replace(/\u001b\[[0-9;]*m/g, '')
     .split('\n')
