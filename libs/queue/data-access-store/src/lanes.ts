@@ -263,12 +263,14 @@ export class LaneStore {
    * marks the lane busy (a delayed job: sets the idle lane's wake-up no later than its time), telling the
    * workers when that changed. The job is added before the lane is marked, so an idle check
    * ({@link retireIdle}, one script too) either sees the job or runs before the lane is marked again.
+   * @param addJob adds the job to the lane's BullMQ queue (the caller's, so that it can send more with the add)
+   * @returns what `addJob` returned
    */
-  async add(lane: LaneRef, message: QueueMessage, options: JobsOptions, jobName: string): Promise<Job<QueueMessage>> {
+  async add<T extends { job: Job<QueueMessage> }>(lane: LaneRef, message: QueueMessage, options: JobsOptions, addJob: (queue: Queue<QueueMessage>) => Promise<T>): Promise<T> {
     if (lane.kind === 'q') await this.ensureQueue(lane);
     else if (message.flowControl) await this.applyPublishedLimits(lane, message.flowControl);
     const queueName = laneQueueName(lane);
-    const job = await this.queue(queueName).add(jobName, message, options);
+    const added = await addJob(this.queue(queueName));
     // The record is kept while the message waits (its delay, plus the retention and a week for pauses and
     // retries); its lane's Worker shortens it to the retention once the message is settled ({@link settled}),
     // and the script keeps only the retention when that already happened.
@@ -284,7 +286,7 @@ export class LaneStore {
       this.changesChannel,
       (options.delay ?? 0) > 0 ? message.notBefore : 0,
     );
-    return job;
+    return added;
   }
 
   /**

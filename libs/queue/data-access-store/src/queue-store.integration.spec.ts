@@ -1,7 +1,10 @@
 import { Redis } from 'ioredis';
-import { type QueueMessage, dlqIdOf, newMessageId } from '@restash/queue/util-message';
+import { Worker } from 'bullmq';
+import { type QueueMessage, dlqIdOf, messageEvent, newMessageId } from '@restash/queue/util-message';
+import { eventually } from '@restash/shared/util-testing';
 import { QUEUE_REDIS_CONFIG, type RedisServer, startRedisServer } from '@restash/platform/util-stack';
-import { QueueStore } from './queue-store';
+import { DELIVERY_QUEUE, QueueStore } from './queue-store';
+import { laneQueueName } from './lanes';
 
 /** A message of `project` due in an hour (no worker runs here: it stays pending). */
 function message(project: string, overrides: Partial<QueueMessage> = {}): QueueMessage {
@@ -84,6 +87,52 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     } finally {
       await other.close();
       pipelining.disconnect();
+    }
+  });
+
+  it('writes the CREATED event in the round trip of the add on a store used at once (its connection not ready yet)', async () => {
+    // A fresh connection sends each script's first call as EVAL, then EVALSHA.
+    const calls = async () => {
+      const stats = await redis.info('commandstats');
+      return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+    };
+    const before = await calls();
+    const fresh = new Redis(server.url);
+    const other = new QueueStore(fresh, { prefix: 'test:queue', messageRetentionMs: 60_000, dlqRetentionMs: 60_000, eventsPerProject: 100 });
+    try {
+      const first = message('t.fresh');
+      await other.publish(first); // its queue's connection reads the server's version before the add is sent
+      expect((await calls()) - before).toBe(2); // the add, and the script with its event; not a third call after the add
+      const events = await other.events('t.fresh', { count: 10, filter: {} });
+      expect(events.items.map((e) => `${e.state} ${e.messageId}`)).toEqual([`CREATED ${first.messageId}`]);
+    } finally {
+      await other.close();
+      fresh.disconnect();
+    }
+  });
+
+  it.each([
+    ['a message', DELIVERY_QUEUE, {}],
+    ["a queue's message", laneQueueName({ project: 't.order', kind: 'q', name: 'orders' }), { queueName: 'orders' }],
+    ["a flow-control key's message", laneQueueName({ project: 't.order', kind: 'fc', name: 'k' }), { flowControl: { key: 'k', parallelism: 5 } }],
+  ])('logs CREATED before the ACTIVE of a worker that takes %s at once', async (_, queueName, overrides: Partial<QueueMessage>) => {
+    // A BullMQ Worker already waiting on the message's queue, which logs ACTIVE as soon as it gets a job (as
+    // queue-worker does): the publish's CREATED must still come first in the log.
+    const connection = new Redis(server.url, { maxRetriesPerRequest: null });
+    const worker = new Worker<QueueMessage>(queueName, async (job) => store.addEvent(job.data.project, messageEvent(job.data, 'ACTIVE', Date.now())), { connection, prefix: 'test:queue', concurrency: 50 });
+    try {
+      await worker.waitUntilReady();
+      const published = Array.from({ length: 50 }, () => message('t.order', { ...overrides, notBefore: Date.now() }));
+      for (const m of published.slice(0, 5)) await store.publish(m);
+      await Promise.all(published.slice(5).map((m) => store.publish(m)));
+      const states = async () => {
+        const { items } = await store.events('t.order', { count: 1000, filter: { messageId: published.map((m) => m.messageId) } });
+        return published.map((m) => items.filter((e) => e.messageId === m.messageId).map((e) => e.state).reverse().join(' '));
+      };
+      await eventually(async () => expect(await states()).toEqual(published.map(() => 'CREATED ACTIVE')), 10_000);
+    } finally {
+      await worker.close();
+      connection.disconnect();
     }
   });
 

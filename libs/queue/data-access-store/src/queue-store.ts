@@ -1,4 +1,4 @@
-import { Job, Queue } from 'bullmq';
+import { Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { execOrThrow } from '@restash/shared/data-access-registry';
 import { ScheduleStore } from './schedules';
@@ -83,22 +83,29 @@ export class QueueStore {
     const created = messageEvent(message, 'CREATED', message.createdAt, { header: message.header, ...(message.body ? { body: message.body } : {}) });
     // A message of a queue or flow-control key goes to its lane (deduplicated within the lane).
     const lane = laneOf(message);
-    let job: Job<QueueMessage>;
-    let createdWritten = false;
-    if (lane) job = await this.lanes.add(lane, message, options, DELIVERY_JOB);
-    else {
-      // The CREATED event goes with the add, in the same round trip (the add is sent first, in this turn of the
-      // event loop; the event log's script runs after this turn): the script writes it only if the message's job
-      // exists by then, so a duplicate or a failed add gets none.
-      const added = this.queue.add(DELIVERY_JOB, message, options);
-      const event = this.eventLog.append(this.key('events', message.project), [created], this.queue.toKey(message.messageId));
-      [job, createdWritten] = await Promise.all([added, event]);
-    }
+    const addJob = (queue: Queue<QueueMessage>) => this.addWithCreated(queue, message, options, created);
+    const { job, createdWritten } = lane ? await this.lanes.add(lane, message, options, addJob) : await addJob(this.queue);
     const messageId = job.id ?? message.messageId;
     const deduplicated = messageId !== message.messageId;
-    // Written now when the add reached Redis after the script (or for a lane's message).
+    // Written now only when the add reached Redis after the script (not seen so far).
     if (!deduplicated && !createdWritten) await this.addEvent(message.project, created);
     return { messageId, deduplicated };
+  }
+
+  /**
+   * Adds a message's job with its CREATED event in the same round trip, so that the event comes before any a
+   * worker writes for the job (ACTIVE can follow the add at once). The add is sent first, in this turn of the
+   * event loop, once the queue's connection is ready (its first use reads the server's version); the event log's
+   * script runs after this turn and writes the event only if the job exists by then, so a duplicate or a failed
+   * add gets none.
+   * @returns the job (the earlier one for a duplicate) and whether the event was written
+   */
+  private async addWithCreated(queue: Queue<QueueMessage>, message: QueueMessage, options: JobsOptions, created: MessageEvent): Promise<{ job: Job<QueueMessage>; createdWritten: boolean }> {
+    await queue.waitUntilReady();
+    const added = queue.add(DELIVERY_JOB, message, options);
+    const event = this.eventLog.append(this.key('events', message.project), [created], queue.toKey(message.messageId));
+    const [job, createdWritten] = await Promise.all([added, event]);
+    return { job, createdWritten };
   }
 
   /** Enqueues a message whose id is derived (a callback): adding it again is a no-op. */
