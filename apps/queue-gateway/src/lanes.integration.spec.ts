@@ -159,6 +159,29 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
     }
   }, 90_000);
 
+  it('holds a queue until the callbacks and failure callbacks of its message are delivered, as QStash does', async () => {
+    // The sink answers 150 ms after a request arrives: a message may start only once the callback before it was answered.
+    const queue = client.queue({ queueName: 'with-callbacks' });
+    for (const body of ['0', '1']) await queue.enqueue({ url: `${sink.url}/cbq`, body, callback: `${sink.url}/cbq-callback` });
+    // Nothing listens on port 1: no retries, so it goes to the DLQ and its failure callback is posted.
+    await queue.enqueue({ url: 'http://127.0.0.1:1/closed', body: 'fails', retries: 0, failureCallback: `${sink.url}/cbq-failure` });
+    await queue.enqueue({ url: `${sink.url}/cbq`, body: '2' });
+    const messages = sink.on('/cbq');
+    const callbacks = sink.on('/cbq-callback');
+    const failures = sink.on('/cbq-failure');
+    await eventually(() => expect([messages.bodies, callbacks.bodies.length, failures.bodies.length]).toEqual([['0', '1', '2'], 2, 1]), 30_000);
+    const sourceBodies = callbacks.bodies.map((b) => Buffer.from((JSON.parse(b) as { sourceBody: string }).sourceBody, 'base64').toString());
+    expect(sourceBodies).toEqual(['0', '1']);
+    // Each next message arrived once the callback before it had been answered (150 ms after it arrived).
+    const [first, second, third] = messages.starts as [number, number, number];
+    const [callback0, callback1] = callbacks.starts as [number, number];
+    expect(callback0).toBeGreaterThanOrEqual(first + 140);
+    expect(second - callback0).toBeGreaterThanOrEqual(140);
+    expect(callback1).toBeGreaterThanOrEqual(second + 140);
+    expect((failures.starts[0] as number) - callback1).toBeGreaterThanOrEqual(140);
+    expect(third - (failures.starts[0] as number)).toBeGreaterThanOrEqual(140);
+  }, 60_000);
+
   it('keeps a waiting lane message findable past the retention; once settled its lane record expires with the job', async () => {
     const redis = new Redis(stack.queueRedis.url);
     try {

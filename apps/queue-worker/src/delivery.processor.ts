@@ -59,6 +59,20 @@ export const REQUEUE_DELAY_MS = 10_000;
 /** While a queue's message waits for its retry in place, a cancel of it (or its queue's or project's deletion) is looked for this often, in ms. */
 export const HOLD_CANCEL_CHECK_MS = 1_000;
 
+/** The first pause while a queue's message waits for its callbacks, in ms; it doubles up to {@link HOLD_CANCEL_CHECK_MS}. */
+export const CALLBACK_CHECK_FIRST_MS = 10;
+
+/**
+ * A job's progress while its message, settled, waits for its callbacks ({@link DeliveryProcessor}); a number is
+ * the retries made in place.
+ */
+interface AwaitingCallbacks {
+  callbacks: string[];
+}
+
+const awaitingCallbacks = (progress: unknown): progress is AwaitingCallbacks =>
+  typeof progress === 'object' && progress !== null && Array.isArray((progress as AwaitingCallbacks).callbacks);
+
 /** What one attempt got: an HTTP answer, or the reason there was none. */
 type Attempt = { response: DeliveryResponse; error?: undefined } | { response?: undefined; error: string };
 
@@ -86,6 +100,10 @@ type Attempt = { response: DeliveryResponse; error?: undefined } | { response?: 
  * job taken over after a crash goes on counting. A cancel, the project's deletion (teardown) and the queue's are
  * looked for every {@link HOLD_CANCEL_CHECK_MS}; at
  * shutdown ({@link endHolds}) the wait moves to BullMQ's delayed set (the queue is then not held until the retry).
+ * A queue's message that enqueued callbacks also holds its place until they are settled (delivered, failed or
+ * removed), as QStash's queues do ("next message will wait for callbacks or failure callbacks to finish"): its
+ * job's progress then names them, so that a job taken over after a crash waits for them without delivering the
+ * message again. The wait ends at shutdown (the job completes) and when the queue's job is gone (deletion).
  */
 @Injectable()
 export class DeliveryProcessor {
@@ -107,12 +125,15 @@ export class DeliveryProcessor {
    * @throws RetryLater when the message will be retried; DelayedError when it was put back without an attempt spent
    */
   async process(job: Job<QueueMessage>, token?: string): Promise<void> {
+    if (awaitingCallbacks(job.progress)) return this.holdForCallbacks(job, job.progress.callbacks, token, performance.now());
+    const callbacks: string[] = [];
     for (let held = typeof job.progress === 'number' ? job.progress : 0; ; held++) {
       const started = performance.now();
-      const seen = { tenant: '' };
+      const seen = { tenant: '', callbacks };
       try {
         const outcome = await this.attemptOnce(job.data, job.attemptsMade + held, seen);
         this.metrics.observeAttempt(seen.tenant, outcome, (performance.now() - started) / 1000);
+        if (job.data.queueName !== undefined && callbacks.length > 0 && outcome !== 'dropped') await this.holdForCallbacks(job, callbacks, token, started);
         return;
       } catch (error) {
         if (error instanceof RetryLater) this.metrics.observeAttempt(seen.tenant, 'retry', (performance.now() - started) / 1000);
@@ -163,6 +184,33 @@ export class DeliveryProcessor {
   }
 
   /**
+   * Waits, its job active, until the callbacks a queue's message enqueued are settled (see the class), looking
+   * after {@link CALLBACK_CHECK_FIRST_MS}, then twice as long each time up to {@link HOLD_CANCEL_CHECK_MS}. Ends
+   * early at shutdown and when the job has left the active state (its queue was deleted).
+   * @param callbacks the callback messages' ids (on the shared queue)
+   * @param token the job's lock token; `started` when its attempt started (performance.now(), ms), for the metrics
+   * @throws DelayedError when a store call failed through its in-place retries (the job, its progress naming
+   *   the callbacks, comes back later and waits again)
+   */
+  private async holdForCallbacks(job: Job<QueueMessage>, callbacks: string[], token: string | undefined, started: number): Promise<void> {
+    try {
+      if (!awaitingCallbacks(job.progress)) await this.call('store', () => job.updateProgress({ callbacks } satisfies AwaitingCallbacks));
+      for (let pending = callbacks, pauseMs = CALLBACK_CHECK_FIRST_MS; ; pauseMs = Math.min(pauseMs * 2, HOLD_CANCEL_CHECK_MS)) {
+        pending = await this.call('store', () => this.store.unsettled(pending));
+        if (pending.length === 0) return;
+        try {
+          await sleep(pauseMs, undefined, { signal: this.shutdown.signal });
+        } catch {
+          return;
+        }
+        if (pauseMs === HOLD_CANCEL_CHECK_MS && (await this.call('store', () => job.getState())) !== 'active') return;
+      }
+    } catch (error) {
+      return this.settleError(job, error, token, '', started);
+    }
+  }
+
+  /**
    * After an attempt (or a held wait) threw: a {@link RetryLater} goes to BullMQ (its backoff is the retry's
    * delay), as does a DelayedError; an {@link InfrastructureUnavailable} puts the message back in the queue
    * without an attempt spent.
@@ -186,7 +234,7 @@ export class DeliveryProcessor {
   }
 
   /** @returns how the attempt ended @throws RetryLater, or InfrastructureUnavailable */
-  private async attemptOnce(message: QueueMessage, retried: number, seen: { tenant: string }): Promise<AttemptOutcome> {
+  private async attemptOnce(message: QueueMessage, retried: number, seen: { tenant: string; callbacks: string[] }): Promise<AttemptOutcome> {
     const project = await this.call('registry', () => this.registry.queueProject(message.project));
     // The tenant or project was removed (its teardown purges its messages): drop the message without
     // delivering it or writing anything under the project, which a re-created project of the same name
@@ -209,7 +257,9 @@ export class DeliveryProcessor {
     const { response } = attempt;
     if (response && message.callback) {
       const payload = callbackPayload(message, response, retried, this.config.maxResponseBytes);
-      await this.call('store', () => this.store.enqueue(callbackMessage(message, 'callback', payload, now, this.config.callbackRetries, retried)));
+      const callback = callbackMessage(message, 'callback', payload, now, this.config.callbackRetries, retried);
+      await this.call('store', () => this.store.enqueue(callback));
+      seen.callbacks.push(callback.messageId);
     }
     const decision = deliveryDecision({
       answer: response,
@@ -250,7 +300,9 @@ export class DeliveryProcessor {
     if (message.failureCallback) {
       const outcome = response ?? { status: 0, header: {}, body: Buffer.alloc(0) };
       const payload = callbackPayload(message, outcome, retried, this.config.maxResponseBytes, dlqId);
-      await this.call('store', () => this.store.enqueue(callbackMessage(message, 'failure-callback', payload, now, this.config.callbackRetries)));
+      const callback = callbackMessage(message, 'failure-callback', payload, now, this.config.callbackRetries);
+      await this.call('store', () => this.store.enqueue(callback));
+      seen.callbacks.push(callback.messageId);
     }
     await this.event(message, 'FAILED', { error, ...(response ? { responseStatus: response.status } : {}) }, activeAt, error, response?.status);
     return 'failed';

@@ -177,6 +177,16 @@ export class QueueStore {
     return ids;
   }
 
+  /**
+   * Which of these messages of the shared queue (callbacks: {@link enqueue}) are not settled yet: waiting, delayed
+   * for a retry or being delivered. A delivered, failed (DLQ) or removed one (cancelled, purged, expired) is settled.
+   * @returns the ids not settled, in the given order
+   */
+  async unsettled(messageIds: readonly string[]): Promise<string[]> {
+    const states = await Promise.all(messageIds.map((id) => this.queue.getJobState(id)));
+    return messageIds.filter((_, i) => !['completed', 'failed', 'unknown'].includes(states[i] as string));
+  }
+
   /** Whether a cancel was requested for a message being delivered. */
   async cancelRequested(messageId: string): Promise<boolean> {
     return (await this.redis.exists(this.key('cancel', messageId))) === 1;
