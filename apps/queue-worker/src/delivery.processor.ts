@@ -338,7 +338,8 @@ export class DeliveryProcessor {
     const events = activeAt === undefined ? [] : [messageEvent(message, 'ACTIVE', activeAt)];
     if (error !== undefined) events.push(messageEvent(message, 'ERROR', now, { error, ...(responseStatus === undefined ? {} : { responseStatus }) }));
     events.push(messageEvent(message, state, now, extra));
-    return this.call('store', () => this.store.addEvents(message.project, events));
+    // A final state takes the message out of its project's pending index (QueueStore.pendingMessageIds).
+    return this.call('store', () => this.store.addEvents(message.project, events, state !== 'RETRY'));
   }
 
   /** An infrastructure call, retried in place (logged, counted). @throws InfrastructureUnavailable after the last retry */

@@ -2,20 +2,38 @@ import type { Redis } from 'ioredis';
 import type { MessageEvent } from '@restash/queue/util-message';
 
 /**
- * Event i (from 1): KEYS[2i-1] its stream, KEYS[2i] the key that must exist for it to be written (when ARGV[2i+1]
- * is '1'); ARGV[1] the approximate MAXLEN; ARGV[2i] its JSON. Returns 1 or 0 per event: written or not.
+ * Event i (from 1): KEYS[3i-2] its stream, KEYS[3i-1] the key that must exist for it to be written (when
+ * its guard flag is '1'), KEYS[3i] a sorted set it changes when written. ARGV[1] the approximate MAXLEN; then five
+ * per event, from ARGV[5i-3]: its JSON, its guard flag, the change ('+' adds the member with the score, '-' removes
+ * it, '' none), the member, the score. Returns 1 or 0 per event: written or not.
  */
 const APPEND_EVENTS_LUA = `
 local written = {}
-for i = 1, #KEYS / 2 do
-  if ARGV[2 * i + 1] == '1' and redis.call('EXISTS', KEYS[2 * i]) == 0 then
+for i = 1, #KEYS / 3 do
+  local a = 5 * i - 3
+  if ARGV[a + 1] == '1' and redis.call('EXISTS', KEYS[3 * i - 1]) == 0 then
     written[i] = 0
   else
-    redis.call('XADD', KEYS[2 * i - 1], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[2 * i])
+    redis.call('XADD', KEYS[3 * i - 2], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[a])
+    if ARGV[a + 2] == '+' then
+      redis.call('ZADD', KEYS[3 * i], ARGV[a + 4], ARGV[a + 3])
+    elseif ARGV[a + 2] == '-' then
+      redis.call('ZREM', KEYS[3 * i], ARGV[a + 3])
+    end
     written[i] = 1
   end
 end
 return written`;
+
+/**
+ * A change of a sorted set made with an append, only if its events are written: `score` given, adds `member`
+ * with that score; else removes it (QueueStore's index of a project's pending messages).
+ */
+export interface IndexChange {
+  key: string;
+  member: string;
+  score?: number;
+}
 
 /** Events written by one script call (about: a call's events are never split); more go in the next script call, at once. */
 const MAX_EVENTS_PER_WRITE = 500;
@@ -29,6 +47,8 @@ interface Pending {
   key: string;
   json: string;
   onlyIf: string | undefined;
+  /** Made with the call's last event. */
+  index?: IndexChange;
   /** Settles the append call this event belongs to (set on its last event; the others are undefined). */
   settle?: { resolve: (written: boolean) => void; reject: (error: unknown) => void };
 }
@@ -61,16 +81,19 @@ export class EventLog {
 
   /**
    * Appends `events` to `streamKey`, in order, after the events of earlier calls; with `onlyIf`, only if that key
-   * exists when Redis runs the script (e.g. a message's job, for its CREATED event sent with the job's add).
+   * exists when Redis runs the script (e.g. a message's job, for its CREATED event sent with the job's add); with
+   * `index`, makes that change of a sorted set in the same script, if the events are written.
    * @returns whether the events were written (false only when `onlyIf` did not exist)
    * @throws the Redis error of the script call that carried them: some or all of them (and of the other calls
    *   it carried) may have been written
    */
-  append(streamKey: string, events: readonly MessageEvent[], onlyIf?: string): Promise<boolean> {
+  append(streamKey: string, events: readonly MessageEvent[], onlyIf?: string, index?: IndexChange): Promise<boolean> {
     if (events.length === 0) return Promise.resolve(true);
     return new Promise<boolean>((resolve, reject) => {
       for (const event of events) this.pending.push({ key: streamKey, json: JSON.stringify(event), onlyIf });
-      (this.pending.at(-1) as Pending).settle = { resolve, reject };
+      const last = this.pending.at(-1) as Pending;
+      last.settle = { resolve, reject };
+      if (index) last.index = index;
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -96,8 +119,9 @@ export class EventLog {
     const keys: string[] = [];
     const args: string[] = [String(this.maxLength)];
     for (const p of chunk) {
-      keys.push(p.key, p.onlyIf ?? p.key);
-      args.push(p.json, p.onlyIf === undefined ? '0' : '1');
+      keys.push(p.key, p.onlyIf ?? p.key, p.index?.key ?? p.key);
+      const operation = !p.index ? '' : p.index.score === undefined ? '-' : '+';
+      args.push(p.json, p.onlyIf === undefined ? '0' : '1', operation, p.index?.member ?? '', String(p.index?.score ?? 0));
     }
     this.redis
       .restashAppendEvents(keys.length, ...keys, ...args)

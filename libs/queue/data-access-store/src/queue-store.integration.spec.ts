@@ -136,6 +136,29 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     }
   });
 
+  it("lists a project's pending messages for a bulk cancel from its own index, not by reading every project's", async () => {
+    await Promise.all(Array.from({ length: 300 }, () => store.publish(message('t.big'))));
+    const now = Date.now();
+    const mine = [1, 2, 3].map((ago) => message('t.small', { createdAt: now - ago * 1000 }));
+    for (const m of mine) await store.publish(m);
+    const [newest, middle, oldest] = mine as [QueueMessage, QueueMessage, QueueMessage];
+    await store.cancel('t.small', newest.messageId); // settled: it leaves the index
+    const commands = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]);
+    const before = await commands();
+    expect((await store.pendingMessageIds('t.small', {}, 500)).sort()).toEqual([middle.messageId, oldest.messageId].sort());
+    // Its two messages' jobs and states, the index and the lanes: not t.big's 300 jobs.
+    expect((await commands()) - before).toBeLessThan(20);
+    expect(await store.pendingMessageIds('t.small', { fromDate: now - 2500 }, 500)).toEqual([middle.messageId]);
+    expect(await store.pendingMessageIds('t.small', { toDate: now - 2500 }, 500)).toEqual([oldest.messageId]);
+    expect(await store.pendingMessageIds('t.small', {}, 1)).toHaveLength(1);
+    // A delivered message leaves it with its final event; an entry whose job is gone is dropped when read.
+    await store.addEvents('t.small', [messageEvent(middle, 'DELIVERED', Date.now())], true);
+    expect(await redis.zrange('test:queue:pending:t.small', '0', '-1')).toEqual([oldest.messageId]);
+    await store.queue.remove(oldest.messageId);
+    expect(await store.pendingMessageIds('t.small', {}, 500)).toEqual([]);
+    expect(await redis.zcard('test:queue:pending:t.small')).toBe(0);
+  });
+
   it('cancels a pending message once, and logs it', async () => {
     const pending = message('t.c');
     await store.publish(pending);

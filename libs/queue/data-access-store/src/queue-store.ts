@@ -14,7 +14,7 @@ import {
 } from '@restash/queue/util-message';
 import { urlGroupsKey } from './topics';
 import { LaneStore, laneOf } from './lanes';
-import { EventLog } from './event-log';
+import { EventLog, type IndexChange } from './event-log';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -48,12 +48,17 @@ const PENDING_STATES = new Set(['waiting', 'delayed', 'prioritized', 'waiting-ch
 const ALL_STATES = ['active', 'wait', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
 /** How many stored entries one listing call reads at most while filtering. */
 const SCAN_LIMIT = 10_000;
+/** Entries of a project's pending index read per ZSCAN call (a hint: Redis may return more or fewer). */
+const INDEX_PAGE = 500;
 
 /**
  * The queue's storage on its Redis (AOF and `noeviction`, README, "Queue: at-least-once delivery"): messages are BullMQ jobs of
  * {@link DELIVERY_QUEUE} with the message id as job id (so a cancel finds them and a re-added callback
  * is a no-op); the DLQ is a sorted set plus a hash per project; events are a Redis stream per project;
- * deduplication is BullMQ's (throttle mode, {@link DEDUPLICATION_WINDOW_MS}).
+ * deduplication is BullMQ's (throttle mode, {@link DEDUPLICATION_WINDOW_MS}). `<prefix>:pending:<project>` indexes
+ * the project's messages on {@link DELIVERY_QUEUE} that are not settled yet (sorted set of ids by createdAt, Unix
+ * ms): a publish adds its message with its CREATED event, a final event removes it, both in the event log's
+ * script; so a bulk cancel reads the project's own messages only, not every project's.
  */
 export class QueueStore {
   readonly queue: Queue<QueueMessage>;
@@ -83,12 +88,14 @@ export class QueueStore {
     const created = messageEvent(message, 'CREATED', message.createdAt, { header: message.header, ...(message.body ? { body: message.body } : {}) });
     // A message of a queue or flow-control key goes to its lane (deduplicated within the lane).
     const lane = laneOf(message);
-    const addJob = (queue: Queue<QueueMessage>) => this.addWithCreated(queue, message, options, created);
+    // A message of the shared queue enters its project's index of pending messages with its CREATED event.
+    const index = lane ? undefined : { key: this.pendingKey(message.project), member: message.messageId, score: message.createdAt };
+    const addJob = (queue: Queue<QueueMessage>) => this.addWithCreated(queue, message, options, created, index);
     const { job, createdWritten } = lane ? await this.lanes.add(lane, message, options, addJob) : await addJob(this.queue);
     const messageId = job.id ?? message.messageId;
     const deduplicated = messageId !== message.messageId;
     // Written now only when the add reached Redis after the script (not seen so far).
-    if (!deduplicated && !createdWritten) await this.addEvent(message.project, created);
+    if (!deduplicated && !createdWritten) await this.eventLog.append(this.key('events', message.project), [created], undefined, index);
     return { messageId, deduplicated };
   }
 
@@ -98,19 +105,27 @@ export class QueueStore {
    * event loop, once the queue's connection is ready (its first use reads the server's version); the event log's
    * script runs after this turn and writes the event only if the job exists by then, so a duplicate or a failed
    * add gets none.
+   * @param index the change of the pending index made with the event
    * @returns the job (the earlier one for a duplicate) and whether the event was written
    */
-  private async addWithCreated(queue: Queue<QueueMessage>, message: QueueMessage, options: JobsOptions, created: MessageEvent): Promise<{ job: Job<QueueMessage>; createdWritten: boolean }> {
+  private async addWithCreated(
+    queue: Queue<QueueMessage>,
+    message: QueueMessage,
+    options: JobsOptions,
+    created: MessageEvent,
+    index: IndexChange | undefined,
+  ): Promise<{ job: Job<QueueMessage>; createdWritten: boolean }> {
     await queue.waitUntilReady();
     const added = queue.add(DELIVERY_JOB, message, options);
-    const event = this.eventLog.append(this.key('events', message.project), [created], queue.toKey(message.messageId));
+    const event = this.eventLog.append(this.key('events', message.project), [created], queue.toKey(message.messageId), index);
     const [job, createdWritten] = await Promise.all([added, event]);
     return { job, createdWritten };
   }
 
-  /** Enqueues a message whose id is derived (a callback): adding it again is a no-op. */
+  /** Enqueues a message whose id is derived (a callback): adding it again is a no-op. It enters its project's pending index. */
   async enqueue(message: QueueMessage): Promise<void> {
     await this.queue.add(DELIVERY_JOB, message, this.jobOptions(message));
+    await this.redis.zadd(this.pendingKey(message.project), message.createdAt, message.messageId);
   }
 
   /** The message of a project with this id and where it stands, or null (unknown, another project's, or expired). */
@@ -145,31 +160,43 @@ export class QueueStore {
     } else {
       return false;
     }
-    await this.addEvent(project, messageEvent(job.data, event, Date.now()));
+    await this.addEvents(project, [messageEvent(job.data, event, Date.now())], event === 'CANCELLED');
     return true;
   }
 
   /**
    * The ids of up to `count` of a project's messages that are not delivered yet and match `filter` (`fromDate`/
-   * `toDate` against createdAt), for a bulk cancel. Cost: BullMQ keeps every project's jobs in one queue, so this
-   * reads the data of every waiting, delayed, prioritized and active job of every project (in pages of 1000)
-   * until `count` are found: O(jobs pending in the whole queue) per call. Other projects' jobs are read but
-   * never returned.
+   * `toDate` against createdAt), for a bulk cancel: the shared queue's, then the lanes'. Reads only the project's
+   * own messages: the shared queue's through the project's pending index (ZSCAN, pages of about
+   * {@link INDEX_PAGE}; an entry whose message has settled meanwhile, or is gone, is removed from the index), the
+   * lanes' per lane queue.
    */
   async pendingMessageIds(project: string, filter: ListFilter, count: number): Promise<string[]> {
     const ids: string[] = [];
-    for (const state of ['active', 'waiting', 'prioritized', 'delayed'] as const) {
-      for (let start = 0; ids.length < count; start += 1000) {
-        const jobs = await this.queue.getJobs([state], start, start + 999, true);
-        if (jobs.length === 0) break;
-        for (const job of jobs) {
-          const m = job?.data;
-          if (m?.project !== project || !matchesFilter(filter, messageSubject(m, m.createdAt))) continue;
-          ids.push(m.messageId);
-          if (ids.length === count) break;
-        }
+    const index = this.pendingKey(project);
+    const seen = new Set<string>(); // ZSCAN may return a member twice
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.zscan(index, cursor, 'COUNT', INDEX_PAGE);
+      cursor = next;
+      const members: string[] = [];
+      for (let i = 0; i < flat.length; i += 2) {
+        const id = flat[i] as string;
+        const createdAt = Number(flat[i + 1]);
+        if (seen.has(id) || (filter.fromDate !== undefined && createdAt < filter.fromDate) || (filter.toDate !== undefined && createdAt > filter.toDate)) continue;
+        seen.add(id);
+        members.push(id);
       }
-    }
+      const jobs = await Promise.all(members.map((id) => this.queue.getJob(id)));
+      const states = await Promise.all(jobs.map((job) => job?.getState() ?? 'unknown'));
+      const settled: string[] = [];
+      members.forEach((id, i) => {
+        const m = jobs[i]?.data;
+        if (!m || m.project !== project || !(PENDING_STATES.has(states[i] as string) || states[i] === 'active')) settled.push(id);
+        else if (ids.length < count && matchesFilter(filter, messageSubject(m, m.createdAt))) ids.push(id);
+      });
+      if (settled.length > 0) await this.redis.zrem(index, ...settled);
+    } while (cursor !== '0' && ids.length < count);
     for (const job of ids.length < count ? await this.lanes.pendingJobs(project) : []) {
       const m = job.data;
       if (ids.length < count && matchesFilter(filter, messageSubject(m, m.createdAt))) ids.push(m.messageId);
@@ -260,10 +287,14 @@ export class QueueStore {
   /**
    * Appends events of a project to its log, in order (e.g. an attempt's ACTIVE with its outcome), in one script
    * call with the other events appended in the same turn of the event loop ({@link EventLog}).
+   * @param settled the last event is its message's final state (DELIVERED, FAILED, CANCELLED): the message leaves
+   *   its project's pending index in the same script
    * @throws the Redis error of that call (some of the events may have been written)
    */
-  async addEvents(project: string, events: readonly MessageEvent[]): Promise<void> {
-    await this.eventLog.append(this.key('events', project), events);
+  async addEvents(project: string, events: readonly MessageEvent[], settled = false): Promise<void> {
+    const messageId = events.at(-1)?.messageId;
+    const index = settled && messageId ? { key: this.pendingKey(project), member: messageId } : undefined;
+    await this.eventLog.append(this.key('events', project), events, undefined, index);
   }
 
   /** A page of a project's events, newest first, filtered. The cursor is the stream id to continue before. */
@@ -339,7 +370,7 @@ export class QueueStore {
     const dlqIds = await this.redis.zrange(this.key('dlq', project), '0', '-1');
     const dlqEntries = dlqIds.length > 0 ? await this.redis.hmget(this.key('dlq-entries', project), ...dlqIds) : [];
     for (const raw of dlqEntries) if (raw) messageIds.add((JSON.parse(raw) as DlqEntry).message.messageId);
-    const keys = [this.key('dlq', project), this.key('dlq-entries', project), this.key('events', project), urlGroupsKey(this.options.prefix, project)];
+    const keys = [this.key('dlq', project), this.key('dlq-entries', project), this.key('events', project), this.pendingKey(project), urlGroupsKey(this.options.prefix, project)];
     keys.push(...[...messageIds].map((id) => this.key('cancel', id)));
     keys.push(...(await this.scanKeys(`${this.options.prefix}:${DELIVERY_QUEUE}:de:${globEscape(project)}:*`)));
     for (let i = 0; i < keys.length; i += 500) await this.redis.del(...keys.slice(i, i + 500));
@@ -393,6 +424,11 @@ export class QueueStore {
 
   private async requestCancel(messageId: string): Promise<void> {
     await this.redis.set(this.key('cancel', messageId), '1', 'PX', this.options.messageRetentionMs);
+  }
+
+  /** The project's index of its pending messages on the shared queue: sorted set of message ids by createdAt (Unix ms). */
+  private pendingKey(project: string): string {
+    return this.key('pending', project);
   }
 
   private key(kind: string, id: string): string {
