@@ -1,12 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { RegistrySeal, queueProjectId } from '@restash/shared/data-access-registry';
+import { laneQueueName } from '@restash/queue/data-access-store';
 import { eventually } from '@restash/shared/util-testing';
-import { type AppProcess, QUEUE_REDIS_CONFIG, type RedisServer, startApp, startRedisServer } from '@restash/platform/util-stack';
-import { QueueStore, laneQueueName } from '@restash/queue/data-access-store';
-import { type QueueMessage, newMessageId } from '@restash/queue/util-message';
-import { registerQueueProject } from './testing/registry';
 import { startGatedSink } from './testing/gated-sink';
+import { type WorkerTestbed, startWorkerTestbed } from './testing/testbed';
 
 /**
  * A queue's message holds its queue until its callback is settled (DeliveryProcessor); a worker SIGKILLed during
@@ -14,63 +10,29 @@ import { startGatedSink } from './testing/gated-sink';
  * progress and waits for it.
  */
 describe('queue-worker killed while a queue message waits for its callback', () => {
-  const project = queueProjectId('acme', 'main');
-  const sealKey = RegistrySeal.generateKey();
-  let control: RedisServer;
-  let queueRedis: RedisServer;
-  const workers: AppProcess[] = [];
+  let bed: WorkerTestbed;
   let sink: Awaited<ReturnType<typeof startGatedSink>>;
-  let storeRedis: Redis;
-  let store: QueueStore;
   // Short locks: the killed worker's jobs are taken over within about 3 s.
-  const startWorker = async () => {
-    const env = { CONTROL_REDIS_URL: control.url, REGISTRY_SEAL_KEY: sealKey, QUEUE_REDIS_URL: queueRedis.url, DESTINATION_ALLOWLIST: '127.0.0.1/32', LOCK_DURATION_MS: '2000', STALLED_INTERVAL_MS: '1000', LOG_LEVEL: 'fatal' };
-    const worker = await startApp('queue-worker', { from: 'source', env });
-    workers.push(worker);
-    return worker;
-  };
+  const startWorker = () => bed.startWorker({ LOCK_DURATION_MS: '2000', STALLED_INTERVAL_MS: '1000' });
 
   beforeAll(async () => {
-    [control, queueRedis, sink] = await Promise.all([startRedisServer({ config: ['appendonly yes'] }), startRedisServer({ config: [...QUEUE_REDIS_CONFIG] }), startGatedSink()]);
-    await registerQueueProject(control.url, sealKey);
-    storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
-    store = new QueueStore(storeRedis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 1000 });
+    [bed, sink] = await Promise.all([startWorkerTestbed(), startGatedSink()]);
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await store?.close();
-    storeRedis?.disconnect();
-    await Promise.all([control?.stop(), queueRedis?.stop(), sink?.close()]);
+    await bed?.stop();
+    await sink?.close();
   });
-
-  const message = (path: string, callback?: string): QueueMessage => {
-    const now = Date.now();
-    return {
-      messageId: newMessageId(),
-      project,
-      url: `${sink.url}${path}`,
-      method: 'POST',
-      header: {},
-      body: Buffer.from(path).toString('base64'),
-      maxRetries: 3,
-      notBefore: now,
-      createdAt: now,
-      callerIp: '127.0.0.1',
-      queueName: 'with-callback',
-      ...(callback ? { callback: `${sink.url}${callback}` } : {}),
-    };
-  };
 
   it('waits for the callback again on the worker that takes the job over, without delivering the message twice', async () => {
     const killed = await startWorker();
     sink.hold('/callback');
-    const first = message('/first', '/callback');
-    await store.publish(first);
-    await store.publish(message('/second'));
+    const first = bed.message(`${sink.url}/first`, { queueName: 'with-callback', callback: `${sink.url}/callback` });
+    await bed.store.publish(first);
+    await bed.store.publish(bed.message(`${sink.url}/second`, { queueName: 'with-callback' }));
     // The first message was delivered; its callback is at the destination, unanswered: the queue is held.
     await eventually(() => expect(sink.on('/callback')).toHaveLength(1), 15_000);
-    const lane = store.lanes.queue(laneQueueName({ project, kind: 'q', name: 'with-callback' }));
+    const lane = bed.store.lanes.queue(laneQueueName({ project: bed.project, kind: 'q', name: 'with-callback' }));
     await eventually(async () => expect((await lane.getJob(first.messageId))?.progress).toMatchObject({ callbacks: [expect.any(String)] }), 5_000);
     await killed.kill();
     await startWorker();

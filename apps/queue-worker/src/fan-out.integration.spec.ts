@@ -1,12 +1,9 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
-import { RegistrySeal, queueProjectId } from '@restash/shared/data-access-registry';
 import { eventually } from '@restash/shared/util-testing';
-import { type AppProcess, QUEUE_REDIS_CONFIG, type RedisServer, startApp, startRedisServer } from '@restash/platform/util-stack';
-import { Publisher, QueueStore, UrlGroupStore } from '@restash/queue/data-access-store';
+import { Publisher, UrlGroupStore } from '@restash/queue/data-access-store';
 import { parsePublish } from '@restash/queue/util-message';
-import { registerQueueProject } from './testing/registry';
+import { type WorkerTestbed, startWorkerTestbed } from './testing/testbed';
 
 const ENDPOINTS = 3;
 const MESSAGES = 200;
@@ -43,60 +40,30 @@ async function startCountingSink(answerAfterMs: number): Promise<{ url: string; 
  * command to its AOF (`appendfsync always`).
  */
 describe('queue-worker killed during a URL-group fan-out', () => {
-  const project = queueProjectId('acme', 'main');
-  const sealKey = RegistrySeal.generateKey();
-  let control: RedisServer;
-  let queueRedis: RedisServer;
+  let bed: WorkerTestbed;
   let sink: Awaited<ReturnType<typeof startCountingSink>>;
-  let storeRedis: Redis;
-  let store: QueueStore;
-  const workers: AppProcess[] = [];
-
-  const startWorker = async () => {
-    const worker = await startApp('queue-worker', {
-      from: 'source',
-      env: {
-        CONTROL_REDIS_URL: control.url,
-        REGISTRY_SEAL_KEY: sealKey,
-        QUEUE_REDIS_URL: queueRedis.url,
-        DESTINATION_ALLOWLIST: '127.0.0.1/32',
-        LOCK_DURATION_MS: '2000',
-        STALLED_INTERVAL_MS: '1000',
-        LOG_LEVEL: 'fatal',
-      },
-    });
-    workers.push(worker);
-    return worker;
-  };
+  // Short locks: the killed worker's deliveries are taken over within about 3 s.
+  const startWorker = () => bed.startWorker({ LOCK_DURATION_MS: '2000', STALLED_INTERVAL_MS: '1000' });
 
   beforeAll(async () => {
-    [control, queueRedis, sink] = await Promise.all([
-      startRedisServer({ config: ['appendonly yes'] }),
-      startRedisServer({ config: [...QUEUE_REDIS_CONFIG, 'appendfsync always'] }),
-      startCountingSink(20),
-    ]);
-    await registerQueueProject(control.url, sealKey);
-    storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
-    store = new QueueStore(storeRedis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 100_000 });
+    [bed, sink] = await Promise.all([startWorkerTestbed({ queueConfig: ['appendfsync always'], eventsPerProject: 100_000 }), startCountingSink(20)]);
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await store?.close();
-    storeRedis?.disconnect();
-    await Promise.all([control?.stop(), queueRedis?.stop(), sink?.close()]);
+    await bed?.stop();
+    await sink?.close();
   });
 
   it('delivers every message to every endpoint at least once across the kill', async () => {
-    const groups = new UrlGroupStore(storeRedis, 'restash:queue');
+    const groups = new UrlGroupStore(bed.redis, 'restash:queue');
     const paths = Array.from({ length: ENDPOINTS }, (_, i) => `/endpoint-${i}`);
-    await groups.addEndpoints(project, 'fan', paths.map((path, i) => ({ name: `e${i}`, url: `${sink.url}${path}` })));
-    const publisher = new Publisher(store, groups);
+    await groups.addEndpoints(bed.project, 'fan', paths.map((path, i) => ({ name: `e${i}`, url: `${sink.url}${path}` })));
+    const publisher = new Publisher(bed.store, groups);
     const now = Date.now();
     const parsed = Array.from({ length: MESSAGES }, (_, i) =>
       parsePublish({ destination: 'fan', headers: {}, body: Buffer.from(`m${i}`), nowMs: now, callerIp: '127.0.0.1', retries: { default: 3, max: 3 } }),
     );
-    const results = await publisher.publish(project, parsed);
+    const results = await publisher.publish(bed.project, parsed);
     expect(results.flat()).toHaveLength(MESSAGES * ENDPOINTS);
 
     const first = await startWorker();

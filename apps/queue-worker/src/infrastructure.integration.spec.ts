@@ -1,11 +1,9 @@
-import { Redis } from 'ioredis';
-import { RegistrySeal, queueProjectId } from '@restash/shared/data-access-registry';
+import { queueProjectId } from '@restash/shared/data-access-registry';
 import { eventually } from '@restash/shared/util-testing';
-import { type AppProcess, QUEUE_REDIS_CONFIG, type RedisServer, startApp, startRedisServer } from '@restash/platform/util-stack';
-import { QueueStore } from '@restash/queue/data-access-store';
-import { type QueueMessage, newMessageId } from '@restash/queue/util-message';
-import { registerQueueProject } from './testing/registry';
+import type { AppProcess, RedisServer } from '@restash/platform/util-stack';
+import type { QueueStore } from '@restash/queue/data-access-store';
 import { startGatedSink } from './testing/gated-sink';
+import { type WorkerTestbed, startWorkerTestbed } from './testing/testbed';
 
 /**
  * queue-worker (its own process) through outages of its Redis servers: a failed registry or store call is
@@ -13,54 +11,30 @@ import { startGatedSink } from './testing/gated-sink';
  * every command to their AOF (`appendfsync always`), so that a SIGKILL loses nothing of the registry or the jobs.
  */
 describe('queue-worker when a Redis stops mid-delivery', () => {
-  const project = queueProjectId('acme', 'main');
-  const sealKey = RegistrySeal.generateKey();
-  let control: RedisServer;
-  let queueRedis: RedisServer;
+  let bed: WorkerTestbed;
   let worker: AppProcess;
   let sink: Awaited<ReturnType<typeof startGatedSink>>;
-  let storeRedis: Redis;
+  let control: RedisServer;
+  let queueRedis: RedisServer;
   let store: QueueStore;
+  const project = queueProjectId('acme', 'main');
 
   beforeAll(async () => {
-    [control, queueRedis, sink] = await Promise.all([
-      startRedisServer({ config: ['appendonly yes', 'appendfsync always'] }),
-      startRedisServer({ config: [...QUEUE_REDIS_CONFIG, 'appendfsync always'] }),
-      startGatedSink(),
-    ]);
-    await registerQueueProject(control.url, sealKey);
-    storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
-    store = new QueueStore(storeRedis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 1000 });
+    [bed, sink] = await Promise.all([startWorkerTestbed({ controlConfig: ['appendfsync always'], queueConfig: ['appendfsync always'] }), startGatedSink()]);
+    ({ control, queueRedis, store } = bed);
     store.queue.on('error', () => undefined); // the third test stops its Redis
-    worker = await startApp('queue-worker', {
-      from: 'source',
-      // A registry cache of 1 ms: every lookup reaches the control Redis, as one after an expiry or a change would.
-      env: { CONTROL_REDIS_URL: control.url, REGISTRY_SEAL_KEY: sealKey, QUEUE_REDIS_URL: queueRedis.url, DESTINATION_ALLOWLIST: '127.0.0.1/32', REGISTRY_CACHE_TTL_MS: '1', LOG_LEVEL: 'fatal' },
-    });
+    // A registry cache of 1 ms: every lookup reaches the control Redis, as one after an expiry or a change would.
+    worker = await bed.startWorker({ REGISTRY_CACHE_TTL_MS: '1' });
   }, 120_000);
 
   afterAll(async () => {
-    await worker?.stop();
-    await store?.close();
-    storeRedis?.disconnect();
-    await Promise.all([control?.stop(), queueRedis?.stop(), sink?.close()]);
+    await bed?.stop();
+    await sink?.close();
   });
 
   /** Enqueues a message to the sink's `path`, due now, with `maxRetries` retries. */
   const publish = async (path: string, maxRetries: number): Promise<string> => {
-    const now = Date.now();
-    const message: QueueMessage = {
-      messageId: newMessageId(),
-      project,
-      url: `${sink.url}${path}`,
-      method: 'POST',
-      header: {},
-      body: Buffer.from(path).toString('base64'),
-      maxRetries,
-      notBefore: now,
-      createdAt: now,
-      callerIp: '127.0.0.1',
-    };
+    const message = bed.message(`${sink.url}${path}`, { body: Buffer.from(path).toString('base64'), maxRetries });
     return (await store.publish(message)).messageId;
   };
 

@@ -1,12 +1,9 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
-import { RegistrySeal, queueProjectId } from '@restash/shared/data-access-registry';
+import type { AppProcess } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
-import { type AppProcess, QUEUE_REDIS_CONFIG, type RedisServer, startApp, startRedisServer } from '@restash/platform/util-stack';
-import { QueueStore, laneQueueName } from '@restash/queue/data-access-store';
-import { type QueueMessage, newMessageId } from '@restash/queue/util-message';
-import { registerQueueProject } from './testing/registry';
+import { laneQueueName } from '@restash/queue/data-access-store';
+import { type WorkerTestbed, startWorkerTestbed } from './testing/testbed';
 
 /** A destination on 127.0.0.1 answering 200 after `answerAfterMs`; it counts bodies and the requests it holds at once. */
 async function startGaugeSink(answerAfterMs: number) {
@@ -45,57 +42,26 @@ async function startGaugeSink(answerAfterMs: number) {
  * active list, which its global concurrency counts).
  */
 describe('queue-worker lanes when a worker is killed', () => {
-  const project = queueProjectId('acme', 'main');
-  const sealKey = RegistrySeal.generateKey();
-  let control: RedisServer;
-  let queueRedis: RedisServer;
+  let bed: WorkerTestbed;
   let workers: AppProcess[];
   let sink: Awaited<ReturnType<typeof startGaugeSink>>;
-  let storeRedis: Redis;
-  let store: QueueStore;
 
   beforeAll(async () => {
-    [control, queueRedis, sink] = await Promise.all([startRedisServer({ config: ['appendonly yes'] }), startRedisServer({ config: [...QUEUE_REDIS_CONFIG] }), startGaugeSink(40)]);
-    await registerQueueProject(control.url, sealKey);
-    storeRedis = new Redis(queueRedis.url, { maxRetriesPerRequest: null });
-    store = new QueueStore(storeRedis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 1000 });
-    const env = {
-      CONTROL_REDIS_URL: control.url,
-      REGISTRY_SEAL_KEY: sealKey,
-      QUEUE_REDIS_URL: queueRedis.url,
-      DESTINATION_ALLOWLIST: '127.0.0.1/32',
-      LOCK_DURATION_MS: '2000',
-      STALLED_INTERVAL_MS: '1000',
-      LOG_LEVEL: 'fatal',
-    };
-    workers = await Promise.all([startApp('queue-worker', { from: 'source', env }), startApp('queue-worker', { from: 'source', env })]);
+    [bed, sink] = await Promise.all([startWorkerTestbed(), startGaugeSink(40)]);
+    const env = { LOCK_DURATION_MS: '2000', STALLED_INTERVAL_MS: '1000' };
+    workers = await Promise.all([bed.startWorker(env), bed.startWorker(env)]);
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.all((workers ?? []).map((w) => w.stop()));
-    await store?.close();
-    storeRedis?.disconnect();
-    await Promise.all([control?.stop(), queueRedis?.stop(), sink?.close()]);
+    await bed?.stop();
+    await sink?.close();
   });
 
   it('loses no message and never exceeds the parallelism when one of two workers is SIGKILLed', async () => {
     const total = 300;
-    const now = Date.now();
     for (let i = 0; i < total; i++) {
-      const message: QueueMessage = {
-        messageId: newMessageId(),
-        project,
-        url: `${sink.url}/fc`,
-        method: 'POST',
-        header: {},
-        body: Buffer.from(String(i)).toString('base64'),
-        maxRetries: 3,
-        notBefore: now,
-        createdAt: now,
-        callerIp: '127.0.0.1',
-        flowControl: { key: 'sigkill', parallelism: 2 },
-      };
-      await store.publish(message);
+      const message = bed.message(`${sink.url}/fc`, { body: Buffer.from(String(i)).toString('base64'), flowControl: { key: 'sigkill', parallelism: 2 } });
+      await bed.store.publish(message);
     }
     await eventually(() => expect(sink.bodies.length).toBeGreaterThanOrEqual(60), 30_000);
     // The worker killed is the one that has delivered more of the key's messages (which of the two takes the
@@ -111,7 +77,7 @@ describe('queue-worker lanes when a worker is killed', () => {
     const beforeKill = sink.bodies.length;
     await (workers[victim] as AppProcess).kill();
     await eventually(() => expect(new Set(sink.bodies).size).toBe(total), 90_000, 100);
-    const lane = store.lanes.queue(laneQueueName({ project, kind: 'fc', name: 'sigkill' }));
+    const lane = bed.store.lanes.queue(laneQueueName({ project: bed.project, kind: 'fc', name: 'sigkill' }));
     await eventually(async () => expect(await lane.getJobCounts('completed', 'active', 'wait', 'delayed', 'failed')).toEqual({ completed: total, active: 0, wait: 0, delayed: 0, failed: 0 }), 15_000);
     const unique = new Set(sink.bodies).size;
     const redelivered = sink.bodies.length - unique;
