@@ -1,6 +1,7 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { Worker } from 'bullmq';
 import { Readiness } from '@restash/shared/util-http';
+import { QueueStore } from '@restash/queue/data-access-store';
 import type { QueueMessage } from '@restash/queue/util-message';
 import { RetryLater } from './delivery.processor';
 
@@ -15,7 +16,9 @@ const READINESS_WAIT_MS = { first: 250, max: 5_000 };
  * once the {@link WORKER_DEPENDENCIES} readiness checks pass, checked again with a doubling wait (logged)
  * while they fail, so that no message is taken while its outcome could not be stored. `/readyz` reports
  * `worker` until then. On shutdown it stops taking messages and lets the attempts under way finish
- * (`beforeApplicationShutdown`), before the connections close (`onApplicationShutdown`).
+ * (`beforeApplicationShutdown`), before the connections close (`onApplicationShutdown`). Once taking messages, it
+ * indexes the pending messages published before the projects' pending indexes existed (`QueueStore.indexPending`,
+ * once per queue Redis; logged).
  */
 @Injectable()
 export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -27,6 +30,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
   constructor(
     @Inject(Worker) private readonly worker: Worker<QueueMessage>,
     private readonly readiness: Readiness,
+    private readonly store: QueueStore,
   ) {
     readiness.register('worker', async () => {
       if (!worker.isRunning()) throw new Error('the BullMQ worker is not running');
@@ -57,6 +61,10 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       if (failing.length === 0) {
         this.worker.run().catch((error: unknown) => this.logger.error(`worker stopped: ${String(error)}`));
         this.logger.log('dependencies ready: taking messages');
+        await this.store
+          .indexPending()
+          .then((indexed) => indexed > 0 && this.logger.log(`indexed ${indexed} pending message(s) published before the pending indexes`))
+          .catch((error: unknown) => this.logger.warn(`indexing the pending messages failed (${String(error)}); the next start tries again`));
         return;
       }
       this.logger.warn(`not taking messages yet: ${failing.map((name) => `${name}: ${failures[name]}`).join('; ')}; checking again in ${waitMs} ms`);

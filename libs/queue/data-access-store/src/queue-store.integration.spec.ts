@@ -159,6 +159,18 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     expect(await redis.zcard('test:queue:pending:t.small')).toBe(0);
   });
 
+  it('indexes the pending messages published before the pending indexes, once', async () => {
+    const older = [message('t.upgrade'), message('t.upgrade', { notBefore: Date.now() + 7_200_000 }), message('t.upgrade2')];
+    for (const m of older) await store.publish(m);
+    // As before the index: no entries, no marker.
+    await redis.del('test:queue:pending:t.upgrade', 'test:queue:pending:t.upgrade2', 'test:queue:pending-indexed');
+    expect(await store.pendingMessageIds('t.upgrade', {}, 500)).toEqual([]);
+    expect(await store.indexPending()).toBeGreaterThanOrEqual(3); // the other tests' pending messages too
+    expect((await store.pendingMessageIds('t.upgrade', {}, 500)).sort()).toEqual([older[0], older[1]].map((m) => m.messageId).sort());
+    expect(await store.pendingMessageIds('t.upgrade2', {}, 500)).toEqual([older[2]?.messageId]);
+    expect(await store.indexPending()).toBe(0); // once
+  });
+
   it('cancels a pending message once, and logs it', async () => {
     const pending = message('t.c');
     await store.publish(pending);

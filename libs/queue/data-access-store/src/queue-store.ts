@@ -205,6 +205,31 @@ export class QueueStore {
   }
 
   /**
+   * Adds to their projects' pending indexes the pending messages of the shared queue published before the indexes
+   * existed (an upgrade), once per queue Redis: the key `<prefix>:pending-indexed` records that it ran. It reads
+   * every pending job once (pages of 1000 per state); a message that settles meanwhile may stay in an index until a
+   * bulk cancel sees it. Idempotent: replicas running it at once add the same entries.
+   * @returns how many messages it indexed (0 when it had run before)
+   */
+  async indexPending(): Promise<number> {
+    const done = `${this.options.prefix}:pending-indexed`;
+    if ((await this.redis.exists(done)) === 1) return 0;
+    let indexed = 0;
+    for (const state of ['active', 'waiting', 'prioritized', 'delayed', 'waiting-children'] as const) {
+      for (let start = 0; ; start += 1000) {
+        const jobs = (await this.queue.getJobs([state], start, start + 999, true)).filter((job) => job?.data?.project);
+        if (jobs.length === 0) break;
+        const pipeline = this.redis.pipeline();
+        for (const { data } of jobs) pipeline.zadd(this.pendingKey(data.project), data.createdAt, data.messageId);
+        await execOrThrow(pipeline);
+        indexed += jobs.length;
+      }
+    }
+    await this.redis.set(done, String(Date.now()));
+    return indexed;
+  }
+
+  /**
    * Which of these messages of the shared queue (callbacks: {@link enqueue}) are not settled yet: waiting, delayed
    * for a retry or being delivered. A delivered, failed (DLQ) or removed one (cancelled, purged, expired) is settled.
    * @returns the ids not settled, in the given order

@@ -1,0 +1,28 @@
+import { eventually } from '@restash/shared/util-testing';
+import { type WorkerTestbed, startWorkerTestbed } from './testing/testbed';
+
+/**
+ * A bulk cancel finds a project's pending messages through its pending index (QueueStore.pendingMessageIds);
+ * messages published before the indexes existed are indexed by the first queue-worker that starts taking messages.
+ */
+describe('queue-worker indexing the pending messages of an older queue Redis', () => {
+  let bed: WorkerTestbed;
+
+  beforeAll(async () => {
+    bed = await startWorkerTestbed();
+  }, 120_000);
+
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  it('indexes them once it takes messages', async () => {
+    const later = bed.message('http://127.0.0.1:1/later', { notBefore: Date.now() + 3_600_000 });
+    await bed.store.publish(later);
+    await bed.redis.del(`restash:queue:pending:${bed.project}`); // as published before the index
+    expect(await bed.store.pendingMessageIds(bed.project, {}, 10)).toEqual([]);
+    await bed.startWorker();
+    await eventually(async () => expect(await bed.store.pendingMessageIds(bed.project, {}, 10)).toEqual([later.messageId]), 15_000);
+    expect(await bed.redis.exists('restash:queue:pending-indexed')).toBe(1);
+  }, 60_000);
+});
