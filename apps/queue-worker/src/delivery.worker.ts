@@ -61,7 +61,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       if (failing.length === 0) {
         this.worker.run().catch((error: unknown) => this.logger.error(`worker stopped: ${String(error)}`));
         this.logger.log('dependencies ready: taking messages');
-        await this.store
+        // Not awaited: a shutdown does not wait for it (a backfill cut short runs again at the next start).
+        void this.store
           .indexPending()
           .then((indexed) => indexed > 0 && this.logger.log(`indexed ${indexed} pending message(s) published before the pending indexes`))
           .catch((error: unknown) => this.logger.warn(`indexing the pending messages failed (${String(error)}); the next start tries again`));
