@@ -14,6 +14,11 @@
 // It holds steadier than throughput on a shared machine: a busier neighbour takes CPU away (fewer
 // requests per second) more than it changes the CPU a request costs.
 //
+// A Redis engine with AOF on (the queue's) has its AOF rewritten before every run and no automatic
+// rewrite during one (auto-aof-rewrite-percentage 0): left on, a rewrite fired every few seconds as the
+// data grew, its child competing with the engine and the load on core 1 for one to three seconds, in
+// whichever run it fell (bench/queue: direct single rounds of 7,249, 5,102 and 4,865 msg/s in one run).
+//
 // BENCH_SMOKE=1: a smoke run (part of `make test`): the bench's short settings, one round, no warm-up,
 // nothing written but a scratch report; exits non-zero unless every run of the round produced
 // requests, a CPU time per request and no errors.
@@ -180,6 +185,7 @@ async function main(bench: Bench): Promise<number> {
       return seconds;
     };
     const load = async (run: LoadRun, keep: boolean) => {
+      if (engineRedis) await rewriteAof(engineRedis);
       const before = await sample();
       const lines: string[] = [];
       await runScript(join('bench', bench.name, 'load.mjs'), run.args, { ...env, ...run.env }, loadCpu, (line) => lines.push(line));
@@ -282,6 +288,24 @@ function redisOf(stack: Stack, engine: Bench['engine']): Redis {
   const server = [stack.control, stack.queueRedis, ...stack.kvRedis.values()].find((s) => s && stack.processes().some((p) => p.name === engine.process && p.pid === s.pid));
   if (!server) throw new Error(`no Redis engine named ${engine.process} in the stack`);
   return new Redis({ port: server.port, host: '127.0.0.1', ...(engine.process.startsWith('kv-redis-') ? stack.dataRedisAuth : {}) });
+}
+
+/**
+ * When the server keeps an AOF: turns its automatic rewrite off, rewrites it now (BGREWRITEAOF) and waits until
+ * the rewrite is over, so that none runs during the next load run (see the header).
+ */
+async function rewriteAof(redis: Redis): Promise<void> {
+  const [, appendonly] = (await redis.config('GET', 'appendonly')) as string[];
+  if (appendonly !== 'yes') return;
+  await redis.config('SET', 'auto-aof-rewrite-percentage', '0');
+  const busy = async () => /^aof_rewrite_(in_progress|scheduled):1/m.test(await redis.info('persistence'));
+  try {
+    await redis.bgrewriteaof();
+  } catch (error) {
+    // One already under way (an automatic one, started before it was turned off) will do.
+    if (!/already in progress/i.test(String(error))) throw error;
+  }
+  while (await busy()) await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
 /** used_cpu_user + used_cpu_sys of INFO cpu: the server's own accounting, all threads, in seconds. */

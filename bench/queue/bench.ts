@@ -27,6 +27,10 @@
 //            the processor of direct-worker.mjs notes when it ran, and does nothing else.
 //   batch    gateway: POST /v2/batch of BENCH_BATCH messages (100) per request, BENCH_BATCH_CONCURRENCY
 //            requests in flight; direct: Queue.addBulk of the same jobs, as many calls in flight.
+//   For single and batch a third run, `floor`, adds the same jobs to a queue whose BullMQ worker (in
+//   direct-worker.mjs) delivers each by HTTP to the sink and does nothing else: the cost of the HTTP
+//   delivery itself, which any BullMQ-based design pays, without signing, tenancy or events. It is
+//   reported beside the direct run (its ratio too); the targets stay against the direct run.
 //   queued   gateway: POST /v2/enqueue/bench/<sink>, the queue `bench` of parallelism BENCH_PARALLELISM
 //            (10, made by prepare); flow: POST /v2/publish/<sink> with Upstash-Flow-Control-Key: bench
 //            and Upstash-Flow-Control-Value: parallelism=BENCH_PARALLELISM. Both against one direct run
@@ -39,7 +43,7 @@
 // default numbers a backlog grows whenever publishing outruns delivery, and latency then grows with
 // BENCH_MESSAGES. Every run also records the CPU per message of queue-gateway, the worker and the queue
 // Redis (the harness), and of the load generator (load.mjs), to tell where the time goes.
-// After a warm-up, every round runs gateway then direct; the table reports the median of the rounds
+// After a warm-up, every round runs gateway, direct, then floor; the table reports the median of the rounds
 // (report.mjs) and is written to bench/queue/results.md and README.md (between the bench-queue
 // markers). Nothing is asserted: the targets (gateway messages/s over direct: >= 0.6 single, >= 0.8
 // batch; queued and flow have none) are printed as met or not.
@@ -131,7 +135,8 @@ runBench({
       await post('/v2/queues', JSON.stringify({ queueName: env.QUEUE_NAME, parallelism: Number(env.PARALLELISM) }), { 'content-type': 'application/json' });
     }
   },
-  // Per case, the gateway run then its direct equivalent (queued and flow share the direct `parallel` run).
+  // Per case, the gateway run then its direct equivalent and, for single and batch, the floor run (queued and
+  // flow share the direct `parallel` run).
   runs: (settings) => {
     const runsOf = (messages: string): LoadRun[] => {
       const cases = casesOf(settings);
@@ -139,7 +144,10 @@ runBench({
       const runs: LoadRun[] = [];
       for (const kase of cases) {
         runs.push({ args: ['gateway', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
-        if (kase === 'single' || kase === 'batch') runs.push({ args: ['direct', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
+        if (kase === 'single' || kase === 'batch') {
+          runs.push({ args: ['direct', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
+          runs.push({ args: ['floor', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
+        }
         if (kase === (cases.includes('flow') ? 'flow' : 'queued')) runs.push({ args: ['direct', 'parallel', messages] });
       }
       return runs;

@@ -2,12 +2,21 @@
 // cases, a keep-alive HTTP client of the gateway, and the Redis command counter read around every run.
 //
 // env: QUEUE_REDIS_URL, QUEUE_PREFIX (restash:queue, the gateway's and worker's), DIRECT_QUEUE
-//      (bench-direct; the `parallel` case's queue is its name with -p<parallelism>), MESSAGE_RETENTION_MS (86400000, as queue-gateway's default), GATEWAY_URL,
+//      (bench-direct; the `parallel` case's queue is its name with -p<parallelism>, the floor's with -http), MESSAGE_RETENTION_MS (86400000, as queue-gateway's default), GATEWAY_URL,
 //      QUEUE_TOKEN
 import { Pool } from 'undici';
 
 /** The BullMQ queue of the direct case: a queue of its own on the same Redis, under the same prefix. */
 export const DIRECT_QUEUE = process.env.DIRECT_QUEUE ?? 'bench-direct';
+
+/**
+ * The BullMQ queue of the `floor` runs (`<DIRECT_QUEUE>-http`), whose worker in direct-worker.mjs delivers
+ * each job by HTTP to the sink and does nothing else.
+ */
+export const HTTP_QUEUE = `${DIRECT_QUEUE}-http`;
+
+/** The header that names a delivered message to the sink: queue-worker's, and the floor worker's `<run>-<n>`. */
+export const MESSAGE_ID_HEADER = 'upstash-message-id';
 export const QUEUE_PREFIX = process.env.QUEUE_PREFIX ?? 'restash:queue';
 
 /**

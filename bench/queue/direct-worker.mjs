@@ -3,7 +3,10 @@
 // PARALLELISM, as queue-worker's lanes have theirs) of the queue Redis, in one process on core 0 where
 // queue-worker runs, started once like queue-worker. Their processor does nothing but note when it ran
 // (CLOCK_MONOTONIC, see common.mjs) and the job's run tag and number; no HTTP, no other Redis call than
-// BullMQ's own.
+// BullMQ's own. A third Worker, on HTTP_QUEUE (the `floor` runs), notes nothing: it delivers each job by
+// HTTP, an undici POST of the job's body to the sink (SINK_PORT, in the load generator's process, which
+// notes the arrival), with the header the sink counts arrivals by, as queue-worker does, but without
+// signing, tenancy, events or callbacks: what any BullMQ worker that delivers over HTTP pays at least.
 //
 // Management server on 127.0.0.1:MANAGEMENT_PORT, for bench.ts and load.mjs:
 //   GET  /readyz   200 once the worker runs
@@ -11,22 +14,37 @@
 //   POST /take     the processed jobs since the last /take, [[run, n, ms], ...], and forgets them
 //
 // env: QUEUE_REDIS_URL, QUEUE_PREFIX, DIRECT_QUEUE, WORKER_CONCURRENCY (100, as queue-worker's, each
-//      Worker), PARALLELISM (10), MANAGEMENT_PORT
+//      Worker), PARALLELISM (10), MANAGEMENT_PORT, SINK_PORT
 import { createServer } from 'node:http';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { DIRECT_QUEUE, QUEUE_PREFIX, clock, limitedQueue } from './common.mjs';
+import { Agent } from 'undici';
+import { DIRECT_QUEUE, HTTP_QUEUE, MESSAGE_ID_HEADER, QUEUE_PREFIX, clock, limitedQueue } from './common.mjs';
 
 let done = [];
+const sink = `http://127.0.0.1:${process.env.SINK_PORT}`;
+const http = new Agent({ keepAliveTimeout: 60_000 });
+
+/** The floor's processor: POST the body to the sink; a refusal fails the job (the run then reports it missing). */
+const deliver = async (job) => {
+  const headers = { 'content-type': 'text/plain', [MESSAGE_ID_HEADER]: `${job.data.r}-${job.data.n}` };
+  const res = await http.request({ origin: sink, path: '/sink', method: 'POST', headers, body: job.data.body });
+  await res.body.dump();
+  if (res.statusCode !== 200) throw new Error(`the sink answered ${res.statusCode}`);
+};
+
+/** The direct cases' processor: notes when the job ran. */
+const note = async (job) => {
+  done.push([job.data.r, job.data.n, clock()]);
+};
+
 // As queue-worker: the connection of a worker must retry forever (BullMQ requires it), lock and stalled
 // checks at BullMQ's defaults (queue-worker's defaults are the same 30 s).
 // Each Worker has its own connection, as queue-worker's deliveries Worker and its lanes have theirs.
-const start = (name) => {
+const start = (name, processor = note) => {
   const worker = new Worker(
     name,
-    async (job) => {
-      done.push([job.data.r, job.data.n, clock()]);
-    },
+    processor,
     {
       connection: new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: null }),
       prefix: QUEUE_PREFIX,
@@ -43,7 +61,7 @@ const limited = new Queue(limitedQueue(parallelism), { connection: setup, prefix
 await limited.setGlobalConcurrency(parallelism);
 await limited.close();
 setup.disconnect();
-const workers = [start(DIRECT_QUEUE), start(limitedQueue(parallelism))];
+const workers = [start(DIRECT_QUEUE), start(limitedQueue(parallelism)), start(HTTP_QUEUE, deliver)];
 await Promise.all(workers.map((w) => w.waitUntilReady()));
 
 const server = createServer((req, res) => {

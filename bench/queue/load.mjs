@@ -2,6 +2,7 @@
 //
 //   node bench/queue/load.mjs gateway single|batch|queued|flow MESSAGES
 //   node bench/queue/load.mjs direct  single|batch|parallel MESSAGES
+//   node bench/queue/load.mjs floor   single|batch MESSAGES
 //
 // Every case publishes MESSAGES messages of 100 bytes in a closed loop, CONCURRENCY publishes (requests,
 // adds) in flight (each sends the next as soon as its answer is read), and waits until every one has come
@@ -27,6 +28,10 @@
 //                    global concurrency), compared with both.
 //   The processors of direct-worker.mjs (its own process on core 0, started by bench.ts) note when they
 //   ran, and this process fetches those notes from its management server at the end.
+//   floor single     raw BullMQ with the HTTP delivery: Queue.add as direct single, on HTTP_QUEUE, whose
+//                    worker in direct-worker.mjs POSTs each job's body to the sink (undici, keep-alive) and
+//                    does nothing else; arrivals are noted by the sink, as for the gateway.
+//   floor batch      Queue.addBulk as direct batch, on HTTP_QUEUE.
 // Per message, latency is from the start of its publish (add, batch) to its arrival at the sink (the run
 // of the processor), on CLOCK_MONOTONIC shared by both processes; p50/p99 over the messages. Throughput
 // is the messages that arrived / (last arrival - first publish start). The publish-only rate is the
@@ -43,12 +48,12 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { DIRECT_QUEUE, QUEUE_PREFIX, clock, limitedQueue, directJobOptions, gateway, percentile, redisCommands, sleep, value } from './common.mjs';
+import { DIRECT_QUEUE, HTTP_QUEUE, MESSAGE_ID_HEADER, QUEUE_PREFIX, clock, limitedQueue, directJobOptions, gateway, percentile, redisCommands, sleep, value } from './common.mjs';
 
 const [tool, kase, arg] = process.argv.slice(2);
-const CASES = { gateway: ['single', 'batch', 'queued', 'flow'], direct: ['single', 'batch', 'parallel'] };
+const CASES = { gateway: ['single', 'batch', 'queued', 'flow'], direct: ['single', 'batch', 'parallel'], floor: ['single', 'batch'] };
 if (!CASES[tool]?.includes(kase) || !(Number(arg) > 0)) {
-  process.stderr.write(`usage: load.mjs gateway ${CASES.gateway.join('|')} MESSAGES, or direct ${CASES.direct.join('|')} MESSAGES\n`);
+  process.stderr.write(`usage: load.mjs gateway ${CASES.gateway.join('|')} MESSAGES, direct ${CASES.direct.join('|')} MESSAGES, or floor ${CASES.floor.join('|')} MESSAGES\n`);
   process.exit(2);
 }
 const total = Number(arg);
@@ -106,12 +111,17 @@ async function waitFor(count, target, every) {
   }
 }
 
-async function runGateway() {
-  const ids = new Array(total); // message i -> messageId
-  const sink = new Map(); // messageId -> arrival, ms
+/**
+ * The sink on SINK_PORT: answers 200 to every delivery once its body is read, and notes when each message
+ * id (MESSAGE_ID_HEADER) arrived.
+ * @returns `waitForAll(ids, accepted)`, which waits until the `accepted` messages `ids` names arrived (or
+ *   the run stalls) and fills `arrived` from their arrivals, and `close`
+ */
+async function listenSink() {
+  const sink = new Map(); // message id -> arrival, ms
   const server = createServer((req, res) => {
     const at = clock();
-    const id = req.headers['upstash-message-id'];
+    const id = req.headers[MESSAGE_ID_HEADER];
     if (typeof id !== 'string') fail('a delivery without Upstash-Message-Id');
     else if (sink.has(id)) fail('a message delivered twice');
     else sink.set(id, at);
@@ -123,6 +133,22 @@ async function runGateway() {
   });
   server.keepAliveTimeout = 120_000;
   await new Promise((resolve) => server.listen(Number(process.env.SINK_PORT), '127.0.0.1', resolve));
+  const waitForAll = async (ids, accepted) => {
+    // Messages that came early from an earlier, failed run would not be ours: count only our ids.
+    const ours = () => ids.reduce((n, id) => n + (id !== undefined && sink.has(id) ? 1 : 0), 0);
+    await waitFor(() => (sink.size >= accepted ? ours() : sink.size), accepted, 20);
+    for (let i = 0; i < total; i++) if (ids[i] !== undefined) arrived[i] = sink.get(ids[i]) ?? NaN;
+  };
+  const close = () => {
+    server.closeAllConnections();
+    server.close();
+  };
+  return { waitForAll, close };
+}
+
+async function runGateway() {
+  const ids = new Array(total); // message i -> messageId
+  const sink = await listenSink();
   const http = gateway(concurrency);
   const destination = `http://127.0.0.1:${process.env.SINK_PORT}/sink`;
   const unexpected = (answer) => new Error(`unexpected answer ${JSON.stringify(answer).slice(0, 120)}`);
@@ -146,38 +172,64 @@ async function runGateway() {
       ids[i] = answer.messageId;
     });
   }
-  // Messages that came early from an earlier, failed run would not be ours: count only our ids.
-  const ours = () => ids.reduce((n, id) => n + (id !== undefined && sink.has(id) ? 1 : 0), 0);
-  await waitFor(() => (sink.size >= accepted ? ours() : sink.size), accepted, 20);
-  for (let i = 0; i < total; i++) if (ids[i] !== undefined) arrived[i] = sink.get(ids[i]) ?? NaN;
+  await sink.waitForAll(ids, accepted);
   return {
     accepted,
     close: async () => {
       await http.close();
-      server.closeAllConnections();
-      server.close();
+      sink.close();
+    },
+  };
+}
+
+/**
+ * A BullMQ queue of the queue Redis for the direct and floor runs, and `addAll(run)`, which adds every
+ * message as a job {r: run, n, body} (addBulk of `batch` for the batch case); resolves how many were added.
+ */
+async function directQueue(name) {
+  const connection = new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: 2 });
+  const queue = new Queue(name, { connection, prefix: QUEUE_PREFIX });
+  await queue.waitUntilReady();
+  const options = directJobOptions();
+  const addAll = (run) =>
+    kase === 'batch'
+      ? publishAll(async (from, to) => {
+          const jobs = [];
+          for (let n = from; n < to; n++) jobs.push({ name: 'bench', data: { r: run, n, body: bodies[n] }, opts: options });
+          await queue.addBulk(jobs);
+        })
+      : publishAll(async (i) => {
+          await queue.add('bench', { r: run, n: i, body: bodies[i] }, options);
+        });
+  const close = async () => {
+    await queue.close();
+    connection.disconnect();
+  };
+  return { addAll, close };
+}
+
+async function runFloor() {
+  const sink = await listenSink();
+  const queue = await directQueue(HTTP_QUEUE);
+  const run = randomBytes(6).toString('hex');
+  const ids = Array.from({ length: total }, (_, n) => `${run}-${n}`);
+  const accepted = await queue.addAll(run);
+  await sink.waitForAll(ids, accepted);
+  return {
+    accepted,
+    close: async () => {
+      await queue.close();
+      sink.close();
     },
   };
 }
 
 async function runDirect() {
   const manage = process.env.DIRECT_MANAGEMENT_URL;
-  const connection = new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: 2 });
-  const queue = new Queue(kase === 'parallel' ? limitedQueue(parallelism) : DIRECT_QUEUE, { connection, prefix: QUEUE_PREFIX });
-  await queue.waitUntilReady();
+  const queue = await directQueue(kase === 'parallel' ? limitedQueue(parallelism) : DIRECT_QUEUE);
   await fetch(`${manage}/take`, { method: 'POST' }).then((res) => res.text()); // forget anything older
   const run = randomBytes(6).toString('hex');
-  const options = directJobOptions();
-  const accepted =
-    kase === 'batch'
-      ? await publishAll(async (from, to) => {
-          const jobs = [];
-          for (let n = from; n < to; n++) jobs.push({ name: 'bench', data: { r: run, n, body: bodies[n] }, opts: options });
-          await queue.addBulk(jobs);
-        })
-      : await publishAll(async (i) => {
-          await queue.add('bench', { r: run, n: i, body: bodies[i] }, options);
-        });
+  const accepted = await queue.addAll(run);
   // The worker's count is polled (cheap), its notes taken once they can all be there.
   let seen = 0;
   const take = async () => {
@@ -194,19 +246,13 @@ async function runDirect() {
     return seen + pending >= accepted ? take() : seen + pending;
   }, accepted, 50);
   await take();
-  return {
-    accepted,
-    close: async () => {
-      await queue.close();
-      connection.disconnect();
-    },
-  };
+  return { accepted, close: queue.close };
 }
 
 const redis = new Redis(process.env.QUEUE_REDIS_URL);
 const commandsBefore = await redisCommands(redis);
 const clientBefore = process.cpuUsage();
-const { accepted, close } = tool === 'gateway' ? await runGateway() : await runDirect();
+const { accepted, close } = await { gateway: runGateway, direct: runDirect, floor: runFloor }[tool]();
 await sleep(250); // the worker's bookkeeping after the last arrival (the completed job, the event)
 const client = process.cpuUsage(clientBefore);
 const commands = (await redisCommands(redis)) - commandsBefore;

@@ -1,7 +1,8 @@
 // The table of bench/queue (bench.ts): per case, medians over the rounds of the records load.mjs wrote
 // (with the CPU per message the harness added), the gateway's ratio to its direct run against the case's
-// target, printed and written as markdown to OUT.md and to README.md between <!-- bench-queue:start -->
-// and <!-- bench-queue:end -->.
+// target and, for single and batch, the floor run (raw BullMQ with the HTTP delivery) with its ratio;
+// printed and written as markdown to OUT.md and to README.md between <!-- bench-queue:start --> and
+// <!-- bench-queue:end -->.
 //
 //   node bench/queue/report.mjs RESULTS.jsonl OUT.md [README.md]
 // env (for the header): BENCH_MESSAGES, BENCH_ROUNDS, BENCH_CONCURRENCY, BENCH_BATCH, BENCH_BATCH_CONCURRENCY,
@@ -46,7 +47,7 @@ function summary(tool, kase) {
     publishP50: pick('publishP50'),
     publishP99: pick('publishP99'),
     gatewayCpuUs: cpu.processes['queue-gateway'] ?? NaN,
-    workerCpuUs: cpu.processes[tool === 'gateway' ? 'queue-worker' : 'direct-worker'] ?? NaN,
+    workerCpuUs: cpu.processes[tool === 'gateway' ? 'queue-worker' : 'direct-worker'] ?? NaN, // the floor's worker is in direct-worker
     redisCpuUs: cpu.engine,
     share: (µs) => (µs * mps) / 1e6,
     redisCommands: pick('redisCommandsPerMessage'),
@@ -61,9 +62,10 @@ const usText = (n) => `${us(n)} µs`;
 const pct = (n) => (Number.isNaN(n) ? 'n/a' : `${Math.round(n * 100)}%`);
 const ratioText = (ratio) => (Number.isNaN(ratio) ? 'n/a' : (Math.floor(ratio * 1000) / 1000).toFixed(3));
 
-const measured = CASES.map((c) => ({ ...c, g: summary('gateway', c.case), d: summary('direct', c.direct) })).filter((c) => c.g.runs > 0);
+const measured = CASES.map((c) => ({ ...c, g: summary('gateway', c.case), d: summary('direct', c.direct), f: summary('floor', c.case) })).filter((c) => c.g.runs > 0);
 for (const c of measured) {
   c.ratio = c.g.mps / c.d.mps;
+  c.floorRatio = c.f.mps / c.d.mps;
   c.verdict = c.target === undefined ? 'none' : `≥ ${c.target}: ${c.ratio >= c.target ? 'met' : 'NOT met'}`;
 }
 
@@ -80,12 +82,18 @@ for (const c of measured) {
   if (directRows.has(c.direct)) continue;
   directRows.add(c.direct);
   rows.push(`| ${c.direct}: raw BullMQ, no HTTP: ${c.raw} → Worker processor | ${int(d.mps)} | ${ms(d.p50)} | ${ms(d.p99)} | 1 |  | ${int(d.publish)} | ${us(d.workerCpuUs)} | ${us(d.redisCpuUs)} | ${d.redisCommands.toFixed(1)} |`);
+  const { f } = c;
+  if (f.runs === 0) continue;
+  rows.push(
+    `| ${c.case} floor: raw BullMQ + HTTP delivery: ${c.raw} → Worker processor POSTs the body to the sink (undici), nothing else | ${int(f.mps)} | ${ms(f.p50)} | ${ms(f.p99)} | ${ratioText(c.floorRatio)} | none | ${int(f.publish)} | ${us(f.workerCpuUs)} | ${us(f.redisCpuUs)} | ${f.redisCommands.toFixed(1)} |`,
+  );
 }
 const table = rows.join('\n');
 
 const allErrors = measured.flatMap((c) => [
   ...Object.entries(c.g.errors).map(([m, n]) => `gateway ${c.case}: ${n}× ${m}`),
   ...Object.entries(c.d.errors).map(([m, n]) => `direct ${c.direct}: ${n}× ${m}`),
+  ...Object.entries(c.f.errors).map(([m, n]) => `floor ${c.case}: ${n}× ${m}`),
 ]);
 const notes = [
   ...measured.map(
@@ -95,6 +103,13 @@ const notes = [
   ),
   ...measured.map(({ case: kase, g, d }) => `${kase}, publish (add) latency p50 / p99: gateway ${ms(g.publishP50)} / ${ms(g.publishP99)} ms, direct ${ms(d.publishP50)} / ${ms(d.publishP99)} ms`),
   ...measured.map(({ case: kase, g, d }) => `${kase}, msg/s per round: gateway ${g.all.map(int).join(', ')}; direct ${d.all.map(int).join(', ')}`),
+  ...measured
+    .filter((c) => c.f.runs > 0)
+    .map(
+      ({ case: kase, g, f, floorRatio }) =>
+        `${kase}, floor (raw BullMQ + HTTP delivery): ${ratioText(floorRatio)} of direct; the gateway ${ratioText(g.mps / f.mps)} of the floor; ` +
+        `CPU per message: worker ${usText(f.workerCpuUs)} (${pct(f.share(f.workerCpuUs))}), queue Redis ${usText(f.redisCpuUs)}, adder and sink ${usText(f.clientCpuUs)}; msg/s per round ${f.all.map(int).join(', ')}`,
+    ),
   `errors: ${allErrors.length ? allErrors.join('; ') : 'none'}`,
 ];
 const verdicts = measured.map((c) => `${c.case} ${ratioText(c.ratio)}${c.target === undefined ? '' : ` (target ${c.verdict})`}`).join(', ');
@@ -108,9 +123,9 @@ writeFileSync(
 Written by \`make bench-queue\` (bench/queue/bench.ts on bench/lib/harness.ts); the method is in the header of bench.ts.
 
 - date: ${date}
-- node ${process.version}, redis-server ${REDIS_VERSION} (queue Redis: appendonly yes, appendfsync everysec, noeviction), bullmq ${BULLMQ_VERSION}, ioredis ${IOREDIS_VERSION}, ${machine()}
+- node ${process.version}, redis-server ${REDIS_VERSION} (queue Redis: appendonly yes, appendfsync everysec, noeviction; its AOF rewritten before every run, none during one), bullmq ${BULLMQ_VERSION}, ioredis ${IOREDIS_VERSION}, ${machine()}
 - queue-gateway and queue-worker (or the direct BullMQ worker) on core 0; both Redis servers, the load generator and the sink on core 1
-- ${int(Number(BENCH_MESSAGES))} messages of 100 bytes per run, ${BENCH_CONCURRENCY} publishes (adds) in flight (batch: ${BENCH_BATCH_CONCURRENCY} batches of ${BENCH_BATCH}), ${BENCH_WORKER_CONCURRENCY} deliveries (jobs) in flight per worker, one attempt each; median of ${BENCH_ROUNDS} rounds, per case gateway then direct
+- ${int(Number(BENCH_MESSAGES))} messages of 100 bytes per run, ${BENCH_CONCURRENCY} publishes (adds) in flight (batch: ${BENCH_BATCH_CONCURRENCY} batches of ${BENCH_BATCH}), ${BENCH_WORKER_CONCURRENCY} deliveries (jobs) in flight per worker, one attempt each; median of ${BENCH_ROUNDS} rounds, per case gateway, direct, then (single, batch) floor
 - ${CPU_METHOD}, per message delivered (load generator: its own process.cpuUsage); a share of a core is that CPU over the run's seconds
 - msg/s: messages / (last arrival at the sink, or processor run, − first publish start); latency per message from its publish (add) start to its arrival; publish only: accepted publishes (adds) / (last answer − first start)
 ${notes.map((n) => `- ${n}`).join('\n')}
@@ -128,6 +143,7 @@ if (readme) {
     `(batch: ${BENCH_BATCH_CONCURRENCY} requests of ${BENCH_BATCH}), ${BENCH_WORKER_CONCURRENCY} deliveries in flight; ` +
     `msg/s from the first publish to the last arrival, latency from publish to arrival; median of ${BENCH_ROUNDS} rounds; ` +
     `direct is BullMQ Queue.add (addBulk) to a Worker processor on the same Redis; ` +
+    `floor is the same with a processor that POSTs the body to the sink (the HTTP delivery alone); ` +
     `CPU time per message from each process's own accounting (/proc; Redis: INFO).`;
   writeReadmeSection(readme, 'queue', `${wrap(setup)}\n\n${table}`);
 }
