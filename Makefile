@@ -52,7 +52,9 @@ typecheck: install ## tsc --noEmit of every project, cached by Nx
 
 # Jest appends each failed test to $(FAILURES) (tools/jest-failure-log.cjs); a failed run prints them last.
 FAILURES := $(CURDIR)/.restash/test-failures.log
-REPORT_FAILURES := { echo '== failed tests, in full =='; cat $(FAILURES) 2>/dev/null; echo '== failed tests =='; grep '^✕' $(FAILURES) 2>/dev/null; exit 1; }
+REPORT_FAILURES := { echo '== failed tests, in full =='; cat $(FAILURES) 2>/dev/null; echo '== failed tests =='; grep '^✕' $(FAILURES) 2>/dev/null; \
+	echo '== their first error lines, by count =='; grep -A1 '^✕' $(FAILURES) 2>/dev/null | grep -v '^✕\|^--$$' | sort | uniq -c | sort -rn | head -n 5; \
+	echo '== the first failure again (CI shows the end of the output) =='; awk 'BEGIN { RS = "" } NR == 1' $(FAILURES) 2>/dev/null; exit 1; }
 
 unit: install k8s-install ## the unit tests of every project (the chart's template tests run the cluster build's helm), cached by Nx; failed tests listed at the end
 	mkdir -p .restash && rm -f $(FAILURES)

@@ -6,7 +6,7 @@ const { appendFileSync } = require('node:fs');
 const { relative } = require('node:path');
 const { root } = require('./swc-options.cjs');
 
-const MAX_LINES = 12;
+const MAX_LINES = 30;
 
 /** Jest reporter (the `onTestResult` hook); writes nothing when RESTASH_TEST_FAILURES is unset. */
 class FailureLogReporter {

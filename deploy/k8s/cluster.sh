@@ -331,6 +331,12 @@ start_dns() {
   fi
 }
 
+# One line on the host, for a failure's message: the kernel, free disk where the state is, available memory.
+host_facts() {
+  printf 'host: kernel %s, %s free on %s, %s MiB of memory available' "$(uname -r)" \
+    "$(df -h --output=avail "$STATE" 2>/dev/null | tail -n 1 | tr -d ' ')" "$STATE" "$(awk '/^MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)"
+}
+
 up() {
   local control_plane_only=$1 t0; t0=$(now)
   [[ $EUID -eq 0 ]] || fail "run as root (bridge, iptables, cgroups, mounts)"
@@ -363,7 +369,7 @@ up() {
   echo "$STATE" >"$OWNER"
 
   # a failed step stops what started (set -e exits the script; the EXIT trap runs)
-  trap 'say "cluster: up failed; stopping what started (logs in $LOGS)" >&2; down quiet' EXIT
+  trap 'say "cluster: up failed; stopping what started (logs in $LOGS); $(host_facts)" >&2; down quiet' EXIT
   make_bridge
   start_control_plane
   ((control_plane_only)) || start_node "$images"
