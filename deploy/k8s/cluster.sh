@@ -79,8 +79,11 @@ start() { # NAME COMMAND...: in its own session, output to logs/NAME.log
   local name=$1; shift
   # 9>&-: the daemon must not inherit the lock's descriptor, or it would hold the lock for its whole life
   # and a later `down` would wait for it forever.
+  # working folder: the state folder, so that reap_orphans knows the daemon once that folder is deleted
+  cd "$STATE"
   setsid "$@" >"$LOGS/$name.log" 2>&1 </dev/null 9>&- &
   local pid=$!
+  cd - >/dev/null
   echo "$pid $(start_time $pid)" >"$RUN/$name.pid"
 }
 stop() { # [-KILL] NAME...: SIGTERM (or SIGKILL) to each at once, SIGKILL to those still running after 5 s
@@ -140,8 +143,25 @@ running_owner() {
   done
   return 1
 }
+# Components of a cluster whose state folder was deleted while it ran (with its checkout, say): their working folder
+# (start) is gone, so no pid file or owner record finds them, yet they hold the fixed ports and a later `up` would
+# fail. SIGKILLed (down then removes what they left on the host); a cluster whose state folder exists is not touched.
+reap_orphans() {
+  local p exe cwd killed=()
+  for p in /proc/[0-9]*; do
+    exe=$(readlink "$p/exe" 2>/dev/null) || continue
+    case ${exe##*/} in etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | containerd) ;; *) continue ;; esac
+    cwd=$(readlink "$p/cwd" 2>/dev/null) || continue
+    [[ $cwd == *" (deleted)" ]] || continue
+    kill -9 "${p#/proc/}" 2>/dev/null && killed+=("${exe##*/} (pid ${p#/proc/}, in ${cwd% (deleted)})")
+  done
+  ((${#killed[@]})) || return 0
+  say "cluster: killed what a cluster of a deleted checkout left running: ${killed[*]}" >&2
+  sleep 0.5
+}
 refuse_if_foreign() {
   local other
+  reap_orphans
   if other=$(running_owner) && [[ $other != "$STATE" ]]; then
     say "cluster: a cluster from $other runs on this host (one at a time: fixed ports and bridge); RESTASH_K8S_DIR=$other $0 down stops it" >&2
     exit 4
@@ -485,7 +505,8 @@ down() {
   find /var/log/containers -maxdepth 1 -lname "$STATE/*" -delete 2>/dev/null
   rmdir /var/log/containers 2>/dev/null
   rm -rf "$STATE/data" "$RUN" "$STATE/env" "$STATE/user"
-  [[ -f $OWNER && $(cat "$OWNER") == "$STATE" ]] && rm -f "$OWNER"
+  # ours, or that of a folder whose cluster no longer runs (deleted with its checkout after an unclean stop, say)
+  if [[ -f $OWNER ]] && { [[ $(cat "$OWNER") == "$STATE" ]] || ! running_owner >/dev/null; }; then rm -f "$OWNER"; fi
 
   local left; left=$(leftovers)
   set -e

@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { Resolver } from 'node:dns/promises';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { type Cluster, startCluster } from './k8s';
+import { repoRoot } from './paths';
 
 // A cold `up` builds etcd, Kubernetes and helm first (deploy/k8s/install.sh, about 25 minutes on 2 cores).
 const UP_TIMEOUT_MS = 40 * 60_000;
@@ -99,6 +100,15 @@ function hostLeftovers(stateDir: string): string[] {
   left.push(...mounts.filter((m) => /^\/(var\/lib\/kubelet|run\/containerd|tmp\/hostpath_pv)/.test(m) || m.startsWith(`${stateDir}/`)).map((m) => `mount ${m}`));
   for (const path of ['/var/lib/kubelet', '/run/containerd', '/tmp/hostpath_pv']) if (existsSync(path)) left.push(`path ${path}`);
   return left;
+}
+
+/** Whether process `pid` runs (a zombie, killed but not yet reaped, does not). */
+function running(pid: string | undefined): boolean {
+  try {
+    return !/^[ZX]/.test(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop() ?? '');
+  } catch {
+    return false;
+  }
 }
 
 describe('the test cluster (deploy/k8s/cluster.sh)', () => {
@@ -209,4 +219,21 @@ describe('the test cluster (deploy/k8s/cluster.sh)', () => {
     await (cluster as Cluster).stop();
     expect(hostLeftovers(stateDir)).toEqual([]);
   }, 120_000);
+
+  it('starts after a cluster whose state folder was deleted under it (a checkout removed without down) was left running', async () => {
+    const deleted = mkdtempSync('/tmp/restash-k8s-');
+    execFileSync('bash', [join(repoRoot(), 'deploy/k8s/cluster.sh'), 'up', '--control-plane-only'], { env: { ...process.env, RESTASH_K8S_DIR: deleted }, stdio: 'pipe' });
+    const [etcdPid] = readFileSync(join(deleted, 'run/etcd.pid'), 'utf8').split(' ');
+    rmSync(deleted, { recursive: true, force: true });
+    // its etcd and API server still hold the ports; no pid file or owner record names them any more
+    expect(running(etcdPid)).toBe(true);
+    const next = await startCluster({ controlPlaneOnly: true, waitForOtherMs: 0 });
+    try {
+      expect(running(etcdPid)).toBe(false);
+      expect(await next.kubectl(['get', 'namespace', 'default', '-o', 'jsonpath={.metadata.name}'])).toBe('default');
+    } finally {
+      await next.stop();
+    }
+    expect(hostLeftovers(next.stateDir)).toEqual([]);
+  }, 180_000);
 });
