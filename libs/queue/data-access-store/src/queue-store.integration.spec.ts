@@ -182,6 +182,32 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     expect(events.items.map((e) => e.state)).toEqual(['CANCELLED', 'CREATED']);
   });
 
+  it('pages events one at a time, the leading number of each cursor below the last, though they share a millisecond', async () => {
+    const m = message('t.page');
+    const now = Date.now();
+    // one attempt's events, in one script call: one millisecond of the stream, as the worker writes them
+    await store.addEvents('t.page', [messageEvent(m, 'ACTIVE', now), messageEvent(m, 'ERROR', now), messageEvent(m, 'RETRY', now)]);
+    const ids = (await redis.xrange('test:queue:events:t.page', '-', '+')).map(([id]) => id.split('-')[0]);
+    expect(new Set(ids).size).toBe(1);
+
+    const states: string[] = [];
+    const leading: number[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await store.events('t.page', { count: 1, filter: {}, ...(cursor ? { cursor } : {}) });
+      states.push(...page.items.map((e) => e.state));
+      cursor = page.cursor;
+      // what upstream's SDK tests do with it (`parseCursor(cursor).timestamp`)
+      if (cursor) leading.push(Number(cursor.split('-')[0]));
+    } while (cursor);
+    expect(states).toEqual(['RETRY', 'ERROR', 'ACTIVE']);
+    expect(leading).toHaveLength(2);
+    expect(leading[0]).toBeGreaterThan(leading[1] as number);
+    // a stream id, the cursor of earlier versions, still continues before its entry
+    const [newest] = await redis.xrevrange('test:queue:events:t.page', '+', '-', 'COUNT', 1);
+    expect((await store.events('t.page', { count: 1, filter: {}, cursor: newest?.[0] })).items.map((e) => e.state)).toEqual(['ERROR']);
+  });
+
   it('pages the DLQ newest first and deletes entries', async () => {
     const entries = [1, 2, 3].map((i) => {
       const m = message('t.e', { createdAt: Date.now() + i });

@@ -322,10 +322,14 @@ export class QueueStore {
     await this.eventLog.append(this.key('events', project), events, undefined, index);
   }
 
-  /** A page of a project's events, newest first, filtered. The cursor is the stream id to continue before. */
+  /**
+   * A page of a project's events, newest first, filtered. The cursor names the last event returned
+   * ({@link eventCursor}); the next page starts before it. A cursor of neither form starts at the newest.
+   */
   async events(project: string, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
     const key = this.key('events', project);
-    let end = args.cursor && /^\d+-\d+$/.test(args.cursor) ? `(${args.cursor}` : '+';
+    const from = args.cursor === undefined ? undefined : eventCursorStreamId(args.cursor);
+    let end = from ? `(${from}` : '+';
     const items: MessageEvent[] = [];
     let scanned = 0;
     let last: string | undefined;
@@ -343,7 +347,7 @@ export class QueueStore {
     }
     if (!last) return { items };
     const older = await this.redis.xrevrange(key, `(${last}`, '-', 'COUNT', 1);
-    return older.length > 0 ? { items, cursor: last } : { items };
+    return older.length > 0 ? { items, cursor: eventCursor(last) } : { items };
   }
 
   /**
@@ -466,6 +470,29 @@ function statusOf(state: string): MessageStatus {
   if (state === 'completed') return 'delivered';
   if (state === 'failed') return 'failed';
   return 'pending';
+}
+
+/** Stream entries of one millisecond that an events cursor holds as one number ({@link eventCursor}). */
+const CURSOR_SEQUENCES_PER_MS = 1000;
+
+/**
+ * The events cursor of the stream entry `streamId` (`<ms>-<seq>`): one decimal number, `ms * 1000 + seq`, or the
+ * stream id itself when seq >= 1000. Upstream's SDK tests read a cursor's leading number as a timestamp and expect
+ * it to fall strictly from one page to the next (`parseCursor(c1).timestamp > parseCursor(c2).timestamp`, pages
+ * of one event); the events of one delivery attempt (ACTIVE, ERROR, RETRY) share a millisecond, so the stream id's
+ * own `<ms>` would not. Stays below 2^53 (exact as a JavaScript number) until the year 2255.
+ */
+export function eventCursor(streamId: string): string {
+  const [ms = '0', seq = '0'] = streamId.split('-');
+  return Number(seq) < CURSOR_SEQUENCES_PER_MS ? String(Number(ms) * CURSOR_SEQUENCES_PER_MS + Number(seq)) : streamId;
+}
+
+/** The stream id an events cursor names ({@link eventCursor}, or a stream id as earlier cursors were); undefined for anything else. */
+export function eventCursorStreamId(cursor: string): string | undefined {
+  if (/^\d+-\d+$/.test(cursor)) return cursor;
+  if (!/^\d{1,16}$/.test(cursor)) return undefined;
+  const n = Number(cursor);
+  return `${Math.floor(n / CURSOR_SEQUENCES_PER_MS)}-${n % CURSOR_SEQUENCES_PER_MS}`;
 }
 
 function parseCursor(cursor: string | undefined): number {
