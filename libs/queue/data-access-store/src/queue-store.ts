@@ -490,8 +490,8 @@ export function eventCursor(streamId: string): string {
 /** The stream id an events cursor names ({@link eventCursor}, or a stream id as earlier cursors were); undefined for anything else. */
 export function eventCursorStreamId(cursor: string): string | undefined {
   if (/^\d+-\d+$/.test(cursor)) return cursor;
-  if (!/^\d{1,16}$/.test(cursor)) return undefined;
-  const n = Number(cursor);
+  const n = /^\d{1,16}$/.test(cursor) ? Number(cursor) : Number.NaN;
+  if (!Number.isSafeInteger(n)) return undefined;
   return `${Math.floor(n / CURSOR_SEQUENCES_PER_MS)}-${n % CURSOR_SEQUENCES_PER_MS}`;
 }
 
