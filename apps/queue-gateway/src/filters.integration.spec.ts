@@ -94,6 +94,24 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     expect((await mallory.logs({ messageIds: [theirs.messageId] })).logs.map((l) => l.state)).toEqual(['CANCELLED', 'CREATED']);
   });
 
+  it('takes bulk filters as a JSON body too (earlier SDK releases send them so): cancels only what they name', async () => {
+    // What messages.deleteMany(ids) and messages.delete({label}) of earlier @upstash/qstash releases send.
+    const bulk = (body: unknown, as: string = token) =>
+      fetch(`${stack.url}/v2/messages`, { method: 'DELETE', headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const [a, b, c] = [await later(client, '/j/a'), await later(client, '/j/b'), await later(client, '/j/c', { label: 'jay' })];
+    const theirs = await later(mallory, '/j/a', { label: 'jay' });
+    const answer = async (res: Response) => [res.status, await res.json()];
+    await expect(bulk({ messageIds: [a.messageId, theirs.messageId] }).then(answer)).resolves.toEqual([200, { cancelled: 1 }]);
+    expect(await pending([a.messageId, b.messageId, c.messageId])).toEqual([b.messageId, c.messageId]);
+    await expect(bulk({ label: 'jay', fromDate: Date.now() - 60_000 }).then(answer)).resolves.toEqual([200, { cancelled: 1 }]);
+    expect(await pending([b.messageId, c.messageId])).toEqual([b.messageId]);
+    await expect(bulk({ label: { not: 'a string' } }).then(answer)).resolves.toEqual([400, { error: expect.stringMatching(/^invalid label/) }]);
+    await expect(bulk('not an object').then(answer)).resolves.toEqual([400, { error: expect.stringMatching(/JSON object/) }]);
+    expect(await pending([b.messageId])).toEqual([b.messageId]);
+    await expect(mallory.messages.get(theirs.messageId)).resolves.toMatchObject({ messageId: theirs.messageId });
+    await client.messages.cancel(b.messageId);
+  });
+
   it('filters the DLQ by urlGroup, and deletes DLQ entries by filter', async () => {
     sink.answer('/dg/1', { status: 500 });
     sink.answer('/dg/2', { status: 500 });
@@ -107,6 +125,13 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     await expect(client.dlq.delete({ filter: { urlGroup: 'dead', url: `${sink.url}/dg/1` } })).resolves.toMatchObject({ deleted: 1 });
     const left = (await client.dlq.listMessages({ filter: { urlGroup: 'dead' } })).messages;
     expect(left.map((e) => e.url)).toEqual([`${sink.url}/dg/2`]);
+    // The same as a JSON body (earlier SDKs' dlq.delete with a filter): another tenant's filter deletes nothing.
+    const byBody = (as: string, topicName: string) =>
+      fetch(`${stack.url}/v2/dlq`, { method: 'DELETE', headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json' }, body: JSON.stringify({ topicName }) }).then((r) => r.json());
+    await expect(byBody(token, 'alive')).resolves.toEqual({ deleted: 0 });
+    await expect(byBody(stack.secrets('mallory', 'main').token, 'dead')).resolves.toEqual({ deleted: 0 });
+    await expect(byBody(token, 'dead')).resolves.toEqual({ deleted: 1 });
+    expect((await client.dlq.listMessages({ filter: { urlGroup: 'dead' } })).messages).toEqual([]);
   }, 40_000);
 
   it('writes CREATED, ACTIVE, DELIVERED; ACTIVE, ERROR, FAILED for a failed attempt; filters logs and the DLQ', async () => {

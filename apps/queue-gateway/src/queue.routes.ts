@@ -12,6 +12,7 @@ import {
 } from '@restash/shared/feature-tenancy';
 import {
   QueueError,
+  bulkParameters,
   dlqView,
   encodeQueueError,
   eventView,
@@ -84,7 +85,7 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       write: true,
       name: 'messages',
       run: async (c) => {
-        const cancelled = await s.cancelMany(c.session, parseCancelRequest(c.query));
+        const cancelled = await s.cancelMany(c.session, parseCancelRequest(bulkParameters(c.query, c.body)));
         return ok({ cancelled });
       },
     },
@@ -106,7 +107,7 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       write: true,
       name: 'dlq',
       run: async (c) => {
-        const page = await s.dlqList(c.session, parseDlqPage(c.query));
+        const page = await s.dlqList(c.session, parseDlqPage(bulkParameters(c.query, c.body)));
         const ids = await s.dlqRetry(c.session, page.items);
         return ok({ responses: ids.map((messageId) => ({ messageId })), ...(page.cursor ? { cursor: page.cursor } : {}) });
       },
@@ -142,7 +143,7 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       write: true,
       name: 'dlq',
       run: async (c) => {
-        const page = await s.dlqList(c.session, parseDlqPage(c.query));
+        const page = await s.dlqList(c.session, parseDlqPage(bulkParameters(c.query, c.body)));
         const deleted = await s.dlqDelete(c.session, page.items.map((e) => e.dlqId));
         return ok({ deleted, ...(page.cursor ? { cursor: page.cursor } : {}) });
       },
@@ -234,6 +235,8 @@ export class QueueRoutes implements OnModuleInit {
       metrics: this.metrics,
       logger: this.logger,
       bodyLimitBytes: this.config.http.bodyLimitBytes,
+      // DELETE too: the bulk endpoints take their filters as a JSON body from earlier SDKs (bulkParameters).
+      bodyMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
     });
   }
 }

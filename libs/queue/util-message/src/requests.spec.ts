@@ -1,5 +1,5 @@
 import { QueueError } from './errors';
-import { headerRecord, parseBatch, parseDlqPage, parseEventsPage, parseListFilter, pathId, publishDestination, queryValues } from './requests';
+import { bulkParameters, headerRecord, parseBatch, parseCancelRequest, parseDlqPage, parseEventsPage, parseListFilter, pathId, publishDestination, queryValues } from './requests';
 
 const context = { nowMs: 1_700_000_000_000, callerIp: '203.0.113.9', retries: { default: 3, max: 5 } };
 
@@ -83,5 +83,33 @@ describe('list queries', () => {
     // The DLQ's count is checked before its filter, the events' filter before their count (as the endpoints always did).
     expect(refusal(() => parseDlqPage(new URLSearchParams('count=x&toDate=y'))).message).toMatch(/^count/);
     expect(refusal(() => parseEventsPage(new URLSearchParams('count=x&toDate=y'))).message).toMatch(/^toDate/);
+  });
+});
+
+describe('bulkParameters', () => {
+  const body = (value: unknown) => Buffer.from(JSON.stringify(value));
+
+  it('adds the keys of a JSON body to the query, as earlier SDKs send their bulk filters', () => {
+    // messages.deleteMany(ids) of earlier @upstash/qstash releases, and qstash-py's cancel_many.
+    expect(parseCancelRequest(bulkParameters(new URLSearchParams(), body({ messageIds: ['m1', 'm2'] })))).toEqual({ messageIds: ['m1', 'm2'] });
+    // messages.delete({flowControlKey, fromDate}) with the dates as numbers; the query keeps its own values.
+    expect(parseCancelRequest(bulkParameters(new URLSearchParams('count=7'), body({ flowControlKey: 'k', fromDate: 5, topicName: 'g' })))).toEqual({
+      filter: { flowControlKey: ['k'], topicName: ['g'], fromDate: 5 },
+      count: 7,
+    });
+    // dlq.delete({all: true}) sends {}; null values are left out.
+    expect(parseDlqPage(bulkParameters(new URLSearchParams(), body({ all: true, label: null })))).toEqual({ count: 100, filter: {} });
+    expect(parseDlqPage(bulkParameters(new URLSearchParams(), body({ dlqIds: ['d1'], responseStatus: 500 })))).toEqual({ count: 100, filter: { responseStatus: [500] }, dlqIds: ['d1'] });
+  });
+
+  it('leaves the query alone for an empty body, and refuses a body that is no object of scalars (400)', () => {
+    const query = new URLSearchParams('label=a');
+    expect(bulkParameters(query, Buffer.alloc(0))).toBe(query);
+    expect(bulkParameters(query, Buffer.from(' null '))).toBe(query);
+    for (const bad of ['[1]', '"x"', '{', '{"label": {"a": 1}}', '{"messageIds": [["m"]]}']) {
+      const error = refusal(() => bulkParameters(query, Buffer.from(bad)));
+      expect([bad, error.status]).toEqual([bad, 400]);
+    }
+    expect(refusal(() => bulkParameters(query, body({ label: { a: 1 } }))).message).toMatch(/^invalid label/);
   });
 });

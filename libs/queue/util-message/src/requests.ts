@@ -174,6 +174,38 @@ export function parseDlqPage(query: URLSearchParams): ListPage & { dlqIds?: stri
   return { count, filter: parseListFilter(query), ...(cursor ? { cursor } : {}), ...(dlqIds ? { dlqIds } : {}) };
 }
 
+/**
+ * The parameters of a bulk endpoint (`DELETE /v2/messages`, `DELETE /v2/dlq`, `POST /v2/dlq/retry`): the query,
+ * plus the keys of a JSON object body. Earlier `@upstash/qstash` releases send their filters that way
+ * (`messages.deleteMany(ids)` → `{"messageIds": [...]}`, `messages.delete({label})`, `dlq.delete({...})` and
+ * `dlq.retry({...})` with a filter; `{}` for all), and so does qstash-py's `cancel_many`; read only from the
+ * query, such a request would act on every message. A value may be a string, a number, a boolean or an array of
+ * those (each value a parameter, as a repeated one); `all` adds nothing (no filter is all); an empty body or
+ * `null` adds nothing.
+ * @throws QueueError 400 for a body that is no JSON object, or a key whose value is none of the above
+ */
+export function bulkParameters(query: URLSearchParams, body: Buffer): URLSearchParams {
+  const text = body.toString('utf8').trim();
+  if (text === '') return query;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw QueueError.badRequest('the body must be a JSON object of filters, e.g. {"messageIds": ["msg_1"]}');
+  }
+  if (parsed === null) return query;
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw QueueError.badRequest('the body must be a JSON object of filters, e.g. {"messageIds": ["msg_1"]}');
+  const merged = new URLSearchParams(query);
+  const scalar = (v: unknown) => typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+  for (const [key, value] of Object.entries(parsed)) {
+    if (key === 'all' || value === null || value === undefined) continue;
+    const values: unknown[] = Array.isArray(value) ? value : [value];
+    if (!values.every(scalar)) throw QueueError.badRequest(`invalid ${key}: expected a string, a number or an array of them`);
+    for (const v of values) merged.append(key, String(v));
+  }
+  return merged;
+}
+
 /** What `DELETE /v2/messages` cancels: the given ids, or up to `count` pending messages matching the filter (empty: all). */
 export type CancelRequest = { messageIds: string[] } | { filter: ListFilter; count: number };
 
