@@ -21,6 +21,9 @@ import { storeCall } from './store-call';
 /** Injection token of the queue's Redis connection. */
 export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
 
+/** How many messages a bulk cancel cancels at once. */
+export const CANCEL_CONCURRENCY = 16;
+
 /** The queue project a request's token opens. */
 export interface Session {
   grant: Grant<'queue'>;
@@ -109,16 +112,20 @@ export class QueueService implements OnApplicationShutdown {
     return this.backend(session.tenant, async () => !(await this.store.cancelRequested(messageId)) && this.store.cancel(session.project.id, messageId));
   }
 
-  /** `DELETE /v2/messages?…`: cancels the given messages, or up to `count` pending ones matching the filter. @returns how many */
+  /**
+   * `DELETE /v2/messages?…`: cancels the given messages, or every pending one matching the filter (QStash's bulk
+   * cancel), {@link CANCEL_CONCURRENCY} at a time. @returns how many
+   */
   async cancelMany(session: Session, target: CancelRequest): Promise<number> {
     const project = session.project.id;
     const ids =
       'messageIds' in target
-        ? target.messageIds
-        : await this.backend(session.tenant, () => this.store.pendingMessageIds(project, target.filter, target.count));
+        ? [...new Set(target.messageIds)] // one cancel per message, however often it is named
+        : await this.backend(session.tenant, () => this.store.pendingMessageIds(project, target.filter, Number.POSITIVE_INFINITY));
     let cancelled = 0;
-    for (const id of ids) {
-      if (await this.cancelOne(session, id)) cancelled++;
+    for (let i = 0; i < ids.length; i += CANCEL_CONCURRENCY) {
+      const done = await Promise.all(ids.slice(i, i + CANCEL_CONCURRENCY).map((id) => this.cancelOne(session, id)));
+      cancelled += done.filter(Boolean).length;
     }
     return cancelled;
   }

@@ -208,6 +208,19 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     expect((await store.events('t.page', { count: 1, filter: {}, cursor: newest?.[0] })).items.map((e) => e.state)).toEqual(['ERROR']);
   });
 
+  it('reads a cursor of 13 digits or fewer as a Unix time in ms: the events of that millisecond and older (the SDK documents Date.now())', async () => {
+    const m = message('t.ms');
+    const t = Date.now() - 10_000;
+    await store.addEvents('t.ms', [messageEvent(m, 'CREATED', t)]);
+    await store.addEvents('t.ms', [messageEvent(m, 'ACTIVE', t + 5), messageEvent(m, 'DELIVERED', t + 5)]);
+    const page = (cursor: number) => store.events('t.ms', { count: 10, filter: {}, cursor: String(cursor) }).then((p) => p.items.map((e) => e.state));
+    // the events are stored at the time they are written (now), not at their createdAt: page from now
+    const written = Number((await redis.xrevrange('test:queue:events:t.ms', '+', '-', 'COUNT', 1))[0]?.[0].split('-')[0]);
+    await expect(page(written)).resolves.toEqual(['DELIVERED', 'ACTIVE', 'CREATED']);
+    await expect(page(Date.now() + 60_000)).resolves.toEqual(['DELIVERED', 'ACTIVE', 'CREATED']);
+    await expect(page(t - 60_000)).resolves.toEqual([]);
+  });
+
   it('pages the DLQ newest first and deletes entries', async () => {
     const entries = [1, 2, 3].map((i) => {
       const m = message('t.e', { createdAt: Date.now() + i });
@@ -225,6 +238,45 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
 
     await expect(store.dlqDelete('t.e', [entries[0].dlqId, 'unknown'])).resolves.toBe(1);
     await expect(store.dlqEntry('t.e', entries[0].dlqId)).resolves.toBeNull();
+  });
+
+  it('pages the DLQ from the last entry scanned, so that deleting each page (the SDK cursor loop) skips nothing, also among entries of one millisecond', async () => {
+    const failedAt = Date.now();
+    // seven entries, five of them failed in the same millisecond
+    const entries = [0, 0, 0, 0, 0, 1, 2].map((dt) => {
+      const m = message('t.loop');
+      return { dlqId: dlqIdOf(m), message: m, failedAt: failedAt + dt };
+    });
+    for (const entry of entries) await store.putDlq(entry);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let calls = 0;
+    do {
+      const page = await store.dlqList('t.loop', { count: 2, filter: {}, ...(cursor ? { cursor } : {}) });
+      seen.push(...page.items.map((e) => e.dlqId));
+      await store.dlqDelete('t.loop', page.items.map((e) => e.dlqId));
+      cursor = page.cursor;
+      calls++;
+    } while (cursor && calls < 10);
+    expect(seen.sort()).toEqual(entries.map((e) => e.dlqId).sort());
+    expect(calls).toBe(4);
+    await expect(store.dlqList('t.loop', { count: 10, filter: {} })).resolves.toEqual({ items: [] });
+
+    // listing without deleting: every entry once, newest first; a new failure meanwhile repeats none
+    for (const entry of entries) await store.putDlq(entry);
+    const listed: string[] = [];
+    cursor = undefined;
+    do {
+      const page = await store.dlqList('t.loop', { count: 3, filter: {}, ...(cursor ? { cursor } : {}) });
+      listed.push(...page.items.map((e) => e.dlqId));
+      if (listed.length === 3) await store.putDlq({ ...entries[0], dlqId: 'newer', failedAt: failedAt + 100 });
+      cursor = page.cursor;
+    } while (cursor);
+    expect(listed).toHaveLength(7);
+    expect(new Set(listed).size).toBe(7);
+    expect(listed.slice(0, 2)).toEqual([entries[6].dlqId, entries[5].dlqId]);
+    // a position, the cursor of earlier versions, continues after that many entries
+    await expect(store.dlqList('t.loop', { count: 1, filter: {}, cursor: '1' }).then((p) => p.items.map((e) => e.dlqId))).resolves.toEqual([entries[6].dlqId]);
   });
 
   it('purges everything of one project and nothing of another', async () => {

@@ -262,7 +262,11 @@ export class QueueStore {
   }
 
   /**
-   * A page of a project's DLQ, newest first, filtered. The cursor is the position to continue from.
+   * A page of a project's DLQ, newest first (by failedAt, then dlqId), filtered. The cursor names the last entry
+   * scanned ({@link dlqCursor}); the next page starts after it, wherever it now is: entries the caller deleted or
+   * retried meanwhile (`DELETE /v2/dlq`, `POST /v2/dlq/retry` in the SDK's cursor loop) shift no later page, and
+   * new failures, which come first, repeat none. A cursor of earlier versions (a position) continues from there;
+   * one of neither form starts at the newest.
    * @param dlqIds when given, exactly these entries (unknown ids skipped), in the given order
    */
   async dlqList(project: string, args: { cursor?: string; count: number; filter: ListFilter; dlqIds?: string[] }): Promise<Page<DlqEntry>> {
@@ -271,15 +275,16 @@ export class QueueStore {
       const raws = args.dlqIds.length > 0 ? await this.redis.hmget(entriesKey, ...args.dlqIds) : [];
       return { items: raws.flatMap((raw) => (raw ? [JSON.parse(raw) as DlqEntry] : [])) };
     }
-    let position = parseCursor(args.cursor);
+    const index = this.key('dlq', project);
+    let after = await this.dlqCursorEntry(index, args.cursor);
     const items: DlqEntry[] = [];
     let scanned = 0;
     while (items.length < args.count && scanned < SCAN_LIMIT) {
-      const ids = await this.redis.zrevrange(this.key('dlq', project), position, position + 499);
-      if (ids.length === 0) return { items };
-      const raws = await this.redis.hmget(entriesKey, ...ids);
-      for (let i = 0; i < ids.length; i++) {
-        position++;
+      const batch = await this.dlqAfter(index, after, 500);
+      if (batch.length === 0) return { items };
+      const raws = await this.redis.hmget(entriesKey, ...batch.map((e) => e.member));
+      for (let i = 0; i < batch.length; i++) {
+        after = batch[i];
         scanned++;
         const raw = raws[i];
         if (!raw) continue;
@@ -288,8 +293,36 @@ export class QueueStore {
         if (items.length === args.count) break;
       }
     }
-    const more = (await this.redis.zcard(this.key('dlq', project))) > position;
-    return more ? { items, cursor: String(position) } : { items };
+    const more = after !== undefined && (await this.dlqAfter(index, after, 1)).length > 0;
+    return more && after ? { items, cursor: dlqCursor(after) } : { items };
+  }
+
+  /**
+   * Up to `limit` entries of a DLQ index after `after` in its newest-first order (descending score, then
+   * descending member, as ZREVRANGEBYSCORE gives them), from the newest when `after` is undefined.
+   */
+  private async dlqAfter(index: string, after: DlqIndexEntry | undefined, limit: number): Promise<DlqIndexEntry[]> {
+    let offset = 0;
+    if (after) {
+      // The entries of the same score come before `after` down to it: skip them.
+      const ties = await this.redis.zrevrangebyscore(index, after.score, after.score);
+      offset = ties.filter((member) => member >= after.member).length;
+    }
+    const flat = await this.redis.zrevrangebyscore(index, after ? after.score : '+inf', '-inf', 'WITHSCORES', 'LIMIT', offset, limit);
+    const entries: DlqIndexEntry[] = [];
+    for (let i = 0; i < flat.length; i += 2) entries.push({ member: flat[i] as string, score: Number(flat[i + 1]) });
+    return entries;
+  }
+
+  /** The entry a DLQ cursor names: {@link dlqCursor}'s form, or a position (earlier versions: the entry before it). */
+  private async dlqCursorEntry(index: string, cursor: string | undefined): Promise<DlqIndexEntry | undefined> {
+    if (!cursor) return undefined;
+    const named = /^(\d{1,16}):(.+)$/.exec(cursor);
+    if (named) return { score: Number(named[1]), member: named[2] as string };
+    const position = parseCursor(cursor);
+    if (position === 0) return undefined;
+    const [member, score] = await this.redis.zrevrange(index, position - 1, position - 1, 'WITHSCORES');
+    return member === undefined ? undefined : { member, score: Number(score) };
   }
 
   /** Deletes DLQ entries of a project. @returns how many existed */
@@ -487,12 +520,30 @@ export function eventCursor(streamId: string): string {
   return Number(seq) < CURSOR_SEQUENCES_PER_MS ? String(Number(ms) * CURSOR_SEQUENCES_PER_MS + Number(seq)) : streamId;
 }
 
-/** The stream id an events cursor names ({@link eventCursor}, or a stream id as earlier cursors were); undefined for anything else. */
+/**
+ * The stream id an events cursor names, the next page starting before it: {@link eventCursor}'s number, a stream
+ * id (the cursor of earlier versions), or a Unix time in ms (13 digits or fewer: events of that millisecond and
+ * older), which every `@upstash/qstash` 2.x documents for `logs`/`events` ("a unix timestamp with millisecond
+ * precision", `let cursor = Date.now()`). The forms cannot meet: {@link eventCursor}'s numbers have 16 digits for
+ * any time after 2001. Undefined for anything else.
+ */
 export function eventCursorStreamId(cursor: string): string | undefined {
   if (/^\d+-\d+$/.test(cursor)) return cursor;
   const n = /^\d{1,16}$/.test(cursor) ? Number(cursor) : Number.NaN;
   if (!Number.isSafeInteger(n)) return undefined;
+  if (cursor.length <= 13) return `${n + 1}-0`;
   return `${Math.floor(n / CURSOR_SEQUENCES_PER_MS)}-${n % CURSOR_SEQUENCES_PER_MS}`;
+}
+
+/** An entry of a project's DLQ index: its dlqId and its score (failedAt, ms). */
+interface DlqIndexEntry {
+  member: string;
+  score: number;
+}
+
+/** The DLQ cursor after `entry`: `<failedAt>:<dlqId>` (see QueueStore.dlqList). */
+function dlqCursor(entry: DlqIndexEntry): string {
+  return `${entry.score}:${entry.member}`;
 }
 
 function parseCursor(cursor: string | undefined): number {

@@ -93,9 +93,8 @@ describe('bulkParameters', () => {
     // messages.deleteMany(ids) of earlier @upstash/qstash releases, and qstash-py's cancel_many.
     expect(parseCancelRequest(bulkParameters(new URLSearchParams(), body({ messageIds: ['m1', 'm2'] })))).toEqual({ messageIds: ['m1', 'm2'] });
     // messages.delete({flowControlKey, fromDate}) with the dates as numbers; the query keeps its own values.
-    expect(parseCancelRequest(bulkParameters(new URLSearchParams('count=7'), body({ flowControlKey: 'k', fromDate: 5, topicName: 'g' })))).toEqual({
-      filter: { flowControlKey: ['k'], topicName: ['g'], fromDate: 5 },
-      count: 7,
+    expect(parseCancelRequest(bulkParameters(new URLSearchParams('label=q'), body({ flowControlKey: 'k', fromDate: 5, topicName: 'g' })))).toEqual({
+      filter: { label: ['q'], flowControlKey: ['k'], topicName: ['g'], fromDate: 5 },
     });
     // dlq.delete({all: true}) sends {}; null values are left out.
     expect(parseDlqPage(bulkParameters(new URLSearchParams(), body({ all: true, label: null })))).toEqual({ count: 100, filter: {} });
@@ -111,5 +110,15 @@ describe('bulkParameters', () => {
       expect([bad, error.status]).toEqual([bad, 400]);
     }
     expect(refusal(() => bulkParameters(query, body({ label: { a: 1 } }))).message).toMatch(/^invalid label/);
+  });
+});
+
+describe('parseCancelRequest', () => {
+  it('cancels the given ids, else every match: count is checked, not used', () => {
+    expect(parseCancelRequest(new URLSearchParams('messageIds=a,b&label=x'))).toEqual({ messageIds: ['a', 'b'] });
+    expect(parseCancelRequest(new URLSearchParams('label=x&count=100'))).toEqual({ filter: { label: ['x'] } });
+    expect(parseCancelRequest(new URLSearchParams('count=100000'))).toEqual({ filter: {} });
+    for (const count of ['0', '-3', '2.5', 'many']) expect(refusal(() => parseCancelRequest(new URLSearchParams(`count=${count}`))).message).toMatch(/^invalid count/);
+    expect(refusal(() => parseCancelRequest(new URLSearchParams('state=CREATED'))).message).toBe('a bulk cancel cannot be filtered by state');
   });
 });

@@ -206,12 +206,15 @@ export function bulkParameters(query: URLSearchParams, body: Buffer): URLSearchP
   return merged;
 }
 
-/** What `DELETE /v2/messages` cancels: the given ids, or up to `count` pending messages matching the filter (empty: all). */
-export type CancelRequest = { messageIds: string[] } | { filter: ListFilter; count: number };
+/** What `DELETE /v2/messages` cancels: the given ids, or every pending message matching the filter (empty: all). */
+export type CancelRequest = { messageIds: string[] } | { filter: ListFilter };
 
 /**
  * `DELETE /v2/messages?…` (compat §4.3): `messageIds` (repeated or comma-joined), else the filters of
- * {@link parseListFilter} but `messageId`, `state` and `responseStatus`, and `count` (1 to 500, default 100).
+ * {@link parseListFilter} but `messageId`, `state` and `responseStatus`. A filter cancels every match, as QStash
+ * does: `count` is checked (a whole number from 1) and otherwise ignored, as `@upstash/qstash` 2.12 documents it
+ * ("ignored by the server… processes all matching messages"; it sends `count=100` with every filter and `{all:
+ * true}`), and as QStash's API reference has it when it is left out (earlier releases' `deleteAll()` sends none).
  * @throws QueueError 400 naming the parameter
  */
 export function parseCancelRequest(query: URLSearchParams): CancelRequest {
@@ -219,9 +222,10 @@ export function parseCancelRequest(query: URLSearchParams): CancelRequest {
   if (messageIds) return { messageIds };
   for (const key of ['messageId', 'state', 'responseStatus']) if (query.has(key)) throw QueueError.badRequest(`a bulk cancel cannot be filtered by ${key}`);
   const raw = query.get('count');
-  const count = raw === null || raw === '' ? 100 : Number(raw);
-  if (!Number.isSafeInteger(count) || count < 1 || count > 500) throw QueueError.badRequest(`invalid count: ${JSON.stringify(raw)} (expected an integer from 1 to 500)`);
-  return { filter: parseListFilter(query), count };
+  if (raw !== null && raw !== '' && !(Number.isSafeInteger(Number(raw)) && Number(raw) >= 1)) {
+    throw QueueError.badRequest(`invalid count: ${JSON.stringify(raw)} (expected a whole number from 1; a bulk cancel cancels every match whatever it is)`);
+  }
+  return { filter: parseListFilter(query) };
 }
 
 /** A page of `/v2/events` or `/v2/logs`; `messageIds` narrows it like `messageId`. @throws QueueError 400, for the filter first */
