@@ -59,11 +59,12 @@ describe('list filters', () => {
     expect(status(() => filter('responseStatus=abc'))).toBe(400);
   });
 
-  it('bulk cancel: messageIds, else filters with count 1 to 500 (default 100)', () => {
-    expect(parseCancelRequest(new URLSearchParams('messageIds=a,b&messageIds=c'))).toEqual({ messageIds: ['a', 'b', 'c'] });
-    expect(parseCancelRequest(new URLSearchParams('url=https://x.example&count=500'))).toEqual({ filter: { url: ['https://x.example'] }, count: 500 });
-    expect(parseCancelRequest(new URLSearchParams(''))).toEqual({ filter: {}, count: 100 });
-    for (const q of ['count=0', 'count=501', 'count=x', 'count=1.5', 'state=FAILED', 'responseStatus=500']) expect([q, status(() => parseCancelRequest(new URLSearchParams(q)))]).toEqual([q, 400]);
+  it('bulk cancel: messageIds, else every match of the filters (count checked: a whole number from 1, else 400; not used)', () => {
+    expect(parseCancelRequest(new URLSearchParams('messageIds=a,b&messageIds=c&label=x'))).toEqual({ messageIds: ['a', 'b', 'c'] });
+    expect(parseCancelRequest(new URLSearchParams('url=https://x.example&count=100'))).toEqual({ filter: { url: ['https://x.example'] } });
+    expect(parseCancelRequest(new URLSearchParams('count=100000'))).toEqual({ filter: {} });
+    expect(parseCancelRequest(new URLSearchParams(''))).toEqual({ filter: {} });
+    for (const q of ['count=0', 'count=-3', 'count=x', 'count=1.5', 'state=FAILED', 'responseStatus=500']) expect([q, status(() => parseCancelRequest(new URLSearchParams(q)))]).toEqual([q, 400]);
   });
 
   it('the DLQ refuses host, path and state', () => {

@@ -112,13 +112,3 @@ describe('bulkParameters', () => {
     expect(refusal(() => bulkParameters(query, body({ label: { a: 1 } }))).message).toMatch(/^invalid label/);
   });
 });
-
-describe('parseCancelRequest', () => {
-  it('cancels the given ids, else every match: count is checked, not used', () => {
-    expect(parseCancelRequest(new URLSearchParams('messageIds=a,b&label=x'))).toEqual({ messageIds: ['a', 'b'] });
-    expect(parseCancelRequest(new URLSearchParams('label=x&count=100'))).toEqual({ filter: { label: ['x'] } });
-    expect(parseCancelRequest(new URLSearchParams('count=100000'))).toEqual({ filter: {} });
-    for (const count of ['0', '-3', '2.5', 'many']) expect(refusal(() => parseCancelRequest(new URLSearchParams(`count=${count}`))).message).toMatch(/^invalid count/);
-    expect(refusal(() => parseCancelRequest(new URLSearchParams('state=CREATED'))).message).toBe('a bulk cancel cannot be filtered by state');
-  });
-});
