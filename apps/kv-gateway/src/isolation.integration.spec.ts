@@ -78,12 +78,22 @@ describe('kv-gateway tenant isolation', () => {
       await result(hostile.standard, ['SET', 'k', 'mine']);
     });
 
-    it('a script cannot MIGRATE keys to another server (the gateway’s user has no MIGRATE)', async () => {
+    it.each(['standard', 'acl'] as const)('a script run with the %s token cannot MIGRATE keys to another server (neither the gateway’s user nor tenants’ users have MIGRATE)', async (role) => {
       const port = stack.server('rival', 'main').port;
       const migrate = `redis.call('SET', 'x', 'y') return redis.call('MIGRATE', '127.0.0.1', ${port}, 'x', 3, 1000, 'AUTH2', '${KV_TEST_ADMIN.username}', '${KV_TEST_ADMIN.password}')`;
-      const response = await as(hostile.standard, ['EVAL', migrate, '0']);
+      const response = await as(hostile[role], ['EVAL', migrate, '0']);
       expect(response.status).toBe(400);
       expect((response.body as { error: string }).error).toMatch(/can't run this command|no permissions to run the 'migrate' command/);
+      await neighbourIntact();
+    });
+
+    it('a user given MIGRATE explicitly, also in a selector, still cannot run it', async () => {
+      await result(hostile.standard, ['ACL', 'SETUSER', 'mover', 'on', '>pw', '~*', '+@all', '+migrate', '(+migrate ~*)']);
+      const token = (await result(hostile.standard, ['ACL', 'RESTTOKEN', 'mover', 'pw'])) as string;
+      const port = stack.server('rival', 'main').port;
+      const response = await as(token, ['EVAL', `return redis.call('MIGRATE', '127.0.0.1', ${port}, 'k', 3, 1000, 'COPY')`, '0']);
+      expect(response.status).toBe(400);
+      expect((response.body as { error: string }).error).toMatch(/no permissions to run the 'migrate' command/);
       await neighbourIntact();
     });
 
@@ -120,6 +130,13 @@ describe('kv-gateway tenant isolation', () => {
       const dump = await call(url(), { token, body: ['FUNCTION', 'DUMP'], headers: { 'Upstash-Encoding': 'base64' } });
       const payload = (dump.body as { result: string | null }).result;
       expect(payload === null ? '' : Buffer.from(payload, 'base64').toString('latin1')).not.toMatch(/rival says/);
+    });
+
+    it('an ACL user’s channel rules name channels as the tenant does', async () => {
+      await result(hostile.standard, ['ACL', 'SETUSER', 'chatter', 'on', '>pw', '~*', '+@all', 'resetchannels', '&news']);
+      const token = (await result(hostile.standard, ['ACL', 'RESTTOKEN', 'chatter', 'pw'])) as string;
+      expect(await as(token, ['PUBLISH', 'news', 'hi'])).toMatchObject({ status: 200, body: { result: 0 } });
+      expect(await as(token, ['PUBLISH', 'sports', 'hi'])).toMatchObject({ status: 400 });
     });
 
     it('SCRIPT FLUSH leaves the neighbour’s script cache', async () => {
@@ -162,7 +179,7 @@ describe('kv-gateway tenant isolation', () => {
       const info = (await result(token, ['INFO', 'everything'])) as string;
       expect(info).toMatch(/^redis_version:/m);
       expect(info).not.toMatch(/cmdstat_pfadd|cmdstat_fcall[:|]/m); // only the neighbour ran these
-      expect(info).not.toMatch(/^(run_id|process_id|executable|config_file|tcp_port|master_replid):/m);
+      expect(info).not.toMatch(/^(run_id|process_id|executable|config_file|tcp_port|listener\d+|master_replid):/m);
       const keyspace = (await result(token, ['INFO', 'keyspace'])) as string;
       expect(keyspace.trim()).toBe((await stack.admin('acme', 'main').info('keyspace')).trim());
     });
@@ -177,6 +194,25 @@ describe('kv-gateway tenant isolation', () => {
       }
       expect(await result(token, ['PUBSUB', 'NUMPAT'])).toBe(0);
       await reader.cancel();
+    });
+  });
+
+  describe('the read-only token', () => {
+    it('lists no keys and publishes nothing, also through scripts and functions, and its scripts still read', async () => {
+      const ro = hostile.readonly;
+      for (const script of ["return redis.call('KEYS', '*')", "return redis.call('SCAN', '0')", "return redis.call('PUBLISH', 'c', 'm')"]) {
+        const response = await as(ro, ['EVAL', script, '0']);
+        expect(response.status).toBe(400);
+        expect((response.body as { error: string }).error).toMatch(/no permissions to run the '(keys|scan|publish)' command/);
+      }
+      const lister = "#!lua name=lister\nredis.register_function{function_name='list_keys', callback=function() return redis.call('KEYS', '*') end, flags={'no-writes'}}";
+      await result(hostile.standard, ['FUNCTION', 'LOAD', 'REPLACE', lister]);
+      expect(await as(hostile.standard, ['FCALL_RO', 'list_keys', '0'])).toMatchObject({ status: 200 });
+      expect(await as(ro, ['FCALL_RO', 'list_keys', '0'])).toMatchObject({ status: 400 });
+      expect(await result(ro, ['EVAL', "return redis.call('GET', 'k')", '0'])).toBe('mine');
+      const [single, batch] = [await as(ro, ['GET', 'k']), await call(url('/multi-exec'), { token: ro, body: [['GET', 'k'], ['TTL', 'k']] })];
+      expect(single).toMatchObject({ status: 200, body: { result: 'mine' } });
+      expect(batch).toMatchObject({ status: 200, body: [{ result: 'mine' }, { result: -1 }] });
     });
   });
 

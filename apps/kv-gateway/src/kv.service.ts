@@ -167,10 +167,11 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     const session = await cached.session;
     // The backend fetches its server's command table again after the server changed (run_id).
     session.table = session.backend.currentTable() ?? (await this.redisCall(session.tenant, () => session.backend.table()));
-    if (!session.user) return session;
-    // ACL tokens: the user's connection is looked up per request, as it may have been dropped.
+    if (!session.user && session.role !== 'readonly') return session;
+    // ACL and read-only tokens: the user's connection is looked up per request, as it may have been dropped.
     try {
-      return { ...session, runner: await session.backend.asUser(session.user.username, session.user.password) };
+      const runner = session.user ? await session.backend.asUser(session.user.username, session.user.password) : await session.backend.asReadonly();
+      return { ...session, runner };
     } catch (error) {
       if (isReplyError(error)) throw new KvError(401, `Unauthorized: ${error.message}`);
       throw this.backendFailure(session.tenant, error);

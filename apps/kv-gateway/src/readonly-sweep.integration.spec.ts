@@ -73,6 +73,8 @@ describe('kv-gateway: a read-only token sweeping the command table', () => {
     await admin.call('FUNCTION', 'LOAD', LIBRARY);
     scriptSha = (await admin.call('SCRIPT', 'LOAD', 'return 1')) as string;
     await admin.call('ACL', 'SETUSER', 'acme.main:reader', 'on', '>pw', '~*', '+@read');
+    // The gateway's Redis user of read-only tokens (KvBackend.asReadonly) is made on their first command.
+    expect(await call(stack.url, { token: readonly, body: ['GET', 'k'] })).toMatchObject({ status: 200, body: { result: 'value' } });
   });
   afterAll(() => stack.stop());
 

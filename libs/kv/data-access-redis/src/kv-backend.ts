@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import { CommandTable, type CommandArgs, type Reply } from '@restash/kv/util-command';
 import { RawCommand, isReplyError } from './raw-command';
@@ -21,6 +22,15 @@ export type Outcome = { ok: true; reply: Reply } | { ok: false; error: string };
  * that failed to queue), or one outcome per command.
  */
 export type TransactionOutcome = { discarded: string } | { outcomes: Outcome[] };
+
+/**
+ * The Redis user the commands of read-only tokens run as (KvBackend.asReadonly), beside the gateway's own.
+ * Tenants cannot reach it: the ACL users they manage all carry their database's prefix.
+ */
+export const READONLY_REDIS_USER = 'restash-readonly';
+
+/** Its rights: reads only, and not the reads the read-only token is refused (README, "KV: tokens"). */
+const READONLY_RULES = ['~*', '&*', '+@all', '-@write', '-@admin', '-keys', '-scan', '-publish', '-spublish', '-migrate'];
 
 /** Something that runs commands: the database's own connections, or those of an ACL user. */
 export interface CommandRunner {
@@ -149,6 +159,8 @@ export class KvBackend implements CommandRunner {
   private fetchedTable: CommandTable | undefined;
   private runId: Promise<string> | undefined;
   private readonly serverChangeListeners: Array<(runId: string) => void> = [];
+  /** The `ACL SETUSER` of {@link READONLY_REDIS_USER}, sent once per server process. */
+  private readonlyUser: Promise<Reply> | undefined;
 
   constructor(
     readonly url: string,
@@ -267,6 +279,32 @@ export class KvBackend implements CommandRunner {
       connection.catch(() => this.users.delete(key));
     }
     return connection;
+  }
+
+  /**
+   * The commands of a read-only token: those of {@link READONLY_REDIS_USER}, which this method (re)creates on
+   * the server with `ACL SETUSER … reset` (idempotent, the same password from every gateway replica: derived
+   * from the gateway's own), so that Redis itself refuses writes, KEYS, SCAN and PUBLISH also inside the
+   * scripts and functions a read-only token runs (EVAL_RO, EVALSHA_RO, FCALL_RO may call any read command;
+   * spec "Authentication": the read-only token refuses SCAN and KEYS).
+   *
+   * @throws the error reply when the user cannot be created or authenticated, or a connection error
+   */
+  async asReadonly(): Promise<CommandRunner> {
+    const password = createHash('sha256').update(`${READONLY_REDIS_USER}\0${decodeURIComponent(new URL(this.url).password)}`).digest('hex');
+    for (;;) {
+      const fresh = this.readonlyUser === undefined;
+      this.readonlyUser ??= send(this.client(), ['acl', 'setuser', READONLY_REDIS_USER, 'reset', 'on', `>${password}`, ...READONLY_RULES]);
+      const user = this.readonlyUser;
+      try {
+        await user;
+        return await this.asUser(READONLY_REDIS_USER, password);
+      } catch (error) {
+        if (this.readonlyUser === user) this.readonlyUser = undefined;
+        // A user made earlier may be gone (the server restarted without it): made again once.
+        if (fresh) throw error;
+      }
+    }
   }
 
   /** Closes this backend's connections authenticated as `username` (its password or rights changed). */

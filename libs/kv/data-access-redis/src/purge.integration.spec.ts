@@ -4,6 +4,9 @@ import { purgeKvDatabase } from './purge';
 
 const ADMIN = { username: 'restash-gateway', password: 'purge-test-password' };
 
+/** No database is bound to the server. */
+const unbound = async () => null;
+
 describe(`purgeKvDatabase (${kvEngine().name})`, () => {
   let server: RedisServer;
   let admin: Redis;
@@ -32,7 +35,7 @@ describe(`purgeKvDatabase (${kvEngine().name})`, () => {
     await alice.ping();
     const aliceGone = new Promise<void>((resolve) => alice.once('end', () => resolve()));
 
-    await purgeKvDatabase(record());
+    expect(await purgeKvDatabase(record(), unbound)).toBe('purged');
 
     await admin.select(0);
     expect(await admin.info('keyspace')).not.toMatch(/^db\d+:/m);
@@ -44,11 +47,26 @@ describe(`purgeKvDatabase (${kvEngine().name})`, () => {
     expect(await admin.ping()).toBe('PONG');
   });
 
+  it('wipes a server bound to this database, and leaves one bound to another database untouched', async () => {
+    await admin.select(0);
+    await admin.set('theirs', 'v');
+    const runIds: string[] = [];
+    const boundToOther = async (runId: string) => (runIds.push(runId), 'other.main');
+    // The same server under another host name, as a dropped database that named it so would reach it.
+    const sameServer = { id: 'acme.evil', redisUrl: `redis://${ADMIN.username}:${ADMIN.password}@localhost:${server.port}/1` };
+    expect(await purgeKvDatabase(sameServer, boundToOther)).toBe('other');
+    expect(await admin.get('theirs')).toBe('v');
+    expect(runIds).toEqual([/^run_id:(\w+)/m.exec(await admin.info('server'))?.[1]]);
+
+    expect(await purgeKvDatabase(record(), async () => 'acme.main')).toBe('purged');
+    expect(await admin.exists('theirs')).toBe(0);
+  });
+
   it('throws when the server cannot be reached', async () => {
-    await expect(purgeKvDatabase({ id: 'acme.main', redisUrl: 'redis://127.0.0.1:1/0' })).rejects.toThrow();
+    await expect(purgeKvDatabase({ id: 'acme.main', redisUrl: 'redis://127.0.0.1:1/0' }, unbound)).rejects.toThrow();
   });
 
   it('throws when the credentials are refused', async () => {
-    await expect(purgeKvDatabase({ id: 'acme.main', redisUrl: `redis://${ADMIN.username}:wrong@127.0.0.1:${server.port}/0` })).rejects.toThrow(/WRONGPASS/);
+    await expect(purgeKvDatabase({ id: 'acme.main', redisUrl: `redis://${ADMIN.username}:wrong@127.0.0.1:${server.port}/0` }, unbound)).rejects.toThrow(/WRONGPASS/);
   });
 });

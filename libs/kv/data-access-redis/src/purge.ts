@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { KvDatabaseRecord } from '@restash/shared/data-access-registry';
+import { serverRunId } from './kv-backend';
 
 /**
  * Wipes what a KV database left on its Redis server, for tenant deletion: every key of every logical
@@ -9,9 +10,20 @@ import type { KvDatabaseRecord } from '@restash/shared/data-access-registry';
  * the server's configuration stay. Connects once with `record.redisUrl` (the gateway's admin user)
  * and disconnects before returning.
  *
+ * Wipes nothing when the server's binding (`restash:v1:kv:server:<run_id>`, made by kv-gateway when it
+ * first serves a database there) names another KV database: then this database was never served from
+ * that server (the gateway refuses a second database on a bound server), and the server holds the other
+ * database's data, which an apply that named the same server under another host name (`localhost` for
+ * `127.0.0.1`) must not wipe.
+ *
+ * @param boundTo the id of the KV database the server with this `run_id` is bound to, or null when unbound
+ * @returns `'purged'`, or `'other'` when the server is bound to another database and was left untouched
  * @throws Error when the server cannot be reached or refuses one of the commands (nothing is retried)
  */
-export async function purgeKvDatabase(record: Pick<KvDatabaseRecord, 'id' | 'redisUrl'>): Promise<void> {
+export async function purgeKvDatabase(
+  record: Pick<KvDatabaseRecord, 'id' | 'redisUrl'>,
+  boundTo: (runId: string) => Promise<string | null>,
+): Promise<'purged' | 'other'> {
   const client = new Redis(record.redisUrl, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
   let cause: Error | undefined;
   client.on('error', (error: Error) => (cause ??= error)); // e.g. WRONGPASS, where connect() only says the connection closed
@@ -19,12 +31,15 @@ export async function purgeKvDatabase(record: Pick<KvDatabaseRecord, 'id' | 'red
     await client.connect().catch((error: unknown) => {
       throw cause ?? error;
     });
+    const owner = await boundTo(await serverRunId(client));
+    if (owner !== null && owner !== record.id) return 'other';
     await client.call('flushall', 'sync');
     await client.call('script', 'flush', 'sync');
     await client.call('function', 'flush', 'sync');
     const users = (await client.call('acl', 'users')) as string[];
     const own = users.filter((user) => user.startsWith(`${record.id}:`));
     if (own.length > 0) await client.call('acl', 'deluser', ...own);
+    return 'purged';
   } finally {
     client.disconnect();
   }

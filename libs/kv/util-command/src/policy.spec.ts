@@ -42,6 +42,7 @@ const table = CommandTable.fromCommandReply([
   entry('fcall_ro', -3, ['readonly', 'noscript']),
   entry('FT.ALIASADD', -1, ['readonly', 'module']),
   entry('FT.SEARCH', -1, ['readonly', 'module']),
+  entry('FT.CURSOR', -1, ['readonly', 'module']),
   entry('FT.CONFIG', -1, ['readonly', 'module']),
   entry('FT.DEBUG', -2, ['readonly', 'module']),
   entry('FT._LIST', -1, ['readonly', 'module']),
@@ -119,7 +120,14 @@ describe('prepareCommand', () => {
   });
 
   it('scopes ACL users and channels with the database prefix', () => {
-    expect(argsOf(['acl', 'setuser', 'alice', 'on'])).toEqual(['acl', 'setuser', 'd1:alice', 'on']);
+    expect(argsOf(['acl', 'setuser', 'alice', 'on'])).toEqual(['acl', 'setuser', 'd1:alice', 'on', '-migrate']);
+    expect(argsOf(['acl', 'setuser', 'alice', 'on', '+@all', '&ok', 'allchannels', 'AllChannels', 'resetchannels', '~&key'])).toEqual([
+      'acl', 'setuser', 'd1:alice', 'on', '+@all', '&d1:ok', '&d1:*', '&d1:*', 'resetchannels', '~&key', '-migrate',
+    ]);
+    // Selectors grant rights of their own: their channels are scoped and MIGRATE is denied in them too.
+    expect(argsOf(['acl', 'setuser', 'alice', '(+migrate ~* &c*)', '(+get', '&x)'])).toEqual([
+      'acl', 'setuser', 'd1:alice', '(+migrate ~* &d1:c* -migrate)', '(+get', '&d1:x -migrate)', '-migrate',
+    ]);
     expect(argsOf(['acl', 'deluser', 'a', 'b'])).toEqual(['acl', 'deluser', 'd1:a', 'd1:b']);
     expect(argsOf(['publish', 'news', 'hi'])).toEqual(['publish', 'd1:news', 'hi']);
     expect(argsOf(['pubsub', 'channels'])).toEqual(['pubsub', 'channels', 'd1:*']);
@@ -140,9 +148,10 @@ describe('prepareCommand', () => {
     expect(argsOf(['get', 'k'], readonly)).toEqual(['get', 'k']);
     expect(prepare(['info'], readonly).label).toBe('info');
     expect(argsOf(['EVAL', 'return 1', '0'], readonly)).toEqual(['eval_ro', 'return 1', '0']);
-    for (const args of [['set', 'k', 'v'], ['scan', '0'], ['publish', 'c', 'm'], ['flushall'], ['acl', 'setuser', 'x'], ['acl', 'list'], ['acl', 'resttoken', 'u', 'p']]) {
+    for (const args of [['set', 'k', 'v'], ['scan', '0'], ['publish', 'c', 'm'], ['flushall'], ['acl', 'setuser', 'x'], ['acl', 'list'], ['acl', 'resttoken', 'u', 'p'], ['ft.cursor', 'DEL', 'idx', '1']]) {
       expect(refusal(args, readonly)).toMatch(/^NOPERM this user has no permissions to run the '/);
     }
+    expect(argsOf(['ft.cursor', 'READ', 'idx', '1'], readonly)).toEqual(['ft.cursor', 'READ', 'idx', '1']);
   });
 });
 
@@ -161,7 +170,7 @@ describe('rewriteReply', () => {
   it('drops the INFO lines that identify or locate the process, its files or other servers', () => {
     expect(prepare(['INFO', 'server'])).toMatchObject({ rewrite: 'info' });
     const info = [
-      '# Server', 'redis_version:7.0.15', 'os:Linux 6.1 x86_64', 'process_id:4242', 'run_id:abc', 'tcp_port:6391',
+      '# Server', 'redis_version:7.0.15', 'os:Linux 6.1 x86_64', 'process_id:4242', 'run_id:abc', 'tcp_port:6391', 'listener0:name=tcp,bind=127.0.0.1,port=6391',
       'executable:/usr/bin/redis-server', 'config_file:/etc/redis.conf', 'uptime_in_seconds:10', '',
       '# Replication', 'role:master', 'slave0:ip=10.0.0.2,port=6380,state=online', 'master_replid:abc', 'master_replid2:000', '',
       '# Keyspace', 'db0:keys=1,expires=0,avg_ttl=0', '',

@@ -87,7 +87,7 @@ const MODULE_WRITES: ReadonlySet<string> = new Set(['ft.aliasadd', 'ft.aliasupda
  * INFO fields that identify or locate the server process, its files or other servers (README,
  * "KV command rules"): removed from every INFO reply. Counters and settings stay.
  */
-const INFO_HIDDEN = /^(?:run_id|process_id|process_supervised|executable|config_file|tcp_port|master_replid2?|master_host|master_port|slave\d+|os|gcc_version):/;
+const INFO_HIDDEN = /^(?:run_id|process_id|process_supervised|executable|config_file|tcp_port|listener\d+|master_replid2?|master_host|master_port|slave\d+|os|gcc_version):/;
 
 /** ACL subcommands flagged `admin` that tenants may still run, on their own (prefixed) users. */
 const TENANT_ACL: ReadonlyMap<string, ReplyRewrite | undefined> = new Map([
@@ -163,7 +163,8 @@ export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: Poli
   const write = !spec.flags.has('readonly') || MODULE_WRITES.has(name);
   let out = args;
   if (ctx.role === 'readonly') {
-    if (spec.flags.has('write') || MODULE_WRITES.has(name) || READONLY_REFUSED.has(label)) {
+    const cursorDel = name === 'ft.cursor' && second?.toLowerCase() === 'del'; // drops a cursor its owner still reads
+    if (spec.flags.has('write') || MODULE_WRITES.has(name) || READONLY_REFUSED.has(label) || cursorDel) {
       throw KvError.badRequest(`NOPERM this user has no permissions to run the '${label}' command`);
     }
     const variant = READONLY_VARIANT.get(name);
@@ -212,6 +213,7 @@ function scope(command: RedisCommand, prefix: string, rewrite: ReplyRewrite | un
     case 'publish':
       return { ...command, args: withPrefix(args, prefix, 1, 2) };
     case 'acl|setuser':
+      return { ...command, args: [...withPrefix(args.slice(0, 3), prefix, 2), ...scopeAclRules(args.slice(3), prefix)] };
     case 'acl|getuser':
     case 'acl|dryrun':
       return { ...command, args: withPrefix(args, prefix, 2, 3) };
@@ -227,6 +229,22 @@ function scope(command: RedisCommand, prefix: string, rewrite: ReplyRewrite | un
       return { ...command, rewrite: 'info' };
   }
   return rewrite ? { ...command, rewrite } : command;
+}
+
+/**
+ * The rules of a tenant's `ACL SETUSER`, scoped like its commands: channel patterns (`&chan`, `allchannels`,
+ * also inside selectors `(…)`) get the database prefix that PUBLISH and SUBSCRIBE add, and MIGRATE is
+ * denied last, at the root and in every selector, as for the gateway's own user (gatewayUserRule: a
+ * script run by the user would otherwise connect the server anywhere).
+ */
+function scopeAclRules(rules: CommandArgs, prefix: string): CommandArgs {
+  const scoped = rules.map((rule) =>
+    String(rule)
+      .replace(/(^|[\s(])&/g, `$1&${prefix}`)
+      .replace(/(^|[\s(])allchannels(?=$|[\s)])/gi, `$1&${prefix}*`)
+      .replace(/\)$/, ' -migrate)'),
+  );
+  return [...scoped, '-migrate'];
 }
 
 /** A copy of `args` whose arguments from index `from` up to (not including) `to` carry the prefix. */

@@ -13,7 +13,7 @@ import type { ResourcePurgers } from './teardown';
  */
 export function enginePurgers(queueStore: () => QueueStore): ResourcePurgers {
   return {
-    kv: (record) => purgeKvDatabase(record),
+    kv: (record, boundTo) => purgeKvDatabase(record, boundTo),
     vector: (record) => purgeVectorIndex(record),
     stream: (record) => purgeStreamCluster(record),
     queue: async (record) => {

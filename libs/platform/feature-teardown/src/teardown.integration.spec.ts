@@ -280,6 +280,28 @@ describe('TenantTeardown', () => {
     expect((await teardown.deleteTenant('acme')).failed).toEqual([]);
   });
 
+  it('dropping a KV database that named another database’s server under another host name wipes nothing', async () => {
+    const doc = acme([]);
+    await teardown.applyTenant(doc, tokensOf(doc));
+    const runId = /^run_id:(\w+)/m.exec(await kvAdmin.info('server'))?.[1] ?? '';
+    await registry.set(registryKeys.kvServer(runId), 'acme.main'); // kv-gateway served acme.main from it
+    await kvAdmin.set('kept', 'yes');
+    // The same server as `localhost`: the applier's host:port check does not see it (kv-gateway refuses to serve it).
+    const alias = tenantDocumentSchema.parse({
+      ...doc,
+      spec: { ...doc.spec, kv: { databases: [...doc.spec.kv.databases, { name: 'alias', redis: { url: `redis://${ADMIN.username}:${ADMIN.password}@localhost:${kvData.port}/1` } }] } },
+    });
+    await teardown.applyTenant(alias, tokensOf(alias));
+
+    expect(await teardown.applyTenant(doc, tokensOf(doc))).toEqual({ tenant: 'acme', purged: ['KV database acme.alias'], failed: [] });
+    expect(await kvAdmin.get('kept')).toBe('yes');
+    expect(await registry.get(registryKeys.kvServer(runId))).toBe('acme.main');
+
+    expect((await teardown.deleteTenant('acme')).failed).toEqual([]);
+    expect(await kvAdmin.exists('kept')).toBe(0);
+    expect(await registry.exists(registryKeys.kvServer(runId))).toBe(0);
+  });
+
   it('deleting an unknown tenant does nothing', async () => {
     expect(await teardown.deleteTenant('nobody')).toEqual({ tenant: 'nobody', purged: [], failed: [] });
     expect(await registry.exists(registryKeys.tenantTeardown('nobody'))).toBe(0);

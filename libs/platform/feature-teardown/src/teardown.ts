@@ -19,8 +19,11 @@ import {
 
 /** Deletes one resource's data in its engine. Each must be idempotent: a teardown that stopped runs it again. */
 export interface ResourcePurgers {
-  /** Empties the KV database's Redis (keys, scripts, functions, the tenant's ACL users). */
-  kv(record: KvDatabaseRecord): Promise<void>;
+  /**
+   * Empties the KV database's Redis (keys, scripts, functions, the tenant's ACL users), unless `boundTo`
+   * (the id of the database a server's `run_id` is bound to, or null) names another database.
+   */
+  kv(record: KvDatabaseRecord, boundTo: (runId: string) => Promise<string | null>): Promise<unknown>;
   /** Deletes the vector index's Qdrant collection. */
   vector(record: VectorIndexRecord): Promise<void>;
   /** Deletes the stream cluster's prefixed Kafka topics and consumer groups. */
@@ -232,7 +235,7 @@ export class TenantTeardown {
     switch (resource.api) {
       case 'kv': {
         const { id } = resource.record;
-        await this.purgers.kv(resource.record);
+        await this.purgers.kv(resource.record, (runId) => this.control.get(registryKeys.kvServer(runId)));
         await this.deleteWhere(registryKeys.kvServer('*'), (raw) => raw === id); // its server's binding
         break;
       }
