@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, NotFoundException } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -74,18 +74,25 @@ const METHOD_TOKEN = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) /;
  * parser refuses is answered in the API's error shape, then the connection is closed — 431 for headers
  * over the limit, 408 for a request not received in time, 405 with `Allow` for a well-formed method
  * token Node does not know (e.g. `FROBNICATE`; README, "Architecture: error shapes"), 400 for
- * anything malformed.
+ * anything malformed. When the refused bytes follow a request still being answered on the connection
+ * (pipelined: `POST … {"id":1}XYZ`), that answer is sent first and the error after it, so a client never
+ * loses the answer of a request that ran.
  *
  * @param errors the API's errors (a function: the bootstrap knows them only once the application exists)
  */
 export function clientErrorHandler(
   errors: () => ApiErrors,
-): (error: Error & { code?: string; reason?: string; rawPacket?: unknown }, socket: Socket) => void {
+): (error: Error & { code?: string; reason?: string; rawPacket?: unknown; bytesParsed?: number }, socket: Socket) => void {
   return (error, socket) => {
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
     // The bytes being parsed: for a request in one write (what clients do), its request line comes first.
     const sent = METHOD_TOKEN.exec(Buffer.isBuffer(error.rawPacket) ? error.rawPacket.toString('latin1', 0, 64) : '')?.[1];
-    const method = error.code === 'HPE_INVALID_METHOD' ? sent : undefined;
+    // Node's response in progress on this socket, to a request before the refused bytes (no public accessor;
+    // `_httpMessage` is what node:http itself uses).
+    const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    // Unless the refused bytes follow a complete request, the first token is their method.
+    const first = pending ? undefined : sent;
+    const method = error.code === 'HPE_INVALID_METHOD' && first !== undefined && (error.bytesParsed ?? 0) <= first.length ? first : undefined;
     const allowed = errors().methods.join(', ');
     const [status, message] =
       error.code === 'HPE_HEADER_OVERFLOW'
@@ -96,7 +103,13 @@ export function clientErrorHandler(
             ? [405, `method ${method} is not allowed: use ${allowed}`]
             : [400, `malformed HTTP request${error.reason ? `: ${error.reason}` : ''}`];
     const headers: Record<string, string> = status === 405 ? { allow: allowed } : {};
-    if (socket.writable) socket.end(rawResponse(status, errors().encode(status, message), headers, sent === 'HEAD'), () => socket.destroy());
-    else socket.destroy();
+    const answer = () => {
+      if (socket.writable) socket.end(rawResponse(status, errors().encode(status, message), headers, first === 'HEAD'), () => socket.destroy());
+      else socket.destroy();
+    };
+    if (pending && !pending.writableFinished) {
+      pending.once('finish', answer);
+      pending.once('close', answer);
+    } else answer();
   };
 }

@@ -127,6 +127,22 @@ describe('startHttpService: every answer of the API port is in the API error sha
     expect(huge.headers.connection).toBe('close');
   });
 
+  it('answers bytes after a complete request with 400 after that request’s own answer', async () => {
+    const { hostname, port } = new URL(service.url);
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.write('POST /known HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}XYZ / HTTP/1.1\r\n\r\n'));
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    });
+    const [first = '', second = ''] = text.split(/(?=HTTP\/1\.1 )/);
+    expect(first).toMatch(/^HTTP\/1\.1 200 /);
+    expect(first.split('\r\n\r\n')[1]).toBe('{"ok":true}');
+    expect(second).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(second.split('\r\n\r\n')[1] ?? '')).toEqual({ problem: expect.stringMatching(/^malformed HTTP request/), code: 400 });
+  });
+
   it('answers methods the API does not serve with 405 and Allow, without waiting for the body, and closes the connection', async () => {
     // FROBNICATE is a well-formed method token Node's parser does not know: answered from the clientError handler.
     for (const method of ['TRACE', 'PROPFIND', 'DELETE', 'OPTIONS', 'FROBNICATE']) {
