@@ -47,6 +47,16 @@ describe('parseJsonBody', () => {
       }
     }
   });
+
+  it('keeps the text of numbers as the client wrote them when one is not a safe integer, in a command and in a batch', () => {
+    const command = Buffer.from('["INCRBY", "n", 9007199254740993, 1.0, 1e3, 0.0000001, 1.50, true]');
+    expect(commandFromJson(parseJsonBody(command))).toEqual(['INCRBY', 'n', '9007199254740993', '1.0', '1e3', '0.0000001', '1.50', 'true']);
+    // Without a number beyond safe integers, numbers are written as JSON.stringify writes them.
+    expect(commandFromJson(parseJsonBody(Buffer.from('["SET", "k", 1.0, 100]')))).toEqual(['SET', 'k', '1', '100']);
+    expect(commandsFromJson(parseJsonBody(Buffer.from('[["SET", "k", "v", "EX", 100], ["GET", "k"]]')))).toEqual([['SET', 'k', 'v', 'EX', '100'], ['GET', 'k']]);
+    expect(parseJsonBody(Buffer.from('["GET", "k"]'))).toEqual(['GET', 'k']);
+    expect(() => commandFromJson(parseJsonBody(Buffer.from('["SET", "k", null]')))).toThrow(/argument 2 must be a string, number or boolean/);
+  });
 });
 
 describe('commandFromPath', () => {

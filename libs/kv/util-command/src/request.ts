@@ -6,17 +6,39 @@ export type Arg = string | Buffer;
 /** A command: its name followed by its arguments, in native order (README, "KV: request forms"). */
 export type CommandArgs = Arg[];
 
+/** A JSON number of a command body, as its text in the body (`9007199254740993`, `1.0`, `1e3`). */
+export class JsonNumber {
+  constructor(readonly text: string) {}
+}
+
 /**
- * Parses a request body that must be JSON (README, "KV: request forms").
+ * Parses a request body that must be JSON (README, "KV: request forms"). In a body holding a number that
+ * is not a safe integer (a fraction, or beyond 2^53), numbers come back as {@link JsonNumber}s holding
+ * their text, so that such an argument reaches Redis as the client wrote it (`9007199254740993` would
+ * otherwise lose its last digit, `0.0000001` become `1e-7`). Safe integers stay numbers, whose text
+ * (`String`) is what JSON.stringify and the SDKs write; `1.0` or `1e3` for one becomes `1` or `1000`.
  * @throws KvError 400 for an empty body or invalid JSON
  */
 export function parseJsonBody(body: Buffer | undefined): unknown {
   if (!body || body.length === 0) throw KvError.badRequest('ERR empty request body: expected a JSON array');
+  const text = body.toString('utf8');
   try {
-    return JSON.parse(body.toString('utf8'));
+    const value: unknown = JSON.parse(text);
+    // The source text of each number needs a reviver, which makes parsing about ten times slower.
+    return holdsInexactNumber(value, 0) ? JSON.parse(text, keepNumberText) : value;
   } catch {
     throw KvError.badRequest('ERR failed to parse the request body as JSON');
   }
+}
+
+function keepNumberText(_key: string, value: unknown, context?: { source?: string }): unknown {
+  return typeof value === 'number' && context?.source !== undefined ? new JsonNumber(context.source) : value;
+}
+
+/** Whether a command (depth 0) or a batch of commands holds, where an argument may be, a number `String` may not write as sent. */
+function holdsInexactNumber(value: unknown, depth: number): boolean {
+  if (typeof value === 'number') return !Number.isSafeInteger(value);
+  return Array.isArray(value) && depth < 2 && value.some((item) => holdsInexactNumber(item, depth + 1));
 }
 
 /**
@@ -40,6 +62,8 @@ export function commandFromJson(value: unknown, position?: number): CommandArgs 
         return String(arg);
       case 'boolean':
         return String(arg);
+      case 'object':
+        if (arg instanceof JsonNumber) return arg.text;
     }
     throw KvError.badRequest(`ERR argument ${i} must be a string, number or boolean${where}`);
   });
