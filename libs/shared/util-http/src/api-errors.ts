@@ -90,8 +90,10 @@ export function clientErrorHandler(
     // Node's response in progress on this socket, to a request before the refused bytes (no public accessor;
     // `_httpMessage` is what node:http itself uses).
     const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
-    // Unless the refused bytes follow a complete request, the first token is their method.
-    const first = pending ? undefined : sent;
+    // The refused bytes follow a complete request (else they are in that request, e.g. a bad chunk size).
+    const follows = pending?.req.complete === true && !pending.writableFinished;
+    // Unless they follow a request, the first token is their method.
+    const first = follows ? undefined : sent;
     const method = error.code === 'HPE_INVALID_METHOD' && first !== undefined && (error.bytesParsed ?? 0) <= first.length ? first : undefined;
     const allowed = errors().methods.join(', ');
     const [status, message] =
@@ -107,7 +109,7 @@ export function clientErrorHandler(
       if (socket.writable) socket.end(rawResponse(status, errors().encode(status, message), headers, first === 'HEAD'), () => socket.destroy());
       else socket.destroy();
     };
-    if (pending && !pending.writableFinished) {
+    if (follows) {
       pending.once('finish', answer);
       pending.once('close', answer);
     } else answer();
