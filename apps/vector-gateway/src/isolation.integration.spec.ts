@@ -1,3 +1,5 @@
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { RegistryWriter } from '@restash/shared/data-access-registry';
 import { call } from '@restash/shared/util-testing';
@@ -5,6 +7,32 @@ import { METADATA_LIMITS } from '@restash/vector/util-query';
 import { type VectorStack, startVectorStack } from './testing/vector-stack';
 
 const LONE = '\ud800';
+
+/**
+ * An OpenAI-compatible embedding provider (dimension 4) whose answer for each text follows its prefix:
+ * `big:…` gives a component beyond float32, `strs:…` strings, `nan:…` a bare NaN (not JSON), anything
+ * else a good vector.
+ */
+async function startStubEmbedder(): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+    req.on('end', () => {
+      const input = (JSON.parse(body) as { input: string[] }).input;
+      const embedding = (text: string) => {
+        const mode = text.split(':')[0];
+        return mode === 'big' ? '[1e39,1,1,1]' : mode === 'strs' ? '["a","b","c","d"]' : mode === 'nan' ? '[NaN,1,1,1]' : '[1,0.5,0.25,0.125]';
+      };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`{"object":"list","data":[${input.map((text, index) => `{"index":${index},"embedding":${embedding(text)}}`).join(',')}]}`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
 
 function nested(depth: number): Record<string, unknown> {
   let value: unknown = 'leaf';
@@ -22,10 +50,14 @@ describe('vector-gateway isolation and bad input', () => {
     return info.result.namespaces[namespace]?.vectorCount ?? 0;
   };
 
+  let stub: { url: string; close(): Promise<void> };
+
   beforeAll(async () => {
+    stub = await startStubEmbedder();
     stack = await startVectorStack({
       acme: [
         { name: 'main', dimension: 2 },
+        { name: 'stub-embedder', dimension: 4, embeddingUrl: stub.url },
         { name: 'no-embedder', dimension: 384, embeddingUrl: 'http://127.0.0.1:9/v1' },
         // qdrant-local answers its own 404 text for /embeddings: the gateway must not quote it
         { name: 'bad-embedder', dimension: 384, embeddingUrl: (qdrantUrl) => qdrantUrl },
@@ -34,7 +66,10 @@ describe('vector-gateway isolation and bad input', () => {
     });
     token = stack.tokens('acme', 'main').standard;
   }, 120_000);
-  afterAll(() => stack?.stop());
+  afterAll(async () => {
+    await stack?.stop();
+    await stub?.close();
+  });
 
   describe('deep and large metadata', () => {
     it('refuses 127-level metadata in upsert, update OVERWRITE and a 10,000-level PATCH, and the index stays usable after an engine restart', async () => {
@@ -160,6 +195,104 @@ describe('vector-gateway isolation and bad input', () => {
     expect(unreachable.body).toEqual({ error: 'Embedding failed: the embedding provider could not be reached or gave no usable answer', status: 502 });
     const refused = await post('/query-data', { data: 'hello', topK: 1 }, stack.tokens('acme', 'bad-embedder').standard);
     expect(refused.body).toEqual({ error: 'Embedding failed: the embedding provider answered HTTP 404', status: 502 });
+  });
+
+  describe('vectors an embedding provider answers', () => {
+    let stubToken: string;
+    const stubbed = (path: string, body: unknown) => post(path, body, stubToken);
+
+    beforeAll(async () => {
+      stubToken = stack.tokens('acme', 'stub-embedder').standard;
+      expect((await stubbed('/upsert-data', { id: 'kept', data: 'fine: text' })).status).toBe(200);
+    });
+
+    it.each([
+      ['a component beyond float32', 'big', 'Embedding failed: the embedding provider answered a vector this index cannot store (vector[0] is outside the float32 range)'],
+      ['strings', 'strs', 'Embedding failed: the embedding provider could not be reached or gave no usable answer'],
+      ['a bare NaN (not JSON)', 'nan', 'Embedding failed: the embedding provider could not be reached or gave no usable answer'],
+    ])('answers %s with 502 in its own words on upsert-data, query-data and update, and writes nothing', async (_what, mode, error) => {
+      const refused = { status: 502, body: { error, status: 502 } };
+      expect(await stubbed('/upsert-data', [{ id: `new-${mode}`, data: 'fine: text' }, { id: 'other', data: `${mode}: text` }])).toMatchObject({ status: 502 });
+      expect(await stubbed('/upsert-data', { id: `new-${mode}`, data: `${mode}: text` })).toEqual(expect.objectContaining(refused));
+      expect(await stubbed('/query-data', { data: `${mode}: text`, topK: 1 })).toEqual(expect.objectContaining(refused));
+      expect(await stubbed('/update', { id: 'kept', data: `${mode}: new text` })).toEqual(expect.objectContaining(refused));
+
+      const read = await call(`${stack.url}/range`, { method: 'POST', token: stubToken, body: { cursor: 0, limit: 10, includeVectors: true, includeData: true } });
+      expect(read.body).toEqual({ result: { nextCursor: '', vectors: [{ id: 'kept', vector: [1, 0.5, 0.25, 0.125], data: 'fine: text' }] } });
+      expect((await stubbed('/fetch', { ids: [`new-${mode}`, 'other'] })).body).toEqual({ result: [null, null] });
+    });
+  });
+
+  describe('empty prefixes', () => {
+    it('refuses delete {prefix: ""} as it refuses a blank filter, and reads "" as every id on fetch and range', async () => {
+      await post('/upsert/pfx', ['p1', 'p2', 'q1'].map((id, i) => ({ id, vector: [1, i] })));
+      expect(await post('/delete/pfx', { prefix: '' })).toMatchObject({ status: 400, body: { error: 'prefix is empty: to delete everything, use reset', status: 400 } });
+      expect(await post('/delete/pfx', { filter: '   ' })).toMatchObject({ status: 400, body: { error: 'filter is empty: to delete everything, use reset', status: 400 } });
+      expect(await count('pfx')).toBe(3);
+      expect((await post('/fetch/pfx', { prefix: '' })).body).toEqual({ result: [{ id: 'p1' }, { id: 'p2' }, { id: 'q1' }] });
+      const first = await post('/range/pfx', { cursor: 0, limit: 2, prefix: '' });
+      expect(first.body).toMatchObject({ result: { vectors: [{ id: 'p1' }, { id: 'p2' }] } });
+      const cursor = (first.body as { result: { nextCursor: string } }).result.nextCursor;
+      expect((await post('/range/pfx', { cursor, limit: 2, prefix: '' })).body).toEqual({ result: { nextCursor: '', vectors: [{ id: 'q1' }] } });
+      expect((await post('/delete/pfx', { prefix: 'p' })).body).toEqual({ result: { deleted: 2 } });
+    });
+  });
+
+  describe('info.namespaces', () => {
+    it('lists exactly the namespaces list-namespaces lists: not deleted or renamed ones, an empty one with 0', async () => {
+      await post('/upsert/gone', { id: 'g', vector: [1, 0] });
+      await post('/upsert/old-name', { id: 'o', vector: [0, 1] });
+      await post('/upsert/emptied', { id: 'e', vector: [1, 1] });
+      expect((await post('/delete-namespace/gone', [])).status).toBe(200);
+      expect((await post('/rename-namespace', { namespace: 'old-name', newNamespace: 'new-name' })).body).toEqual({ result: { renamed: true } });
+      expect((await post('/reset/emptied', [])).status).toBe(200);
+
+      const listed = ((await post('/list-namespaces', [])).body as { result: string[] }).result;
+      const info = ((await post('/info', [])).body as { result: { vectorCount: number; namespaces: Record<string, { vectorCount: number }> } }).result;
+      expect(Object.keys(info.namespaces).sort()).toEqual([...listed].sort());
+      expect(listed).toEqual(expect.arrayContaining(['', 'new-name', 'emptied']));
+      expect(listed).not.toContain('gone');
+      expect(listed).not.toContain('old-name');
+      expect(info.namespaces['new-name']).toEqual({ vectorCount: 1, pendingVectorCount: 0 });
+      expect(info.namespaces.emptied).toEqual({ vectorCount: 0, pendingVectorCount: 0 });
+      expect(info.vectorCount).toBe(Object.values(info.namespaces).reduce((sum, n) => sum + n.vectorCount, 0));
+    });
+  });
+
+  describe('tied scores', () => {
+    it('cuts topK among tied scores by id, so a smaller topK gives the first hits of a larger one', async () => {
+      await post('/upsert/tied', ['e', 'c', 'a', 'd', 'b'].map((id) => ({ id, vector: [0.6, 0.8] })).concat([{ id: 'far', vector: [1, -1] }]));
+      const ids = async (topK: number) => ((await post('/query/tied', { vector: [0.6, 0.8], topK })).body as { result: Array<{ id: string }> }).result.map((h) => h.id);
+      expect(await ids(1)).toEqual(['a']);
+      expect(await ids(2)).toEqual(['a', 'b']);
+      expect(await ids(3)).toEqual(['a', 'b', 'c']);
+      expect(await ids(5)).toEqual(['a', 'b', 'c', 'd', 'e']);
+      expect(await ids(6)).toEqual(['a', 'b', 'c', 'd', 'e', 'far']);
+    });
+  });
+
+  describe('the float32 range', () => {
+    it('takes 3.4028235e38 (the largest float32 as usually printed) and prints it back in that form; refuses what rounds beyond', async () => {
+      expect((await post('/upsert/f32', { id: 'max', vector: [3.4028235e38, -1] })).status).toBe(200);
+      expect(await post('/upsert/f32', { id: 'over', vector: [3.5e38, 1] })).toMatchObject({ status: 400, body: { error: 'vector[0] is outside the float32 range', status: 400 } });
+      const raw = async (path: string, body: unknown) => (await fetch(`${stack.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(body) })).text();
+      expect(await raw('/fetch/f32', { ids: ['max', 'over'], includeVectors: true })).toBe('{"result":[{"id":"max","vector":[3.4028235e+38,-1]},null]}');
+      expect(await raw('/range/f32', { cursor: 0, limit: 5, includeVectors: true })).toBe('{"result":{"nextCursor":"","vectors":[{"id":"max","vector":[3.4028235e+38,-1]}]}}');
+      const query = await post('/query/f32', { vector: [3.4028235e38, -1], topK: 1 });
+      expect(query).toMatchObject({ status: 200, body: { result: [{ id: 'max' }] } });
+    });
+  });
+
+  describe('DELETE bodies', () => {
+    it('reads the body of DELETE /delete (the form Upstash documents), with or without a content type', async () => {
+      await post('/upsert/del', ['a', 'b', 'c'].map((id) => ({ id, vector: [1, 0] })));
+      expect((await call(`${stack.url}/delete/del`, { method: 'DELETE', token, body: { ids: ['a'] } })).body).toEqual({ result: { deleted: 1 } });
+      const bare = await fetch(`${stack.url}/delete/del`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` }, body: '{"ids":["b"]}' });
+      expect(await bare.json()).toEqual({ result: { deleted: 1 } });
+      const typed = await fetch(`${stack.url}/delete/del`, { method: 'DELETE', headers: { authorization: `Bearer ${token}`, 'content-type': 'text/plain' }, body: '{"prefix":"c"}' });
+      expect(await typed.json()).toEqual({ result: { deleted: 1 } });
+      expect(await call(`${stack.url}/delete/del`, { method: 'DELETE', token })).toMatchObject({ status: 400, body: { error: 'the delete body must be a JSON object', status: 400 } });
+    });
   });
 
   it('closes the backend of an index when its tenant is deleted', async () => {

@@ -41,6 +41,13 @@ import { type Session, VectorService } from './vector.service';
  */
 export const VECTOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
+/**
+ * The methods whose request bodies are read (README, "Vector: requests"): the SDK's POST, PUT and
+ * PATCH, and DELETE, which Upstash documents with a body (`curl -X DELETE …/delete -d '{"ids": […]}'`).
+ * GET and HEAD bodies are not read: the GET forms suit the endpoints that need no body.
+ */
+export const VECTOR_BODY_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'];
+
 /** The Vector API's answers to the tenant gate's denials (README, "Vector: requests" and "Vector: limits"). */
 export const VECTOR_DENIALS: DenialTable = {
   missing: [401, 'Unauthorized: send the token as Authorization: Bearer <token>'],
@@ -233,6 +240,7 @@ export class VectorRoutes implements OnModuleInit {
       metrics: this.metrics,
       logger: this.logger,
       bodyLimitBytes: this.config.http.bodyLimitBytes,
+      bodyMethods: VECTOR_BODY_METHODS,
     });
   }
 }

@@ -32,6 +32,7 @@ import {
   checkDimension,
   checkMetadata,
   exactScore,
+  float32Problem,
   float32Score,
   RRF_K,
   fuse,
@@ -313,14 +314,18 @@ export class VectorService implements OnModuleInit {
     return matches;
   }
 
-  /** `/query` and `/query-data`: the hits of each query, in order. */
+  /**
+   * `/query` and `/query-data`: the hits of each query, in order. A one-sided query's hits are the first
+   * `topK` in the total order (score, then id: searchTotal), so among tied scores the engine does not
+   * pick which make the cut, and the hits of a smaller `topK` are the first ones of a larger `topK`.
+   */
   query(session: Session, namespace: string, queries: QueryInput[]): Promise<ScoredVector[][]> {
     return Promise.all(
       queries.map(async (q) => {
         const plan = await this.plan(session, q);
         return plan.dense && plan.sparse
           ? this.fused(session, namespace, q, plan, Math.max(q.topK, FUSION_DEPTH), q.topK, new Set())
-          : this.search(session, namespace, q, plan, q.topK);
+          : this.searchTotal(session, namespace, q, plan, q.topK);
       }),
     );
   }
@@ -443,7 +448,11 @@ export class VectorService implements OnModuleInit {
     }
   }
 
-  /** `/info` (README, "Vector: endpoints"), with the SDK's `namespaces`, `indexType` and `denseIndex`. */
+  /**
+   * `/info` (README, "Vector: endpoints"), with the SDK's `namespaces`, `indexType` and `denseIndex`.
+   * `namespaces` holds exactly the namespaces `list-namespaces` answers, each with its vector count;
+   * `vectorCount` counts every vector of the index's collection.
+   */
   async info(session: Session): Promise<IndexInfo> {
     const { index } = session;
     const [counts, names] = await Promise.all([
@@ -451,7 +460,9 @@ export class VectorService implements OnModuleInit {
       this.stateCall(session, () => this.state.namespaces(index.id)),
     ]);
     const namespaces: Record<string, { vectorCount: number; pendingVectorCount: number }> = Object.create(null); // tenant names: `__proto__` too
-    for (const name of new Set([...names, ...counts.keys()])) namespaces[name] = { vectorCount: counts.get(name) ?? 0, pendingVectorCount: 0 };
+    // Exactly the namespaces list-namespaces lists (an empty one with 0): not those the engine counts, which may
+    // name deleted or renamed ones (a facet can keep a value with count 0) or points a concurrent write left behind.
+    for (const name of names) namespaces[name] = { vectorCount: counts.get(name) ?? 0, pendingVectorCount: 0 };
     const vectorCount = [...counts.values()].reduce((a, b) => a + b, 0);
     const embeddingModel = index.embedder?.model;
     const sparseModel = index.sparseEmbedding?.model;
@@ -488,15 +499,19 @@ export class VectorService implements OnModuleInit {
 
   /**
    * The first `limit` hits of a one-sided query in the total order (score descending, then id
-   * ascending), so that resumable queries hand out every vector exactly once across pages even when
-   * scores tie: the engine cuts a page anywhere among tied hits, so this reads more until the hit
-   * after the last one wanted scores strictly lower (or the namespace ends).
+   * ascending), so that a query's hits do not depend on which tied hits the engine keeps (a smaller
+   * `topK` gives the first hits of a larger one) and resumable queries hand out every vector exactly
+   * once across pages: the engine cuts a page anywhere among tied hits, so this reads one hit more
+   * than wanted, and more (doubling, up to `FILTER_SCAN_LIMIT` hits) while the last hit read ties with
+   * the last one wanted, until one scores strictly lower or the namespace ends. Without a tie at the
+   * cut, that is one search of `limit + 1` hits.
    */
   private async searchTotal(session: Session, namespace: string, q: QueryInput, plan: Plan, limit: number): Promise<ScoredVector[]> {
-    for (let fetch = limit + 1; ; fetch *= 2) {
+    const cap = Math.max(limit + 1, this.config.filterScanLimit);
+    for (let fetch = limit + 1; ; fetch = Math.min(fetch * 2, cap)) {
       const hits = await this.search(session, namespace, q, plan, fetch);
       const last = hits[limit - 1];
-      if (hits.length < fetch || !last || (hits[fetch - 1] as ScoredVector).rawScore < last.rawScore || fetch >= this.config.filterScanLimit) {
+      if (hits.length < fetch || !last || (hits[fetch - 1] as ScoredVector).rawScore < last.rawScore || fetch >= cap) {
         return hits.slice(0, limit);
       }
     }
@@ -762,8 +777,10 @@ export class VectorService implements OnModuleInit {
   }
 
   /**
-   * Embeds texts with the index's model.
-   * @throws VectorError 422 when the index has no embedding model, 502 when the provider fails
+   * Embeds texts with the index's model: one vector per text, each checked as a request's vector is
+   * (the index's dimension, every component a number that rounds to a finite float32: float32Problem).
+   * @throws VectorError 422 when the index has no embedding model; 502 when the provider fails or
+   *   answers a vector of the wrong dimension or one the index cannot store
    */
   private async embed(session: Session, texts: string[]): Promise<number[][]> {
     const { index } = session;
@@ -788,8 +805,18 @@ export class VectorService implements OnModuleInit {
       const answered = error.status === undefined ? 'could not be reached or gave no usable answer' : `answered HTTP ${error.status}`;
       throw new VectorError(502, `Embedding failed: the embedding provider ${answered}`);
     }
+    // The provider's vectors pass the rules a request's vectors pass (README, "Vector: errors"), or
+    // nothing is written: the provider's fault (502), not the engine's (503) nor the client's.
     const wrong = vectors.find((v) => v.length !== index.dimension);
     if (wrong) throw new VectorError(502, `The embedding model returned ${wrong.length} dimensions; this index has ${index.dimension}`);
+    for (const v of vectors) {
+      const problem = float32Problem(v);
+      if (problem) {
+        this.metrics.backendError(session.tenant, 'embedder');
+        this.logger.warn(`index ${index.id}: the embedding provider answered an unusable vector: vector${problem}`);
+        throw new VectorError(502, `Embedding failed: the embedding provider answered a vector this index cannot store (vector${problem})`);
+      }
+    }
     return vectors;
   }
 

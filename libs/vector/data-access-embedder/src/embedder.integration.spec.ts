@@ -1,3 +1,5 @@
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { type EmbedderLocal, LOCAL_MODEL, freePort, startEmbedderLocal } from '@restash/platform/util-stack';
 import { EmbedderError, OpenAiEmbedder } from './embedder';
 
@@ -58,5 +60,40 @@ describe('OpenAiEmbedder against embedder-local (all-MiniLM-L6-v2, OpenAI-compat
     const failure = nowhere.embed(['text']);
     await expect(failure).rejects.toBeInstanceOf(EmbedderError);
     await expect(failure).rejects.toMatchObject({ status: undefined, message: expect.stringContaining('unreachable') });
+  });
+});
+
+describe('OpenAiEmbedder against a provider answering malformed embeddings', () => {
+  let server: Server;
+  let url: string;
+  /** What the stub answers for every input: `{data: [{index, embedding}]}` with this embedding. */
+  let embedding: unknown = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      req.on('end', () => {
+        const input = (JSON.parse(body) as { input: string[] }).input;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ object: 'list', data: input.map((_, index) => ({ index, embedding })) }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  });
+
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('refuses an embedding whose components are not numbers, as an unusable answer without a status', async () => {
+    embedding = ['a', 'b', 'c', 'd'];
+    const failure = new OpenAiEmbedder({ url, model: 'stub', timeoutMs: 5_000 }).embed(['text']);
+    await expect(failure).rejects.toBeInstanceOf(EmbedderError);
+    await expect(failure).rejects.toMatchObject({ status: undefined, message: expect.stringContaining('not an array of numbers') });
+  });
+
+  it('hands numbers on as the provider sent them (range and length are the caller\'s checks)', async () => {
+    embedding = [1e39, 1, 1, 1];
+    await expect(new OpenAiEmbedder({ url, model: 'stub', timeoutMs: 5_000 }).embed(['a', 'b'])).resolves.toEqual([embedding, embedding]);
   });
 });

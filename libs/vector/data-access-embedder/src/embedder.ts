@@ -3,8 +3,10 @@ export interface Embedder {
   /** The model name, reported by `info` as the index's embedding model. */
   readonly model: string;
   /**
-   * One vector per text, in order.
-   * @throws EmbedderError when the provider fails or answers something unusable
+   * One vector per text, in order: arrays of JSON numbers as the provider sent them. Their length and
+   * range are the index's business (the gateway checks them as it checks a request's vectors).
+   * @throws EmbedderError when the provider fails or answers something unusable (not one array of
+   *   numbers per text)
    */
   embed(texts: string[]): Promise<number[][]>;
 }
@@ -68,6 +70,9 @@ export class OpenAiEmbedder implements Embedder {
     const data = body?.data;
     if (!Array.isArray(data) || data.length !== input.length || data.some((d) => !Array.isArray(d?.embedding))) {
       throw new EmbedderError('embedding provider answered without one embedding per input');
+    }
+    if (data.some((d) => d.embedding.some((x: unknown) => typeof x !== 'number'))) {
+      throw new EmbedderError('embedding provider answered an embedding that is not an array of numbers');
     }
     return [...data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
   }

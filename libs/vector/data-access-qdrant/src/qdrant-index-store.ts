@@ -289,12 +289,16 @@ export class QdrantIndexStore {
     }
   }
 
-  /** Vector count of each namespace that holds any (Qdrant's facet over the namespace key). */
+  /**
+   * Vector count of each namespace that holds any (Qdrant's exact facet over the namespace key). The
+   * facet can still name a value whose points are all gone, with count 0 (qdrant-local does after a
+   * namespace's points are deleted): such namespaces are left out.
+   */
   async countByNamespace(): Promise<Map<string, number>> {
     const { hits } = await this.op(() =>
       this.client.facet(this.location.collection, { key: KEY.namespace, exact: true, limit: 1_000_000 }),
     );
-    return new Map(hits.map((h) => [String(h.value), h.count]));
+    return new Map(hits.filter((h) => h.count > 0).map((h) => [String(h.value), h.count]));
   }
 
   /** Deletes vectors by id in a namespace. */

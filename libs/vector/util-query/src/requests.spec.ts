@@ -15,8 +15,18 @@ describe('request parsing', () => {
     expect(error(() => parseUpsert({ id: 'a', vector: [1, 'x'] }, false)).message).toBe('vector[1] must be a finite number');
     expect(error(() => parseUpsert({ id: '', vector: [1] }, false)).status).toBe(400);
     expect(error(() => parseUpsert({ id: 'a', vector: [1e39] }, false)).message).toBe('vector[0] is outside the float32 range');
+    expect(error(() => parseUpsert({ id: 'a', vector: [1, -3.5e38] }, false)).message).toBe('vector[1] is outside the float32 range');
     expect(error(() => parseUpsert({ id: 'a', vector: [1], metadata: [1] }, false)).message).toContain('metadata');
     expect(error(() => parseUpsert(Array.from({ length: 1001 }, (_, i) => ({ id: i, vector: [1] })), false)).message).toContain('at most 1000');
+  });
+
+  it('takes a component that rounds to a finite float32, such as 3.4028235e38 (the largest float32 as usually printed)', () => {
+    expect(parseUpsert({ id: 'a', vector: [3.4028235e38, -3.4028235e38] }, false)).toEqual([{ id: 'a', vector: [3.4028235e38, -3.4028235e38] }]);
+    expect(parseQueries({ vector: [3.4028235e38, 1], topK: 1 }).queries[0]?.vector).toEqual([3.4028235e38, 1]);
+    expect(parseUpsert({ id: 'a', sparseVector: { indices: [1], values: [3.4028235e38] } }, false, 'SPARSE')[0]?.sparseVector).toEqual({ indices: [1], values: [3.4028235e38] });
+    expect(error(() => parseUpsert({ id: 'a', sparseVector: { indices: [1, 2], values: [1, 3.5e38] } }, false, 'SPARSE')).message).toBe(
+      'sparseVector.values[1] is outside the float32 range',
+    );
   });
 
   it('checks the dimension with the status and text of README, "Vector: errors"', () => {
@@ -41,6 +51,15 @@ describe('request parsing', () => {
     );
     expect(parseDelete(['a', 2])).toEqual({ ids: ['a', '2'] });
     expect(parseFetch({ prefix: 'p-', includeVectors: true })).toEqual({ prefix: 'p-', include: { metadata: false, vectors: true, data: false } });
+  });
+
+  it('refuses an empty prefix on delete, as a blank filter, and reads it as "every id" on fetch and range', () => {
+    const empty = error(() => parseDelete({ prefix: '' }));
+    expect([empty.status, empty.message]).toEqual([400, 'prefix is empty: to delete everything, use reset']);
+    expect(error(() => parseDelete({ filter: '   ' })).message).toBe('filter is empty: to delete everything, use reset');
+    expect(parseDelete({ prefix: ' ' })).toEqual({ prefix: ' ' });
+    expect(parseFetch({ prefix: '' })).toEqual({ prefix: '', include: { metadata: false, vectors: false, data: false } });
+    expect(parseRange({ cursor: 0, limit: 5, prefix: '' })).toEqual({ cursor: 0, limit: 5, include: { metadata: false, vectors: false, data: false } });
   });
 
   it('reads range cursors in every form the SDK sends', () => {

@@ -1,6 +1,7 @@
 import { VectorError } from './errors';
 import { FUSION_ALGORITHMS, type FusionAlgorithm } from './fusion';
 import { checkMetadata, checkNamespace, checkWellFormed } from './limits';
+import { float32Problem } from './numbers';
 import { type SparseVector, parseSparseVector } from './sparse';
 
 /**
@@ -8,9 +9,6 @@ import { type SparseVector, parseSparseVector } from './sparse';
  * validated into plain shapes. Every function throws {@link VectorError} 400 naming the offending
  * field; nothing is half-applied because nothing is written before validation ends.
  */
-
-/** The largest finite float32. */
-const FLOAT32_MAX = 3.4028234663852886e38;
 
 /** Upstash's index types (README, "Vector: index types"): dense vectors, sparse vectors, or both on every vector. */
 export const INDEX_TYPES = ['DENSE', 'SPARSE', 'HYBRID'] as const;
@@ -200,7 +198,11 @@ export function parseResumableEnd(body: unknown): { uuid: string } {
   return { uuid: text(object(body, 'the body').uuid, 'uuid') };
 }
 
-/** `/fetch`: `{ids}` or `{prefix}`, and what to include. A bare id or array of ids is accepted too. */
+/**
+ * `/fetch`: `{ids}` or `{prefix}`, and what to include. A bare id or array of ids is accepted too. An
+ * empty prefix matches every id, as any prefix matches the ids starting with it: the namespace's first
+ * 1000 vectors in insertion order.
+ */
 export function parseFetch(body: unknown): FetchInput {
   const b = Array.isArray(body) || typeof body === 'string' || typeof body === 'number' ? { ids: body } : object(body, 'the fetch body');
   const include = includes(b, '');
@@ -212,22 +214,36 @@ export function parseFetch(body: unknown): FetchInput {
   return { ids: ids(b.ids, LIMITS.fetch), include };
 }
 
-/** `/range`: `{cursor, limit, prefix?}` and what to include (README, "Vector: records and results"). */
+/**
+ * `/range`: `{cursor, limit, prefix?}` and what to include (README, "Vector: records and results"). An
+ * empty prefix matches every id, so it is the same as none (and pages as fast).
+ */
 export function parseRange(body: unknown): RangeInput {
   const b = object(body, 'the range body');
   const out: RangeInput = { cursor: cursor(b.cursor), limit: integer(b.limit, 'limit', 1, LIMITS.page), include: includes(b, '') };
-  if (b.prefix !== undefined && b.prefix !== null) out.prefix = text(b.prefix, 'prefix', true);
+  if (b.prefix !== undefined && b.prefix !== null) {
+    const prefix = text(b.prefix, 'prefix', true);
+    if (prefix !== '') out.prefix = prefix;
+  }
   return out;
 }
 
-/** `/delete`: exactly one of `ids`, `prefix`, `filter`; a bare id or array is taken as ids. */
+/**
+ * `/delete`: exactly one of `ids`, `prefix`, `filter`; a bare id or array is taken as ids. An empty
+ * prefix, like a blank filter, would match every vector of the namespace: both are refused (400), and
+ * `reset` is the way to delete everything.
+ */
 export function parseDelete(body: unknown): DeleteInput {
   if (Array.isArray(body) || typeof body === 'string' || typeof body === 'number') return { ids: ids(body, Infinity) };
   const b = object(body, 'the delete body');
   const given = (['ids', 'prefix', 'filter'] as const).filter((k) => b[k] !== undefined && b[k] !== null);
   if (given.length !== 1) throw VectorError.badRequest('Only and only one of the ids, prefix, or filter must be provided.');
   if (given[0] === 'ids') return { ids: ids(b.ids, Infinity) };
-  if (given[0] === 'prefix') return { prefix: text(b.prefix, 'prefix', true) };
+  if (given[0] === 'prefix') {
+    const prefix = text(b.prefix, 'prefix', true);
+    if (prefix === '') throw VectorError.badRequest('prefix is empty: to delete everything, use reset');
+    return { prefix };
+  }
   const filter = text(b.filter, 'filter');
   if (filter.trim() === '') throw VectorError.badRequest('filter is empty: to delete everything, use reset');
   return { filter };
@@ -314,12 +330,9 @@ function text(value: unknown, field: string, allowEmpty = false): string {
 
 function vector(value: unknown, field: string): number[] {
   if (!Array.isArray(value) || value.length === 0) throw VectorError.badRequest(`${field} must be a non-empty array of numbers`);
-  for (let i = 0; i < value.length; i++) {
-    const x: unknown = value[i];
-    if (typeof x !== 'number' || !Number.isFinite(x)) throw VectorError.badRequest(`${field}[${i}] must be a finite number`);
-    // Vectors are stored as float32: a larger magnitude would become Infinity in the engine.
-    if (Math.abs(x) > FLOAT32_MAX) throw VectorError.badRequest(`${field}[${i}] is outside the float32 range`);
-  }
+  // Vectors are stored as float32: a component that rounds to Infinity there is refused.
+  const problem = float32Problem(value);
+  if (problem) throw VectorError.badRequest(`${field}${problem}`);
   return value as number[];
 }
 

@@ -1,4 +1,5 @@
 import { VectorError } from './errors';
+import { float32Problem } from './numbers';
 
 /** A sparse vector as the API carries it: parallel arrays of dimension indices and their values. */
 export interface SparseVector {
@@ -12,13 +13,10 @@ export const MAX_SPARSE_INDEX = 0xffff_ffff;
 /** The most non-zero entries one sparse vector may carry (Upstash's published limit). */
 export const MAX_SPARSE_ENTRIES = 1000;
 
-/** The largest finite float32. */
-const FLOAT32_MAX = 3.4028234663852886e38;
-
 /**
  * Validates a `sparseVector` field (README, "Vector: index types"): an object `{indices, values}` of
  * the same non-zero length (at most {@link MAX_SPARSE_ENTRIES}); indices are unique integers in
- * [0, 2^32 - 1]; values are finite float32 numbers.
+ * [0, 2^32 - 1]; values are numbers that round to a finite float32 ({@link float32Problem}).
  * @param field how errors name the value, e.g. `sparseVector` or `[2]sparseVector`
  * @throws VectorError 400 naming the field (and the offending element)
  */
@@ -44,10 +42,9 @@ export function parseSparseVector(value: unknown, field: string): SparseVector {
     }
     if (seen.has(index)) throw VectorError.badRequest(`${field}.indices[${i}] repeats index ${index}: indices must be unique`);
     seen.add(index);
-    const x: unknown = values[i];
-    if (typeof x !== 'number' || !Number.isFinite(x)) throw VectorError.badRequest(`${field}.values[${i}] must be a finite number`);
-    if (Math.abs(x) > FLOAT32_MAX) throw VectorError.badRequest(`${field}.values[${i}] is outside the float32 range`);
   }
+  const problem = float32Problem(values);
+  if (problem) throw VectorError.badRequest(`${field}.values${problem}`);
   return { indices: indices as number[], values: values as number[] };
 }
 
