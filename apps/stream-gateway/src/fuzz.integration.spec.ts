@@ -234,6 +234,7 @@ const CASES: Array<[string, () => FuzzCase]> = [
 describe('no half-applied write', () => {
   it.each([
     ['a timestamp two hours ahead', { topic: 'wide', value: 'bad', partition: 0, timestamp: Date.now() + 2 * HOUR }],
+    ['a timestamp 30 days before that of the first message to its partition', { topic: 'wide', value: 'bad', partition: 0, timestamp: Date.now() - 30 * 24 * HOUR }],
     ['an unknown topic', { topic: 'nope', value: 'bad' }],
     ['a partition the topic does not have', { topic: 'wide', value: 'bad', partition: 9 }],
     ['a value that is not a string', { topic: 'wide', value: { a: 1 }, partition: 0 }],

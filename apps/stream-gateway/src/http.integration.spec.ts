@@ -17,6 +17,7 @@ beforeAll(async () => {
     acme: [{ name: 'events', topics: { orders: 1, wide: 2, hooks: 1, solo: 1 }, maxRequestBytes: 64 * 1024 }],
     other: [{ name: 'events', topics: { orders: 1 } }],
     strict: [{ name: 'events', topics: { s: 1 } }],
+    big: [{ name: 'events', topics: { two: 2 }, maxRequestBytes: 4 * 1024 * 1024 }],
   });
   acme = stack.credentials('acme', 'events');
 });
@@ -142,7 +143,8 @@ describe('errors', () => {
     ['bad headers in a message', () => api('/produce', { body: { topic: 'orders', value: 'v', headers: { a: 'b' } } }), 400, /headers must be an array/],
     ['an unknown endpoint', () => api('/nothing-here'), 404, /not an endpoint/],
     ['a wrong method', () => api('/topics', { method: 'DELETE' }), 405, /Method DELETE is not allowed on \/topics/],
-    ['a method the API does not take', () => api('/topics', { method: 'PATCH' }), 405, /method PATCH is not allowed: use GET, POST, DELETE/],
+    ['a method the endpoint does not take', () => api('/fetch', { method: 'PUT' }), 405, /Method PUT is not allowed on \/fetch/],
+    ['a method no route takes', () => api('/topics', { method: 'PROPFIND' }), 405, /method PROPFIND is not allowed: use GET, HEAD, POST, PUT, DELETE/],
     ['a bad auto-commit header', () => api('/consume/g/i/orders', { method: 'GET', headers: { 'Stream-Enable-Auto-Commit': 'maybe' } }), 400, /true or false/],
     ['a bad offset-reset header', () => api('/consume/g/i/orders', { method: 'GET', headers: { 'Kafka-Auto-Offset-Reset': 'oldest' } }), 400, /earliest, latest or none/],
     ['a commit for an unknown instance', () => api(`/commit/${randomUUID()}/x`, { method: 'POST' }), 404, /not found/],
@@ -160,10 +162,16 @@ describe('errors', () => {
     expect(res.body).toEqual({ error: expect.stringMatching(message), status });
   });
 
-  it('names the allowed methods of a 405 in Allow: the endpoint’s, or the API’s for a method no endpoint takes', async () => {
+  it('names exactly the methods of the endpoint in the Allow of a 405, whatever the method; another path is 404', async () => {
     expect((await api('/topics', { method: 'DELETE' })).headers.get('allow')).toBe('GET');
     expect((await api('/delete-consumer/g/i', { method: 'GET' })).headers.get('allow')).toBe('POST, DELETE');
-    expect((await api('/topics', { method: 'PUT' })).headers.get('allow')).toBe('GET, POST, DELETE');
+    for (const method of ['PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD']) {
+      const res = await api('/fetch', { method, raw: method === 'HEAD' ? undefined : '{}' });
+      expect([method, res.status, res.headers.get('allow')]).toEqual([method, 405, 'GET, POST']);
+    }
+    expect((await api('/topics', { method: 'PUT' })).headers.get('allow')).toBe('GET');
+    expect((await api('/produce/orders/x', { method: 'PATCH' })).headers.get('allow')).toBe('GET, POST');
+    expect((await api('/nothing-here', { method: 'PUT' })).status).toBe(404);
   });
 
   it('writes nothing of a batch with one timestamp over an hour ahead; accepts any timestamp up to an hour ahead, old ones too', async () => {
@@ -173,9 +181,15 @@ describe('errors', () => {
     expect(await api('/produce', { body: batch })).toMatchObject({ status: 400, body: { error: expect.stringMatching(/message\[1\]\.timestamp/) } });
     expect(await latest()).toBe(before);
     const soon = Date.now() + 59 * 60_000;
-    const accepted = await api('/produce', { body: [{ topic: 'solo', value: 'soon', timestamp: soon }, { topic: 'solo', value: 'old', timestamp: 1000 }] });
-    expect(accepted.status).toBe(200);
-    expect((accepted.body as Array<{ timestamp: number }>).map((m) => m.timestamp)).toEqual([soon, 1000]);
+    // One request each: timestamps of one partition's messages in one request lie within 2^31-1 ms of each other.
+    for (const [value, timestamp] of [['soon', soon], ['old', 1000]] as const) {
+      const accepted = await api('/produce', { body: [{ topic: 'solo', value, timestamp }] });
+      expect(accepted.status).toBe(200);
+      const [{ offset, timestamp: answered }] = accepted.body as Array<{ offset: number; timestamp: number }>;
+      expect(answered).toBe(timestamp);
+      const [stored] = (await api('/fetch', { body: { topic: 'solo', partition: 0, offset, timeout: 0 } })).body as Array<{ timestamp: number }>;
+      expect(stored!.timestamp).toBe(timestamp);
+    }
   });
 
   it('answers fetch and consume with timeout 0 at once, and offsets with the smallest timeout', async () => {
@@ -212,8 +226,12 @@ describe('errors', () => {
       expect(res).toMatchObject({ status: 400, body: { error: expect.stringMatching(/broker refused a message \(INVALID_TIMESTAMP\)/), status: 400 } });
       expect(JSON.stringify(res.body)).not.toContain('restash.');
     }, 15_000, 200);
+    // The gateway may still hold the topic's earlier limit (read at the first produce): then the broker refuses the batch.
     const large = await api('/produce', { body: { topic: 's', value: 'x'.repeat(1000) }, as: strict });
-    expect(large).toMatchObject({ status: 413, body: { error: expect.stringMatching(/broker refused the messages \(MESSAGE_TOO_LARGE\)/), status: 413 } });
+    expect(large).toMatchObject({ status: 413, body: { error: expect.stringMatching(/MESSAGE_TOO_LARGE|max\.message\.bytes of 300/), status: 413 } });
+    // After a refusal it reads the limit again.
+    const again = await api('/produce', { body: { topic: 's', value: 'x'.repeat(1000) }, as: strict });
+    expect(again).toMatchObject({ status: 413, body: { error: expect.stringMatching(/topic 's' make a record batch of \d+ bytes, more than the topic's max\.message\.bytes of 300; nothing was written/), status: 413 } });
   });
 
   it('refuses produce and webhook with read-only credentials but lets them read', async () => {
@@ -397,5 +415,151 @@ describe('consumer groups', () => {
     expect(fetched.map((m) => m.value)).toEqual(['theirs']);
     expect((await api('/topics', { as: other })).body).toEqual({ orders: 1 });
     expect((await api('/consumers', { as: other })).body).toEqual([]);
+  });
+});
+
+describe('fetch between tenants', () => {
+  /** The offset after the last message of a partition. */
+  async function end(topic: string, as: TestCredentials = acme): Promise<number> {
+    const res = await api('/offsets/latest', { body: [{ topic, partition: 0 }], as });
+    return (res.body as Array<{ offset: number }>)[0]!.offset;
+  }
+
+  it("answers a fetch at once while another tenant's (and the same tenant's) fetches wait for data, and those still answer when data comes", async () => {
+    const other = stack.credentials('other', 'events');
+    await produce('solo', ['w']);
+    const [solo, orders] = [await end('solo'), await end('orders', other)];
+    const waiting = [1, 2, 3].map(() => api('/fetch', { body: { topic: 'solo', partition: 0, offset: solo, timeout: 4000 } }));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the waiting fetches are at the broker
+    for (const [as, topic, offset] of [[other, 'orders', orders], [acme, 'solo', solo]] as const) {
+      const started = Date.now();
+      const res = await api('/fetch', { body: { topic, partition: 0, offset, timeout: 0 }, as });
+      expect(res).toMatchObject({ status: 200, body: [] });
+      expect(Date.now() - started).toBeLessThan(1500);
+    }
+    const started = Date.now();
+    await produce('solo', ['came']);
+    for (const res of await Promise.all(waiting)) expect((res.body as Array<{ value: string }>).map((m) => m.value)).toEqual(['came']);
+    expect(Date.now() - started).toBeLessThan(2500);
+  });
+
+  it('answers 200 [] for a position past the end of the log every time, whichever tenant asks, and fetches on after it', async () => {
+    const other = stack.credentials('other', 'events');
+    const [solo, orders] = [await end('solo'), await end('orders', other)];
+    for (const [as, topic, offset] of [[acme, 'solo', solo + 5], [acme, 'solo', solo + 5], [other, 'orders', orders + 1], [acme, 'solo', solo + 1]] as const) {
+      expect(await api('/fetch', { body: { topic, partition: 0, offset, timeout: 0 }, as })).toMatchObject({ status: 200, body: [] });
+    }
+    const mixed = await api('/fetch', { body: { topicPartitionOffsets: [{ topic: 'solo', partition: 0, offset: solo - 1 }, { topic: 'wide', partition: 1, offset: 1_000_000 }], timeout: 0 } });
+    expect(mixed.status).toBe(200);
+    expect((mixed.body as Array<{ offset: number }>).map((m) => m.offset)).toEqual([solo - 1]);
+  });
+});
+
+describe('produce: all or nothing', () => {
+  const DAY = 86_400_000;
+  const big = () => stack.credentials('big', 'events');
+  async function latest(topic: string, partition: number, as: TestCredentials = acme): Promise<number> {
+    const res = await api('/offsets/latest', { body: [{ topic, partition }], as });
+    return (res.body as Array<{ offset: number }>)[0]!.offset;
+  }
+
+  it('refuses, writing nothing, messages to one partition whose timestamps lie more than 2^31-1 ms from the first one’s, and stores them right apart', async () => {
+    const before = await latest('wide', 0);
+    const old = Date.now() - 30 * DAY;
+    const refused = await api('/produce/wide', { body: [{ value: 'backfill', partition: 0, timestamp: old }, { value: 'fresh', partition: 0 }] });
+    expect(refused).toMatchObject({
+      status: 400,
+      body: { error: expect.stringMatching(/^Illegal argument: message\[1\]\.timestamp \d+ is more than 2147483647 ms from \d+, the timestamp of the first message to partition 0 of topic 'wide' \(message\[0\]\)/), status: 400 },
+    });
+    expect(await latest('wide', 0)).toBe(before);
+
+    // On different partitions, or in separate requests, each message keeps its own timestamp.
+    const apart = await api('/produce/wide', { body: [{ value: 'backfill', partition: 0, timestamp: old }, { value: 'fresh', partition: 1 }] });
+    expect(apart.status).toBe(200);
+    const near = Date.now() - 24 * DAY;
+    const within = await api('/produce/wide', { body: [{ value: 'a', partition: 0, timestamp: near }, { value: 'b', partition: 0 }] });
+    expect(within.status).toBe(200);
+    const [backfill, fresh] = apart.body as Array<{ partition: number; offset: number; timestamp: number }>;
+    const [a, b] = within.body as Array<{ offset: number; timestamp: number }>;
+    const stored = async (partition: number, offset: number) =>
+      ((await api('/fetch', { body: { topic: 'wide', partition, offset, timeout: 0 } })).body as Array<{ offset: number; timestamp: number }>).find((m) => m.offset === offset)?.timestamp;
+    expect(await stored(0, backfill!.offset)).toBe(old);
+    expect(await stored(1, fresh!.offset)).toBe(fresh!.timestamp);
+    expect(await stored(0, a!.offset)).toBe(near);
+    expect(await stored(0, b!.offset)).toBe(b!.timestamp);
+    expect(b!.timestamp).toBeGreaterThan(Date.now() - 60_000);
+  });
+
+  it("refuses with 413, writing nothing, a request whose batch for one partition is over the broker's max.message.bytes, to the byte", async () => {
+    // A batch of one record of n value bytes (no key, no headers) takes n + 72 bytes; Kafka's default limit is 1 MiB + 12.
+    const limit = 1024 * 1024 + 12;
+    const fits = await api('/produce', { body: { topic: 'two', value: 'x'.repeat(limit - 72), partition: 1 }, as: big() });
+    expect(fits.status).toBe(200);
+    const before = [await latest('two', 0, big()), await latest('two', 1, big())];
+    const refused = await api('/produce', {
+      body: [{ topic: 'two', value: 'small', partition: 0 }, { topic: 'two', value: 'x'.repeat(limit - 71), partition: 1 }],
+      as: big(),
+    });
+    expect(refused).toEqual({
+      status: 413,
+      headers: expect.anything(),
+      body: {
+        error: `Request too large: the 1 message(s) to partition 1 of topic 'two' make a record batch of ${limit + 1} bytes, more than the topic's max.message.bytes of ${limit}; nothing was written`,
+        status: 413,
+      },
+    });
+    expect([await latest('two', 0, big()), await latest('two', 1, big())]).toEqual(before);
+  });
+});
+
+describe('consumer group and instance ids', () => {
+  it('refuses a group id with whitespace on every group endpoint with 400 naming the rule; an instance id may hold any text', async () => {
+    const requests = [
+      api('/consume/a%20b/i/solo?timeout=0', { method: 'GET' }),
+      api('/consume/a%09b/i', { body: { topic: 'solo', timeout: 0 } }),
+      api('/commit/a%20b/i', { method: 'POST' }),
+      api('/committed/a%20b/i', { body: [{ topic: 'solo', partition: 0 }] }),
+      api('/delete-consumer/a%0Ab/i', { method: 'DELETE' }),
+    ];
+    for (const res of await Promise.all(requests)) {
+      expect(res).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^Illegal argument: consumer group id "a( |\\t|\\n)b" must not contain whitespace/), status: 400 } });
+    }
+    const group = randomUUID();
+    expect((await api(`/consume/${group}/one%20two/solo?timeout=0`, { method: 'GET' })).status).toBe(200);
+    expect((await api('/consumers')).body).toEqual(expect.arrayContaining([{ name: group, instances: [expect.objectContaining({ name: 'one two' })] }]));
+    expect((await api(`/delete-consumer/${group}/one%20two`, { method: 'DELETE' })).status).toBe(200);
+  });
+
+  it('answers committed for a partition the topic does not have with 400, as fetch, commit and offsets do', async () => {
+    const res = await api('/committed/g/i', { body: [{ topic: 'solo', partition: 0 }, { topic: 'wide', partition: 2 }] });
+    expect(res).toMatchObject({ status: 400, body: { error: "Illegal argument: topic 'wide' has 2 partition(s), there is no partition 2", status: 400 } });
+  });
+});
+
+describe('produce from the path', () => {
+  it('takes the rest of the path as the message, slashes and a trailing slash included', async () => {
+    for (const [path, value] of [['/produce/orders/msg/', 'msg/'], ['/produce/orders/a/b%2Fc/', 'a/b/c/'], ['/produce/orders/x%20y', 'x y'], ['/produce/orders//', '/']] as const) {
+      const res = await api(path, { method: 'GET' });
+      expect([path, res.status]).toEqual([path, 200]);
+      const { offset } = res.body as { offset: number };
+      const [message] = (await api('/fetch', { body: { topic: 'orders', partition: 0, offset, timeout: 0 } })).body as Array<{ value: string }>;
+      expect([path, message?.value]).toEqual([path, value]);
+    }
+    // A trailing slash after the topic alone is the same endpoint: the body holds the messages.
+    expect(await api('/produce/orders/', { body: { value: 'from the body' } })).toMatchObject({ status: 200, body: [expect.objectContaining({ topic: 'orders' })] });
+  });
+});
+
+describe('webhook header values', () => {
+  it('reads header values as UTF-8 text', async () => {
+    const bytes = (text: string) => Buffer.from(text, 'utf8').toString('latin1'); // fetch sends each character as one byte
+    const res = await api('/webhook?topic=hooks', { raw: 'v', headers: { 'X-Val': bytes('ünï ✓'), 'X-Plain': 'ascii' } });
+    expect(res.status).toBe(200);
+    const { offset } = res.body as { offset: number };
+    const [message] = (await api('/fetch', { body: { topic: 'hooks', partition: 0, offset, timeout: 0 } })).body as Array<{ headers: unknown[] }>;
+    expect(message!.headers).toEqual([
+      { key: 'X-Val', value: 'ünï ✓' },
+      { key: 'X-Plain', value: 'ascii' },
+    ]);
   });
 });

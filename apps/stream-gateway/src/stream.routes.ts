@@ -20,6 +20,7 @@ import {
   parseConsume,
   parseConsumerConfig,
   parseFetch,
+  parseGroupId,
   parseJson,
   parseOffsetsAt,
   parseProduce,
@@ -55,9 +56,12 @@ interface Endpoint {
 
 const GET_POST = ['GET', 'POST'];
 
-/** `/<name>/<group>/<instance>`: both ids, required. */
+/**
+ * `/<name>/<group>/<instance>`: both ids, required; the group id without whitespace.
+ * @throws StreamError 400 for a group id with whitespace (parseGroupId)
+ */
 function groupArgs(args: string[]): [string, string] {
-  return [args[0] ?? '', args[1] ?? ''];
+  return [parseGroupId(args[0] ?? ''), args[1] ?? ''];
 }
 
 /**
@@ -157,8 +161,13 @@ export const STREAM_DENIALS: DenialTable = {
   'registry-unavailable': [503, 'Service unavailable: the tenant registry cannot be reached'],
 };
 
-/** The methods the Stream API's operations use; any other gets 405 from the shared bootstrap. */
-export const STREAM_METHODS = ['GET', 'POST', 'DELETE'];
+/**
+ * The methods routed to the Stream API's endpoints: every one Fastify routes, although the endpoints take
+ * GET, POST and DELETE only, so that any other of them is answered by the endpoint of its path: 405 with
+ * `Allow` naming exactly that endpoint's methods (404 on a path that is no endpoint). A method outside this
+ * list (e.g. a WebDAV one) is answered by the shared bootstrap before any route: 405 with `Allow` naming these.
+ */
+export const STREAM_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'QUERY'];
 
 /** How the Stream API answers errors: `{"error", "status"}` (spec 002, Errors 1). */
 export const STREAM_ERRORS: TenantApiErrors = {
@@ -188,7 +197,8 @@ function streamOperation(name: string, endpoint: Endpoint, service: StreamServic
       const [first, ...rest] = path.slice(1).split('/');
       if (first !== name) return undefined;
       const args = rest.map(decodeSegment);
-      if (args.at(-1) === '') args.pop(); // a trailing slash
+      // A trailing slash ends the path, but that of a produced message (`/produce/<topic>/<message>`) is the message's.
+      if (args.at(-1) === '' && (name !== 'produce' || args.length <= 2)) args.pop();
       const named = name === 'produce' ? args.slice(0, 1) : args; // a produced message may hold '/' and be empty
       return args.length < endpoint.min || args.length > endpoint.max || named.some((a) => a === '') ? undefined : args;
     },

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { RegistryReader, type StreamClusterRecord, registryKeys } from '@restash/shared/data-access-registry';
 import { type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
-import { type ConsumedRecord, KafkaCluster, type OutgoingMessage, type ProducedMetadata, kafkaErrorCode } from '@restash/stream/data-access-kafka';
+import { type ConsumedRecord, KafkaCluster, type OutgoingMessage, ProduceRefusedError, type ProducedMetadata, kafkaErrorCode } from '@restash/stream/data-access-kafka';
 import {
   type ConsumeRequest,
   type ConsumerConfig,
@@ -138,8 +138,11 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Produces messages in one batch with acks=all (spec 002, Produce); partitions left out are chosen by
-   * Kafka's default partitioner. Nothing is written when any message names an unknown topic or partition.
+   * Kafka's default partitioner. Nothing is written when any message names an unknown topic or partition,
+   * when one partition's messages have timestamps more than 2^31-1 ms apart from its first, or when one
+   * partition's batch is over its topic's `max.message.bytes` (KafkaCluster.produce).
    * @returns each message's Metadata, in request order
+   * @throws StreamError 400, 404 or 413 for those cases
    */
   async produce(session: Session, messages: ProduceMessage[]): Promise<ProducedMetadata[]> {
     const counts = await this.partitionCounts(session, messages.map((m) => m.topic));
@@ -160,7 +163,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     const counts = await this.partitionCounts(session, request.partitions.map((p) => p.topic));
     for (const p of request.partitions) checkPartition(p.topic, p.partition, counts.get(p.topic) ?? 0);
     const results = await this.broker(session, () =>
-      session.kafka.read(request.partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) })), request.timeoutMs),
+      session.kafka.read(request.partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) })), request.timeoutMs, session.cluster.id),
     );
     const messages = results.flatMap((r, i) => {
       const topic = request.partitions[i]?.topic ?? '';
@@ -224,9 +227,13 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     await this.broker(session, () => instance.consumer.commit(mapped, this.config.consumer.joinWaitMs));
   }
 
-  /** `/committed`: the group's last committed offsets, -1 where there is none. */
+  /**
+   * `/committed`: the group's last committed offsets, -1 where there is none.
+   * @throws StreamError 400 for a partition the topic does not have (as fetch, commit and offsets)
+   */
   async committed(session: Session, group: string, partitions: TopicPartition[], timeoutMs: number): Promise<TopicPartitionOffset[]> {
-    await this.partitionCounts(session, partitions.map((p) => p.topic));
+    const counts = await this.partitionCounts(session, partitions.map((p) => p.topic));
+    for (const p of partitions) checkPartition(p.topic, p.partition, counts.get(p.topic) ?? 0);
     const mapped = partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) }));
     const offsets = await this.broker(session, () => withTimeout(session.kafka.committed(this.kafkaGroup(session, group), mapped), timeoutMs));
     return offsets.map((o, i) => ({ ...o, topic: partitions[i]?.topic ?? '' }));
@@ -387,6 +394,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
 
   private kafkaFailure(session: Session, error: unknown): StreamError {
     if (error instanceof StreamError) return error;
+    if (error instanceof ProduceRefusedError) return produceRefused(error, session.cluster.prefix);
     const type = kafkaErrorCode(error);
     const message = error instanceof Error ? error.message : String(error);
     // The broker refusing what the client sent (e.g. under stricter broker settings than the gateway checks) is a client error.
@@ -404,6 +412,19 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
 /** @throws StreamError 400 when the topic has no such partition */
 function checkPartition(topic: string, partition: number, count: number): void {
   if (partition >= count) throw StreamError.badRequest(`Illegal argument: topic '${topic}' has ${count} partition(s), there is no partition ${partition}`);
+}
+
+/**
+ * The API's answer to a produce refused before anything was written (README, "Stream: produce"): 400
+ * naming the message whose timestamp lies too far from its partition's first, 413 for a partition's
+ * batch over its topic's `max.message.bytes`.
+ */
+function produceRefused(error: ProduceRefusedError, prefix: string): StreamError {
+  const text = stripPrefix(error.message, prefix);
+  if (error.reason === 'too-large') return new StreamError(413, `Request too large: ${text}; nothing was written`);
+  return StreamError.badRequest(
+    `Illegal argument: message[${error.index}].${text} (message[${error.firstIndex}]): the messages to one partition in one request must have timestamps within 2^31-1 ms (about 24.8 days) of the first one's; nothing was written, send such messages in separate requests`,
+  );
 }
 
 function stripPrefix(message: string, prefix: string): string {

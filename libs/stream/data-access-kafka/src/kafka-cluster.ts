@@ -1,8 +1,9 @@
-import { Admin, type BaseOptions, type ClusterMetadata, Consumer, FetchIsolationLevels, ListOffsetTimestamps, ProduceAcks, Producer, murmur2 } from '@platformatic/kafka';
+import { Admin, type BaseOptions, type ClusterMetadata, ConfigResourceTypes, Consumer, FetchIsolationLevels, ListOffsetTimestamps, ProduceAcks, Producer, murmur2 } from '@platformatic/kafka';
 import type { Header, OffsetsAt, TopicPartition, TopicPartitionOffset } from '@restash/stream/util-rest';
 import { kafkaErrorCode } from './errors';
 import { GroupConsumer, type GroupConsumerOptions } from './group-consumer';
 import { PartitionReader, type ReadPosition, type ReadResult } from './partition-reader';
+import { type BatchRecord, DEFAULT_MAX_MESSAGE_BYTES, MAX_TIMESTAMP_DELTA_MS, recordBatchBytes, timestampOutOfRange } from './record-batch';
 
 export interface KafkaClusterOptions {
   brokers: string[];
@@ -30,7 +31,35 @@ export interface ProducedMetadata {
   timestamp: number;
 }
 
-/** How long a topic's partition count is trusted before the brokers are asked again (ms). */
+/** A partition's record batch of a produce, and the indexes of its messages in the request. */
+interface Batch {
+  topic: string;
+  partition: number;
+  indexes: number[];
+  records: BatchRecord[];
+}
+
+/**
+ * A produce refused before anything was sent, because the broker or the client would fail one partition's
+ * batch and leave the others written (see {@link KafkaCluster.produce}). `reason`: a timestamp too far from
+ * its batch's first (`timestamp-range`), a batch over its topic's `max.message.bytes` (`too-large`).
+ * The message names broker-side topics.
+ */
+export class ProduceRefusedError extends Error {
+  constructor(
+    readonly reason: 'timestamp-range' | 'too-large',
+    /** The message refused (index in the request). */
+    readonly index: number,
+    /** The first message of its partition's batch (index in the request). */
+    readonly firstIndex: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ProduceRefusedError';
+  }
+}
+
+/** How long a topic's partition count and max.message.bytes are trusted before the brokers are asked again (ms). */
 const PARTITION_COUNT_TTL_MS = 30_000;
 /** How long ensureTopics waits for new partitions to have a leader (ms). */
 const LEADER_WAIT_MS = 10_000;
@@ -47,10 +76,12 @@ export class KafkaCluster {
   private readonly client: BaseOptions;
   private readonly producer: Producer;
   private readonly admin: Admin;
-  /** The reader's consumer: used for metadata and fetches only, it never joins its group. */
+  /** The reader's consumer: used for metadata only, it never joins its group. */
   private readonly readerConsumer: Consumer;
   private readonly reader: PartitionReader;
   private readonly counts = new Map<string, { count: Promise<number | undefined>; expiresAt: number }>();
+  /** Each topic's `max.message.bytes`, as the broker last answered it. */
+  private readonly maxMessageBytes = new Map<string, { bytes: Promise<number>; expiresAt: number }>();
   /** Round robin of messages without a key, over all topics (as Kafka's default partitioner without stickiness). */
   private roundRobin = 0;
 
@@ -67,8 +98,9 @@ export class KafkaCluster {
     };
     this.producer = new Producer({ ...this.client, idempotent: false, autocreateTopics: false });
     this.admin = new Admin(this.client);
-    this.readerConsumer = new Consumer({ ...this.client, groupId: `${options.clientId}-partition-reader` });
-    this.reader = new PartitionReader(this.readerConsumer, this.client);
+    const reader = { ...this.client, groupId: `${options.clientId}-partition-reader` };
+    this.readerConsumer = new Consumer(reader);
+    this.reader = new PartitionReader(this.readerConsumer, reader);
   }
 
   /**
@@ -132,21 +164,24 @@ export class KafkaCluster {
 
   /**
    * Produces the messages in one call and waits for all in-sync replicas (acks=all; README, "Stream: produce").
+   * The request holds one record batch per partition, which the broker writes or refuses on its own; so
+   * that a request is written whole or not at all, what would make the broker (or the client) fail one
+   * batch is refused first, before anything is sent: a record whose timestamp lies more than
+   * {@link MAX_TIMESTAMP_DELTA_MS} from its batch's first, a batch over its topic's `max.message.bytes`
+   * (read from the broker, cached for 30 s).
+   *
    * @returns the metadata of each message, in the order given
+   * @throws ProduceRefusedError for the two cases above (nothing was sent)
    */
   async produce(messages: OutgoingMessage[]): Promise<ProducedMetadata[]> {
     const now = Date.now();
     const nowStamp = BigInt(now);
-    /** Per topic, the number of messages so far per partition: a message's index in its partition's batch. */
-    const counts = new Map<string, number[]>();
+    /** Each partition's batch, in order of appearance; by topic and partition (arrays, not a string key per message). */
+    const batches: Batch[] = [];
+    const byTopic = new Map<string, Batch[]>();
     const indexInPartition = new Array<number>(messages.length);
     const outgoing = messages.map((m, i) => {
-      let perPartition = counts.get(m.topic);
-      if (!perPartition) counts.set(m.topic, (perPartition = []));
-      const index = perPartition[m.partition] ?? 0;
-      perPartition[m.partition] = index + 1;
-      indexInPartition[i] = index;
-      return {
+      const record = {
         topic: m.topic,
         partition: m.partition,
         key: m.key === undefined ? undefined : Buffer.from(m.key, 'utf8'),
@@ -155,10 +190,37 @@ export class KafkaCluster {
         // Buffers as keys keep repeated header names apart (the client takes a Map).
         headers: m.headers.length === 0 ? undefined : new Map<Buffer, Buffer>(m.headers.map((h) => [Buffer.from(h.key, 'utf8'), Buffer.from(h.value, 'utf8')])),
       };
+      let perPartition = byTopic.get(m.topic);
+      if (!perPartition) byTopic.set(m.topic, (perPartition = []));
+      let batch = perPartition[m.partition];
+      if (!batch) batches.push((batch = perPartition[m.partition] = { topic: m.topic, partition: m.partition, indexes: [], records: [] }));
+      indexInPartition[i] = batch.indexes.length;
+      batch.indexes.push(i);
+      batch.records.push(record);
+      return record;
     });
+    for (const batch of batches) {
+      const late = timestampOutOfRange(batch.records);
+      if (late >= 0) {
+        throw new ProduceRefusedError(
+          'timestamp-range',
+          batch.indexes[late] as number,
+          batch.indexes[0] as number,
+          `timestamp ${batch.records[late]?.timestamp} is more than ${MAX_TIMESTAMP_DELTA_MS} ms from ${batch.records[0]?.timestamp}, the timestamp of the first message to partition ${batch.partition} of topic '${batch.topic}'`,
+        );
+      }
+    }
     await this.checkPartitions(messages);
-    // acks per send: @platformatic/kafka 2.12 ignores the constructor's acks (send defaults to 1, leader only).
-    const { offsets = [] } = await this.producer.send({ acks: ProduceAcks.ALL, messages: outgoing });
+    await this.checkBatchSizes(batches);
+    let offsets: Array<{ topic: string; partition: number; offset: bigint }>;
+    try {
+      // acks per send: @platformatic/kafka 2.12 ignores the constructor's acks (send defaults to 1, leader only).
+      ({ offsets = [] } = await this.producer.send({ acks: ProduceAcks.ALL, messages: outgoing }));
+    } catch (error) {
+      // A topic's limit went down since it was read: read it again next time.
+      if (kafkaErrorCode(error) === 'MESSAGE_TOO_LARGE') for (const topic of byTopic.keys()) this.maxMessageBytes.delete(topic);
+      throw error;
+    }
     // One record batch per partition: the broker answers each with the offset of its first record.
     const base = new Map<string, number[]>();
     for (const o of offsets) {
@@ -173,10 +235,12 @@ export class KafkaCluster {
     });
   }
 
-
-  /** Reads partitions from offsets with no consumer group (`/fetch`); see {@link PartitionReader.read}. */
-  read(positions: ReadPosition[], maxWaitMs: number): Promise<ReadResult[]> {
-    return this.reader.read(positions, maxWaitMs);
+  /**
+   * Reads partitions from offsets with no consumer group (`/fetch`); see {@link PartitionReader.read}.
+   * @param owner whose read this is (a stream cluster id): an owner's reads never wait for another's
+   */
+  read(positions: ReadPosition[], maxWaitMs: number, owner = ''): Promise<ReadResult[]> {
+    return this.reader.read(positions, maxWaitMs, owner);
   }
 
   /**
@@ -239,6 +303,45 @@ export class KafkaCluster {
     if (known(await this.producer.metadata({ topics }))) return;
     if (known(await this.producer.metadata({ topics, forceUpdate: true }))) return;
     throw Object.assign(new Error(`unknown partition among ${messages.map((m) => `${m.topic}/${m.partition}`).join(', ')}`), { apiId: 'UNKNOWN_TOPIC_OR_PARTITION' });
+  }
+
+  /**
+   * @throws ProduceRefusedError 'too-large' when a partition's batch is larger than its topic's `max.message.bytes`
+   */
+  private async checkBatchSizes(batches: Batch[]): Promise<void> {
+    const topics = [...new Set(batches.map((b) => b.topic))];
+    const limits = new Map(await Promise.all(topics.map(async (topic) => [topic, await this.topicMaxMessageBytes(topic)] as const)));
+    for (const batch of batches) {
+      const limit = limits.get(batch.topic) ?? DEFAULT_MAX_MESSAGE_BYTES;
+      const bytes = recordBatchBytes(batch.records);
+      if (bytes > limit) {
+        throw new ProduceRefusedError(
+          'too-large',
+          batch.indexes[0] as number,
+          batch.indexes[0] as number,
+          `the ${batch.records.length} message(s) to partition ${batch.partition} of topic '${batch.topic}' make a record batch of ${bytes} bytes, more than the topic's max.message.bytes of ${limit}`,
+        );
+      }
+    }
+  }
+
+  /** A topic's `max.message.bytes` (the broker's `message.max.bytes` unless the topic sets its own), cached for 30 s. */
+  private topicMaxMessageBytes(topic: string): Promise<number> {
+    const now = Date.now();
+    const hit = this.maxMessageBytes.get(topic);
+    if (hit && hit.expiresAt > now) return hit.bytes;
+    const bytes = this.admin
+      .describeConfigs({ resources: [{ resourceType: ConfigResourceTypes.TOPIC, resourceName: topic, configurationKeys: ['max.message.bytes'] }] })
+      .then((described) => {
+        const value = Number(described[0]?.configs.find((c) => c.name === 'max.message.bytes')?.value ?? Number.NaN);
+        return Number.isSafeInteger(value) && value >= 0 ? value : DEFAULT_MAX_MESSAGE_BYTES;
+      });
+    const entry = { bytes, expiresAt: now + PARTITION_COUNT_TTL_MS };
+    this.maxMessageBytes.set(topic, entry);
+    bytes.catch(() => {
+      if (this.maxMessageBytes.get(topic) === entry) this.maxMessageBytes.delete(topic);
+    });
+    return bytes;
   }
 
   /** Waits until every partition of the topics has a leader (new topics have none for a moment). */

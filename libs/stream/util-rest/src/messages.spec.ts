@@ -48,4 +48,14 @@ describe('webhookHeaders', () => {
       { key: 'Stripe-Event', value: 'e' },
     ]);
   });
+
+  it('reads header values as UTF-8 (Node hands each byte as one latin1 character); bytes that are not UTF-8 become U+FFFD', () => {
+    const latin1 = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+    const raw = ['X-Val', latin1('ünï ✓ 日本'), 'X-Plain', 'ascii', 'X-Bad', Buffer.from([0x61, 0xff]).toString('latin1')];
+    expect(webhookHeaders(raw)).toEqual([
+      { key: 'X-Val', value: 'ünï ✓ 日本' },
+      { key: 'X-Plain', value: 'ascii' },
+      { key: 'X-Bad', value: 'a\ufffd' },
+    ]);
+  });
 });

@@ -75,11 +75,16 @@ const STANDARD_HEADERS = new Set([
   'x-forwarded-proto', 'x-real-ip', 'x-request-id',
 ]);
 
+/** Any character outside ASCII: a header value that holds one was sent as bytes beyond 0x7F. */
+const NON_ASCII = /[^\x00-\x7f]/;
+
 /**
  * The message headers of a webhook call: every request header that is not a standard one (nor `sec-*`),
- * in request order, with the name as the client spelled it.
+ * in request order, with the name as the client spelled it and the value read as UTF-8 text (README,
+ * "Stream: messages"; bytes that are not UTF-8 become U+FFFD).
  *
- * @param rawHeaders Node's `IncomingMessage.rawHeaders`: name, value, name, value, …
+ * @param rawHeaders Node's `IncomingMessage.rawHeaders`: name, value, name, value, …, each byte of the
+ *   request one character (Node reads header bytes as latin1)
  */
 export function webhookHeaders(rawHeaders: string[]): Header[] {
   const kept: Header[] = [];
@@ -87,7 +92,8 @@ export function webhookHeaders(rawHeaders: string[]): Header[] {
     const key = rawHeaders[i] ?? '';
     const name = key.toLowerCase();
     if (STANDARD_HEADERS.has(name) || name.startsWith('sec-')) continue;
-    kept.push({ key, value: rawHeaders[i + 1] ?? '' });
+    const raw = rawHeaders[i + 1] ?? '';
+    kept.push({ key, value: NON_ASCII.test(raw) ? Buffer.from(raw, 'latin1').toString('utf8') : raw });
   }
   return kept;
 }

@@ -5,6 +5,7 @@ import {
   parseConsume,
   parseConsumerConfig,
   parseFetch,
+  parseGroupId,
   parseJson,
   parseOffsetsAt,
   parseProduce,
@@ -166,5 +167,14 @@ describe('parseConsumerConfig', () => {
     expect(parseConsumerConfig({ 'kafka-auto-commit-interval': String(2 ** 31 - 1) }).autoCommitIntervalMs).toBe(2 ** 31 - 1);
     expect(badRequest(() => parseConsumerConfig({ 'kafka-auto-commit-interval': String(2 ** 31) }))).toMatch(/Auto-Commit-Interval must be an integer from 1 to 2147483647/);
     expect(badRequest(() => parseConsumerConfig({ 'stream-auto-offset-reset': 'smallest' }))).toMatch(/earliest, latest or none/);
+  });
+});
+
+describe('parseGroupId', () => {
+  it('takes any non-empty text without whitespace, and refuses whitespace with 400 naming the rule', () => {
+    for (const id of ['billing', 'a.b-c_d', 'ünï', 'a%b', '日本']) expect(parseGroupId(id)).toBe(id);
+    for (const id of ['a b', 'tab\there', 'line\n', '\u00a0nbsp']) {
+      expect(badRequest(() => parseGroupId(id))).toMatch(/consumer group id .* must not contain whitespace/);
+    }
   });
 });

@@ -277,6 +277,20 @@ export function parseOffsetsAt(segment: string): OffsetsAt {
   return { timestamp: integer(segment, 'timestamp', 0) };
 }
 
+/**
+ * A consumer group id from the path of `/consume`, `/commit`, `/committed` and `/delete-consumer`
+ * (percent-decoded): any non-empty text without whitespace. The Kafka client of consumer instances takes
+ * group ids matching `^\S+$` only, so a group with whitespace could never be created; every endpoint
+ * refuses it alike.
+ * @throws StreamError 400 for an id with whitespace (spaces, tabs, line breaks, Unicode spaces)
+ */
+export function parseGroupId(group: string): string {
+  if (/\s/u.test(group)) {
+    throw StreamError.badRequest(`Illegal argument: consumer group id ${JSON.stringify(group)} must not contain whitespace (the gateway's Kafka client takes group ids without spaces, tabs or line breaks only)`);
+  }
+  return group;
+}
+
 /** Reads a consumer setting from either spelling (spec: `Stream-…`; SDK: `Kafka-…`). */
 function setting(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
   const value = headers[`stream-${name}`] ?? headers[`kafka-${name}`];
