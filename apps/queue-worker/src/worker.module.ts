@@ -1,11 +1,11 @@
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Readiness, ObservabilityModule } from '@restash/shared/util-http';
+import { Readiness, ObservabilityModule, parseAllowlist } from '@restash/shared/util-http';
 import { TenancyModule } from '@restash/shared/feature-tenancy';
 import { DELIVERY_QUEUE, QueueStore, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { HttpDeliverer } from '@restash/queue/data-access-delivery';
-import { type QueueMessage, parseAllowlist } from '@restash/queue/util-message';
+import type { QueueMessage } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
 import { DeliveryProcessor, deliveryWorkerOptions } from './delivery.processor';
 import { DeliveryWorker } from './delivery.worker';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/shared/util-config';
+import { parseAllowlist } from '@restash/shared/util-http';
 
 /**
  * Environment of vector-gateway. Every variable is checked at boot; all problems are reported at once.
@@ -14,6 +15,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | BODY_LIMIT_BYTES | 104857600 | hard cap on a request body; per-index limits are lower |
  * | QDRANT_TIMEOUT_MS | 30000 | a Qdrant call unanswered this long fails with 503 |
  * | EMBEDDER_TIMEOUT_MS | 30000 | an embeddings call unanswered this long fails with 502 |
+ * | EMBEDDING_ALLOWLIST | (empty) | comma-separated IPs or CIDRs an index's own embedding URL may reach although they are not public (the platform's EMBEDDING_URL needs none) |
  * | FILTER_SCAN_LIMIT | 10000 | most candidates a query reads to apply a filter Qdrant can only narrow |
  * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
  * | SPARSE_VECTOR_CACHE_BYTES | 67108864 | memory for the stored sparse vectors of recent sparse hits (exact rescoring without reading them again); 0: none |
@@ -28,6 +30,17 @@ export const vectorGatewayEnvSchema = z
     ...httpServiceEnv(8081, 9081),
     QDRANT_TIMEOUT_MS: env.positiveInt(30_000),
     EMBEDDER_TIMEOUT_MS: env.positiveInt(30_000),
+    EMBEDDING_ALLOWLIST: z
+      .string()
+      .default('')
+      .transform((v, ctx) => {
+        try {
+          return parseAllowlist(v.split(','));
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: (error as Error).message });
+          return z.NEVER;
+        }
+      }),
     FILTER_SCAN_LIMIT: env.positiveInt(10_000),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
     SPARSE_VECTOR_CACHE_BYTES: z.coerce.number().int().nonnegative().default(64 * 1024 * 1024),
@@ -37,6 +50,7 @@ export const vectorGatewayEnvSchema = z
     controlRedisUrl: e.CONTROL_REDIS_URL,
     qdrantTimeoutMs: e.QDRANT_TIMEOUT_MS,
     embedderTimeoutMs: e.EMBEDDER_TIMEOUT_MS,
+    embeddingAllowlist: e.EMBEDDING_ALLOWLIST,
     filterScanLimit: e.FILTER_SCAN_LIMIT,
     registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
     sparseVectorCacheBytes: e.SPARSE_VECTOR_CACHE_BYTES,

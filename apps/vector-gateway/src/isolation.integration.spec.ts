@@ -59,6 +59,9 @@ describe('vector-gateway isolation and bad input', () => {
         { name: 'main', dimension: 2 },
         { name: 'stub-embedder', dimension: 4, embeddingUrl: stub.url },
         { name: 'no-embedder', dimension: 384, embeddingUrl: 'http://127.0.0.1:9/v1' },
+        // An index's own embedding URL passes the SSRF guard (the stack allows loopback only).
+        { name: 'private-embedder', dimension: 384, embeddingUrl: 'http://10.255.255.1:6333/collections/restash.other.docs/snapshots?x=' },
+        { name: 'metadata-embedder', dimension: 384, embeddingUrl: 'http://[::ffff:169.254.169.254]/latest' },
         // qdrant-local answers its own 404 text for /embeddings: the gateway must not quote it
         { name: 'bad-embedder', dimension: 384, embeddingUrl: (qdrantUrl) => qdrantUrl },
       ],
@@ -195,6 +198,15 @@ describe('vector-gateway isolation and bad input', () => {
     expect(unreachable.body).toEqual({ error: 'Embedding failed: the embedding provider could not be reached or gave no usable answer', status: 502 });
     const refused = await post('/query-data', { data: 'hello', topK: 1 }, stack.tokens('acme', 'bad-embedder').standard);
     expect(refused.body).toEqual({ error: 'Embedding failed: the embedding provider answered HTTP 404', status: 502 });
+  });
+
+  it('never connects an index’s own embedding URL to an internal address', async () => {
+    const own = (index: string) => post('/upsert-data', { id: 'x', data: 'hello' }, stack.tokens('acme', index).standard);
+    expect((await own('private-embedder')).body).toEqual({
+      error: "Embedding failed: the embedding provider's address is not allowed (private address 10.255.255.1): an index's own embedding URL must be public",
+      status: 502,
+    });
+    expect((await own('metadata-embedder')).body).toMatchObject({ status: 502, error: expect.stringMatching(/address is not allowed \(link-local address 169\.254\.169\.254/) });
   });
 
   describe('vectors an embedding provider answers', () => {

@@ -3,7 +3,9 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { RegistryReader, type VectorIndexRecord, registryKeys } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
-import { type Embedder, EmbedderError, OpenAiEmbedder } from '@restash/vector/data-access-embedder';
+import { Agent } from 'undici';
+import { guardedConnector } from '@restash/shared/util-http';
+import { type Embedder, EmbedderError, OpenAiEmbedder, refusedAddress } from '@restash/vector/data-access-embedder';
 import {
   EngineUnavailableError,
   type QdrantFilter,
@@ -148,6 +150,12 @@ export class VectorService implements OnModuleInit {
   private readonly state: IndexState;
   private readonly stores: QdrantStores;
   private readonly embedders = new Map<string, Embedder>();
+  /**
+   * The connections to the embedding providers that indexes name themselves (not the platform's): each new
+   * connection passes the SSRF guard (addressVerdict, with EMBEDDING_ALLOWLIST), so that a tenant's URL
+   * reaches no internal address (Qdrant, the control plane, cloud metadata).
+   */
+  private readonly guardedAgent: Agent;
   private readonly storesByRecord = new WeakMap<VectorIndexRecord, QdrantIndexStore>();
 
   /** IDF statistics per index and namespace, versioned by the namespace's write counter (idfWeights). */
@@ -165,6 +173,7 @@ export class VectorService implements OnModuleInit {
     this.state = new IndexState(control);
     this.stores = new QdrantStores({ timeoutMs: config.qdrantTimeoutMs }, pointId);
     this.sparseVectors = new SparseVectorCache(config.sparseVectorCacheBytes, SPARSE_VECTOR_CACHE_TTL_MS);
+    this.guardedAgent = new Agent({ connect: guardedConnector(config.embeddingAllowlist, { timeoutMs: config.embedderTimeoutMs, refuse: refusedAddress }) });
     metrics.trackOpenIndexes(() => this.stores.size);
   }
 
@@ -790,8 +799,9 @@ export class VectorService implements OnModuleInit {
     const key = `${index.id}\0${JSON.stringify(index.embedder)}`;
     let embedder = this.embedders.get(key);
     if (!embedder) {
-      const { url, model, apiKey } = index.embedder;
-      embedder = new OpenAiEmbedder({ url, model, ...(apiKey ? { apiKey } : {}), timeoutMs: this.config.embedderTimeoutMs });
+      const { url, model, apiKey, platform } = index.embedder;
+      const dispatcher = platform ? {} : { dispatcher: this.guardedAgent };
+      embedder = new OpenAiEmbedder({ url, model, ...(apiKey ? { apiKey } : {}), timeoutMs: this.config.embedderTimeoutMs, ...dispatcher });
       this.embedders.set(key, embedder);
     }
     let vectors: number[][];
@@ -802,6 +812,7 @@ export class VectorService implements OnModuleInit {
       this.metrics.backendError(session.tenant, 'embedder');
       this.logger.warn(`index ${index.id}: ${error.message}`);
       // The provider's own text stays in the log: it may quote internals (stack traces, keys, hosts).
+      if (error.refused) throw new VectorError(502, `Embedding failed: the embedding provider's address is not allowed (${error.refused}): an index's own embedding URL must be public`);
       const answered = error.status === undefined ? 'could not be reached or gave no usable answer' : `answered HTTP ${error.status}`;
       throw new VectorError(502, `Embedding failed: the embedding provider ${answered}`);
     }

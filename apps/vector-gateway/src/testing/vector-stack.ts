@@ -80,6 +80,7 @@ export async function startVectorStack(tenants: Record<string, TestIndex[]>, env
     PORT: '0',
     MANAGEMENT_PORT: '0',
     LOG_LEVEL: 'fatal',
+    EMBEDDING_ALLOWLIST: '127.0.0.0/8,::1', // the local embedder and the tests' stub providers
     ...env,
   });
   const service: HttpService = await startHttpService(AppModule.forRoot(config), config.http);

@@ -1,6 +1,6 @@
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { type AddressAllowlist, LOOPBACK_ALLOWLIST_ENTRIES, parseAllowlist } from '@restash/queue/util-message';
+import { type AddressAllowlist, LOOPBACK_ALLOWLIST_ENTRIES, parseAllowlist } from '@restash/shared/util-http';
 import { DeliveryError, type DeliveryRequest, HttpDeliverer } from './http-deliverer';
 
 // Every server binds to a loopback address and every request targets loopback or `localhost`:

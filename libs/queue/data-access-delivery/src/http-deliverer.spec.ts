@@ -1,9 +1,8 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { LOOPBACK_ALLOWLIST_ENTRIES, parseAllowlist } from '@restash/queue/util-message';
+import { LOOPBACK_ALLOWLIST_ENTRIES, guardedLookup as sharedLookup, parseAllowlist } from '@restash/shared/util-http';
 import {
   DeliveryError,
-  guardedLookup,
   headerMapFromRaw,
   HttpDeliverer,
   outgoingHeaders,
@@ -86,7 +85,9 @@ describe('redirectedRequest', () => {
   });
 });
 
-describe('guardedLookup', () => {
+describe('guardedLookup, as the deliverer refuses (DeliveryError refused-address)', () => {
+  const guardedLookup = (allowlist: ReturnType<typeof parseAllowlist>, resolve: LookupFunction) =>
+    sharedLookup(allowlist, (reason) => new DeliveryError('refused-address', reason), resolve);
   const fake =
     (result: string | LookupAddress[]): LookupFunction =>
     (_hostname, _options, callback) =>

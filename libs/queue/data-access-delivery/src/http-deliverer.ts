@@ -1,7 +1,6 @@
-import * as dns from 'node:dns';
-import * as net from 'node:net';
-import { Agent, type Dispatcher, buildConnector } from 'undici';
-import { type AddressAllowlist, addressVerdict, canonicalHeaderName, type HeaderMap } from '@restash/queue/util-message';
+import { Agent, type Dispatcher } from 'undici';
+import { type AddressAllowlist, guardedConnector } from '@restash/shared/util-http';
+import { canonicalHeaderName, type HeaderMap } from '@restash/queue/util-message';
 
 /** One delivery attempt of a message (or callback) to its destination. */
 export interface DeliveryRequest {
@@ -153,48 +152,6 @@ export function redirectedRequest(status: number, request: HopRequest, from: URL
   return { method, headers, body: keepBody ? request.body : Buffer.alloc(0) };
 }
 
-/** `[::1]` → `::1`; other hosts unchanged. */
-function stripBrackets(host: string): string {
-  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-}
-
-/**
- * A `lookup` for `net.connect` / `tls.connect`: runs `resolve` (the real `dns.lookup` by default) and
- * fails with `DeliveryError('refused-address', reason)` when any resolved address is refused by the
- * guard, so the socket never connects to it. Handles both the `all: true` form (several addresses;
- * Node 20's `autoSelectFamily` asks for it) and the single-address form. DNS errors pass through.
- */
-export function guardedLookup(allowlist: AddressAllowlist, resolve: net.LookupFunction = dns.lookup as net.LookupFunction): net.LookupFunction {
-  return (hostname, options, callback) => {
-    resolve(hostname, options, (error, address, family) => {
-      if (error) return callback(error, address, family);
-      const addresses = typeof address === 'string' ? [address] : address.map((entry) => entry.address);
-      for (const candidate of addresses) {
-        const verdict = addressVerdict(candidate, allowlist);
-        if (!verdict.allowed) return callback(new DeliveryError('refused-address', verdict.reason), options.all ? [] : '', 0);
-      }
-      callback(null, address, family);
-    });
-  };
-}
-
-/**
- * undici's connector with the SSRF guard in front: an IP-literal host is judged before connecting (it fails with
- * `DeliveryError('refused-address')`), a DNS name is resolved through {@link guardedLookup}. HTTP/1.1 only; a
- * connection not made within {@link CONNECT_TIMEOUT_MS} fails (`connection`).
- */
-function guardedConnector(allowlist: AddressAllowlist): buildConnector.connector {
-  const connect = buildConnector({ lookup: guardedLookup(allowlist), allowH2: false, timeout: CONNECT_TIMEOUT_MS });
-  return (options, callback) => {
-    const host = stripBrackets(options.hostname);
-    if (net.isIP(host)) {
-      const verdict = addressVerdict(host, allowlist);
-      if (!verdict.allowed) return callback(new DeliveryError('refused-address', verdict.reason), null);
-    }
-    return connect(options, callback);
-  };
-}
-
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const code = (error as NodeJS.ErrnoException).code;
@@ -215,7 +172,7 @@ function closedBeforeAnswer(error: unknown): boolean {
  * 2026-11-23), the largest part of queue-worker's CPU per delivery (bench/queue/profile.md).
  *
  * SSRF guard: every new connection — of the first hop and of every redirect hop — is judged by
- * `addressVerdict` of `@restash/queue/util-message` against the allowlist before it connects: an
+ * `addressVerdict` of `@restash/shared/util-http` against the allowlist before it connects: an
  * IP-literal host directly, a DNS name on every address `dns.lookup` returns (so DNS rebinding cannot
  * slip in a refused address between a check and the connect). A pooled connection is only reused for the
  * same origin, which was judged when it was created.
@@ -230,7 +187,7 @@ export class HttpDeliverer {
 
   constructor(private readonly options: HttpDelivererOptions) {
     this.agent = new Agent({
-      connect: guardedConnector(options.allowlist),
+      connect: guardedConnector(options.allowlist, { timeoutMs: CONNECT_TIMEOUT_MS, refuse: (reason) => new DeliveryError('refused-address', reason) }),
       connections: options.maxSockets ?? null,
       keepAliveTimeout: FREE_SOCKET_TIMEOUT_MS,
       allowH2: false,

@@ -10,7 +10,6 @@ export * from './signature';
 export * from './delivery';
 export * from './callback';
 export * from './views';
-export * from './destination-guard';
 export * from './requests';
 export * from './url-groups';
 export * from './filters';

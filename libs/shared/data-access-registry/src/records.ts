@@ -102,6 +102,8 @@ export const embedderRecordSchema = z.object({
   model: z.string(),
   /** The endpoint's API key (sent as a Bearer token), if it needs one (sealed in the registry). */
   apiKey: z.string().optional(),
+  /** The platform's provider (the applier's EMBEDDING_URL), reached without the SSRF guard (README, "Vector: embeddings"). */
+  platform: z.boolean().optional(),
 });
 export type EmbedderRecord = z.infer<typeof embedderRecordSchema>;
 

@@ -65,7 +65,7 @@ describe('resolveTenant', () => {
         dimension: 3,
         similarityFunction: 'COSINE',
         qdrant: { url: 'http://qdrant:6333', collection: 'restash.acme.docs' },
-        embedding: { url: 'http://embed/v1', model: 'm', apiKey: 'sk-default' },
+        embedding: { url: 'http://embed/v1', model: 'm', apiKey: 'sk-default', platform: true },
         limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },
       },
     ]);
@@ -96,7 +96,7 @@ describe('resolveTenant', () => {
     expect(document.spec.kv.databases[0].redis.url).toBe('redis://gw:pw@m-redis:6379');
   });
 
-  it('sends the applier’s embedding key only to the applier’s endpoint, and a referenced key anywhere', () => {
+  it('sends the applier’s embedding key only to the applier’s endpoint, and a referenced key anywhere; only the applier’s endpoint is the platform’s', () => {
     const { options } = setup(FILE);
     const index = (embedding: object): RestashResource => ({
       apiVersion: 'restash.dev/v1alpha1',
@@ -106,6 +106,7 @@ describe('resolveTenant', () => {
     });
     const embeddingOf = (r: RestashResource) => resolveTenant('acme', [r], options).document.spec.vector.indexes[0].embedding;
     expect(embeddingOf(index({ url: 'https://elsewhere/v1' }))).toEqual({ url: 'https://elsewhere/v1', model: 'm' });
+    expect(embeddingOf(index({ url: 'http://embed/v1' }))).toEqual({ url: 'http://embed/v1', model: 'm' }); // named by the index: guarded
     expect(embeddingOf(index({ url: 'https://elsewhere/v1', apiKeySecretRef: { name: 'creds', key: 'embed' } }))).toEqual({ url: 'https://elsewhere/v1', model: 'm', apiKey: 'sk-1' });
   });
 

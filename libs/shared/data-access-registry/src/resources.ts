@@ -177,7 +177,7 @@ function vectorIndex(index: VectorIndex, options: ResolveOptions) {
   const { qdrant, embedding: fallback } = options.backends;
   if (!qdrant) throw new Problem('NotSupported', 'the applier has no Qdrant (QDRANT_URL)');
   const { embedding } = index.spec;
-  let resolved: { url: string; model: string; apiKey?: string } | undefined;
+  let resolved: { url: string; model: string; apiKey?: string; platform?: boolean } | undefined;
   if (embedding) {
     const url = embedding.url ?? fallback?.url;
     if (!url) throw new Problem('InvalidSpec', 'spec.embedding.url is not set and the applier has no EMBEDDING_URL');
@@ -186,7 +186,7 @@ function vectorIndex(index: VectorIndex, options: ResolveOptions) {
       : embedding.url
         ? undefined
         : fallback?.apiKey;
-    resolved = { url, model: embedding.model, ...(apiKey ? { apiKey } : {}) };
+    resolved = { url, model: embedding.model, ...(apiKey ? { apiKey } : {}), ...(embedding.url ? {} : { platform: true }) };
   }
   return valid(vectorIndexSpecSchema, {
     name: index.metadata.name,

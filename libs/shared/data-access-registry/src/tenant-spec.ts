@@ -68,6 +68,11 @@ export const vectorIndexSpecSchema = z
         model: z.string().min(1),
         /** The endpoint's API key, resolved by the applier from the resource's secret reference. */
         apiKey: z.string().min(1).optional(),
+        /**
+         * True when `url` is the applier's EMBEDDING_URL (the index names no URL of its own): the platform's
+         * provider, which vector-gateway reaches without the SSRF guard that an index's own URL passes.
+         */
+        platform: z.boolean().optional(),
       })
       .optional(),
     limits: limitsSchema,

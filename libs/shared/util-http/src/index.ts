@@ -3,3 +3,4 @@ export * from './bootstrap';
 export * from './raw-body';
 export * from './api-errors';
 export * from './request-metrics';
+export * from './address-guard';

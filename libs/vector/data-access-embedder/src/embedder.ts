@@ -1,3 +1,4 @@
+import { type Dispatcher, type Response, fetch } from 'undici';
 /** Turns texts into vectors for the `*-data` endpoints (README, "Vector: embeddings"). */
 export interface Embedder {
   /** The model name, reported by `info` as the index's embedding model. */
@@ -11,11 +12,15 @@ export interface Embedder {
   embed(texts: string[]): Promise<number[][]>;
 }
 
-/** The embedding provider failed; `status` is the provider's HTTP status when it answered. */
+/**
+ * The embedding provider failed; `status` is the provider's HTTP status when it answered, `refused` the
+ * reason the SSRF guard refused its address (addressVerdict: `private address 10.0.0.5`), when it did.
+ */
 export class EmbedderError extends Error {
   constructor(
     message: string,
     readonly status?: number,
+    readonly refused?: string,
   ) {
     super(message);
     this.name = 'EmbedderError';
@@ -28,7 +33,20 @@ export interface OpenAiEmbedderOptions {
   model: string;
   apiKey?: string;
   timeoutMs: number;
+  /** The undici dispatcher requests go through, e.g. one with the SSRF guard (default: undici's global one). */
+  dispatcher?: Dispatcher;
 }
+
+/** The SSRF guard's refusal of a provider address (made by {@link refusedAddress}, for guardedConnector). */
+export class RefusedAddressError extends Error {
+  constructor(readonly reason: string) {
+    super(`refused address: ${reason}`);
+    this.name = 'RefusedAddressError';
+  }
+}
+
+/** The error a guarded dispatcher fails a connection to a refused provider address with (guardedConnector's `refuse`). */
+export const refusedAddress = (reason: string): Error => new RefusedAddressError(reason);
 
 /** Texts per provider request; OpenAI accepts up to 2048 inputs. */
 const MAX_INPUTS = 256;
@@ -61,9 +79,11 @@ export class OpenAiEmbedder implements Embedder {
         },
         body: JSON.stringify({ model: this.model, input }),
         signal: AbortSignal.timeout(this.options.timeoutMs),
+        ...(this.options.dispatcher ? { dispatcher: this.options.dispatcher } : {}),
       });
     } catch (error) {
-      throw new EmbedderError(`embedding provider unreachable: ${(error as Error).message}`);
+      const refused = error instanceof Error && error.cause instanceof RefusedAddressError ? error.cause.reason : undefined;
+      throw new EmbedderError(`embedding provider unreachable: ${(error as Error).message}${refused ? ` (${refused})` : ''}`, undefined, refused);
     }
     const body = (await response.json().catch(() => undefined)) as { data?: Array<{ index: number; embedding: number[] }>; error?: { message?: string } } | undefined;
     if (!response.ok) throw new EmbedderError(`embedding provider answered ${response.status}: ${body?.error?.message ?? 'no details'}`, response.status);

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { LOOPBACK_ALLOWLIST_ENTRIES, addressVerdict, parseAllowlist } from './destination-guard';
+import { LOOPBACK_ALLOWLIST_ENTRIES, addressVerdict, parseAllowlist } from './address-guard';
 
 const none = parseAllowlist([]);
 

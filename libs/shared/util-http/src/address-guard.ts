@@ -1,6 +1,9 @@
+import * as dns from 'node:dns';
+import * as net from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { buildConnector } from 'undici';
 
-/** Addresses a deployment lets messages reach although they are not public (parsed by {@link parseAllowlist}). */
+/** Addresses a deployment lets outgoing requests reach although they are not public (parsed by {@link parseAllowlist}). */
 export interface AddressAllowlist {
   readonly ranges: ReadonlyArray<[ipaddr.IPv4 | ipaddr.IPv6, number]>;
 }
@@ -102,8 +105,9 @@ function judgeIPv4(address: ipaddr.IPv4, suffix = ''): AddressVerdict {
 }
 
 /**
- * Whether a delivery may connect to `address` (README, "Queue: SSRF guard"; the worker asks this
- * for every address a destination host resolves to, and for IP-literal hosts). Pure: no lookup, no
+ * Whether an outgoing request may connect to `address` (README, "Queue: SSRF guard": the queue worker asks
+ * this for every address a destination host resolves to, and for IP-literal hosts; vector-gateway for an
+ * index's own embedding provider). Pure: no lookup, no
  * socket. Rules:
  * 1. An address in the allowlist is allowed (IPv6 forms embedding an IPv4 address are matched as that
  *    IPv4 address, and also as themselves).
@@ -145,4 +149,56 @@ export function addressVerdict(address: string, allowlist: AddressAllowlist): Ad
   if (range !== 'unicast') return refuse(range, ipv6);
   if (!ipv6.match(GLOBAL_UNICAST_V6)) return refuse('reserved', ipv6, ' (outside 2000::/3)');
   return { allowed: true };
+}
+
+/** How a guarded connection fails: the error to raise for a refused address (`reason` as addressVerdict gives it). */
+export type RefusedAddress = (reason: string) => Error;
+
+/** `[::1]` → `::1`; other hosts unchanged. */
+function stripBrackets(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}
+
+/**
+ * A `lookup` for `net.connect` / `tls.connect`: runs `resolve` (the real `dns.lookup` by default) and
+ * fails with `refuse(reason)` when any resolved address is refused by {@link addressVerdict}, so the
+ * socket never connects to it. Handles both the `all: true` form (several addresses; Node's
+ * `autoSelectFamily` asks for it) and the single-address form. DNS errors pass through.
+ */
+export function guardedLookup(
+  allowlist: AddressAllowlist,
+  refuse: RefusedAddress,
+  resolve: net.LookupFunction = dns.lookup as net.LookupFunction,
+): net.LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, options, (error, address, family) => {
+      if (error) return callback(error, address, family);
+      const addresses = typeof address === 'string' ? [address] : address.map((entry) => entry.address);
+      for (const candidate of addresses) {
+        const verdict = addressVerdict(candidate, allowlist);
+        if (!verdict.allowed) return callback(refuse(verdict.reason), options.all ? [] : '', 0);
+      }
+      callback(null, address, family);
+    });
+  };
+}
+
+/**
+ * undici's connector with the SSRF guard in front (for `new Agent({connect})`): an IP-literal host is judged
+ * before connecting, a DNS name is resolved through {@link guardedLookup} (every address it resolves to, at
+ * connect time, so DNS rebinding cannot slip a refused address in after a check). A refused address fails the
+ * connection with `refuse(reason)`. HTTP/1.1 only.
+ *
+ * @param timeoutMs a connection not made this long fails
+ */
+export function guardedConnector(allowlist: AddressAllowlist, options: { timeoutMs: number; refuse: RefusedAddress }): buildConnector.connector {
+  const connect = buildConnector({ lookup: guardedLookup(allowlist, options.refuse), allowH2: false, timeout: options.timeoutMs });
+  return (target, callback) => {
+    const host = stripBrackets(target.hostname);
+    if (net.isIP(host)) {
+      const verdict = addressVerdict(host, allowlist);
+      if (!verdict.allowed) return callback(options.refuse(verdict.reason), null);
+    }
+    return connect(target, callback);
+  };
 }
