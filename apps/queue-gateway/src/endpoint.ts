@@ -26,6 +26,12 @@ export interface Endpoint {
   /** The path after `/v2/`: `exact` matches it whole (or with a trailing slash), otherwise it is a prefix and the remainder is `rest`. */
   path: string;
   exact: boolean;
+  /**
+   * A prefix endpoint (`messages/`) that also takes its bare prefix, its `rest` then empty, which its run refuses
+   * (`pathId`: 400). Listed before the exact endpoint of the same path (`messages`, which takes a trailing slash),
+   * it keeps `/v2/messages/` (an id left out) from that bulk endpoint.
+   */
+  emptyRest?: boolean;
   /** Changes state (or reveals the signing keys): refused for read-only tokens. */
   write: boolean;
   /** The operation's name in metrics and logs. */

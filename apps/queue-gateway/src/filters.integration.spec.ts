@@ -189,4 +189,94 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     await eventually(() => atLeast(sink.on('/redact/fail'), 1), 5_000);
     expect(sink.on('/redact/fail')[0]?.body.toString()).toBe('dlq secret');
   }, 40_000);
+  it('never widens a mistaken bulk call to everything: an unknown, empty or null parameter, all=false or an empty id in the path is a 400; an empty id list acts on nothing', async () => {
+    sink.answer('/widen/dead', { status: 500 });
+    const keep = await later(client, '/widen/keep', { label: 'other' });
+    const dead = await client.publishJSON({ url: `${sink.url}/widen/dead`, body: {}, retries: 0 });
+    const [entry] = await eventually(async () => nonEmpty((await client.dlq.listMessages({ filter: { messageId: dead.messageId } })).messages), 15_000);
+    const send = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${stack.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await res.text();
+      return [res.status, text === '' ? undefined : JSON.parse(text)];
+    };
+    const refused = (pattern: RegExp) => [400, { error: expect.stringMatching(pattern) }];
+    const cases: Array<[string, string, unknown, unknown[]]> = [
+      ['DELETE', '/v2/messages?lable=other', undefined, refused(/^unknown parameter "lable"/)],
+      ['DELETE', '/v2/messages?label=', undefined, refused(/^empty label/)],
+      ['DELETE', '/v2/messages?messageIds=', undefined, refused(/^empty messageIds/)],
+      ['DELETE', '/v2/messages?all=false', undefined, refused(/^all=false names no message/)],
+      ['DELETE', '/v2/messages', { all: false }, refused(/^all=false names no message/)],
+      ['DELETE', '/v2/messages', { label: null }, refused(/^invalid label: null/)],
+      ['DELETE', '/v2/messages', { lable: 'other' }, refused(/^unknown parameter "lable"/)],
+      ['DELETE', '/v2/messages', {}, refused(/^the body names nothing/)],
+      ['DELETE', '/v2/messages', { messageIds: [] }, [200, { cancelled: 0 }]],
+      ['DELETE', '/v2/messages/', undefined, refused(/^the message id is missing from the path/)],
+      ['GET', '/v2/messages/', undefined, refused(/^the message id is missing from the path/)],
+      ['DELETE', '/v2/dlq/', undefined, refused(/^the DLQ id is missing from the path/)],
+      ['POST', '/v2/dlq/retry/', undefined, refused(/^the DLQ id is missing from the path/)],
+      ['DELETE', '/v2/dlq?responsestatus=500', undefined, refused(/^unknown parameter "responsestatus"/)],
+      ['POST', '/v2/dlq/retry?dlqIds=', undefined, refused(/^empty dlqIds/)],
+      ['DELETE', '/v2/dlq?all=false&count=100', undefined, refused(/^all=false names no message/)],
+      ['DELETE', '/v2/dlq', { dlqIds: [] }, [200, { deleted: 0 }]],
+      ['POST', '/v2/dlq/retry', { dlqIds: [] }, [200, { responses: [] }]],
+    ];
+    for (const [method, path, body, expected] of cases) {
+      expect([method, path, body, await send(method, path, body)]).toEqual([method, path, body, expected]);
+    }
+    // @upstash/qstash 2.12's dlq.retry("") sends POST /v2/dlq/retry?dlqIds=; 2.10's messages.cancel("") DELETE /v2/messages/.
+    await expect(client.dlq.retry('')).rejects.toMatchObject({ status: 400 });
+    await expect(client.messages.cancel([])).resolves.toEqual({ cancelled: 0 });
+
+    // Nothing was cancelled, deleted or retried.
+    expect(await pending([keep.messageId])).toEqual([keep.messageId]);
+    expect((await client.dlq.listMessages({ filter: { messageId: dead.messageId } })).messages.map((m) => m.dlqId)).toEqual([entry.dlqId]);
+    // The explicit forms still act on everything: all=true (and no parameter at all, deleteAll above).
+    expect(await send('DELETE', '/v2/messages?all=true')).toEqual([200, { cancelled: expect.any(Number) }]);
+    expect(await pending([keep.messageId])).toEqual([]);
+    expect(await send('DELETE', '/v2/dlq', { all: true, count: 1000 })).toEqual([200, { deleted: expect.any(Number) }]);
+    expect((await client.dlq.listMessages({ filter: { messageId: dead.messageId } })).messages).toEqual([]);
+  }, 40_000);
+
+  it('refuses malformed cursors and counts with 400 naming them, and takes every cursor form handed out', async () => {
+    const get = async (path: string): Promise<[number, Record<string, unknown>]> => {
+      const res = await fetch(`${stack.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+      return [res.status, (await res.json()) as Record<string, unknown>];
+    };
+    for (const path of ['/v2/events?cursor=abc', '/v2/events?cursor=-1', '/v2/logs?cursor=99999999999999999999', '/v2/dlq?cursor=garbage', '/v2/dlq?cursor=1:2:3']) {
+      expect([path, await get(path)]).toEqual([path, [400, { error: expect.stringMatching(/^invalid cursor: /) }]]);
+    }
+    for (const path of ['/v2/events?count=0', '/v2/logs?count=-5', '/v2/dlq?count=0', '/v2/dlq?count=1.5']) {
+      expect([path, await get(path)]).toEqual([path, [400, { error: expect.stringMatching(/^invalid count: /) }]]);
+    }
+    // A Unix time in ms (the SDK documents Date.now()), the cursor of a page, a stream id, and the DLQ's position cursor.
+    await later(client, '/cursor/a');
+    await later(client, '/cursor/b');
+    const [, first] = await get('/v2/events?count=1');
+    expect(first.cursor).toEqual(expect.any(String));
+    for (const cursor of [String(Date.now()), String(first.cursor), `${Date.now()}-0`]) {
+      const [status, page] = await get(`/v2/events?count=1&cursor=${cursor}`);
+      expect([cursor, status, (page.events as unknown[]).length]).toEqual([cursor, 200, 1]);
+    }
+    expect((await get('/v2/dlq?cursor=0'))[0]).toBe(200);
+    await client.messages.cancel({ filter: { path: ['/cursor/a', '/cursor/b'] } });
+  });
+
+  it('keeps the deduplication id of a cancelled message for its 10 minutes: the same publish answers 202 with the first id', async () => {
+    const first = await client.publishJSON({ url: `${sink.url}/dd`, body: { a: 1 }, deduplicationId: 'dd-cancel', delay: 600 });
+    await expect(client.messages.cancel(first.messageId)).resolves.toEqual({ cancelled: 1 });
+    const res = await fetch(`${stack.url}/v2/publish/${sink.url}/dd`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'upstash-deduplication-id': 'dd-cancel', 'upstash-delay': '600s' },
+      body: '{"a":1}',
+    });
+    expect([res.status, await res.json()]).toEqual([202, { messageId: first.messageId, url: `${sink.url}/dd`, deduplicated: true }]);
+    expect((await client.logs({ filter: { url: `${sink.url}/dd` } })).logs.map((l) => [l.messageId, l.state])).toEqual([
+      [first.messageId, 'CANCELLED'],
+      [first.messageId, 'CREATED'],
+    ]);
+  });
 });

@@ -74,6 +74,9 @@ describe('queue API over raw HTTP', () => {
     ['a malformed timeout', 'http://127.0.0.1:1/x', { 'Upstash-Timeout': '10 parsecs' }],
     ['a malformed callback', 'http://127.0.0.1:1/x', { 'Upstash-Callback': '/relative' }],
     ['a malformed failure callback', 'http://127.0.0.1:1/x', { 'Service-Failure-Callback': 'mailto:x@example.com' }],
+    ['a destination with one slash, which the URL parser would repair', 'http:/127.0.0.1:1/x', {}],
+    ['a destination with no slash, which the URL parser would repair', 'http:127.0.0.1:1/x', {}],
+    ['a callback holding a TAB, which the URL parser would drop', 'http://127.0.0.1:1/x', { 'Upstash-Callback': 'http://127.0.0.1:1/a\tb' }],
   ])('refuses %s with 400 and writes nothing', async (_what, destination, headers) => {
     const before = await call(`${stack.url}/v2/events`, { token });
     const response = await publish(destination, { headers });
@@ -82,6 +85,49 @@ describe('queue API over raw HTTP', () => {
     const after = await call(`${stack.url}/v2/events`, { token });
     expect((after.body as { events: unknown[] }).events).toHaveLength((before.body as { events: unknown[] }).events.length);
   });
+
+  it('refuses destinations and endpoint URLs holding CR or LF (URL parsing drops them) in batches, URL groups and schedules, writing nothing', async () => {
+    const before = (await call(`${stack.url}/v2/events?count=1000`, { token })).body as { events: unknown[] };
+    const crlf = 'http://127.0.0.1:19400/crlf4\r\nX: y';
+    const batch = await call(`${stack.url}/v2/batch`, {
+      method: 'POST',
+      token,
+      body: [{ destination: `${sink.url}/fine`, headers: {} }, { destination: crlf, headers: { 'Content-Type': 'text/plain' }, body: 'b' }],
+    });
+    expect([batch.status, batch.body]).toEqual([400, { error: expect.stringMatching(/^invalid destination url: .*control characters/) }]);
+    const group = await call(`${stack.url}/v2/topics/crlf/endpoints`, { method: 'POST', token, body: { endpoints: [{ url: crlf }] } });
+    expect([group.status, group.body]).toEqual([400, { error: expect.stringMatching(/^invalid endpoints\[0\]\.url: /) }]);
+    expect((await call(`${stack.url}/v2/topics/crlf`, { token })).status).toBe(404);
+    const schedule = await call(`${stack.url}/v2/schedules/http:/127.0.0.1:1/x`, { method: 'POST', token, raw: '', headers: { 'Upstash-Cron': '* * * * *' } });
+    expect([schedule.status, schedule.body]).toEqual([400, { error: expect.stringMatching(/^invalid destination url: /) }]);
+    expect((await call(`${stack.url}/v2/schedules`, { token })).body).toEqual([]);
+    const after = (await call(`${stack.url}/v2/events?count=1000`, { token })).body as { events: unknown[] };
+    expect(after.events).toHaveLength(before.events.length);
+  });
+
+  it("reads the queue's own header values as UTF-8 and delivers forwarded ones as the bytes they were", async () => {
+    // fetch sends each character of a header value as one byte: these strings put UTF-8 bytes on the wire, as curl does.
+    const utf8 = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+    const refused = await publish(`${sink.url}/utf8`, { headers: { 'Upstash-Delay': utf8('١٠s') } });
+    expect([refused.status, refused.body]).toEqual([400, { error: 'invalid Upstash-Delay: "١٠s" (expected a duration such as 90s, 10m, 1d10h30m)' }]);
+
+    const published = await publish(`${sink.url}/utf8`, {
+      headers: { 'Upstash-Flow-Control-Key': utf8('clé-ü'), 'Upstash-Flow-Control-Value': 'parallelism=1', 'Upstash-Label': utf8('étiquette'), 'Upstash-Forward-X-Name': utf8('ü') },
+    });
+    expect(published.status).toBe(201);
+    const { messageId } = published.body as { messageId: string };
+    const message = (await call(`${stack.url}/v2/messages/${messageId}`, { token })).body;
+    expect(message).toMatchObject({ flowControlKey: 'clé-ü', label: 'étiquette', labels: ['étiquette'] });
+    expect((await call(`${stack.url}/v2/flowControl/${encodeURIComponent('clé-ü')}`, { token })).status).toBe(200);
+    const [delivered] = await eventually(() => nonEmpty(sink.on('/utf8')), 15_000);
+    expect(Buffer.from(String(delivered.headers['x-name']), 'latin1')).toEqual(Buffer.from('ü', 'utf8'));
+
+    // The official SDK (Node's fetch) sends ü as the one byte 0xFC: still ü.
+    const client = new Client({ baseUrl: stack.url, token });
+    const viaSdk = await client.publish({ url: `${sink.url}/utf8-sdk`, body: 'x', delay: 600, flowControl: { key: 'sdk-ü', parallelism: 1 } });
+    expect((await client.messages.get(viaSdk.messageId)).flowControlKey).toBe('sdk-ü');
+    await client.messages.cancel(viaSdk.messageId);
+  }, 20_000);
 
   it('refuses a body over the project limit with 413', async () => {
     const response = await publish(`${sink.url}/big`, { raw: 'x'.repeat(1025) });

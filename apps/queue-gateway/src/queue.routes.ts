@@ -20,6 +20,7 @@ import {
   messageView,
   parseBatch,
   parseCancelRequest,
+  parseDlqBulk,
   parseDlqPage,
   parseEventsPage,
   parsePublish,
@@ -66,15 +67,16 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       name: 'batch',
       run: async (c) => ok(await s.publish(c.session, parseBatch(c.body, publishContext(c)))),
     },
-    { method: 'GET', path: 'messages/', exact: false, write: false, name: 'messages', run: async (c) => ok(messageView(await s.message(c.session, pathId(c.rest)))) },
+    { method: 'GET', path: 'messages/', exact: false, emptyRest: true, write: false, name: 'messages', run: async (c) => ok(messageView(await s.message(c.session, pathId(c.rest, 'message id')))) },
     {
       method: 'DELETE',
       path: 'messages/',
       exact: false,
+      emptyRest: true, // `/v2/messages/`: an id left out, never the bulk cancel of `/v2/messages`
       write: true,
       name: 'messages',
       run: async (c) => {
-        await s.cancel(c.session, pathId(c.rest));
+        await s.cancel(c.session, pathId(c.rest, 'message id'));
         return ok({ cancelled: 1 });
       },
     },
@@ -93,10 +95,11 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       method: 'POST',
       path: 'dlq/retry/',
       exact: false,
+      emptyRest: true, // `/v2/dlq/retry/`: an id left out, never the bulk retry of `/v2/dlq/retry`
       write: true,
       name: 'dlq',
       run: async (c) => {
-        const [messageId] = await s.dlqRetry(c.session, [await s.dlqEntry(c.session, pathId(c.rest))]);
+        const [messageId] = await s.dlqRetry(c.session, [await s.dlqEntry(c.session, pathId(c.rest, 'DLQ id'))]);
         return { status: 201, value: { messageId } };
       },
     },
@@ -107,20 +110,21 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       write: true,
       name: 'dlq',
       run: async (c) => {
-        const page = await s.dlqList(c.session, parseDlqPage(bulkParameters(c.query, c.body)));
+        const page = await s.dlqList(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
         const ids = await s.dlqRetry(c.session, page.items);
         return ok({ responses: ids.map((messageId) => ({ messageId })), ...(page.cursor ? { cursor: page.cursor } : {}) });
       },
     },
-    { method: 'GET', path: 'dlq/', exact: false, write: false, name: 'dlq', run: async (c) => ok(dlqView(await s.dlqEntry(c.session, pathId(c.rest)))) },
+    { method: 'GET', path: 'dlq/', exact: false, write: false, name: 'dlq', run: async (c) => ok(dlqView(await s.dlqEntry(c.session, pathId(c.rest, 'DLQ id')))) },
     {
       method: 'DELETE',
       path: 'dlq/',
       exact: false,
+      emptyRest: true, // `/v2/dlq/`: an id left out, never the bulk delete of `/v2/dlq`
       write: true,
       name: 'dlq',
       run: async (c) => {
-        const dlqId = pathId(c.rest);
+        const dlqId = pathId(c.rest, 'DLQ id');
         if ((await s.dlqDelete(c.session, [dlqId])) === 0) throw new QueueError(404, `dlq message ${dlqId} not found`);
         return ok();
       },
@@ -143,7 +147,7 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       write: true,
       name: 'dlq',
       run: async (c) => {
-        const page = await s.dlqList(c.session, parseDlqPage(bulkParameters(c.query, c.body)));
+        const page = await s.dlqList(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
         const deleted = await s.dlqDelete(c.session, page.items.map((e) => e.dlqId));
         return ok({ deleted, ...(page.cursor ? { cursor: page.cursor } : {}) });
       },
@@ -196,7 +200,7 @@ function queueOperation(endpoint: Endpoint): ApiOperation<Session> {
       if (!full.startsWith('/v2/')) return undefined;
       const tail = full.slice(4);
       if (endpoint.exact) return tail === path || tail === `${path}/` ? '' : undefined;
-      return tail.startsWith(path) && tail.length > path.length ? tail.slice(path.length) : undefined;
+      return tail.startsWith(path) && (tail.length > path.length || endpoint.emptyRest === true) ? tail.slice(path.length) : undefined;
     },
     run: (session, _input, call) =>
       endpoint.run({ session, rest: call.params, query: call.query, request: call.request, body: call.body ?? Buffer.alloc(0) }),

@@ -41,7 +41,7 @@ export function parseUpsertQueue(body: Buffer): { name: string; parallelism: num
  * percent-decoded and validated (400); an unknown queue is 404.
  */
 export function queuesEndpoints(s: LanesService): Endpoint[] {
-  const queueName = (rest: string) => parseQueueName(pathId(rest), 'queue name');
+  const queueName = (rest: string) => parseQueueName(pathId(rest, 'queue name'), 'queue name');
   return [
     {
       method: 'POST',
@@ -52,7 +52,7 @@ export function queuesEndpoints(s: LanesService): Endpoint[] {
       run: async (c) => {
         const slash = c.rest.indexOf('/');
         if (slash < 0) throw QueueError.badRequest('expected /v2/enqueue/{queue}/{destination}');
-        const queue = parseQueueName(pathId(c.rest.slice(0, slash)), 'queue name');
+        const queue = parseQueueName(pathId(c.rest.slice(0, slash), 'queue name'), 'queue name');
         const destination = publishDestination(c.rest.slice(slash + 1), c.request.url, c.query);
         const parsed = parsePublish({ ...publishContext(c), destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body });
         const result = await s.enqueue(c.session, inQueue(parsed, queue, 'queue name'));

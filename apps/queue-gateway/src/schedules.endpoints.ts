@@ -9,7 +9,7 @@ function scheduleIdOf(rest: string, action?: string): string {
     if (!rest.endsWith(`/${action}`)) throw new QueueError(404, `Not found: schedules/${rest}`);
     id = rest.slice(0, -action.length - 1);
   }
-  return parseScheduleId(pathId(id), 'schedule id');
+  return parseScheduleId(pathId(id, 'schedule id'), 'schedule id');
 }
 
 /**

@@ -160,6 +160,32 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
     expect(JSON.parse(callback.body.toString())).toMatchObject({ scheduleId });
   }, 60_000);
 
+  it('reports a tick message that went to the DLQ as FAIL in lastScheduleStates, a delivered one as SUCCESS', async () => {
+    sink.answer('/tick-fails', { status: 500, body: 'no' });
+    const failing = await client.schedules.create({ destination: `${sink.url}/tick-fails`, cron: '0 0 1 1 *', retries: 0 });
+    const passing = await client.schedules.create({ destination: `${sink.url}/tick-passes`, cron: '0 0 1 1 *', retries: 0 });
+    await tickEvery('acme.main', failing.scheduleId, 1000);
+    await tickEvery('acme.main', passing.scheduleId, 1000);
+    await eventually(() => nonEmpty(sink.on('/tick-fails')), 15_000);
+    await eventually(() => nonEmpty(sink.on('/tick-passes')), 15_000);
+    // Paused, the last tick stays the last; its messages settle (every one of them fails, or is delivered).
+    await client.schedules.pause({ schedule: failing.scheduleId });
+    await client.schedules.pause({ schedule: passing.scheduleId });
+    const settled = (scheduleId: string, state: string) =>
+      eventually(async () => {
+        const states = Object.values((await client.schedules.get(scheduleId)).lastScheduleStates ?? {});
+        if (states.length === 0 || states.some((s) => s === 'IN_PROGRESS')) throw new Error(`so far ${states.join(',')}`);
+        return states;
+      }, 15_000).then((states) => expect(states.every((s) => s === state) ? state : states.join(',')).toBe(state));
+    await settled(failing.scheduleId, 'FAIL');
+    await settled(passing.scheduleId, 'SUCCESS');
+    const ids = Object.keys((await client.schedules.get(failing.scheduleId)).lastScheduleStates ?? {});
+    const dlq = await client.dlq.listMessages({ filter: { scheduleId: failing.scheduleId } });
+    expect(dlq.messages.map((m) => m.messageId)).toEqual(expect.arrayContaining(ids));
+    await client.schedules.delete(failing.scheduleId);
+    await client.schedules.delete(passing.scheduleId);
+  }, 60_000);
+
   it('a schedule to a URL group publishes one message per endpoint at each tick; an unknown group is a 400', async () => {
     await expect(client.schedules.create({ destination: 'no-such-group', cron: '* * * * *' })).rejects.toThrow(/destination/);
     await client.urlGroups.addEndpoints({ name: 'sched-group', endpoints: [{ name: 'a', url: `${sink.url}/group-a` }, { url: `${sink.url}/group-b` }] });

@@ -1,14 +1,14 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { QueueStore, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
+import { type MessageStatus, QueueStore, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { QueueError, type ScheduleDefinition, type ScheduleMessageState, type ScheduleRuns } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 import { QUEUE_REDIS, type Session } from './queue.service';
 import { storeCall } from './store-call';
 
-/** How `lastScheduleStates` reports a produced message by where it stands. */
-const RUN_STATES: Record<string, ScheduleMessageState> = { pending: 'IN_PROGRESS', active: 'IN_PROGRESS', delivered: 'SUCCESS', failed: 'FAIL' };
+/** How `lastScheduleStates` reports a produced message by where it stands: a message in the DLQ, or cancelled while being delivered, is a FAIL. */
+const RUN_STATES: Record<MessageStatus, ScheduleMessageState> = { pending: 'IN_PROGRESS', active: 'IN_PROGRESS', delivered: 'SUCCESS', failed: 'FAIL', cancelled: 'FAIL' };
 
 /**
  * The schedules of the session's project (README, "Queue: schedules"): create or replace, read, list,
@@ -88,7 +88,7 @@ export class SchedulesService implements OnApplicationShutdown {
       const states: Record<string, ScheduleMessageState> = {};
       for (const id of last.messageIds) {
         const found = await this.backend(session, () => this.messages.message(project, id));
-        if (found) states[id] = RUN_STATES[found.status] ?? 'IN_PROGRESS';
+        if (found) states[id] = RUN_STATES[found.status];
       }
       runs.lastScheduleStates = states;
     }

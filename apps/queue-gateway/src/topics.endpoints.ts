@@ -8,7 +8,7 @@ import type { UrlGroupsService } from './url-groups.service';
  */
 export function topicsEndpoints(s: UrlGroupsService): Endpoint[] {
   /** `<name>/endpoints` → the group name, or undefined for any other path. */
-  const endpointsPath = (rest: string) => (rest.endsWith('/endpoints') ? parseUrlGroupName(pathId(rest.slice(0, -'/endpoints'.length))) : undefined);
+  const endpointsPath = (rest: string) => (rest.endsWith('/endpoints') ? parseUrlGroupName(pathId(rest.slice(0, -'/endpoints'.length), 'url group name')) : undefined);
   return [
     {
       method: 'POST',
@@ -35,11 +35,11 @@ export function topicsEndpoints(s: UrlGroupsService): Endpoint[] {
           await s.removeEndpoints(c.session, name, parseEndpointsBody(c.body, 'remove'));
           return ok();
         }
-        await s.delete(c.session, parseUrlGroupName(pathId(c.rest)));
+        await s.delete(c.session, parseUrlGroupName(pathId(c.rest, 'url group name')));
         return ok();
       },
     },
-    { method: 'GET', path: 'topics/', exact: false, write: false, name: 'topics', run: async (c) => ok(await s.get(c.session, parseUrlGroupName(pathId(c.rest)))) },
+    { method: 'GET', path: 'topics/', exact: false, write: false, name: 'topics', run: async (c) => ok(await s.get(c.session, parseUrlGroupName(pathId(c.rest, 'url group name')))) },
     { method: 'GET', path: 'topics', exact: true, write: false, name: 'topics', run: async (c) => ok(await s.list(c.session)) },
   ];
 }

@@ -64,10 +64,12 @@ export const CALLBACK_CHECK_FIRST_MS = 10;
 
 /**
  * A job's progress while its message, settled, waits for its callbacks ({@link DeliveryProcessor}); a number is
- * the retries made in place.
+ * the retries made in place. `outcome` is how its last attempt ended (the job's return value once it completes);
+ * progress written before it was recorded has none.
  */
 interface AwaitingCallbacks {
   callbacks: string[];
+  outcome?: AttemptOutcome;
 }
 
 const awaitingCallbacks = (progress: unknown): progress is AwaitingCallbacks =>
@@ -122,10 +124,18 @@ export class DeliveryProcessor {
   /**
    * BullMQ's processor: one attempt of one message.
    * @param token the job's lock token, to put it back in the queue
+   * @returns how the message ended, which BullMQ keeps as the completed job's return value: `delivered`, `failed`
+   *   (in the DLQ; its job completes too), `cancelled` or `dropped`; undefined when its job left the queue while it
+   *   waited for a retry. `QueueStore.message` reads it, so that `lastScheduleStates` tells a failed message from a
+   *   delivered one.
    * @throws RetryLater when the message will be retried; DelayedError when it was put back without an attempt spent
    */
-  async process(job: Job<QueueMessage>, token?: string): Promise<void> {
-    if (awaitingCallbacks(job.progress)) return this.holdForCallbacks(job, job.progress.callbacks, token, performance.now());
+  async process(job: Job<QueueMessage>, token?: string): Promise<AttemptOutcome | undefined> {
+    if (awaitingCallbacks(job.progress)) {
+      const { callbacks, outcome } = job.progress;
+      await this.holdForCallbacks(job, callbacks, token, performance.now(), outcome);
+      return outcome;
+    }
     const callbacks: string[] = [];
     for (let held = typeof job.progress === 'number' ? job.progress : 0; ; held++) {
       const started = performance.now();
@@ -133,15 +143,15 @@ export class DeliveryProcessor {
       try {
         const outcome = await this.attemptOnce(job.data, job.attemptsMade + held, seen);
         this.metrics.observeAttempt(seen.tenant, outcome, (performance.now() - started) / 1000);
-        if (job.data.queueName !== undefined && callbacks.length > 0 && outcome !== 'dropped') await this.holdForCallbacks(job, callbacks, token, started);
-        return;
+        if (job.data.queueName !== undefined && callbacks.length > 0 && outcome !== 'dropped') await this.holdForCallbacks(job, callbacks, token, started, outcome);
+        return outcome;
       } catch (error) {
         if (error instanceof RetryLater) this.metrics.observeAttempt(seen.tenant, 'retry', (performance.now() - started) / 1000);
         if (!(error instanceof RetryLater) || job.data.queueName === undefined) return this.settleError(job, error, token, seen.tenant, started);
         try {
           if (!(await this.holdForRetry(job, held + 1, error.delayMs, token))) {
             this.metrics.observeAttempt(seen.tenant, 'dropped', 0);
-            return;
+            return undefined;
           }
         } catch (holdError) {
           return this.settleError(job, holdError, token, seen.tenant, started);
@@ -189,12 +199,13 @@ export class DeliveryProcessor {
    * early at shutdown and when the job has left the active state (its queue was deleted).
    * @param callbacks the callback messages' ids (on the shared queue)
    * @param token the job's lock token; `started` when its attempt started (performance.now(), ms), for the metrics
+   * @param outcome how the message's last attempt ended, kept in the progress with the callbacks
    * @throws DelayedError when a store call failed through its in-place retries (the job, its progress naming
    *   the callbacks, comes back later and waits again)
    */
-  private async holdForCallbacks(job: Job<QueueMessage>, callbacks: string[], token: string | undefined, started: number): Promise<void> {
+  private async holdForCallbacks(job: Job<QueueMessage>, callbacks: string[], token: string | undefined, started: number, outcome?: AttemptOutcome): Promise<void> {
     try {
-      if (!awaitingCallbacks(job.progress)) await this.call('store', () => job.updateProgress({ callbacks } satisfies AwaitingCallbacks));
+      if (!awaitingCallbacks(job.progress)) await this.call('store', () => job.updateProgress({ callbacks, ...(outcome ? { outcome } : {}) } satisfies AwaitingCallbacks));
       for (let pending = callbacks, pauseMs = CALLBACK_CHECK_FIRST_MS; ; pauseMs = Math.min(pauseMs * 2, HOLD_CANCEL_CHECK_MS)) {
         pending = await this.call('store', () => this.store.unsettled(pending));
         if (pending.length === 0) return;

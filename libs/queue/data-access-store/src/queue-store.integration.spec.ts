@@ -182,6 +182,47 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     expect(events.items.map((e) => e.state)).toEqual(['CANCELLED', 'CREATED']);
   });
 
+  it.each([
+    ['the shared queue', {}],
+    ['a queue (lane)', { queueName: 'dd-orders' }],
+    ['a flow-control key (lane)', { flowControl: { key: 'dd-key', parallelism: 1 } }],
+  ])('keeps the deduplication id of a message cancelled on %s for the rest of its 10 minutes', async (_, overrides: Partial<QueueMessage>) => {
+    const project = `t.dedup-cancel-${Object.keys(overrides).join('') || 'shared'}`;
+    const first = message(project, overrides);
+    await expect(store.publish(first, 'id:dd-1')).resolves.toEqual({ messageId: first.messageId, deduplicated: false });
+    await expect(store.cancel(project, first.messageId)).resolves.toBe(true);
+    // As for a delivered or failed message: the same id answers the first message's id, and nothing is enqueued.
+    const again = message(project, overrides);
+    await expect(store.publish(again, 'id:dd-1')).resolves.toEqual({ messageId: first.messageId, deduplicated: true });
+    await expect(store.message(project, again.messageId)).resolves.toBeNull();
+    // The key keeps what was left of its expiry (not a new 10 minutes, not forever).
+    const [key] = await redis.keys(`test:queue:*:de:${project}:id:dd-1`);
+    const ttl = await redis.pttl(key as string);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(10 * 60 * 1000);
+    // Another id of the project is not held by it.
+    const other = message(project, overrides);
+    await expect(store.publish(other, 'id:dd-2')).resolves.toEqual({ messageId: other.messageId, deduplicated: false });
+  });
+
+  it('tells a message that went to the DLQ (its job completed, returning "failed") from a delivered one', async () => {
+    const connection = new Redis(server.url, { maxRetriesPerRequest: null });
+    // As queue-worker's processor does: the job completes with how its message ended.
+    const worker = new Worker<QueueMessage>(DELIVERY_QUEUE, async (job) => (job.data.url.endsWith('/fail') ? 'failed' : job.data.url.endsWith('/cancel') ? 'cancelled' : 'delivered'), {
+      connection,
+      prefix: 'test:queue',
+    });
+    try {
+      const [failed, delivered, cancelled] = ['/fail', '/ok', '/cancel'].map((path) => message('t.status', { url: `http://127.0.0.1:9${path}`, notBefore: Date.now() }));
+      for (const m of [failed, delivered, cancelled]) await store.publish(m as QueueMessage);
+      const status = async (m: QueueMessage | undefined) => (await store.message('t.status', m?.messageId ?? ''))?.status;
+      await eventually(async () => expect([await status(failed), await status(delivered), await status(cancelled)]).toEqual(['failed', 'delivered', 'cancelled']), 10_000);
+    } finally {
+      await worker.close();
+      connection.disconnect();
+    }
+  });
+
   it('pages events one at a time, the leading number of each cursor below the last, though they share a millisecond', async () => {
     const m = message('t.page');
     const now = Date.now();

@@ -7,10 +7,14 @@ import {
   type ListFilter,
   type MessageEvent,
   type QueueMessage,
+  dlqCursor,
+  eventCursor,
+  eventCursorStreamId,
   eventSubject,
   matchesFilter,
   messageEvent,
   messageSubject,
+  parseDlqCursor,
 } from '@restash/queue/util-message';
 import { urlGroupsKey } from './topics';
 import { LaneStore, laneOf } from './lanes';
@@ -34,8 +38,8 @@ export interface QueueStoreOptions {
   eventsPerProject: number;
 }
 
-/** Where a message stands, from its BullMQ job state. */
-export type MessageStatus = 'pending' | 'active' | 'delivered' | 'failed';
+/** Where a message stands ({@link messageStatus}). */
+export type MessageStatus = 'pending' | 'active' | 'delivered' | 'failed' | 'cancelled';
 
 /** A page of a listing; `cursor` is absent on the last page (the SDK tests expect undefined). */
 export interface Page<T> {
@@ -132,12 +136,14 @@ export class QueueStore {
   async message(project: string, messageId: string): Promise<{ message: QueueMessage; status: MessageStatus } | null> {
     const job = await this.job(project, messageId);
     if (!job) return null;
-    return { message: job.data, status: statusOf(await job.getState()) };
+    return { message: job.data, status: messageStatus(await job.getState(), job.returnvalue) };
   }
 
   /**
    * Cancels a message that is not delivered yet. A pending message is removed; one being delivered gets a
-   * cancel request, which stops its retries (the attempt under way finishes).
+   * cancel request, which stops its retries (the attempt under way finishes). A removed message's deduplication id
+   * stays taken for the rest of its {@link DEDUPLICATION_WINDOW_MS}, as it does for a delivered or failed one
+   * (README, "Queue: publish headers"): a publish with that id answers the cancelled message's id and enqueues nothing.
    * @returns false when there is no such pending or active message
    */
   async cancel(project: string, messageId: string): Promise<boolean> {
@@ -147,7 +153,7 @@ export class QueueStore {
     let event: MessageEvent['state'];
     if (PENDING_STATES.has(state)) {
       try {
-        await job.remove();
+        await this.removeKeepingDeduplication(job);
         event = 'CANCELLED';
       } catch {
         // It became active in the meantime.
@@ -162,6 +168,19 @@ export class QueueStore {
     }
     await this.addEvents(project, [messageEvent(job.data, event, Date.now())], event === 'CANCELLED');
     return true;
+  }
+
+  /**
+   * Removes a pending job, its deduplication id kept. BullMQ's removal deletes the job's deduplication key
+   * (`<queue prefix>:de:<id>`, which maps the id to the job's id for {@link DEDUPLICATION_WINDOW_MS}); it is read
+   * before and written back after, with what was left of its expiry, unless another job has taken the id meanwhile.
+   * @throws BullMQ's error when the job cannot be removed (it became active): the key is then untouched
+   */
+  private async removeKeepingDeduplication(job: Job<QueueMessage>): Promise<void> {
+    const key = job.deduplicationId ? `${job.queueQualifiedName}:de:${job.deduplicationId}` : undefined;
+    const [holder, ttlMs] = key ? await Promise.all([this.redis.get(key), this.redis.pttl(key)]) : [null, -2];
+    await job.remove();
+    if (key && holder === job.id && ttlMs > 0) await this.redis.set(key, holder, 'PX', ttlMs, 'NX');
   }
 
   /**
@@ -294,7 +313,7 @@ export class QueueStore {
       }
     }
     const more = after !== undefined && (await this.dlqAfter(index, after, 1)).length > 0;
-    return more && after ? { items, cursor: dlqCursor(after) } : { items };
+    return more && after ? { items, cursor: dlqCursor(after.score, after.member) } : { items };
   }
 
   /**
@@ -314,14 +333,17 @@ export class QueueStore {
     return entries;
   }
 
-  /** The entry a DLQ cursor names: {@link dlqCursor}'s form, or a position (earlier versions: the entry before it). */
+  /**
+   * The entry a DLQ cursor names ({@link parseDlqCursor}): the entry of `<failedAt>:<dlqId>`, or for a position (earlier
+   * versions) the entry before it; undefined (the newest first) for position 0, a position past the end, or a cursor of
+   * neither form (the gateway refuses those first).
+   */
   private async dlqCursorEntry(index: string, cursor: string | undefined): Promise<DlqIndexEntry | undefined> {
-    if (!cursor) return undefined;
-    const named = /^(\d{1,16}):(.+)$/.exec(cursor);
-    if (named) return { score: Number(named[1]), member: named[2] as string };
-    const position = parseCursor(cursor);
-    if (position === 0) return undefined;
-    const [member, score] = await this.redis.zrevrange(index, position - 1, position - 1, 'WITHSCORES');
+    const parsed = cursor ? parseDlqCursor(cursor) : undefined;
+    if (!parsed) return undefined;
+    if ('dlqId' in parsed) return { score: parsed.failedAt, member: parsed.dlqId };
+    if (parsed.position === 0) return undefined;
+    const [member, score] = await this.redis.zrevrange(index, parsed.position - 1, parsed.position - 1, 'WITHSCORES');
     return member === undefined ? undefined : { member, score: Number(score) };
   }
 
@@ -498,57 +520,27 @@ export class QueueStore {
   }
 }
 
-function statusOf(state: string): MessageStatus {
+/**
+ * Where a message stands from its BullMQ job's state and, once completed, the job's return value: queue-worker's
+ * processor returns how the message ended (`delivered`, `failed` when it went to the DLQ, `cancelled`, `dropped`),
+ * and a message that went to the DLQ completes its job too, so `completed` alone does not mean delivered. A job
+ * completed with no such value (by a worker of an earlier version) counts as delivered, as it did then.
+ * @param state BullMQ's job state (`completed`, `failed`, `active`, `waiting`, `delayed`, …)
+ * @param returnValue the completed job's return value
+ */
+export function messageStatus(state: string, returnValue: unknown): MessageStatus {
   if (state === 'active') return 'active';
-  if (state === 'completed') return 'delivered';
   if (state === 'failed') return 'failed';
-  return 'pending';
-}
-
-/** Stream entries of one millisecond that an events cursor holds as one number ({@link eventCursor}). */
-const CURSOR_SEQUENCES_PER_MS = 1000;
-
-/**
- * The events cursor of the stream entry `streamId` (`<ms>-<seq>`): one decimal number, `ms * 1000 + seq`, or the
- * stream id itself when seq >= 1000. Upstream's SDK tests read a cursor's leading number as a timestamp and expect
- * it to fall strictly from one page to the next (`parseCursor(c1).timestamp > parseCursor(c2).timestamp`, pages
- * of one event); the events of one delivery attempt (ACTIVE, ERROR, RETRY) share a millisecond, so the stream id's
- * own `<ms>` would not. Stays below 2^53 (exact as a JavaScript number) until the year 2255.
- */
-export function eventCursor(streamId: string): string {
-  const [ms = '0', seq = '0'] = streamId.split('-');
-  return Number(seq) < CURSOR_SEQUENCES_PER_MS ? String(Number(ms) * CURSOR_SEQUENCES_PER_MS + Number(seq)) : streamId;
-}
-
-/**
- * The stream id an events cursor names, the next page starting before it: {@link eventCursor}'s number, a stream
- * id (the cursor of earlier versions), or a Unix time in ms (13 digits or fewer: events of that millisecond and
- * older), which every `@upstash/qstash` 2.x documents for `logs`/`events` ("a unix timestamp with millisecond
- * precision", `let cursor = Date.now()`). The forms cannot meet: {@link eventCursor}'s numbers have 16 digits for
- * any time after 2001. Undefined for anything else.
- */
-export function eventCursorStreamId(cursor: string): string | undefined {
-  if (/^\d+-\d+$/.test(cursor)) return cursor;
-  const n = /^\d{1,16}$/.test(cursor) ? Number(cursor) : Number.NaN;
-  if (!Number.isSafeInteger(n)) return undefined;
-  if (cursor.length <= 13) return `${n + 1}-0`;
-  return `${Math.floor(n / CURSOR_SEQUENCES_PER_MS)}-${n % CURSOR_SEQUENCES_PER_MS}`;
+  if (state !== 'completed') return 'pending';
+  if (returnValue === 'failed') return 'failed';
+  if (returnValue === 'cancelled') return 'cancelled';
+  return 'delivered';
 }
 
 /** An entry of a project's DLQ index: its dlqId and its score (failedAt, ms). */
 interface DlqIndexEntry {
   member: string;
   score: number;
-}
-
-/** The DLQ cursor after `entry`: `<failedAt>:<dlqId>` (see QueueStore.dlqList). */
-function dlqCursor(entry: DlqIndexEntry): string {
-  return `${entry.score}:${entry.member}`;
-}
-
-function parseCursor(cursor: string | undefined): number {
-  const n = cursor ? Number(cursor) : 0;
-  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
 /** `text` with Redis glob characters escaped, for SCAN MATCH. */

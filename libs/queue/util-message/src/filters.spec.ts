@@ -1,5 +1,5 @@
 import { type FilterSubject, matchesFilter } from './filters';
-import { parseCancelRequest, parseDlqPage, parseListFilter } from './requests';
+import { bulkParameters, parseCancelRequest, parseDlqPage, parseListFilter } from './requests';
 import { QueueError } from './errors';
 
 const subject: FilterSubject = {
@@ -60,11 +60,12 @@ describe('list filters', () => {
   });
 
   it('bulk cancel: messageIds, else every match of the filters (count checked: a whole number from 1, else 400; not used)', () => {
-    expect(parseCancelRequest(new URLSearchParams('messageIds=a,b&messageIds=c&label=x'))).toEqual({ messageIds: ['a', 'b', 'c'] });
-    expect(parseCancelRequest(new URLSearchParams('url=https://x.example&count=100'))).toEqual({ filter: { url: ['https://x.example'] } });
-    expect(parseCancelRequest(new URLSearchParams('count=100000'))).toEqual({ filter: {} });
-    expect(parseCancelRequest(new URLSearchParams(''))).toEqual({ filter: {} });
-    for (const q of ['count=0', 'count=-3', 'count=x', 'count=1.5', 'state=FAILED', 'responseStatus=500']) expect([q, status(() => parseCancelRequest(new URLSearchParams(q)))]).toEqual([q, 400]);
+    const cancel = (q: string) => parseCancelRequest(bulkParameters(new URLSearchParams(q), Buffer.alloc(0)));
+    expect(cancel('messageIds=a,b&messageIds=c&label=x')).toEqual({ messageIds: ['a', 'b', 'c'] });
+    expect(cancel('url=https://x.example&count=100')).toEqual({ filter: { url: ['https://x.example'] } });
+    expect(cancel('count=100000')).toEqual({ filter: {} });
+    expect(cancel('')).toEqual({ filter: {} });
+    for (const q of ['count=0', 'count=-3', 'count=x', 'count=1.5', 'state=FAILED', 'responseStatus=500']) expect([q, status(() => cancel(q))]).toEqual([q, 400]);
   });
 
   it('the DLQ refuses host, path and state', () => {

@@ -11,6 +11,7 @@ export * from './delivery';
 export * from './callback';
 export * from './views';
 export * from './requests';
+export * from './cursors';
 export * from './url-groups';
 export * from './filters';
 export * from './schedule';

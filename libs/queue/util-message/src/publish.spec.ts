@@ -41,6 +41,40 @@ describe('parsePublish', () => {
     }
   });
 
+  it('refuses a destination the URL parser would repair: control characters (CR, LF, TAB dropped by WHATWG), no // or no host', () => {
+    for (const url of [
+      'http://127.0.0.1:19400/crlf4\r\nX: y',
+      'http://example.com/a\tb',
+      'http://exam\nple.com/a',
+      'http://example.com/\u0000',
+      'http://example.com/\u007f',
+      'http://example.com/\u0085',
+      'http:/127.0.0.1:19400/x',
+      'http:127.0.0.1:19400/x',
+      'https:\\\\example.com/x',
+      'http:///example.com/x',
+      'http://?x',
+      ' http://example.com/x',
+      'http://example.com/x ',
+    ]) {
+      expect([url, badRequest(() => parsePublish(input({}, { destination: url })))]).toEqual([url, expect.stringMatching(/^invalid destination url: /)]);
+    }
+    expect(badRequest(() => parsePublish(input({}, { destination: 'http://e.com/a\r\nb' })))).toBe(
+      'invalid destination url: "http://e.com/a\\r\\nb" (a URL cannot hold control characters such as CR, LF or TAB)',
+    );
+    expect(badRequest(() => parsePublish(input({}, { destination: 'http:/e.com/x' })))).toMatch(/followed by a host\)$/);
+    // Userinfo, ports, IPv6 and non-ASCII characters stay accepted as before.
+    for (const url of ['http://user:pw@example.com:8080/a', 'http://[::1]:3000/x', 'https://bücher.example/ä?q=ü']) {
+      expect(parsePublish(input({}, { destination: url })).message.url).toBe(url);
+    }
+  });
+
+  it('refuses callback URLs holding control characters or not starting with http(s):// and a host, naming the header', () => {
+    expect(badRequest(() => parsePublish(input({ 'upstash-callback': 'http://e.com/a\tb' })))).toMatch(/^invalid Upstash-Callback: .*control characters/);
+    expect(badRequest(() => parsePublish(input({ 'upstash-failure-callback': 'http:/e.com/x' })))).toMatch(/^invalid Upstash-Failure-Callback: /);
+    expect(badRequest(() => parsePublish(input({ 'service-callback': 'http:e.com/x' })))).toMatch(/^invalid Service-Callback: /);
+  });
+
   it('takes a destination of letters, digits, -, _ and . for a URL-group name', () => {
     const parsed = parsePublish(input({ 'upstash-deduplication-id': 'd1' }, { destination: 'my-group_1.v2' }));
     expect(parsed.urlGroup).toBe('my-group_1.v2');

@@ -32,11 +32,29 @@ export interface ParsedPublish {
   urlGroup?: string;
 }
 
+/** Control characters (C0, DEL, C1): WHATWG URL parsing drops TAB, CR and LF silently and keeps the others. */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** How a URL the queue stores must begin: `http://` or `https://` (any case), then a host, not a `/`, `\`, `?` or `#`. */
+const HTTP_URL_START = /^https?:\/\/[^/\\?#]/i;
+
 /**
- * The URL if `value` is an absolute `http:` or `https:` URL with a host (WHATWG `new URL`).
+ * The URL if `value` is an absolute `http:` or `https:` URL with a host (WHATWG `new URL`), written as such: it
+ * starts with `http://` or `https://` and the host, and holds no control character. The value is stored and
+ * signed (the JWT's `sub`) as given, while delivery requests what `new URL` makes of it, so a value the parser
+ * would repair (`http:/host/x`, `http:host/x`, a CR, LF or TAB dropped, spaces around it trimmed) is
+ * refused rather than delivered somewhere else than it reads.
+ * @param what the field, for the error text (`destination url`, `Upstash-Callback`, `endpoints[0].url`)
  * @throws QueueError 400 `invalid <what>: "<value>" (…)` otherwise
  */
 export function parseHttpUrl(value: string, what: string): URL {
+  if (CONTROL_CHARACTER.test(value)) {
+    throw QueueError.badRequest(`invalid ${what}: ${JSON.stringify(value)} (a URL cannot hold control characters such as CR, LF or TAB)`);
+  }
+  if (value !== value.trim()) throw QueueError.badRequest(`invalid ${what}: ${JSON.stringify(value)} (a URL cannot begin or end with spaces)`);
+  if (!HTTP_URL_START.test(value)) {
+    throw QueueError.badRequest(`invalid ${what}: ${JSON.stringify(value)} (expected an absolute http or https URL: http:// or https:// followed by a host)`);
+  }
   let url: URL | undefined;
   try {
     url = new URL(value);

@@ -77,6 +77,12 @@ describe('parseSchedule', () => {
     expect(badRequest(() => schedule({ 'upstash-cron': '1 2 3' }))).toContain('Upstash-Cron');
     expect(badRequest(() => schedule({ 'upstash-cron': '* * * * *', 'upstash-queue-name': 'a b' }))).toContain('Upstash-Queue-Name');
   });
+
+  it('refuses a destination or callback holding control characters or not starting with http(s):// and a host', () => {
+    expect(badRequest(() => schedule({ 'upstash-cron': '* * * * *' }, 'http://example.com/a\tb'))).toMatch(/^invalid destination url: .*control characters/);
+    expect(badRequest(() => schedule({ 'upstash-cron': '* * * * *' }, 'http:/example.com/x'))).toMatch(/^invalid destination url: /);
+    expect(badRequest(() => schedule({ 'upstash-cron': '* * * * *', 'upstash-callback': 'http:example.com/cb' }))).toMatch(/^invalid Upstash-Callback: /);
+  });
 });
 
 describe('scheduleView and ticks', () => {

@@ -35,6 +35,14 @@ describe('URL groups (pure)', () => {
     expect(badRequest(() => parseEndpointsBody(body({ endpoints: [{}] }), 'remove'))).toBe('endpoints[0] needs a name or a url');
   });
 
+  it('refuses an endpoint URL holding control characters or not starting with http(s):// and a host; removes any by its URL', () => {
+    for (const url of ['http://127.0.0.1:19400/x\r\nX: y', 'http://e.com/a\tb', 'http:/e.com/x', 'http:e.com/x']) {
+      expect([url, badRequest(() => parseEndpointsBody(body({ endpoints: [{ url }] }), 'add'))]).toEqual([url, expect.stringMatching(/^invalid endpoints\[0\]\.url: /)]);
+    }
+    // An endpoint stored before these checks can still be removed by its URL.
+    expect(parseEndpointsBody(body({ endpoints: [{ url: 'http://e.com/x\r\ny' }] }), 'remove')).toEqual([{ url: 'http://e.com/x\r\ny' }]);
+  });
+
   it('a repeated URL or name replaces the endpoint; removal matches every given field', () => {
     const start = [{ name: 'a', url: 'https://a.example' }, { url: 'https://b.example' }];
     expect(withEndpoints(start, [{ name: 'a', url: 'https://a2.example' }])).toEqual([{ url: 'https://b.example' }, { name: 'a', url: 'https://a2.example' }]);

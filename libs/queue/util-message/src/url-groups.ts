@@ -38,7 +38,9 @@ export function parseUrlGroupName(value: string): string {
 
 /**
  * The body of `POST|DELETE /v2/topics/{name}/endpoints`: `{endpoints: [{name?, url?}]}`, at least one.
- * Adding needs an absolute http(s) `url` in each; removing needs a `name` or a `url` in each.
+ * Adding needs an absolute http(s) `url` in each ({@link parseHttpUrl}: no control characters, `http://` or
+ * `https://` and a host); removing needs a `name` or a `url` in each, a url matched as it is (so that an endpoint
+ * stored before those checks can still be removed).
  * @throws QueueError 400 naming the field (`endpoints[i].url`, `endpoints[i].name`) for anything else
  */
 export function parseEndpointsBody(body: Buffer, mode: 'add' | 'remove'): Array<{ name?: string; url?: string }> {
@@ -62,7 +64,7 @@ export function parseEndpointsBody(body: Buffer, mode: 'add' | 'remove'): Array<
     }
     if (url !== undefined && url !== null && url !== '') {
       if (typeof url !== 'string') throw QueueError.badRequest(`invalid endpoints[${i}].url: expected a string`);
-      parseHttpUrl(url, `endpoints[${i}].url`);
+      if (mode === 'add') parseHttpUrl(url, `endpoints[${i}].url`);
       out.url = url;
     }
     if (mode === 'add' && out.url === undefined) throw QueueError.badRequest(`endpoints[${i}].url is required`);
