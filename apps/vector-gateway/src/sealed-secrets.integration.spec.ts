@@ -106,6 +106,7 @@ describe('secrets a platform team provides', () => {
       PORT: '0',
       MANAGEMENT_PORT: '0',
       LOG_LEVEL: 'fatal',
+      EMBEDDING_ALLOWLIST: '127.0.0.0/8', // the index names its own provider (the tap, on loopback)
     });
     gateway = await startHttpService(AppModule.forRoot(config), config.http);
   }, 180_000);
