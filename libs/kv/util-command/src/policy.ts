@@ -2,7 +2,7 @@ import type { CommandTable } from './command-table';
 import { type CompositeCommand, clientSetinfo, copyOntoItself, fcallReadOnly, noAckRead, scanWithType } from './composite';
 import type { Reply } from './encode';
 import { KvError } from './kv-error';
-import { type CommandArgs, commandName } from './request';
+import { type Arg, type CommandArgs, commandName } from './request';
 
 /** What a token may do (README, "KV: tokens"): everything supported, reads only, or as a Redis ACL user. */
 export type TokenRole = 'standard' | 'readonly' | 'acl';
@@ -235,15 +235,26 @@ function scope(command: RedisCommand, prefix: string, rewrite: ReplyRewrite | un
  * The rules of a tenant's `ACL SETUSER`, scoped like its commands: channel patterns (`&chan`, `allchannels`,
  * also inside selectors `(…)`) get the database prefix that PUBLISH and SUBSCRIBE add, and MIGRATE is
  * denied last, at the root and in every selector, as for the gateway's own user (gatewayUserRule: a
- * script run by the user would otherwise connect the server anywhere).
+ * script run by the user would otherwise connect the server anywhere). Passwords and their hashes (`>`,
+ * `<`, `#`, `!`) pass as given. A selector may span arguments (Redis joins them with spaces from the one
+ * starting with `(` to the one ending with `)`), so rules inside one are found by spaces.
  */
 function scopeAclRules(rules: CommandArgs, prefix: string): CommandArgs {
-  const scoped = rules.map((rule) =>
-    String(rule)
-      .replace(/(^|[\s(])&/g, `$1&${prefix}`)
-      .replace(/(^|[\s(])allchannels(?=$|[\s)])/gi, `$1&${prefix}*`)
-      .replace(/\)$/, ' -migrate)'),
-  );
+  let inSelector = false;
+  const scoped = rules.map((rule): Arg => {
+    const text = String(rule);
+    if (!inSelector && !text.startsWith('(')) {
+      if (text.startsWith('&')) return `&${prefix}${text.slice(1)}`;
+      return text.toLowerCase() === 'allchannels' ? `&${prefix}*` : rule;
+    }
+    inSelector = true;
+    let out = text.replace(/(^|[\s(])&/g, `$1&${prefix}`).replace(/(^|[\s(])allchannels(?=$|[\s)])/gi, `$1&${prefix}*`);
+    if (out.endsWith(')')) {
+      out = `${out.slice(0, -1)} -migrate)`;
+      inSelector = false;
+    }
+    return out;
+  });
   return [...scoped, '-migrate'];
 }
 
