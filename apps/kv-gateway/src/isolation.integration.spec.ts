@@ -210,6 +210,12 @@ describe('kv-gateway tenant isolation', () => {
       expect(await as(hostile.standard, ['FCALL_RO', 'list_keys', '0'])).toMatchObject({ status: 200 });
       expect(await as(ro, ['FCALL_RO', 'list_keys', '0'])).toMatchObject({ status: 400 });
       expect(await result(ro, ['EVAL', "return redis.call('GET', 'k')", '0'])).toBe('mine');
+      // The search module's writes flagged readonly (a server without the module knows no such command: also 400).
+      for (const script of ["return redis.call('FT.DICTADD', 'd', 'w')", "return redis.call('FT.CONFIG', 'SET', 'TIMEOUT', '1')"]) {
+        expect(await as(ro, ['EVAL', script, '0'])).toMatchObject({ status: 400 });
+      }
+      const dict = await as(hostile.standard, ['FT.DICTDUMP', 'd']); // 400 without the module
+      expect(dict.status === 400 || JSON.stringify((dict.body as { result: unknown }).result) === '[]').toBe(true);
       const [single, batch] = [await as(ro, ['GET', 'k']), await call(url('/multi-exec'), { token: ro, body: [['GET', 'k'], ['TTL', 'k']] })];
       expect(single).toMatchObject({ status: 200, body: { result: 'mine' } });
       expect(batch).toMatchObject({ status: 200, body: [{ result: 'mine' }, { result: -1 }] });

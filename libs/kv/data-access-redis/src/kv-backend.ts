@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
-import { CommandTable, type CommandArgs, type Reply } from '@restash/kv/util-command';
+import { CommandTable, type CommandArgs, READONLY_REDIS_USER, type Reply, readonlyUserRules } from '@restash/kv/util-command';
 import { RawCommand, isReplyError } from './raw-command';
 
 export interface KvBackendOptions {
@@ -22,15 +22,6 @@ export type Outcome = { ok: true; reply: Reply } | { ok: false; error: string };
  * that failed to queue), or one outcome per command.
  */
 export type TransactionOutcome = { discarded: string } | { outcomes: Outcome[] };
-
-/**
- * The Redis user the commands of read-only tokens run as (KvBackend.asReadonly), beside the gateway's own.
- * Tenants cannot reach it: the ACL users they manage all carry their database's prefix.
- */
-export const READONLY_REDIS_USER = 'restash-readonly';
-
-/** Its rights: reads only, and not the reads the read-only token is refused (README, "KV: tokens"). */
-const READONLY_RULES = ['~*', '&*', '+@all', '-@write', '-@admin', '-keys', '-scan', '-publish', '-spublish', '-migrate'];
 
 /** Something that runs commands: the database's own connections, or those of an ACL user. */
 export interface CommandRunner {
@@ -294,7 +285,7 @@ export class KvBackend implements CommandRunner {
     const password = createHash('sha256').update(`${READONLY_REDIS_USER}\0${decodeURIComponent(new URL(this.url).password)}`).digest('hex');
     for (;;) {
       const fresh = this.readonlyUser === undefined;
-      this.readonlyUser ??= send(this.client(), ['acl', 'setuser', READONLY_REDIS_USER, 'reset', 'on', `>${password}`, ...READONLY_RULES]);
+      this.readonlyUser ??= this.table().then((table) => send(this.client(), ['acl', 'setuser', READONLY_REDIS_USER, 'reset', 'on', `>${password}`, ...readonlyUserRules(table)]));
       const user = this.readonlyUser;
       try {
         await user;

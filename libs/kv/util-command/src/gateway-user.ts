@@ -1,3 +1,6 @@
+import type { CommandTable } from './command-table';
+import { MODULE_WRITES } from './policy';
+
 /** The gateway's own ACL user on every KV database's Redis server; tenants never get its password. */
 export const GATEWAY_REDIS_USER = 'restash-gateway';
 
@@ -9,4 +12,20 @@ export const GATEWAY_REDIS_USER = 'restash-gateway';
  */
 export function gatewayUserRule(password: string): string {
   return `user ${GATEWAY_REDIS_USER} on >${password} ~* &* +@all -migrate`;
+}
+
+/** The Redis user the commands of read-only tokens run as (KvBackend.asReadonly), beside the gateway's own. */
+export const READONLY_REDIS_USER = 'restash-readonly';
+
+/**
+ * The ACL rules of {@link READONLY_REDIS_USER} on a server with this command table: reads only (`-@write`), and
+ * not the reads a read-only token is refused (KEYS, SCAN, PUBLISH; README, "KV: tokens"), so that Redis refuses
+ * them inside the scripts and functions the token runs too. Module commands that change state though RediSearch
+ * flags them `readonly` (FT.ALIASADD …, FT.DICTADD …) and FT.CONFIG are denied by name when the server has them
+ * (an ACL rule naming a command the server lacks is an error). FT.CURSOR DEL cannot be told from FT.CURSOR READ
+ * by an ACL rule, so a read-only token's script can still drop a cursor.
+ */
+export function readonlyUserRules(table: CommandTable): string[] {
+  const modules = [...MODULE_WRITES, 'ft.config'].filter((name) => table.resolve(name, undefined) !== undefined);
+  return ['~*', '&*', '+@all', '-@write', '-@admin', '-keys', '-scan', '-publish', '-spublish', '-migrate', ...modules.map((name) => `-${name}`)];
 }

@@ -81,7 +81,7 @@ const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
  * Module commands whose COMMAND flags say `readonly` although they change state (RediSearch 2.10
  * flags its alias and dictionary commands so): treated as writes.
  */
-const MODULE_WRITES: ReadonlySet<string> = new Set(['ft.aliasadd', 'ft.aliasupdate', 'ft.aliasdel', 'ft.dictadd', 'ft.dictdel']);
+export const MODULE_WRITES: ReadonlySet<string> = new Set(['ft.aliasadd', 'ft.aliasupdate', 'ft.aliasdel', 'ft.dictadd', 'ft.dictdel']);
 
 /**
  * INFO fields that identify or locate the server process, its files or other servers (README,
