@@ -203,10 +203,10 @@ describe('vector-gateway isolation and bad input', () => {
   it('never connects an index’s own embedding URL to an internal address', async () => {
     const own = (index: string) => post('/upsert-data', { id: 'x', data: 'hello' }, stack.tokens('acme', index).standard);
     expect((await own('private-embedder')).body).toEqual({
-      error: "Embedding failed: the embedding provider's address is not allowed (private address 10.255.255.1): an index's own embedding URL must be public",
+      error: "Embedding failed: the embedding provider's address is not allowed (private address): an index's own embedding URL must be public",
       status: 502,
     });
-    expect((await own('metadata-embedder')).body).toMatchObject({ status: 502, error: expect.stringMatching(/address is not allowed \(link-local address 169\.254\.169\.254/) });
+    expect((await own('metadata-embedder')).body).toMatchObject({ status: 502, error: expect.stringMatching(/address is not allowed \(link-local address\)/) });
   });
 
   describe('vectors an embedding provider answers', () => {

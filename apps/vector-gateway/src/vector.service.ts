@@ -812,7 +812,11 @@ export class VectorService implements OnModuleInit {
       this.metrics.backendError(session.tenant, 'embedder');
       this.logger.warn(`index ${index.id}: ${error.message}`);
       // The provider's own text stays in the log: it may quote internals (stack traces, keys, hosts).
-      if (error.refused) throw new VectorError(502, `Embedding failed: the embedding provider's address is not allowed (${error.refused}): an index's own embedding URL must be public`);
+      // The range only: the address a name resolved to would make this a lookup of internal DNS names.
+      if (error.refused) {
+        const range = error.refused.replace(/ address .*$/, ' address');
+        throw new VectorError(502, `Embedding failed: the embedding provider's address is not allowed (${range}): an index's own embedding URL must be public`);
+      }
       const answered = error.status === undefined ? 'could not be reached or gave no usable answer' : `answered HTTP ${error.status}`;
       throw new VectorError(502, `Embedding failed: the embedding provider ${answered}`);
     }

@@ -127,6 +127,7 @@ describe('prepareCommand', () => {
     // Passwords and hashes pass as given, whatever they hold; so does a root rule ending with ')'.
     expect(argsOf(['acl', 'setuser', 'alice', '>pa &ss)', '<x)', '#abc', '~key)'])).toEqual(['acl', 'setuser', 'd1:alice', '>pa &ss)', '<x)', '#abc', '~key)', '-migrate']);
     // Selectors grant rights of their own: their channels are scoped and MIGRATE is denied in them too.
+    expect(argsOf(['acl', 'setuser', 'alice', '(+publish ~* "&news" \'allchannels\')'])).toEqual(['acl', 'setuser', 'd1:alice', '(+publish ~* "&d1:news" \'&d1:*\' -migrate)', '-migrate']);
     expect(argsOf(['acl', 'setuser', 'alice', '(+migrate ~* &c*)', '(+get', '&x)'])).toEqual([
       'acl', 'setuser', 'd1:alice', '(+migrate ~* &d1:c* -migrate)', '(+get', '&d1:x -migrate)', '-migrate',
     ]);

@@ -248,7 +248,8 @@ function scopeAclRules(rules: CommandArgs, prefix: string): CommandArgs {
       return text.toLowerCase() === 'allchannels' ? `&${prefix}*` : rule;
     }
     inSelector = true;
-    let out = text.replace(/(^|[\s(])&/g, `$1&${prefix}`).replace(/(^|[\s(])allchannels(?=$|[\s)])/gi, `$1&${prefix}*`);
+    // Redis splits a selector like a command line, quotes included: `("&news")` is the rule `&news`.
+    let out = text.replace(/(^|[\s("'])&/g, `$1&${prefix}`).replace(/(^|[\s("'])allchannels(?=$|[\s)"'])/gi, `$1&${prefix}*`);
     if (out.endsWith(')')) {
       out = `${out.slice(0, -1)} -migrate)`;
       inSelector = false;
