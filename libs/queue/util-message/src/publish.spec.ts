@@ -56,6 +56,9 @@ describe('parsePublish', () => {
       'http://?x',
       ' http://example.com/x',
       'http://example.com/x ',
+      'http://127.0.0.1:19500\\@evil.example/x',
+      'http://evil.example\\@127.0.0.1:19500/x',
+      'http://example.com/a\\b',
     ]) {
       expect([url, badRequest(() => parsePublish(input({}, { destination: url })))]).toEqual([url, expect.stringMatching(/^invalid destination url: /)]);
     }

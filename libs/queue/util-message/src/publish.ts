@@ -42,7 +42,7 @@ const HTTP_URL_START = /^https?:\/\/[^/\\?#]/i;
  * The URL if `value` is an absolute `http:` or `https:` URL with a host (WHATWG `new URL`), written as such: it
  * starts with `http://` or `https://` and the host, and holds no control character. The value is stored and
  * signed (the JWT's `sub`) as given, while delivery requests what `new URL` makes of it, so a value the parser
- * would repair (`http:/host/x`, `http:host/x`, a CR, LF or TAB dropped, spaces around it trimmed) is
+ * would repair (`http:/host/x`, `http:host/x`, a CR, LF or TAB dropped, spaces around it trimmed, `\` read as `/`) is
  * refused rather than delivered somewhere else than it reads.
  * @param what the field, for the error text (`destination url`, `Upstash-Callback`, `endpoints[0].url`)
  * @throws QueueError 400 `invalid <what>: "<value>" (…)` otherwise
@@ -52,6 +52,8 @@ export function parseHttpUrl(value: string, what: string): URL {
     throw QueueError.badRequest(`invalid ${what}: ${JSON.stringify(value)} (a URL cannot hold control characters such as CR, LF or TAB)`);
   }
   if (value !== value.trim()) throw QueueError.badRequest(`invalid ${what}: ${JSON.stringify(value)} (a URL cannot begin or end with spaces)`);
+  // The URL parser reads `\` as `/` in http(s) URLs: `http://a\@b/` goes to host a, though it reads as host b.
+  if (value.includes('\\')) throw QueueError.badRequest(`invalid ${what}: ${JSON.stringify(value)} (a URL cannot hold a backslash: percent-encode it as %5C)`);
   if (!HTTP_URL_START.test(value)) {
     throw QueueError.badRequest(`invalid ${what}: ${JSON.stringify(value)} (expected an absolute http or https URL: http:// or https:// followed by a host)`);
   }

@@ -169,9 +169,13 @@ describe('bulk requests (DELETE /v2/messages, DELETE /v2/dlq, POST /v2/dlq/retry
   };
 
   it('acts on everything only when asked: no parameters (deleteAll), count/cursor alone (2.10+ all: true), or all=true', () => {
-    for (const query of ['', 'count=100', 'count=100&cursor=1763942400000:x', 'all=true', 'all=TRUE&count=5', 'qstash_token=t', 'order=latestFirst']) {
+    for (const query of ['', 'count=100', 'count=100&cursor=1763942400000:x', 'all=true', 'all=TRUE&count=5', 'qstash_token=t', 'all=true&order=latestFirst']) {
       expect([query, cancel(query)]).toEqual([query, { filter: {} }]);
     }
+    // What no SDK sends does not widen a call to every message: order alone, a cursor no page handed out.
+    expect(refused(() => cancel('order=latestFirst'))).toMatch(/^order names no message/);
+    expect(refused(() => dlq('order=earliestFirst'))).toMatch(/^order names no message/);
+    for (const cursor of ['abc', '-1']) expect(refused(() => cancel(`cursor=${cursor}`))).toMatch(/^invalid cursor/);
     expect(cancel('', json({ all: true }))).toEqual({ filter: {} });
     expect(dlq('count=2')).toEqual({ count: 2, filter: {} });
     expect(dlq('', json({ all: true, count: 3 }))).toEqual({ count: 3, filter: {} });

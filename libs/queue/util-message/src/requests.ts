@@ -341,6 +341,8 @@ function bulkTarget(params: BulkParameters, spec: BulkSpec): BulkTarget {
   if (ids !== undefined) return { ids };
   if (filtered) return { filter: true };
   if (all === false) throw QueueError.badRequest(`all=false names no message: send ${spec.ids}, a filter, or all=true`);
+  // Without all=true, only the forms the SDKs send for "everything" mean it: nothing, or count/cursor alone.
+  if (all === undefined && names.has('order')) throw QueueError.badRequest(`order names no message: send ${spec.ids}, a filter, or all=true`);
   return { all: true };
 }
 
@@ -375,6 +377,10 @@ export type CancelRequest = { messageIds: string[] } | { filter: ListFilter };
  */
 export function parseCancelRequest(params: BulkParameters): CancelRequest {
   const target = bulkTarget(params, CANCEL_SPEC);
+  const cursor = params.query.get('cursor');
+  if (cursor && eventCursorStreamId(cursor) === undefined && parseDlqCursor(cursor) === undefined) {
+    throw QueueError.badRequest(`invalid cursor: ${JSON.stringify(cursor)} (expected a cursor an earlier page handed out)`);
+  }
   const raw = params.query.get('count');
   if (raw !== null && raw !== '' && !(Number.isSafeInteger(Number(raw)) && Number(raw) >= 1)) {
     throw QueueError.badRequest(`invalid count: ${JSON.stringify(raw)} (expected a whole number from 1; a bulk cancel cancels every match whatever it is)`);

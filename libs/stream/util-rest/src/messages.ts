@@ -75,13 +75,25 @@ const STANDARD_HEADERS = new Set([
   'x-forwarded-proto', 'x-real-ip', 'x-request-id',
 ]);
 
+/**
+ * A header value's bytes (one latin1 character each, as Node gives them) as UTF-8 text when they are UTF-8
+ * (curl, most clients), else as latin1, one character per byte: Node's `fetch` sends `café` so.
+ */
+function utf8OrLatin1(raw: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(Buffer.from(raw, 'latin1'));
+  } catch {
+    return raw;
+  }
+}
+
 /** Any character outside ASCII: a header value that holds one was sent as bytes beyond 0x7F. */
 const NON_ASCII = /[^\x00-\x7f]/;
 
 /**
  * The message headers of a webhook call: every request header that is not a standard one (nor `sec-*`),
- * in request order, with the name as the client spelled it and the value read as UTF-8 text (README,
- * "Stream: messages"; bytes that are not UTF-8 become U+FFFD).
+ * in request order, with the name as the client spelled it and the value read as UTF-8 text when its
+ * bytes are UTF-8, else as latin1 (README, "Stream: messages").
  *
  * @param rawHeaders Node's `IncomingMessage.rawHeaders`: name, value, name, value, …, each byte of the
  *   request one character (Node reads header bytes as latin1)
@@ -93,7 +105,7 @@ export function webhookHeaders(rawHeaders: string[]): Header[] {
     const name = key.toLowerCase();
     if (STANDARD_HEADERS.has(name) || name.startsWith('sec-')) continue;
     const raw = rawHeaders[i + 1] ?? '';
-    kept.push({ key, value: NON_ASCII.test(raw) ? Buffer.from(raw, 'latin1').toString('utf8') : raw });
+    kept.push({ key, value: NON_ASCII.test(raw) ? utf8OrLatin1(raw) : raw });
   }
   return kept;
 }
