@@ -152,6 +152,8 @@ export class KvBackend implements CommandRunner {
   private readonly serverChangeListeners: Array<(runId: string) => void> = [];
   /** The `ACL SETUSER` of {@link READONLY_REDIS_USER}, sent once per server process. */
   private readonlyUser: Promise<Reply> | undefined;
+  /** The password of {@link READONLY_REDIS_USER}, derived from the gateway's own (the same on every replica). */
+  private readonlyPassword: string | undefined;
 
   constructor(
     readonly url: string,
@@ -282,7 +284,8 @@ export class KvBackend implements CommandRunner {
    * @throws the error reply when the user cannot be created or authenticated, or a connection error
    */
   async asReadonly(): Promise<CommandRunner> {
-    const password = createHash('sha256').update(`${READONLY_REDIS_USER}\0${decodeURIComponent(new URL(this.url).password)}`).digest('hex');
+    // Derived once per backend: this runs on every request of a read-only token.
+    const password = (this.readonlyPassword ??= createHash('sha256').update(`${READONLY_REDIS_USER}\0${decodeURIComponent(new URL(this.url).password)}`).digest('hex'));
     for (;;) {
       const fresh = this.readonlyUser === undefined;
       this.readonlyUser ??= this.table().then((table) => send(this.client(), ['acl', 'setuser', READONLY_REDIS_USER, 'reset', 'on', `>${password}`, ...readonlyUserRules(table)]));
