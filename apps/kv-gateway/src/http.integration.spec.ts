@@ -253,6 +253,40 @@ describe('kv-gateway over raw HTTP', () => {
       expect((await call(url(), { token: small(), body: ['GET', 'q1'] })).body).toEqual({ result: '1' });
     });
 
+    it('refuses a reply over the request limit (as Upstash does) without reading it, and keeps serving', async () => {
+      // 1 MiB limit on acme/main: SETRANGE builds a 3 MB value with a request of a few bytes.
+      expect((await call(url(), { token, body: ['SETRANGE', 'huge', 3_000_000, 'x'] })).body).toEqual({ result: 3_000_001 });
+      expect((await call(url(), { token, body: ['SETRANGE', 'fits', 500_000, 'y'] })).body).toEqual({ result: 500_001 });
+      const tooLarge = /^ERR max request size exceeded\. Limit: 1048576 bytes, Actual: a reply of more than 1048576 bytes/;
+      for (const t of [token, readonly]) {
+        const single = await call(url('/get/huge'), { token: t });
+        expect(single.status).toBe(400);
+        expect((single.body as { error: string }).error).toMatch(tooLarge);
+      }
+      // A pipeline: the item before is answered, the oversized one errs, those after it on its connection are lost.
+      const pipeline = await call(url('/pipeline'), { token, body: [['STRLEN', 'fits'], ['GET', 'huge'], ['INCR', 'after-huge']] });
+      expect(pipeline.status).toBe(200);
+      expect(pipeline.body).toEqual([
+        { result: 500_001 },
+        { error: expect.stringMatching(tooLarge) },
+        { error: expect.stringMatching(/^ERR reply lost: .* this command may have run$/) },
+      ]);
+      // A transaction runs; only its reply is refused.
+      const tx = await call(url('/multi-exec'), { token, body: [['SET', 'tx-ran', '1'], ['GET', 'huge']] });
+      expect(tx.status).toBe(200);
+      expect(tx.body).toEqual([
+        { error: expect.stringMatching(/the transaction ran; its reply was not read\)$/) },
+        { error: expect.stringMatching(/the transaction ran; its reply was not read\)$/) },
+      ]);
+      expect(await stack.admin('acme', 'main').get('tx-ran')).toBe('1');
+      // Replies under the limit, and everything afterwards, are served as before.
+      const fits = await call(url('/get/fits'), { token });
+      expect(fits.status).toBe(200);
+      expect((fits.body as { result: string }).result).toHaveLength(500_001);
+      expect((await call(url(), { token, body: ['STRLEN', 'huge'] })).body).toEqual({ result: 3_000_001 });
+      await stack.admin('acme', 'main').del('huge', 'fits', 'tx-ran', 'after-huge');
+    });
+
     it('counts the daily limit once across gateway replicas', async () => {
       const other = await stack.replica();
       const shared = stack.tokens('acme', 'shared').standard;

@@ -198,6 +198,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
         this.sessions.clear();
       });
     });
+    backend.maxReplyBytes = database.maxRequestBytes;
     const [table, runId] = await this.redisCall(database.tenant, () => Promise.all([backend.table(), backend.serverRunId()]));
     await this.checkServer(database, backend, runId);
     return {

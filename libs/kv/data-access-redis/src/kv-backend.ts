@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import { CommandTable, type CommandArgs, READONLY_REDIS_USER, type Reply, readonlyUserRules } from '@restash/kv/util-command';
-import { RawCommand, isReplyError } from './raw-command';
+import { RawCommand, ReplyTooLarge, isReplyError } from './raw-command';
 
 export interface KvBackendOptions {
   /** Multiplexed connections for single commands and pipelines (round robin). */
@@ -14,8 +14,40 @@ export interface KvBackendOptions {
   idleTimeoutMs: number;
 }
 
+/**
+ * Bounds the reply to a tenant's command ({@link RawCommand}) read on `client`'s connection to `limit()`
+ * bytes: when the bytes received since that command came to the head of the queue pass it, it fails with
+ * {@link ReplyTooLarge} and the connection is closed (its other pending commands fail at once; shared
+ * connections reconnect). RESP replies arrive in command order, so those bytes are the head's reply, give or
+ * take the last chunk of the one before. Without it one `GET` of a value built with `SETRANGE` (300 MB) made
+ * the gateway abort on out-of-memory, for every tenant.
+ */
+function limitReplySize(client: Redis, limit: () => number): void {
+  client.on('connect', () => {
+    const stream = client.stream;
+    let head: unknown;
+    let received = 0;
+    // After ioredis's own listener (prepended): replies this chunk completed have left the queue.
+    stream.on('data', (chunk: Buffer) => {
+      const first = client.commandQueue.peekFront();
+      if (first !== head) {
+        head = first;
+        received = 0;
+      }
+      received += chunk.length;
+      // Only tenants' commands: the gateway's own (COMMAND, INFO) may be larger than a small limit.
+      if (!(first?.command instanceof RawCommand) || received <= limit()) return;
+      const [, ...after] = client.commandQueue.toArray();
+      first.command.reject(new ReplyTooLarge(limit()));
+      // ioredis would leave them pending until the command timeout (it resends nothing: autoResendUnfulfilledCommands).
+      for (const item of after) item.command.reject(new Error('the connection was closed after a reply over the size limit'));
+      stream.destroy();
+    });
+  });
+}
+
 /** A per-command outcome of a pipeline or transaction: the reply, or the error reply of Redis. */
-export type Outcome = { ok: true; reply: Reply } | { ok: false; error: string };
+export type Outcome = { ok: true; reply: Reply } | { ok: false; error: string; tooLarge?: true };
 
 /**
  * The outcome of MULTI … EXEC: discarded as a whole (EXECABORT; the text is the error of the command
@@ -104,6 +136,7 @@ function send(client: Redis, args: CommandArgs): Promise<Reply> {
 
 function toOutcome(result: PromiseSettledResult<Reply>): Outcome {
   if (result.status === 'fulfilled') return { ok: true, reply: result.value };
+  if (result.reason instanceof ReplyTooLarge) return { ok: false, error: result.reason.message, tooLarge: true };
   if (isReplyError(result.reason)) return { ok: false, error: result.reason.message };
   throw result.reason;
 }
@@ -114,12 +147,22 @@ function toOutcome(result: PromiseSettledResult<Reply>): Outcome {
  */
 async function runPipeline(client: Redis, commands: CommandArgs[]): Promise<Outcome[]> {
   const settled = await Promise.allSettled(commands.map((args) => send(client, args)));
-  return settled.map(toOutcome);
+  const tooLarge = settled.findIndex((s) => s.status === 'rejected' && s.reason instanceof ReplyTooLarge);
+  return settled.map((result, i) =>
+    // The connection closed after an oversized reply: the commands after it may have run, their replies are lost.
+    tooLarge >= 0 && i > tooLarge && result.status === 'rejected' && !isReplyError(result.reason)
+      ? { ok: false, error: 'ERR reply lost: an earlier reply of this request was over the size limit and its connection was closed; this command may have run' }
+      : toOutcome(result),
+  );
 }
 
 async function runTransaction(client: Redis, commands: CommandArgs[]): Promise<TransactionOutcome> {
   const outcomes = await runPipeline(client, [['multi'], ...commands, ['exec']]);
   const exec = outcomes[outcomes.length - 1] as Outcome;
+  if (!exec.ok && exec.tooLarge) {
+    // EXEC ran the commands; only its reply, over the limit, is lost.
+    return { outcomes: commands.map(() => ({ ok: false, error: `${exec.error} (the transaction ran; its reply was not read)` })) };
+  }
   if (!exec.ok) {
     // EXECABORT: a command failed to queue (wrong arity, …); its own error says more.
     const queued = outcomes.slice(1, -1).find((o): o is Extract<Outcome, { ok: false }> => !o.ok);
@@ -181,9 +224,17 @@ export class KvBackend implements CommandRunner {
     );
   }
 
-  private connect(extra: RedisOptions = {}): Redis {
+  /**
+   * The largest reply read, in bytes (the database's `maxRequestBytes`, set by the gateway from the
+   * registry record; Upstash applies it to replies too). Subscriptions and MONITOR are not bounded: they
+   * carry what was published, which the request limit bounds.
+   */
+  maxReplyBytes = 10 * 1024 * 1024;
+
+  private connect(extra: RedisOptions = {}, boundReplies = true): Redis {
     const client = new Redis(this.url, { ...baseOptions(this.options), ...extra });
     client.on('error', () => undefined); // surfaced per command; the status is in connectionStates()
+    if (boundReplies) limitReplySize(client, () => this.maxReplyBytes);
     return client;
   }
 
@@ -320,7 +371,7 @@ export class KvBackend implements CommandRunner {
     handlers: SubscriptionHandlers,
     user?: { username: string; password: string },
   ): Promise<Subscription> {
-    const client = this.connect({ lazyConnect: true, retryStrategy: () => null });
+    const client = this.connect({ lazyConnect: true, retryStrategy: () => null }, false);
     this.subscriptions.add(client);
     const close = () => {
       this.subscriptions.delete(client);
@@ -350,7 +401,7 @@ export class KvBackend implements CommandRunner {
    * @throws the error reply when Redis refuses MONITOR, or a connection error
    */
   async monitor(db: number, handlers: MonitorHandlers): Promise<Subscription> {
-    const base = this.connect({ lazyConnect: true, retryStrategy: () => null });
+    const base = this.connect({ lazyConnect: true, retryStrategy: () => null }, false);
     const client = await base.monitor();
     base.disconnect();
     client.on('error', () => undefined); // the end event follows

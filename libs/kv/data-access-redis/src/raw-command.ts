@@ -22,7 +22,22 @@ export class RawCommand extends Command {
   }
 }
 
-/** True for an error reply of Redis itself (a command failure), false for connection or client errors. */
+/**
+ * A reply larger than the database's `maxRequestBytes`, which Upstash applies to replies too ("ERR max
+ * request size exceeded" for a whole list loaded in one request). It is not read to its end: the
+ * connection it came on is closed (see KvBackend), so the gateway never holds more than about the limit.
+ */
+export class ReplyTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`ERR max request size exceeded. Limit: ${limit} bytes, Actual: a reply of more than ${limit} bytes`);
+    this.name = 'ReplyTooLarge';
+  }
+}
+
+/**
+ * True for an error reply of Redis itself (a command failure) and for a {@link ReplyTooLarge} (the
+ * tenant's own data), false for connection or client errors.
+ */
 export function isReplyError(error: unknown): error is Error {
-  return error instanceof (ReplyError as new () => Error);
+  return error instanceof (ReplyError as new () => Error) || error instanceof ReplyTooLarge;
 }
