@@ -12,6 +12,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | PORT | 8080 | the KV REST API |
  * | MANAGEMENT_PORT | 9080 | /healthz, /readyz, /metrics |
  * | BODY_LIMIT_BYTES | 104857600 | hard cap on a request body; per-database limits are lower |
+ * | UNREAD_ANSWER_BYTES | 67108864 | most bytes of one tenant's answers held while its clients have not read them (429 past it) |
  * | REDIS_POOL_SIZE | 2 | multiplexed connections per database |
  * | REDIS_TRANSACTION_POOL_SIZE | 8 | dedicated connections per database for /multi-exec |
  * | REDIS_COMMAND_TIMEOUT_MS | 10000 | a command unanswered this long fails with 503 (0 = never) |

@@ -30,6 +30,7 @@ import {
   TenantGate,
   operation,
   registerTenantApi,
+  unreadAnswersMessage,
 } from '@restash/shared/feature-tenancy';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
@@ -50,6 +51,7 @@ export const KV_DENIALS: DenialTable = {
   'too-large': [400, (d) => `ERR max request size exceeded. Limit: ${d.limit} bytes, Actual: ${d.actual} bytes`],
   'daily-limit': [400, (d) => `ERR max daily request limit exceeded. Limit: ${d.limit}, Usage: ${d.actual}`],
   'registry-unavailable': [503, 'ERR the tenant registry is unavailable, retry later'],
+  'unread-answers': [429, (d) => `ERR ${unreadAnswersMessage(d)}`],
 };
 
 /**
@@ -116,6 +118,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       metrics: this.metrics,
       logger: this.logger,
       bodyLimitBytes: this.config.http.bodyLimitBytes,
+      unreadAnswerBytes: this.config.http.unreadAnswerBytes,
       // Read-your-writes (README, "KV: read-your-writes"): the answers of commands carry their own
       // token (encode); errors of an authenticated request carry the database's latest.
       headers: (op, session) => (session && !STREAMS.has(op.name) ? { [SYNC_TOKEN]: this.service.syncToken(session.database.id, false) } : undefined),

@@ -13,6 +13,7 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
  * | PORT | 8083 | the queue API (QStash v2) |
  * | MANAGEMENT_PORT | 9083 | /healthz, /readyz, /metrics |
  * | BODY_LIMIT_BYTES | 104857600 | hard cap on a request body; per-project limits are lower |
+ * | UNREAD_ANSWER_BYTES | 67108864 | most bytes of one tenant's answers held while its clients have not read them (429 past it) |
  * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
  * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
  *

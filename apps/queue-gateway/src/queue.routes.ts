@@ -239,6 +239,7 @@ export class QueueRoutes implements OnModuleInit {
       metrics: this.metrics,
       logger: this.logger,
       bodyLimitBytes: this.config.http.bodyLimitBytes,
+      unreadAnswerBytes: this.config.http.unreadAnswerBytes,
       // DELETE too: the bulk endpoints take their filters as a JSON body from earlier SDKs (bulkParameters).
       bodyMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
     });

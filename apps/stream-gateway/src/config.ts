@@ -12,6 +12,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | PORT | 8082 | the Stream REST API |
  * | MANAGEMENT_PORT | 9082 | /healthz, /readyz, /metrics |
  * | BODY_LIMIT_BYTES | 104857600 | hard cap on a request body; per-cluster limits are lower |
+ * | UNREAD_ANSWER_BYTES | 67108864 | most bytes of one tenant's answers held while its clients have not read them (429 past it) |
  * | KAFKA_REQUEST_TIMEOUT_MS | 30000 | a broker request unanswered this long fails with 503 |
  * | CONSUMER_IDLE_TIMEOUT_MS | 120000 | a consumer instance with no request for this long is closed |
  * | CONSUMER_SESSION_TIMEOUT_MS | 30000 | Kafka session (and rebalance) timeout of consumer instances |

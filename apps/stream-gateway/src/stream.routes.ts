@@ -237,6 +237,7 @@ export class StreamRoutes implements OnModuleInit {
       metrics: this.metrics,
       logger: this.logger,
       bodyLimitBytes: this.config.http.bodyLimitBytes,
+      unreadAnswerBytes: this.config.http.unreadAnswerBytes,
       bodyMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     });
   }

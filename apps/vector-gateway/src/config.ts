@@ -13,6 +13,7 @@ import { parseAllowlist } from '@restash/shared/util-http';
  * | PORT | 8081 | the Vector REST API |
  * | MANAGEMENT_PORT | 9081 | /healthz, /readyz, /metrics |
  * | BODY_LIMIT_BYTES | 104857600 | hard cap on a request body; per-index limits are lower |
+ * | UNREAD_ANSWER_BYTES | 67108864 | most bytes of one tenant's answers held while its clients have not read them (429 past it) |
  * | QDRANT_TIMEOUT_MS | 30000 | a Qdrant call unanswered this long fails with 503 |
  * | EMBEDDER_TIMEOUT_MS | 30000 | an embeddings call unanswered this long fails with 502 |
  * | EMBEDDING_ALLOWLIST | (empty) | comma-separated IPs or CIDRs an index's own embedding URL may reach although they are not public (the platform's EMBEDDING_URL needs none) |

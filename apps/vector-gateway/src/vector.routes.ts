@@ -240,6 +240,7 @@ export class VectorRoutes implements OnModuleInit {
       metrics: this.metrics,
       logger: this.logger,
       bodyLimitBytes: this.config.http.bodyLimitBytes,
+      unreadAnswerBytes: this.config.http.unreadAnswerBytes,
       bodyMethods: VECTOR_BODY_METHODS,
     });
   }

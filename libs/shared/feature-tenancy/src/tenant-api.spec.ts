@@ -1,7 +1,9 @@
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { type ResolvedToken, type TokenRecord, tokenDigest } from '@restash/shared/data-access-registry';
-import { type TenantApiErrors, type TenantSession, operation, registerTenantApi } from './tenant-api';
-import { type Grant, TenantGate } from './tenant-gate';
+import { type TenantApiErrors, type TenantSession, UnreadAnswers, operation, registerTenantApi } from './tenant-api';
+import { type Grant, TenantDenied, TenantGate } from './tenant-gate';
 
 // The routes over Fastify's in-process injection, and a gate over an in-memory registry: what is
 // under test is the order of the steps and the answers, not a backend.
@@ -25,6 +27,7 @@ const ERRORS: TenantApiErrors = {
     'too-large': [413, (d) => `${d.actual} > ${d.limit}`],
     'daily-limit': [429, (d) => `over ${d.limit}`],
     'registry-unavailable': [503, 'registry down'],
+    'unread-answers': [429, (d) => `unread ${d.actual} of ${d.limit}`],
   },
   notFound: (path) => new DemoError(404, `no ${path}`),
   notAllowed: (method, _path, allowed, name) => new DemoError(405, `${method} not on ${name}, use ${allowed.join('/')}`),
@@ -88,6 +91,7 @@ async function start(options: { registryDown?: boolean } = {}) {
     },
     logger: { warn: () => undefined, error: () => undefined },
     bodyLimitBytes: 1000,
+    unreadAnswerBytes: 1 << 20,
   });
   await app.ready();
   const call = async (method: 'GET' | 'POST' | 'DELETE', url: string, token?: string, payload?: string) => {
@@ -96,6 +100,42 @@ async function start(options: { registryDown?: boolean } = {}) {
   };
   return { app, call, observed, backendErrors };
 }
+
+describe('UnreadAnswers', () => {
+  const response = () => new EventEmitter() as unknown as ServerResponse;
+  const denied = (f: () => void) => {
+    try {
+      f();
+    } catch (error) {
+      return error instanceof TenantDenied ? `${error.reason} ${error.actual}/${error.limit}` : error;
+    }
+    return 'passed';
+  };
+
+  it('holds each tenant’s answers until their responses close, and denies past the limit', () => {
+    const unread = new UnreadAnswers(100);
+    const [a, b, c] = [response(), response(), response()];
+    expect(denied(() => unread.hold('acme', 60, a))).toBe('passed');
+    expect(denied(() => unread.hold('acme', 60, b))).toBe('unread-answers 60/100');
+    expect(denied(() => unread.admit('acme'))).toBe('passed');
+    expect(denied(() => unread.hold('acme', 40, c))).toBe('passed');
+    expect(denied(() => unread.admit('acme'))).toBe('unread-answers 100/100');
+    // Another tenant is counted apart.
+    expect(denied(() => unread.hold('rival', 90, response()))).toBe('passed');
+    a.emit('close');
+    expect(denied(() => unread.admit('acme'))).toBe('passed');
+    expect(denied(() => unread.hold('acme', 60, b))).toBe('passed');
+    b.emit('close');
+    c.emit('close');
+    expect(denied(() => unread.hold('acme', 100, response()))).toBe('passed');
+  });
+
+  it('always sends one answer, whatever its size', () => {
+    const unread = new UnreadAnswers(100);
+    expect(denied(() => unread.hold('acme', 5000, response()))).toBe('passed');
+    expect(denied(() => unread.admit('acme'))).toBe('unread-answers 5000/100');
+  });
+});
 
 describe('registerTenantApi', () => {
   it('runs a matched operation for the session of its credentials, and answers what it encodes', async () => {

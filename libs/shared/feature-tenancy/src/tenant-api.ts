@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type ApiErrors, useRawBodies } from '@restash/shared/util-http';
 import { type CredentialScheme, type Credentials, requestCredentials } from './credentials';
@@ -125,6 +126,8 @@ export interface TenantApi<S extends TenantSession> {
   logger: { warn(message: string): void; error(message: string): void };
   /** Hard cap on a request body (BODY_LIMIT_BYTES). */
   bodyLimitBytes: number;
+  /** Most bytes of one tenant's answers held for its clients to read (UNREAD_ANSWER_BYTES); see {@link UnreadAnswers}. */
+  unreadAnswerBytes: number;
   /** Methods whose bodies are read (default POST, PUT, PATCH). */
   bodyMethods?: string[];
   /**
@@ -142,6 +145,7 @@ export interface TenantApi<S extends TenantSession> {
  */
 export function registerTenantApi<S extends TenantSession>(fastify: FastifyInstance, api: TenantApi<S>): void {
   const { errors } = api;
+  const unread = new UnreadAnswers(api.unreadAnswerBytes);
   void fastify.register(async (app) => {
     useRawBodies(app, { bodyLimitBytes: api.bodyLimitBytes, logger: api.logger, encode: errors.encode, ...(api.bodyMethods ? { bodyMethods: api.bodyMethods } : {}) });
     const routes = new Map<string, ApiOperation<S>[]>();
@@ -150,12 +154,51 @@ export function registerTenantApi<S extends TenantSession>(fastify: FastifyInsta
       routes.set(url, [...(routes.get(url) ?? []), op]);
     }
     for (const [url, operations] of routes) {
-      app.route({ method: [...errors.methods], url, exposeHeadRoute: false, handler: (request, reply) => handle(api, operations, request, reply) });
+      app.route({ method: [...errors.methods], url, exposeHeadRoute: false, handler: (request, reply) => handle(api, unread, operations, request, reply) });
     }
   });
 }
 
-async function handle<S extends TenantSession>(api: TenantApi<S>, operations: readonly ApiOperation<S>[], request: FastifyRequest, reply: FastifyReply): Promise<void> {
+/** Answers smaller than this are not counted in {@link UnreadAnswers} (the hot path of small answers stays as it is). */
+const COUNTED_ANSWER_BYTES = 16 * 1024;
+
+/**
+ * The bytes of each tenant's answers that its clients have not yet read: a response counts from when it
+ * is written until Node's `close` (all of it handed to the kernel, or the connection gone). Answers are
+ * held in the gateway's memory until then, so without a bound a tenant whose clients ask for large
+ * answers and read them slowly (100 connections reading a 54 MB KV reply at 1 KB/s: 4.5 GB in 30 s)
+ * would exhaust the memory every tenant's requests share. A tenant over `limit` is denied
+ * (`unread-answers`) before its request runs, and an answer that would take it over is replaced by that
+ * denial, unless it is the only one (one answer of any size is always sent).
+ */
+export class UnreadAnswers {
+  private readonly bytes = new Map<string, number>();
+
+  constructor(readonly limit: number) {}
+
+  /** @throws TenantDenied `unread-answers` when the tenant is at or over the limit */
+  admit(tenant: string): void {
+    const held = this.bytes.get(tenant) ?? 0;
+    if (held >= this.limit) throw new TenantDenied('unread-answers', { tenant, limit: this.limit, actual: held });
+  }
+
+  /**
+   * Counts an answer of `size` bytes for the tenant until `response` closes.
+   * @throws TenantDenied `unread-answers` when it would take the tenant over the limit (nothing counted)
+   */
+  hold(tenant: string, size: number, response: ServerResponse): void {
+    const held = this.bytes.get(tenant) ?? 0;
+    if (held > 0 && held + size > this.limit) throw new TenantDenied('unread-answers', { tenant, limit: this.limit, actual: held });
+    this.bytes.set(tenant, held + size);
+    response.once('close', () => {
+      const left = (this.bytes.get(tenant) ?? 0) - size;
+      if (left > 0) this.bytes.set(tenant, left);
+      else this.bytes.delete(tenant);
+    });
+  }
+}
+
+async function handle<S extends TenantSession>(api: TenantApi<S>, unread: UnreadAnswers, operations: readonly ApiOperation<S>[], request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const started = performance.now();
   const at = request.url.indexOf('?');
   const path = at < 0 ? request.url : request.url.slice(0, at);
@@ -177,7 +220,9 @@ async function handle<S extends TenantSession>(api: TenantApi<S>, operations: re
     input = op.prepare?.(call, session);
     const bytes = op.bytes ? op.bytes(call, input) : (call.body?.length ?? 0);
     await api.gate.admit(session.grant, { write: op.write, bytes, units: op.units?.(input) ?? 1 });
+    unread.admit(session.tenant);
     answer = op.encode(await op.run(session, input, call), input, call);
+    if (answer.body && answer.body.length >= COUNTED_ANSWER_BYTES) unread.hold(session.tenant, answer.body.length, reply.raw);
   } catch (error) {
     const { status, message, headers } = errorAnswer(api, error);
     answer = { status, body: (api.errors.encodeAnswer ?? api.errors.encode)(status, message), ...(headers ? { headers } : {}) };

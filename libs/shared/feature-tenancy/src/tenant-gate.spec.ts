@@ -99,6 +99,7 @@ describe('denialAnswer', () => {
       'too-large': [413, (d) => `${d.actual} > ${d.limit}`],
       'daily-limit': [429, (d) => `limit ${d.limit}`],
       'registry-unavailable': [503, 'later'],
+      'unread-answers': [429, (d) => `unread ${d.actual}`],
     };
     expect(denialAnswer(table, new TenantDenied('too-large', { limit: 1, actual: 2 }))).toEqual({ status: 413, message: '2 > 1' });
     expect(denialAnswer(table, new TenantDenied('missing'))).toEqual({ status: 401, message: 'no token' });

@@ -49,8 +49,10 @@ export interface Admission {
  * - `too-large`: over the resource's maximum request size (`limit`, `actual` in bytes)
  * - `daily-limit`: over the resource's daily request limit (`limit`; `actual`: requests counted today)
  * - `registry-unavailable`: the control Redis failed (`cause`)
+ * - `unread-answers`: the tenant's clients have not yet read `actual` bytes of earlier answers, more than
+ *   the gateway holds for one tenant (`limit`; registerTenantApi)
  */
-export type DenialReason = 'missing' | 'unknown' | 'read-only' | 'too-large' | 'daily-limit' | 'registry-unavailable';
+export type DenialReason = 'missing' | 'unknown' | 'read-only' | 'too-large' | 'daily-limit' | 'registry-unavailable' | 'unread-answers';
 
 /** A request the tenant gate refused; each API answers it from its {@link DenialTable}. */
 export class TenantDenied extends Error {
@@ -75,15 +77,21 @@ export class TenantDenied extends Error {
 export type DenialTable = { readonly [R in DenialReason]: readonly [status: number, message: string | ((denied: TenantDenied) => string)] };
 
 /**
- * The size and daily-limit answers that the Vector, Stream and queue APIs share (413 and 429, naming
- * their resource): `Request too large: <actual> bytes, at most <limit> for this <resource>` and
- * `Daily request limit of <limit> reached for this <resource>`.
+ * The size, daily-limit and unread-answer answers that the Vector, Stream and queue APIs share (413 and
+ * 429, naming their resource): `Request too large: <actual> bytes, at most <limit> for this <resource>`,
+ * `Daily request limit of <limit> reached for this <resource>` and {@link unreadAnswersMessage}.
  */
-export function limitDenials(resource: string): Pick<DenialTable, 'too-large' | 'daily-limit'> {
+export function limitDenials(resource: string): Pick<DenialTable, 'too-large' | 'daily-limit' | 'unread-answers'> {
   return {
     'too-large': [413, (d) => `Request too large: ${d.actual} bytes, at most ${d.limit} for this ${resource}`],
     'daily-limit': [429, (d) => `Daily request limit of ${d.limit} reached for this ${resource}`],
+    'unread-answers': [429, unreadAnswersMessage],
   };
+}
+
+/** `Too many unread answers: your clients have not yet read <actual> bytes of earlier answers (at most <limit>); retry later`. */
+export function unreadAnswersMessage(denied: TenantDenied): string {
+  return `Too many unread answers: your clients have not yet read ${denied.actual} bytes of earlier answers (at most ${denied.limit}); retry later`;
 }
 
 /** The status and message an API answers a denial with. */

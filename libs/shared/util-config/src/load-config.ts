@@ -52,7 +52,8 @@ export const env = {
 
 /**
  * The variables every HTTP service reads, to spread into its schema: HOST (0.0.0.0), PORT,
- * MANAGEMENT_PORT, BODY_LIMIT_BYTES (100 MiB, the hard cap on any body) and LOG_LEVEL (log).
+ * MANAGEMENT_PORT, BODY_LIMIT_BYTES (100 MiB, the hard cap on any body), UNREAD_ANSWER_BYTES (64 MiB per
+ * tenant, see registerTenantApi) and LOG_LEVEL (log).
  */
 export function httpServiceEnv(port: number, managementPort: number) {
   return {
@@ -60,6 +61,7 @@ export function httpServiceEnv(port: number, managementPort: number) {
     PORT: env.port(port),
     MANAGEMENT_PORT: env.port(managementPort),
     BODY_LIMIT_BYTES: env.positiveInt(100 * 1024 * 1024),
+    UNREAD_ANSWER_BYTES: env.positiveInt(64 * 1024 * 1024),
     LOG_LEVEL: env.logLevel(),
   };
 }
@@ -67,7 +69,15 @@ export function httpServiceEnv(port: number, managementPort: number) {
 /** The `http` section of a service's config (what `startHttpService` takes), from the {@link httpServiceEnv} variables. */
 export function httpServiceConfig(
   service: string,
-  e: { HOST: string; PORT: number; MANAGEMENT_PORT: number; BODY_LIMIT_BYTES: number; LOG_LEVEL: z.output<ReturnType<typeof env.logLevel>> },
+  e: { HOST: string; PORT: number; MANAGEMENT_PORT: number; BODY_LIMIT_BYTES: number; UNREAD_ANSWER_BYTES: number; LOG_LEVEL: z.output<ReturnType<typeof env.logLevel>> },
 ) {
-  return { service, host: e.HOST, port: e.PORT, managementPort: e.MANAGEMENT_PORT, bodyLimitBytes: e.BODY_LIMIT_BYTES, logLevel: e.LOG_LEVEL };
+  return {
+    service,
+    host: e.HOST,
+    port: e.PORT,
+    managementPort: e.MANAGEMENT_PORT,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    unreadAnswerBytes: e.UNREAD_ANSWER_BYTES,
+    logLevel: e.LOG_LEVEL,
+  };
 }
