@@ -8,7 +8,7 @@ describe('stream-gateway configuration', () => {
     const config = loadStreamGatewayConfig({ CONTROL_REDIS_URL: 'redis://127.0.0.1:6390', REGISTRY_SEAL_KEY });
     expect(config.registrySealKey).toBe(REGISTRY_SEAL_KEY);
     expect(config.http).toMatchObject({ port: 8082, managementPort: 9082, service: 'stream-gateway' });
-    expect(config.consumer).toEqual({ idleTimeoutMs: 120_000, sessionTimeoutMs: 30_000, maxWaitMs: 500, maxBufferedRecords: 10_000, joinWaitMs: 10_000 });
+    expect(config.consumer).toEqual({ idleTimeoutMs: 120_000, sessionTimeoutMs: 30_000, maxWaitMs: 500, maxBufferedRecords: 10_000, maxBufferedBytes: 16 * 1024 * 1024, joinWaitMs: 10_000 });
   });
 
   it('refuses to boot with every invalid variable listed', () => {

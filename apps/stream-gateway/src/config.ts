@@ -18,6 +18,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | CONSUMER_SESSION_TIMEOUT_MS | 30000 | Kafka session (and rebalance) timeout of consumer instances |
  * | CONSUMER_MAX_WAIT_MS | 500 | how long an instance's broker fetch waits for data when idle |
  * | CONSUMER_MAX_BUFFERED_RECORDS | 10000 | an instance stops fetching while this many records wait for its client |
+ * | CONSUMER_MAX_BUFFERED_BYTES | 16777216 | an instance stops fetching while its waiting records hold this many bytes |
  * | CONSUMER_JOIN_WAIT_MS | 10000 | the request that creates an instance waits this long for the group to assign partitions |
  * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
  * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
@@ -32,6 +33,7 @@ export const streamGatewayEnvSchema = z
     CONSUMER_SESSION_TIMEOUT_MS: env.positiveInt(30_000),
     CONSUMER_MAX_WAIT_MS: env.positiveInt(500),
     CONSUMER_MAX_BUFFERED_RECORDS: env.positiveInt(10_000),
+    CONSUMER_MAX_BUFFERED_BYTES: env.positiveInt(16 * 1024 * 1024),
     CONSUMER_JOIN_WAIT_MS: env.positiveInt(10_000),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
   })
@@ -44,6 +46,7 @@ export const streamGatewayEnvSchema = z
       sessionTimeoutMs: e.CONSUMER_SESSION_TIMEOUT_MS,
       maxWaitMs: e.CONSUMER_MAX_WAIT_MS,
       maxBufferedRecords: e.CONSUMER_MAX_BUFFERED_RECORDS,
+      maxBufferedBytes: e.CONSUMER_MAX_BUFFERED_BYTES,
       joinWaitMs: e.CONSUMER_JOIN_WAIT_MS,
     },
     registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,

@@ -17,8 +17,8 @@ beforeAll(async () => {
     acme: [{ name: 'events', topics: { orders: 1, wide: 2, hooks: 1, solo: 1 }, maxRequestBytes: 64 * 1024 }],
     other: [{ name: 'events', topics: { orders: 1 } }],
     strict: [{ name: 'events', topics: { s: 1 } }],
-    big: [{ name: 'events', topics: { two: 2 }, maxRequestBytes: 4 * 1024 * 1024 }],
-  });
+    big: [{ name: 'events', topics: { two: 2, wide: 1 }, maxRequestBytes: 4 * 1024 * 1024 }],
+  }, { CONSUMER_MAX_BUFFERED_BYTES: String(256 * 1024) });
   acme = stack.credentials('acme', 'events');
 });
 
@@ -271,6 +271,30 @@ describe('errors', () => {
 });
 
 describe('consumer groups', () => {
+  it('buffers at most CONSUMER_MAX_BUFFERED_BYTES (here 256 KiB) for an instance, plus one batch, and delivers the rest in order later', async () => {
+    const big = stack.credentials('big', 'events');
+    const values = Array.from({ length: 20 }, (_, i) => `${String(i).padStart(2, '0')}${'v'.repeat(100_000)}`);
+    // One batch per message: one request each.
+    for (const value of values) expect((await api('/produce', { as: big, body: { topic: 'wide', value } })).status).toBe(200);
+    const group = randomUUID();
+    const path = `/consume/${group}/i/wide?timeout=0`;
+    const headers = { 'Stream-Auto-Offset-Reset': 'earliest' };
+    expect((await api(path, { as: big, method: 'GET', headers })).status).toBe(200);
+    // Time for the instance to fetch as far as its buffer lets it.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const seen: string[] = [];
+    const first = (await api(path, { as: big, method: 'GET' })).body as Array<{ value: string }>;
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.length).toBeLessThanOrEqual(4);
+    seen.push(...first.map((m) => m.value));
+    await eventually(async () => {
+      seen.push(...((await api(`/consume/${group}/i/wide?timeout=500`, { as: big, method: 'GET' })).body as Array<{ value: string }>).map((m) => m.value));
+      expect(seen.length).toBe(20);
+    }, 20_000);
+    expect(seen.map((v) => v.slice(0, 2))).toEqual(values.map((v) => v.slice(0, 2)));
+    await api(`/delete-consumer/${group}/i`, { as: big, method: 'DELETE' });
+  });
+
   it('reads from the earliest offset with Stream-Auto-Offset-Reset and with Kafka-Auto-Offset-Reset', async () => {
     const values = [randomUUID(), randomUUID()];
     await produce('solo', values);

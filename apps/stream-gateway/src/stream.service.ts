@@ -304,6 +304,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       sessionTimeoutMs: this.config.consumer.sessionTimeoutMs,
       maxWaitMs: this.config.consumer.maxWaitMs,
       maxBufferedRecords: this.config.consumer.maxBufferedRecords,
+      maxBufferedBytes: this.config.consumer.maxBufferedBytes,
       onError: (error) => this.logger.warn(`consumer ${tenant}/${cluster.name}/${group}/${name}: ${String(error)}`),
     });
     try {

@@ -27,6 +27,12 @@ export interface GroupConsumerOptions {
   maxWaitMs: number;
   /** Fetching waits while this many records wait to be returned. */
   maxBufferedRecords: number;
+  /**
+   * Fetching waits while the records waiting to be returned hold this many bytes (keys, values and header
+   * values), and a fetch asks the broker for no more than what is left (the broker still sends one batch
+   * whatever its size): records of up to 1 MB would otherwise fill 10 GB before maxBufferedRecords.
+   */
+  maxBufferedBytes: number;
   /** Called with failures of background work (fetches, auto commit, a failed rejoin). */
   onError(error: unknown): void;
 }
@@ -74,6 +80,8 @@ export class GroupConsumer {
   private readonly consumer: Consumer;
   private readonly pool: ConnectionPool;
   private buffer: ConsumedRecord[] = [];
+  /** The bytes of {@link buffer}'s keys, values and header values (as decoded text: close enough for a bound). */
+  private bufferedBytes = 0;
   /** Where each assigned partition is fetched from next; undefined while a join's starting offsets are looked up. */
   private positions: Map<string, Position> | undefined;
   /** Counts joins (and the close): fetch results and offset lookups of an older one are dropped. */
@@ -153,6 +161,7 @@ export class GroupConsumer {
     if (this.failure) throw this.failure;
     const taken = this.buffer;
     this.buffer = [];
+    this.bufferedBytes = 0;
     // Records of one partition are contiguous: note each partition's position once, at its last record.
     taken.forEach(({ topic, partition, offset }, i) => {
       const next = taken[i + 1];
@@ -229,6 +238,7 @@ export class GroupConsumer {
     this.assignment = Object.fromEntries(assignments.map((a) => [a.topic, [...a.partitions]]));
     const kept = new Set(assignments.flatMap((a) => a.partitions.map((p) => key(a.topic, p))));
     this.buffer = [];
+    this.bufferedBytes = 0;
     this.positions = undefined;
     const lost = [...this.delivered].filter(([k]) => !kept.has(k));
     if (this.options.config.autoCommit && lost.length > 0) {
@@ -295,7 +305,8 @@ export class GroupConsumer {
   /** Starts a fetch on every leader broker of the assigned partitions that has none in flight, unless the buffer is full. */
   private pump(): void {
     const positions = this.positions;
-    if (this.closed || this.failure || !positions || positions.size === 0 || this.buffer.length >= this.options.maxBufferedRecords) return;
+    if (this.closed || this.failure || !positions || positions.size === 0) return;
+    if (this.buffer.length >= this.options.maxBufferedRecords || this.bufferedBytes >= this.options.maxBufferedBytes) return;
     const generation = this.generation;
     this.consumer.metadata({ topics: this.options.topics }).then(
       (metadata) => {
@@ -329,7 +340,7 @@ export class GroupConsumer {
         connectionPool: this.pool,
         maxWaitTime: this.options.maxWaitMs,
         minBytes: 1,
-        maxBytes: RESPONSE_MAX_BYTES,
+        maxBytes: Math.max(1, Math.min(RESPONSE_MAX_BYTES, this.options.maxBufferedBytes - this.bufferedBytes)),
         isolationLevel: FetchIsolationLevels.READ_COMMITTED,
         topics: [...byTopic].map(([topic, positions]) => ({
           topicId: idOf.get(topic) ?? topic,
@@ -353,7 +364,11 @@ export class GroupConsumer {
               if (!topic || !position) continue;
               const { records, next } = partitionRecords(topic, fetched, position.offset);
               position.offset = next;
-              for (const record of records) this.buffer.push(record);
+              for (const record of records) {
+                this.buffer.push(record);
+                this.bufferedBytes += record.key.length + record.value.length;
+                for (const header of record.headers) this.bufferedBytes += header.value.length;
+              }
               added += records.length;
             }
           }
