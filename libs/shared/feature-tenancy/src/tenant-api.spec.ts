@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { Readable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { type ResolvedToken, type TokenRecord, tokenDigest } from '@restash/shared/data-access-registry';
@@ -94,8 +95,11 @@ async function start(options: { registryDown?: boolean } = {}) {
     unreadAnswerBytes: 1 << 20,
   });
   await app.ready();
-  const call = async (method: 'GET' | 'POST' | 'DELETE', url: string, token?: string, payload?: string) => {
-    const response = await app.inject({ method, url, payload, headers: token ? { authorization: `Bearer ${token}` } : {} });
+  const call = async (method: 'GET' | 'POST' | 'DELETE', url: string, token?: string, payload?: string | Readable) => {
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+    // A stream is sent chunked, as an HTTP client sends a body of unknown length.
+    if (payload instanceof Readable) headers['transfer-encoding'] = 'chunked';
+    const response = await app.inject({ method, url, payload, headers });
     return { status: response.statusCode, body: response.body, headers: response.headers };
   };
   return { app, call, observed, backendErrors };
@@ -163,6 +167,21 @@ describe('registerTenantApi', () => {
     expect((await call('POST', '/echo/x', 'readonly', 'x')).body).toBe('{"error":"read-only","status":403}');
     expect((await call('POST', '/echo/x', 'standard', '12345678901')).body).toBe('{"error":"11 > 10","status":413}');
     await app.close();
+  });
+
+  it('reads a body only once the credentials open a session: without them, no byte of it (401, not 413)', async () => {
+    const { app, call } = await start();
+    // Streamed, with no declared length (a declared one over the limit is refused up front), over the 1000-byte limit.
+    const big = () => Readable.from([Buffer.alloc(3000, 'x'), Buffer.alloc(3000, 'x')]);
+    expect((await call('POST', '/echo/x', undefined, big())).body).toBe('{"error":"no token","status":401}');
+    expect((await call('POST', '/echo/x', 'nope', big())).body).toBe('{"error":"bad token","status":401}');
+    expect((await call('POST', '/echo/x', 'standard', big())).status).toBe(413);
+    // A path no operation serves is answered without reading the body too.
+    expect((await call('POST', '/nowhere', 'standard', big())).status).toBe(404);
+    await app.close();
+    const down = await start({ registryDown: true });
+    expect((await down.call('POST', '/echo/x', 'standard', big())).body).toBe('{"error":"registry down","status":503}');
+    await down.app.close();
   });
 
   it('counts a registry failure as a backend error of the registry', async () => {

@@ -146,17 +146,40 @@ export interface TenantApi<S extends TenantSession> {
 export function registerTenantApi<S extends TenantSession>(fastify: FastifyInstance, api: TenantApi<S>): void {
   const { errors } = api;
   const unread = new UnreadAnswers(api.unreadAnswerBytes);
+  const routes = new Map<string, ApiOperation<S>[]>();
+  for (const op of api.operations) {
+    const url = op.route ?? '/*';
+    routes.set(url, [...(routes.get(url) ?? []), op]);
+  }
+  const sessions = new WeakMap<FastifyRequest, Promise<S>>();
+  /**
+   * A body is read only for a request whose operation exists and whose credentials open a session: anyone
+   * else could make the gateway hold BODY_LIMIT_BYTES per connection without a token. The session opened
+   * here is the one {@link handle} uses, so that it answers what stopped the body (401, 503) and never runs
+   * an operation without the body that was sent.
+   */
+  const admitBody = async (request: FastifyRequest): Promise<boolean> => {
+    const { op, allowed, search } = locate(routes.get(request.routeOptions.url ?? '') ?? [], request);
+    if (!op || allowed) return false;
+    const session = api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials));
+    sessions.set(request, session);
+    await session;
+    return true;
+  };
   void fastify.register(async (app) => {
-    useRawBodies(app, { bodyLimitBytes: api.bodyLimitBytes, logger: api.logger, encode: errors.encode, ...(api.bodyMethods ? { bodyMethods: api.bodyMethods } : {}) });
-    const routes = new Map<string, ApiOperation<S>[]>();
-    for (const op of api.operations) {
-      const url = op.route ?? '/*';
-      routes.set(url, [...(routes.get(url) ?? []), op]);
-    }
+    useRawBodies(app, { bodyLimitBytes: api.bodyLimitBytes, logger: api.logger, encode: errors.encode, admitBody, ...(api.bodyMethods ? { bodyMethods: api.bodyMethods } : {}) });
     for (const [url, operations] of routes) {
-      app.route({ method: [...errors.methods], url, exposeHeadRoute: false, handler: (request, reply) => handle(api, unread, operations, request, reply) });
+      app.route({ method: [...errors.methods], url, exposeHeadRoute: false, handler: (request, reply) => handle(api, unread, sessions, operations, request, reply) });
     }
   });
+}
+
+/** The request's path and query (as sent) and the operation serving it ({@link find}). */
+function locate<S>(operations: readonly ApiOperation<S>[], request: FastifyRequest): { op?: ApiOperation<S>; params?: unknown; allowed?: string[]; path: string; search: string } {
+  const at = request.url.indexOf('?');
+  const path = at < 0 ? request.url : request.url.slice(0, at);
+  const search = at < 0 ? '' : request.url.slice(at + 1);
+  return { ...find(operations, request.method, path), path, search };
 }
 
 /** Answers smaller than this are not counted in {@link UnreadAnswers} (the hot path of small answers stays as it is). */
@@ -198,17 +221,22 @@ export class UnreadAnswers {
   }
 }
 
-async function handle<S extends TenantSession>(api: TenantApi<S>, unread: UnreadAnswers, operations: readonly ApiOperation<S>[], request: FastifyRequest, reply: FastifyReply): Promise<void> {
+async function handle<S extends TenantSession>(
+  api: TenantApi<S>,
+  unread: UnreadAnswers,
+  sessions: WeakMap<FastifyRequest, Promise<S>>,
+  operations: readonly ApiOperation<S>[],
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
   const started = performance.now();
-  const at = request.url.indexOf('?');
-  const path = at < 0 ? request.url : request.url.slice(0, at);
-  const search = at < 0 ? '' : request.url.slice(at + 1);
   let op: ApiOperation<S> | undefined;
   let session: S | undefined;
   let input: unknown;
   let answer: ApiAnswer;
   try {
-    const found = find(operations, request.method, path);
+    const found = locate(operations, request);
+    const { path, search } = found;
     op = found.op;
     if (!op) throw api.errors.notFound(path);
     if (found.allowed) {
@@ -216,7 +244,7 @@ async function handle<S extends TenantSession>(api: TenantApi<S>, unread: Unread
       throw api.errors.notAllowed(request.method, path, found.allowed, op.name);
     }
     const call = new ApiCall(request, reply, path, search, found.params);
-    session = await api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials));
+    session = await (sessions.get(request) ?? api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials)));
     input = op.prepare?.(call, session);
     const bytes = op.bytes ? op.bytes(call, input) : (call.body?.length ?? 0);
     await api.gate.admit(session.grant, { write: op.write, bytes, units: op.units?.(input) ?? 1 });

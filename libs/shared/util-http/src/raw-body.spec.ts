@@ -56,3 +56,36 @@ describe('rawBodyHook', () => {
     expect(await (await fetch(url)).json()).toEqual({ isBuffer: false, hex: null });
   });
 });
+
+describe('rawBodyHook with admit', () => {
+  it('reads no byte of a body that admit refuses (or fails on): the route runs without one (no 413), and Fastify reads none either (no content type left)', async () => {
+    const app = Fastify();
+    app.addHook('onRequest', rawBodyHook(16, undefined, async (request) => {
+      if (request.headers['x-admit'] === 'fail') throw new Error('registry down');
+      return request.headers['x-admit'] === 'yes';
+    }));
+    app.post('/', async (request) => {
+      return { body: Buffer.isBuffer(request.body) ? request.body.toString() : null };
+    });
+    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      // Chunked: no declared length, which the hook refuses up front when it is over the limit.
+      const post = (admit: string, text: string) => {
+        const body = new ReadableStream({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode(text));
+            controller.close();
+          },
+        });
+        return fetch(url, { method: 'POST', headers: { 'x-admit': admit, 'content-type': 'text/plain' }, body, duplex: 'half' } as RequestInit).then((r) => r.json());
+      };
+      expect(await post('yes', 'abc')).toEqual({ body: 'abc' });
+      for (const admit of ['no', 'fail']) {
+        // Over the limit, yet no 413: nothing was read (Node discards the body once the answer is sent).
+        expect(await post(admit, 'x'.repeat(100))).toEqual({ body: null });
+      }
+    } finally {
+      await app.close();
+    }
+  });
+});

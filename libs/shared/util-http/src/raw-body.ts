@@ -30,8 +30,12 @@ export class BodyTooLargeError extends Error {
  *
  * @param limitBytes larger bodies fail with {@link BodyTooLargeError} (413) as soon as they pass it
  * @param methods the methods whose bodies are read (default POST, PUT, PATCH)
+ * @param admit asked before a body is read: when it resolves false (or fails) the body is left unread (Node
+ *   discards it once the answer is sent) and the route's handler runs without one; it must then refuse the
+ *   request (the tenant APIs: unauthenticated), so that a client without credentials cannot make the
+ *   server hold up to `limitBytes` per connection
  */
-export function rawBodyHook(limitBytes: number, methods: ReadonlySet<string> = WITH_BODY): onRequestHookHandler {
+export function rawBodyHook(limitBytes: number, methods: ReadonlySet<string> = WITH_BODY, admit?: (request: FastifyRequest) => Promise<boolean>): onRequestHookHandler {
   return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const raw = request.raw;
     const headers = raw.headers;
@@ -39,38 +43,57 @@ export function rawBodyHook(limitBytes: number, methods: ReadonlySet<string> = W
       done();
       return;
     }
-    const tooLarge = () => {
+    // A declared length over the limit is refused before anything else: nothing is read either way.
+    if (Number(headers['content-length'] ?? 0) > limitBytes) {
       void reply.header('connection', 'close');
       done(new BodyTooLargeError(limitBytes));
-    };
-    if (Number(headers['content-length'] ?? 0) > limitBytes) {
-      tooLarge();
       return;
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limitBytes) {
-        chunks.push(chunk);
-        return;
-      }
-      raw.off('data', onData);
-      raw.off('end', onEnd);
-      tooLarge();
-    };
-    const onEnd = () => {
-      (request as { body: unknown }).body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
-      delete headers['content-type'];
-      delete headers['content-length'];
-      delete headers['transfer-encoding'];
-      done();
-    };
-    raw.on('data', onData);
-    raw.on('end', onEnd);
-    // A client that breaks off its upload is a client mistake (400), not a server fault.
-    raw.once('error', (error) => done(Object.assign(new Error(`request body could not be read: ${error.message}`), { statusCode: 400 })));
+    if (admit) {
+      const skip = () => {
+        // Fastify must not read it either: without these it sees no body.
+        delete headers['content-type'];
+        delete headers['content-length'];
+        delete headers['transfer-encoding'];
+        done();
+      };
+      admit(request).then((admitted) => (admitted ? readBody(request, reply, done, limitBytes) : skip()), skip);
+      return;
+    }
+    readBody(request, reply, done, limitBytes);
   };
+}
+
+function readBody(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, limitBytes: number): void {
+  const raw = request.raw;
+  const headers = raw.headers;
+  const tooLarge = () => {
+    void reply.header('connection', 'close');
+    done(new BodyTooLargeError(limitBytes));
+  };
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= limitBytes) {
+      chunks.push(chunk);
+      return;
+    }
+    raw.off('data', onData);
+    raw.off('end', onEnd);
+    tooLarge();
+  };
+  const onEnd = () => {
+    (request as { body: unknown }).body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+    delete headers['content-type'];
+    delete headers['content-length'];
+    delete headers['transfer-encoding'];
+    done();
+  };
+  raw.on('data', onData);
+  raw.on('end', onEnd);
+  // A client that breaks off its upload is a client mistake (400), not a server fault.
+  raw.once('error', (error) => done(Object.assign(new Error(`request body could not be read: ${error.message}`), { statusCode: 400 })));
 }
 
 /**
@@ -81,6 +104,7 @@ export function rawBodyHook(limitBytes: number, methods: ReadonlySet<string> = W
  *
  * @param encode the API's error body for a status and a message, e.g. `{"error": …}`
  * @param bodyMethods methods whose bodies are read (default POST, PUT, PATCH)
+ * @param admitBody asked before a body is read (see {@link rawBodyHook}'s `admit`)
  */
 export function useRawBodies(
   app: FastifyInstance,
@@ -89,9 +113,10 @@ export function useRawBodies(
     logger: { error(message: string): void };
     encode(status: number, message: string): string;
     bodyMethods?: string[];
+    admitBody?(request: FastifyRequest): Promise<boolean>;
   },
 ): void {
-  app.addHook('onRequest', rawBodyHook(options.bodyLimitBytes, options.bodyMethods ? new Set(options.bodyMethods) : WITH_BODY));
+  app.addHook('onRequest', rawBodyHook(options.bodyLimitBytes, options.bodyMethods ? new Set(options.bodyMethods) : WITH_BODY, options.admitBody));
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   app.setErrorHandler((error: FastifyError, request, reply) => {
