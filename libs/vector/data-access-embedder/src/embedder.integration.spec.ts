@@ -68,6 +68,8 @@ describe('OpenAiEmbedder against a provider answering malformed embeddings', () 
   let url: string;
   /** What the stub answers for every input: `{data: [{index, embedding}]}` with this embedding. */
   let embedding: unknown = [];
+  /** Whether the stub sends its answer chunked (no Content-Length). */
+  let chunked = false;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -76,7 +78,9 @@ describe('OpenAiEmbedder against a provider answering malformed embeddings', () 
       req.on('end', () => {
         const input = (JSON.parse(body) as { input: string[] }).input;
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'list', data: input.map((_, index) => ({ index, embedding })) }));
+        const json = JSON.stringify({ object: 'list', data: input.map((_, index) => ({ index, embedding })) });
+        if (chunked) res.write(json.slice(0, 10));
+        res.end(chunked ? json.slice(10) : json);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -90,6 +94,19 @@ describe('OpenAiEmbedder against a provider answering malformed embeddings', () 
     const failure = new OpenAiEmbedder({ url, model: 'stub', timeoutMs: 5_000 }).embed(['text']);
     await expect(failure).rejects.toBeInstanceOf(EmbedderError);
     await expect(failure).rejects.toMatchObject({ status: undefined, message: expect.stringContaining('not an array of numbers') });
+  });
+
+  it('stops reading an answer past its limit, declared or streamed, as an unusable answer', async () => {
+    embedding = Array.from({ length: 1000 }, () => 0.5);
+    const small = new OpenAiEmbedder({ url, model: 'stub', timeoutMs: 5_000 }, 4096);
+    for (const streamed of [false, true]) {
+      chunked = streamed;
+      await expect(small.embed(['a'])).resolves.toEqual([embedding]);
+      const failure = small.embed(['a', 'b', 'c']);
+      await expect(failure).rejects.toBeInstanceOf(EmbedderError);
+      await expect(failure).rejects.toMatchObject({ status: undefined, message: 'embedding provider answered more than 4096 bytes' });
+    }
+    chunked = false;
   });
 
   it('hands numbers on as the provider sent them (range and length are the caller\'s checks)', async () => {

@@ -52,13 +52,43 @@ export const refusedAddress = (reason: string): Error => new RefusedAddressError
 const MAX_INPUTS = 256;
 
 /**
+ * The most bytes of a provider's answer read: 256 embeddings of 3072 dimensions (OpenAI's largest) take about
+ * 16 MB of JSON. A provider an index names itself is the tenant's choice, so its answer must not make the gateway
+ * hold without bound the memory every tenant shares.
+ */
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
+/** The answer's body as text, read up to `limit` bytes. @throws EmbedderError past it (the rest is not read) */
+async function answerText(response: Response, limit: number): Promise<string> {
+  // No status: an unusable answer, whatever the status said.
+  const tooLarge = () => new EmbedderError(`embedding provider answered more than ${limit} bytes`);
+  if (Number(response.headers.get('content-length') ?? 0) > limit) {
+    await response.body?.cancel().catch(() => undefined);
+    throw tooLarge();
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  // Leaving the loop by the throw cancels the body.
+  for await (const chunk of response.body ?? []) {
+    size += chunk.byteLength;
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/**
  * An OpenAI-compatible embeddings endpoint (`POST /embeddings {model, input: string[]}` answering
  * `{data: [{index, embedding}]}`): OpenAI, vLLM, TEI, Ollama and the local dev embedder all speak it.
  */
 export class OpenAiEmbedder implements Embedder {
   readonly model: string;
 
-  constructor(private readonly options: OpenAiEmbedderOptions) {
+  constructor(
+    private readonly options: OpenAiEmbedderOptions,
+    /** The most bytes of an answer read ({@link MAX_ANSWER_BYTES}). */
+    private readonly maxAnswerBytes = MAX_ANSWER_BYTES,
+  ) {
     this.model = options.model;
   }
 
@@ -85,7 +115,13 @@ export class OpenAiEmbedder implements Embedder {
       const refused = error instanceof Error && error.cause instanceof RefusedAddressError ? error.cause.reason : undefined;
       throw new EmbedderError(`embedding provider unreachable: ${(error as Error).message}${refused ? ` (${refused})` : ''}`, undefined, refused);
     }
-    const body = (await response.json().catch(() => undefined)) as { data?: Array<{ index: number; embedding: number[] }>; error?: { message?: string } } | undefined;
+    const text = await answerText(response, this.maxAnswerBytes);
+    let body: { data?: Array<{ index: number; embedding: number[] }>; error?: { message?: string } } | undefined;
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      body = undefined;
+    }
     if (!response.ok) throw new EmbedderError(`embedding provider answered ${response.status}: ${body?.error?.message ?? 'no details'}`, response.status);
     const data = body?.data;
     if (!Array.isArray(data) || data.length !== input.length || data.some((d) => !Array.isArray(d?.embedding))) {
