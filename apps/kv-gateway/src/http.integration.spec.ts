@@ -1,5 +1,6 @@
+import { connect } from 'node:net';
 import { Redis } from 'ioredis';
-import { call } from '@restash/shared/util-testing';
+import { call, eventually } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';
 
 /**
@@ -365,6 +366,25 @@ describe('kv-gateway over raw HTTP', () => {
       expect((await call(url(), { token, body: ['PUBLISH', 'chat:room1', '{"text":"hi"}'] })).body).toEqual({ result: 1 });
       expect(Buffer.from((await reader.read()).value!).toString()).toBe('data: pmessage,chat:*,chat:room1,{"text":"hi"}\n\n');
       await reader.cancel();
+    });
+
+    it('cuts a stream whose client leaves more than 32 MiB unread, and unsubscribes it', async () => {
+      const { hostname, port } = new URL(stack.url);
+      const socket = connect(Number(port), hostname);
+      socket.on('error', () => undefined);
+      socket.write(`POST /subscribe/slow HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\nContent-Length: 0\r\n\r\n`);
+      // The stream's first event has come; then the client reads no more.
+      await new Promise((resolve) => socket.once('data', resolve));
+      socket.pause();
+      const numsub = async () => ((await call(url(), { token, body: ['PUBSUB', 'NUMSUB', 'slow'] })).body as { result: [string, number] }).result[1];
+      expect(await numsub()).toBe(1);
+      // 60 MB published: more than the limit plus what the loopback socket buffers take.
+      const payload = 'p'.repeat(1_000_000);
+      for (let i = 0; i < 60 && (await numsub()) === 1; i++) {
+        expect((await call(url(), { token, body: ['PUBLISH', 'slow', payload] })).status).toBe(200);
+      }
+      await eventually(async () => expect(await numsub()).toBe(0), 10_000);
+      socket.destroy();
     });
 
     it('HEAD of a subscribe stream answers the stream’s headers at once, without subscribing', async () => {

@@ -1,5 +1,6 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
   type BatchItem,
@@ -71,6 +72,24 @@ export const KV_ERRORS: TenantApiErrors = {
 
 /** Response headers of a `/subscribe` or `/psubscribe` event stream (README, "KV: subscribe"). */
 const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
+
+/**
+ * The most bytes of an event stream its client may leave unread: past it the stream is cut, as Redis cuts a
+ * subscriber whose output buffer passes its `client-output-buffer-limit pubsub` hard limit (32 MB). The gateway
+ * reads every message from Redis at once, so without it a client that stops reading while messages keep coming
+ * would make the gateway hold them all.
+ */
+export const SSE_MAX_UNREAD_BYTES = 32 * 1024 * 1024;
+
+/** Writes an event to a stream, or cuts the stream when its client has left more than {@link SSE_MAX_UNREAD_BYTES} unread. */
+function writeEvent(raw: ServerResponse, event: string): void {
+  if (raw.destroyed) return;
+  if (raw.writableLength > SSE_MAX_UNREAD_BYTES) {
+    raw.destroy(); // 'close' follows: the subscription is closed there
+    return;
+  }
+  raw.write(event);
+}
 
 /** Operations answered with an event stream. */
 const STREAMS = new Set(['subscribe', 'psubscribe', 'monitor']);
@@ -204,7 +223,8 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
         const raw = call.reply.raw;
         return this.service.subscribe(session, kind, name, {
           message: (channel, payload, pattern) =>
-            raw.write(
+            writeEvent(
+              raw,
               sseEvent(
                 pattern
                   ? ['pmessage', pattern.toString('utf8').slice(prefix), channel.toString('utf8').slice(prefix), payload.toString('utf8')]
@@ -238,7 +258,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
         const raw = call.reply.raw;
         const db = session.db;
         return this.service.monitor(session, {
-          command: (time, args) => raw.write(sseEvent([`${time} [${db} 0.0.0.0:0] ${args.map((a) => JSON.stringify(a)).join(' ')}`])),
+          command: (time, args) => writeEvent(raw, sseEvent([`${time} [${db} 0.0.0.0:0] ${args.map((a) => JSON.stringify(a)).join(' ')}`])),
           end: () => raw.end(),
         });
       },
@@ -260,7 +280,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
     reply.hijack();
     raw.writeHead(200, { ...EVENT_STREAM_HEADERS, 'x-request-id': request.id });
     raw.write(first);
-    const heartbeat = setInterval(() => raw.write(SSE_HEARTBEAT), this.config.sseHeartbeatMs);
+    const heartbeat = setInterval(() => writeEvent(raw, SSE_HEARTBEAT), this.config.sseHeartbeatMs);
     const end = () => raw.end();
     this.streams.add(end);
     raw.on('close', () => {
