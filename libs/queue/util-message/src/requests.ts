@@ -1,3 +1,4 @@
+import { headerText } from '@restash/shared/util-http';
 import { eventCursorStreamId, parseDlqCursor } from './cursors';
 import { QueueError } from './errors';
 import { inQueue } from './flow-control';
@@ -77,26 +78,9 @@ export function publishDestination(rest: string, url: string, query: URLSearchPa
 const FORWARDED_HEADER = /^upstash-(?:failure-callback-|callback-)?forward-/;
 
 /**
- * The value of one of the queue's own headers (`Upstash-*` but the forwarded ones, `Service-Callback`,
- * `Service-Failure-Callback`) as the text the client meant. Node hands header values over as Latin-1 (one
- * character per byte); `curl` and most clients send UTF-8, so a value whose bytes are valid UTF-8 holding a
- * non-ASCII character is read as UTF-8 (`Ã¼` → `ü`). Any other value stays as it is: Node's `fetch` (the official
- * SDK) sends a character up to U+00FF as that one byte, which is not valid UTF-8 alone (`ü` → 0xFC → `ü`).
- */
-export function controlHeaderText(value: string): string {
-  // ASCII needs no decoding; a character past U+00FF did not come from Node's parser (it is no byte).
-  if (!/[\x80-\xff]/.test(value) || /[^\x00-\xff]/.test(value)) return value;
-  try {
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(Buffer.from(value, 'latin1'));
-  } catch {
-    return value;
-  }
-}
-
-/**
  * Request headers from Node's raw name/value pairs, names lower-cased, repeated ones as arrays (the
  * raw-body hook drops content-type from the parsed headers, and publish forwards it). The values of the queue's
- * own headers are read as UTF-8 where their bytes are UTF-8 ({@link controlHeaderText}); every other value (the
+ * own headers are read as UTF-8 where their bytes are UTF-8 (`headerText`); every other value (the
  * forwarded headers, `Content-Type`) keeps its bytes (one Latin-1 character each), so that delivery sends them
  * as they came.
  */
@@ -106,7 +90,7 @@ export function headerRecord(rawHeaders: readonly string[]): Record<string, stri
     const name = (rawHeaders[i] ?? '').toLowerCase();
     const raw = rawHeaders[i + 1] ?? '';
     const own = (name.startsWith('upstash-') && !FORWARDED_HEADER.test(name)) || name === 'service-callback' || name === 'service-failure-callback';
-    const value = own ? controlHeaderText(raw) : raw;
+    const value = own ? headerText(raw) : raw;
     const seen = headers[name];
     headers[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
   }

@@ -4,3 +4,4 @@ export * from './raw-body';
 export * from './api-errors';
 export * from './request-metrics';
 export * from './address-guard';
+export * from './header-text';

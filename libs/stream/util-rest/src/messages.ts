@@ -1,3 +1,4 @@
+import { headerText } from '@restash/shared/util-http';
 import type { Header } from './requests';
 
 /** A record header as the Kafka client decodes it: name and value bytes (a value may be null). */
@@ -76,21 +77,6 @@ const STANDARD_HEADERS = new Set([
 ]);
 
 /**
- * A header value's bytes (one latin1 character each, as Node gives them) as UTF-8 text when they are UTF-8
- * (curl, most clients), else as latin1, one character per byte: Node's `fetch` sends `café` so.
- */
-function utf8OrLatin1(raw: string): string {
-  try {
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(Buffer.from(raw, 'latin1'));
-  } catch {
-    return raw;
-  }
-}
-
-/** Any character outside ASCII: a header value that holds one was sent as bytes beyond 0x7F. */
-const NON_ASCII = /[^\x00-\x7f]/;
-
-/**
  * The message headers of a webhook call: every request header that is not a standard one (nor `sec-*`),
  * in request order, with the name as the client spelled it and the value read as UTF-8 text when its
  * bytes are UTF-8, else as latin1 (README, "Stream: messages").
@@ -105,7 +91,7 @@ export function webhookHeaders(rawHeaders: string[]): Header[] {
     const name = key.toLowerCase();
     if (STANDARD_HEADERS.has(name) || name.startsWith('sec-')) continue;
     const raw = rawHeaders[i + 1] ?? '';
-    kept.push({ key, value: NON_ASCII.test(raw) ? utf8OrLatin1(raw) : raw });
+    kept.push({ key, value: headerText(raw) });
   }
   return kept;
 }
