@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { Redis } from 'ioredis';
+import { claimPlatformServer, platformOwner, registryKeys, serverRunId } from '@restash/shared/data-access-registry';
 import { call, eventually } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';
 
@@ -23,6 +24,7 @@ describe('kv-gateway over raw HTTP', () => {
       ],
       rival: [{ name: 'main', db: 2 }],
       careless: [{ name: 'main', db: 3, onControlRedis: true }],
+      squatter: [{ name: 'main', db: 5 }],
     });
     ({ standard: token, readonly } = stack.tokens('acme', 'main'));
   });
@@ -413,6 +415,25 @@ describe('kv-gateway over raw HTTP', () => {
       expect((response.body as { error: string }).error).toMatch(/control Redis/);
       const control = new Redis(stack.control.url);
       expect(await control.dbsize()).toBeGreaterThan(0); // the registry is still there
+      control.disconnect();
+    });
+
+    it("nor is a server the platform claimed (the queue's Redis)", async () => {
+      // As queue-gateway and queue-worker claim theirs: here the squatter's own server plays the queue's Redis.
+      const control = new Redis(stack.control.url);
+      const queueRedis = stack.admin('squatter', 'main');
+      const stop = claimPlatformServer(control, queueRedis, 'queue', { warn: () => undefined, error: () => undefined });
+      const runId = await serverRunId(queueRedis);
+      await eventually(async () => expect(await control.get(registryKeys.kvServer(runId))).toBe(platformOwner('queue')));
+      stop();
+      await queueRedis.set('restash:queue:job', 'a message of another tenant');
+      const squatter = stack.tokens('squatter', 'main').standard;
+      for (const body of [['GET', 'restash:queue:job'], ['FLUSHALL']]) {
+        const response = await call(url(), { token: squatter, body });
+        expect(response.status).toBe(503);
+        expect((response.body as { error: string }).error).toMatch(/a Redis server of the platform/);
+      }
+      expect(await queueRedis.get('restash:queue:job')).toBe('a message of another tenant');
       control.disconnect();
     });
   });

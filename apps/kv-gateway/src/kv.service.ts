@@ -26,7 +26,6 @@ import {
   type Subscription,
   type SubscriptionHandlers,
   isReplyError,
-  serverRunId,
 } from '@restash/kv/data-access-redis';
 import {
   type KvDatabaseRecord,
@@ -37,7 +36,9 @@ import {
   registryKeys,
   openWithToken,
   parseKvAclUserKey,
+  platformRoleOf,
   sealWithToken,
+  serverRunId,
   tokenDigest,
 } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, type Credentials, type Grant, TenantDenied, TenantGate } from '@restash/shared/feature-tenancy';
@@ -219,9 +220,9 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * The checks of a database's server, by `run_id`: never the control Redis, and a server backs at
-   * most one KV database (README, "KV: one Redis server per database"); a server failing them has its
-   * backend closed.
+   * The checks of a database's server, by `run_id`: never the control Redis or another server the platform
+   * claimed (the queue's Redis), and a server backs at most one KV database (README, "KV: one Redis server per
+   * database"); a server failing them has its backend closed.
    * @throws KvError 503 when the server fails them; TenantDenied when the registry cannot be reached
    */
   private async checkServer(database: KvDatabaseRecord, backend: KvBackend, runId: string): Promise<void> {
@@ -231,6 +232,13 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       throw new KvError(503, 'ERR this database is misconfigured: it points at the platform control Redis');
     }
     const other = await this.gate.registryCall(database.tenant, () => this.writer.bindKvServer(runId, database.id));
+    const role = platformRoleOf(other);
+    if (role) {
+      // The queue's Redis holds every project's messages (claimPlatformServer): a tenant's URL naming it, under any name, is refused.
+      this.logger.error(`KV database ${database.id} points at the ${role} Redis (run_id ${runId}), which the platform keeps its own data on; refusing to serve it`);
+      if (this.backends.find(database.id) === backend) await this.backends.drop(database.id);
+      throw new KvError(503, 'ERR this database is misconfigured: it points at a Redis server of the platform');
+    }
     if (other) {
       this.logger.error(
         `KV database ${database.id} is on the Redis server (run_id ${runId}) that already backs KV database ${other}; refusing to serve it: a Redis server backs at most one KV database`,

@@ -1,4 +1,6 @@
 import { Client, QstashDailyRatelimitError } from '@upstash/qstash';
+import { Redis } from 'ioredis';
+import { platformOwner, registryKeys, serverRunId } from '@restash/shared/data-access-registry';
 import { call, eventually } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
 import { type Sink, atLeast, nonEmpty, startSink } from './testing/sink';
@@ -27,6 +29,18 @@ describe('queue API over raw HTTP', () => {
 
   const publish = (destination: string, init: { token?: string; raw?: string; headers?: Record<string, string> } = {}) =>
     call(`${stack.url}/v2/publish/${destination}`, { method: 'POST', token, raw: 'body', ...init });
+
+  it("claims the queue's Redis for the platform in the registry, so that no KV database is served from it", async () => {
+    const registry = new Redis(stack.control.url);
+    const direct = new Redis(stack.queueRedis.url);
+    try {
+      const runId = await serverRunId(direct);
+      await eventually(async () => expect(await registry.get(registryKeys.kvServer(runId))).toBe(platformOwner('queue')));
+    } finally {
+      registry.disconnect();
+      direct.disconnect();
+    }
+  });
 
   it('answers the daily limit with 429 and RateLimit-* headers, which the SDK reads as QstashDailyRatelimitError', async () => {
     const client = new Client({ baseUrl: stack.url, token: stack.secrets('acme', 'limited').token });

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { Readiness } from '@restash/shared/util-http';
-import type { QueueProjectRecord } from '@restash/shared/data-access-registry';
-import { type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
+import { type QueueProjectRecord, claimPlatformServer } from '@restash/shared/data-access-registry';
+import { CONTROL_REDIS, type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
 import { type Page, Publisher, QueueStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import {
   type CancelRequest,
@@ -48,9 +48,11 @@ export class QueueService implements OnApplicationShutdown {
   private readonly logger = new Logger(QueueService.name);
   private readonly store: QueueStore;
   private readonly publisher: Publisher;
+  private readonly stopClaim: () => void;
 
   constructor(
     @Inject(QUEUE_REDIS) private readonly queueRedis: Redis,
+    @Inject(CONTROL_REDIS) control: Redis,
     private readonly gate: TenantGate,
     @Inject(QUEUE_CONFIG) config: QueueGatewayConfig,
     private readonly metrics: QueueMetrics,
@@ -59,9 +61,12 @@ export class QueueService implements OnApplicationShutdown {
     this.store = new QueueStore(queueRedis, config.store.options);
     this.publisher = new Publisher(this.store, new UrlGroupStore(queueRedis, config.store.options.prefix));
     readiness.register('queue-redis', () => queueRedis.ping());
+    // No tenant's KV database may be served from, or wiped on, the queue's Redis.
+    this.stopClaim = claimPlatformServer(control, queueRedis, 'queue', this.logger);
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.stopClaim();
     await this.store.close();
     this.queueRedis.disconnect();
   }

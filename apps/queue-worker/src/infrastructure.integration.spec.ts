@@ -1,4 +1,5 @@
-import { queueProjectId } from '@restash/shared/data-access-registry';
+import { Redis } from 'ioredis';
+import { platformOwner, queueProjectId, registryKeys, serverRunId } from '@restash/shared/data-access-registry';
 import { eventually } from '@restash/shared/util-testing';
 import type { AppProcess, RedisServer } from '@restash/platform/util-stack';
 import type { QueueStore } from '@restash/queue/data-access-store';
@@ -113,4 +114,18 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     expect(requests).toHaveLength(1);
     expect(requests[0]?.['upstash-retried']).toBe('0');
   }, 60_000);
+
+  it("has claimed the queue's Redis for the platform, again after it restarted with a new run_id", async () => {
+    // The test before restarted it; no KV database may be served from the new process either.
+    const registry = new Redis(control.url);
+    const direct = new Redis(queueRedis.url);
+    try {
+      const runId = await serverRunId(direct);
+      await eventually(async () => expect(await registry.get(registryKeys.kvServer(runId))).toBe(platformOwner('queue')), 10_000);
+      expect(await registry.keys(registryKeys.kvServer('*'))).toHaveLength(2); // the first process's claim, and this one's
+    } finally {
+      registry.disconnect();
+      direct.disconnect();
+    }
+  });
 });

@@ -2,7 +2,8 @@ import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown 
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Readiness, ObservabilityModule, parseAllowlist } from '@restash/shared/util-http';
-import { TenancyModule } from '@restash/shared/feature-tenancy';
+import { claimPlatformServer } from '@restash/shared/data-access-registry';
+import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { DELIVERY_QUEUE, QueueStore, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { HttpDeliverer } from '@restash/queue/data-access-delivery';
 import type { QueueMessage } from '@restash/queue/util-message';
@@ -23,18 +24,25 @@ export const WORKER_REDIS = Symbol('WORKER_REDIS');
  * and the DLQ. Every part is a provider: the control Redis and the registry reader (TenancyModule), two
  * queue Redis connections, the store, the SSRF-guarded deliverer, the metrics, the per-message
  * {@link DeliveryProcessor}, the BullMQ `Worker` and its {@link DeliveryWorker} lifecycle, and the Workers of the
- * queues and flow-control keys ({@link LaneWorkers}, with their own connections). The module closes
+ * queues and flow-control keys ({@link LaneWorkers}, with their own connections). It claims the queue's Redis for the
+ * platform in the registry (claimPlatformServer), so that no KV database is served from it. The module closes
  * what it opened once the worker has stopped (`onApplicationShutdown` comes after the worker's
  * `beforeApplicationShutdown`).
  */
 @Module({})
 export class WorkerModule implements OnApplicationShutdown {
+  private readonly stopClaim: () => void;
+
   constructor(
     @Inject(QUEUE_REDIS) private readonly queueRedis: Redis,
     @Inject(WORKER_REDIS) private readonly workerRedis: Redis,
+    @Inject(CONTROL_REDIS) control: Redis,
     private readonly store: QueueStore,
     private readonly deliverer: HttpDeliverer,
-  ) {}
+  ) {
+    // No tenant's KV database may be served from, or wiped on, the queue's Redis.
+    this.stopClaim = claimPlatformServer(control, queueRedis, 'queue', new Logger(WorkerModule.name));
+  }
 
   static forRoot(config: QueueWorkerConfig): DynamicModule {
     return {
@@ -96,6 +104,7 @@ export class WorkerModule implements OnApplicationShutdown {
 
   /** Closes the store, the deliverer and the queue Redis connections (TenancyModule closes the control Redis). */
   async onApplicationShutdown(): Promise<void> {
+    this.stopClaim();
     await this.deliverer.close();
     await this.store.close();
     this.workerRedis.disconnect();

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import { CommandTable, type CommandArgs, READONLY_REDIS_USER, type Reply, readonlyUserRules } from '@restash/kv/util-command';
+import { serverRunId } from '@restash/shared/data-access-registry';
 import { RawCommand, ReplyTooLarge, isReplyError } from './raw-command';
 
 export interface KvBackendOptions {
@@ -97,14 +98,6 @@ function baseOptions(options: KvBackendOptions): RedisOptions {
     maxRetriesPerRequest: 1,
     ...(options.commandTimeoutMs > 0 ? { commandTimeout: options.commandTimeoutMs } : {}),
   };
-}
-
-/** The `run_id` of the server a client is connected to: the same id means the same Redis process. */
-export async function serverRunId(client: Redis): Promise<string> {
-  const info = await client.info('server');
-  const match = /^run_id:(\w+)/m.exec(info);
-  if (!match?.[1]) throw new Error('INFO server has no run_id');
-  return match[1];
 }
 
 const corked = new WeakSet<Redis>();

@@ -1,6 +1,5 @@
 import { Redis } from 'ioredis';
-import type { KvDatabaseRecord } from '@restash/shared/data-access-registry';
-import { serverRunId } from './kv-backend';
+import { type KvDatabaseRecord, serverRunId } from '@restash/shared/data-access-registry';
 
 /**
  * Wipes what a KV database left on its Redis server, for tenant deletion: every key of every logical
@@ -11,13 +10,13 @@ import { serverRunId } from './kv-backend';
  * and disconnects before returning.
  *
  * Wipes nothing when the server's binding (`restash:v1:kv:server:<run_id>`, made by kv-gateway when it
- * first serves a database there) names another KV database: then this database was never served from
- * that server (the gateway refuses a second database on a bound server), and the server holds the other
- * database's data, which an apply that named the same server under another host name (`localhost` for
- * `127.0.0.1`) must not wipe.
+ * first serves a database there) names another owner: another KV database, or the platform (the control Redis,
+ * the queue's Redis: `platform:<role>`). Then this database was never served from that server (the gateway refuses
+ * a database on a server bound to another owner), and the server holds the other owner's data, which a database
+ * that named the same server under another host name (`localhost` for `127.0.0.1`) must not wipe.
  *
- * @param boundTo the id of the KV database the server with this `run_id` is bound to, or null when unbound
- * @returns `'purged'`, or `'other'` when the server is bound to another database and was left untouched
+ * @param boundTo the owner of the server with this `run_id` (a KV database id or `platform:<role>`), or null when unbound
+ * @returns `'purged'`, or `'other'` when the server is bound to another owner and was left untouched
  * @throws Error when the server cannot be reached or refuses one of the commands (nothing is retried)
  */
 export async function purgeKvDatabase(

@@ -11,9 +11,13 @@ import {
   generateToken,
   defaultCollection,
   registryKeys,
+  claimPlatformServer,
+  platformOwner,
+  serverRunId,
   tenantDocumentSchema,
   tokenDigest,
 } from '@restash/shared/data-access-registry';
+import { eventually } from '@restash/shared/util-testing';
 import { type KafkaBroker, type QdrantLocal, type RedisServer, startKafka, startQdrantLocal, startRedisServer } from '@restash/platform/util-stack';
 import { QueueStore } from '@restash/queue/data-access-store';
 import type { QueueMessage } from '@restash/queue/util-message';
@@ -300,6 +304,40 @@ describe('TenantTeardown', () => {
     expect((await teardown.deleteTenant('acme')).failed).toEqual([]);
     expect(await kvAdmin.exists('kept')).toBe(0);
     expect(await registry.exists(registryKeys.kvServer(runId))).toBe(0);
+  });
+
+  it("a KV database naming the control Redis or the queue's Redis (another host name, another logical database) is dropped without wiping either", async () => {
+    const doc = acme(['jobs']);
+    await teardown.applyTenant(doc, tokensOf(doc));
+    const pending = message('acme.jobs', 3_600_000);
+    await store.publish(pending);
+    const stopClaim = claimPlatformServer(registry, queueRedis, 'queue', { warn: () => undefined, error: () => undefined });
+    const queueRunId = await serverRunId(queueRedis);
+    await eventually(async () => expect(await registry.get(registryKeys.kvServer(queueRunId))).toBe(platformOwner('queue')));
+    stopClaim();
+    // A hostile tenant names both platform servers: FLUSHALL there would empty every logical database of either.
+    const mallory = tenantDocumentSchema.parse({
+      apiVersion: 'restash.dev/v1alpha1',
+      kind: 'Tenant',
+      metadata: { name: 'mallory' },
+      spec: {
+        kv: {
+          databases: [
+            { name: 'registry', redis: { url: `redis://localhost:${control.port}/7` } },
+            { name: 'jobs', redis: { url: `redis://localhost:${queueServer.port}/5` } },
+          ],
+        },
+      },
+    });
+    await teardown.applyTenant(mallory, tokensOf(mallory));
+
+    const report = await teardown.deleteTenant('mallory');
+    expect(report.failed).toEqual([]);
+    expect(await registry.exists(registryKeys.tenant('acme'), registryKeys.queueProject('acme.jobs'))).toBe(2);
+    expect(await jobsOf('acme.jobs')).toEqual([pending.messageId]);
+    expect(await registry.get(registryKeys.kvServer(queueRunId))).toBe(platformOwner('queue'));
+
+    expect((await teardown.deleteTenant('acme')).failed).toEqual([]);
   });
 
   it('deleting an unknown tenant does nothing', async () => {

@@ -12,7 +12,9 @@ import {
   type VectorIndexRecord,
   defaultCollection,
   kvServerEndpoint,
+  platformOwner,
   registryKeys,
+  serverRunId,
   tenantTeardownRecordSchema,
   vectorCollectionOf,
 } from '@restash/shared/data-access-registry';
@@ -21,7 +23,8 @@ import {
 export interface ResourcePurgers {
   /**
    * Empties the KV database's Redis (keys, scripts, functions, the tenant's ACL users), unless `boundTo`
-   * (the id of the database a server's `run_id` is bound to, or null) names another database.
+   * (the id of the database a server's `run_id` is bound to, `platform:<role>` for the control Redis and the servers
+   * the platform claimed, or null) names another owner.
    */
   kv(record: KvDatabaseRecord, boundTo: (runId: string) => Promise<string | null>): Promise<unknown>;
   /** Deletes the vector index's Qdrant collection. */
@@ -231,11 +234,21 @@ export class TenantTeardown {
     };
   }
 
+  /**
+   * Who a Redis server (by `run_id`) holds data for: `platform:control` for the control Redis itself, else its
+   * binding (a KV database's id, `platform:<role>` for a server the platform claimed, or null). A tenant's KV database
+   * may name the control Redis under another host name; its purge must not FLUSHALL the registry of every tenant.
+   */
+  private async serverOwner(runId: string): Promise<string | null> {
+    if (runId === (await serverRunId(this.control))) return platformOwner('control');
+    return this.control.get(registryKeys.kvServer(runId));
+  }
+
   private async purgeOne(resource: RetiredResource): Promise<void> {
     switch (resource.api) {
       case 'kv': {
         const { id } = resource.record;
-        await this.purgers.kv(resource.record, (runId) => this.control.get(registryKeys.kvServer(runId)));
+        await this.purgers.kv(resource.record, (runId) => this.serverOwner(runId));
         await this.deleteWhere(registryKeys.kvServer('*'), (raw) => raw === id); // its server's binding
         break;
       }

@@ -6,3 +6,4 @@ export * from './registry-reader';
 export * from './registry-writer';
 export * from './daily-quota';
 export * from './resources';
+export * from './platform-servers';

@@ -9,7 +9,7 @@ import { z } from 'zod';
  * |-------------------------------------|----------------------------------------|
  * | `restash:v1:token:<sha256 hex>`     | {@link TokenRecord}                    |
  * | `restash:v1:kv:database:<id>`       | {@link KvDatabaseRecord}               |
- * | `restash:v1:kv:server:<run_id>`     | the id of the KV database that Redis server backs (bound by kv-gateway, RegistryWriter.bindKvServer) |
+ * | `restash:v1:kv:server:<run_id>`     | the id of the KV database that Redis server backs (bound by kv-gateway, RegistryWriter.bindKvServer), or `platform:<role>` for a server the platform keeps its own data on (claimPlatformServer) |
  * | `restash:v1:vector:index:<id>`      | {@link VectorIndexRecord}              |
  * | `restash:v1:vector:namespaces:<id>` | Redis hash: namespace → next insertion sequence number (index state, kept by vector-gateway) |
  * | `restash:v1:vector:resumable:<uuid>` | a resumable query's state, with the query's idle timeout as TTL |

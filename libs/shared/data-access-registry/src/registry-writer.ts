@@ -276,8 +276,9 @@ export class RegistryWriter {
   /**
    * Binds a Redis server, by its `run_id`, to the one KV database it backs (README,
    * "KV: one Redis server per database"), atomically across gateway replicas. A binding to a database
-   * that is no longer in the registry is stale and is taken over.
-   * @returns null when the server is (now) bound to `databaseId`; else the id of the other database it backs
+   * that is no longer in the registry is stale and is taken over; a platform server's (claimPlatformServer) never is.
+   * @returns null when the server is (now) bound to `databaseId`; else the id of the other database it backs, or
+   *   `platform:<role>` for a platform server (platformRoleOf)
    */
   async bindKvServer(runId: string, databaseId: string): Promise<string | null> {
     const bound = await this.redis.eval(BIND_KV_SERVER, 1, registryKeys.kvServer(runId), databaseId, registryKeys.kvDatabase(''));
@@ -460,12 +461,13 @@ function retiredKey(resource: RetiredResource): string {
 
 /**
  * KEYS[1] the server's binding key; ARGV[1] the database id; ARGV[2] the key prefix of KV database
- * records. Returns the other existing database the server is bound to, else binds it and returns nil.
+ * records. Returns the other existing database (or `platform:<role>`) the server is bound to, else binds it and
+ * returns nil.
  */
 const BIND_KV_SERVER = `
 local bound = redis.call('GET', KEYS[1])
 if bound == ARGV[1] then return false end
-if bound and redis.call('EXISTS', ARGV[2] .. bound) == 1 then return bound end
+if bound and (string.sub(bound, 1, 9) == 'platform:' or redis.call('EXISTS', ARGV[2] .. bound) == 1) then return bound end
 redis.call('SET', KEYS[1], ARGV[1])
 return false`;
 

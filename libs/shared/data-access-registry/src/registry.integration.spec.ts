@@ -8,6 +8,7 @@ import { RegistryWriter } from './registry-writer';
 import { type TenantDocument, tenantDocumentSchema } from './tenant-spec';
 import { generateSigningKey, generateToken, tokenDigest } from './credentials';
 import { RegistrySeal, SealError } from './sealed';
+import { claimPlatformServer, platformOwner, serverRunId } from './platform-servers';
 
 function tenant(name: string, databases: string[]): TenantDocument {
   return tenantDocumentSchema.parse({
@@ -257,6 +258,35 @@ describe('tenant registry on a real Redis', () => {
     expect(stored.signingKeys).toEqual(rotations[0]);
     expect(stored.maxRequestBytes).toBe(2048);
     expect(await writer.queueSigningKeys([id, queueProjectId('race', 'none')])).toEqual(new Map([[id, rotations[0]]]));
+  });
+
+  it("claims the queue's Redis for the platform again after each restart, and no KV database binds a claimed server", async () => {
+    const queueServer = await startRedisServer();
+    const queueRedis = new Redis(queueServer.url);
+    const logged: string[] = [];
+    const log = { warn: (m: string) => logged.push(`warn: ${m}`), error: (m: string) => logged.push(`error: ${m}`) };
+    try {
+      const first = await serverRunId(queueRedis);
+      // A tenant's database was served from it before the platform claimed it (first install): reported, then claimed.
+      expect(await writer.bindKvServer(first, kvDatabaseId('early', 'main'))).toBeNull();
+      await writer.applyTenant(tenant('early', ['main']), tokensFor(['main']));
+      const stop = claimPlatformServer(redis, queueRedis, 'queue', log);
+      await eventually(async () => expect(await redis.get(registryKeys.kvServer(first))).toBe(platformOwner('queue')));
+      expect(logged).toEqual([expect.stringMatching(/^error: the queue Redis \(run_id \w+\) was bound to KV database early\.main/)]);
+      // The binding is never taken over, even by a database that exists (a stale one would be).
+      expect(await writer.bindKvServer(first, kvDatabaseId('early', 'main'))).toBe('platform:queue');
+
+      await queueServer.restart(); // a new run_id, claimed at the reconnect
+      const second = await serverRunId(queueRedis);
+      expect(second).not.toBe(first);
+      await eventually(async () => expect(await redis.get(registryKeys.kvServer(second))).toBe(platformOwner('queue')));
+      expect(await writer.bindKvServer(second, kvDatabaseId('early', 'main'))).toBe('platform:queue');
+      expect(logged).toHaveLength(1);
+      stop();
+    } finally {
+      queueRedis.disconnect();
+      await queueServer.stop();
+    }
   });
 
   it('counts a daily quota across callers without overshooting', async () => {

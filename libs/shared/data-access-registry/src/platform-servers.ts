@@ -1,0 +1,59 @@
+import type { Redis } from 'ioredis';
+import { registryKeys } from './records';
+
+/**
+ * The Redis servers the platform itself keeps data on (README, "KV: one Redis server per database"): the control
+ * Redis (the registry) and the queue's Redis (every project's messages, DLQ and events). No KV database may be
+ * served from one, nor wiped on one, whatever its URL calls it (`localhost` for `127.0.0.1`, a DNS alias, another
+ * logical database: FLUSHALL empties them all).
+ */
+export type PlatformRole = 'control' | 'queue';
+
+const PLATFORM_OWNER = 'platform:';
+
+/** What a server binding (`restash:v1:kv:server:<run_id>`) holds for a platform server: `platform:<role>`. */
+export function platformOwner(role: PlatformRole): string {
+  return `${PLATFORM_OWNER}${role}`;
+}
+
+/** The platform role a server binding names (see {@link platformOwner}), or undefined when it names a KV database (or nothing). */
+export function platformRoleOf(owner: string | null | undefined): PlatformRole | undefined {
+  return owner?.startsWith(PLATFORM_OWNER) ? (owner.slice(PLATFORM_OWNER.length) as PlatformRole) : undefined;
+}
+
+/**
+ * The `run_id` of the server a client is connected to (`INFO server`): the same id means the same Redis process
+ * (a restart makes a new one).
+ * @throws Error when the server cannot be reached, or its INFO has no run_id
+ */
+export async function serverRunId(client: Redis): Promise<string> {
+  const info = await client.info('server');
+  const match = /^run_id:(\w+)/m.exec(info);
+  if (!match?.[1]) throw new Error('INFO server has no run_id');
+  return match[1];
+}
+
+/**
+ * Claims `server` for the platform in the registry on `control`: its binding becomes `platform:<role>`, which
+ * kv-gateway never serves a KV database from and a tenant's teardown never wipes (RegistryWriter.bindKvServer
+ * does not take it over). Claimed now when `server` is ready, and again after every reconnect, since a restarted
+ * server has a new `run_id`. A claim that fails (either Redis down) is reported to `log.warn` and made at the next
+ * reconnect; a KV database found bound to the server (served from it before the claim) is reported to `log.error`:
+ * its tenant could read the platform's data, so a platform engineer should drop that database and check the server.
+ * @returns a function that stops claiming (at shutdown)
+ */
+export function claimPlatformServer(control: Redis, server: Redis, role: PlatformRole, log: { warn(message: string): void; error(message: string): void }): () => void {
+  const claim = () => {
+    serverRunId(server)
+      .then((runId) => control.set(registryKeys.kvServer(runId), platformOwner(role), 'GET').then((before) => ({ runId, before })))
+      .then(({ runId, before }) => {
+        if (before !== null && platformRoleOf(before) === undefined) {
+          log.error(`the ${role} Redis (run_id ${runId}) was bound to KV database ${before}, which may have read and changed its data; now claimed for the platform`);
+        }
+      })
+      .catch((error: unknown) => log.warn(`could not claim the ${role} Redis for the platform (${String(error)}); trying again at its next reconnect`));
+  };
+  server.on('ready', claim);
+  if (server.status === 'ready') claim();
+  return () => server.off('ready', claim);
+}
