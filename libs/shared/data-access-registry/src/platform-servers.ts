@@ -37,13 +37,17 @@ export async function serverRunId(client: Redis): Promise<string> {
  * Claims `server` for the platform in the registry on `control`: its binding becomes `platform:<role>`, which
  * kv-gateway never serves a KV database from and a tenant's teardown never wipes (RegistryWriter.bindKvServer
  * does not take it over). Claimed now when `server` is ready, and again after every reconnect, since a restarted
- * server has a new `run_id`. A claim that fails (either Redis down) is reported to `log.warn` and made at the next
- * reconnect; a KV database found bound to the server (served from it before the claim) is reported to `log.error`:
- * its tenant could read the platform's data, so a platform engineer should drop that database and check the server.
+ * server has a new `run_id`. A claim that fails (either Redis down) is reported to `log.warn` and tried again every
+ * {@link CLAIM_RETRY_MS} until it is made; a KV database found bound to the server (served from it before the claim)
+ * is reported to `log.error`: its tenant could read the platform's data, so a platform engineer should drop that
+ * database and check the server.
  * @returns a function that stops claiming (at shutdown)
  */
 export function claimPlatformServer(control: Redis, server: Redis, role: PlatformRole, log: { warn(message: string): void; error(message: string): void }): () => void {
+  let retry: NodeJS.Timeout | undefined;
+  let stopped = false;
   const claim = () => {
+    clearTimeout(retry);
     serverRunId(server)
       .then((runId) => control.set(registryKeys.kvServer(runId), platformOwner(role), 'GET').then((before) => ({ runId, before })))
       .then(({ runId, before }) => {
@@ -51,9 +55,20 @@ export function claimPlatformServer(control: Redis, server: Redis, role: Platfor
           log.error(`the ${role} Redis (run_id ${runId}) was bound to KV database ${before}, which may have read and changed its data; now claimed for the platform`);
         }
       })
-      .catch((error: unknown) => log.warn(`could not claim the ${role} Redis for the platform (${String(error)}); trying again at its next reconnect`));
+      .catch((error: unknown) => {
+        if (stopped) return;
+        log.warn(`could not claim the ${role} Redis for the platform (${String(error)}); trying again in ${CLAIM_RETRY_MS} ms`);
+        retry = setTimeout(claim, CLAIM_RETRY_MS).unref();
+      });
   };
   server.on('ready', claim);
   if (server.status === 'ready') claim();
-  return () => server.off('ready', claim);
+  return () => {
+    stopped = true;
+    clearTimeout(retry);
+    server.off('ready', claim);
+  };
 }
+
+/** How long {@link claimPlatformServer} waits before it tries a failed claim again, in ms. */
+export const CLAIM_RETRY_MS = 5_000;

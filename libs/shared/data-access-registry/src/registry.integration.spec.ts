@@ -289,6 +289,28 @@ describe('tenant registry on a real Redis', () => {
     }
   });
 
+  it('makes a claim that failed while the control Redis was down once it is back', async () => {
+    const [down, queueServer] = await Promise.all([startRedisServer(), startRedisServer()]);
+    const control = new Redis(down.url, { enableOfflineQueue: false, lazyConnect: true });
+    control.on('error', () => undefined);
+    const queueRedis = new Redis(queueServer.url);
+    const warned: string[] = [];
+    try {
+      await control.connect();
+      await down.kill();
+      const stop = claimPlatformServer(control, queueRedis, 'queue', { warn: (m) => warned.push(m), error: (m) => warned.push(m) });
+      await eventually(() => expect(warned[0]).toMatch(/could not claim the queue Redis for the platform .*trying again in 5000 ms/));
+      await down.start();
+      const runId = await serverRunId(queueRedis);
+      await eventually(async () => expect(await control.get(registryKeys.kvServer(runId))).toBe(platformOwner('queue')), 15_000, 200);
+      stop();
+    } finally {
+      control.disconnect();
+      queueRedis.disconnect();
+      await Promise.all([down.stop(), queueServer.stop()]);
+    }
+  }, 30_000);
+
   it('counts a daily quota across callers without overshooting', async () => {
     const quotaA = new DailyQuota(redis);
     const other = new Redis(server.url);
