@@ -418,8 +418,11 @@ describe('kv-gateway over raw HTTP', () => {
       control.disconnect();
     });
 
-    it("nor is a server the platform claimed (the queue's Redis)", async () => {
-      // As queue-gateway and queue-worker claim theirs: here the squatter's own server plays the queue's Redis.
+    it("nor is a server the platform claimed (the queue's Redis), even one it served before the claim", async () => {
+      // As queue-gateway and queue-worker claim theirs: here the squatter's own server plays the queue's Redis, which
+      // the squatter's database was served from before any queue service claimed it (a first install).
+      const squatter = stack.tokens('squatter', 'main').standard;
+      expect((await call(url(), { token: squatter, body: ['SET', 'mine', '1'] })).body).toEqual({ result: 'OK' });
       const control = new Redis(stack.control.url);
       const queueRedis = stack.admin('squatter', 'main');
       const stop = claimPlatformServer(control, queueRedis, 'queue', { warn: () => undefined, error: () => undefined });
@@ -427,7 +430,8 @@ describe('kv-gateway over raw HTTP', () => {
       await eventually(async () => expect(await control.get(registryKeys.kvServer(runId))).toBe(platformOwner('queue')));
       stop();
       await queueRedis.set('restash:queue:job', 'a message of another tenant');
-      const squatter = stack.tokens('squatter', 'main').standard;
+      // The claim is announced: the gateway checks the server again at the next request.
+      await eventually(async () => expect((await call(url(), { token: squatter, body: ['GET', 'mine'] })).status).toBe(503));
       for (const body of [['GET', 'restash:queue:job'], ['FLUSHALL']]) {
         const response = await call(url(), { token: squatter, body });
         expect(response.status).toBe(503);

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { registryKeys } from './records';
+import { REGISTRY_CHANNEL, registryKeys } from './records';
 
 /**
  * The Redis servers the platform itself keeps data on (README, "KV: one Redis server per database"): the control
@@ -39,8 +39,9 @@ export async function serverRunId(client: Redis): Promise<string> {
  * does not take it over). Claimed now when `server` is ready, and again after every reconnect, since a restarted
  * server has a new `run_id`. A claim that fails (either Redis down) is reported to `log.warn` and tried again every
  * {@link CLAIM_RETRY_MS} until it is made; a KV database found bound to the server (served from it before the claim)
- * is reported to `log.error`: its tenant could read the platform's data, so a platform engineer should drop that
- * database and check the server.
+ * is reported to `log.error` (its tenant could read the platform's data, so a platform engineer should drop that
+ * database and check the server) and announced on {@link REGISTRY_CHANNEL}, so that kv-gateway stops serving it
+ * at once.
  * @returns a function that stops claiming (at shutdown)
  */
 export function claimPlatformServer(control: Redis, server: Redis, role: PlatformRole, log: { warn(message: string): void; error(message: string): void }): () => void {
@@ -50,10 +51,11 @@ export function claimPlatformServer(control: Redis, server: Redis, role: Platfor
     clearTimeout(retry);
     serverRunId(server)
       .then((runId) => control.set(registryKeys.kvServer(runId), platformOwner(role), 'GET').then((before) => ({ runId, before })))
-      .then(({ runId, before }) => {
-        if (before !== null && platformRoleOf(before) === undefined) {
-          log.error(`the ${role} Redis (run_id ${runId}) was bound to KV database ${before}, which may have read and changed its data; now claimed for the platform`);
-        }
+      .then(async ({ runId, before }) => {
+        if (before === null || platformRoleOf(before) !== undefined) return;
+        log.error(`the ${role} Redis (run_id ${runId}) was bound to KV database ${before}, which may have read and changed its data; now claimed for the platform`);
+        // Announced: every kv-gateway replica drops its sessions, and the database's next request is refused.
+        await control.publish(REGISTRY_CHANNEL, registryKeys.kvServer(runId));
       })
       .catch((error: unknown) => {
         if (stopped) return;

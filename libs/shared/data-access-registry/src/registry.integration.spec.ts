@@ -267,12 +267,16 @@ describe('tenant registry on a real Redis', () => {
     const log = { warn: (m: string) => logged.push(`warn: ${m}`), error: (m: string) => logged.push(`error: ${m}`) };
     try {
       const first = await serverRunId(queueRedis);
-      // A tenant's database was served from it before the platform claimed it (first install): reported, then claimed.
+      // A tenant's database was served from it before the platform claimed it (first install): reported, announced
+      // (kv-gateway drops its sessions at any announcement, and checks the server again), then claimed.
       expect(await writer.bindKvServer(first, kvDatabaseId('early', 'main'))).toBeNull();
       await writer.applyTenant(tenant('early', ['main']), tokensFor(['main']));
+      const announced: string[] = [];
+      reader.onChange((key) => announced.push(key));
       const stop = claimPlatformServer(redis, queueRedis, 'queue', log);
       await eventually(async () => expect(await redis.get(registryKeys.kvServer(first))).toBe(platformOwner('queue')));
       expect(logged).toEqual([expect.stringMatching(/^error: the queue Redis \(run_id \w+\) was bound to KV database early\.main/)]);
+      await eventually(() => expect(announced).toContain(registryKeys.kvServer(first)));
       // The binding is never taken over, even by a database that exists (a stale one would be).
       expect(await writer.bindKvServer(first, kvDatabaseId('early', 'main'))).toBe('platform:queue');
 
