@@ -232,19 +232,16 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       throw new KvError(503, 'ERR this database is misconfigured: it points at the platform control Redis');
     }
     const other = await this.gate.registryCall(database.tenant, () => this.writer.bindKvServer(runId, database.id));
-    const role = platformRoleOf(other);
-    if (role) {
-      // The queue's Redis holds every project's messages (claimPlatformServer): a tenant's URL naming it, under any name, is refused.
-      this.logger.error(`KV database ${database.id} points at the ${role} Redis (run_id ${runId}), which the platform keeps its own data on; refusing to serve it`);
-      if (this.backends.find(database.id) === backend) await this.backends.drop(database.id);
-      throw new KvError(503, 'ERR this database is misconfigured: it points at a Redis server of the platform');
-    }
     if (other) {
+      // A platform server (the queue's Redis, claimPlatformServer) holds every project's data: refused under any name.
+      const role = platformRoleOf(other);
       this.logger.error(
-        `KV database ${database.id} is on the Redis server (run_id ${runId}) that already backs KV database ${other}; refusing to serve it: a Redis server backs at most one KV database`,
+        role
+          ? `KV database ${database.id} points at the ${role} Redis (run_id ${runId}), which the platform keeps its own data on; refusing to serve it`
+          : `KV database ${database.id} is on the Redis server (run_id ${runId}) that already backs KV database ${other}; refusing to serve it: a Redis server backs at most one KV database`,
       );
       if (this.backends.find(database.id) === backend) await this.backends.drop(database.id);
-      throw new KvError(503, 'ERR this database is misconfigured: its Redis server already backs another KV database');
+      throw new KvError(503, `ERR this database is misconfigured: ${role ? 'it points at a Redis server of the platform' : 'its Redis server already backs another KV database'}`);
     }
   }
 

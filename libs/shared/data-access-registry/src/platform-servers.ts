@@ -9,7 +9,8 @@ import { REGISTRY_CHANNEL, registryKeys } from './records';
  */
 export type PlatformRole = 'control' | 'queue';
 
-const PLATFORM_OWNER = 'platform:';
+/** The prefix of a platform server's binding (RegistryWriter's bind script refuses to take such a binding over). */
+export const PLATFORM_OWNER = 'platform:';
 
 /** What a server binding (`restash:v1:kv:server:<run_id>`) holds for a platform server: `platform:<role>`. */
 export function platformOwner(role: PlatformRole): string {

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import { generateSigningKey, tokenDigest } from './credentials';
 import { type RegistrySeal, SealError } from './sealed';
+import { PLATFORM_OWNER } from './platform-servers';
 import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
@@ -281,7 +282,7 @@ export class RegistryWriter {
    *   `platform:<role>` for a platform server (platformRoleOf)
    */
   async bindKvServer(runId: string, databaseId: string): Promise<string | null> {
-    const bound = await this.redis.eval(BIND_KV_SERVER, 1, registryKeys.kvServer(runId), databaseId, registryKeys.kvDatabase(''));
+    const bound = await this.redis.eval(BIND_KV_SERVER, 1, registryKeys.kvServer(runId), databaseId, registryKeys.kvDatabase(''), PLATFORM_OWNER);
     return typeof bound === 'string' ? bound : null;
   }
 
@@ -461,13 +462,13 @@ function retiredKey(resource: RetiredResource): string {
 
 /**
  * KEYS[1] the server's binding key; ARGV[1] the database id; ARGV[2] the key prefix of KV database
- * records. Returns the other existing database (or `platform:<role>`) the server is bound to, else binds it and
+ * records; ARGV[3] the prefix of platform bindings (never taken over). Returns the other existing database (or `platform:<role>`) the server is bound to, else binds it and
  * returns nil.
  */
 const BIND_KV_SERVER = `
 local bound = redis.call('GET', KEYS[1])
 if bound == ARGV[1] then return false end
-if bound and (string.sub(bound, 1, 9) == 'platform:' or redis.call('EXISTS', ARGV[2] .. bound) == 1) then return bound end
+if bound and (string.sub(bound, 1, #ARGV[3]) == ARGV[3] or redis.call('EXISTS', ARGV[2] .. bound) == 1) then return bound end
 redis.call('SET', KEYS[1], ARGV[1])
 return false`;
 
