@@ -48,6 +48,19 @@ import { KvMetrics } from './kv-metrics';
 /** Registry keys of KV database records end in the database id. */
 const KV_DATABASE_KEY = registryKeys.kvDatabase('');
 
+/** What a command label runs that the server can be asked to kill (KvBackend.killScript). */
+const SCRIPT_KINDS: ReadonlyMap<string, 'script' | 'function'> = new Map([
+  ['eval', 'script'],
+  ['evalsha', 'script'],
+  ['eval_ro', 'script'],
+  ['evalsha_ro', 'script'],
+  ['fcall', 'function'],
+  ['fcall_ro', 'function'],
+]);
+
+/** How often a kill is sent again while the server answers NOTBUSY (the script has not started, or Redis does not read yet). */
+const KILL_RETRY_MS = 250;
+
 /** Bound on cached sessions; past it the cache starts over (it only saves registry round trips). */
 const MAX_CACHED_SESSIONS = 10_000;
 
@@ -94,6 +107,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   /** Authenticated tokens; dropped on any registry change, and after the registry cache TTL. */
   private readonly sessions = new Map<string, { session: Promise<Session>; expiresAt: number }>();
   private readonly sessionTtlMs: number;
+  private readonly scriptTimeoutMs: number;
   private controlServer: Promise<string> | undefined;
 
   constructor(
@@ -106,6 +120,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     seal: RegistrySeal,
   ) {
     this.sessionTtlMs = config.registryCacheTtlMs;
+    this.scriptTimeoutMs = config.scriptTimeoutMs;
     this.writer = new RegistryWriter(control, seal);
   }
 
@@ -212,7 +227,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       runner: backend,
       table,
       db: Number(new URL(database.redisUrl).pathname.slice(1) || 0),
-      policy: { role: record.role, prefix: `${database.id}:` },
+      policy: { role: record.role, prefix: `${database.id}:`, maxReplyBytes: database.maxRequestBytes },
       ...(record.role === 'acl'
         ? { user: { username: record.aclUser ?? '', password: openWithToken(token, record.sealedPassword ?? '') } }
         : {}),
@@ -260,7 +275,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     }
     let reply: Reply;
     try {
-      reply = prepared.kind === 'composite' ? await prepared.run(session.runner) : await session.runner.run(prepared.args);
+      reply = await this.killingSlowScripts(session, [prepared.label], prepared.kind === 'composite' ? prepared.run(session.runner) : session.runner.run(prepared.args));
     } catch (error) {
       if (prepared.write) this.syncToken(id, true);
       if (isReplyError(error)) throw KvError.badRequest(error.message);
@@ -320,7 +335,13 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
           let end = start;
           while (end < prepared.length && (prepared[end] as { kind?: string }).kind === 'redis') end++;
           const segment = prepared.slice(start, end) as RedisCommand[];
-          const outcomes = await this.redisCall(session.tenant, () => session.runner.pipeline(segment.map((c) => c.args)));
+          const outcomes = await this.redisCall(session.tenant, () =>
+            this.killingSlowScripts(
+              session,
+              segment.map((c) => c.label),
+              session.runner.pipeline(segment.map((c) => c.args)),
+            ),
+          );
           await this.afterAclChanges(session, segment);
           segment.forEach((command, i) => items.push(this.item(session, command, outcomes[i])));
           start = end;
@@ -336,7 +357,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   /** A composite command as a `/pipeline` item: its reply, or its error. @throws KvError 503 when Redis cannot be reached */
   private async composite(session: Session, command: CompositeCommand): Promise<BatchItem> {
     try {
-      return { reply: await command.run(session.runner) };
+      return { reply: await this.killingSlowScripts(session, [command.label], command.run(session.runner)) };
     } catch (error) {
       if (error instanceof KvError && error.status === 400) return { error: error.message };
       if (isReplyError(error)) return { error: error.message };
@@ -358,7 +379,13 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       return command;
     });
     for (const command of prepared) this.count(session, command.label);
-    const outcome = await this.redisCall(session.tenant, () => session.runner.transaction(prepared.map((c) => c.args)));
+    const outcome = await this.redisCall(session.tenant, () =>
+      this.killingSlowScripts(
+        session,
+        prepared.map((c) => c.label),
+        session.runner.transaction(prepared.map((c) => c.args)),
+      ),
+    );
     if ('discarded' in outcome) throw KvError.badRequest(outcome.discarded);
     const syncToken = this.syncToken(session.database.id, prepared.some((c) => c.write));
     await this.afterAclChanges(session, prepared);
@@ -439,6 +466,39 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     return token;
   }
 
+  /**
+   * Waits for `work`, which runs the commands `labels` name. When one of them runs a script or function that is
+   * still running after REDIS_SCRIPT_TIMEOUT_MS, the server is asked to kill it (README, "KV: limits"), again every
+   * 250 ms while it answers NOTBUSY, until `work` settles: the caller then gets Redis's own error (400), where a
+   * script such as `while true do end` would otherwise leave every client of the database answered BUSY until
+   * someone sent SCRIPT KILL. A script that already wrote cannot be killed (UNKILLABLE): its caller gets the
+   * command timeout's 503.
+   */
+  private async killingSlowScripts<T>(session: Session, labels: readonly string[], work: Promise<T>): Promise<T> {
+    const kinds = new Set(labels.map((label) => SCRIPT_KINDS.get(label)).filter((kind) => kind !== undefined));
+    if (kinds.size === 0) return work;
+    let settled = false;
+    const timer = setTimeout(() => void this.killScripts(session, [...kinds], () => settled), this.scriptTimeoutMs);
+    try {
+      return await work;
+    } finally {
+      settled = true;
+      clearTimeout(timer);
+    }
+  }
+
+  private async killScripts(session: Session, kinds: ReadonlyArray<'script' | 'function'>, settled: () => boolean): Promise<void> {
+    while (!settled()) {
+      const answers = await Promise.all(kinds.map((kind) => session.backend.killScript(kind)));
+      const final = answers.find((answer) => !answer.startsWith('NOTBUSY'));
+      if (final !== undefined) {
+        this.logger.warn(`KV database ${session.database.id}: a script ran past ${this.scriptTimeoutMs} ms; asked the server to kill it: ${final}`);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, KILL_RETRY_MS));
+    }
+  }
+
   private count(session: Session, label: string): void {
     this.metrics.countCommand(session.tenant, label);
   }
@@ -456,6 +516,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     if (error instanceof KvError) return error;
     this.metrics.backendError(tenant, 'connection');
     this.logger.warn(`tenant ${tenant}: Redis unavailable: ${String(error)}`);
-    return new KvError(503, `ERR the database is unavailable, retry later (${error instanceof Error ? error.message : String(error)})`);
+    // The cause stays in the log: the client library's words are not the API's.
+    return new KvError(503, 'ERR the database is unavailable, retry later');
   }
 }

@@ -165,8 +165,12 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
   ];
 }
 
-/** The methods the Queue API's operations use (the `*Endpoints` lists); any other gets 405 from the shared bootstrap. */
-export const QUEUE_METHODS = ['GET', 'POST', 'DELETE', 'PATCH'];
+/**
+ * The methods that reach the Queue API's routes: those its operations use (the `*Endpoints` lists), and HEAD, PUT
+ * and OPTIONS, which none uses, so that each path answers its own 405 with the `Allow` of its endpoints (404 for a
+ * path that is no endpoint); any other method gets 405 from the shared bootstrap.
+ */
+export const QUEUE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
 /** The queue API's answers to the tenant gate's denials (README, "Queue: requests and errors"). */
 export const QUEUE_DENIALS: DenialTable = {
@@ -186,7 +190,8 @@ export const QUEUE_ERRORS: TenantApiErrors = {
   type: QueueError,
   denials: QUEUE_DENIALS,
   notFound: NOT_FOUND,
-  notAllowed: (method, path) => new QueueError(405, `Method ${method} is not allowed on ${path}`),
+  notAllowed: (method, path, allowed) => new QueueError(405, `Method ${method} is not allowed on ${path}; use ${allowed.join(' or ')}`),
+  allowHeader: true,
 };
 
 /** The operation of an endpoint: found by method and path under `/v2/` (longer prefixes first), answered as JSON. */

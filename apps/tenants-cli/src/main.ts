@@ -77,6 +77,7 @@ async function main(argv: string[]): Promise<number> {
         );
         for (const project of rotated) console.log(`  queue project ${project}: signing keys rotated since the last apply; ${secretsDir}/${name}.json holds the registry's`);
         for (const purged of report.purged) console.log(`  ${purged} removed from the spec: its data is deleted`);
+        for (const untouched of report.untouched) console.log(`  ${untouched} removed from the spec: ${UNTOUCHED}`);
         if (report.failed.length > 0) {
           console.error(formatFailures(report, `run \`tenants apply -f ${values.file}\` again to finish`));
           code = 1;
@@ -96,6 +97,7 @@ async function main(argv: string[]): Promise<number> {
           code = 1;
         } else {
           console.log(`tenant/${name} deleted${report.purged.length > 0 ? ` with the data of ${report.purged.join(', ')}` : ''}`);
+          for (const untouched of report.untouched) console.log(`  ${untouched}: ${UNTOUCHED}`);
         }
       }
       return code;
@@ -103,6 +105,9 @@ async function main(argv: string[]): Promise<number> {
   }
   return usage(2);
 }
+
+/** What `tenants apply` and `delete` say of a resource whose engine was left as it was (TeardownReport.untouched). */
+const UNTOUCHED = 'nothing wiped: its Redis server holds the data of another owner, and this database was never served from it';
 
 function usage(code: number): number {
   (code === 0 ? console.log : console.error)(USAGE);

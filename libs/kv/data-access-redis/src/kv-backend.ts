@@ -345,6 +345,25 @@ export class KvBackend implements CommandRunner {
     }
   }
 
+  /** The connection of {@link killScript}: a pooled one may hold commands queued behind the busy script. */
+  private killer: Redis | undefined;
+
+  /**
+   * Asks the server to stop the script (`SCRIPT KILL`: EVAL, EVALSHA and their `_RO` forms) or the function
+   * (`FUNCTION KILL`: FCALL, FCALL_RO) it runs now, as the gateway's user, on a connection of its own. Redis reads
+   * it only once the script has run past its `busy-reply-threshold` (5 s by default); the script's caller then
+   * gets Redis's own error (`ERR Script killed by user with SCRIPT KILL…`).
+   * @returns Redis's answer (`OK`, `NOTBUSY …`, `UNKILLABLE …` for a script that already wrote) or the connection error's text
+   */
+  async killScript(kind: 'script' | 'function'): Promise<string> {
+    this.killer ??= this.connect({}, false);
+    try {
+      return String(await this.killer.call(kind, 'kill'));
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+  }
+
   /** Closes this backend's connections authenticated as `username` (its password or rights changed). */
   dropUser(username: string): void {
     for (const [key, connection] of this.users) {
@@ -432,6 +451,7 @@ export class KvBackend implements CommandRunner {
 
   async close(): Promise<void> {
     for (const client of [...this.clients, ...this.subscriptions]) client.disconnect();
+    this.killer?.disconnect();
     for (const user of this.users.values()) user.then((u) => u.close()).catch(() => undefined);
     this.users.clear();
     this.transactions.close();

@@ -29,3 +29,18 @@ export function readonlyUserRules(table: CommandTable): string[] {
   const modules = [...MODULE_WRITES, 'ft.config'].filter((name) => table.resolve(name, undefined) !== undefined);
   return ['~*', '&*', '+@all', '-@write', '-@admin', '-keys', '-scan', '-publish', '-spublish', '-migrate', ...modules.map((name) => `-${name}`)];
 }
+
+/**
+ * The redis.conf lines that bound the memory of a KV database's server (README, "KV: limits"): `maxmemory`, three
+ * quarters of `memoryBytes`, never evicting (writes past it get Redis's own `OOM` error, as Upstash's databases at
+ * their size limit), and the output-buffer limit of normal clients, a quarter of it: a client whose unread replies
+ * pass it is closed and its replies dropped (Redis 7.0 and 8.2 then also stop building the reply), as Redis cuts a
+ * slow subscriber. Without it one `SRANDMEMBER k -9223372036854775807` made Redis 8.2 allocate until the kernel
+ * killed it (the gateway refuses that count too: checkCountArguments). The output-buffer limit must stay above every database's `maxRequestBytes`, the largest
+ * reply the gateway reads.
+ * @param memoryBytes the memory the server may hold in all (a managed server's container limit)
+ */
+export function kvServerMemoryConfig(memoryBytes: number): string[] {
+  const replies = Math.floor(memoryBytes / 4);
+  return [`maxmemory ${Math.floor(memoryBytes * 0.75)}`, 'maxmemory-policy noeviction', `client-output-buffer-limit normal ${replies} 0 0`];
+}

@@ -12,6 +12,7 @@ const table = CommandTable.fromCommandReply([
   entry('get', 2, ['readonly', 'fast']),
   entry('set', -3, ['write', 'denyoom']),
   entry('scan', -2, ['readonly']),
+  entry('srandmember', -2, ['readonly']),
   entry('eval', -3, ['noscript', 'stale']),
   entry('publish', 3, ['pubsub', 'fast']),
   entry('flushall', -1, ['write']),
@@ -49,8 +50,8 @@ const table = CommandTable.fromCommandReply([
   entry('json.get', -1, ['readonly', 'module']),
 ]);
 
-const standard: PolicyContext = { role: 'standard', prefix: 'd1:' };
-const readonly: PolicyContext = { role: 'readonly', prefix: 'd1:' };
+const standard: PolicyContext = { role: 'standard', prefix: 'd1:', maxReplyBytes: 1024 };
+const readonly: PolicyContext = { role: 'readonly', prefix: 'd1:', maxReplyBytes: 1024 };
 const prepare = (args: CommandArgs, ctx = standard) => prepareCommand(args, table, ctx);
 const argsOf = (args: CommandArgs, ctx = standard) => {
   const prepared = prepare(args, ctx);
@@ -98,7 +99,7 @@ describe('prepareCommand', () => {
   });
 
   it('refuses SCRIPT DEBUG to every token, and what reports or acts on the server process', () => {
-    for (const ctx of [standard, readonly, { role: 'acl', prefix: 'd1:' } as PolicyContext]) {
+    for (const ctx of [standard, readonly, { role: 'acl', prefix: 'd1:', maxReplyBytes: 1024 } as PolicyContext]) {
       for (const mode of ['YES', 'SYNC', 'NO']) expect(refusal(['SCRIPT', 'DEBUG', mode], ctx)).toMatch(/^ERR Command is not available: 'script\|debug'/);
       expect(refusal(['MEMORY', 'STATS'], ctx)).toMatch(/'memory\|stats' \(it acts on or reports the server process/);
       expect(refusal(['memory', 'purge'], ctx)).toMatch(/'memory\|purge'/);
@@ -115,21 +116,35 @@ describe('prepareCommand', () => {
     expect(refusal(['FUNCTION', 'LOAD', 'code'], readonly)).toMatch(/^NOPERM/);
   });
 
+  it('refuses a tenant ACL user without a password, however nopass is written', () => {
+    for (const rule of ['nopass', 'NOPASS', 'NoPass']) {
+      expect(refusal(['ACL', 'SETUSER', 'default', 'on', rule, '~*', '+@all'])).toMatch(/^ERR Error in ACL SETUSER modifier 'nopass': not allowed/);
+    }
+    // A password rule that merely holds the word is a password.
+    expect(argsOf(['acl', 'setuser', 'alice', '>nopass'])).toEqual(['acl', 'setuser', 'd1:alice', '>nopass', '-@admin', '-@dangerous']);
+  });
+
+  it('refuses counts that make a reply pass the database limit, in every role and in transactions', () => {
+    for (const ctx of [standard, readonly, { ...standard, transaction: true }]) {
+      expect(refusal(['SRANDMEMBER', 's', '-9223372036854775807'], ctx)).toMatch(/^ERR max request size exceeded\. Limit: 1024 bytes/);
+    }
+  });
+
   it('turns FLUSHALL into FLUSHDB', () => {
     expect(argsOf(['FLUSHALL', 'ASYNC'])).toEqual(['flushdb', 'ASYNC']);
   });
 
-  it('scopes ACL users and channels with the database prefix', () => {
-    expect(argsOf(['acl', 'setuser', 'alice', 'on'])).toEqual(['acl', 'setuser', 'd1:alice', 'on', '-migrate']);
+  it('scopes ACL users and channels with the database prefix, and never gives them administration or dangerous commands', () => {
+    expect(argsOf(['acl', 'setuser', 'alice', 'on'])).toEqual(['acl', 'setuser', 'd1:alice', 'on', '-@admin', '-@dangerous']);
     expect(argsOf(['acl', 'setuser', 'alice', 'on', '+@all', '&ok', 'allchannels', 'AllChannels', 'resetchannels', '~&key'])).toEqual([
-      'acl', 'setuser', 'd1:alice', 'on', '+@all', '&d1:ok', '&d1:*', '&d1:*', 'resetchannels', '~&key', '-migrate',
+      'acl', 'setuser', 'd1:alice', 'on', '+@all', '&d1:ok', '&d1:*', '&d1:*', 'resetchannels', '~&key', '-@admin', '-@dangerous',
     ]);
     // Passwords and hashes pass as given, whatever they hold; so does a root rule ending with ')'.
-    expect(argsOf(['acl', 'setuser', 'alice', '>pa &ss)', '<x)', '#abc', '~key)'])).toEqual(['acl', 'setuser', 'd1:alice', '>pa &ss)', '<x)', '#abc', '~key)', '-migrate']);
-    // Selectors grant rights of their own: their channels are scoped and MIGRATE is denied in them too.
-    expect(argsOf(['acl', 'setuser', 'alice', '(+publish ~* "&news" \'allchannels\')'])).toEqual(['acl', 'setuser', 'd1:alice', '(+publish ~* "&d1:news" \'&d1:*\' -migrate)', '-migrate']);
-    expect(argsOf(['acl', 'setuser', 'alice', '(+migrate ~* &c*)', '(+get', '&x)'])).toEqual([
-      'acl', 'setuser', 'd1:alice', '(+migrate ~* &d1:c* -migrate)', '(+get', '&d1:x -migrate)', '-migrate',
+    expect(argsOf(['acl', 'setuser', 'alice', '>pa &ss)', '<x)', '#abc', '~key)'])).toEqual(['acl', 'setuser', 'd1:alice', '>pa &ss)', '<x)', '#abc', '~key)', '-@admin', '-@dangerous']);
+    // Selectors grant rights of their own: their channels are scoped and the same categories are denied in them too.
+    expect(argsOf(['acl', 'setuser', 'alice', '(+publish ~* "&news" \'allchannels\')'])).toEqual(['acl', 'setuser', 'd1:alice', '(+publish ~* "&d1:news" \'&d1:*\' -@admin -@dangerous)', '-@admin', '-@dangerous']);
+    expect(argsOf(['acl', 'setuser', 'alice', '(+migrate +config ~* &c*)', '(+get', '&x)'])).toEqual([
+      'acl', 'setuser', 'd1:alice', '(+migrate +config ~* &d1:c* -@admin -@dangerous)', '(+get', '&d1:x -@admin -@dangerous)', '-@admin', '-@dangerous',
     ]);
     expect(argsOf(['acl', 'deluser', 'a', 'b'])).toEqual(['acl', 'deluser', 'd1:a', 'd1:b']);
     expect(argsOf(['publish', 'news', 'hi'])).toEqual(['publish', 'd1:news', 'hi']);

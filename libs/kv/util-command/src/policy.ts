@@ -1,5 +1,6 @@
 import type { CommandTable } from './command-table';
 import { type CompositeCommand, clientSetinfo, copyOntoItself, fcallReadOnly, noAckRead, scanWithType } from './composite';
+import { checkCountArguments } from './count-arguments';
 import type { Reply } from './encode';
 import { KvError } from './kv-error';
 import { type Arg, type CommandArgs, commandName } from './request';
@@ -14,6 +15,8 @@ export interface PolicyContext {
    * (not per logical database), e.g. `demo.main:`. Tenants never see it.
    */
   prefix: string;
+  /** The database's reply limit in bytes (its `maxRequestBytes`): counts that would make a reply pass it are refused. */
+  maxReplyBytes: number;
   /** Preparing a `/multi-exec` command: everything goes to Redis as sent (no {@link CompositeCommand}). */
   transaction?: boolean;
 }
@@ -137,7 +140,8 @@ const READONLY_VARIANT: ReadonlyMap<string, string> = new Map([
  * SWAPDB, MOVE, MIGRATE, COPY … DB); server administration (everything Redis flags or categorises
  * `admin`, except ACL on the tenant's own users); what acts on a connection or the server process
  * (CLIENT, SCRIPT DEBUG, MEMORY STATS/DOCTOR/MALLOC-STATS/PURGE); for read-only tokens, everything
- * Redis flags `write`, plus SCAN, KEYS and PUBLISH. INFO replies lose the lines that identify or
+ * Redis flags `write`, plus SCAN, KEYS and PUBLISH; counts that would make a reply pass the database's limit or
+ * the server allocate without bound (checkCountArguments); a tenant ACL user without a password. INFO replies lose the lines that identify or
  * locate the process (README, "KV command rules": a tenant owns its data, not the server).
  *
  * @throws KvError 400 with a native-looking error text when refused
@@ -160,6 +164,7 @@ export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: Poli
     throw KvError.badRequest(`ERR Command is not available: '${label}' (server administration is reserved to the platform)`);
   }
 
+  checkCountArguments(name, args, ctx.maxReplyBytes);
   const write = !spec.flags.has('readonly') || MODULE_WRITES.has(name);
   let out = args;
   if (ctx.role === 'readonly') {
@@ -232,18 +237,25 @@ function scope(command: RedisCommand, prefix: string, rewrite: ReplyRewrite | un
 }
 
 /**
- * The rules of a tenant's `ACL SETUSER`, scoped like its commands: channel patterns (`&chan`, `allchannels`,
- * also inside selectors `(…)`) get the database prefix that PUBLISH and SUBSCRIBE add, and MIGRATE is
- * denied last, at the root and in every selector, as for the gateway's own user (gatewayUserRule: a
- * script run by the user would otherwise connect the server anywhere). Passwords and their hashes (`>`,
- * `<`, `#`, `!`) pass as given. A selector may span arguments (Redis joins them with spaces from the one
- * starting with `(` to the one ending with `)`), so rules inside one are found by spaces.
+ * The rules of a tenant's `ACL SETUSER`, scoped like its commands (README, "KV: tokens"): channel patterns
+ * (`&chan`, `allchannels`, also inside selectors `(…)`) get the database prefix that PUBLISH and SUBSCRIBE add,
+ * and {@link TENANT_USER_DENIED} ends the root rules and every selector, so that whatever the tenant grants, its
+ * users never get server administration (`@admin`: CONFIG, ACL on other users, DEBUG, MODULE, SHUTDOWN,
+ * replication, MONITOR …) nor the `@dangerous` commands (MIGRATE, which would send keys to any server, KEYS,
+ * FLUSHALL, INFO, CLIENT …), even when they log in on the server's port directly. Passwords and their hashes
+ * (`>`, `<`, `#`, `!`) pass as given; `nopass` is refused, since a user without a password logs in with any.
+ * A selector may span arguments (Redis joins them with spaces from the one starting with `(` to the one ending
+ * with `)`), so rules inside one are found by spaces.
+ * @throws KvError 400 for `nopass`
  */
 function scopeAclRules(rules: CommandArgs, prefix: string): CommandArgs {
   let inSelector = false;
   const scoped = rules.map((rule): Arg => {
     const text = String(rule);
     if (!inSelector && !text.startsWith('(')) {
+      if (text.toLowerCase() === 'nopass') {
+        throw KvError.badRequest(`ERR Error in ACL SETUSER modifier 'nopass': not allowed here (a user without a password logs in with any password); set one with '>password'`);
+      }
       if (text.startsWith('&')) return `&${prefix}${text.slice(1)}`;
       return text.toLowerCase() === 'allchannels' ? `&${prefix}*` : rule;
     }
@@ -251,13 +263,16 @@ function scopeAclRules(rules: CommandArgs, prefix: string): CommandArgs {
     // Redis splits a selector like a command line, quotes included: `("&news")` is the rule `&news`.
     let out = text.replace(/(^|[\s("'])&/g, `$1&${prefix}`).replace(/(^|[\s("'])allchannels(?=$|[\s)"'])/gi, `$1&${prefix}*`);
     if (out.endsWith(')')) {
-      out = `${out.slice(0, -1)} -migrate)`;
+      out = `${out.slice(0, -1)} ${TENANT_USER_DENIED.join(' ')})`;
       inSelector = false;
     }
     return out;
   });
-  return [...scoped, '-migrate'];
+  return [...scoped, ...TENANT_USER_DENIED];
 }
+
+/** The ACL rules that end every tenant `ACL SETUSER`, at the root and in each selector (see {@link scopeAclRules}). */
+export const TENANT_USER_DENIED: readonly string[] = ['-@admin', '-@dangerous'];
 
 /** A copy of `args` whose arguments from index `from` up to (not including) `to` carry the prefix. */
 function withPrefix(args: CommandArgs, prefix: string, from: number, to = args.length): CommandArgs {

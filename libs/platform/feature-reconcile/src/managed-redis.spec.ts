@@ -29,6 +29,10 @@ describe('managedRedisObjects', () => {
     const [secret, headless, service, set] = managedRedisObjects(input, settings);
     expect(secret.stringData?.['redis.conf']).toContain('appendonly yes');
     expect(secret.stringData?.['redis.conf']).toContain('aclfile /etc/redis/users.acl');
+    // Bounds of their own below the container's 256Mi: three quarters for data, a quarter for one client's replies.
+    expect(secret.stringData?.['redis.conf']).toMatch(/^maxmemory 201326592$/m);
+    expect(secret.stringData?.['redis.conf']).toMatch(/^maxmemory-policy noeviction$/m);
+    expect(secret.stringData?.['redis.conf']).toMatch(/^client-output-buffer-limit normal 67108864 0 0$/m);
     expect(secret.stringData?.['users.acl']).toBe('user default off\nuser restash-gateway on >p4ss ~* &* +@all -migrate\n');
     expect(headless.spec?.clusterIP).toBe('None');
     expect(service.spec?.type).toBe('ClusterIP');
@@ -56,7 +60,12 @@ describe('managedRedisObjects', () => {
   });
 
   it('has no user line in redis.conf (users come only from the ACL file) and no password there', () => {
-    expect(managedRedisConfig()).not.toMatch(/^user /m);
+    expect(managedRedisConfig('256Mi')).not.toMatch(/^user /m);
     expect(managedRedisAcl('x')).toMatch(/^user default off$/m);
+  });
+
+  it('derives maxmemory from any memory quantity of the container', () => {
+    expect(managedRedisConfig('1Gi')).toMatch(/^maxmemory 805306368$/m);
+    expect(managedRedisConfig('1G')).toMatch(/^maxmemory 750000000$/m);
   });
 });

@@ -1,5 +1,7 @@
 import type { V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
-import { gatewayUserRule } from '@restash/kv/util-command';
+// Not re-exported by the package's index; the Kubernetes quantity grammar is the library's to parse.
+import { quantityToScalar } from '@kubernetes/client-node/dist/util.js';
+import { gatewayUserRule, kvServerMemoryConfig } from '@restash/kv/util-command';
 
 /** Where a managed Redis listens, in its pod and behind its Services. */
 export const MANAGED_REDIS_PORT = 6379;
@@ -52,9 +54,12 @@ export function managedRedisLabels(database: string): Record<string, string> {
 
 /**
  * The redis.conf of a managed Redis: AOF every second (README, "KV: durability"), no RDB snapshots, never
- * evict (Upstash's default), users from the mounted ACL file only.
+ * evict (Upstash's default), users from the mounted ACL file only, and `maxmemory` and the normal clients'
+ * output-buffer limit as parts of the container's memory limit (kvServerMemoryConfig, README "KV: limits"), so that
+ * Redis refuses writes and cuts an oversized reply before the kernel kills the container.
+ * @param memoryLimit the container's memory limit, a Kubernetes quantity (`256Mi`)
  */
-export function managedRedisConfig(): string {
+export function managedRedisConfig(memoryLimit: string): string {
   return [
     `port ${MANAGED_REDIS_PORT}`,
     'bind * -::*',
@@ -63,7 +68,7 @@ export function managedRedisConfig(): string {
     'appendonly yes',
     'appendfsync everysec',
     'save ""',
-    'maxmemory-policy noeviction',
+    ...kvServerMemoryConfig(Number(quantityToScalar(memoryLimit))),
     'aclfile /etc/redis/users.acl',
     '',
   ].join('\n');
@@ -105,7 +110,7 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
       kind: 'Secret',
       metadata: metadata(names.secret),
       type: 'Opaque',
-      stringData: { 'redis.conf': managedRedisConfig(), 'users.acl': managedRedisAcl(input.password), [GATEWAY_PASSWORD_KEY]: input.password },
+      stringData: { 'redis.conf': managedRedisConfig(settings.memoryLimit), 'users.acl': managedRedisAcl(input.password), [GATEWAY_PASSWORD_KEY]: input.password },
     },
     {
       apiVersion: 'v1',

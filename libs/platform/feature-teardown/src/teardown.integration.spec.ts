@@ -254,7 +254,7 @@ describe('TenantTeardown', () => {
       await qdrant.restart();
     }
     const rerun = await teardown.deleteTenant('acme');
-    expect(rerun).toEqual({ tenant: 'acme', purged: ['vector index acme.docs'], failed: [] });
+    expect(rerun).toEqual({ tenant: 'acme', purged: ['vector index acme.docs'], untouched: [], failed: [] });
     const qdrantClient = new QdrantClient({ url: qdrant.url, checkCompatibility: false });
     expect((await qdrantClient.collectionExists(COLLECTION)).exists).toBe(false);
     expect(await registry.exists(registryKeys.vectorNamespaces('acme.docs'), registryKeys.tenantTeardown('acme'))).toBe(0);
@@ -275,7 +275,7 @@ describe('TenantTeardown', () => {
     expect(await jobsOf('acme.extra')).toHaveLength(1);
 
     const report = await teardown.applyTenant(acme(['jobs']), tokensOf(acme(['jobs'])));
-    expect(report).toEqual({ tenant: 'acme', purged: ['queue project acme.extra'], failed: [] });
+    expect(report).toEqual({ tenant: 'acme', purged: ['queue project acme.extra'], untouched: [], failed: [] });
     expect(await jobsOf('acme.extra')).toEqual([]);
     expect(await scan(queueRedis, '*acme.extra*')).toEqual([]);
     expect(await scan(registry, 'restash:v1:quota:queue:acme.extra:*')).toEqual([]);
@@ -297,7 +297,7 @@ describe('TenantTeardown', () => {
     });
     await teardown.applyTenant(alias, tokensOf(alias));
 
-    expect(await teardown.applyTenant(doc, tokensOf(doc))).toEqual({ tenant: 'acme', purged: ['KV database acme.alias'], failed: [] });
+    expect(await teardown.applyTenant(doc, tokensOf(doc))).toEqual({ tenant: 'acme', purged: [], untouched: ['KV database acme.alias'], failed: [] });
     expect(await kvAdmin.get('kept')).toBe('yes');
     expect(await registry.get(registryKeys.kvServer(runId))).toBe('acme.main');
 
@@ -333,6 +333,7 @@ describe('TenantTeardown', () => {
 
     const report = await teardown.deleteTenant('mallory');
     expect(report.failed).toEqual([]);
+    expect(report.untouched.sort()).toEqual(['KV database mallory.jobs', 'KV database mallory.registry']);
     expect(await registry.exists(registryKeys.tenant('acme'), registryKeys.queueProject('acme.jobs'))).toBe(2);
     expect(await jobsOf('acme.jobs')).toEqual([pending.messageId]);
     expect(await registry.get(registryKeys.kvServer(queueRunId))).toBe(platformOwner('queue'));
@@ -341,7 +342,7 @@ describe('TenantTeardown', () => {
   });
 
   it('deleting an unknown tenant does nothing', async () => {
-    expect(await teardown.deleteTenant('nobody')).toEqual({ tenant: 'nobody', purged: [], failed: [] });
+    expect(await teardown.deleteTenant('nobody')).toEqual({ tenant: 'nobody', purged: [], untouched: [], failed: [] });
     expect(await registry.exists(registryKeys.tenantTeardown('nobody'))).toBe(0);
   });
 });

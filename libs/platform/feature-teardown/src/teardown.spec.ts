@@ -56,7 +56,7 @@ describe('isResumableOf', () => {
 describe('formatFailures', () => {
   it('names every resource left and how to finish', () => {
     const text = formatFailures(
-      { tenant: 'acme', purged: ['KV database acme.main'], failed: [{ resource: 'vector index acme.main', api: 'vector', id: 'acme.main', reason: 'connect ECONNREFUSED' }] },
+      { tenant: 'acme', purged: ['KV database acme.main'], untouched: [], failed: [{ resource: 'vector index acme.main', api: 'vector', id: 'acme.main', reason: 'connect ECONNREFUSED' }] },
       'run `tenants delete acme` again to finish',
     );
     expect(text).toBe(
@@ -65,7 +65,7 @@ describe('formatFailures', () => {
   });
 
   it('is empty when everything was purged', () => {
-    expect(formatFailures({ tenant: 'acme', purged: [], failed: [] }, 'x')).toBe('');
+    expect(formatFailures({ tenant: 'acme', purged: [], untouched: [], failed: [] }, 'x')).toBe('');
   });
 });
 

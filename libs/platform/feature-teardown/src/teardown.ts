@@ -26,7 +26,7 @@ export interface ResourcePurgers {
    * (the id of the database a server's `run_id` is bound to, `platform:<role>` for the control Redis and the servers
    * the platform claimed, or null) names another owner.
    */
-  kv(record: KvDatabaseRecord, boundTo: (runId: string) => Promise<string | null>): Promise<unknown>;
+  kv(record: KvDatabaseRecord, boundTo: (runId: string) => Promise<string | null>): Promise<'purged' | 'other'>;
   /** Deletes the vector index's Qdrant collection. */
   vector(record: VectorIndexRecord): Promise<void>;
   /** Deletes the stream cluster's prefixed Kafka topics and consumer groups. */
@@ -48,7 +48,13 @@ export interface TeardownFailure {
 /** What one teardown run did: the resources purged and those left (a re-run retries them). */
 export interface TeardownReport {
   tenant: string;
+  /** Resources whose data was deleted. */
   purged: string[];
+  /**
+   * Resources that are gone with nothing wiped: KV databases whose server holds another owner's data (another
+   * database, or the platform's), which they were never served from.
+   */
+  untouched: string[];
   failed: TeardownFailure[];
 }
 
@@ -186,7 +192,7 @@ export class TenantTeardown {
       if (dropped.length > 0) await this.writer.finishTeardown(tenant, dropped);
       throw error;
     }
-    return teardown ? this.purge(teardown) : { tenant, purged: [], failed: [] };
+    return teardown ? this.purge(teardown) : { tenant, purged: [], untouched: [], failed: [] };
   }
 
   /**
@@ -216,18 +222,18 @@ export class TenantTeardown {
     const outcomes = await Promise.all(
       teardown.resources.map(async (resource) => {
         try {
-          await this.withTimeout(this.purgeOne(resource));
-          return { resource };
+          return { resource, wiped: await this.withTimeout(this.purgeOne(resource)) };
         } catch (error) {
           return { resource, reason: error instanceof Error ? error.message : String(error) };
         }
       }),
     );
-    const purged = outcomes.filter((o) => o.reason === undefined).map((o) => o.resource);
-    if (purged.length > 0) await this.writer.finishTeardown(teardown.name, purged);
+    const done = outcomes.filter((o) => o.reason === undefined);
+    if (done.length > 0) await this.writer.finishTeardown(teardown.name, done.map((o) => o.resource));
     return {
       tenant: teardown.name,
-      purged: purged.map(describeResource),
+      purged: done.filter((o) => o.wiped).map((o) => describeResource(o.resource)),
+      untouched: done.filter((o) => !o.wiped).map((o) => describeResource(o.resource)),
       failed: outcomes.flatMap((o) =>
         o.reason === undefined ? [] : [{ resource: describeResource(o.resource), api: o.resource.api, id: o.resource.record.id, reason: o.reason }],
       ),
@@ -244,11 +250,13 @@ export class TenantTeardown {
     return this.control.get(registryKeys.kvServer(runId));
   }
 
-  private async purgeOne(resource: RetiredResource): Promise<void> {
+  /** @returns false when nothing of the resource's engine was wiped (a KV database on another owner's server) */
+  private async purgeOne(resource: RetiredResource): Promise<boolean> {
+    let wiped = true;
     switch (resource.api) {
       case 'kv': {
         const { id } = resource.record;
-        await this.purgers.kv(resource.record, (runId) => this.serverOwner(runId));
+        wiped = (await this.purgers.kv(resource.record, (runId) => this.serverOwner(runId))) === 'purged';
         await this.deleteWhere(registryKeys.kvServer('*'), (raw) => raw === id); // its server's binding
         break;
       }
@@ -268,6 +276,7 @@ export class TenantTeardown {
     const { keys, patterns } = controlStateOf(resource);
     for (const pattern of patterns) keys.push(...(await this.scan(pattern)));
     if (keys.length > 0) await this.control.del(...keys);
+    return wiped;
   }
 
   /**

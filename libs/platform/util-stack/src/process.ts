@@ -19,6 +19,11 @@ export interface ProcessSpec {
   /** CPUs to pin the process to, as `taskset -c` takes them (`0`, `1`, `0-1`); unpinned by default. */
   cpus?: string;
   /**
+   * A ceiling on the process's address space in bytes (`prlimit --as`): an allocation past it fails, so a process
+   * that allocates without bound aborts instead of taking the host's memory; unlimited by default.
+   */
+  addressSpaceBytes?: number;
+  /**
    * A file to append the process's stdout and stderr to; by default the last 4 000 characters are
    * kept in memory (for the error thrown when the process does not come up).
    */
@@ -35,7 +40,7 @@ export interface ProcessSpec {
 
 /** One process that answered its readiness probe. */
 export interface Running {
-  /** The process id (with `cpus`, taskset execs the command: the id is the service's own). */
+  /** The process id (taskset and prlimit exec the command: the id is the service's own). */
   pid: number;
   /** Resolves when the process has exited, with its exit code or signal. */
   exited: Promise<string>;
@@ -46,15 +51,21 @@ export interface Running {
 }
 
 /**
- * Spawns `spec.command` (under `taskset -c spec.cpus` when given) and polls `spec.ready()` until it
- * resolves `true`.
+ * Spawns `spec.command` (under `taskset -c spec.cpus` and `prlimit --as=spec.addressSpaceBytes` when given) and
+ * polls `spec.ready()` until it resolves `true`.
  *
  * @throws Error holding the tail of the process's output when it exits before it is ready, or is not
  *   ready within `readyTimeoutMs` (it is then killed with SIGKILL)
  */
 export async function startProcess(spec: ProcessSpec): Promise<Running> {
   const { name, readyTimeoutMs = 30_000, pollMs = 100, killAfterMs = 5_000 } = spec;
-  const [command, args] = spec.cpus === undefined ? [spec.command, spec.args] : ['taskset', ['-c', spec.cpus, spec.command, ...spec.args]];
+  const line = [
+    ...(spec.cpus === undefined ? [] : ['taskset', '-c', spec.cpus]),
+    ...(spec.addressSpaceBytes === undefined ? [] : ['prlimit', `--as=${spec.addressSpaceBytes}`, '--']),
+    spec.command,
+    ...spec.args,
+  ];
+  const [command, ...args] = line as [string, ...string[]];
   let memory = '';
   let child: ChildProcess;
   if (spec.logFile) {

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { gatewayUserRule } from '@restash/kv/util-command';
+import { gatewayUserRule, kvServerMemoryConfig } from '@restash/kv/util-command';
 import { type RedisEngine, engineLaunch } from './kv-engine';
 import { type Restartable, freePort, restartable, startProcess } from './process';
 
@@ -36,6 +36,8 @@ export interface RedisServerOptions {
   auth?: RedisAuth;
   /** CPUs to pin the server to (`taskset -c`). */
   cpus?: string;
+  /** A ceiling on the server's address space (`prlimit --as`, see ProcessSpec); unlimited by default. */
+  addressSpaceBytes?: number;
   /** A file for the server's log; by default its tail is kept in memory. */
   logFile?: string;
   /** Its name in messages (`<executable> on port <port>` by default). */
@@ -54,6 +56,26 @@ export interface RedisServerOptions {
  */
 export function gatewayUserConfig(password: string): string[] {
   return ['user default off', gatewayUserRule(password)];
+}
+
+/** The memory a KV database's server of the local stack may hold: its `maxmemory` and output-buffer limit are parts of it (kvServerMemoryConfig). */
+export const KV_SERVER_MEMORY_BYTES = 1024 ** 3;
+
+/**
+ * The address-space ceiling of a KV database's server of the local stack: what its memory settings cannot bound (a
+ * tenant's Lua script building a reply of 10^18 elements inside the server) makes it abort at this size instead of
+ * taking the host, as a container's memory limit does for a managed server. Redis 8.2 with its modules maps about
+ * 150 MB when idle.
+ */
+export const KV_SERVER_ADDRESS_SPACE_BYTES = 4 * 1024 ** 3;
+
+/**
+ * What a KV database's server of the local stack runs with, beside its redis.conf lines: the gateway's user
+ * ({@link gatewayUserConfig}), the memory bounds of {@link KV_SERVER_MEMORY_BYTES} and the address-space ceiling
+ * {@link KV_SERVER_ADDRESS_SPACE_BYTES} (README, "KV: limits").
+ */
+export function kvServerOptions(password: string): { config: string[]; addressSpaceBytes: number } {
+  return { config: [...gatewayUserConfig(password), ...kvServerMemoryConfig(KV_SERVER_MEMORY_BYTES)], addressSpaceBytes: KV_SERVER_ADDRESS_SPACE_BYTES };
 }
 
 /**
@@ -87,6 +109,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
         command: engine.command,
         args: [conf],
         ...(options.cpus !== undefined ? { cpus: options.cpus } : {}),
+        ...(options.addressSpaceBytes !== undefined ? { addressSpaceBytes: options.addressSpaceBytes } : {}),
         ...(options.logFile !== undefined ? { logFile: options.logFile } : {}),
         ready: () => answersPing(port, options.auth),
         readyTimeoutMs: 30_000, // a starved core (another benchmark pinned there) once took over 10 s

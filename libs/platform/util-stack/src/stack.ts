@@ -10,7 +10,7 @@ import { DATA_REDIS_PASSWORD_VARIABLE, type PortName, type StackPorts } from './
 import { type EmbedderLocal, type QdrantLocal, startEmbedderLocal, startQdrantLocal } from './python-services';
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
 import { type KvEngine, type KvEngineName, kvEngine } from './kv-engine';
-import { QUEUE_REDIS_CONFIG, type RedisAuth, type RedisServer, gatewayUserConfig, startRedisServer } from './redis';
+import { QUEUE_REDIS_CONFIG, type RedisAuth, type RedisServer, kvServerOptions, startRedisServer } from './redis';
 import { type TenantTokens, applyTenantFile, applyTenants } from './tenants';
 
 /** The services of the repository a stack can run (every app but the tenants command and the operator, which needs a cluster). */
@@ -182,7 +182,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       options.registrySealKey ?? (await keptSecret(join(stateDir, 'registry-seal.key'), options.persistent ?? false, () => randomBytes(32).toString('base64')));
     const dataRedisAuth = { username: GATEWAY_REDIS_USER, password };
     const persistent = options.persistent ? ['appendonly yes'] : [];
-    const redis = (name: string, dir: string, extra: { port?: number; config?: string[]; auth?: RedisAuth; engine?: KvEngineName }, cpuKey = name) =>
+    const kvServer = kvServerOptions(password);
+    const redis = (name: string, dir: string, extra: { port?: number; config?: string[]; auth?: RedisAuth; engine?: KvEngineName; addressSpaceBytes?: number }, cpuKey = name) =>
       track<RedisServer & StackProcess>(name, startRedisServer({ name, dir: join(stateDir, dir), logFile: log(name), ...pin(cpuKey), ...extra }));
 
     const kvDatabases = options.kvDatabases ?? [];
@@ -192,7 +193,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       kv: Promise.all(
         kvDatabases.map((db) =>
           // Valkey cannot read Redis 8's files (RDB format 12): a kept stateDir has a data folder per engine.
-          redis(`kv-redis-${db.id}`, join(engine.name === 'redis' ? 'kv' : `kv-${engine.name}`, db.id), { ...(db.port ? { port: db.port } : {}), config: [...persistent, ...gatewayUserConfig(password)], auth: dataRedisAuth, engine: engine.name }, 'kv-redis'),
+          redis(`kv-redis-${db.id}`, join(engine.name === 'redis' ? 'kv' : `kv-${engine.name}`, db.id), { ...(db.port ? { port: db.port } : {}), addressSpaceBytes: kvServer.addressSpaceBytes, config: [...persistent, ...kvServer.config], auth: dataRedisAuth, engine: engine.name }, 'kv-redis'),
         ),
       ),
       qdrant: options.qdrant
