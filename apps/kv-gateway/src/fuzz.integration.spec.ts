@@ -82,6 +82,37 @@ beforeAll(async () => {
 
 afterAll(() => stack?.stop());
 
+/** Counts at the int64 edges and next to them. */
+const INT64_EDGES = ['-9223372036854775808', '-9223372036854775807', '-4611686018427387904', '-2147483648', '-1', '0', '2147483647', '9223372036854775807', '9223372036854775808'];
+
+/** Reads whose third argument is a count, with the write that makes their key (commands the engine lacks are an item's error). */
+const COUNTED_READS: Array<[string[], string[]]> = [
+  [['SADD', 'cnt:s', 'm'], ['SRANDMEMBER', 'cnt:s']],
+  [['ZADD', 'cnt:z', '1', 'm'], ['ZRANDMEMBER', 'cnt:z']],
+  [['ZADD', 'cnt:z', '1', 'm'], ['ZRANDMEMBER', 'cnt:z', 'WITHSCORES']],
+  [['HSET', 'cnt:h', 'f', 'v'], ['HRANDFIELD', 'cnt:h']],
+  [['HSET', 'cnt:h', 'f', 'v'], ['HRANDFIELD', 'cnt:h', 'WITHVALUES']],
+  [['VADD', 'cnt:v', 'VALUES', '2', '1', '2', 'm'], ['VRANDMEMBER', 'cnt:v']],
+  [['SADD', 'cnt:s', 'm'], ['SPOP', 'cnt:s']],
+  [['RPUSH', 'cnt:l', 'a'], ['LPOP', 'cnt:l']],
+  [['ZADD', 'cnt:z', '1', 'm'], ['ZPOPMIN', 'cnt:z']],
+];
+
+/** Commands whose last argument is a count behind a keyword (the count follows). */
+const COUNT_OPTIONS: string[][] = [
+  ['VSIM', 'cnt:v', 'VALUES', '2', '1', '2', 'COUNT'],
+  ['VSIM', 'cnt:v', 'VALUES', '2', '1', '2', 'EF'],
+  ['FT.SUGGET', 'cnt:sug', 'he', 'MAX'],
+  ['SCAN', '0', 'COUNT'],
+  ['HSCAN', 'cnt:h', '0', 'COUNT'],
+  ['LPOS', 'cnt:l', 'a', 'MAXLEN', '0', 'COUNT'],
+  ['XAUTOCLAIM', 'cnt:x', 'g', 'c', '0', '0', 'COUNT'],
+  ['XRANGE', 'cnt:x', '-', '+', 'COUNT'],
+  ['ZRANGE', 'cnt:z', '0', '-1', 'BYSCORE', 'LIMIT', '0'],
+  ['SINTERCARD', '1', 'cnt:s', 'LIMIT'],
+  ['OBJECT', 'FREQ'],
+];
+
 /** Hand-written cases: every kind the issue lists, adapted to the KV endpoints, with the status the README demands where it says one (README, "KV: replies and errors"). */
 const CASES: Array<[string, () => FuzzCase]> = [
   // malformed JSON, empty bodies, wrong types, arrays where objects go and vice versa
@@ -119,6 +150,13 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['a huge EX in the path', () => ({ request: get('/set/k/v?EX=99999999999999999999'), expect: 400 })],
   ['a negative EX', () => ({ request: json('/', ['SET', 'k', 'v', 'EX', '-1']), expect: 400 })],
   ['a huge LRANGE', () => ({ request: json('/', ['LRANGE', 'l', '-9223372036854775808', '9223372036854775807']) })],
+  // Every count-like argument at the int64 edges (issue 30: SRANDMEMBER -9223372036854775807 made Redis allocate
+  // until the kernel killed it), each on a key of its type, made in the same pipeline; the read-only token reads them.
+  ...INT64_EDGES.flatMap((edge): Array<[string, () => FuzzCase]> => [
+    ...COUNTED_READS.map(([setup, read]): [string, () => FuzzCase] => [`${read.join(' ')} ${edge}`, () => ({ request: json('/pipeline', [setup, [...read.slice(0, 2), edge, ...read.slice(2)]]), expect: 200 })]),
+    ...COUNTED_READS.map(([, read]): [string, () => FuzzCase] => [`${read.join(' ')} ${edge} (read-only token)`, () => ({ request: json('/', [...read.slice(0, 2), edge, ...read.slice(2)], 'readonly'), expect: [200, 400] })]),
+    ...COUNT_OPTIONS.map((command): [string, () => FuzzCase] => [`${command.join(' ')} ${edge}`, () => ({ request: json('/', [...command, edge]), expect: [200, 400] })]),
+  ]),
   // deep nesting and oversize bodies
   ['127 levels of nesting as an argument', () => ({ request: raw('/', `["SET","k",${nestedJson(127)}]`), expect: 400 })],
   ['10,000 levels of nesting as an argument', () => ({ request: raw('/', `["SET","k",${nestedJson(10_000)}]`), expect: 400 })],

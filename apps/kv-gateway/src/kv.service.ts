@@ -477,6 +477,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   private async killingSlowScripts<T>(session: Session, labels: readonly string[], work: Promise<T>): Promise<T> {
     const kinds = new Set(labels.map((label) => SCRIPT_KINDS.get(label)).filter((kind) => kind !== undefined));
     if (kinds.size === 0) return work;
+    session.backend.armScriptKiller();
     let settled = false;
     const timer = setTimeout(() => void this.killScripts(session, [...kinds], () => settled), this.scriptTimeoutMs);
     try {

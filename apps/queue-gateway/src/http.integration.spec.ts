@@ -156,6 +156,29 @@ describe('queue API over raw HTTP', () => {
     expect((await call(`${stack.url}/v2/messages/msg_unknown`, { token })).status).toBe(404);
   });
 
+  it("answers each path's own 405 with the Allow of its endpoints, for every method, before any token is checked", async () => {
+    const cases: Array<[string, string, string]> = [
+      ['/v2/publish/https://example.com/x', 'GET', 'POST'],
+      ['/v2/publish/https://example.com/x', 'PUT', 'POST'],
+      ['/v2/publish/https://example.com/x', 'DELETE', 'POST'],
+      ['/v2/publish/https://example.com/x', 'PATCH', 'POST'],
+      ['/v2/publish/https://example.com/x', 'OPTIONS', 'POST'],
+      ['/v2/dlq', 'PATCH', 'GET, DELETE'],
+      ['/v2/dlq', 'PUT', 'GET, DELETE'],
+      ['/v2/keys', 'OPTIONS', 'GET'],
+      ['/v2/keys', 'HEAD', 'GET'],
+    ];
+    for (const [path, method, allow] of cases) {
+      for (const auth of [token, 'not-a-token']) {
+        const response = await call(`${stack.url}${path}`, { method, token: auth });
+        expect(`${method} ${path}: ${response.status} ${response.headers.get('allow')}`).toBe(`${method} ${path}: 405 ${allow}`);
+        if (method !== 'HEAD') expect(response.body).toEqual({ error: `Method ${method} is not allowed on ${path}; use ${allow.replace(', ', ' or ')}` });
+      }
+    }
+    // A path that is no endpoint stays 404 whatever the method.
+    for (const method of ['PUT', 'OPTIONS']) expect((await call(`${stack.url}/v2/nothing`, { method, token })).status).toBe(404);
+  });
+
   it('gives read-only tokens the reads and refuses them every change', async () => {
     const readonly = stack.secrets('acme', 'main').readonlyToken;
     expect((await publish(`${sink.url}/ro`, { token: readonly })).status).toBe(403);

@@ -349,16 +349,25 @@ export class KvBackend implements CommandRunner {
   private killer: Redis | undefined;
 
   /**
+   * Opens, when not yet open, the connection {@link killScript} uses. Called before a script runs: once the server
+   * is busy it answers BUSY to everything but AUTH and the kills, so a connection opened then (its ready check is
+   * INFO) would never become ready.
+   */
+  armScriptKiller(): void {
+    this.killer ??= this.connect({ enableReadyCheck: false }, false);
+  }
+
+  /**
    * Asks the server to stop the script (`SCRIPT KILL`: EVAL, EVALSHA and their `_RO` forms) or the function
-   * (`FUNCTION KILL`: FCALL, FCALL_RO) it runs now, as the gateway's user, on a connection of its own. Redis reads
-   * it only once the script has run past its `busy-reply-threshold` (5 s by default); the script's caller then
-   * gets Redis's own error (`ERR Script killed by user with SCRIPT KILL…`).
+   * (`FUNCTION KILL`: FCALL, FCALL_RO) it runs now, as the gateway's user, on a connection of its own
+   * ({@link armScriptKiller}). Redis reads it only once the script has run past its `busy-reply-threshold` (5 s by
+   * default); the script's caller then gets Redis's own error (`ERR Script killed by user with SCRIPT KILL…`).
    * @returns Redis's answer (`OK`, `NOTBUSY …`, `UNKILLABLE …` for a script that already wrote) or the connection error's text
    */
   async killScript(kind: 'script' | 'function'): Promise<string> {
-    this.killer ??= this.connect({}, false);
+    this.armScriptKiller();
     try {
-      return String(await this.killer.call(kind, 'kill'));
+      return String(await (this.killer as Redis).call(kind, 'kill'));
     } catch (error) {
       return error instanceof Error ? error.message : String(error);
     }
