@@ -174,7 +174,13 @@ describe('kv-gateway tenant isolation', () => {
   });
 
   describe('what the server reports', () => {
-    it.each(ROLES)('INFO shows nothing of the neighbour, nor where the process lives (%s token)', async (role) => {
+    it('INFO is never an ACL user’s, even one made with +@all: every tenant user is denied @dangerous (README, "KV: tokens")', async () => {
+      const response = await as(hostile.acl, ['INFO', 'everything']);
+      expect(response.status).toBe(400);
+      expect((response.body as { error: string }).error).toMatch(/^NOPERM/);
+    });
+
+    it.each(['standard', 'readonly'] as const)('INFO shows nothing of the neighbour, nor where the process lives (%s token)', async (role) => {
       const token = hostile[role];
       const info = (await result(token, ['INFO', 'everything'])) as string;
       expect(info).toMatch(/^redis_version:/m);
