@@ -42,6 +42,30 @@ describe('kv-gateway when things fail', () => {
     await stack.control.restart();
   });
 
+  it('answers 503, never 401, while the control Redis is back but empty, and serves again once its applier wrote it', async () => {
+    // The control Redis of the test stack keeps nothing: restarted, it is empty, as a cache-like deployment would be.
+    await stack.control.kill();
+    await stack.control.restart();
+    const statuses = new Set<number>();
+    const answer = async (token: string) => {
+      const response = await call(url(), { token, body: ['GET', 'k'] });
+      statuses.add(response.status);
+      return response;
+    };
+    // A session cached before the restart may answer until the registry's subscription notices; then 503.
+    await eventually(async () => expect(await answer(token)).toMatchObject({ status: 503, body: { error: 'ERR the tenant registry is unavailable, retry later' } }), 10_000);
+    expect((await answer(readonly)).status).toBe(503);
+    expect((await answer('never-seen')).status).toBe(503); // the registry cannot tell: it is missing
+    expect(await call(`${stack.managementUrl}/readyz`)).toMatchObject({ status: 200, body: { status: 'ready', degraded: { registry: expect.stringMatching(/registry is missing/) } } });
+
+    await stack.applyAgain();
+    await eventually(async () => expect((await answer(token)).body).toEqual({ result: 'after' }), 10_000);
+    expect((await answer(readonly)).body).toEqual({ result: 'after' });
+    expect((await answer('never-seen')).status).toBe(401);
+    expect([...statuses].sort()).toEqual([200, 401, 503]); // 401 only for the unknown token, once the registry was complete
+    expect((await call(`${stack.managementUrl}/readyz`)).body).toEqual({ status: 'ready', failures: {} });
+  });
+
   it('ends open event streams when it shuts down', async () => {
     const stream = await fetch(url('/subscribe/news'), { method: 'POST', headers: { authorization: `Bearer ${token}` } });
     const reader = stream.body!.getReader();

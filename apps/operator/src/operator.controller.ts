@@ -10,7 +10,8 @@ import {
   watchResources,
 } from '@restash/operator/data-access-kubernetes';
 import { WorkQueue } from '@restash/operator/util-controller';
-import { TenantReconciler, type TenantRegistry, type EngineAdmin } from '@restash/platform/feature-reconcile';
+import { ResourcesNotReady, TenantReconciler, type TenantRegistry, type EngineAdmin } from '@restash/platform/feature-reconcile';
+import type { ReconcileReport } from '@restash/operator/util-controller';
 import { GROUP, KIND_NAMES, KINDS, type KindName, type RestashResource, VERSION } from '@restash/shared/util-resources';
 import { Readiness } from '@restash/shared/util-http';
 import { RegistryReader, registryKeys } from '@restash/shared/data-access-registry';
@@ -20,6 +21,9 @@ import { OperatorMetrics } from './operator-metrics';
 import { ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
 
 const logger = new Logger('Operator');
+
+/** How often the leader looks for the registry's marker (RegistryWriter.isComplete), in ms. */
+const REGISTRY_CHECK_MS = 1_000;
 
 /**
  * The operator's control loop (issue 13, "The operator"): after winning the leader Lease (or at once without
@@ -31,6 +35,11 @@ const logger = new Logger('Operator');
  *
  * `/readyz` checks `kubernetes`: the informers have listed everything (a standby replica is ready: it serves
  * health and metrics and waits for the Lease).
+ *
+ * The registry heals itself (README, "Architecture: tenant registry"): every second the leader looks for the
+ * registry's marker; when the control Redis answers without it (restarted empty, wiped), every namespace is queued
+ * at once, and once each has had a pass that wrote it, the marker is written again, so that the gateways answer
+ * unknown tokens 401 again and the others are served (503 meanwhile, never 401).
  *
  * The registry's change announcements (RegistryReader.onChange) are watched too: when a queue project's record
  * holds other signing keys than its Secret was written with (`POST /v2/keys/rotate`), its namespace is queued at
@@ -44,6 +53,11 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
   private queue: WorkQueue<string> | undefined;
   private elector: LeaderElector | undefined;
   private depthTimer: NodeJS.Timeout | undefined;
+  private registryTimer: NodeJS.Timeout | undefined;
+  /** While the registry is written again: the namespaces still to pass (see {@link checkRegistry}). */
+  private rewriting: Set<string> | undefined;
+  /** The last registry check found the control Redis unreachable. */
+  private registryDown = false;
   private stopping = false;
 
   constructor(
@@ -109,11 +123,19 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
       handler: (namespace) => reconciler.reconcile(namespace),
       onResult: (report) => {
         this.metrics.observe(report);
+        this.rewritten(report);
         if (report.outcome === 'error') logger.warn(`namespace ${report.key}: ${kubernetesErrorMessage(report.error)} (retry in ${report.retryInMs} ms)`);
       },
     });
     this.depthTimer = setInterval(() => this.metrics.queueDepth.set(this.queue?.depth ?? 0), 1_000);
     this.depthTimer.unref();
+    let checking = false;
+    this.registryTimer = setInterval(() => {
+      if (checking) return;
+      checking = true;
+      void this.checkRegistry().finally(() => (checking = false));
+    }, REGISTRY_CHECK_MS);
+    this.registryTimer.unref();
     for (const kind of KIND_NAMES) {
       const { plural } = KINDS[kind];
       const watch = watchResources<KubernetesObject>({
@@ -146,6 +168,54 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     }
   }
 
+  /**
+   * When the control Redis answers without the registry's marker, queues every namespace that has resources (once the
+   * informers listed them all) and remembers them; {@link rewritten} writes the marker once each had a pass.
+   */
+  private async checkRegistry(): Promise<void> {
+    if (this.rewriting || this.stopping) return;
+    const complete = await this.registry.complete().catch(() => undefined);
+    if (complete === undefined) {
+      // The passes meanwhile mark their resources RegistryUnavailable, and back off.
+      this.registryDown = true;
+      return;
+    }
+    if (complete && !this.registryDown) return;
+    await Promise.all([...this.watches.values()].map((w) => w.synced));
+    const namespaces = new Set([...this.watches.values()].flatMap((w) => w.cache.list().map((o) => o.metadata?.namespace ?? '')).filter((ns) => ns !== ''));
+    this.registryDown = false;
+    if (complete) {
+      // Back with its data: every namespace at once rather than at the end of its backoff, so that Ready is true again.
+      logger.log(`the control Redis answers again: reconciling ${namespaces.size} namespace(s)`);
+      for (const namespace of namespaces) this.queue?.add(namespace);
+      return;
+    }
+    logger.warn(`the tenant registry is missing (the control Redis restarted empty or was wiped): writing ${namespaces.size} namespace(s) again`);
+    this.rewriting = namespaces;
+    if (namespaces.size === 0) return this.markComplete();
+    for (const namespace of namespaces) this.queue?.add(namespace);
+  }
+
+  /** A pass wrote its namespace to the registry unless the registry failed it; the last one of a rewrite writes the marker. */
+  private rewritten(report: ReconcileReport<string>): void {
+    if (!this.rewriting?.has(report.key)) return;
+    // ResourcesNotReady: the registry was written, some resources have problems of their own.
+    if (report.outcome === 'error' && !(report.error instanceof ResourcesNotReady)) return;
+    this.rewriting.delete(report.key);
+    if (this.rewriting.size === 0) void this.markComplete();
+  }
+
+  private async markComplete(): Promise<void> {
+    try {
+      await this.registry.markComplete();
+      logger.log('the tenant registry is complete again: every namespace was written');
+    } catch (error) {
+      logger.warn(`the tenant registry's marker could not be written (${kubernetesErrorMessage(error)}); trying again`);
+    } finally {
+      this.rewriting = undefined;
+    }
+  }
+
   /** Every restash resource of a namespace, from the informers' caches. */
   private resources(namespace: string): RestashResource[] {
     return [...this.watches.values()].flatMap((w) => w.cache.list(namespace)) as unknown as RestashResource[];
@@ -154,6 +224,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     clearInterval(this.depthTimer);
+    clearInterval(this.registryTimer);
     await Promise.all([...this.watches.values()].map((w) => w.stop()));
     await this.queue?.shutDown();
     await this.elector?.stop();

@@ -146,7 +146,7 @@ beforeAll(async () => {
   cluster = await startCluster();
   await kubectl('apply', '--server-side', '-f', join(repoRoot(), 'deploy/crds'));
   await kubectl('wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'app.kubernetes.io/part-of=restash');
-  stack = await startStack({ from: 'source', qdrant: true, embedder: true, kafka: true, kvDatabases: [{ id: 'external' }], apps: ['kv-gateway', 'vector-gateway', 'stream-gateway', 'queue-gateway', 'queue-worker'] });
+  stack = await startStack({ from: 'source', registryApplier: true, qdrant: true, embedder: true, kafka: true, kvDatabases: [{ id: 'external' }], apps: ['kv-gateway', 'vector-gateway', 'stream-gateway', 'queue-gateway', 'queue-worker'] });
   control = new IORedis(stack.control.url);
   kafka = new Kafka({ brokers: stack.kafka?.brokers ?? [], logLevel: logLevel.NOTHING });
   sink = createServer((request: IncomingMessage, response) => {
@@ -348,6 +348,34 @@ describe('the operator on a real cluster', () => {
     expect((await sdkProgram(await secretOf('team-c', 'cache'), 'kv', 'team-c')).value).toBe('team-c');
     await victim?.start();
   }, 300_000);
+
+  it('heals the registry when the control Redis restarts empty: Ready False while it is away, 503 and never 401 meanwhile, every tenant served again within 10 s', async () => {
+    const cache = await secretOf('team-a', 'cache');
+    const statuses = new Map<number, number>();
+    const get = async () => {
+      const response = await fetch(`${cache['UPSTASH_REDIS_REST_URL']}/get/greeting:team-a`, { headers: { authorization: `Bearer ${cache['UPSTASH_REDIS_REST_TOKEN']}` } });
+      statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+      return response.status;
+    };
+    expect(await get()).toBe(200);
+    await stack.control.kill();
+    // A change while the registry cannot be written: the pass marks every resource of the namespace.
+    await kubectl('annotate', 'kvdatabases', 'cache', '-n', 'team-a', `restash.dev/touched=${Date.now()}`, '--overwrite');
+    await waitFor('Ready=False RegistryUnavailable', async () => (await resources('team-a')).every((i) => ready(i)?.reason === 'RegistryUnavailable'), 60_000);
+    await get();
+    // Back, empty (the test stack's control Redis keeps nothing).
+    await stack.control.restart();
+    const back = performance.now();
+    await waitFor('the KV token served again', async () => (await get()) === 200, 30_000);
+    const outage = (performance.now() - back) / 1000;
+    console.log(`registry healed ${outage.toFixed(1)} s after the control Redis came back empty; answers meanwhile by status: ${JSON.stringify(Object.fromEntries(statuses))}`);
+    expect(outage).toBeLessThan(10);
+    expect(statuses.has(401)).toBe(false);
+    for (const ns of ['team-a', 'team-b', 'team-c']) await allReady(ns, 4, 60_000);
+    for (const ns of ['team-a', 'team-b']) expect((await sdkProgram(await secretOf(ns, 'cache'), 'kv', ns)).value).toBe(ns);
+    // The registry is complete again: a made-up token is unknown, not unavailable.
+    await expect(sdkProgram({ ...cache, UPSTASH_REDIS_REST_TOKEN: 'not-a-token' }, 'kv', 'x')).rejects.toThrow(/401|[Uu]nauthori[sz]ed/);
+  }, 240_000);
 
   it('deletes everything a resource created when it is deleted', async () => {
     expect(await collectionExists('restash.team-b.docs')).toBe(true);

@@ -27,6 +27,9 @@ interface LazyQueueStore {
  */
 function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: RegistryWriter): TenantRegistry {
   return {
+    reachable: async () => (await control.ping().catch(() => undefined)) === 'PONG',
+    complete: () => writer.isComplete(),
+    markComplete: () => writer.markComplete('operator'),
     async registeredKeys(tenant) {
       const raw = await control.get(registryKeys.tenant(tenant));
       return new Set(raw ? tenantIndexRecordSchema.parse(JSON.parse(raw)).keys : []);

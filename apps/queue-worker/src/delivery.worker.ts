@@ -55,8 +55,8 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
 
   private async startWhenReady(): Promise<void> {
     for (let waitMs = READINESS_WAIT_MS.first; !this.closing; waitMs = Math.min(waitMs * 2, READINESS_WAIT_MS.max)) {
-      const { failures } = await this.readiness.evaluate();
-      const failing = WORKER_DEPENDENCIES.filter((name) => name in failures);
+      const { failures, degraded } = await this.readiness.evaluate();
+      const failing = WORKER_DEPENDENCIES.filter((name) => name in failures || name in degraded);
       if (this.closing) return;
       if (failing.length === 0) {
         this.worker.run().catch((error: unknown) => this.logger.error(`worker stopped: ${String(error)}`));

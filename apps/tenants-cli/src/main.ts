@@ -25,6 +25,8 @@ The registry is the control Redis named by CONTROL_REDIS_URL. Plain tokens are w
 DIR/<tenant>.json (default .restash/secrets) and reused on the next apply; delete removes them.
 A queue project already in the registry keeps the registry's signing keys (POST /v2/keys/rotate
 changes them there): apply writes them to DIR/<tenant>.json and says so when they were rotated.
+After the file's tenants, apply marks the registry complete: until then (a control Redis restarted
+empty or wiped) the gateways answer every token 503, never 401. Apply the file of every tenant then.
 
 Deleting a tenant (or dropping a resource from its spec on apply) also deletes its data: KV
 databases' Redis contents, vector indexes' Qdrant collections, stream clusters' Kafka topics and
@@ -83,6 +85,7 @@ async function main(argv: string[]): Promise<number> {
           code = 1;
         }
       }
+      if (await writer.markComplete('tenants-cli')) console.log('registry marked complete: unknown tokens are answered 401 again');
       return code;
     });
   }

@@ -36,6 +36,8 @@ export interface KvStack {
   tokens(tenant: string, database: string): ResourceTokens;
   /** A direct connection to a database's Redis (its logical db) as the gateway's admin user, to check what really happened. */
   admin(tenant: string, database: string): Redis;
+  /** Applies the tenants again with the same tokens and marks the registry complete (Stack.applyAgain). */
+  applyAgain(): Promise<string>;
   /** Another gateway replica on the same registry (closed by stop()). */
   replica(): Promise<string>;
   stop(): Promise<void>;
@@ -120,6 +122,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
       admins.push(client);
       return client;
     },
+    applyAgain: () => stack.applyAgain(),
     replica: async () => {
       const replica = await startHttpService(AppModule.forRoot(config), config.http);
       replicas.push(replica);

@@ -52,6 +52,12 @@ export interface PurgeReport {
  * (apps/operator gives libs/platform/feature-teardown's TenantTeardown, whose reports are PurgeReports).
  */
 export interface TenantRegistry {
+  /** Whether the control Redis answers: a registry call that failed while it does not is {@link RegistryUnavailable}. */
+  reachable(): Promise<boolean>;
+  /** Whether the registry's marker is there (RegistryWriter.isComplete): false after the control Redis lost its data. */
+  complete(): Promise<boolean>;
+  /** Writes the marker, once every namespace was written again (RegistryWriter.markComplete). @returns whether it was written */
+  markComplete(): Promise<boolean>;
   registeredKeys(tenant: string): Promise<Set<string>>;
   /** The signing keys the registry holds for these queue projects (ids, queueProjectId), by id; those not registered are absent (RegistryWriter.queueSigningKeys). */
   queueSigningKeys(ids: string[]): Promise<Map<string, SigningKeys>>;
@@ -151,18 +157,44 @@ export class TenantReconciler {
   }
 
   /**
-   * One pass over the tenant `namespace`.
+   * One pass over the tenant `namespace`. While the registry cannot be written (the control Redis does not answer),
+   * every resource of the namespace is `Ready=False` with reason `RegistryUnavailable`, and the next pass that
+   * writes it makes them Ready again.
    * @returns `done`, or a requeue delay while a managed Redis starts
-   * @throws Error when the API server, the registry or an engine fails in a way that needs a retry (the work
-   *   queue retries with backoff); resource-level problems are reported in statuses instead
+   * @throws RegistryUnavailable when the control Redis does not answer; Error when the API server or an engine fails
+   *   in a way that needs a retry (the work queue retries with backoff); resource-level problems are reported in
+   *   statuses instead
    */
   async reconcile(namespace: string): Promise<ReconcileResult> {
+    try {
+      return await this.pass(namespace);
+    } catch (error) {
+      if (!(error instanceof RegistryUnavailable)) throw error;
+      const message = `the tenant registry (control Redis) cannot be written: ${error.message}; the gateways answer 503 for this resource's tokens until it is`;
+      for (const r of this.kube.resources(namespace).filter((x) => !x.metadata.deletionTimestamp)) {
+        await this.writeStatus(r, { ready: false, reason: 'RegistryUnavailable', message });
+      }
+      throw error;
+    }
+  }
+
+  /** A call on the registry; its failure while the control Redis does not answer is {@link RegistryUnavailable}. */
+  private async registryCall<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (await this.registry.reachable().catch(() => false)) throw error;
+      throw new RegistryUnavailable(error);
+    }
+  }
+
+  private async pass(namespace: string): Promise<ReconcileResult> {
     const all = this.kube.resources(namespace);
     const deleting = all.filter((r) => r.metadata.deletionTimestamp && r.metadata.finalizers?.includes(TEARDOWN_FINALIZER));
     const outcomes = new Map<string, Outcome>();
     const fail = (r: RestashResource, reason: ConditionReason, message: string) => outcomes.set(key(r), { ready: false, reason, message });
     let requeue = false;
-    const registered = await this.registry.registeredKeys(namespace);
+    const registered = await this.registryCall(() => this.registry.registeredKeys(namespace));
     let blocked = false;
 
     // The specs as the schema reads them (defaults filled in): the API server validated them against the CRD's
@@ -187,7 +219,7 @@ export class TenantReconciler {
     // 2. Secrets and tokens (a registered queue project's signing keys are the registry's).
     const tokens: TenantTokens = { kv: {}, vector: {}, stream: {}, queue: {} };
     const usable: RestashResource[] = [];
-    const signingKeys = await this.registry.queueSigningKeys(live.filter((r) => r.kind === 'QueueProject').map((r) => queueProjectId(namespace, r.metadata.name)));
+    const signingKeys = await this.registryCall(() => this.registry.queueSigningKeys(live.filter((r) => r.kind === 'QueueProject').map((r) => queueProjectId(namespace, r.metadata.name))));
     const written = new Set<string>();
     for (const r of live) {
       const current = await this.kube.getSecret(namespace, r.metadata.name);
@@ -261,9 +293,9 @@ export class TenantReconciler {
       // 6. The registry (purges what left it).
       const declared = document.spec.kv.databases.length + document.spec.vector.indexes.length + document.spec.stream.clusters.length + document.spec.queue.projects.length;
       if (declared === 0 && live.length === 0) {
-        if (registered.size > 0 || deleting.length > 0) report = await this.registry.delete(namespace);
+        if (registered.size > 0 || deleting.length > 0) report = await this.registryCall(() => this.registry.delete(namespace));
       } else {
-        report = await this.registry.apply(document, tokens);
+        report = await this.registryCall(() => this.registry.apply(document, tokens));
       }
     } else {
       requeue = true;
@@ -369,6 +401,14 @@ export class TenantReconciler {
     if (!outcome.ready && outcome.reason !== 'Reconciling' && (before?.reason !== outcome.reason || before?.message !== outcome.message)) {
       await this.kube.event(r, 'Warning', outcome.reason, outcome.message);
     }
+  }
+}
+
+/** Thrown by a pass that could not read or write the registry because the control Redis does not answer. */
+export class RegistryUnavailable extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'RegistryUnavailable';
   }
 }
 

@@ -11,7 +11,7 @@ import { type EmbedderLocal, type QdrantLocal, startEmbedderLocal, startQdrantLo
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
 import { type KvEngine, type KvEngineName, kvEngine } from './kv-engine';
 import { QUEUE_REDIS_CONFIG, type RedisAuth, type RedisServer, kvServerOptions, startRedisServer } from './redis';
-import { type TenantTokens, applyTenantFile, applyTenants } from './tenants';
+import { type TenantTokens, applyTenantFile, applyTenants, markRegistryComplete } from './tenants';
 
 /** The services of the repository a stack can run (every app but the tenants command and the operator, which needs a cluster). */
 export type ServiceName = Exclude<AppName, 'tenants-cli' | 'operator'>;
@@ -80,6 +80,11 @@ export interface StackOptions {
    * Tenant documents (written as a resources file: resourceFileOf).
    */
   tenants?: string | ((engines: StackEngines) => Array<{ metadata: { name: string } }>);
+  /**
+   * Another process writes the registry and its marker (the operator of `make dev-k8s`): without `tenants` the stack
+   * then leaves the marker to it, and its gateways answer every token 503 until it is written.
+   */
+  registryApplier?: boolean;
   /** The services to start once the tenants are applied. */
   apps?: ServiceName[];
   /** More environment per service (LOG_LEVEL, WORKER_CONCURRENCY, ...). */
@@ -117,6 +122,11 @@ export interface Stack extends StackEngines {
   secretsDir: string;
   /** What the tenants command printed. */
   applied: string;
+  /**
+   * Applies the stack's tenants again, with the same tokens (and marks the registry complete): what its applier does
+   * after the control Redis lost its data. @returns the tenants command's output
+   */
+  applyAgain(): Promise<string>;
   /**
    * A tenant's tokens, as the tenants command wrote them.
    * @throws Error when the tenant was not applied
@@ -242,8 +252,19 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const secretsDir = join(stateDir, 'secrets');
     const apply = { controlRedisUrl, from: options.from, env: { ...tenantEnv, QUEUE_REDIS_URL: queueRedisUrl, REGISTRY_SEAL_KEY: registrySealKey } };
     let applied = '';
-    if (typeof options.tenants === 'string') applied = await applyTenantFile(options.tenants, { ...apply, secretsDir });
-    else if (options.tenants) applied = (await applyTenants(options.tenants(engines), stateDir, apply)).output;
+    let tenantsFile: string | undefined;
+    if (typeof options.tenants === 'string') applied = await applyTenantFile((tenantsFile = options.tenants), { ...apply, secretsDir });
+    else if (options.tenants) {
+      applied = (await applyTenants(options.tenants(engines), stateDir, apply)).output;
+      tenantsFile = join(stateDir, 'tenants.yaml');
+    }
+    // Without tenants the launcher is the applier (of none): an empty registry is complete, unknown tokens are 401.
+    const applyAgain = async (): Promise<string> => {
+      if (tenantsFile) return applyTenantFile(tenantsFile, { ...apply, secretsDir });
+      if (!options.registryApplier) await markRegistryComplete(controlRedisUrl, registrySealKey);
+      return '';
+    };
+    if (!tenantsFile) await applyAgain();
 
     const apps: Partial<Record<ServiceName, AppProcess>> = {};
     await settleAll(
@@ -281,6 +302,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       registrySealKey,
       secretsDir,
       applied,
+      applyAgain,
       tokens: (tenant) => {
         try {
           return JSON.parse(readFileSync(join(secretsDir, `${tenant}.json`), 'utf8')) as TenantTokens;

@@ -2,6 +2,8 @@ import { execFile } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { appCommand, repoRoot, sourceEnv } from './paths';
+import { Redis } from 'ioredis';
+import { RegistrySeal, RegistryWriter } from '@restash/shared/data-access-registry';
 
 /** Plain tokens of one resource. */
 export interface ResourceTokens {
@@ -56,6 +58,22 @@ export function applyTenantFile(file: string, options: ApplyOptions): Promise<st
       else resolve(stdout);
     });
   });
+}
+
+/**
+ * Marks the registry of `controlRedisUrl` complete (RegistryWriter.markComplete), as `tenants apply` does after its
+ * file: what a stack started without tenants does, being the applier of none.
+ * @throws Error when the control Redis cannot be reached
+ */
+export async function markRegistryComplete(controlRedisUrl: string, registrySealKey: string): Promise<void> {
+  const redis = new Redis(controlRedisUrl, { lazyConnect: true, maxRetriesPerRequest: 3 });
+  redis.on('error', () => undefined); // the failing command reports it
+  try {
+    await redis.connect();
+    await new RegistryWriter(redis, new RegistrySeal(registrySealKey)).markComplete('stack');
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /**

@@ -19,6 +19,12 @@ import { z } from 'zod';
  * | `restash:v1:tenant:<name>:acl-tokens` | Redis set of token keys minted at run time |
  * | `restash:v1:tenant:<name>:teardown` | {@link TenantTeardownRecord}: resources taken out of the registry whose data is not purged yet |
  * | `restash:v1:quota:<api>:<id>:<day>` | integer, requests counted that UTC day |
+ * | `restash:v1:marker`                 | {@link RegistryMarker}: written by an applier once the registry holds every tenant it owns |
+ *
+ * The registry is a projection of what the appliers own (the resources in a cluster, the tenants file locally): a
+ * control Redis restarted empty or wiped loses it, never a tenant. The marker tells readers which: a token the
+ * registry lacks is unknown (401) only while the marker is there; without it the registry is missing (503) until an
+ * applier has written every tenant again and then the marker (README, "Architecture: tenant registry").
  *
  * Secrets a platform team provides (a KV database's Redis URL, a Qdrant API key, an embedding provider's key) are
  * stored sealed under REGISTRY_SEAL_KEY (sealed.ts): the writer seals them, the reader opens them.
@@ -49,7 +55,29 @@ export const registryKeys = {
   tenantAclTokens: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:acl-tokens`,
   tenantTeardown: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:teardown`,
   quota: (api: string, id: string, day: string) => `${REGISTRY_PREFIX}quota:${api}:${id}:${day}`,
+  marker: () => `${REGISTRY_PREFIX}marker`,
 };
+
+/** The registry's marker (see the key table above): which applier completed it, and when. */
+export const registryMarkerSchema = z.object({
+  /** A new random id each time the marker is written, so each generation of the registry has its own. */
+  epoch: z.string().min(1),
+  writtenAt: z.string(),
+  /** The applier: `operator`, `tenants-cli`, `stack`. */
+  by: z.string(),
+});
+export type RegistryMarker = z.infer<typeof registryMarkerSchema>;
+
+/**
+ * Thrown by a registry read that found nothing while the registry itself is missing (no marker: the control Redis
+ * restarted empty or was wiped): what the caller looked for may exist, and the answer is 503, never 401 or 404.
+ */
+export class RegistryMissingError extends Error {
+  constructor() {
+    super('the tenant registry is missing (no marker): the control Redis restarted empty or was wiped, and no applier has written it again yet');
+    this.name = 'RegistryMissingError';
+  }
+}
 
 /** The database id and Redis user of a key made by `registryKeys.kvAclUser`, or undefined for other keys. */
 export function parseKvAclUserKey(key: string): { database: string; user: string } | undefined {

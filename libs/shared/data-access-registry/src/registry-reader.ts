@@ -6,12 +6,14 @@ import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
   type QueueProjectRecord,
+  RegistryMissingError,
   type StreamClusterRecord,
   type TokenRecord,
   type VectorIndexRecord,
   kvDatabaseRecordSchema,
   queueProjectRecordSchema,
   registryKeys,
+  registryMarkerSchema,
   streamClusterRecordSchema,
   tokenRecordSchema,
   vectorIndexRecordSchema,
@@ -73,6 +75,9 @@ export class RegistryReader {
   async start(): Promise<void> {
     const subscriber = this.redis.duplicate();
     this.subscriber = subscriber;
+    // The outage is the control Redis connection's to report (its owner listens); without a listener ioredis prints
+    // "[ioredis] Unhandled error event" and a stack for every failed reconnect.
+    subscriber.on('error', () => undefined);
     subscriber.on('message', (_channel: string, key: string) => {
       this.cache.delete(key);
       this.unreadable.delete(key);
@@ -117,12 +122,25 @@ export class RegistryReader {
   /**
    * Finds the record of a plain token by its SHA-256 digest.
    * @returns null for an unknown token
-   * @throws Error when the control Redis cannot be reached or holds a record that cannot be read
+   * @throws RegistryMissingError when the registry has no token of that digest and no marker either (the token
+   *   may well be valid: the registry is missing); Error when the control Redis cannot be reached or holds a record
+   *   that cannot be read
    */
   async resolveToken(token: string): Promise<ResolvedToken | null> {
     const digest = tokenDigest(token);
     const record = await this.lookup(registryKeys.token(digest), tokenRecordSchema);
-    return record && digestsEqual(record.digest, digest) ? { digest, record } : null;
+    if (record && digestsEqual(record.digest, digest)) return { digest, record };
+    if (!(await this.complete())) throw new RegistryMissingError();
+    return null;
+  }
+
+  /**
+   * Whether the registry holds every tenant its appliers own: its marker is there (records.ts; cached and announced
+   * like the records). False after the control Redis restarted empty or was wiped, until an applier wrote it again.
+   * @throws Error when the control Redis cannot be reached
+   */
+  async complete(): Promise<boolean> {
+    return (await this.lookup(registryKeys.marker(), registryMarkerSchema)) !== null;
   }
 
   /**

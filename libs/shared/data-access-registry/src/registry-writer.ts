@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import { generateSigningKey, tokenDigest } from './credentials';
@@ -7,6 +8,7 @@ import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
   type QueueProjectRecord,
+  type RegistryMarker,
   type RetiredResource,
   type StreamClusterRecord,
   type TenantTeardownRecord,
@@ -175,6 +177,26 @@ export class RegistryWriter {
     for (const key of [...records.keys(), ...stale, ...staleAcl]) tx.publish(REGISTRY_CHANNEL, key);
     const results = await execOrThrow(tx);
     return guarded.every((i) => results[i] === 1);
+  }
+
+  /**
+   * Writes the registry's marker (records.ts, {@link RegistryMarker}) unless it is there: an applier calls it once
+   * the registry holds every tenant the applier owns (after a complete pass), never before, so that no reader takes
+   * a tenant not yet written again for an unknown one. Announced, so readers see it at once.
+   * @param by the applier's name (`operator`, `tenants-cli`, `stack`)
+   * @returns whether it was written (false: it was there)
+   * @throws Error when the control Redis fails
+   */
+  async markComplete(by: string): Promise<boolean> {
+    const key = registryKeys.marker();
+    const marker: RegistryMarker = { epoch: randomUUID(), writtenAt: new Date().toISOString(), by };
+    const results = await execOrThrow(this.redis.multi().set(key, JSON.stringify(marker), 'NX').publish(REGISTRY_CHANNEL, key));
+    return results[0] === 'OK';
+  }
+
+  /** Whether the registry's marker is there (see {@link markComplete}). @throws Error when the control Redis fails */
+  async isComplete(): Promise<boolean> {
+    return (await this.redis.exists(registryKeys.marker())) === 1;
   }
 
   /**

@@ -1,6 +1,6 @@
 import { type DynamicModule, Inject, Injectable, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { DailyQuota, RegistryReader, RegistrySeal } from '@restash/shared/data-access-registry';
+import { DailyQuota, RegistryMissingError, RegistryReader, RegistrySeal } from '@restash/shared/data-access-registry';
 import { Readiness } from '@restash/shared/util-http';
 import { TenantGate } from './tenant-gate';
 
@@ -38,7 +38,8 @@ class TenancyLifecycle implements OnModuleInit, OnApplicationShutdown {
 
 /**
  * Every consumer of the tenant registry, once: the control Redis connection ({@link CONTROL_REDIS},
- * checked by `/readyz` as `control-redis`), the {@link RegistrySeal} of the platform key, the
+ * reported by `/readyz` as `control-redis`, and the registry's marker as `registry`: both degrade the service
+ * without making it unready, since its APIs answer 503 in their own shapes meanwhile), the {@link RegistrySeal} of the platform key, the
  * {@link RegistryReader} (subscribed before the importing module's providers initialise, closed after they
  * shut down; a record it cannot read, e.g. sealed under another key, is logged once and answered as the
  * registry being unavailable), {@link DailyQuota} and the {@link TenantGate}. The root module must also
@@ -57,20 +58,29 @@ export class TenancyModule {
             const control = new Redis(options.controlRedisUrl, { maxRetriesPerRequest: 2 });
             // Without a listener ioredis prints "Unhandled error event" for every failed reconnect.
             control.on('error', (error: Error) => logger.warn(`control Redis: ${error.message}`));
-            readiness.register('control-redis', () => control.ping());
+            readiness.register('control-redis', () => control.ping(), false);
             return control;
           },
         },
         { provide: RegistrySeal, useFactory: () => new RegistrySeal(options.registrySealKey) },
         {
           provide: RegistryReader,
-          inject: [CONTROL_REDIS, RegistrySeal],
-          useFactory: (control: Redis, seal: RegistrySeal) =>
-            new RegistryReader(control, {
+          inject: [CONTROL_REDIS, RegistrySeal, Readiness],
+          useFactory: (control: Redis, seal: RegistrySeal, readiness: Readiness) => {
+            const reader = new RegistryReader(control, {
               cacheTtlMs: options.registryCacheTtlMs,
               seal,
               onUnreadable: (key, error) => logger.error(`registry record ${key} cannot be read; requests that need it fail as the registry being unavailable: ${error instanceof Error ? error.message : String(error)}`),
-            }),
+            });
+            readiness.register(
+              'registry',
+              async () => {
+                if (!(await reader.complete())) throw new RegistryMissingError();
+              },
+              false,
+            );
+            return reader;
+          },
         },
         { provide: DailyQuota, inject: [CONTROL_REDIS], useFactory: (control: Redis) => new DailyQuota(control) },
         { provide: TenantGate, inject: [RegistryReader, DailyQuota], useFactory: (reader: RegistryReader, quota: DailyQuota) => new TenantGate(reader, quota) },

@@ -213,8 +213,8 @@ async function startManagementServer(
     });
   }
   server.get('/readyz', async (_request, reply) => {
-    const { ready, failures } = await readiness.evaluate();
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', failures });
+    const { ready, failures, degraded } = await readiness.evaluate();
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', failures, ...(Object.keys(degraded).length > 0 ? { degraded } : {}) });
   });
   server.get('/metrics', async (_request, reply) =>
     reply.header('content-type', registry.contentType).send(await registry.metrics()),

@@ -4,23 +4,29 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 type Check = () => Promise<unknown>;
 
 /**
- * Readiness checks of a service (a backend it cannot serve without). `/readyz` on the management
- * port answers 200 when all pass, 503 with the failures otherwise.
+ * Readiness checks of a service. `/readyz` on the management port answers 200 when every gating check passes, 503
+ * with the failures otherwise; a failing reported check is listed under `degraded` and leaves the answer 200: a
+ * backend the service answers for in each API's own shape (503 while the control Redis or the registry is away,
+ * README "Architecture: tenant registry"), so that Kubernetes keeps routing to it rather than to nothing.
  */
 @Injectable()
 export class Readiness {
-  private readonly checks = new Map<string, Check>();
+  private readonly checks = new Map<string, { check: Check; gating: boolean }>();
 
-  /** Adds (or replaces) a named check; it fails by throwing or rejecting. */
-  register(name: string, check: Check): void {
-    this.checks.set(name, check);
+  /**
+   * Adds (or replaces) a named check; it fails by throwing or rejecting.
+   * @param gating false for a check that is reported, not waited for (see the class)
+   */
+  register(name: string, check: Check, gating = true): void {
+    this.checks.set(name, { check, gating });
   }
 
   /** Runs every check at once, each bounded by `timeoutMs`. */
-  async evaluate(timeoutMs = 2_000): Promise<{ ready: boolean; failures: Record<string, string> }> {
+  async evaluate(timeoutMs = 2_000): Promise<{ ready: boolean; failures: Record<string, string>; degraded: Record<string, string> }> {
     const failures: Record<string, string> = {};
+    const degraded: Record<string, string> = {};
     await Promise.all(
-      [...this.checks].map(async ([name, check]) => {
+      [...this.checks].map(async ([name, { check, gating }]) => {
         let timer: NodeJS.Timeout | undefined;
         const timeout = new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
@@ -28,13 +34,13 @@ export class Readiness {
         try {
           await Promise.race([check(), timeout]);
         } catch (error) {
-          failures[name] = error instanceof Error ? error.message : String(error);
+          (gating ? failures : degraded)[name] = error instanceof Error ? error.message : String(error);
         } finally {
           clearTimeout(timer);
         }
       }),
     );
-    return { ready: Object.keys(failures).length === 0, failures };
+    return { ready: Object.keys(failures).length === 0, failures, degraded };
   }
 }
 

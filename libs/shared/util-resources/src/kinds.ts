@@ -231,6 +231,7 @@ export const CONDITION_REASONS = [
   'NotSupported',
   'Deleting',
   'DeleteFailed',
+  'RegistryUnavailable',
 ] as const;
 export type ConditionReason = (typeof CONDITION_REASONS)[number];
 

@@ -58,6 +58,7 @@ async function main(): Promise<void> {
     startStack({
       stateDir: state,
       from: 'dist',
+      registryApplier: true, // the operator
       ports,
       qdrant: true,
       embedder: true,
