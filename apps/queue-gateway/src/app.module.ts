@@ -1,4 +1,4 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Logger, Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
 import { TenancyModule } from '@restash/shared/feature-tenancy';
@@ -24,7 +24,15 @@ export class AppModule {
         // Auto-pipelining: the commands of concurrent publishes go out in one socket write per event-loop turn.
         // Each batch's pipeline costs about 55 µs (ioredis copies BullMQ's scripts into it), but a socket write
         // per command cost more here (bench/queue/profile.md), unlike in queue-worker.
-        { provide: QUEUE_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true }) },
+        {
+          provide: QUEUE_REDIS,
+          useFactory: () => {
+            const redis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true });
+            // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
+            redis.on('error', (error: Error) => new Logger('QueueRedis').warn(`queue Redis: ${error.message}`));
+            return redis;
+          },
+        },
         QueueMetrics,
         QueueService,
         UrlGroupsService,

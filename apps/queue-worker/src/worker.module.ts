@@ -60,11 +60,20 @@ export class WorkerModule implements OnApplicationShutdown {
             // reconnects, so that the processor's bounded retries see an outage (and log and count it)
             // instead of waiting.
             const redis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2 });
+            // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
+            redis.on('error', (error: Error) => new Logger('QueueRedis').warn(`queue Redis: ${error.message}`));
             readiness.register('queue-redis', () => redis.ping());
             return redis;
           },
         },
-        { provide: WORKER_REDIS, useFactory: () => new Redis(config.store.redisUrl, { maxRetriesPerRequest: null }) },
+        {
+          provide: WORKER_REDIS,
+          useFactory: () => {
+            const redis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: null });
+            redis.on('error', () => undefined); // the same outage as QUEUE_REDIS, which logs it
+            return redis;
+          },
+        },
         {
           provide: QueueStore,
           inject: [QUEUE_REDIS],
