@@ -1,7 +1,7 @@
 import { type DynamicModule, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { ObservabilityModule } from '@restash/shared/util-http';
-import { RegistrySeal, RegistryWriter } from '@restash/shared/data-access-registry';
+import { RegistrySeal, RegistryWriter, openRedis } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { QueueStore } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers } from '@restash/platform/feature-teardown';
@@ -65,7 +65,7 @@ export class OperatorModule implements OnApplicationShutdown {
             return {
               get() {
                 if (!opened) {
-                  const redis = new Redis(config.queueStore.redisUrl, { maxRetriesPerRequest: 3 });
+                  const redis = openRedis(config.queueStore.redisUrl, { maxRetriesPerRequest: 3 });
                   redis.on('error', () => undefined); // the failing purge reports it
                   opened = { redis, store: new QueueStore(redis, config.queueStore.options) };
                   opened.store.queue.on('error', () => undefined);

@@ -1,5 +1,5 @@
 import { type DynamicModule, Logger, Module } from '@nestjs/common';
-import { Redis } from 'ioredis';
+import { openRedis } from '@restash/shared/data-access-registry';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
 import { TenancyModule } from '@restash/shared/feature-tenancy';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
@@ -27,7 +27,7 @@ export class AppModule {
         {
           provide: QUEUE_REDIS,
           useFactory: () => {
-            const redis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true });
+            const redis = openRedis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true });
             // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
             redis.on('error', (error: Error) => new Logger('QueueRedis').warn(`queue Redis: ${error.message}`));
             return redis;

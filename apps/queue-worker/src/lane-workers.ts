@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { openRedis } from '@restash/shared/data-access-registry';
 import { QueueStore } from '@restash/queue/data-access-store';
 import type { QueueMessage } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
@@ -51,9 +52,9 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly processor: DeliveryProcessor,
   ) {
     // The lanes' Workers share one connection for their commands (each opens its own blocking one).
-    this.connection = new Redis(config.store.redisUrl, { maxRetriesPerRequest: null });
+    this.connection = openRedis(config.store.redisUrl, { maxRetriesPerRequest: null });
     this.connection.on('error', () => undefined); // the Workers report their own errors
-    this.subscriber = new Redis(config.store.redisUrl, { maxRetriesPerRequest: null });
+    this.subscriber = openRedis(config.store.redisUrl, { maxRetriesPerRequest: null });
     this.subscriber.on('error', (error) => this.logger.warn(`lanes subscriber: ${String(error)}`));
   }
 

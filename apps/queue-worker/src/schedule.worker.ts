@@ -1,7 +1,7 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { RegistryReader } from '@restash/shared/data-access-registry';
+import { RegistryReader, openRedis } from '@restash/shared/data-access-registry';
 import { QueueStore, SCHEDULE_QUEUE, type ScheduleTick, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { type QueueMessage, fanOut, tickMessage, tickMessageId } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
@@ -78,7 +78,7 @@ export class ScheduleWorker implements OnApplicationBootstrap, BeforeApplication
     private readonly schedules: ScheduleStore,
     processor: ScheduleProcessor,
   ) {
-    this.connection = new Redis(config.store.redisUrl, { maxRetriesPerRequest: null });
+    this.connection = openRedis(config.store.redisUrl, { maxRetriesPerRequest: null });
     this.connection.on('error', () => undefined); // the Worker reports its own errors
     this.worker = new Worker<ScheduleTick>(SCHEDULE_QUEUE, async (job) => void (await processor.process(job)), {
       autorun: false,

@@ -2,7 +2,7 @@ import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown 
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Readiness, ObservabilityModule, parseAllowlist } from '@restash/shared/util-http';
-import { claimPlatformServer } from '@restash/shared/data-access-registry';
+import { claimPlatformServer, openRedis } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { DELIVERY_QUEUE, QueueStore, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { HttpDeliverer } from '@restash/queue/data-access-delivery';
@@ -59,7 +59,7 @@ export class WorkerModule implements OnApplicationShutdown {
             // each batch's pipeline, about 55 µs (bench/queue/profile.md). A command fails after two
             // reconnects, so that the processor's bounded retries see an outage (and log and count it)
             // instead of waiting.
-            const redis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: 2 });
+            const redis = openRedis(config.store.redisUrl, { maxRetriesPerRequest: 2 });
             // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
             redis.on('error', (error: Error) => new Logger('QueueRedis').warn(`queue Redis: ${error.message}`));
             readiness.register('queue-redis', () => redis.ping());
@@ -69,7 +69,7 @@ export class WorkerModule implements OnApplicationShutdown {
         {
           provide: WORKER_REDIS,
           useFactory: () => {
-            const redis = new Redis(config.store.redisUrl, { maxRetriesPerRequest: null });
+            const redis = openRedis(config.store.redisUrl, { maxRetriesPerRequest: null });
             redis.on('error', () => undefined); // the same outage as QUEUE_REDIS, which logs it
             return redis;
           },

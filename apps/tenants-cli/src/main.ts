@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { loadConfig } from '@restash/shared/util-config';
 import { QueueStore, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers, formatFailures } from '@restash/platform/feature-teardown';
-import { RegistryWriter, queueProjectId, registrySealFromEnv } from '@restash/shared/data-access-registry';
+import { RegistryWriter, openRedis, queueProjectId, registrySealFromEnv } from '@restash/shared/data-access-registry';
 import { type SigningKeys, ensureTenantTokens, removeTenantTokens } from './secrets';
 import { readTenants } from './tenant-file';
 
@@ -120,12 +120,12 @@ function usage(code: number): number {
 /** Runs `work` with a teardown and a registry writer on the control Redis; the queue store is opened only if a queue project is purged. */
 async function withTeardown(url: string, work: (teardown: TenantTeardown, writer: RegistryWriter) => Promise<number>): Promise<number> {
   const queue = loadConfig(z.object(queueStoreEnv()).transform(queueStoreConfig), { QUEUE_REDIS_URL: url, ...process.env });
-  const redis = new Redis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
+  const redis = openRedis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
   redis.on('error', () => undefined); // the failing command reports it
   let store: { redis: Redis; store: QueueStore } | undefined;
   const queueStore = () => {
     if (!store) {
-      const queueRedis = new Redis(queue.redisUrl, { maxRetriesPerRequest: 3 });
+      const queueRedis = openRedis(queue.redisUrl, { maxRetriesPerRequest: 3 });
       queueRedis.on('error', () => undefined);
       store = { redis: queueRedis, store: new QueueStore(queueRedis, queue.options) };
       store.store.queue.on('error', () => undefined);

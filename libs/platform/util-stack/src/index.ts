@@ -2,6 +2,7 @@ export * from './paths';
 export * from './ports';
 export * from './process';
 export * from './redis';
+export * from './sentinel';
 export * from './kv-engine';
 export * from './kafka';
 export * from './python-services';

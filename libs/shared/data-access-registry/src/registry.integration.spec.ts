@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { type RedisServer, startRedisServer } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 import { DailyQuota } from './daily-quota';
-import { kvDatabaseId, queueProjectId, registryKeys } from './records';
+import { REGISTRY_CHANNEL, RegistryMissingError, kvDatabaseId, queueProjectId, registryKeys } from './records';
 import { RegistryReader } from './registry-reader';
 import { RegistryWriter } from './registry-writer';
 import { type TenantDocument, tenantDocumentSchema } from './tenant-spec';
@@ -38,6 +38,7 @@ describe('tenant registry on a real Redis', () => {
     readerRedis = new Redis(server.url);
     reader = new RegistryReader(readerRedis, { cacheTtlMs: 60_000, seal });
     await reader.start();
+    await writer.markComplete('test');
   });
 
   afterAll(async () => {
@@ -45,6 +46,19 @@ describe('tenant registry on a real Redis', () => {
     readerRedis.disconnect();
     redis.disconnect();
     await server.stop();
+  });
+
+  it('tells a token the registry lacks from a registry that is missing: RegistryMissingError until an applier writes the marker', async () => {
+    await redis.del(registryKeys.marker());
+    await redis.publish(REGISTRY_CHANNEL, registryKeys.marker());
+    await eventually(() => expect(reader.resolveToken('not-a-token')).rejects.toBeInstanceOf(RegistryMissingError));
+    expect(await reader.complete()).toBe(false);
+    expect(await writer.isComplete()).toBe(false);
+    expect(await writer.markComplete('test')).toBe(true);
+    const epoch = await redis.get(registryKeys.marker());
+    expect(await writer.markComplete('again')).toBe(false); // a marker there is kept, epoch and all
+    expect(await redis.get(registryKeys.marker())).toBe(epoch);
+    await eventually(async () => expect(await reader.resolveToken('not-a-token')).toBeNull());
   });
 
   it('resolves tokens by digest and never stores the plain token', async () => {

@@ -1,6 +1,6 @@
 import { type DynamicModule, Inject, Injectable, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { DailyQuota, RegistryMissingError, RegistryReader, RegistrySeal } from '@restash/shared/data-access-registry';
+import { DailyQuota, RegistryMissingError, RegistryReader, RegistrySeal, openRedis } from '@restash/shared/data-access-registry';
 import { Readiness } from '@restash/shared/util-http';
 import { TenantGate } from './tenant-gate';
 
@@ -55,7 +55,7 @@ export class TenancyModule {
           provide: CONTROL_REDIS,
           inject: [Readiness],
           useFactory: (readiness: Readiness) => {
-            const control = new Redis(options.controlRedisUrl, { maxRetriesPerRequest: 2 });
+            const control = openRedis(options.controlRedisUrl, { maxRetriesPerRequest: 2 });
             // Without a listener ioredis prints "Unhandled error event" for every failed reconnect.
             control.on('error', (error: Error) => logger.warn(`control Redis: ${error.message}`));
             readiness.register('control-redis', () => control.ping(), false);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseSentinelUrl } from './redis-url';
 
 /**
  * Thrown by {@link loadConfig} when the environment does not satisfy the schema. `problems` lists
@@ -41,7 +42,18 @@ export const env = {
       .default(fallback ? 'true' : 'false')
       .transform((v) => v === 'true' || v === '1'),
   /** A `redis://` or `rediss://` URL. */
-  redisUrl: () => z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
+  /** A Redis URL (`redis://`, `rediss://`) or a Redis Sentinel deployment's (`redis+sentinel://`, parseSentinelUrl). */
+  redisUrl: () =>
+    z
+      .string()
+      .regex(/^rediss?(\+sentinel)?:\/\//, 'must be a redis://, rediss:// or redis+sentinel:// URL')
+      .superRefine((url, ctx) => {
+        try {
+          parseSentinelUrl(url);
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        }
+      }),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']).default('log'),
   /**
    * A 256-bit key as standard base64 (44 characters, e.g. the output of `openssl rand -base64 32`), such as
