@@ -9,9 +9,8 @@ import {
   kubernetesErrorMessage,
   watchResources,
 } from '@restash/operator/data-access-kubernetes';
-import { WorkQueue } from '@restash/operator/util-controller';
+import { type ReconcileReport, WorkQueue } from '@restash/operator/util-controller';
 import { ResourcesNotReady, TenantReconciler, type TenantRegistry, type EngineAdmin } from '@restash/platform/feature-reconcile';
-import type { ReconcileReport } from '@restash/operator/util-controller';
 import { GROUP, KIND_NAMES, KINDS, type KindName, type RestashResource, VERSION } from '@restash/shared/util-resources';
 import { Readiness } from '@restash/shared/util-http';
 import { RegistryReader, registryKeys } from '@restash/shared/data-access-registry';
@@ -54,8 +53,8 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
   private elector: LeaderElector | undefined;
   private depthTimer: NodeJS.Timeout | undefined;
   private registryTimer: NodeJS.Timeout | undefined;
-  /** While the registry is written again: the namespaces still to pass (see {@link checkRegistry}). */
-  private rewriting: Set<string> | undefined;
+  /** While the registry is written again: the namespaces still to pass, and since when (see {@link checkRegistry}). */
+  private rewriting: { namespaces: Set<string>; since: number } | undefined;
   /** The last registry check found the control Redis unreachable. */
   private registryDown = false;
   private stopping = false;
@@ -191,18 +190,22 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
       return;
     }
     logger.warn(`the tenant registry is missing (the control Redis restarted empty or was wiped): writing ${namespaces.size} namespace(s) again`);
-    this.rewriting = namespaces;
+    this.rewriting = { namespaces, since: performance.now() };
     if (namespaces.size === 0) return this.markComplete();
     for (const namespace of namespaces) this.queue?.add(namespace);
   }
 
-  /** A pass wrote its namespace to the registry unless the registry failed it; the last one of a rewrite writes the marker. */
+  /**
+   * A pass that started after the rewrite did (one that ran across it may have written before the wipe) wrote its
+   * namespace unless it failed, ResourcesNotReady aside (the registry was written, some resources have problems of
+   * their own); the last one of a rewrite writes the marker.
+   */
   private rewritten(report: ReconcileReport<string>): void {
-    if (!this.rewriting?.has(report.key)) return;
-    // ResourcesNotReady: the registry was written, some resources have problems of their own.
+    const rewrite = this.rewriting;
+    if (!rewrite?.namespaces.has(report.key) || performance.now() - report.durationMs < rewrite.since) return;
     if (report.outcome === 'error' && !(report.error instanceof ResourcesNotReady)) return;
-    this.rewriting.delete(report.key);
-    if (this.rewriting.size === 0) void this.markComplete();
+    rewrite.namespaces.delete(report.key);
+    if (rewrite.namespaces.size === 0) void this.markComplete();
   }
 
   private async markComplete(): Promise<void> {
