@@ -261,8 +261,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     // Without tenants the launcher is the applier (of none): an empty registry is complete, unknown tokens are 401.
     const applyAgain = async (): Promise<string> => {
       if (tenantsFile) return applyTenantFile(tenantsFile, { ...apply, secretsDir });
-      if (!options.registryApplier) await markRegistryComplete(controlRedisUrl, registrySealKey);
-      return '';
+      return options.registryApplier ? '' : markRegistryComplete(stateDir, { ...apply, secretsDir });
     };
     if (!tenantsFile) await applyAgain();
 

@@ -2,8 +2,6 @@ import { execFile } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { appCommand, repoRoot, sourceEnv } from './paths';
-import { Redis } from 'ioredis';
-import { RegistrySeal, RegistryWriter } from '@restash/shared/data-access-registry';
 
 /** Plain tokens of one resource. */
 export interface ResourceTokens {
@@ -61,19 +59,16 @@ export function applyTenantFile(file: string, options: ApplyOptions): Promise<st
 }
 
 /**
- * Marks the registry of `controlRedisUrl` complete (RegistryWriter.markComplete), as `tenants apply` does after its
- * file: what a stack started without tenants does, being the applier of none.
- * @throws Error when the control Redis cannot be reached
+ * `tenants apply` of a file without tenants, which writes nothing but the registry's marker (RegistryWriter.markComplete):
+ * what a stack started without tenants runs, being the applier of none.
+ * @param dir where the empty file is written
+ * @throws Error holding the command's output when it fails (the control Redis cannot be reached)
  */
-export async function markRegistryComplete(controlRedisUrl: string, registrySealKey: string): Promise<void> {
-  const redis = new Redis(controlRedisUrl, { lazyConnect: true, maxRetriesPerRequest: 3 });
-  redis.on('error', () => undefined); // the failing command reports it
-  try {
-    await redis.connect();
-    await new RegistryWriter(redis, new RegistrySeal(registrySealKey)).markComplete('stack');
-  } finally {
-    redis.disconnect();
-  }
+export async function markRegistryComplete(dir: string, options: ApplyOptions): Promise<string> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const file = join(dir, 'no-tenants.yaml');
+  await writeFile(file, '', { mode: 0o600 });
+  return applyTenantFile(file, options);
 }
 
 /**
