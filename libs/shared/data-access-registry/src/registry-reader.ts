@@ -13,7 +13,6 @@ import {
   kvDatabaseRecordSchema,
   queueProjectRecordSchema,
   registryKeys,
-  registryMarkerSchema,
   streamClusterRecordSchema,
   tokenRecordSchema,
   vectorIndexRecordSchema,
@@ -135,12 +134,13 @@ export class RegistryReader {
   }
 
   /**
-   * Whether the registry holds every tenant its appliers own: its marker is there (records.ts; cached and announced
-   * like the records). False after the control Redis restarted empty or was wiped, until an applier wrote it again.
+   * Whether the registry holds every tenant its appliers own: its marker is there (records.ts). Read from the control
+   * Redis each time, never cached: a FLUSHALL announces nothing, and an unknown token (itself cached) costs one EXISTS.
+   * False after the control Redis restarted empty or was wiped, until an applier wrote it again.
    * @throws Error when the control Redis cannot be reached
    */
   async complete(): Promise<boolean> {
-    return (await this.lookup(registryKeys.marker(), registryMarkerSchema)) !== null;
+    return (await this.redis.exists(registryKeys.marker())) === 1;
   }
 
   /**
