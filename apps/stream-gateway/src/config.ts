@@ -21,6 +21,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | CONSUMER_MAX_BUFFERED_BYTES | 16777216 | an instance stops fetching while its waiting records hold this many bytes |
  * | CONSUMER_JOIN_WAIT_MS | 10000 | the request that creates an instance waits this long for the group to assign partitions |
  * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
+ * | PEER_HOST | (derived) | the address other replicas reach this one at, to forward requests for the consumer instances it holds (the chart passes the pod IP); default: HOST unless a wildcard, else the first non-internal IPv4 address |
  * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
  */
 export const streamGatewayEnvSchema = z
@@ -36,6 +37,10 @@ export const streamGatewayEnvSchema = z
     CONSUMER_MAX_BUFFERED_BYTES: env.positiveInt(16 * 1024 * 1024),
     CONSUMER_JOIN_WAIT_MS: env.positiveInt(10_000),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
+    PEER_HOST: z
+      .string()
+      .regex(/^[A-Za-z0-9.:-]+$/, 'must be a host name or an IP address')
+      .optional(),
   })
   .transform((e) => ({
     http: httpServiceConfig('stream-gateway', e),
@@ -51,6 +56,7 @@ export const streamGatewayEnvSchema = z
     },
     registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
     registrySealKey: e.REGISTRY_SEAL_KEY,
+    peerHost: e.PEER_HOST,
   }));
 
 export type StreamGatewayConfig = z.output<typeof streamGatewayEnvSchema>;

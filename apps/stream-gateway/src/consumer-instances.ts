@@ -16,10 +16,10 @@ export interface ConsumerInstance {
 const instanceKey = (clusterId: string, group: string, name: string) => JSON.stringify([clusterId, group, name]);
 
 /**
- * The consumer instances open on this gateway, by cluster, group and instance name. Creation of one
+ * The consumer instances open on this gateway replica, by cluster, group and instance name. Creation of one
  * instance is serialised (two first requests for the same instance make one consumer); idle instances
- * are closed by {@link reap}. A gateway replica owns the instances it created: clients of one instance
- * must reach the same replica (session affinity), as with every REST proxy for Kafka.
+ * are closed by {@link reap}. Which replica holds an instance is recorded in the instance directory
+ * (instance-directory.ts): the other replicas forward its requests here.
  */
 export class ConsumerInstances {
   private readonly open = new Map<string, ConsumerInstance>();
@@ -64,12 +64,9 @@ export class ConsumerInstances {
     return instance;
   }
 
-  /** Open and being-created instances of a cluster. */
-  count(clusterId: string): number {
-    let n = 0;
-    for (const instance of this.open.values()) if (instance.clusterId === clusterId) n++;
-    for (const key of this.pending.keys()) if ((JSON.parse(key) as string[])[0] === clusterId) n++;
-    return n;
+  /** Every open instance. */
+  list(): ConsumerInstance[] {
+    return [...this.open.values()];
   }
 
   /** The open instances of a cluster. */

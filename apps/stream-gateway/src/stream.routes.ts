@@ -18,7 +18,6 @@ import {
   encodeError,
   parseCommit,
   parseConsume,
-  parseConsumerConfig,
   parseFetch,
   parseGroupId,
   parseJson,
@@ -29,8 +28,9 @@ import {
   webhookHeaders,
 } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
+import { PEER_GONE, PEER_PATH, type PeerCall, isPeer, peerSecret } from './peers';
 import { StreamMetrics } from './stream-metrics';
-import { type Session, StreamService } from './stream.service';
+import { PeerGoneError, type Session, StreamService } from './stream.service';
 
 /** What an operation gets: the session, the path segments after the operation's name (decoded), the JSON body, the request. */
 interface Call {
@@ -70,7 +70,7 @@ function groupArgs(args: string[]): [string, string] {
  */
 const ENDPOINTS: Record<string, Endpoint> = {
   topics: { methods: ['GET'], min: 0, max: 0, write: false, run: (s, c) => s.topics(c.session) },
-  consumers: { methods: ['GET'], min: 0, max: 0, write: false, run: async (s, c) => s.consumers(c.session) },
+  consumers: { methods: ['GET'], min: 0, max: 0, write: false, run: (s, c) => s.consumers(c.session) },
   committed: {
     methods: GET_POST,
     min: 2,
@@ -111,7 +111,7 @@ const ENDPOINTS: Record<string, Endpoint> = {
     run: (s, c) => {
       const [group, name] = groupArgs(c.args);
       const request = parseConsume(c.body, c.args[2], c.query);
-      return s.consume(c.session, group, name, request, () => parseConsumerConfig(c.request.headers));
+      return s.consume(c.session, group, name, request, c.request.headers);
     },
   },
   commit: {
@@ -228,7 +228,9 @@ export class StreamRoutes implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
+    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    this.registerPeerEndpoint(fastify);
+    registerTenantApi(fastify, {
       errors: STREAM_ERRORS,
       credentials: { scheme: 'basic' },
       operations: Object.entries(ENDPOINTS).map(([name, endpoint]) => streamOperation(name, endpoint, this.service)),
@@ -241,6 +243,56 @@ export class StreamRoutes implements OnModuleInit {
       bodyMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     });
   }
+
+  /**
+   * `POST /_restash/peer`: operations other replicas forward to the consumer instances this one holds (PeerClient),
+   * answered `{"value": …}`, a Stream API error, or 421 when the call is for an earlier start of this replica. Without
+   * the peer secret it is answered as the path of no endpoint (404), as the tenant API would.
+   */
+  private registerPeerEndpoint(fastify: FastifyInstance): void {
+    const secret = peerSecret(this.config.registrySealKey);
+    const json = 'application/json';
+    void fastify.register(async (app) => {
+      app.removeAllContentTypeParsers();
+      app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: this.config.http.bodyLimitBytes }, (_request, body, done) => done(null, body));
+      app.post(PEER_PATH, async (request, reply) => {
+        if (!isPeer(request.headers.authorization, secret)) {
+          return reply.code(404).type(json).send(encodeError(404, `Not found: ${PEER_PATH} is not an endpoint of the Stream API`));
+        }
+        try {
+          const call = parsePeerCall(request.body);
+          const value = await this.service.servePeer(call);
+          return reply.code(200).type(json).send(JSON.stringify({ value }));
+        } catch (error) {
+          if (error instanceof PeerGoneError) return reply.code(PEER_GONE).type(json).send(encodeError(PEER_GONE, error.message));
+          if (error instanceof StreamError) return reply.code(error.status).type(json).send(encodeError(error.status, error.message));
+          this.logger.error(`peer call failed: ${error instanceof Error ? error.message : String(error)}`);
+          return reply.code(500).type(json).send(encodeError(500, 'Internal error'));
+        }
+      });
+    });
+  }
+}
+
+const PEER_OPERATIONS = new Set(['consume', 'commit', 'delete', 'list']);
+
+/**
+ * A peer's forwarded call (PeerCall): its envelope is checked; the operation's arguments come from a replica
+ * that checked them already.
+ * @throws StreamError 400 for a body that is no PeerCall
+ */
+function parsePeerCall(body: unknown): PeerCall {
+  let call: Partial<PeerCall> & { group?: unknown; name?: unknown };
+  try {
+    call = JSON.parse(Buffer.isBuffer(body) ? body.toString('utf8') : '') as typeof call;
+  } catch {
+    throw StreamError.badRequest('Illegal argument: a peer call is JSON');
+  }
+  const named = call.op === 'list' || (typeof call.group === 'string' && typeof call.name === 'string');
+  if (typeof call.boot !== 'string' || typeof call.cluster !== 'string' || !PEER_OPERATIONS.has(String(call.op)) || !named) {
+    throw StreamError.badRequest('Illegal argument: not a peer call');
+  }
+  return call as PeerCall;
 }
 
 /** A path segment, percent-decoded (the SDK sends group and instance ids as they are). */

@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { Redis } from 'ioredis';
 import { RegistryReader, type StreamClusterRecord, registryKeys } from '@restash/shared/data-access-registry';
-import { type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
+import { CONTROL_REDIS, type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
 import { type ConsumedRecord, KafkaCluster, type OutgoingMessage, ProduceRefusedError, type ProducedMetadata, kafkaErrorCode } from '@restash/stream/data-access-kafka';
 import {
   type ConsumeRequest,
@@ -12,18 +15,46 @@ import {
   StreamError,
   type TopicPartition,
   type TopicPartitionOffset,
+  parseConsumerConfig,
 } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { type ConsumerInstance, ConsumerInstances } from './consumer-instances';
+import { type Holder, InstanceDirectory } from './instance-directory';
+import { PeerClient, type PeerCall, type PeerOperation, peerHost, peerSecret } from './peers';
 import { StreamMetrics } from './stream-metrics';
 
-/** An authenticated request's view of its stream cluster. */
-export interface Session {
-  grant: Grant<'stream'>;
+/** What an operation needs of a request: its tenant, its stream cluster's record and the cluster's Kafka clients. */
+export interface ClusterView {
   tenant: string;
   cluster: StreamClusterRecord;
   kafka: KafkaCluster;
 }
+
+/** An authenticated request's view of its stream cluster. */
+export interface Session extends ClusterView {
+  grant: Grant<'stream'>;
+}
+
+/** Request headers with lower-case names (Node's IncomingHttpHeaders). */
+export type Headers = Record<string, string | string[] | undefined>;
+
+/** Thrown by {@link PeerCall} handling when the call is for another start of this replica (answered 421). */
+export class PeerGoneError extends Error {
+  constructor() {
+    super('this gateway replica is not the one the call was for (it restarted)');
+    this.name = 'PeerGoneError';
+  }
+}
+
+/** A consumer instance being created by another replica at the same moment: the creation here stops (409 if the retry meets it again). */
+class HeldElsewhereError extends StreamError {
+  constructor(readonly holder: Holder) {
+    super(409, 'The consumer instance is being created on another gateway replica, retry');
+  }
+}
+
+/** How long a consumer instance's directory entry lives without renewal (ms); the holder renews it every third of that. */
+const INSTANCE_LEASE_MS = 15_000;
 
 /** Spec 002's GroupAssignments, as `GET /consumers` lists them. */
 export interface GroupAssignments {
@@ -61,13 +92,23 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   private readonly topicsReady = new WeakMap<StreamClusterRecord, Promise<void>>();
   private readonly instances = new ConsumerInstances();
   private reaper: NodeJS.Timeout | undefined;
+  private renewer: NodeJS.Timeout | undefined;
+  /** This start of this replica, as peers and the instance directory know it. */
+  private readonly boot = randomUUID();
+  private readonly peers: PeerClient;
+  /** Made on first use, once the API port is bound (its address is this replica's in the directory). */
+  private openedDirectory: InstanceDirectory | undefined;
 
   constructor(
     private readonly registry: RegistryReader,
     private readonly gate: TenantGate,
     @Inject(STREAM_CONFIG) private readonly config: StreamGatewayConfig,
     private readonly metrics: StreamMetrics,
-  ) {}
+    @Inject(CONTROL_REDIS) private readonly control: Redis,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {
+    this.peers = new PeerClient(peerSecret(config.registrySealKey));
+  }
 
   onModuleInit(): void {
     // Any replica's registry write: what this gateway holds for the cluster must not outlive the change.
@@ -79,13 +120,84 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       for (const instance of this.instances.reap(this.config.consumer.idleTimeoutMs)) void this.closeInstance(instance);
     }, every);
     this.reaper.unref();
+    this.renewer = setInterval(() => void this.renewEntries(), INSTANCE_LEASE_MS / 3);
+    this.renewer.unref();
   }
 
-  /** Closes every consumer instance (committing delivered offsets where auto commit is on), then the clients. */
+  /** Closes every consumer instance (committing delivered offsets where auto commit is on, deleting their directory entries), then the clients. */
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.reaper);
+    clearInterval(this.renewer);
     await Promise.all(this.instances.drain().map((instance) => this.closeInstance(instance)));
     await Promise.all([...this.clusters.values()].map((cluster) => cluster.close()));
+    await this.peers.close();
+  }
+
+  /**
+   * The instance directory, with this replica's address: PEER_HOST or derived (peerHost), and the bound API port.
+   */
+  private directory(): InstanceDirectory {
+    if (!this.openedDirectory) {
+      const address = this.adapterHost.httpAdapter.getHttpServer().address() as { port: number } | string | null;
+      const port = address && typeof address === 'object' ? address.port : this.config.http.port;
+      const host = peerHost(this.config.peerHost, this.config.http.host);
+      const peer = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      this.openedDirectory = new InstanceDirectory(this.control, { boot: this.boot, peer }, INSTANCE_LEASE_MS);
+    }
+    return this.openedDirectory;
+  }
+
+  /**
+   * Renews the directory entries of this replica's instances. An instance another replica holds meanwhile (its
+   * entry had expired while the control Redis was away, and a request elsewhere took it over) is closed here:
+   * the group keeps one member per instance. While the control Redis cannot be reached nothing changes.
+   */
+  private async renewEntries(): Promise<void> {
+    if (!this.openedDirectory) return;
+    for (const instance of this.instances.list()) {
+      let claim;
+      try {
+        claim = await this.openedDirectory.claim(instance.clusterId, instance.group, instance.name, -1);
+      } catch {
+        return;
+      }
+      if (claim.kind !== 'held' || this.instances.get(instance.clusterId, instance.group, instance.name) !== instance) continue;
+      this.logger.log(`consumer instance ${instance.group}/${instance.name} of stream cluster ${instance.clusterId} is held by replica ${claim.holder.peer} now; closing it here`);
+      this.instances.remove(instance.clusterId, instance.group, instance.name);
+      await this.closeInstance(instance);
+    }
+  }
+
+  /** Runs an instance-directory call, turning a control-Redis failure into the API's 503. */
+  private async directoryCall<T>(view: ClusterView, call: (directory: InstanceDirectory) => Promise<T>): Promise<T> {
+    try {
+      return await call(this.directory());
+    } catch (error) {
+      if (error instanceof StreamError) throw error;
+      this.metrics.backendError(view.tenant, 'registry');
+      this.logger.warn(`instance directory (control Redis) call failed for tenant ${view.tenant}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new StreamError(503, 'Service unavailable: the tenant registry cannot be reached');
+    }
+  }
+
+  /**
+   * The live replica holding an instance this replica does not hold, or undefined.
+   */
+  private async holderElsewhere(view: ClusterView, group: string, name: string): Promise<Holder | undefined> {
+    if (this.instances.get(view.cluster.id, group, name)) return undefined;
+    return this.directoryCall(view, (d) => d.holderElsewhere(view.cluster.id, group, name));
+  }
+
+  /**
+   * Runs an operation on the replica holding the instance.
+   * @returns the holder's value, or undefined when the holder is gone (its entry is then deleted)
+   */
+  private async forward(view: ClusterView, holder: Holder, operation: PeerOperation & { group: string; name: string }, waitMs: number): Promise<{ value: unknown } | undefined> {
+    const answer = await this.peers.call(holder, view.cluster.id, operation, waitMs);
+    if (answer.kind === 'value') return { value: answer.value };
+    this.logger.log(`consumer instance ${operation.group}/${operation.name} of stream cluster ${view.cluster.id}: its replica ${holder.peer} is gone; the next request takes it over`);
+    await this.directoryCall(view, (d) => d.release(view.cluster.id, operation.group, operation.name, holder.boot));
+    return undefined;
   }
 
   /**
@@ -129,7 +241,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** `GET /topics`: the cluster's topics and their partition counts. */
-  async topics(session: Session): Promise<Record<string, number>> {
+  async topics(session: ClusterView): Promise<Record<string, number>> {
     await this.ensureTopics(session);
     const names = Object.keys(session.cluster.topics);
     const counts = await Promise.all(names.map((name) => this.broker(session, () => session.kafka.partitionCount(this.kafkaTopic(session, name)))));
@@ -144,7 +256,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
    * @returns each message's Metadata, in request order
    * @throws StreamError 400, 404 or 413 for those cases
    */
-  async produce(session: Session, messages: ProduceMessage[]): Promise<ProducedMetadata[]> {
+  async produce(session: ClusterView, messages: ProduceMessage[]): Promise<ProducedMetadata[]> {
     const counts = await this.partitionCounts(session, messages.map((m) => m.topic));
     const outgoing = messages.map((m): OutgoingMessage => {
       const topic = this.kafkaTopic(session, m.topic);
@@ -159,7 +271,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** `/fetch`: messages from each given offset on, with no consumer group (spec 002, Fetch). */
-  async fetch(session: Session, request: FetchRequest): Promise<RestMessage[]> {
+  async fetch(session: ClusterView, request: FetchRequest): Promise<RestMessage[]> {
     const counts = await this.partitionCounts(session, request.partitions.map((p) => p.topic));
     for (const p of request.partitions) checkPartition(p.topic, p.partition, counts.get(p.topic) ?? 0);
     const results = await this.broker(session, () =>
@@ -182,8 +294,26 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
    *
    * @throws StreamError 400 past the instance limit or for reset `none` without committed offsets
    */
-  async consume(session: Session, group: string, name: string, request: ConsumeRequest, config: () => ConsumerConfig): Promise<RestMessage[]> {
+  async consume(session: ClusterView, group: string, name: string, request: ConsumeRequest, headers: Headers): Promise<RestMessage[]> {
     await this.partitionCounts(session, request.topics);
+    for (let attempt = 0; ; attempt++) {
+      const holder = await this.holderElsewhere(session, group, name);
+      if (holder) {
+        const operation = { op: 'consume', group, name, request, headers: consumerHeaders(headers) } as const;
+        const forwarded = await this.forward(session, holder, operation, request.timeoutMs + this.config.consumer.joinWaitMs + this.config.kafkaRequestTimeoutMs);
+        if (forwarded) return forwarded.value as RestMessage[];
+      }
+      try {
+        return await this.consumeHere(session, group, name, request, headers);
+      } catch (error) {
+        // Another replica created the instance meanwhile: the request goes there.
+        if (!(error instanceof HeldElsewhereError) || attempt > 0) throw error;
+      }
+    }
+  }
+
+  /** {@link consume} on this replica (topics checked already): creates the instance here when absent. */
+  private async consumeHere(session: ClusterView, group: string, name: string, request: ConsumeRequest, headers: Headers): Promise<RestMessage[]> {
     const topics = [...request.topics].sort();
     const current = this.instances.get(session.cluster.id, group, name);
     if (current && (current.topics.join('\n') !== topics.join('\n') || current.consumer.failure)) {
@@ -191,7 +321,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       await this.closeInstance(current);
     }
     const { instance, created } = await this.instances.getOrCreate(session.cluster.id, group, name, () =>
-      this.createInstance(session, group, name, topics, config()),
+      this.createInstance(session, group, name, topics, parseConsumerConfig(headers)),
     );
     if (created) await Promise.race([instance.consumer.joined, sleep(this.config.consumer.joinWaitMs)]);
     let records: ConsumedRecord[];
@@ -217,12 +347,19 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
    * returned so far (spec 002, Commit).
    * @throws StreamError 404 for an unknown instance
    */
-  async commit(session: Session, group: string, name: string, offsets: TopicPartitionOffset[]): Promise<void> {
-    const instance = this.existingInstance(session, group, name);
+  async commit(session: ClusterView, group: string, name: string, offsets: TopicPartitionOffset[]): Promise<void> {
     if (offsets.length > 0) {
       const counts = await this.partitionCounts(session, offsets.map((o) => o.topic));
       for (const o of offsets) checkPartition(o.topic, o.partition, counts.get(o.topic) ?? 0);
     }
+    const holder = await this.holderElsewhere(session, group, name);
+    if (holder && (await this.forward(session, holder, { op: 'commit', group, name, offsets }, this.config.consumer.joinWaitMs + this.config.kafkaRequestTimeoutMs))) return;
+    await this.commitHere(session, group, name, offsets);
+  }
+
+  /** {@link commit} on this replica (offsets checked already). */
+  private async commitHere(session: ClusterView, group: string, name: string, offsets: TopicPartitionOffset[]): Promise<void> {
+    const instance = this.existingInstance(session, group, name);
     const mapped = offsets.length === 0 ? undefined : offsets.map((o) => ({ ...o, topic: this.kafkaTopic(session, o.topic) }));
     await this.broker(session, () => instance.consumer.commit(mapped, this.config.consumer.joinWaitMs));
   }
@@ -231,7 +368,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
    * `/committed`: the group's last committed offsets, -1 where there is none.
    * @throws StreamError 400 for a partition the topic does not have (as fetch, commit and offsets)
    */
-  async committed(session: Session, group: string, partitions: TopicPartition[], timeoutMs: number): Promise<TopicPartitionOffset[]> {
+  async committed(session: ClusterView, group: string, partitions: TopicPartition[], timeoutMs: number): Promise<TopicPartitionOffset[]> {
     const counts = await this.partitionCounts(session, partitions.map((p) => p.topic));
     for (const p of partitions) checkPartition(p.topic, p.partition, counts.get(p.topic) ?? 0);
     const mapped = partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) }));
@@ -240,7 +377,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** `/offsets/<at>`: per partition, the earliest offset at or after a timestamp, or the log start or end. */
-  async offsets(session: Session, at: OffsetsAt, partitions: TopicPartition[], timeoutMs: number): Promise<TopicPartitionOffset[]> {
+  async offsets(session: ClusterView, at: OffsetsAt, partitions: TopicPartition[], timeoutMs: number): Promise<TopicPartitionOffset[]> {
     const counts = await this.partitionCounts(session, partitions.map((p) => p.topic));
     for (const p of partitions) checkPartition(p.topic, p.partition, counts.get(p.topic) ?? 0);
     const mapped = partitions.map((p) => ({ ...p, topic: this.kafkaTopic(session, p.topic) }));
@@ -248,8 +385,33 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     return offsets.map((o, i) => ({ ...o, topic: partitions[i]?.topic ?? '' }));
   }
 
-  /** `GET /consumers`: the cluster's consumer instances on this gateway and their assignments. */
-  consumers(session: Session): GroupAssignments[] {
+  /**
+   * `GET /consumers`: the cluster's consumer instances on every gateway replica and their assignments (a replica
+   * that does not answer within 5 s is left out).
+   */
+  async consumers(session: ClusterView): Promise<GroupAssignments[]> {
+    const others = await this.directoryCall(session, (d) => d.otherHolders(session.cluster.id));
+    const lists = await Promise.all(
+      others.map((replica) =>
+        this.peers
+          .call(replica, session.cluster.id, { op: 'list' }, 5000)
+          .then((answer) => (answer.kind === 'value' ? (answer.value as GroupAssignments[]) : []))
+          .catch(() => []),
+      ),
+    );
+    const groups = new Map<string, GroupAssignments>();
+    for (const list of [this.consumersHere(session), ...lists]) {
+      for (const entry of list) {
+        const merged = groups.get(entry.name) ?? { name: entry.name, instances: [] };
+        groups.set(entry.name, merged);
+        for (const instance of entry.instances) if (!merged.instances.some((i) => i.name === instance.name)) merged.instances.push(instance);
+      }
+    }
+    return [...groups.values()];
+  }
+
+  /** The cluster's consumer instances on this replica and their assignments. */
+  private consumersHere(session: ClusterView): GroupAssignments[] {
     const groups = new Map<string, GroupAssignments>();
     const prefix = session.cluster.prefix;
     for (const instance of this.instances.ofCluster(session.cluster.id)) {
@@ -267,24 +429,72 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
    * `/delete-consumer`: stops and removes the instance (auto commit on: delivered offsets are committed first).
    * @throws StreamError 404 for an unknown instance
    */
-  async deleteConsumer(session: Session, group: string, name: string): Promise<void> {
+  async deleteConsumer(session: ClusterView, group: string, name: string): Promise<void> {
+    const holder = await this.holderElsewhere(session, group, name);
+    if (holder && (await this.forward(session, holder, { op: 'delete', group, name }, this.config.consumer.joinWaitMs + this.config.kafkaRequestTimeoutMs))) return;
     this.existingInstance(session, group, name);
     const instance = this.instances.remove(session.cluster.id, group, name);
     if (instance) await this.closeInstance(instance);
   }
 
-  private existingInstance(session: Session, group: string, name: string): ConsumerInstance {
+  /**
+   * Runs an operation forwarded by another replica on an instance this replica holds (PeerClient.call).
+   * @returns the operation's value (null for commit and delete)
+   * @throws PeerGoneError when the call is for another start of this replica; StreamError as the operation
+   */
+  async servePeer(call: PeerCall): Promise<unknown> {
+    if (call.boot !== this.boot) throw new PeerGoneError();
+    let cluster: StreamClusterRecord | null;
+    try {
+      cluster = await this.registry.streamCluster(call.cluster);
+    } catch {
+      throw new StreamError(503, 'Service unavailable: the tenant registry cannot be reached');
+    }
+    if (!cluster) throw new StreamError(404, 'The stream cluster is not in the registry any more');
+    const view: ClusterView = { tenant: cluster.tenant, cluster, kafka: this.kafkaOf(cluster) };
+    switch (call.op) {
+      case 'consume':
+        await this.partitionCounts(view, call.request.topics);
+        return this.consumeHere(view, call.group, call.name, call.request, call.headers);
+      case 'commit':
+        await this.commitHere(view, call.group, call.name, call.offsets);
+        return null;
+      case 'delete': {
+        this.existingInstance(view, call.group, call.name);
+        const instance = this.instances.remove(view.cluster.id, call.group, call.name);
+        if (instance) await this.closeInstance(instance);
+        return null;
+      }
+      case 'list':
+        return this.consumersHere(view);
+    }
+  }
+
+  private existingInstance(session: ClusterView, group: string, name: string): ConsumerInstance {
     const instance = this.instances.get(session.cluster.id, group, name);
     if (!instance) throw new StreamError(404, `Consumer instance '${name}' of group '${group}' not found`);
     return instance;
   }
 
-  private async createInstance(session: Session, group: string, name: string, topics: string[], config: ConsumerConfig): Promise<ConsumerInstance> {
-    const { cluster, tenant } = session;
-    const limit = Object.values(cluster.topics).reduce((sum, n) => sum + n, 0);
-    if (this.instances.count(cluster.id) >= limit) {
-      throw StreamError.badRequest(`Illegal argument: at most ${limit} consumer instances (the partition count of all topics) may be open`);
+  /**
+   * Creates an instance here, claiming its directory entry first (released again when the creation fails).
+   * @throws StreamError 400 past the cluster's instance limit (on all replicas); HeldElsewhereError when another replica claimed it first
+   */
+  private async createInstance(session: ClusterView, group: string, name: string, topics: string[], config: ConsumerConfig): Promise<ConsumerInstance> {
+    const limit = Object.values(session.cluster.topics).reduce((sum, n) => sum + n, 0);
+    const claim = await this.directoryCall(session, (d) => d.claim(session.cluster.id, group, name, limit));
+    if (claim.kind === 'limit') throw StreamError.badRequest(`Illegal argument: at most ${limit} consumer instances (the partition count of all topics) may be open`);
+    if (claim.kind === 'held') throw new HeldElsewhereError(claim.holder);
+    try {
+      return await this.startInstance(session, group, name, topics, config);
+    } catch (error) {
+      await this.openedDirectory?.release(session.cluster.id, group, name).catch(() => undefined);
+      throw error;
     }
+  }
+
+  private async startInstance(session: ClusterView, group: string, name: string, topics: string[], config: ConsumerConfig): Promise<ConsumerInstance> {
+    const { cluster, tenant } = session;
     const groupId = this.kafkaGroup(session, group);
     const kafkaTopics = topics.map((t) => this.kafkaTopic(session, t));
     if (config.autoOffsetReset === 'none') {
@@ -317,13 +527,17 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     return { tenant, clusterId: cluster.id, group, name, topics, consumer };
   }
 
+  /** Closes an instance this replica removed from its own, and deletes its directory entry if this replica still holds it. */
   private async closeInstance(instance: ConsumerInstance): Promise<void> {
     this.metrics.instanceOpened(instance.tenant, -1);
-    await instance.consumer.close().catch((error: unknown) => this.logger.warn(`closing consumer ${instance.group}/${instance.name}: ${String(error)}`));
+    await Promise.all([
+      instance.consumer.close().catch((error: unknown) => this.logger.warn(`closing consumer ${instance.group}/${instance.name}: ${String(error)}`)),
+      this.openedDirectory?.release(instance.clusterId, instance.group, instance.name).catch(() => undefined),
+    ]);
   }
 
   /** Every partition of the topics, as tenant-named TopicPartitions. */
-  private async allPartitions(session: Session, topics: string[]): Promise<TopicPartition[]> {
+  private async allPartitions(session: ClusterView, topics: string[]): Promise<TopicPartition[]> {
     const counts = await this.partitionCounts(session, topics);
     return topics.flatMap((topic) => Array.from({ length: counts.get(topic) ?? 0 }, (_, partition) => ({ topic, partition })));
   }
@@ -332,7 +546,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
    * Partition counts of tenant topics, creating the cluster's declared topics on first use.
    * @throws StreamError 404 for a topic the cluster does not declare
    */
-  private async partitionCounts(session: Session, topics: string[]): Promise<Map<string, number>> {
+  private async partitionCounts(session: ClusterView, topics: string[]): Promise<Map<string, number>> {
     const unknown = topics.find((t) => !Object.hasOwn(session.cluster.topics, t));
     if (unknown !== undefined) throw new StreamError(404, `Topic '${unknown}' does not exist`);
     await this.ensureTopics(session);
@@ -342,7 +556,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Creates the cluster's declared topics once per registry record (a changed record checks again). */
-  private ensureTopics(session: Session): Promise<void> {
+  private ensureTopics(session: ClusterView): Promise<void> {
     const { cluster } = session;
     let ready = this.topicsReady.get(cluster);
     if (!ready) {
@@ -354,11 +568,11 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     return ready;
   }
 
-  private kafkaTopic(session: Session, topic: string): string {
+  private kafkaTopic(session: ClusterView, topic: string): string {
     return `${session.cluster.prefix}${topic}`;
   }
 
-  private kafkaGroup(session: Session, group: string): string {
+  private kafkaGroup(session: ClusterView, group: string): string {
     return `${session.cluster.prefix}${group}`;
   }
 
@@ -385,7 +599,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Runs a Kafka call, turning its failures into the API's errors. */
-  private async broker<T>(session: Session, call: () => Promise<T>): Promise<T> {
+  private async broker<T>(session: ClusterView, call: () => Promise<T>): Promise<T> {
     try {
       return await call();
     } catch (error) {
@@ -393,7 +607,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  private kafkaFailure(session: Session, error: unknown): StreamError {
+  private kafkaFailure(session: ClusterView, error: unknown): StreamError {
     if (error instanceof StreamError) return error;
     if (error instanceof ProduceRefusedError) return produceRefused(error, session.cluster.prefix);
     const type = kafkaErrorCode(error);
@@ -449,4 +663,14 @@ async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The consumer configuration headers of a request (`Stream-*`, `Kafka-*`), as a holder needs them to create the instance. */
+function consumerHeaders(headers: Headers): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first !== undefined && (name.startsWith('stream-') || name.startsWith('kafka-'))) picked[name] = first;
+  }
+  return picked;
 }

@@ -50,9 +50,9 @@ describe('default values (ci/default-values.yaml)', () => {
     expect(find(objects, 'PodDisruptionBudget', `restash-${component}`)['spec']).toEqual({ maxUnavailable: 1, selector: { matchLabels: deployment['spec'].selector.matchLabels } });
   });
 
-  it('gives only the stream gateway ClientIP session affinity (its consumer instances live in one replica)', () => {
-    expect(find(objects, 'Service', 'restash-stream-gateway')['spec'].sessionAffinity).toBe('ClientIP');
-    for (const c of ['kv-gateway', 'vector-gateway', 'queue-gateway']) expect(find(objects, 'Service', `restash-${c}`)['spec'].sessionAffinity).toBeUndefined();
+  it('gives no Service session affinity (any stream-gateway replica serves any consumer instance), and the stream gateway its pod IP to be reached at by its peers', () => {
+    for (const c of ['kv-gateway', 'vector-gateway', 'stream-gateway', 'queue-gateway']) expect(find(objects, 'Service', `restash-${c}`)['spec'].sessionAffinity).toBeUndefined();
+    expect(envMap(find(objects, 'Deployment', 'restash-stream-gateway'))['PEER_HOST']).toEqual({ fieldRef: { fieldPath: 'status.podIP' } });
   });
 
   it('drains a terminating gateway for 5 s before SIGTERM (preStop GET /drain: answers close their connections); no hook for the worker and operator, or with 0', () => {

@@ -132,6 +132,8 @@ async function seed(): Promise<void> {
   await registry.hset(registryKeys.vectorNamespaces('acme.docs'), 'ns1', 5);
   await registry.hset(registryKeys.vectorWrites('acme.docs'), 'ns1', 7);
   await registry.set(registryKeys.vectorResumable('acme-query'), JSON.stringify({ index: 'acme.docs', returned: 1 }), 'EX', 600);
+  // As a stream-gateway replica records the consumer instance it holds.
+  await registry.hset(registryKeys.streamInstances('acme.events'), JSON.stringify(['g', 'i']), JSON.stringify({ boot: 'b', peer: 'http://10.0.0.1:8082', expires: Date.now() + 15_000 }));
 
   const existing = await listTopics();
   await withAdmin((admin) =>
@@ -206,7 +208,8 @@ describe('TenantTeardown', () => {
     const qdrantClient = new QdrantClient({ url: qdrant.url, checkCompatibility: false });
     expect((await qdrantClient.collectionExists(COLLECTION)).exists).toBe(false);
     expect(await registry.exists(registryKeys.vectorNamespaces('acme.docs'), registryKeys.vectorWrites('acme.docs'), registryKeys.vectorResumable('acme-query'))).toBe(0);
-    // Stream: the cluster's topic and consumer group gone, another cluster's topic kept.
+    // Stream: the cluster's topic and consumer group gone, another cluster's topic kept, its instance directory gone.
+    expect(await registry.exists(registryKeys.streamInstances('acme.events'))).toBe(0);
     const topics = await listTopics();
     expect(topics).not.toContain(TOPIC);
     expect(topics).toContain(OTHER_TOPIC);

@@ -42,6 +42,11 @@ describe('controlStateOf', () => {
       patterns: ['restash:v1:quota:vector:acme.main:*'],
     });
   });
+
+  it("owns the hash of a stream cluster's consumer-instance holders", () => {
+    const stream: RetiredResource = { api: 'stream', record: { id: 'acme.events', tenant: 'acme', name: 'events', brokers: ['k:9092'], prefix: 'p.', topics: {}, ...limits } };
+    expect(controlStateOf(stream)).toEqual({ keys: ['restash:v1:stream:instances:acme.events'], patterns: ['restash:v1:quota:stream:acme.events:*'] });
+  });
 });
 
 describe('isResumableOf', () => {

@@ -83,13 +83,18 @@ export function describeResource(resource: RetiredResource): string {
 /**
  * The control-Redis state a resource owns besides its registry record and tokens: exact keys, and SCAN patterns
  * whose matches it owns. Quota counters (`restash:v1:quota:<api>:<id>:<day>`, one per UTC day) for every API;
- * for a vector index also its namespaces and write-counter hashes. (Resumable queries are matched by their `index` field, see
+ * for a vector index also its namespaces and write-counter hashes; for a stream cluster the hash of which gateway replica holds each consumer instance. (Resumable queries are matched by their `index` field, see
  * {@link isResumableOf}; a KV database's server binding `restash:v1:kv:server:<run_id>` by its value.) Resource ids are two DNS labels joined by '.', so they hold no glob character.
  */
 export function controlStateOf(resource: RetiredResource): { keys: string[]; patterns: string[] } {
   const { api, record } = resource;
   return {
-    keys: api === 'vector' ? [registryKeys.vectorNamespaces(record.id), registryKeys.vectorWrites(record.id)] : [],
+    keys:
+      api === 'vector'
+        ? [registryKeys.vectorNamespaces(record.id), registryKeys.vectorWrites(record.id)]
+        : api === 'stream'
+          ? [registryKeys.streamInstances(record.id)]
+          : [],
     patterns: [registryKeys.quota(api, record.id, '*')],
   };
 }

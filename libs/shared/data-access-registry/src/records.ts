@@ -14,6 +14,7 @@ import { z } from 'zod';
  * | `restash:v1:vector:namespaces:<id>` | Redis hash: namespace → next insertion sequence number (index state, kept by vector-gateway) |
  * | `restash:v1:vector:resumable:<uuid>` | a resumable query's state, with the query's idle timeout as TTL |
  * | `restash:v1:stream:cluster:<id>`    | {@link StreamClusterRecord}            |
+ * | `restash:v1:stream:instances:<id>`  | Redis hash: JSON `[group, instance]` → the stream-gateway replica holding that consumer instance, `{boot, peer, expires}` (kept by stream-gateway, apps/stream-gateway/src/instance-directory.ts) |
  * | `restash:v1:queue:project:<id>`     | {@link QueueProjectRecord}             |
  * | `restash:v1:tenant:<name>`          | {@link TenantIndexRecord}              |
  * | `restash:v1:tenant:<name>:acl-tokens` | Redis set of token keys minted at run time |
@@ -50,6 +51,8 @@ export const registryKeys = {
   vectorWrites: (id: string) => `${REGISTRY_PREFIX}vector:writes:${id}`,
   vectorResumable: (uuid: string) => `${REGISTRY_PREFIX}vector:resumable:${uuid}`,
   streamCluster: (id: string) => `${REGISTRY_PREFIX}stream:cluster:${id}`,
+  /** Which stream-gateway replica holds each consumer instance of a stream cluster (kept by stream-gateway, see the table above). */
+  streamInstances: (id: string) => `${REGISTRY_PREFIX}stream:instances:${id}`,
   queueProject: (id: string) => `${REGISTRY_PREFIX}queue:project:${id}`,
   tenant: (name: string) => `${REGISTRY_PREFIX}tenant:${name}`,
   tenantAclTokens: (name: string) => `${REGISTRY_PREFIX}tenant:${name}:acl-tokens`,
