@@ -41,6 +41,7 @@ import {
   serverRunId,
   tokenDigest,
 } from '@restash/shared/data-access-registry';
+import { redisUrlAuth } from '@restash/shared/util-config';
 import { CONTROL_REDIS, type Credentials, type Grant, TenantDenied, TenantGate } from '@restash/shared/feature-tenancy';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
@@ -226,7 +227,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       backend,
       runner: backend,
       table,
-      db: Number(new URL(database.redisUrl).pathname.slice(1) || 0),
+      db: redisUrlAuth(database.redisUrl).db,
       policy: { role: record.role, prefix: `${database.id}:`, maxReplyBytes: database.maxRequestBytes },
       ...(record.role === 'acl'
         ? { user: { username: record.aclUser ?? '', password: openWithToken(token, record.sealedPassword ?? '') } }

@@ -20,6 +20,11 @@ export interface TestDatabase {
    * gateway's check by `run_id` can. The other database must be declared before this one.
    */
   onServerOf?: string;
+  /**
+   * The database's Redis URL, of a server or Sentinel deployment the test started itself (no data Redis of the
+   * stack; `server()` and `admin()` do not know it). `db` does not apply.
+   */
+  url?: string;
   maxRequestBytes?: number;
   dailyRequests?: number;
 }
@@ -47,14 +52,14 @@ export interface KvStack {
 export const KV_TEST_ADMIN = { username: GATEWAY_REDIS_USER, password: 'test-admin-password' };
 
 /**
- * Starts a control Redis and one data Redis per database (unless it is put on the control Redis or
- * on another database's server) with util-stack, applies the tenants with the tenants command, and
- * starts kv-gateway in this process on a free port.
+ * Starts a control Redis and one data Redis per database (unless it is put on the control Redis, on
+ * another database's server, or names a URL of its own) with util-stack, applies the tenants with the
+ * tenants command, and starts kv-gateway in this process on a free port.
  */
 export async function startKvStack(tenants: Record<string, TestDatabase[]>, env: NodeJS.ProcessEnv = {}): Promise<KvStack> {
   const declared = Object.entries(tenants).flatMap(([tenant, databases]) => databases.map((d) => ({ key: `${tenant}/${d.name}`, d })));
   const serverId = (key: string) => key.replace('/', '.');
-  const own = declared.filter(({ d }) => !d.onControlRedis && !d.onServerOf);
+  const own = declared.filter(({ d }) => !d.onControlRedis && !d.onServerOf && d.url === undefined);
   const databases = new Map<string, { server: RedisServer; db: number }>();
   const stack: Stack = await startStack({
     from: 'source',
@@ -64,6 +69,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
       const urlOf = (key: string, d: TestDatabase): string => {
         const db = d.db ?? 0;
         const credentials = `${KV_TEST_ADMIN.username}:${KV_TEST_ADMIN.password}`;
+        if (d.url !== undefined) return d.url;
         if (d.onControlRedis) return `${control.url}/${db}`;
         const server = d.onServerOf ? databases.get(d.onServerOf)?.server : kvRedis.get(serverId(key));
         if (!server) throw new Error(`${key}: no database ${d.onServerOf} declared before it`);

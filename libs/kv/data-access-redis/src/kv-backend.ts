@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import { CommandTable, type CommandArgs, READONLY_REDIS_USER, type Reply, readonlyUserRules } from '@restash/kv/util-command';
-import { serverRunId } from '@restash/shared/data-access-registry';
+import { openRedis, serverRunId } from '@restash/shared/data-access-registry';
+import { isSentinelUrl, redisUrlAuth } from '@restash/shared/util-config';
 import { RawCommand, ReplyTooLarge, isReplyError } from './raw-command';
 
 export interface KvBackendOptions {
@@ -83,6 +84,19 @@ export interface MonitorHandlers {
   command(time: string, args: string[]): void;
   /** The connection was lost; no more commands will come. */
   end(): void;
+}
+
+/** ioredis's `reconnectOnError` of Sentinel connections: a READONLY reply means the server was demoted; 1 reconnects, resending nothing. */
+function isReadonlyError(error: Error): 1 | false {
+  return error.message.startsWith('READONLY') ? 1 : false;
+}
+
+/**
+ * ioredis's `retryStrategy` of a Sentinel database's shared connections: again after 50 ms, 100 ms, … at most 500 ms
+ * (ioredis's own grows to 2 s), as each attempt asks the sentinels, which name the new primary as soon as they promoted it.
+ */
+function sentinelRetry(times: number): number {
+  return Math.min(times * 50, 500);
 }
 
 function baseOptions(options: KvBackendOptions): RedisOptions {
@@ -191,10 +205,18 @@ export class KvBackend implements CommandRunner {
   /** The password of {@link READONLY_REDIS_USER}, derived from the gateway's own (the same on every replica). */
   private readonlyPassword: string | undefined;
 
+  /** The URL names a Redis Sentinel deployment (`redis+sentinel://`): the server is whichever Sentinel calls the primary. */
+  private readonly sentinel: boolean;
+
+  /**
+   * @param url the database's Redis URL with the gateway's admin credentials and the logical db: `redis://`,
+   *   `rediss://` or a Sentinel URL (`redis+sentinel://…/<primary name>[/<db>]`, util-config parseSentinelUrl)
+   */
   constructor(
     readonly url: string,
     private readonly options: KvBackendOptions,
   ) {
+    this.sentinel = isSentinelUrl(url);
     this.clients = Array.from({ length: options.poolSize }, () => this.connect());
     // A shared connection that comes back may have come back to another server process (upgraded,
     // replaced): its run_id says so, and the command table is then fetched again.
@@ -224,8 +246,20 @@ export class KvBackend implements CommandRunner {
    */
   maxReplyBytes = 10 * 1024 * 1024;
 
+  /**
+   * A connection to the database's server: the URL's one server, or the primary of its Sentinel deployment (openRedis,
+   * README "Configuration: Redis URLs and Redis Sentinel"), which ioredis asks the sentinels for on every (re)connect,
+   * so that after a failover the shared connections come back to the new primary (whose other run_id recheckServer
+   * reports) and every connection opened later goes there. A Sentinel connection that reaches a server no longer the
+   * primary (READONLY: a demoted primary) drops the connection to ask the sentinels again; the command that got
+   * READONLY fails with it. A connection that never reconnects (`extra.retryStrategy`) also gives up at once when no
+   * sentinel answers, where ioredis would ask them again forever.
+   */
   private connect(extra: RedisOptions = {}, boundReplies = true): Redis {
-    const client = new Redis(this.url, { ...baseOptions(this.options), ...extra });
+    const sentinel: RedisOptions = this.sentinel
+      ? { reconnectOnError: isReadonlyError, ...(extra.retryStrategy ? { sentinelRetryStrategy: () => null } : { retryStrategy: sentinelRetry }) }
+      : {};
+    const client = openRedis(this.url, { ...baseOptions(this.options), ...sentinel, ...extra });
     client.on('error', () => undefined); // surfaced per command; the status is in connectionStates()
     if (boundReplies) limitReplySize(client, () => this.maxReplyBytes);
     return client;
@@ -321,7 +355,8 @@ export class KvBackend implements CommandRunner {
   /**
    * The commands of a read-only token: those of {@link READONLY_REDIS_USER}, which this method (re)creates on
    * the server with `ACL SETUSER … reset` (idempotent, the same password from every gateway replica: derived
-   * from the gateway's own), so that Redis itself refuses writes, KEYS, SCAN and PUBLISH also inside the
+   * from the gateway's own; again when the server lost it: restarted, or a replica Sentinel promoted, as Redis
+   * does not replicate ACL users), so that Redis itself refuses writes, KEYS, SCAN and PUBLISH also inside the
    * scripts and functions a read-only token runs (EVAL_RO, EVALSHA_RO, FCALL_RO may call any read command;
    * spec "Authentication": the read-only token refuses SCAN and KEYS).
    *
@@ -329,7 +364,7 @@ export class KvBackend implements CommandRunner {
    */
   async asReadonly(): Promise<CommandRunner> {
     // Derived once per backend: this runs on every request of a read-only token.
-    const password = (this.readonlyPassword ??= createHash('sha256').update(`${READONLY_REDIS_USER}\0${decodeURIComponent(new URL(this.url).password)}`).digest('hex'));
+    const password = (this.readonlyPassword ??= createHash('sha256').update(`${READONLY_REDIS_USER}\0${redisUrlAuth(this.url).password ?? ''}`).digest('hex'));
     for (;;) {
       const fresh = this.readonlyUser === undefined;
       this.readonlyUser ??= this.table().then((table) => send(this.client(), ['acl', 'setuser', READONLY_REDIS_USER, 'reset', 'on', `>${password}`, ...readonlyUserRules(table)]));

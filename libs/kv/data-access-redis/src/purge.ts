@@ -1,13 +1,14 @@
-import { Redis } from 'ioredis';
-import { type KvDatabaseRecord, serverRunId } from '@restash/shared/data-access-registry';
+import { type KvDatabaseRecord, openRedis, serverRunId } from '@restash/shared/data-access-registry';
 
 /**
  * Wipes what a KV database left on its Redis server, for tenant deletion: every key of every logical
  * database (FLUSHALL: the server backs only this database, README, "KV: one Redis server per database"), the script cache, every
  * function library, and the ACL users the tenant created (named `<database id>:<user>`, see the
  * command policy's prefix; deleting them also disconnects their clients). The gateway's own user and
- * the server's configuration stay. Connects once with `record.redisUrl` (the gateway's admin user)
- * and disconnects before returning.
+ * the server's configuration stay. Connects once with `record.redisUrl` (the gateway's admin user; for a Sentinel
+ * URL, to the primary the sentinels name now, openRedis) and disconnects before returning. ACL users exist only on
+ * the server they were made on (Redis does not replicate them): on a Sentinel deployment, a replica keeps those the
+ * tenant made while it was the primary, if it ever was.
  *
  * Wipes nothing when the server's binding (`restash:v1:kv:server:<run_id>`, made by kv-gateway when it
  * first serves a database there) names another owner: another KV database, or the platform (the control Redis,
@@ -23,7 +24,8 @@ export async function purgeKvDatabase(
   record: Pick<KvDatabaseRecord, 'id' | 'redisUrl'>,
   boundTo: (runId: string) => Promise<string | null>,
 ): Promise<'purged' | 'other'> {
-  const client = new Redis(record.redisUrl, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  // Nothing is retried: neither the server nor, for a Sentinel URL, the sentinels (ioredis would ask them again forever).
+  const client = openRedis(record.redisUrl, { lazyConnect: true, retryStrategy: () => null, sentinelRetryStrategy: () => null, maxRetriesPerRequest: 0 });
   let cause: Error | undefined;
   client.on('error', (error: Error) => (cause ??= error)); // e.g. WRONGPASS, where connect() only says the connection closed
   try {

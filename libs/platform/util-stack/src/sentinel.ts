@@ -2,8 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { RedisEngine } from './kv-engine';
 import { type Restartable, freePort, restartable, startProcess } from './process';
-import { type RedisServer, startRedisServer } from './redis';
+import { type RedisAuth, type RedisServer, startRedisServer } from './redis';
 
 /** A replicated Redis as a platform team runs it with Redis Sentinel: a primary, a replica and three sentinels. */
 export interface SentinelGroup {
@@ -12,11 +13,24 @@ export interface SentinelGroup {
   sentinels: Array<Restartable & { port: number }>;
   /** The name the sentinels monitor the primary by. */
   name: string;
-  /** `redis+sentinel://127.0.0.1:<p1>,…/<name>[/<db>]` (util-config parseSentinelUrl). */
-  url(db?: number): string;
+  /** `redis+sentinel://[<user>:<password>@]127.0.0.1:<p1>,…/<name>[/<db>]` (util-config parseSentinelUrl), with `auth` as the primary's credentials. */
+  url(db?: number, auth?: RedisAuth): string;
   /** The port of the server the sentinels now call the primary. */
   primaryPort(): Promise<number>;
   stop(): Promise<void>;
+}
+
+/** How {@link startSentinelGroup} runs its servers; by default as the control and the queue's Redis (Debian's, the default user on). */
+export interface SentinelGroupOptions {
+  /** The servers' engine (startRedisServer): `system` by default, `redis` or `valkey` for a KV database's servers. */
+  engine?: RedisEngine;
+  /** More redis.conf lines of both servers, e.g. a KV database server's (util-stack gatewayUserConfig: the default user off). */
+  config?: string[];
+  /**
+   * The user the replica and the sentinels log in to the primary as, when `config` turns the default user off
+   * (`masteruser`/`masterauth` on both servers, as either may be the replica after a failover; `sentinel auth-user`/`auth-pass`).
+   */
+  auth?: RedisAuth;
 }
 
 /** One command to a sentinel over a plain socket; resolves with the raw reply. */
@@ -41,12 +55,16 @@ function ask(port: number, command: string): Promise<string> {
  * Starts Redis Sentinel on loopback as a platform team's replicated control or queue Redis would be (the tests of
  * README "Configuration: Redis Sentinel"): a primary and a replica (`redis-server` from PATH, no persistence), and
  * three sentinels (`redis-server --sentinel`, quorum 2) that mark a primary down after 1 s without answers and
- * promote the replica.
+ * promote the replica. With `options`, the servers are another engine with more configuration (a KV database's:
+ * kv-gateway's sentinel.integration.spec.ts).
  * @throws Error holding a process's output when one does not come up
  */
-export async function startSentinelGroup(name = 'restash'): Promise<SentinelGroup> {
-  const primary = await startRedisServer({ name: 'sentinel-primary' });
-  const replica = await startRedisServer({ name: 'sentinel-replica', config: [`replicaof 127.0.0.1 ${primary.port}`] });
+export async function startSentinelGroup(name = 'restash', options: SentinelGroupOptions = {}): Promise<SentinelGroup> {
+  const { engine = 'system', auth } = options;
+  const config = [...(options.config ?? []), ...(auth ? [`masteruser ${auth.username}`, `masterauth ${auth.password}`] : [])];
+  const server = { engine, ...(auth ? { auth } : {}) };
+  const primary = await startRedisServer({ ...server, name: 'sentinel-primary', config });
+  const replica = await startRedisServer({ ...server, name: 'sentinel-replica', config: [...config, `replicaof 127.0.0.1 ${primary.port}`] });
   const sentinels: Array<Restartable & { port: number }> = [];
   const dirs: string[] = [];
   try {
@@ -62,6 +80,7 @@ export async function startSentinelGroup(name = 'restash'): Promise<SentinelGrou
           'bind 127.0.0.1',
           `dir ${dir}`,
           `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
+          ...(auth ? [`sentinel auth-user ${name} ${auth.username}`, `sentinel auth-pass ${name} ${auth.password}`] : []),
           `sentinel down-after-milliseconds ${name} 1000`,
           `sentinel failover-timeout ${name} 5000`,
           `sentinel parallel-syncs ${name} 1`,
@@ -96,7 +115,8 @@ export async function startSentinelGroup(name = 'restash'): Promise<SentinelGrou
     servers: [primary, replica],
     sentinels,
     name,
-    url: (db) => `redis+sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')}/${name}${db === undefined ? '' : `/${db}`}`,
+    url: (db, credentials) =>
+      `redis+sentinel://${credentials ? `${encodeURIComponent(credentials.username)}:${encodeURIComponent(credentials.password)}@` : ''}${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')}/${name}${db === undefined ? '' : `/${db}`}`,
     primaryPort,
     stop: async () => {
       await Promise.all([...sentinels.map((s) => s.stop()), primary.stop(), replica.stop()]);

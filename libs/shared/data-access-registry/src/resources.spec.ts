@@ -84,9 +84,19 @@ describe('resolveTenant', () => {
     expect(problems).toEqual([
       { kind: 'KvDatabase', name: 'b', reason: 'StorageConflict', message: expect.stringContaining("KV database 'b' is on Redis server redis-a:6380, which already backs KV database 'a'") },
       { kind: 'KvDatabase', name: 'c', reason: 'SecretNotFound', message: 'spec.redis.external.urlSecretRef: Secret acme/creds has no key missing' },
-      { kind: 'KvDatabase', name: 'd', reason: 'InvalidSpec', message: 'spec.redis: the Redis URL is not a valid redis:// or rediss:// URL' },
+      { kind: 'KvDatabase', name: 'd', reason: 'InvalidSpec', message: 'spec.redis: the Redis URL is not a valid redis://, rediss:// or redis+sentinel:// URL' },
       { kind: 'KvDatabase', name: 'managed', reason: 'NotSupported', message: MANAGED_KV_NOT_SUPPORTED },
     ]);
+  });
+
+  it('takes a Redis Sentinel deployment as an external KV database’s URL (issue 31)', () => {
+    const { options } = setup(FILE);
+    const url = 'redis+sentinel://gw:pw@s1:26379,s2:26379/kv/0';
+    const { document, problems } = resolveTenant('acme', [kv('s', 'sentinel')], { ...options, secret: () => url });
+    expect(problems).toEqual([]);
+    expect(document.spec.kv.databases).toEqual([expect.objectContaining({ name: 's', redis: { url } })]);
+    const malformed = resolveTenant('acme', [kv('s', 'sentinel')], { ...options, secret: () => 'redis+sentinel://gw:pw@s1:26379' });
+    expect(malformed.problems).toEqual([expect.objectContaining({ reason: 'InvalidSpec', message: expect.not.stringContaining('pw') })]);
   });
 
   it('takes a managed KV database’s URL from managedKvUrl', () => {

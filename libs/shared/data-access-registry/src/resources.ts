@@ -3,6 +3,7 @@ import type { KvDatabase, QueueProject, RestashResource, StreamCluster, VectorIn
 import {
   type TenantDocument,
   defaultCollection,
+  isKvRedisUrl,
   kvDatabaseSpecSchema,
   kvServerEndpoint,
   kvServerShared,
@@ -167,8 +168,8 @@ function kvDatabase(db: KvDatabase, options: ResolveOptions) {
   else url = options.managedKvUrl(db);
   if (url === undefined) throw new Problem('NotSupported', `KV database '${db.metadata.name}' has no managed Redis server`);
   // The URL holds credentials: name the field, never the value.
-  if (!/^rediss?:\/\//.test(url) || !URL.canParse(url)) {
-    throw new Problem('InvalidSpec', `spec.redis: the Redis URL is not a valid redis:// or rediss:// URL`);
+  if (!isKvRedisUrl(url)) {
+    throw new Problem('InvalidSpec', 'spec.redis: the Redis URL is not a valid redis://, rediss:// or redis+sentinel:// URL');
   }
   return valid(kvDatabaseSpecSchema, { name: db.metadata.name, redis: { url }, limits: db.spec.limits });
 }

@@ -13,6 +13,12 @@ describe('kvServerEndpoint', () => {
     expect(kvServerEndpoint('rediss://redis-a.example/0')).toBe('redis-a.example:6379');
     expect(kvServerEndpoint('redis://127.0.0.1:6379')).toBe('127.0.0.1:6379');
   });
+
+  it('is the sorted sentinels and the primary name for a Sentinel URL, whatever the db number or credentials', () => {
+    expect(kvServerEndpoint('redis+sentinel://gw:pw@S2:26380,s1,[::1]:26381/kv/3?sentinelPassword=x')).toBe('sentinel:[::1]:26381,s1:26379,s2:26380/kv');
+    expect(kvServerEndpoint('rediss+sentinel://s1:26379,s2:26380/kv')).toBe(kvServerEndpoint('redis+sentinel://s2:26380,s1/kv/1'));
+    expect(() => kvServerEndpoint('redis+sentinel://s1:26379')).toThrow(/primary name/);
+  });
 });
 
 describe('a tenant document (a Redis server backs at most one KV database: README, "KV: one Redis server per database")', () => {
@@ -24,6 +30,7 @@ describe('a tenant document (a Redis server backs at most one KV database: READM
     ['another db number', 'redis://gw:pw@127.0.0.1:6391/0', 'redis://gw:pw@127.0.0.1:6391/1'],
     ['other credentials', 'redis://gw:pw@127.0.0.1:6391/0', 'redis://other:x@127.0.0.1:6391'],
     ['the default port spelled out', 'redis://host/0', 'rediss://HOST:6379/5'],
+    ['one Sentinel primary, its sentinels in another order', 'redis+sentinel://gw:pw@s1,s2:26380/kv/0', 'redis+sentinel://s2:26380,S1:26379/kv/1'],
   ])('refuses two KV databases on one server (%s), naming both', (_why, first, second) => {
     const parsed = tenantDocumentSchema.safeParse(tenant(first, second));
     expect(parsed.success).toBe(false);
@@ -37,6 +44,14 @@ describe('a tenant document (a Redis server backs at most one KV database: READM
 
   it('refuses a URL it cannot parse', () => {
     expect(tenantDocumentSchema.safeParse(tenant('redis://[bad')).success).toBe(false);
+    for (const url of ['redis+sentinel://s1:26379', 'redis+sentinel://s1:1x/kv', 'redis+sentinel://s1/kv?timeout=1', 'sentinel://s1/kv', 'http://h']) {
+      expect(tenantDocumentSchema.safeParse(tenant(url)).error?.issues[0]?.message).toMatch(/^must be a valid redis:\/\/ or rediss:\/\/ URL, or redis\+sentinel:/);
+    }
+  });
+
+  it('accepts a Sentinel deployment, and two primaries of one Sentinel deployment (two servers)', () => {
+    expect(tenantDocumentSchema.safeParse(tenant('redis+sentinel://gw:p%40w@s1,s2:26380/kv/0?sentinelPassword=x')).success).toBe(true);
+    expect(tenantDocumentSchema.safeParse(tenant('redis+sentinel://s1,s2/kv-a', 'redis+sentinel://s1,s2/kv-b', 'rediss+sentinel://s1/kv-c')).success).toBe(true);
   });
 });
 

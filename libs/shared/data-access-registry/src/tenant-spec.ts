@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseSentinelUrl } from '@restash/shared/util-config';
 import { SIMILARITY_FUNCTIONS, SPARSE_EMBEDDING_MODELS, VECTOR_INDEX_TYPES } from './records';
 
 /** A Kubernetes-style name: a DNS label (lower case, digits, '-'; 1–63 characters). */
@@ -17,24 +18,52 @@ const limitsSchema = z
   })
   .default({ maxRequestBytes: DEFAULT_MAX_REQUEST_BYTES, dailyRequests: 0 });
 
+/** What a KV database's Redis URL must be (the applier's and the schema's message; it never quotes the URL, which holds a password). */
+export const KV_REDIS_URL_FORMS = 'must be a valid redis:// or rediss:// URL, or redis+sentinel://[[user]:password@]host[:port][,host[:port]…]/<primary name>[/<db>]';
+
+/**
+ * Whether `url` is a Redis URL a KV database may name (README, "Configuration: Redis URLs and Redis Sentinel"): a
+ * `redis://` or `rediss://` URL of one server, or a Redis Sentinel deployment's primary (`redis+sentinel://`,
+ * `rediss+sentinel://`, as util-config parseSentinelUrl reads them), which kv-gateway follows across failovers.
+ */
+export function isKvRedisUrl(url: string): boolean {
+  if (/^rediss?:\/\//.test(url)) return URL.canParse(url);
+  try {
+    return parseSentinelUrl(url) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 export const kvDatabaseSpecSchema = z.object({
   name: dnsLabel,
   redis: z.object({
-    /** The Redis the database lives on, with the gateway's admin credentials and the logical db. */
-    url: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL'),
+    /**
+     * The Redis the database lives on, with the gateway's admin credentials and the logical db: one server
+     * (`redis://`, `rediss://`) or a Redis Sentinel deployment's primary (`redis+sentinel://`, isKvRedisUrl).
+     */
+    url: z.string().refine(isKvRedisUrl, KV_REDIS_URL_FORMS),
   }),
   limits: limitsSchema,
 });
 export type KvDatabaseSpec = z.infer<typeof kvDatabaseSpecSchema>;
 
 /**
- * The server a KV database's Redis URL points at, normalised to `host:port` (host lower-cased, port
- * 6379 when the URL gives none); the logical db number and the credentials do not count, since
- * Redis does not isolate logical databases (a Redis server backs at most one KV database: README,
- * "KV: one Redis server per database").
- * @throws TypeError when `url` is not a URL
+ * The server a KV database's Redis URL points at, normalised: `host:port` for a `redis://` URL (host lower-cased, port
+ * 6379 when the URL gives none); `sentinel:<host:port>,…/<primary name>` for a Sentinel URL (its sentinels sorted,
+ * hosts lower-cased, ports given), the primary being whichever server Sentinel promotes. The logical db number and
+ * the credentials do not count, since Redis does not isolate logical databases (a Redis server backs at most one KV
+ * database: README, "KV: one Redis server per database"). Two URLs naming one Sentinel deployment through different
+ * sets of its sentinels, or one through its sentinels and the other through a server's own address, get different
+ * endpoints: kv-gateway's check by `run_id` refuses those.
+ * @throws TypeError when `url` is not a URL; Error when it is a malformed sentinel URL
  */
 export function kvServerEndpoint(url: string): string {
+  const sentinel = parseSentinelUrl(url);
+  if (sentinel) {
+    const hosts = sentinel.sentinels.map(({ host, port }) => `${host.includes(':') ? `[${host.toLowerCase()}]` : host.toLowerCase()}:${port}`);
+    return `sentinel:${[...new Set(hosts)].sort().join(',')}/${sentinel.name}`;
+  }
   const parsed = new URL(url);
   return `${parsed.hostname.toLowerCase()}:${parsed.port || '6379'}`;
 }
@@ -192,7 +221,7 @@ export const tenantDocumentSchema = z.object({
         try {
           endpoint = kvServerEndpoint(d.redis.url);
         } catch {
-          ctx.addIssue({ code: 'custom', path: ['kv', 'databases', i, 'redis', 'url'], message: 'must be a valid redis:// or rediss:// URL' });
+          ctx.addIssue({ code: 'custom', path: ['kv', 'databases', i, 'redis', 'url'], message: KV_REDIS_URL_FORMS });
           return;
         }
         const first = servers.get(endpoint);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { env } from './load-config';
-import { isSentinelUrl, parseSentinelUrl } from './redis-url';
+import { isSentinelUrl, parseSentinelUrl, redisUrlAuth } from './redis-url';
 
 describe('parseSentinelUrl', () => {
   it('reads the sentinels, the primary name, the database and the credentials', () => {
@@ -34,5 +34,19 @@ describe('parseSentinelUrl', () => {
     for (const url of ['redis://h:6379', 'rediss://h', 'redis+sentinel://a:26379,b:26379/mymaster']) expect(schema.parse(url)).toBe(url);
     for (const url of ['http://h', 'redis+sentinel://a:26379', 'sentinel://a/m']) expect(schema.safeParse(url).success).toBe(false);
     expect(z.object({ U: schema }).safeParse({ U: 'redis+sentinel://a:1x/m' }).error?.issues[0]?.message).toMatch(/must be redis\+sentinel|not a host/);
+  });
+});
+
+describe('redisUrlAuth', () => {
+  it('reads the database and the credentials of a redis:// URL, as ioredis does', () => {
+    expect(redisUrlAuth('redis://restash-gateway:p%40ss@127.0.0.1:6391/3')).toEqual({ db: 3, username: 'restash-gateway', password: 'p@ss' });
+    expect(redisUrlAuth('rediss://:pw@h')).toEqual({ db: 0, password: 'pw' });
+    expect(redisUrlAuth('redis://h:6379')).toEqual({ db: 0 });
+  });
+
+  it("reads a sentinel URL's primary credentials and database, not the sentinels'", () => {
+    expect(redisUrlAuth('redis+sentinel://restash-gateway:p%40ss@s1,s2:26380/kv/2?sentinelPassword=other')).toEqual({ db: 2, username: 'restash-gateway', password: 'p@ss' });
+    expect(redisUrlAuth('redis+sentinel://s1/kv')).toEqual({ db: 0 });
+    expect(() => redisUrlAuth('redis+sentinel://s1')).toThrow(/primary name/);
   });
 });

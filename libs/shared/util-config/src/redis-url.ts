@@ -61,3 +61,34 @@ export function parseSentinelUrl(url: string): SentinelTarget | undefined {
   if (sentinelPassword !== null) target.sentinelPassword = sentinelPassword;
   return target;
 }
+
+/** The logical database and the credentials a Redis URL names (see {@link redisUrlAuth}). */
+export interface RedisUrlAuth {
+  /** The logical database (0 when the URL has none). */
+  db: number;
+  /** The user, percent-decoded; absent when the URL names none. */
+  username?: string;
+  /** The password, percent-decoded; absent when the URL has none. */
+  password?: string;
+}
+
+/**
+ * The logical database and the credentials of a Redis URL of either form a KV database's URL, CONTROL_REDIS_URL and
+ * QUEUE_REDIS_URL take (README, "Configuration: Redis URLs and Redis Sentinel"): `redis://` and `rediss://`, whose
+ * path is the database (`/2`) and whose user info the user and password, as ioredis reads them; or a Sentinel URL
+ * (parseSentinelUrl), whose user info is the primary's credentials (not the sentinels').
+ * @throws TypeError when a `redis://` URL is not a URL; Error naming what is wrong with a sentinel URL
+ */
+export function redisUrlAuth(url: string): RedisUrlAuth {
+  const sentinel = parseSentinelUrl(url);
+  if (sentinel) {
+    const { db, username, password } = sentinel;
+    return { db, ...(username !== undefined ? { username } : {}), ...(password !== undefined ? { password } : {}) };
+  }
+  const parsed = new URL(url);
+  return {
+    db: Number(parsed.pathname.slice(1) || 0),
+    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+  };
+}
