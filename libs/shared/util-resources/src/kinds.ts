@@ -85,7 +85,7 @@ export const kvDatabaseSpecSchema = z.strictObject({
         .describe('A Redis server the operator runs for this database, with a volume of its own.'),
       external: z
         .strictObject({
-          urlSecretRef: secretKeyRef.describe("Secret key holding the Redis URL (redis:// or rediss://) with the gateway's credentials."),
+          urlSecretRef: secretKeyRef.describe("Secret key holding the Redis URL (redis://, rediss://, or a Redis Sentinel deployment's redis+sentinel://host[:port],…/<primary name>[/<db>]) with the gateway's credentials."),
         })
         .optional()
         .describe('A Redis server run elsewhere, backing this database alone.'),
