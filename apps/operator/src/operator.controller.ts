@@ -119,7 +119,12 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     this.reader.onChange((key) => void this.onRegistryChange(reconciler, key));
     this.queue = new WorkQueue<string>({
       workers: this.config.workers,
-      handler: (namespace) => reconciler.reconcile(namespace),
+      // Never a pass on a partial picture: a namespace's pass before every informer listed would take the resources of
+      // a kind not listed yet for dropped, and purge their data (a KvDatabase's FLUSHALL).
+      handler: async (namespace) => {
+        await Promise.all([...this.watches.values()].map((w) => w.synced));
+        return reconciler.reconcile(namespace);
+      },
       onResult: (report) => {
         this.metrics.observe(report);
         this.rewritten(report);

@@ -122,6 +122,9 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     this.reaper.unref();
     this.renewer = setInterval(() => void this.renewEntries(), INSTANCE_LEASE_MS / 3);
     this.renewer.unref();
+    // A control Redis back (maybe restarted empty) gets this replica's entries at once, before requests that reach
+    // another replica could find none and create a second instance there.
+    this.control.on('ready', () => void this.renewEntries());
   }
 
   /** Closes every consumer instance (committing delivered offsets where auto commit is on, deleting their directory entries), then the clients. */
@@ -450,7 +453,11 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     } catch {
       throw new StreamError(503, 'Service unavailable: the tenant registry cannot be reached');
     }
-    if (!cluster) throw new StreamError(404, 'The stream cluster is not in the registry any more');
+    if (!cluster) {
+      // Missing from a registry being written again (the control Redis restarted empty) is not gone.
+      const complete = await this.registry.complete().catch(() => false);
+      throw complete ? new StreamError(404, 'The stream cluster is not in the registry any more') : new StreamError(503, 'Service unavailable: the tenant registry cannot be reached');
+    }
     const view: ClusterView = { tenant: cluster.tenant, cluster, kafka: this.kafkaOf(cluster) };
     switch (call.op) {
       case 'consume':

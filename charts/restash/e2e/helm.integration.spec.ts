@@ -3,7 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Kafka } from '@upstash/kafka';
+import { Client as QStash } from '@upstash/qstash';
 import { Redis } from '@upstash/redis';
+import { Index } from '@upstash/vector';
+import { Redis as IORedis } from 'ioredis';
 import { type Cluster, type PrometheusServer, type PrometheusTarget, lintMetrics, repoRoot, startCluster, startPrometheus } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 
@@ -291,6 +295,291 @@ async function restCredentials(namespace: string): Promise<{ url: string; token:
   return { url: await serviceUrl('kv-gateway'), token: secret.UPSTASH_REDIS_REST_TOKEN ?? '' };
 }
 
+type Api = 'kv' | 'vector' | 'stream' | 'queue';
+const GATEWAYS: Record<Api, string> = { kv: 'kv-gateway', vector: 'vector-gateway', stream: 'stream-gateway', queue: 'queue-gateway' };
+
+/**
+ * A steady load of official SDK calls on the four APIs of tenant `shop` through the gateways' Services (round robin
+ * over the replicas, no session affinity), every HTTP answer's status counted per API by a wrapper of the global
+ * fetch the SDKs call, without the SDKs' retries so that each failure shows. KV increments a counter; Vector reads
+ * the index's info; Stream produces to `orders` and one consumer instance consumes and commits what it got; Queue
+ * publishes messages delayed by a day (kept in the queue's Redis, never delivered during the test).
+ */
+class SdkLoad {
+  /** Per API: each answer as [time (ms, performance.now()), HTTP status or 0 for a failed connection]. */
+  readonly answers: Record<Api, Array<[number, number]>> = { kv: [], vector: [], stream: [], queue: [] };
+  /** Per API: SDK calls that threw, with the time. */
+  readonly failures: Record<Api, number[]> = { kv: [], vector: [], stream: [], queue: [] };
+  increments = 0;
+  readonly produced: string[] = [];
+  readonly consumed: string[] = [];
+  /** Values of consumed batches whose commit succeeded. */
+  readonly committed = new Set<string>();
+  /** Values delivered again after their commit had succeeded (Kafka's group semantics allow none). */
+  readonly afterCommit: string[] = [];
+  readonly published: string[] = [];
+  private running = true;
+  private readonly loops: Array<Promise<void>> = [];
+  private readonly restoreFetch: () => void;
+
+  private constructor(
+    private readonly origins: Map<string, Api>,
+    private readonly clients: { kv: Redis; vector: Index; stream: Kafka; queue: QStash },
+    readonly tag: string,
+  ) {
+    const original = globalThis.fetch;
+    globalThis.fetch = async (input, init) => {
+      const api = this.origins.get(new URL(input instanceof Request ? input.url : String(input)).origin);
+      try {
+        const response = await original(input, init);
+        if (api) this.answers[api].push([performance.now(), response.status]);
+        return response;
+      } catch (error) {
+        if (api) this.answers[api].push([performance.now(), 0]);
+        throw error;
+      }
+    };
+    this.restoreFetch = () => (globalThis.fetch = original);
+  }
+
+  static async start(tag: string): Promise<SdkLoad> {
+    const urls = Object.fromEntries(await Promise.all((Object.keys(GATEWAYS) as Api[]).map(async (api) => [api, await serviceUrl(GATEWAYS[api])]))) as Record<Api, string>;
+    const [kv, vector, stream, queue] = await Promise.all(['cache', 'docs', 'events', 'jobs'].map((name) => decodeSecret('shop', name)));
+    const load = new SdkLoad(new Map(Object.entries(urls).map(([api, url]) => [new URL(url).origin, api as Api])), {
+      kv: new Redis({ url: urls.kv, token: kv?.UPSTASH_REDIS_REST_TOKEN ?? '', retry: false }),
+      vector: new Index({ url: urls.vector, token: vector?.UPSTASH_VECTOR_REST_TOKEN ?? '', retry: false }),
+      stream: new Kafka({ url: urls.stream, username: stream?.UPSTASH_KAFKA_REST_USERNAME ?? '', password: stream?.UPSTASH_KAFKA_REST_PASSWORD ?? '' }),
+      queue: new QStash({ baseUrl: urls.queue, token: queue?.QSTASH_TOKEN ?? '', retry: false }),
+    }, tag);
+    load.run();
+    return load;
+  }
+
+  private run(): void {
+    const loop = (api: Api, step: () => Promise<void>) =>
+      this.loops.push(
+        (async () => {
+          while (this.running) {
+            try {
+              await step();
+            } catch {
+              this.failures[api].push(performance.now());
+            }
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+        })(),
+      );
+    const { kv, vector, stream, queue } = this.clients;
+    loop('kv', async () => {
+      await kv.incr(`faults:${this.tag}`);
+      this.increments++;
+    });
+    loop('vector', async () => void (await vector.info()));
+    let n = 0;
+    loop('stream', async () => {
+      const value = `${this.tag}-${n++}`;
+      await stream.producer().produce('orders', value);
+      this.produced.push(value);
+    });
+    loop('stream', async () => void (await this.consumeOnce()));
+    loop('queue', async () => {
+      const { messageId } = await queue.publishJSON({ url: 'http://10.244.0.1:9/faults', body: { tag: this.tag }, delay: 86_400 });
+      this.published.push(messageId);
+    });
+  }
+
+  /** One consume of the load's consumer instance, and a commit of what it delivered. */
+  async consumeOnce(): Promise<number> {
+    const consumer = this.clients.stream.consumer();
+    const request = { consumerGroupId: `faults-${this.tag}`, instanceId: 'i' };
+    const messages = await consumer.consume({ ...request, topics: ['orders'], autoOffsetReset: 'earliest', autoCommit: false, timeout: 500 });
+    const mine = messages.map((m) => m.value).filter((v) => v.startsWith(`${this.tag}-`));
+    this.afterCommit.push(...mine.filter((v) => this.committed.has(v)));
+    this.consumed.push(...mine);
+    if (messages.length > 0) {
+      await consumer.commit(request);
+      for (const value of mine) this.committed.add(value);
+    }
+    return mine.length;
+  }
+
+  /** Stops the load; the consumer then takes what is left until every produced record came (or `ms` passed). */
+  async stop(ms = 120_000): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops);
+    const until = performance.now() + ms;
+    while (performance.now() < until && this.produced.some((v) => !this.consumed.includes(v))) await this.consumeOnce().catch(() => 0);
+    this.restoreFetch();
+  }
+
+  /** What the KV counter holds now. */
+  counter(): Promise<number | null> {
+    return this.clients.kv.get<number>(`faults:${this.tag}`);
+  }
+
+  /** Per API: answers by status since `from` (performance.now()). */
+  statusesSince(from: number): Record<Api, Record<string, number>> {
+    const out = {} as Record<Api, Record<string, number>>;
+    for (const api of Object.keys(this.answers) as Api[]) {
+      out[api] = {};
+      for (const [at, status] of this.answers[api]) if (at >= from) out[api][status] = (out[api][status] ?? 0) + 1;
+    }
+    return out;
+  }
+
+  /** Per API: seconds from `from` to the last failed answer or call after it (0: none failed). */
+  outageSince(from: number): Record<Api, number> {
+    const out = {} as Record<Api, number>;
+    for (const api of Object.keys(this.answers) as Api[]) {
+      const failed = [...this.answers[api].filter(([at, status]) => at >= from && status !== 200 && status !== 201).map(([at]) => at), ...this.failures[api].filter((at) => at >= from)];
+      out[api] = failed.length === 0 ? 0 : Number(((Math.max(...failed) - from) / 1000).toFixed(1));
+    }
+    return out;
+  }
+}
+
+/** The pod IP of the stream-gateway replica holding a consumer instance, from its entry in the control Redis (apps/stream-gateway/src/instance-directory.ts). */
+async function streamHolderIp(group: string, instance: string): Promise<string> {
+  const svc = JSON.parse(await kubectl('get', 'svc', 'redis', '-n', ENGINES, '-o', 'json')) as { spec: { clusterIP: string } };
+  const control = new IORedis({ host: svc.spec.clusterIP, port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    const keys = await control.keys('restash:v1:stream:instances:*');
+    for (const key of keys) {
+      const entry = await control.hget(key, JSON.stringify([group, instance]));
+      if (entry) return new URL((JSON.parse(entry) as { peer: string }).peer).hostname;
+    }
+    throw new Error(`no stream-gateway replica holds ${group}/${instance}`);
+  } finally {
+    control.disconnect();
+  }
+}
+
+/** What tenant `shop`'s KV database holds under `greeting:*`, and its managed Redis pods' names and restart counts (printed between faults). */
+async function kvState(): Promise<string> {
+  const keys = await new Redis({ ...(await restCredentials('shop')), retry: false }).keys('greeting:*').catch((error: unknown) => `error ${String(error)}`);
+  const managed = (await pods('shop')).filter((p) => !p.metadata.name.startsWith('sdk-')).map((p) => `${p.metadata.name}:${p.status.containerStatuses?.map((c) => c.restartCount).join('/')}`);
+  return `keys ${JSON.stringify(keys)}, pods ${managed.join(' ')}`;
+}
+
+/** Kills pods at once as a crashed node would: deleted with no grace period (SIGKILL). */
+async function killPods(namespace: string, names: string[]): Promise<void> {
+  await kubectl('delete', 'pod', '-n', namespace, ...names, '--grace-period=0', '--force', '--wait=false');
+}
+
+/** The Ready condition of every resource of a namespace: `<status>/<reason>` per resource. */
+async function readiness(namespace: string): Promise<string[]> {
+  const items = (JSON.parse(await kubectl('get', KINDS, '-n', namespace, '-o', 'json')) as { items: Array<{ status?: { conditions?: Array<{ type: string; status: string; reason?: string }> } }> }).items;
+  return items.map((i) => {
+    const ready = i.status?.conditions?.find((c) => c.type === 'Ready');
+    return `${ready?.status}/${ready?.reason ?? ''}`;
+  });
+}
+
+describe('faults under a steady SDK load, two replicas of each gateway and of the operator', () => {
+  beforeAll(async () => {
+    const two = ['kvGateway', 'vectorGateway', 'streamGateway', 'queueGateway', 'operator'].flatMap((app) => ['--set', `${app}.replicaCount=2`]);
+    await installRelease(two);
+    for (const app of [...Object.values(GATEWAYS), 'operator']) {
+      await waitFor(`two Ready ${app} pods`, async () => (await pods(SYSTEM, `app.kubernetes.io/component=${app}`)).filter(podReady).length === 2);
+    }
+    console.log(`before the faults: ${await kvState()}`);
+  }, 10 * 60_000);
+
+  it('the control Redis killed (SIGKILL) and started empty: 503, never 401, meanwhile; every API serves again soon after it is back; no tenant data lost', async () => {
+    const load = await SdkLoad.start('control');
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const [old] = (await pods(ENGINES, 'app.kubernetes.io/name=redis')).map((p) => p.metadata.name);
+    const killedAt = performance.now();
+    await killPods(ENGINES, [old ?? '']);
+    const conditions = new Set<string>();
+    const back = await waitFor('a new control Redis pod Ready', async () => {
+      for (const c of await readiness('shop').catch(() => [])) conditions.add(c);
+      const fresh = (await pods(ENGINES, 'app.kubernetes.io/name=redis')).find((p) => p.metadata.name !== old && podReady(p));
+      return fresh ? performance.now() : undefined;
+    }, 120_000);
+    // Served again: every API answers 200 from some moment on.
+    await waitFor('every resource Ready again', async () => {
+      for (const c of await readiness('shop')) conditions.add(c);
+      return (await readiness('shop')).every((c) => c.startsWith('True/'));
+    }, 60_000);
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    await load.stop();
+    const statuses = load.statusesSince(killedAt);
+    const outage = load.outageSince(killedAt);
+    const healed = Object.fromEntries(Object.entries(outage).map(([api, s]) => [api, Math.max(0, Number((s - (back - killedAt) / 1000).toFixed(1)))]));
+    console.log(
+      `control Redis killed: down ${((back - killedAt) / 1000).toFixed(1)} s; per API, seconds from the kill to the last failure ${JSON.stringify(outage)}, after it was back ${JSON.stringify(healed)}; answers by status ${JSON.stringify(statuses)}; Ready conditions seen ${JSON.stringify([...conditions])}`,
+    );
+    for (const api of Object.keys(statuses) as Api[]) {
+      expect({ api, unauthorized: statuses[api]['401'] ?? 0, internal: statuses[api]['500'] ?? 0 }).toEqual({ api, unauthorized: 0, internal: 0 });
+    }
+    // Stream's consumer instance rejoins its group after the outage (a rebalance bounded by the session timeout, 30 s);
+    // its figures are printed above. The request APIs are served again within 10 s, and answer no 404 meanwhile.
+    for (const api of ['kv', 'vector', 'queue'] as const) {
+      expect({ api, notFound: statuses[api]['404'] ?? 0, servedAgainWithin10s: (healed[api] ?? 0) <= 10 }).toEqual({ api, notFound: 0, servedAgainWithin10s: true });
+    }
+    expect(healed['stream'] ?? 0).toBeLessThanOrEqual(30);
+    // Nothing of the tenant's data lost: every increment is in the KV database, every record came, every message is queued.
+    expect(await load.counter()).toBeGreaterThanOrEqual(load.increments);
+    expect(load.produced.filter((v) => !load.consumed.includes(v))).toEqual([]);
+    expect(load.published.length).toBeGreaterThan(0);
+    console.log(`after the control Redis fault: ${await kvState()}`);
+  }, 10 * 60_000);
+
+  it('one replica of each gateway killed (SIGKILL): the Services route around it; the stream consumer loses nothing and repeats only uncommitted records', async () => {
+    const load = await SdkLoad.start('replica');
+    await waitFor('the consumer instance delivering', async () => load.consumed.length > 5, 60_000);
+    // The stream-gateway replica killed is the one holding the consumer instance (its entry in the control Redis).
+    const holder = await streamHolderIp(`faults-${load.tag}`, 'i');
+    const victims = await Promise.all(
+      Object.values(GATEWAYS).map(async (app) => {
+        const running = await pods(SYSTEM, `app.kubernetes.io/component=${app}`);
+        return (app === 'stream-gateway' ? running.find((p) => p.status.podIP === holder) : running[0])?.metadata.name ?? '';
+      }),
+    );
+    expect(victims.every((v) => v !== '')).toBe(true);
+    const killedAt = performance.now();
+    await killPods(SYSTEM, victims);
+    for (const app of Object.values(GATEWAYS)) {
+      await waitFor(`two Ready ${app} pods again`, async () => (await pods(SYSTEM, `app.kubernetes.io/component=${app}`)).filter((p) => podReady(p) && !victims.includes(p.metadata.name)).length === 2, 180_000);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    await load.stop();
+    const statuses = load.statusesSince(killedAt);
+    const failed = Object.fromEntries((Object.keys(statuses) as Api[]).map((api) => [api, Object.entries(statuses[api]).filter(([s]) => s !== '200' && s !== '201').reduce((n, [, c]) => n + c, 0) + load.failures[api].filter((at) => at >= killedAt).length]));
+    const lost = load.produced.filter((v) => !load.consumed.includes(v));
+    const seen = new Set<string>();
+    const duplicates = load.consumed.filter((v) => (seen.has(v) ? true : (seen.add(v), false)));
+    console.log(
+      `one replica of each gateway killed: per API, seconds from the kill to the last failure ${JSON.stringify(load.outageSince(killedAt))}, failed requests ${JSON.stringify(failed)}, answers by status ${JSON.stringify(statuses)}; stream: ${load.produced.length} produced, ${load.consumed.length} consumed, ${lost.length} lost, ${duplicates.length} duplicated`,
+    );
+    expect(lost).toEqual([]);
+    // A record comes twice only when its batch's commit had not succeeded.
+    expect(load.afterCommit).toEqual([]);
+    expect(await load.counter()).toBeGreaterThanOrEqual(load.increments);
+    console.log(`after the gateway replica fault: ${await kvState()}`);
+  }, 10 * 60_000);
+
+  it('the operator leader killed (SIGKILL): the standby takes the Lease and reconciles a change made meanwhile within 20 s', async () => {
+    const lease = JSON.parse(await kubectl('get', 'lease', `${RELEASE}-operator`, '-n', SYSTEM, '-o', 'json')) as { spec: { holderIdentity: string } };
+    const leader = lease.spec.holderIdentity;
+    const killedAt = performance.now();
+    await killPods(SYSTEM, [leader]);
+    await apply(JSON.stringify({ apiVersion: 'restash.dev/v1alpha1', kind: 'QueueProject', metadata: { name: 'late' }, spec: {} }), 'shop');
+    await waitFor('the QueueProject made meanwhile Ready', async () => {
+      const item = JSON.parse(await kubectl('get', 'queueprojects', 'late', '-n', 'shop', '-o', 'json')) as Item;
+      return item.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+    }, 120_000);
+    const seconds = (performance.now() - killedAt) / 1000;
+    const holder = (JSON.parse(await kubectl('get', 'lease', `${RELEASE}-operator`, '-n', SYSTEM, '-o', 'json')) as { spec: { holderIdentity: string } }).spec.holderIdentity;
+    console.log(`operator leader ${leader} killed: ${holder} leads; the change made meanwhile was Ready ${seconds.toFixed(1)} s after the kill`);
+    expect(holder).not.toBe(leader);
+    expect(seconds).toBeLessThan(20);
+    await kubectl('delete', 'queueprojects', 'late', '-n', 'shop', '--wait=true');
+    console.log(`after the operator fault: ${await kvState()}`);
+  }, 5 * 60_000);
+});
+
 describe('helm upgrade and uninstall', () => {
   it('rolls the pods on a changed value while a client retrying as the SDK does sees no failure', async () => {
     const before = (await pods(SYSTEM, 'app.kubernetes.io/component=kv-gateway')).map((p) => p.metadata.name);
@@ -318,6 +607,7 @@ describe('helm upgrade and uninstall', () => {
     expect(failures).toEqual([]);
     expect(requests).toBeGreaterThan(10);
     expect(await client.get('upgrade:counter')).toBe(requests);
+    console.log(`after the upgrade: ${await kvState()}`);
   }, 10 * 60_000);
 
   it('uninstall keeps the CRDs and the tenants\' data; a new install serves it again', async () => {
@@ -328,6 +618,7 @@ describe('helm upgrade and uninstall', () => {
 
     await installRelease();
     await allReady('shop', 4);
+    console.log(`after the new install: ${await kvState()}`);
     const kv = await sdkJob('shop', 'cache', 'kv', 'second');
     expect(kv).toEqual({ value: 'second', keys: expect.arrayContaining(['greeting:first', 'greeting:second']) });
   }, 15 * 60_000);
