@@ -425,7 +425,7 @@ describe('kv-gateway over raw HTTP', () => {
       expect((await call(url(), { token: squatter, body: ['SET', 'mine', '1'] })).body).toEqual({ result: 'OK' });
       const control = new Redis(stack.control.url);
       const queueRedis = stack.admin('squatter', 'main');
-      const stop = claimPlatformServer(control, queueRedis, 'queue', { warn: () => undefined, error: () => undefined });
+      const stop = claimPlatformServer(control, queueRedis, 'queue', { log: () => undefined, warn: () => undefined, error: () => undefined });
       const runId = await serverRunId(queueRedis);
       await eventually(async () => expect(await control.get(registryKeys.kvServer(runId))).toBe(platformOwner('queue')));
       stop();

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
+import { RepeatLimiter, engineErrorListener, logEvent } from '@restash/shared/util-http';
 import {
   type BatchItem,
   type CommandArgs,
@@ -48,6 +49,9 @@ import { KvMetrics } from './kv-metrics';
 
 /** Registry keys of KV database records end in the database id. */
 const KV_DATABASE_KEY = registryKeys.kvDatabase('');
+
+/** The tenant of a KV database id (`<tenant>.<database>`, kvDatabaseId). */
+const tenantOf = (id: string): string => id.slice(0, Math.max(0, id.indexOf('.')));
 
 /** What a command label runs that the server can be asked to kill (KvBackend.killScript). */
 const SCRIPT_KINDS: ReadonlyMap<string, 'script' | 'function'> = new Map([
@@ -98,6 +102,8 @@ export interface Session {
 @Injectable()
 export class KvService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(KvService.name);
+  /** Failures that every request of a database meets alike are logged once per 10 s. */
+  private readonly repeats = new RepeatLimiter();
   private readonly writer: RegistryWriter;
   /**
    * Read-your-writes (README, "KV: read-your-writes"): this process's id and, per database, a counter
@@ -145,7 +151,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     if (!backend) return;
     const record = await this.registry.kvDatabase(id).catch(() => undefined);
     if (record === undefined || record?.redisUrl === backend.url) return;
-    this.logger.log(`KV database ${id} ${record ? 'moved to another server' : 'left the registry'}: closing its connections`);
+    logEvent(this.logger, 'log', 'kv.database.closed', { tenant: tenantOf(id), database: id, reason: record ? 'moved' : 'removed', text: 'closing its connections' });
     await this.backends.drop(id);
   }
 
@@ -206,15 +212,21 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     const { token } = credentials;
     const grant = await this.gate.open('kv', credentials);
     const { resource: database, token: record } = grant;
-    const backend = this.backends.get(database.id, database.redisUrl, (runId) => {
-      // Another process answers now (upgraded, replaced): the command table is fetched again on the
-      // next request (authenticate), and the new server must pass the same checks as the first.
-      this.logger.log(`KV database ${database.id}: its Redis server is now another process (run_id ${runId}); reloading its command table`);
-      this.checkServer(database, backend, runId).catch((error: unknown) => {
-        this.logger.warn(`KV database ${database.id}: ${error instanceof Error ? error.message : String(error)}; its sessions are dropped`);
-        this.sessions.clear();
-      });
-    });
+    const about = { tenant: database.tenant, database: database.id };
+    const backend = this.backends.get(
+      database.id,
+      database.redisUrl,
+      (runId) => {
+        // Another process answers now (upgraded, replaced): the command table is fetched again on the
+        // next request (authenticate), and the new server must pass the same checks as the first.
+        logEvent(this.logger, 'log', 'kv.server.changed', { engine: 'kv-redis', ...about, runId, text: 'its Redis server is now another process; reloading its command table' });
+        this.checkServer(database, backend, runId).catch((error: unknown) => {
+          logEvent(this.logger, 'warn', 'kv.sessions.dropped', { engine: 'kv-redis', ...about, error });
+          this.sessions.clear();
+        });
+      },
+      engineErrorListener(this.logger, 'kv-redis', about),
+    );
     backend.maxReplyBytes = database.maxRequestBytes;
     const [table, runId] = await this.redisCall(database.tenant, () => Promise.all([backend.table(), backend.serverRunId()]));
     await this.checkServer(database, backend, runId);
@@ -242,19 +254,23 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
    * @throws KvError 503 when the server fails them; TenantDenied when the registry cannot be reached
    */
   private async checkServer(database: KvDatabaseRecord, backend: KvBackend, runId: string): Promise<void> {
-    if (runId === (await this.redisCall(database.tenant, () => this.controlRunId()))) {
+    const about = { engine: 'kv-redis', tenant: database.tenant, database: database.id, runId } as const;
+    if (runId === (await this.redisCall(database.tenant, () => this.controlRunId(), 'control-redis'))) {
       // Tenant data never shares a server with the registry, or FLUSHDB and scripts could reach it (README, "Architecture: tenant registry").
-      this.logger.error(`KV database ${database.id} points at the control Redis; refusing to serve it`);
+      this.repeats.logEvent(this.logger, 'error', 'kv.server.refused', { ...about, reason: 'control-redis', text: 'the database points at the control Redis; refusing to serve it' });
       throw new KvError(503, 'ERR this database is misconfigured: it points at the platform control Redis');
     }
     const other = await this.gate.registryCall(database.tenant, () => this.writer.bindKvServer(runId, database.id));
     if (other) {
       // A platform server (the queue's Redis, claimPlatformServer) holds every project's data: refused under any name.
       const role = platformRoleOf(other);
-      this.logger.error(
+      this.repeats.logEvent(
+        this.logger,
+        'error',
+        'kv.server.refused',
         role
-          ? `KV database ${database.id} points at the ${role} Redis (run_id ${runId}), which the platform keeps its own data on; refusing to serve it`
-          : `KV database ${database.id} is on the Redis server (run_id ${runId}) that already backs KV database ${other}; refusing to serve it: a Redis server backs at most one KV database`,
+          ? { ...about, reason: `${role}-redis`, text: `the database points at the ${role} Redis, which the platform keeps its own data on; refusing to serve it` }
+          : { ...about, reason: 'shared', other, text: `the database's Redis server already backs KV database ${other}; refusing to serve it: a Redis server backs at most one KV database` },
       );
       if (this.backends.find(database.id) === backend) await this.backends.drop(database.id);
       throw new KvError(503, `ERR this database is misconfigured: ${role ? 'it points at a Redis server of the platform' : 'its Redis server already backs another KV database'}`);
@@ -494,7 +510,14 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       const answers = await Promise.all(kinds.map((kind) => session.backend.killScript(kind)));
       const final = answers.find((answer) => !answer.startsWith('NOTBUSY'));
       if (final !== undefined) {
-        this.logger.warn(`KV database ${session.database.id}: a script ran past ${this.scriptTimeoutMs} ms; asked the server to kill it: ${final}`);
+        logEvent(this.logger, 'warn', 'kv.script.killed', {
+          engine: 'kv-redis',
+          tenant: session.tenant,
+          database: session.database.id,
+          timeoutMs: this.scriptTimeoutMs,
+          reply: final,
+          text: 'a script ran past the timeout; asked the server to kill it',
+        });
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, KILL_RETRY_MS));
@@ -505,19 +528,19 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     this.metrics.countCommand(session.tenant, label);
   }
 
-  /** Runs a call on a tenant's Redis; what it throws becomes {@link backendFailure}. */
-  private async redisCall<T>(tenant: string, call: () => Promise<T>): Promise<T> {
+  /** Runs a call on a tenant's Redis (or, for `engine` control-redis, the control Redis); what it throws becomes {@link backendFailure}. */
+  private async redisCall<T>(tenant: string, call: () => Promise<T>, engine: 'kv-redis' | 'control-redis' = 'kv-redis'): Promise<T> {
     try {
       return await call();
     } catch (error) {
-      throw this.backendFailure(tenant, error);
+      throw this.backendFailure(tenant, error, engine);
     }
   }
 
-  private backendFailure(tenant: string, error: unknown): KvError {
+  private backendFailure(tenant: string, error: unknown, engine: 'kv-redis' | 'control-redis' = 'kv-redis'): KvError {
     if (error instanceof KvError) return error;
     this.metrics.backendError(tenant, 'connection');
-    this.logger.warn(`tenant ${tenant}: Redis unavailable: ${String(error)}`);
+    this.repeats.logEvent(this.logger, 'warn', 'engine.call-failed', { engine, tenant, error });
     // The cause stays in the log: the client library's words are not the API's.
     return new KvError(503, 'ERR the database is unavailable, retry later');
   }

@@ -2,13 +2,15 @@ import type { KubernetesObject, V1Secret, V1Service, V1StatefulSet } from '@kube
 import { type EventRecorder, type KubernetesClient, isNotFound, kubernetesErrorMessage } from '@restash/operator/data-access-kubernetes';
 import type { KubeAccess } from '@restash/platform/feature-reconcile';
 import { GROUP, KINDS, type RestashResource, VERSION } from '@restash/shared/util-resources';
+import { type EventLogger, logEvent } from '@restash/shared/util-http';
 
 /**
  * The reconciler's view of Kubernetes (feature-reconcile's KubeAccess) on @kubernetes/client-node: resources from the
  * informers' caches, reads of Secrets, Services and StatefulSets straight from the API server (always current, and
  * few per pass), writes through server-side apply, the status subresource and conditional finalizer patches.
  *
- * Events are best effort: a refused one is logged through `warn`, never fails a pass.
+ * Events are best effort: a refused one is logged (`kubernetes.event-failed` on `log`, with the tenant: its namespace),
+ * never fails a pass.
  *
  * @param cached every restash resource of a namespace, from the informers
  */
@@ -16,7 +18,7 @@ export function kubeAccess(
   client: KubernetesClient,
   events: EventRecorder,
   cached: (namespace: string) => RestashResource[],
-  warn: (message: string) => void,
+  log: EventLogger,
 ): KubeAccess {
   const orUndefined = async <T>(read: Promise<T>): Promise<T | undefined> => {
     try {
@@ -45,7 +47,16 @@ export function kubeAccess(
       await client.patchFinalizers(resource as KubernetesObject, finalizers);
     },
     async event(resource, type, reason, message) {
-      await events.record(resource as KubernetesObject, type, reason, message).catch((error: unknown) => warn(`event ${reason} about ${resource.kind} ${resource.metadata.namespace}/${resource.metadata.name} not recorded: ${kubernetesErrorMessage(error)}`));
+      await events.record(resource as KubernetesObject, type, reason, message).catch((error: unknown) =>
+        logEvent(log, 'warn', 'kubernetes.event-failed', {
+          engine: 'kubernetes',
+          tenant: resource.metadata.namespace,
+          kind: resource.kind,
+          name: resource.metadata.name,
+          reason,
+          error: kubernetesErrorMessage(error),
+        }),
+      );
     },
   };
 }

@@ -1,5 +1,5 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import { ApiException, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import {
   EventRecorder,
   KubernetesClient,
@@ -12,7 +12,7 @@ import {
 import { type ReconcileReport, WorkQueue } from '@restash/operator/util-controller';
 import { ResourcesNotReady, TenantReconciler, type TenantRegistry, type EngineAdmin } from '@restash/platform/feature-reconcile';
 import { GROUP, KIND_NAMES, KINDS, type KindName, type RestashResource, VERSION } from '@restash/shared/util-resources';
-import { Readiness } from '@restash/shared/util-http';
+import { Readiness, logEvent } from '@restash/shared/util-http';
 import { RegistryReader, registryKeys } from '@restash/shared/data-access-registry';
 import { OPERATOR_CONFIG, type OperatorConfig } from './config';
 import { kubeAccess } from './kube-access';
@@ -20,6 +20,12 @@ import { OperatorMetrics } from './operator-metrics';
 import { ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
 
 const logger = new Logger('Operator');
+
+/**
+ * An error as a log line takes it (logEvent): a Kubernetes API error in kubernetesErrorMessage's words (its status and
+ * the server's message), anything else as is (its message and code, e.g. ECONNREFUSED).
+ */
+const loggable = (error: unknown): unknown => (error instanceof ApiException ? kubernetesErrorMessage(error) : error);
 
 /** How often the leader looks for the registry's marker (RegistryWriter.isComplete), in ms. */
 const REGISTRY_CHECK_MS = 1_000;
@@ -83,21 +89,21 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     }
     this.elector = new LeaderElector({
       coordination: this.client.coordination,
-      onError: (error) => logger.warn(`leader election: ${kubernetesErrorMessage(error)}`),
+      onError: (error) => logEvent(logger, 'warn', 'leader.error', { engine: 'kubernetes', lease: election.name, error: loggable(error) }),
       namespace: election.namespace,
       name: election.name,
       identity: election.identity,
     });
     void this.elector.run({
       onStartedLeading: () => {
-        logger.log(`leading (Lease ${election.namespace}/${election.name}, identity ${election.identity})`);
+        logEvent(logger, 'log', 'leader.elected', { lease: `${election.namespace}/${election.name}`, identity: election.identity });
         this.metrics.leader.set(1);
         this.start();
       },
       onStoppedLeading: () => {
         this.metrics.leader.set(0);
         if (this.stopping) return;
-        logger.error('lost the leader Lease: exiting so that a new process stands by');
+        logEvent(logger, 'error', 'leader.lost', { lease: `${election.namespace}/${election.name}`, identity: election.identity, text: 'exiting so that a new process stands by' });
         process.exit(1);
       },
     });
@@ -110,7 +116,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
         this.client,
         new EventRecorder(this.client.core, { instance: this.config.leaderElection?.identity ?? 'restash-operator' }),
         (ns) => this.resources(ns),
-        (m) => logger.warn(m),
+        logger,
       ),
       this.registry,
       this.engines,
@@ -128,7 +134,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
       onResult: (report) => {
         this.metrics.observe(report);
         this.rewritten(report);
-        if (report.outcome === 'error') logger.warn(`namespace ${report.key}: ${kubernetesErrorMessage(report.error)} (retry in ${report.retryInMs} ms)`);
+        if (report.outcome === 'error') logEvent(logger, 'warn', 'reconcile.failed', { tenant: report.key, error: loggable(report.error), retryInMs: report.retryInMs });
       },
     });
     this.depthTimer = setInterval(() => this.metrics.queueDepth.set(this.queue?.depth ?? 0), 1_000);
@@ -150,7 +156,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
           const namespace = object.metadata?.namespace;
           if (namespace) this.queue?.add(namespace);
         },
-        onError: (error) => logger.warn(`watch of ${plural}: ${kubernetesErrorMessage(error)}`),
+        onError: (error) => logEvent(logger, 'warn', 'watch.error', { engine: 'kubernetes', kind: plural, error: loggable(error) }),
         onRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
         resyncMs: this.config.resyncMs,
       });
@@ -168,7 +174,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
       if (namespace) this.queue?.add(namespace);
     } catch (error) {
       // The periodic resync brings the Secret up to date.
-      logger.warn(`registry record ${key}: ${kubernetesErrorMessage(error)}`);
+      logEvent(logger, 'warn', 'registry.read-failed', { engine: 'control-redis', key, error: loggable(error) });
     }
   }
 
@@ -180,21 +186,27 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     if (this.rewriting || this.stopping) return;
     const complete = await this.registry.complete().catch(() => undefined);
     if (complete === undefined) {
-      // The passes meanwhile mark their resources RegistryUnavailable, and back off.
+      // Unreachable: a pass of every namespace marks every resource RegistryUnavailable now (each pass fails to write
+      // the registry, and backs off), rather than only those a change happens to touch.
+      if (!this.registryDown) for (const namespace of this.knownNamespaces()) this.queue?.add(namespace);
       this.registryDown = true;
       return;
     }
     if (complete && !this.registryDown) return;
     await Promise.all([...this.watches.values()].map((w) => w.synced));
-    const namespaces = new Set([...this.watches.values()].flatMap((w) => w.cache.list().map((o) => o.metadata?.namespace ?? '')).filter((ns) => ns !== ''));
+    const namespaces = this.knownNamespaces();
     this.registryDown = false;
     if (complete) {
       // Back with its data: every namespace at once rather than at the end of its backoff, so that Ready is true again.
-      logger.log(`the control Redis answers again: reconciling ${namespaces.size} namespace(s)`);
+      logEvent(logger, 'log', 'registry.reachable', { engine: 'control-redis', namespaces: namespaces.size, text: 'the control Redis answers again: reconciling every namespace' });
       for (const namespace of namespaces) this.queue?.add(namespace);
       return;
     }
-    logger.warn(`the tenant registry is missing (the control Redis restarted empty or was wiped): writing ${namespaces.size} namespace(s) again`);
+    logEvent(logger, 'warn', 'registry.missing', {
+      engine: 'control-redis',
+      namespaces: namespaces.size,
+      text: 'the tenant registry is missing (the control Redis restarted empty or was wiped): writing every namespace again',
+    });
     this.rewriting = { namespaces, since: performance.now() };
     if (namespaces.size === 0) return this.markComplete();
     for (const namespace of namespaces) this.queue?.add(namespace);
@@ -216,12 +228,17 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
   private async markComplete(): Promise<void> {
     try {
       await this.registry.markComplete();
-      logger.log('the tenant registry is complete again: every namespace was written');
+      logEvent(logger, 'log', 'registry.rewritten', { engine: 'control-redis', text: 'the tenant registry is complete again: every namespace was written' });
     } catch (error) {
-      logger.warn(`the tenant registry's marker could not be written (${kubernetesErrorMessage(error)}); trying again`);
+      logEvent(logger, 'warn', 'registry.mark-failed', { engine: 'control-redis', error: loggable(error), text: "the tenant registry's marker could not be written; trying again" });
     } finally {
       this.rewriting = undefined;
     }
+  }
+
+  /** The namespaces that have restash resources, from the informers' caches (those listed so far). */
+  private knownNamespaces(): Set<string> {
+    return new Set([...this.watches.values()].flatMap((w) => w.cache.list().map((o) => o.metadata?.namespace ?? '')).filter((ns) => ns !== ''));
   }
 
   /** Every restash resource of a namespace, from the informers' caches. */

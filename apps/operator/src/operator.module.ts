@@ -1,6 +1,6 @@
-import { type DynamicModule, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { ObservabilityModule } from '@restash/shared/util-http';
+import { ObservabilityModule, engineErrorListener } from '@restash/shared/util-http';
 import { RegistrySeal, RegistryWriter, openRedis } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { QueueStore } from '@restash/queue/data-access-store';
@@ -66,9 +66,9 @@ export class OperatorModule implements OnApplicationShutdown {
               get() {
                 if (!opened) {
                   const redis = openRedis(config.queueStore.redisUrl, { maxRetriesPerRequest: 3 });
-                  redis.on('error', () => undefined); // the failing purge reports it
+                  // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
+                  redis.on('error', engineErrorListener(new Logger('QueueRedis'), 'queue-redis'));
                   opened = { redis, store: new QueueStore(redis, config.queueStore.options) };
-                  opened.store.queue.on('error', () => undefined);
                 }
                 return opened.store;
               },

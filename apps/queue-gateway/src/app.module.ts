@@ -1,6 +1,6 @@
 import { type DynamicModule, Logger, Module } from '@nestjs/common';
 import { openRedis } from '@restash/shared/data-access-registry';
-import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
+import { API_ERRORS, ObservabilityModule, engineErrorListener } from '@restash/shared/util-http';
 import { TenancyModule } from '@restash/shared/feature-tenancy';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
@@ -29,7 +29,7 @@ export class AppModule {
           useFactory: () => {
             const redis = openRedis(config.store.redisUrl, { maxRetriesPerRequest: 2, enableAutoPipelining: true });
             // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
-            redis.on('error', (error: Error) => new Logger('QueueRedis').warn(`queue Redis: ${error.message}`));
+            redis.on('error', engineErrorListener(new Logger('QueueRedis'), 'queue-redis'));
             return redis;
           },
         },

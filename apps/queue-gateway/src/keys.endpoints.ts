@@ -5,6 +5,7 @@ import { CONTROL_REDIS } from '@restash/shared/feature-tenancy';
 import { QueueError } from '@restash/queue/util-message';
 import { type Endpoint, ok } from './endpoint';
 import type { Session } from './queue.service';
+import { logEvent } from '@restash/shared/util-http';
 
 /**
  * A queue project's request-signing keys in the registry (README, "Queue: signing-key rotation"): rotation
@@ -30,7 +31,7 @@ export class SigningKeysService {
     try {
       keys = await this.writer.rotateQueueSigningKeys(session.project.id);
     } catch (error) {
-      this.logger.warn(`signing-key rotation of ${session.project.id} failed: ${String(error)}`);
+      logEvent(this.logger, 'warn', 'engine.call-failed', { engine: 'control-redis', tenant: session.tenant, project: session.project.id, call: 'rotate-signing-keys', error });
       throw new QueueError(503, 'Service unavailable: the tenant registry cannot be reached');
     }
     if (!keys) throw new QueueError(404, `queue project ${session.project.name} not found`);

@@ -7,6 +7,7 @@ import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 import { QUEUE_REDIS, type PublishResult, QueueService, type Session } from './queue.service';
 import { storeCall } from './store-call';
+import { engineErrorListener } from '@restash/shared/util-http';
 
 /** `GET /v2/globalParallelism` (README, "Queue: queues and flow control"). */
 export interface GlobalParallelism {
@@ -35,7 +36,7 @@ export class LanesService implements OnApplicationShutdown {
   ) {
     this.lanes = new LaneStore(redis, config.store.options);
     this.deliveries = new Queue<QueueMessage>(DELIVERY_QUEUE, { connection: redis, prefix: config.store.options.prefix });
-    this.deliveries.on('error', () => undefined);
+    this.deliveries.on('error', engineErrorListener(this.logger, 'queue-redis'));
   }
 
   async onApplicationShutdown(): Promise<void> {

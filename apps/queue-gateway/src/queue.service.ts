@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { Readiness } from '@restash/shared/util-http';
+import { Readiness, engineErrorListener } from '@restash/shared/util-http';
 import { type QueueProjectRecord, claimPlatformServer } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
 import { type Page, Publisher, QueueStore, UrlGroupStore } from '@restash/queue/data-access-store';
@@ -59,6 +59,7 @@ export class QueueService implements OnApplicationShutdown {
     readiness: Readiness,
   ) {
     this.store = new QueueStore(queueRedis, config.store.options);
+    this.store.queue.on('error', engineErrorListener(this.logger, 'queue-redis'));
     this.publisher = new Publisher(this.store, new UrlGroupStore(queueRedis, config.store.options.prefix));
     readiness.register('queue-redis', () => queueRedis.ping());
     // No tenant's KV database may be served from, or wiped on, the queue's Redis.

@@ -6,6 +6,7 @@ import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 import { QUEUE_REDIS, type Session } from './queue.service';
 import { storeCall } from './store-call';
+import { engineErrorListener } from '@restash/shared/util-http';
 
 /** How `lastScheduleStates` reports a produced message by where it stands: a message in the DLQ, or cancelled while being delivered, is a FAIL. */
 const RUN_STATES: Record<MessageStatus, ScheduleMessageState> = { pending: 'IN_PROGRESS', active: 'IN_PROGRESS', delivered: 'SUCCESS', failed: 'FAIL', cancelled: 'FAIL' };
@@ -29,6 +30,7 @@ export class SchedulesService implements OnApplicationShutdown {
   ) {
     this.store = new ScheduleStore(redis, { prefix: config.store.options.prefix });
     this.messages = new QueueStore(redis, config.store.options);
+    for (const queue of [this.store.queue, this.messages.queue]) queue.on('error', engineErrorListener(this.logger, 'queue-redis'));
     this.groups = new UrlGroupStore(redis, config.store.options.prefix);
   }
 

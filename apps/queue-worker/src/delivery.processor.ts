@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DelayedError, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { RegistryReader } from '@restash/shared/data-access-registry';
+import { errorFields, logEvent } from '@restash/shared/util-http';
 import { QueueStore } from '@restash/queue/data-access-store';
 import { DeliveryError, type DeliveryResponse, HttpDeliverer } from '@restash/queue/data-access-delivery';
 import {
@@ -77,6 +78,11 @@ const awaitingCallbacks = (progress: unknown): progress is AwaitingCallbacks =>
 
 /** What one attempt got: an HTTP answer, or the reason there was none. */
 type Attempt = { response: DeliveryResponse; error?: undefined } | { response?: undefined; error: string };
+
+/** The tenant of a queue project id (`<tenant>.<project>`, queueProjectId). */
+export function tenantOfProject(project: string): string {
+  return project.slice(0, Math.max(0, project.indexOf('.')));
+}
 
 /**
  * One delivery attempt of one message (README, "Queue"): each BullMQ job is one message; an attempt sends it
@@ -231,14 +237,18 @@ export class DeliveryProcessor {
   private async settleError(job: Job<QueueMessage>, error: unknown, token: string | undefined, tenant: string, started: number): Promise<never> {
     if (!(error instanceof InfrastructureUnavailable)) throw error;
     this.metrics.observeAttempt(tenant, 'requeued', (performance.now() - started) / 1000);
+    const about = { tenant: tenant || tenantOfProject(job.data.project), project: job.data.project, messageId: job.id };
     try {
       await job.moveToDelayed(Date.now() + REQUEUE_DELAY_MS, token);
-      this.logger.error(`message ${job.id ?? '?'}: ${error.message}; back in the queue in ${REQUEUE_DELAY_MS} ms, no attempt spent`);
+      logEvent(this.logger, 'error', 'delivery.requeued', { ...about, error, delayMs: REQUEUE_DELAY_MS, text: 'back in the queue, no attempt spent' });
     } catch (moveError) {
-      this.logger.error(
-        `message ${job.id ?? '?'}: ${error.message}, and it could not be put back (${String(moveError)}); ` +
-          `it returns when its lock lapses (${this.config.lockDurationMs} ms), no attempt spent`,
-      );
+      logEvent(this.logger, 'error', 'delivery.requeue-failed', {
+        ...about,
+        error,
+        moveError: errorFields(moveError),
+        lockDurationMs: this.config.lockDurationMs,
+        text: 'it could not be put back; it returns when its lock lapses, no attempt spent',
+      });
     }
     // BullMQ neither fails nor retries a job whose processor throws DelayedError.
     throw new DelayedError();
@@ -357,7 +367,14 @@ export class DeliveryProcessor {
   private call<T>(operation: InfrastructureOperation, call: () => Promise<T>): Promise<T> {
     return retryInfrastructure(operation, call, (error, retry, delayMs) => {
       this.metrics.countInfrastructureRetry(operation);
-      this.logger.warn(`${operation} call failed (${String(error)}); retry ${retry} in ${delayMs} ms (for ${INFRASTRUCTURE_RETRY.budgetMs} ms at most)`);
+      logEvent(this.logger, 'warn', 'engine.call-failed', {
+        engine: operation === 'registry' ? 'control-redis' : 'queue-redis',
+        call: operation,
+        error,
+        retry,
+        retryInMs: delayMs,
+        budgetMs: INFRASTRUCTURE_RETRY.budgetMs,
+      });
     });
   }
 }

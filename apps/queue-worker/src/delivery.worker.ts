@@ -1,9 +1,9 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { Worker } from 'bullmq';
-import { Readiness } from '@restash/shared/util-http';
+import { Readiness, engineErrorListener, logEvent } from '@restash/shared/util-http';
 import { QueueStore } from '@restash/queue/data-access-store';
 import type { QueueMessage } from '@restash/queue/util-message';
-import { RetryLater } from './delivery.processor';
+import { RetryLater, tenantOfProject } from './delivery.processor';
 
 /** The readiness checks that must pass before the worker takes messages: the registry's Redis and the queue's. */
 export const WORKER_DEPENDENCIES = ['control-redis', 'queue-redis'] as const;
@@ -35,9 +35,9 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     readiness.register('worker', async () => {
       if (!worker.isRunning()) throw new Error('the BullMQ worker is not running');
     });
-    worker.on('error', (error) => this.logger.warn(`worker: ${String(error)}`));
+    worker.on('error', engineErrorListener(this.logger, 'queue-redis', { worker: 'deliveries' }));
     worker.on('failed', (job, error) => {
-      if (!(error instanceof RetryLater)) this.logger.error(`message ${job?.id ?? '?'} failed unexpectedly: ${String(error)}`);
+      if (!(error instanceof RetryLater)) logEvent(this.logger, 'error', 'delivery.failed', { ...(job ? { tenant: tenantOfProject(job.data.project), project: job.data.project } : {}), messageId: job?.id, error });
     });
   }
 
@@ -59,16 +59,21 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       const failing = WORKER_DEPENDENCIES.filter((name) => name in failures || name in degraded);
       if (this.closing) return;
       if (failing.length === 0) {
-        this.worker.run().catch((error: unknown) => this.logger.error(`worker stopped: ${String(error)}`));
-        this.logger.log('dependencies ready: taking messages');
+        this.worker.run().catch((error: unknown) => logEvent(this.logger, 'error', 'worker.stopped', { worker: 'deliveries', error }));
+        logEvent(this.logger, 'log', 'worker.started', { worker: 'deliveries', text: 'dependencies ready: taking messages' });
         // Not awaited: a shutdown does not wait for it (a backfill cut short runs again at the next start).
         void this.store
           .indexPending()
-          .then((indexed) => indexed > 0 && this.logger.log(`indexed ${indexed} pending message(s) published before the pending indexes`))
-          .catch((error: unknown) => this.logger.warn(`indexing the pending messages failed (${String(error)}); the next start tries again`));
+          .then((indexed) => indexed > 0 && logEvent(this.logger, 'log', 'queue.pending-indexed', { engine: 'queue-redis', messages: indexed }))
+          .catch((error: unknown) => logEvent(this.logger, 'warn', 'queue.pending-index-failed', { engine: 'queue-redis', error, text: 'the next start tries again' }));
         return;
       }
-      this.logger.warn(`not taking messages yet: ${failing.map((name) => `${name}: ${failures[name]}`).join('; ')}; checking again in ${waitMs} ms`);
+      logEvent(this.logger, 'warn', 'worker.waiting', {
+        worker: 'deliveries',
+        failing: Object.fromEntries(failing.map((name) => [name, failures[name]])),
+        retryInMs: waitMs,
+        text: 'not taking messages yet: a dependency does not answer',
+      });
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, waitMs);
         this.wake = () => {

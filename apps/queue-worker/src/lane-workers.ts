@@ -3,10 +3,11 @@ import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnAppl
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { openRedis } from '@restash/shared/data-access-registry';
+import { RepeatLimiter, engineErrorListener, logEvent } from '@restash/shared/util-http';
 import { QueueStore } from '@restash/queue/data-access-store';
 import type { QueueMessage } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
-import { DeliveryProcessor, RetryLater, deliveryWorkerOptions } from './delivery.processor';
+import { DeliveryProcessor, RetryLater, deliveryWorkerOptions, tenantOfProject } from './delivery.processor';
 
 /** How often the lane set is read again (a missed "lanes changed" message) and this replica's entry refreshed, in ms. */
 export const LANE_RESYNC_MS = 5_000;
@@ -32,6 +33,8 @@ const HEARTBEAT_TTL_MS = 3 * LANE_RESYNC_MS;
 @Injectable()
 export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(LaneWorkers.name);
+  /** Calls that fail alike while the queue's Redis is down are logged once per 10 s. */
+  private readonly repeats = new RepeatLimiter();
   private readonly workers = new Map<string, Worker<QueueMessage>>();
   /** When each Worker here started or last saw a job start or end (ms): idle check candidates are those older than a tick. */
   private readonly lastSeen = new Map<string, number>();
@@ -53,9 +56,9 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
   ) {
     // The lanes' Workers share one connection for their commands (each opens its own blocking one).
     this.connection = openRedis(config.store.redisUrl, { maxRetriesPerRequest: null });
-    this.connection.on('error', () => undefined); // the Workers report their own errors
+    this.connection.on('error', () => undefined); // the lanes' Workers report the same errors (start)
     this.subscriber = openRedis(config.store.redisUrl, { maxRetriesPerRequest: null });
-    this.subscriber.on('error', (error) => this.logger.warn(`lanes subscriber: ${String(error)}`));
+    this.subscriber.on('error', engineErrorListener(this.logger, 'queue-redis', { connection: 'lanes-subscriber' }));
   }
 
   /** The lane queue names this replica runs a Worker for. */
@@ -65,7 +68,9 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
 
   onApplicationBootstrap(): void {
     this.subscriber.on('message', () => this.sync());
-    void this.subscriber.subscribe(this.store.lanes.changesChannel).catch((error: unknown) => this.logger.warn(`lanes subscribe: ${String(error)}`));
+    void this.subscriber
+      .subscribe(this.store.lanes.changesChannel)
+      .catch((error: unknown) => logEvent(this.logger, 'warn', 'engine.call-failed', { engine: 'queue-redis', call: 'lanes-subscribe', error }));
     // Lanes start with the deliveries Worker (DeliveryWorker starts it once the dependencies are ready).
     this.timer = setInterval(() => {
       if (!this.deliveries.isRunning()) return;
@@ -97,7 +102,9 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
     this.checkIdle = true;
     this.sync();
     if (this.deliveries.isRunning()) {
-      this.store.lanes.heartbeat(this.id, this.config.concurrency, HEARTBEAT_TTL_MS).catch((error: unknown) => this.logger.warn(`heartbeat: ${String(error)}`));
+      this.store.lanes
+        .heartbeat(this.id, this.config.concurrency, HEARTBEAT_TTL_MS)
+        .catch((error: unknown) => this.repeats.logEvent(this.logger, 'warn', 'engine.call-failed', { engine: 'queue-redis', call: 'lanes-heartbeat', error }));
     }
   }
 
@@ -133,27 +140,31 @@ export class LaneWorkers implements OnApplicationBootstrap, BeforeApplicationShu
         clearTimeout(this.wakeTimer);
         if (nextWake !== null && nextWake - Date.now() < LANE_RESYNC_MS) this.wakeTimer = setTimeout(() => this.sync(), Math.max(0, nextWake - Date.now()) + 1);
       } catch (error) {
-        this.logger.warn(`reading the lanes failed: ${String(error)}; next try in ${LANE_RESYNC_MS} ms`);
+        this.repeats.logEvent(this.logger, 'warn', 'engine.call-failed', { engine: 'queue-redis', call: 'lanes-sync', error, retryInMs: LANE_RESYNC_MS });
       }
     });
   }
 
   private start(name: string): void {
     const worker = new Worker<QueueMessage>(name, (job, token) => this.processor.process(job, token), deliveryWorkerOptions(this.config, this.connection));
-    worker.on('error', (error) => this.logger.warn(`lane ${name}: ${String(error)}`));
+    worker.on('error', engineErrorListener(this.logger, 'queue-redis', { worker: 'lanes' }));
     const seen = () => this.lastSeen.has(name) && this.lastSeen.set(name, Date.now());
     worker.on('active', seen);
     worker.on('completed', (job) => {
       seen();
       // The message is settled (delivered, in the DLQ, cancelled or dropped): its lane record now expires with its job.
-      this.store.lanes.settled(job.data.project, job.data.messageId).catch((error: unknown) => this.logger.warn(`lane ${name}: ${String(error)}`));
+      this.store.lanes
+        .settled(job.data.project, job.data.messageId)
+        .catch((error: unknown) => this.repeats.logEvent(this.logger, 'warn', 'engine.call-failed', { engine: 'queue-redis', call: 'lane-settled', lane: name, error }));
     });
     worker.on('failed', (job, error) => {
       seen();
-      if (!(error instanceof RetryLater)) this.logger.error(`message ${job?.id ?? '?'} of lane ${name} failed unexpectedly: ${String(error)}`);
+      if (!(error instanceof RetryLater)) {
+        logEvent(this.logger, 'error', 'delivery.failed', { ...(job ? { tenant: tenantOfProject(job.data.project), project: job.data.project } : {}), messageId: job?.id, lane: name, error });
+      }
     });
     this.workers.set(name, worker);
     this.lastSeen.set(name, Date.now());
-    worker.run().catch((error: unknown) => this.logger.error(`lane ${name} worker stopped: ${String(error)}`));
+    worker.run().catch((error: unknown) => logEvent(this.logger, 'error', 'worker.stopped', { worker: 'lanes', lane: name, error }));
   }
 }

@@ -1,6 +1,5 @@
 import 'reflect-metadata';
-import { ConfigError } from '@restash/shared/util-config';
-import { startWorkerService } from '@restash/shared/util-http';
+import { logStartFailure, startWorkerService } from '@restash/shared/util-http';
 import { WorkerModule } from './worker.module';
 import { loadQueueWorkerConfig } from './config';
 
@@ -10,6 +9,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`queue-worker failed to start: ${error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error)}\n`);
+  logStartFailure('queue-worker', error);
   process.exit(1);
 });

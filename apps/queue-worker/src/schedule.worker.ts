@@ -2,9 +2,11 @@ import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnAppl
 import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { RegistryReader, openRedis } from '@restash/shared/data-access-registry';
+import { engineErrorListener, logEvent } from '@restash/shared/util-http';
 import { QueueStore, SCHEDULE_QUEUE, type ScheduleTick, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { type QueueMessage, fanOut, tickMessage, tickMessageId } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
+import { tenantOfProject } from './delivery.processor';
 
 /** Ticks processed at once by one replica (a tick only writes to Redis: it is short). */
 const TICK_CONCURRENCY = 10;
@@ -42,7 +44,13 @@ export class ScheduleProcessor {
     if (definition.urlGroup !== undefined) {
       const group = await this.groups.get(project, definition.urlGroup);
       if (!group || group.endpoints.length === 0) {
-        this.logger.warn(`schedule ${scheduleId} of ${project}: URL group ${definition.urlGroup} is gone or empty; nothing published`);
+        logEvent(this.logger, 'warn', 'schedule.skipped', {
+          tenant: tenantOfProject(project),
+          project,
+          schedule: scheduleId,
+          urlGroup: definition.urlGroup,
+          text: 'its URL group is gone or empty; nothing published',
+        });
         return [];
       }
       messages = fanOut(tickMessage(definition, project, tickMessageId(tickId, 0), now), group, (i) => tickMessageId(tickId, i));
@@ -79,7 +87,7 @@ export class ScheduleWorker implements OnApplicationBootstrap, BeforeApplication
     processor: ScheduleProcessor,
   ) {
     this.connection = openRedis(config.store.redisUrl, { maxRetriesPerRequest: null });
-    this.connection.on('error', () => undefined); // the Worker reports its own errors
+    this.connection.on('error', () => undefined); // the Worker reports the same errors (below)
     this.worker = new Worker<ScheduleTick>(SCHEDULE_QUEUE, async (job) => void (await processor.process(job)), {
       autorun: false,
       connection: this.connection,
@@ -89,15 +97,22 @@ export class ScheduleWorker implements OnApplicationBootstrap, BeforeApplication
       stalledInterval: config.stalledIntervalMs,
       maxStalledCount: config.maxStalledCount,
     });
-    this.worker.on('error', (error) => this.logger.warn(`schedule worker: ${String(error)}`));
-    this.worker.on('failed', (job, error) => this.logger.warn(`schedule tick ${job?.id ?? '?'} failed (${job?.attemptsMade ?? 0} attempts): ${String(error)}`));
+    this.worker.on('error', engineErrorListener(this.logger, 'queue-redis', { worker: 'schedules' }));
+    this.worker.on('failed', (job, error) =>
+      logEvent(this.logger, 'warn', 'schedule.tick-failed', {
+        ...(job ? { tenant: tenantOfProject(job.data.project), project: job.data.project, schedule: job.data.scheduleId } : {}),
+        tick: job?.id,
+        attempts: job?.attemptsMade ?? 0,
+        error,
+      }),
+    );
   }
 
   onApplicationBootstrap(): void {
     this.timer = setInterval(() => {
       if (!this.deliveries.isRunning()) return;
       clearInterval(this.timer);
-      this.worker.run().catch((error: unknown) => this.logger.error(`schedule worker stopped: ${String(error)}`));
+      this.worker.run().catch((error: unknown) => logEvent(this.logger, 'error', 'worker.stopped', { worker: 'schedules', error }));
     }, 100);
   }
 

@@ -1,7 +1,7 @@
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Readiness, ObservabilityModule, parseAllowlist } from '@restash/shared/util-http';
+import { Readiness, ObservabilityModule, engineErrorListener, parseAllowlist } from '@restash/shared/util-http';
 import { claimPlatformServer, openRedis } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { DELIVERY_QUEUE, QueueStore, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
@@ -61,7 +61,7 @@ export class WorkerModule implements OnApplicationShutdown {
             // instead of waiting.
             const redis = openRedis(config.store.redisUrl, { maxRetriesPerRequest: 2 });
             // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
-            redis.on('error', (error: Error) => new Logger('QueueRedis').warn(`queue Redis: ${error.message}`));
+            redis.on('error', engineErrorListener(new Logger('QueueRedis'), 'queue-redis'));
             readiness.register('queue-redis', () => redis.ping());
             return redis;
           },
@@ -70,7 +70,7 @@ export class WorkerModule implements OnApplicationShutdown {
           provide: WORKER_REDIS,
           useFactory: () => {
             const redis = openRedis(config.store.redisUrl, { maxRetriesPerRequest: null });
-            redis.on('error', () => undefined); // the same outage as QUEUE_REDIS, which logs it
+            redis.on('error', () => undefined); // the deliveries Worker on it reports the same errors (DeliveryWorker)
             return redis;
           },
         },
@@ -79,8 +79,7 @@ export class WorkerModule implements OnApplicationShutdown {
           inject: [QUEUE_REDIS],
           useFactory: (redis: Redis) => {
             const store = new QueueStore(redis, config.store.options);
-            // Without a listener BullMQ prints its connection errors raw to stderr.
-            store.queue.on('error', (error) => new Logger(QueueStore.name).warn(`queue: ${String(error)}`));
+            store.queue.on('error', engineErrorListener(new Logger(QueueStore.name), 'queue-redis'));
             return store;
           },
         },
@@ -102,7 +101,15 @@ export class WorkerModule implements OnApplicationShutdown {
             new Worker<QueueMessage>(DELIVERY_QUEUE, (job, token) => processor.process(job, token), deliveryWorkerOptions(config, connection)),
         },
         DeliveryWorker,
-        { provide: ScheduleStore, inject: [QUEUE_REDIS], useFactory: (redis: Redis) => new ScheduleStore(redis, { prefix: config.store.options.prefix }) },
+        {
+          provide: ScheduleStore,
+          inject: [QUEUE_REDIS],
+          useFactory: (redis: Redis) => {
+            const schedules = new ScheduleStore(redis, { prefix: config.store.options.prefix });
+            schedules.queue.on('error', engineErrorListener(new Logger(ScheduleStore.name), 'queue-redis'));
+            return schedules;
+          },
+        },
         { provide: UrlGroupStore, inject: [QUEUE_REDIS], useFactory: (redis: Redis) => new UrlGroupStore(redis, config.store.options.prefix) },
         ScheduleProcessor,
         ScheduleWorker,

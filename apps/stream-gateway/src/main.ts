@@ -1,6 +1,5 @@
 import 'reflect-metadata';
-import { ConfigError } from '@restash/shared/util-config';
-import { startHttpService } from '@restash/shared/util-http';
+import { logStartFailure, startHttpService } from '@restash/shared/util-http';
 import { AppModule } from './app.module';
 import { loadStreamGatewayConfig } from './config';
 
@@ -10,6 +9,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`stream-gateway failed to start: ${error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error)}\n`);
+  logStartFailure('stream-gateway', error);
   process.exit(1);
 });

@@ -27,6 +27,7 @@ import {
   parseTopicPartitions,
   webhookHeaders,
 } from '@restash/stream/util-rest';
+import { logEvent } from '@restash/shared/util-http';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { PEER_GONE, PEER_PATH, type PeerCall, isPeer, peerSecret } from './peers';
 import { StreamMetrics } from './stream-metrics';
@@ -266,7 +267,7 @@ export class StreamRoutes implements OnModuleInit {
         } catch (error) {
           if (error instanceof PeerGoneError) return reply.code(PEER_GONE).type(json).send(encodeError(PEER_GONE, error.message));
           if (error instanceof StreamError) return reply.code(error.status).type(json).send(encodeError(error.status, error.message));
-          this.logger.error(`peer call failed: ${error instanceof Error ? error.message : String(error)}`);
+          logEvent(this.logger, 'error', 'peer.failed', { error, text: 'a call forwarded by another replica failed unexpectedly' });
           return reply.code(500).type(json).send(encodeError(500, 'Internal error'));
         }
       });

@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleIn
 import { HttpAdapterHost } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import { RegistryReader, type StreamClusterRecord, registryKeys } from '@restash/shared/data-access-registry';
+import { RepeatLimiter, engineErrorListener, logEvent } from '@restash/shared/util-http';
 import { CONTROL_REDIS, type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
 import { type ConsumedRecord, KafkaCluster, type OutgoingMessage, ProduceRefusedError, type ProducedMetadata, kafkaErrorCode } from '@restash/stream/data-access-kafka';
 import {
@@ -71,6 +72,11 @@ const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 /** Kafka error codes that mean "the group is moving; try again" rather than "Kafka is down". */
 const GROUP_BUSY = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'NOT_COORDINATOR', 'COORDINATOR_LOAD_IN_PROGRESS']);
 
+/** The fields of a log line about a consumer instance: its tenant, stream cluster id, group and instance name. */
+function instanceFields(instance: ConsumerInstance): { tenant: string; cluster: string; group: string; instance: string } {
+  return { tenant: instance.tenant, cluster: instance.clusterId, group: instance.group, instance: instance.name };
+}
+
 /**
  * The Stream REST API (spec 002 part A and what `@upstash/kafka` calls) between HTTP and Kafka:
  * opens the cluster of Basic credentials through the tenant gate, maps the tenant's topic and group
@@ -84,6 +90,8 @@ const GROUP_BUSY = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKN
 @Injectable()
 export class StreamService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(StreamService.name);
+  /** An engine failing every request alike is logged once per 10 s. */
+  private readonly repeats = new RepeatLimiter();
   /** Kafka clients by broker list (`brokers.join(',')`). */
   private readonly clusters = new Map<string, KafkaCluster>();
   /** The broker list and prefix each cluster id's clients and instances were opened with. */
@@ -165,7 +173,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
         return;
       }
       if (claim.kind !== 'held' || this.instances.get(instance.clusterId, instance.group, instance.name) !== instance) continue;
-      this.logger.log(`consumer instance ${instance.group}/${instance.name} of stream cluster ${instance.clusterId} is held by replica ${claim.holder.peer} now; closing it here`);
+      logEvent(this.logger, 'log', 'consumer.moved', { ...instanceFields(instance), holder: claim.holder.peer, text: 'another replica holds the consumer instance now; closing it here' });
       this.instances.remove(instance.clusterId, instance.group, instance.name);
       await this.closeInstance(instance);
     }
@@ -178,7 +186,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     } catch (error) {
       if (error instanceof StreamError) throw error;
       this.metrics.backendError(view.tenant, 'registry');
-      this.logger.warn(`instance directory (control Redis) call failed for tenant ${view.tenant}: ${error instanceof Error ? error.message : String(error)}`);
+      this.repeats.logEvent(this.logger, 'warn', 'engine.call-failed', { engine: 'control-redis', tenant: view.tenant, call: 'instance-directory', error });
       throw new StreamError(503, 'Service unavailable: the tenant registry cannot be reached');
     }
   }
@@ -198,7 +206,14 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   private async forward(view: ClusterView, holder: Holder, operation: PeerOperation & { group: string; name: string }, waitMs: number): Promise<{ value: unknown } | undefined> {
     const answer = await this.peers.call(holder, view.cluster.id, operation, waitMs);
     if (answer.kind === 'value') return { value: answer.value };
-    this.logger.log(`consumer instance ${operation.group}/${operation.name} of stream cluster ${view.cluster.id}: its replica ${holder.peer} is gone; the next request takes it over`);
+    logEvent(this.logger, 'log', 'consumer.holder-gone', {
+      tenant: view.tenant,
+      cluster: view.cluster.id,
+      group: operation.group,
+      instance: operation.name,
+      holder: holder.peer,
+      text: 'the replica holding the consumer instance is gone; the next request takes it over',
+    });
     await this.directoryCall(view, (d) => d.release(view.cluster.id, operation.group, operation.name, holder.boot));
     return undefined;
   }
@@ -216,13 +231,17 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     let record: StreamClusterRecord | null;
     try {
       record = await this.registry.streamCluster(id);
+      // A registry being written again (the control Redis restarted empty) lacks the record for a while: not deleted.
+      if (!record && !(await this.registry.complete())) return;
     } catch {
       return;
     }
     const moved = !record || record.brokers.join(',') !== used.brokers || record.prefix !== used.prefix;
     const topics = record?.topics ?? {};
     const stale = this.instances.removeWhere((i) => i.clusterId === id && (moved || i.topics.some((t) => !Object.hasOwn(topics, t))));
-    if (stale.length > 0) this.logger.log(`stream cluster ${id} ${record ? 'changed' : 'left the registry'}: closing ${stale.length} consumer instance(s)`);
+    if (stale.length > 0) {
+      logEvent(this.logger, 'log', 'consumer.closed', { tenant: stale[0]?.tenant, cluster: id, instances: stale.length, reason: record ? 'cluster-changed' : 'cluster-removed' });
+    }
     await Promise.all(stale.map((instance) => this.closeInstance(instance)));
     if (!moved) return;
     this.clusterUse.delete(id);
@@ -522,7 +541,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       maxWaitMs: this.config.consumer.maxWaitMs,
       maxBufferedRecords: this.config.consumer.maxBufferedRecords,
       maxBufferedBytes: this.config.consumer.maxBufferedBytes,
-      onError: (error) => this.logger.warn(`consumer ${tenant}/${cluster.name}/${group}/${name}: ${String(error)}`),
+      onError: engineErrorListener(this.logger, 'kafka', { tenant, cluster: cluster.id, group, instance: name }),
     });
     try {
       await consumer.start();
@@ -538,7 +557,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   private async closeInstance(instance: ConsumerInstance): Promise<void> {
     this.metrics.instanceOpened(instance.tenant, -1);
     await Promise.all([
-      instance.consumer.close().catch((error: unknown) => this.logger.warn(`closing consumer ${instance.group}/${instance.name}: ${String(error)}`)),
+      instance.consumer.close().catch((error: unknown) => logEvent(this.logger, 'warn', 'consumer.close-failed', { engine: 'kafka', ...instanceFields(instance), error })),
       this.openedDirectory?.release(instance.clusterId, instance.group, instance.name).catch(() => undefined),
     ]);
   }
@@ -626,7 +645,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     if (GROUP_BUSY.has(type)) return new StreamError(409, `The consumer group is rebalancing, retry: ${message}`);
     if (message.startsWith('the consumer instance has not joined')) return new StreamError(409, message);
     this.metrics.backendError(session.tenant, 'broker');
-    this.logger.warn(`Kafka call failed for tenant ${session.tenant}: ${message}`);
+    this.repeats.logEvent(this.logger, 'warn', 'engine.call-failed', { engine: 'kafka', tenant: session.tenant, cluster: session.cluster.id, error });
     return new StreamError(503, 'Service unavailable: Kafka cannot be reached');
   }
 }

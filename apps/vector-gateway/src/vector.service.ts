@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { RegistryReader, type VectorIndexRecord, registryKeys } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
 import { Agent } from 'undici';
-import { guardedConnector } from '@restash/shared/util-http';
+import { RepeatLimiter, guardedConnector } from '@restash/shared/util-http';
 import { type Embedder, EmbedderError, OpenAiEmbedder, refusedAddress } from '@restash/vector/data-access-embedder';
 import {
   EngineUnavailableError,
@@ -147,6 +147,8 @@ interface PreparedFilter {
 @Injectable()
 export class VectorService implements OnModuleInit {
   private readonly logger = new Logger(VectorService.name);
+  /** An engine or provider failing every request alike is logged once per 10 s. */
+  private readonly repeats = new RepeatLimiter();
   private readonly state: IndexState;
   private readonly stores: QdrantStores;
   private readonly embedders = new Map<string, Embedder>();
@@ -810,7 +812,7 @@ export class VectorService implements OnModuleInit {
     } catch (error) {
       if (!(error instanceof EmbedderError)) throw error;
       this.metrics.backendError(session.tenant, 'embedder');
-      this.logger.warn(`index ${index.id}: ${error.message}`);
+      this.repeats.logEvent(this.logger, 'warn', 'engine.call-failed', { engine: 'embedder', tenant: session.tenant, index: index.id, status: error.status, error });
       // The provider's own text stays in the log: it may quote internals (stack traces, keys, hosts).
       // The range only: the address a name resolved to would make this a lookup of internal DNS names.
       if (error.refused) {
@@ -828,7 +830,13 @@ export class VectorService implements OnModuleInit {
       const problem = float32Problem(v);
       if (problem) {
         this.metrics.backendError(session.tenant, 'embedder');
-        this.logger.warn(`index ${index.id}: the embedding provider answered an unusable vector: vector${problem}`);
+        this.repeats.logEvent(this.logger, 'warn', 'embedder.invalid-vector', {
+          engine: 'embedder',
+          tenant: session.tenant,
+          index: index.id,
+          problem: `vector${problem}`,
+          text: 'the embedding provider answered an unusable vector',
+        });
         throw new VectorError(502, `Embedding failed: the embedding provider answered a vector this index cannot store (vector${problem})`);
       }
     }
@@ -842,7 +850,7 @@ export class VectorService implements OnModuleInit {
     } catch (error) {
       if (!(error instanceof EngineUnavailableError)) throw error;
       this.metrics.backendError(session.tenant, 'engine');
-      this.logger.warn(`index ${session.index.id}: ${error.message}`);
+      this.repeats.logEvent(this.logger, 'warn', 'engine.call-failed', { engine: 'qdrant', tenant: session.tenant, index: session.index.id, status: error.status, error });
       const what = error.status === undefined ? 'cannot be reached' : 'failed on this index';
       throw new VectorError(503, `Service unavailable: the vector engine ${what}; retry later`);
     }

@@ -200,6 +200,7 @@ export class KvBackend implements CommandRunner {
   private fetchedTable: CommandTable | undefined;
   private runId: Promise<string> | undefined;
   private readonly serverChangeListeners: Array<(runId: string) => void> = [];
+  private readonly errorListeners: Array<(error: Error) => void> = [];
   /** The `ACL SETUSER` of {@link READONLY_REDIS_USER}, sent once per server process. */
   private readonlyUser: Promise<Reply> | undefined;
   /** The password of {@link READONLY_REDIS_USER}, derived from the gateway's own (the same on every replica). */
@@ -260,7 +261,11 @@ export class KvBackend implements CommandRunner {
       ? { reconnectOnError: isReadonlyError, ...(extra.retryStrategy ? { sentinelRetryStrategy: () => null } : { retryStrategy: sentinelRetry }) }
       : {};
     const client = openRedis(this.url, { ...baseOptions(this.options), ...sentinel, ...extra });
-    client.on('error', () => undefined); // surfaced per command; the status is in connectionStates()
+    // Also surfaced per command; the status is in connectionStates(). A listener is needed in any case: without one
+    // ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
+    client.on('error', (error: Error) => {
+      for (const listener of this.errorListeners) listener(error);
+    });
     if (boundReplies) limitReplySize(client, () => this.maxReplyBytes);
     return client;
   }
@@ -290,6 +295,15 @@ export class KvBackend implements CommandRunner {
    */
   onServerChange(listener: (runId: string) => void): void {
     this.serverChangeListeners.push(listener);
+  }
+
+  /**
+   * Calls `listener` with every error an ioredis client of this database emits (a refused or dropped connection, a
+   * failed reconnect: kv-gateway logs them as `engine.error` events, rate-limited). Errors of a MONITOR connection are
+   * not passed: its end is (see {@link monitor}).
+   */
+  onError(listener: (error: Error) => void): void {
+    this.errorListeners.push(listener);
   }
 
   private async recheckServer(client: Redis): Promise<void> {

@@ -12,13 +12,15 @@ export class KvBackends {
   /**
    * The backend of a database, created on first use.
    * @param onServerChange given to a backend created now: see KvBackend.onServerChange
+   * @param onError given to a backend created now: see KvBackend.onError
    */
-  get(id: string, url: string, onServerChange?: (runId: string) => void): KvBackend {
+  get(id: string, url: string, onServerChange?: (runId: string) => void, onError?: (error: Error) => void): KvBackend {
     const existing = this.backends.get(id);
     if (existing?.url === url) return existing;
     if (existing) void existing.close();
     const backend = new KvBackend(url, this.options);
     if (onServerChange) backend.onServerChange(onServerChange);
+    if (onError) backend.onError(onError);
     this.backends.set(id, backend);
     return backend;
   }

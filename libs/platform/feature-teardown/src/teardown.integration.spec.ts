@@ -314,7 +314,7 @@ describe('TenantTeardown', () => {
     await teardown.applyTenant(doc, tokensOf(doc));
     const pending = message('acme.jobs', 3_600_000);
     await store.publish(pending);
-    const stopClaim = claimPlatformServer(registry, queueRedis, 'queue', { warn: () => undefined, error: () => undefined });
+    const stopClaim = claimPlatformServer(registry, queueRedis, 'queue', { log: () => undefined, warn: () => undefined, error: () => undefined });
     const queueRunId = await serverRunId(queueRedis);
     await eventually(async () => expect(await registry.get(registryKeys.kvServer(queueRunId))).toBe(platformOwner('queue')));
     stopClaim();

@@ -75,6 +75,9 @@ export class QueueStore {
     private readonly options: QueueStoreOptions,
   ) {
     this.queue = new Queue<QueueMessage>(DELIVERY_QUEUE, { connection: redis, prefix: options.prefix });
+    // Its errors are the connection's, which the connection's owner logs (and the failing commands report): without a
+    // listener BullMQ prints each one raw, with its stack. An owner may add a listener of its own.
+    this.queue.on('error', () => undefined);
     this.lanes = new LaneStore(redis, options);
     this.eventLog = new EventLog(redis, options.eventsPerProject);
   }

@@ -41,6 +41,9 @@ export class ScheduleStore {
     private readonly options: { prefix: string },
   ) {
     this.queue = new Queue<ScheduleTick>(SCHEDULE_QUEUE, { connection: redis, prefix: options.prefix });
+    // Its errors are the connection's, which the connection's owner logs (and the failing commands report): without a
+    // listener BullMQ prints each one raw, with its stack. An owner may add a listener of its own.
+    this.queue.on('error', () => undefined);
   }
 
   /**

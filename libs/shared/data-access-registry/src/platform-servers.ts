@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { type EventLogger, logEvent } from '@restash/shared/util-http';
 import { REGISTRY_CHANNEL, registryKeys } from './records';
 
 /**
@@ -38,14 +39,15 @@ export async function serverRunId(client: Redis): Promise<string> {
  * Claims `server` for the platform in the registry on `control`: its binding becomes `platform:<role>`, which
  * kv-gateway never serves a KV database from and a tenant's teardown never wipes (RegistryWriter.bindKvServer
  * does not take it over). Claimed now when `server` is ready, and again after every reconnect, since a restarted
- * server has a new `run_id`. A claim that fails (either Redis down) is reported to `log.warn` and tried again every
- * {@link CLAIM_RETRY_MS} until it is made; a KV database found bound to the server (served from it before the claim)
- * is reported to `log.error` (its tenant could read the platform's data, so a platform engineer should drop that
- * database and check the server) and announced on {@link REGISTRY_CHANNEL}, so that kv-gateway stops serving it
- * at once.
+ * server has a new `run_id`. A claim that fails (either Redis down) is logged as `platform.claim.failed` (warn) and
+ * tried again every {@link CLAIM_RETRY_MS} until it is made; a KV database found bound to the server (served from it
+ * before the claim) is logged as `platform.claim.taken-over` (error: its tenant could read the platform's data, so a
+ * platform engineer should drop that database and check the server) and announced on {@link REGISTRY_CHANNEL}, so that
+ * kv-gateway stops serving it at once. Events: README, "Configuration: Logs".
  * @returns a function that stops claiming (at shutdown)
  */
-export function claimPlatformServer(control: Redis, server: Redis, role: PlatformRole, log: { warn(message: string): void; error(message: string): void }): () => void {
+export function claimPlatformServer(control: Redis, server: Redis, role: PlatformRole, log: EventLogger): () => void {
+  const engine = role === 'control' ? 'control-redis' : 'queue-redis';
   let retry: NodeJS.Timeout | undefined;
   let stopped = false;
   const claim = () => {
@@ -54,13 +56,18 @@ export function claimPlatformServer(control: Redis, server: Redis, role: Platfor
       .then((runId) => control.set(registryKeys.kvServer(runId), platformOwner(role), 'GET').then((before) => ({ runId, before })))
       .then(async ({ runId, before }) => {
         if (before === null || platformRoleOf(before) !== undefined) return;
-        log.error(`the ${role} Redis (run_id ${runId}) was bound to KV database ${before}, which may have read and changed its data; now claimed for the platform`);
+        logEvent(log, 'error', 'platform.claim.taken-over', {
+          engine,
+          runId,
+          database: before,
+          text: `the ${role} Redis (run_id ${runId}) was bound to KV database ${before}, which may have read and changed its data; now claimed for the platform`,
+        });
         // Announced: every kv-gateway replica drops its sessions, and the database's next request is refused.
         await control.publish(REGISTRY_CHANNEL, registryKeys.kvServer(runId));
       })
       .catch((error: unknown) => {
         if (stopped) return;
-        log.warn(`could not claim the ${role} Redis for the platform (${String(error)}); trying again in ${CLAIM_RETRY_MS} ms`);
+        logEvent(log, 'warn', 'platform.claim.failed', { engine, error, retryInMs: CLAIM_RETRY_MS });
         retry = setTimeout(claim, CLAIM_RETRY_MS).unref();
       });
   };

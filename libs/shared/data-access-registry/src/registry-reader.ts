@@ -32,6 +32,11 @@ export interface RegistryReaderOptions {
    * until that key is announced again; requests needing it fail as if the registry were unavailable.
    */
   onUnreadable?: (key: string, error: unknown) => void;
+  /**
+   * Told every error of the change subscription's connection (a duplicate of the control Redis connection): a refused
+   * or dropped connection, a failed reconnect. Without it they are dropped (the connection's owner reports the outage).
+   */
+  onSubscriberError?: (error: Error) => void;
 }
 
 /** A token that resolved to a registry record. */
@@ -74,9 +79,8 @@ export class RegistryReader {
   async start(): Promise<void> {
     const subscriber = this.redis.duplicate();
     this.subscriber = subscriber;
-    // The outage is the control Redis connection's to report (its owner listens); without a listener ioredis prints
-    // "[ioredis] Unhandled error event" and a stack for every failed reconnect.
-    subscriber.on('error', () => undefined);
+    // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
+    subscriber.on('error', (error: Error) => this.options.onSubscriberError?.(error));
     subscriber.on('message', (_channel: string, key: string) => {
       this.cache.delete(key);
       this.unreadable.delete(key);

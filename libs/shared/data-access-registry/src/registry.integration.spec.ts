@@ -277,8 +277,8 @@ describe('tenant registry on a real Redis', () => {
   it("claims the queue's Redis for the platform again after each restart, and no KV database binds a claimed server", async () => {
     const queueServer = await startRedisServer();
     const queueRedis = new Redis(queueServer.url);
-    const logged: string[] = [];
-    const log = { warn: (m: string) => logged.push(`warn: ${m}`), error: (m: string) => logged.push(`error: ${m}`) };
+    const logged: unknown[] = [];
+    const log = { log: () => undefined, warn: (m: unknown) => logged.push(['warn', m]), error: (m: unknown) => logged.push(['error', m]) };
     try {
       const first = await serverRunId(queueRedis);
       // A tenant's database was served from it before the platform claimed it (first install): reported, announced
@@ -289,7 +289,18 @@ describe('tenant registry on a real Redis', () => {
       reader.onChange((key) => announced.push(key));
       const stop = claimPlatformServer(redis, queueRedis, 'queue', log);
       await eventually(async () => expect(await redis.get(registryKeys.kvServer(first))).toBe(platformOwner('queue')));
-      expect(logged).toEqual([expect.stringMatching(/^error: the queue Redis \(run_id \w+\) was bound to KV database early\.main/)]);
+      expect(logged).toEqual([
+        [
+          'error',
+          {
+            event: 'platform.claim.taken-over',
+            engine: 'queue-redis',
+            runId: first,
+            database: 'early.main',
+            text: expect.stringMatching(/^the queue Redis \(run_id \w+\) was bound to KV database early\.main/),
+          },
+        ],
+      ]);
       await eventually(() => expect(announced).toContain(registryKeys.kvServer(first)));
       // The binding is never taken over, even by a database that exists (a stale one would be).
       expect(await writer.bindKvServer(first, kvDatabaseId('early', 'main'))).toBe('platform:queue');
@@ -312,12 +323,12 @@ describe('tenant registry on a real Redis', () => {
     const control = new Redis(down.url, { enableOfflineQueue: false, lazyConnect: true });
     control.on('error', () => undefined);
     const queueRedis = new Redis(queueServer.url);
-    const warned: string[] = [];
+    const warned: unknown[] = [];
     try {
       await control.connect();
       await down.kill();
-      const stop = claimPlatformServer(control, queueRedis, 'queue', { warn: (m) => warned.push(m), error: (m) => warned.push(m) });
-      await eventually(() => expect(warned[0]).toMatch(/could not claim the queue Redis for the platform .*trying again in 5000 ms/));
+      const stop = claimPlatformServer(control, queueRedis, 'queue', { log: () => undefined, warn: (m: unknown) => warned.push(m), error: (m: unknown) => warned.push(m) });
+      await eventually(() => expect(warned[0]).toEqual({ event: 'platform.claim.failed', engine: 'queue-redis', error: { message: expect.any(String) }, retryInMs: 5000 }));
       await down.start();
       const runId = await serverRunId(queueRedis);
       await eventually(async () => expect(await control.get(registryKeys.kvServer(runId))).toBe(platformOwner('queue')), 15_000, 200);

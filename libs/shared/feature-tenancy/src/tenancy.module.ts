@@ -1,7 +1,7 @@
 import { type DynamicModule, Inject, Injectable, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { DailyQuota, RegistryMissingError, RegistryReader, RegistrySeal, openRedis } from '@restash/shared/data-access-registry';
-import { Readiness } from '@restash/shared/util-http';
+import { Readiness, engineErrorListener, logEvent } from '@restash/shared/util-http';
 import { TenantGate } from './tenant-gate';
 
 const logger = new Logger('TenancyModule');
@@ -38,7 +38,7 @@ class TenancyLifecycle implements OnModuleInit, OnApplicationShutdown {
 
 /**
  * Every consumer of the tenant registry, once: the control Redis connection ({@link CONTROL_REDIS},
- * reported by `/readyz` as `control-redis`, and the registry's marker as `registry`: both degrade the service
+ * reported by `/readyz` as `control-redis` and logged as `engine.error` events, and the registry's marker as `registry`: both degrade the service
  * without making it unready, since its APIs answer 503 in their own shapes meanwhile), the {@link RegistrySeal} of the platform key, the
  * {@link RegistryReader} (subscribed before the importing module's providers initialise, closed after they
  * shut down; a record it cannot read, e.g. sealed under another key, is logged once and answered as the
@@ -56,8 +56,8 @@ export class TenancyModule {
           inject: [Readiness],
           useFactory: (readiness: Readiness) => {
             const control = openRedis(options.controlRedisUrl, { maxRetriesPerRequest: 2 });
-            // Without a listener ioredis prints "Unhandled error event" for every failed reconnect.
-            control.on('error', (error: Error) => logger.warn(`control Redis: ${error.message}`));
+            // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
+            control.on('error', engineErrorListener(logger, 'control-redis'));
             readiness.register('control-redis', () => control.ping(), false);
             return control;
           },
@@ -70,7 +70,9 @@ export class TenancyModule {
             const reader = new RegistryReader(control, {
               cacheTtlMs: options.registryCacheTtlMs,
               seal,
-              onUnreadable: (key, error) => logger.error(`registry record ${key} cannot be read; requests that need it fail as the registry being unavailable: ${error instanceof Error ? error.message : String(error)}`),
+              onUnreadable: (key, error) =>
+                logEvent(logger, 'error', 'registry.unreadable', { engine: 'control-redis', key, error, text: 'requests that need this record fail as the registry being unavailable' }),
+              onSubscriberError: engineErrorListener(logger, 'control-redis', { connection: 'registry-subscriber' }),
             });
             readiness.register(
               'registry',

@@ -90,7 +90,7 @@ async function start(options: { registryDown?: boolean } = {}) {
       observeRequest: (tenant, op, status) => observed.push(`${tenant}/${op}/${status}`),
       backendError: (tenant, kind) => backendErrors.push(`${tenant}/${kind}`),
     },
-    logger: { warn: () => undefined, error: () => undefined },
+    logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
     bodyLimitBytes: 1000,
     unreadAnswerBytes: 1 << 20,
   });

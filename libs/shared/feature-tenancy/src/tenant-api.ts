@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { type ApiErrors, useRawBodies } from '@restash/shared/util-http';
+import { RegistryMissingError } from '@restash/shared/data-access-registry';
+import { type ApiErrors, type EventLogger, RepeatLimiter, useRawBodies } from '@restash/shared/util-http';
 import { type CredentialScheme, type Credentials, requestCredentials } from './credentials';
 import { type DenialTable, type Grant, TenantDenied, type TenantGate, denialAnswer } from './tenant-gate';
 
@@ -123,7 +124,8 @@ export interface TenantApi<S extends TenantSession> {
     observeRequest(tenant: string, operation: string, status: number, seconds: number): void;
     backendError(tenant: string, kind: 'registry'): void;
   };
-  logger: { warn(message: string): void; error(message: string): void };
+  /** Where registry failures (`registry.unavailable`, `registry.missing`) and unexpected failures (`http.failed`) are logged. */
+  logger: EventLogger;
   /** Hard cap on a request body (BODY_LIMIT_BYTES). */
   bodyLimitBytes: number;
   /** Most bytes of one tenant's answers held for its clients to read (UNREAD_ANSWER_BYTES); see {@link UnreadAnswers}. */
@@ -283,8 +285,12 @@ function find<S>(operations: readonly ApiOperation<S>[], method: string, path: s
   return first ? { op: first, allowed } : {};
 }
 
+/** Every request fails alike while the control Redis is down: one line per distinct failure per 10 s. */
+const registryFailures = new RepeatLimiter();
+
 /**
- * The API's answer to its own error or a denial (a registry failure is counted and logged). A daily-limit
+ * The API's answer to its own error or a denial (a registry failure is counted and logged: `registry.unavailable`, or
+ * `registry.missing` while the registry has no marker; README, "Configuration: Logs"). A daily-limit
  * denial carries `RateLimit-Limit`, `RateLimit-Remaining: 0` and `RateLimit-Reset` (Unix seconds of the next
  * UTC midnight, when the count starts again), as QStash answers its daily limit (the SDK reads them into
  * `QstashDailyRatelimitError`). @throws anything else
@@ -294,7 +300,10 @@ function errorAnswer<S extends TenantSession>(api: TenantApi<S>, error: unknown)
   if (!(error instanceof TenantDenied)) throw error;
   if (error.reason === 'registry-unavailable') {
     api.metrics.backendError(error.tenant, 'registry');
-    api.logger.warn(`control Redis failed: ${String(error.cause)}`);
+    const cause = error.cause;
+    const tenant = error.tenant ? { tenant: error.tenant } : {};
+    if (cause instanceof RegistryMissingError) registryFailures.logEvent(api.logger, 'warn', 'registry.missing', { engine: 'control-redis', ...tenant, text: cause.message });
+    else registryFailures.logEvent(api.logger, 'warn', 'registry.unavailable', { engine: 'control-redis', ...tenant, error: cause });
   }
   const answer = denialAnswer(api.errors.denials, error);
   if (error.reason !== 'daily-limit') return answer;

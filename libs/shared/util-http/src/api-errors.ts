@@ -2,6 +2,7 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, NotFoundException } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type EventLogger, logEvent } from './log-event';
 
 /**
  * Injection token of the {@link ApiErrors} of the API a root module serves. Every root module given to
@@ -18,9 +19,12 @@ export interface ApiErrors {
   methods: readonly string[];
 }
 
-/** Logs unexpected failures (answered 500). */
-export interface ErrorLog {
-  error(message: string): void;
+/**
+ * Logs an unexpected failure answered 500 (README, "Configuration: Logs"): event `http.failed` at `error` with the
+ * request id, method and route, the error's message and code (no stack).
+ */
+export function logUnexpected(log: EventLogger, request: FastifyRequest, error: unknown): void {
+  logEvent(log, 'error', 'http.failed', { request: request.id, method: request.method, route: request.routeOptions?.url, error });
 }
 
 /** The status and message of an error raised by Fastify, Nest or a handler: its own 4xx, else 500 naming the request id. */
@@ -33,13 +37,13 @@ export function errorAnswer(error: unknown, requestId: string): { status: number
 /**
  * The Nest exception filter of the API port: Nest's not-found handler (a path no route serves → 404)
  * and the root error handler (Fastify's 4xx errors outside the API's plugin scope keep their status;
- * anything else → 500 with the request id, logged, no stack to the client), in the API's error shape.
+ * anything else → 500 with the request id, logged as `http.failed`, no stack to the client nor in the log), in the API's error shape.
  */
 @Catch()
 export class ApiExceptionFilter implements ExceptionFilter {
   constructor(
     private readonly errors: ApiErrors,
-    private readonly log: ErrorLog,
+    private readonly log: EventLogger,
   ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
@@ -48,7 +52,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
     if (reply.sent) return;
     const { status, message: own } = errorAnswer(exception, request.id);
     const message = exception instanceof NotFoundException ? `not found: ${request.method} ${request.url.split('?', 1)[0]}` : own;
-    if (status === 500) this.log.error(`request ${request.id}: ${(exception as Error)?.stack ?? String(exception)}`);
+    if (status === 500) logUnexpected(this.log, request, exception);
     void reply.code(status).header('content-type', 'application/json').send(this.errors.encode(status, message));
   }
 }

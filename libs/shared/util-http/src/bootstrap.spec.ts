@@ -212,6 +212,42 @@ describe('startHttpService: every answer of the API port is in the API error sha
   });
 });
 
+describe('startHttpService: JSON log lines with event names', () => {
+  it('logs http.listening, an unexpected failure as http.failed without a stack, and library console output as console.output until closed', async () => {
+    const written: string[] = [];
+    const spies = (['stdout', 'stderr'] as const).map((stream) =>
+      jest.spyOn(process[stream], 'write').mockImplementation((chunk: string | Uint8Array) => {
+        written.push(String(chunk));
+        return true;
+      }),
+    );
+    const original = console.warn;
+    let service: HttpService | undefined;
+    try {
+      service = await startHttpService(TestModule, { service: 'test', host: '127.0.0.1', port: 0, managementPort: 0, bodyLimitBytes: 1024, logLevel: 'log' });
+      await raw(service.url, 'GET /boom HTTP/1.1\r\nHost: x\r\nX-Request-Id: req-43\r\nConnection: close\r\n\r\n');
+      console.warn('IMPORTANT! Eviction policy is allkeys-lru. It should be "noeviction"');
+    } finally {
+      await service?.close();
+      for (const spy of spies) spy.mockRestore();
+    }
+    expect(console.warn).toBe(original);
+    const lines = written.join('').split('\n').filter((l) => l !== '');
+    const parsed = lines.map((l) => JSON.parse(l) as { level: string; context: string; message: { event: string } });
+    const port = Number(new URL(service.url).port);
+    expect(parsed.find((l) => l.message.event === 'http.listening')).toMatchObject({ level: 'log', context: 'test', message: { host: '127.0.0.1', port } });
+    expect(parsed.find((l) => l.message.event === 'http.failed')).toEqual({
+      level: 'error',
+      pid: process.pid,
+      timestamp: expect.any(Number),
+      context: 'test',
+      message: { event: 'http.failed', request: 'req-43', method: 'GET', route: '/boom', error: { message: 'secret internals' } },
+    });
+    expect(parsed.find((l) => l.message.event === 'console.output')).toMatchObject({ level: 'warn', message: { text: 'IMPORTANT! Eviction policy is allkeys-lru. It should be "noeviction"' } });
+    expect(lines.join('\n')).not.toMatch(/\bat .+:\d+:\d+/);
+  });
+});
+
 describe('GET /drain on the management port (a pod\'s preStop hook)', () => {
   it('makes every API answer close its connection and /readyz fail, answering after the seconds asked for; refuses bad seconds', async () => {
     const service = await startHttpService(TestModule, { service: 'drain', host: '127.0.0.1', port: 0, managementPort: 0, bodyLimitBytes: 1024, logLevel: 'fatal' });

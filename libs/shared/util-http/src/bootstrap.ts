@@ -7,6 +7,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { API_ERRORS, ApiExceptionFilter, type ApiErrors, clientErrorHandler, errorAnswer, rawResponse } from './api-errors';
+import { EventConsoleLogger, logEvent, routeConsole } from './log-event';
 import { METRICS_REGISTRY, Readiness } from './observability.module';
 
 export interface HttpServiceConfig {
@@ -35,7 +36,8 @@ const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose']
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /**
- * Starts a NestJS application on Fastify with what every restash gateway shares: JSON logs, a
+ * Starts a NestJS application on Fastify with what every restash gateway shares: JSON logs (libraries' console output
+ * too, as `console.output` events until it closes: routeConsole; README, "Configuration: Logs"), a
  * request id (the caller's `x-request-id` when well-formed, else a UUID, echoed in the response),
  * a body size limit, no built-in body parsing (each API parses its own bodies), shutdown hooks,
  * and a separate management server so that probes and scrapes never queue behind tenant traffic.
@@ -56,97 +58,102 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * @throws Error when the root module does not provide API_ERRORS
  */
 export async function startHttpService(rootModule: Type<unknown> | DynamicModule, config: HttpServiceConfig): Promise<HttpService> {
-  const logger = new ConsoleLogger(config.service, {
-    json: true,
-    logLevels: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1),
-  });
-  // The API's errors are known once the application exists; handlers created before read them late.
-  let errors: ApiErrors = { encode: (status, message) => JSON.stringify({ error: message, status }), methods: [] };
-  const answer = (reply: FastifyReply, status: number, message: string) =>
-    reply.code(status).header('content-type', 'application/json').send(errors.encode(status, message));
-  let closing = false;
-  const adapter = new FastifyAdapter({
-    bodyLimit: config.bodyLimitBytes,
-    // Missing Host is answered below, in the API's shape, instead of by Node with an empty 400.
-    http: { requireHostHeader: false },
-    clientErrorHandler: clientErrorHandler(() => errors),
-    // A malformed URL (FST_ERR_BAD_URL) or an over-long path parameter, before any route or hook runs.
-    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-      const { status, message } = errorAnswer(error, request.id);
-      void answer(reply.header('x-request-id', request.id), status, message);
-    },
-    logger: false,
-    requestIdHeader: 'x-request-id',
-    genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
-    return503OnClosing: false,
-  });
-  const fastify = adapter.getInstance();
-  fastify.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
-  // Root hooks run before every route's and the not-found handler's, and before any body is read; what
-  // they refuse closes the connection, so that an unread body is not drained.
-  fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
-    const refuse = (status: number, message: string) => void answer(reply.header('connection', 'close'), status, message);
-    if (closing) return refuse(503, 'service unavailable: the server is shutting down');
-    if (request.raw.httpVersion === '1.1' && !request.headers.host) return refuse(400, 'bad request: the Host header is required');
-    if (!errors.methods.includes(request.method)) {
+  const logger = serviceLogger(config);
+  const restoreConsole = routeConsole(logger);
+  try {
+    // The API's errors are known once the application exists; handlers created before read them late.
+    let errors: ApiErrors = { encode: (status, message) => JSON.stringify({ error: message, status }), methods: [] };
+    const answer = (reply: FastifyReply, status: number, message: string) =>
+      reply.code(status).header('content-type', 'application/json').send(errors.encode(status, message));
+    let closing = false;
+    const adapter = new FastifyAdapter({
+      bodyLimit: config.bodyLimitBytes,
+      // Missing Host is answered below, in the API's shape, instead of by Node with an empty 400.
+      http: { requireHostHeader: false },
+      clientErrorHandler: clientErrorHandler(() => errors),
+      // A malformed URL (FST_ERR_BAD_URL) or an over-long path parameter, before any route or hook runs.
+      frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+        const { status, message } = errorAnswer(error, request.id);
+        void answer(reply.header('x-request-id', request.id), status, message);
+      },
+      logger: false,
+      requestIdHeader: 'x-request-id',
+      genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
+        const given = req.headers['x-request-id'];
+        return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+      },
+      return503OnClosing: false,
+    });
+    const fastify = adapter.getInstance();
+    fastify.addHook('onRequest', (request, reply, done) => {
+      reply.header('x-request-id', request.id);
+      done();
+    });
+    // Root hooks run before every route's and the not-found handler's, and before any body is read; what
+    // they refuse closes the connection, so that an unread body is not drained.
+    fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done) => {
+      const refuse = (status: number, message: string) => void answer(reply.header('connection', 'close'), status, message);
+      if (closing) return refuse(503, 'service unavailable: the server is shutting down');
+      if (request.raw.httpVersion === '1.1' && !request.headers.host) return refuse(400, 'bad request: the Host header is required');
+      if (!errors.methods.includes(request.method)) {
+        const allowed = errors.methods.join(', ');
+        void reply.header('allow', allowed);
+        return refuse(405, `method ${request.method} is not allowed: use ${allowed}`);
+      }
+      done();
+    });
+    fastify.addHook('preClose', (done) => {
+      closing = true;
+      done();
+    });
+    // While draining (GET /drain on the management port, a pod's preStop hook), every answer closes its connection,
+    // so that keep-alive clients reconnect through the Service to the replicas that stay.
+    let draining = false;
+    fastify.addHook('onRequest', (_request, reply, done) => {
+      if (draining) void reply.header('connection', 'close');
+      done();
+    });
+    // Node answers an unknown expectation itself (417, empty body) unless someone listens.
+    fastify.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+      const body = errors.encode(417, `expectation failed: only Expect: 100-continue is supported, got ${JSON.stringify(request.headers.expect)}`);
+      response.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+    });
+
+    // Node hands CONNECT (a proxy tunnel request) to 'connect' listeners only, and closes the socket unanswered without one.
+    fastify.server.on('connect', (_request: IncomingMessage, socket: Duplex) => {
       const allowed = errors.methods.join(', ');
-      void reply.header('allow', allowed);
-      return refuse(405, `method ${request.method} is not allowed: use ${allowed}`);
-    }
-    done();
-  });
-  fastify.addHook('preClose', (done) => {
-    closing = true;
-    done();
-  });
-  // While draining (GET /drain on the management port, a pod's preStop hook), every answer closes its connection,
-  // so that keep-alive clients reconnect through the Service to the replicas that stay.
-  let draining = false;
-  fastify.addHook('onRequest', (_request, reply, done) => {
-    if (draining) void reply.header('connection', 'close');
-    done();
-  });
-  // Node answers an unknown expectation itself (417, empty body) unless someone listens.
-  fastify.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
-    const body = errors.encode(417, `expectation failed: only Expect: 100-continue is supported, got ${JSON.stringify(request.headers.expect)}`);
-    response.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
-  });
+      const body = errors.encode(405, `method CONNECT is not allowed: use ${allowed}`);
+      socket.end(rawResponse(405, body, { allow: allowed }), () => socket.destroy());
+    });
 
-  // Node hands CONNECT (a proxy tunnel request) to 'connect' listeners only, and closes the socket unanswered without one.
-  fastify.server.on('connect', (_request: IncomingMessage, socket: Duplex) => {
-    const allowed = errors.methods.join(', ');
-    const body = errors.encode(405, `method CONNECT is not allowed: use ${allowed}`);
-    socket.end(rawResponse(405, body, { allow: allowed }), () => socket.destroy());
-  });
+    const app = await NestFactory.create<NestFastifyApplication>(rootModule, adapter, { bodyParser: false, logger });
+    errors = app.get<ApiErrors>(API_ERRORS);
+    app.useGlobalFilters(new ApiExceptionFilter(errors, logger));
+    app.enableShutdownHooks();
+    const management = await startManagementServer(app.get(Readiness), app.get<Registry>(METRICS_REGISTRY), config, () => {
+      draining = true;
+    });
+    // However the application closes (close(), SIGTERM), the management server closes with it.
+    adapter.getInstance().addHook('onClose', async () => {
+      await management.server.close();
+      restoreConsole();
+    });
+    await app.listen(config.port, config.host);
 
-  const app = await NestFactory.create<NestFastifyApplication>(rootModule, adapter, { bodyParser: false, logger });
-  errors = app.get<ApiErrors>(API_ERRORS);
-  app.useGlobalFilters(new ApiExceptionFilter(errors, logger));
-  app.enableShutdownHooks();
-  const management = await startManagementServer(app.get(Readiness), app.get<Registry>(METRICS_REGISTRY), config, () => {
-    draining = true;
-  });
-  // However the application closes (close(), SIGTERM), the management server closes with it.
-  adapter.getInstance().addHook('onClose', async () => {
-    await management.server.close();
-  });
-  await app.listen(config.port, config.host);
-
-  const url = await app.getUrl();
-  // the bound address (getUrl() names 127.0.0.1 for 0.0.0.0: right to connect to, misleading in a pod's log)
-  logger.log(`listening on ${config.host}:${new URL(url).port}, management on ${config.host}:${new URL(management.url).port}`);
-  return {
-    app,
-    url: url.replace('[::1]', '127.0.0.1'),
-    managementUrl: management.url,
-    close: () => app.close(),
-  };
+    const url = await app.getUrl();
+    // the bound address (getUrl() names 127.0.0.1 for 0.0.0.0: right to connect to, misleading in a pod's log)
+    const [port, managementPort] = [Number(new URL(url).port), Number(new URL(management.url).port)];
+    logEvent(logger, 'log', 'http.listening', { host: config.host, port, managementPort, text: `listening on ${config.host}:${port}, management on ${config.host}:${managementPort}` });
+    return {
+      app,
+      url: url.replace('[::1]', '127.0.0.1'),
+      managementUrl: management.url,
+      close: () => app.close(),
+    };
+  } catch (error) {
+    restoreConsole(); // a service that failed to start leaves the console as it found it
+    throw error;
+  }
 }
 
 /** What a background service (no API port) needs: its name, where the management server binds, and the log level. */
@@ -161,25 +168,49 @@ export interface WorkerService {
 
 /**
  * Starts a NestJS application context with no API port (a worker) and the same management server as
- * {@link startHttpService}: `/healthz`, `/readyz` and `/metrics`. Shutdown hooks are on (SIGTERM closes it).
+ * {@link startHttpService}: `/healthz`, `/readyz` and `/metrics`, and the same JSON logs. Shutdown hooks are on (SIGTERM closes it).
  * The root module must import ObservabilityModule.
  */
 export async function startWorkerService(rootModule: Type<unknown> | DynamicModule, config: WorkerServiceConfig): Promise<WorkerService> {
-  const logger = new ConsoleLogger(config.service, { json: true, logLevels: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1) });
-  const app = await NestFactory.createApplicationContext(rootModule, { logger });
+  const logger = serviceLogger(config);
+  const restoreConsole = routeConsole(logger);
+  // A service that failed to start leaves the console as it found it.
+  const app = await NestFactory.createApplicationContext(rootModule, { logger }).catch((error: unknown) => {
+    restoreConsole();
+    throw error;
+  });
   app.enableShutdownHooks();
-  const management = await startManagementServer(app.get(Readiness), app.get<Registry>(METRICS_REGISTRY), config);
-  logger.log(`running, management on ${management.url}`);
+  const management = await startManagementServer(app.get(Readiness), app.get<Registry>(METRICS_REGISTRY), config).catch(async (error: unknown) => {
+    await app.close().catch(() => undefined);
+    restoreConsole();
+    throw error;
+  });
+  const managementPort = Number(new URL(management.url).port);
+  logEvent(logger, 'log', 'service.running', { host: config.host, managementPort, text: `running, management on ${management.url}` });
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
     await management.server.close();
     await app.close();
+    restoreConsole();
   };
   // SIGTERM runs the Nest shutdown hooks; the management server goes with them.
   process.once('SIGTERM', () => void management.server.close());
   return { app, managementUrl: management.url, close };
+}
+
+/** The JSON logger of a service (every message an event: EventConsoleLogger), its name as every line's `context`, the levels up to `logLevel`. */
+function serviceLogger(config: Pick<HttpServiceConfig, 'service' | 'logLevel'>): ConsoleLogger {
+  return new EventConsoleLogger(config.service, { logLevels: LEVELS.slice(0, LEVELS.indexOf(config.logLevel) + 1) });
+}
+
+/**
+ * Logs that a service could not start (its `main`'s last word before exiting 1): event `service.failed` at `fatal`
+ * with the error's message and code (a ConfigError's names the setting; no stack), as a JSON line like every other.
+ */
+export function logStartFailure(service: string, error: unknown): void {
+  logEvent(new EventConsoleLogger(service), 'fatal', 'service.failed', { error, text: `${service} failed to start` });
 }
 
 /** The longest drain `GET /drain?seconds=` asks for. */

@@ -5,3 +5,4 @@ export * from './api-errors';
 export * from './request-metrics';
 export * from './address-guard';
 export * from './header-text';
+export * from './log-event';

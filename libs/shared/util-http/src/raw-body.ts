@@ -1,4 +1,5 @@
-import { errorAnswer } from './api-errors';
+import { errorAnswer, logUnexpected } from './api-errors';
+import type { EventLogger } from './log-event';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 
 /** Methods whose bodies are read unless an API asks for others (the Stream API takes GET bodies too). */
@@ -99,8 +100,8 @@ function readBody(request: FastifyRequest, reply: FastifyReply, done: HookHandle
 /**
  * Prepares a Fastify plugin scope for an API that takes raw bodies: {@link rawBodyHook}, a buffer
  * parser for any content type, and an error handler that answers Fastify's own 4xx errors (body
- * too large, aborted upload, …) and unexpected failures (500, logged with the request id, never a
- * stack trace to the client) in the API's error shape.
+ * too large, aborted upload, …) and unexpected failures (500, logged as `http.failed` with the request id, never a
+ * stack trace to the client nor in the log) in the API's error shape.
  *
  * @param encode the API's error body for a status and a message, e.g. `{"error": …}`
  * @param bodyMethods methods whose bodies are read (default POST, PUT, PATCH)
@@ -110,7 +111,7 @@ export function useRawBodies(
   app: FastifyInstance,
   options: {
     bodyLimitBytes: number;
-    logger: { error(message: string): void };
+    logger: EventLogger;
     encode(status: number, message: string): string;
     bodyMethods?: string[];
     admitBody?(request: FastifyRequest): Promise<boolean>;
@@ -121,7 +122,7 @@ export function useRawBodies(
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const { status, message } = errorAnswer(error, request.id);
-    if (status === 500) options.logger.error(`request ${request.id}: ${error.stack ?? String(error)}`);
+    if (status === 500) logUnexpected(options.logger, request, error);
     void reply.code(status).header('content-type', 'application/json').send(options.encode(status, message));
   });
 }
