@@ -11,6 +11,11 @@
  * waits up to 60 s for the POST, verifies its Upstash-Signature with @upstash/qstash's Receiver and the
  * QSTASH_CURRENT_SIGNING_KEY / QSTASH_NEXT_SIGNING_KEY of the environment, and prints the message id and
  * the delivered body.
+ *
+ * With SDK_CHECK_HOLD_MS set, the server prints `{"received": <n>}` as each delivery arrives and answers it only after
+ * that many ms, so that a test can kill the queue worker while a delivery is in flight; the first delivery answered on
+ * a connection still open counts, and the result adds `deliveries` (how many arrived). SDK_CHECK_WAIT_MS (default
+ * 60000) is how long it waits.
  */
 import { createServer } from 'node:http';
 import { networkInterfaces } from 'node:os';
@@ -71,22 +76,32 @@ async function receiveOwnDelivery(client: Client, marker: string, port: number):
   const url = `http://${ownAddress()}:${port}/${marker}`;
   let deliver: (delivery: { signature: string; body: string }) => void = () => undefined;
   const delivered = new Promise<{ signature: string; body: string }>((resolve) => (deliver = resolve));
+  const holdMs = Number(process.env['SDK_CHECK_HOLD_MS'] ?? 0);
+  const waitMs = Number(process.env['SDK_CHECK_WAIT_MS'] ?? 60_000);
+  let deliveries = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      res.end('ok');
-      if (req.url === `/${marker}`) deliver({ signature: String(req.headers['upstash-signature'] ?? ''), body: Buffer.concat(chunks).toString('utf8') });
+      const mine = req.url === `/${marker}`;
+      if (mine && holdMs > 0) process.stdout.write(`${JSON.stringify({ received: ++deliveries })}\n`);
+      else if (mine) deliveries++;
+      setTimeout(() => {
+        // A delivery whose sender went away meanwhile (the worker was killed) does not count: it comes again.
+        if (req.socket.destroyed) return;
+        res.end('ok');
+        if (mine) deliver({ signature: String(req.headers['upstash-signature'] ?? ''), body: Buffer.concat(chunks).toString('utf8') });
+      }, holdMs);
     });
   });
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '0.0.0.0', resolve));
   let timer: NodeJS.Timeout | undefined;
   try {
     const { messageId } = await client.publishJSON({ url, body: { marker } });
-    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no delivery to ${url} within 60 s`)), 60_000)));
+    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no delivery to ${url} within ${waitMs} ms`)), waitMs)));
     const { signature, body } = await Promise.race([delivered, timeout]);
     if (!(await receiver.verify({ signature, body, url }))) throw new Error(`the delivery's Upstash-Signature does not verify`);
-    return { messageId, delivered: JSON.parse(body) as unknown, verified: true };
+    return { messageId, delivered: JSON.parse(body) as unknown, verified: true, ...(holdMs > 0 ? { deliveries } : {}) };
   } finally {
     clearTimeout(timer);
     server.closeAllConnections();
