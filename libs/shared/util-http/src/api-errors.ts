@@ -21,10 +21,12 @@ export interface ApiErrors {
 
 /**
  * Logs an unexpected failure answered 500 (README, "Configuration: Logs"): event `http.failed` at `error` with the
- * request id, method and route, the error's message and code (no stack).
+ * request id, method and route, the error's message and code, and its stack frames as a JSON array of strings (a
+ * bug's only trace; still one JSON line, never raw stack lines).
  */
 export function logUnexpected(log: EventLogger, request: FastifyRequest, error: unknown): void {
-  logEvent(log, 'error', 'http.failed', { request: request.id, method: request.method, route: request.routeOptions?.url, error });
+  const frames = error instanceof Error && error.stack ? error.stack.split('\n').slice(1).map((line) => line.trim()) : undefined;
+  logEvent(log, 'error', 'http.failed', { request: request.id, method: request.method, route: request.routeOptions?.url, error, ...(frames ? { frames } : {}) });
 }
 
 /** The status and message of an error raised by Fastify, Nest or a handler: its own 4xx, else 500 naming the request id. */
@@ -37,7 +39,7 @@ export function errorAnswer(error: unknown, requestId: string): { status: number
 /**
  * The Nest exception filter of the API port: Nest's not-found handler (a path no route serves → 404)
  * and the root error handler (Fastify's 4xx errors outside the API's plugin scope keep their status;
- * anything else → 500 with the request id, logged as `http.failed`, no stack to the client nor in the log), in the API's error shape.
+ * anything else → 500 with the request id, logged as `http.failed` with its stack frames, never a stack to the client), in the API's error shape.
  */
 @Catch()
 export class ApiExceptionFilter implements ExceptionFilter {
