@@ -56,6 +56,8 @@ class HeldElsewhereError extends StreamError {
 
 /** How long a consumer instance's directory entry lives without renewal (ms); the holder renews it every third of that. */
 const INSTANCE_LEASE_MS = 15_000;
+/** How long after the control Redis came back a missing directory entry is not trusted (ms): every replica reconnects and renews within it. */
+const DIRECTORY_SETTLE_MS = 5_000;
 
 /** Spec 002's GroupAssignments, as `GET /consumers` lists them. */
 export interface GroupAssignments {
@@ -106,6 +108,9 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   private readonly peers: PeerClient;
   /** Made on first use, once the API port is bound (its address is this replica's in the directory). */
   private openedDirectory: InstanceDirectory | undefined;
+  /** When the control Redis connection came back after it was lost (performance.now(); -Infinity: never lost). */
+  private controlBackAt = -Infinity;
+  private controlLost = false;
 
   constructor(
     private readonly registry: RegistryReader,
@@ -132,7 +137,12 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     this.renewer.unref();
     // A control Redis back (maybe restarted empty) gets this replica's entries at once, before requests that reach
     // another replica could find none and create a second instance there.
-    this.control.on('ready', () => void this.renewEntries());
+    this.control.on('close', () => (this.controlLost = true));
+    this.control.on('ready', () => {
+      if (this.controlLost) this.controlBackAt = performance.now();
+      this.controlLost = false;
+      void this.renewEntries();
+    });
   }
 
   /** Closes every consumer instance (committing delivered offsets where auto commit is on, deleting their directory entries), then the clients. */
@@ -192,11 +202,27 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * The live replica holding an instance this replica does not hold, or undefined.
+   * The live replica holding an instance this replica does not hold, or undefined (held here, or nowhere).
+   * @throws StreamError 503 when no replica's entry names it but the directory may have lost it ({@link trustMissingEntry})
    */
   private async holderElsewhere(view: ClusterView, group: string, name: string): Promise<Holder | undefined> {
     if (this.instances.get(view.cluster.id, group, name)) return undefined;
-    return this.directoryCall(view, (d) => d.holderElsewhere(view.cluster.id, group, name));
+    const holder = await this.directoryCall(view, (d) => d.holderElsewhere(view.cluster.id, group, name));
+    if (!holder) await this.trustMissingEntry();
+    return holder;
+  }
+
+  /**
+   * A missing directory entry means "held nowhere" only once the directory is whole again after the control Redis
+   * restarted empty: every holder renews its entries as it reconnects, so for DIRECTORY_SETTLE_MS after this
+   * replica reconnected, and while the registry is being written again, an instance may be held by a replica that
+   * has not renewed yet. Creating it here then would make a second group member, and answering 404 would lie.
+   * @throws StreamError 503 (retry) in that window
+   */
+  private async trustMissingEntry(): Promise<void> {
+    const settled = performance.now() - this.controlBackAt >= DIRECTORY_SETTLE_MS;
+    if (settled && (await this.registry.complete().catch(() => false))) return;
+    throw new StreamError(503, 'Service unavailable: the control Redis restarted and the consumer instances are being located again; retry');
   }
 
   /**
