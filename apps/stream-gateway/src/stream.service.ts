@@ -49,7 +49,7 @@ export class PeerGoneError extends Error {
 
 /** A consumer instance being created by another replica at the same moment: the creation here stops (409 if the retry meets it again). */
 class HeldElsewhereError extends StreamError {
-  constructor(readonly holder: Holder) {
+  constructor() {
     super(409, 'The consumer instance is being created on another gateway replica, retry');
   }
 }
@@ -480,6 +480,11 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   async deleteConsumer(session: ClusterView, group: string, name: string): Promise<void> {
     const holder = await this.holderElsewhere(session, group, name);
     if (holder && (await this.forward(session, holder, { op: 'delete', group, name }, this.config.consumer.joinWaitMs + this.config.kafkaRequestTimeoutMs))) return;
+    await this.deleteHere(session, group, name);
+  }
+
+  /** {@link deleteConsumer} on this replica. @throws StreamError 404 for an instance this replica does not hold */
+  private async deleteHere(session: ClusterView, group: string, name: string): Promise<void> {
     this.existingInstance(session, group, name);
     const instance = this.instances.remove(session.cluster.id, group, name);
     if (instance) await this.closeInstance(instance);
@@ -511,12 +516,9 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
       case 'commit':
         await this.commitHere(view, call.group, call.name, call.offsets);
         return null;
-      case 'delete': {
-        this.existingInstance(view, call.group, call.name);
-        const instance = this.instances.remove(view.cluster.id, call.group, call.name);
-        if (instance) await this.closeInstance(instance);
+      case 'delete':
+        await this.deleteHere(view, call.group, call.name);
         return null;
-      }
       case 'list':
         return this.consumersHere(view);
     }
@@ -536,7 +538,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     const limit = Object.values(session.cluster.topics).reduce((sum, n) => sum + n, 0);
     const claim = await this.directoryCall(session, (d) => d.claim(session.cluster.id, group, name, limit));
     if (claim.kind === 'limit') throw StreamError.badRequest(`Illegal argument: at most ${limit} consumer instances (the partition count of all topics) may be open`);
-    if (claim.kind === 'held') throw new HeldElsewhereError(claim.holder);
+    if (claim.kind === 'held') throw new HeldElsewhereError();
     try {
       return await this.startInstance(session, group, name, topics, config);
     } catch (error) {
