@@ -116,6 +116,9 @@ function baseOptions(options: KvBackendOptions): RedisOptions {
 
 const corked = new WeakSet<Redis>();
 
+/** How long a retired ACL user's connection ({@link KvBackend.dropUser}) still serves the requests that hold it, in ms. */
+const RETIRED_USER_GRACE_MS = 2_000;
+
 /**
  * Coalesces every command written to `client` until the end of this event-loop turn into one
  * socket write (cork now, uncork in the check phase). Requests that arrive together (one poll
@@ -422,12 +425,18 @@ export class KvBackend implements CommandRunner {
     }
   }
 
-  /** Closes this backend's connections authenticated as `username` (its password or rights changed). */
+  /**
+   * Retires this backend's connections authenticated as `username` (its password or rights changed): the next
+   * request opens a new one, and each old one is closed after {@link RETIRED_USER_GRACE_MS}, so that a request
+   * authenticated just before the change (it may hold the connection already) still runs, as ordered before the
+   * change, instead of failing with a closed connection. Redis applies new rights to open connections itself and
+   * closes them on ACL DELUSER; only an old password stays valid on them, for that grace.
+   */
   dropUser(username: string): void {
     for (const [key, connection] of this.users) {
       if (!key.startsWith(`${username}\0`)) continue;
       this.users.delete(key);
-      connection.then((c) => c.close()).catch(() => undefined);
+      connection.then((c) => c.retire()).catch(() => undefined);
     }
   }
 
@@ -523,6 +532,7 @@ export class KvBackend implements CommandRunner {
  */
 class UserConnection implements CommandRunner {
   private idleTimer: NodeJS.Timeout | undefined;
+  private retired = false;
 
   private constructor(
     private readonly client: Redis,
@@ -544,6 +554,7 @@ class UserConnection implements CommandRunner {
   }
 
   private touch(): void {
+    if (this.retired) return;
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => this.close(), this.idleTimeoutMs);
     this.idleTimer.unref();
@@ -567,6 +578,14 @@ class UserConnection implements CommandRunner {
   close(): void {
     clearTimeout(this.idleTimer);
     this.client.disconnect();
+  }
+
+  /** Closes the connection after {@link RETIRED_USER_GRACE_MS}, whatever it runs meanwhile. */
+  retire(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.client.disconnect(), RETIRED_USER_GRACE_MS);
+    this.idleTimer.unref();
+    this.retired = true;
   }
 }
 
