@@ -29,6 +29,8 @@ const loggable = (error: unknown): unknown => (error instanceof ApiException ? k
 
 /** How often the leader looks for the registry's marker (RegistryWriter.isComplete), in ms. */
 const REGISTRY_CHECK_MS = 1_000;
+/** A registry check not answered within this many ms counts as the control Redis unreachable. */
+const REGISTRY_CHECK_TIMEOUT_MS = 1_000;
 
 /**
  * The operator's control loop (issue 13, "The operator"): after winning the leader Lease (or at once without
@@ -42,8 +44,9 @@ const REGISTRY_CHECK_MS = 1_000;
  * health and metrics and waits for the Lease).
  *
  * The registry heals itself (README, "Architecture: tenant registry"): every second the leader looks for the
- * registry's marker; when the control Redis answers without it (restarted empty, wiped), every namespace is queued
- * at once, and once each has had a pass that wrote it, the marker is written again, so that the gateways answer
+ * registry's marker. When the control Redis does not answer within 1 s, every resource is marked
+ * `Ready=False`/`RegistryUnavailable` at once, and every namespace is queued when it answers again; when it
+ * answers without the marker (restarted empty, wiped), every namespace is queued at once, and once each has had a pass that wrote it, the marker is written again, so that the gateways answer
  * unknown tokens 401 again and the others are served (503 meanwhile, never 401).
  *
  * The registry's change announcements (RegistryReader.onChange) are watched too: when a queue project's record
@@ -63,6 +66,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
   private rewriting: { namespaces: Set<string>; since: number } | undefined;
   /** The last registry check found the control Redis unreachable. */
   private registryDown = false;
+  private reconciler: TenantReconciler | undefined;
   private stopping = false;
 
   constructor(
@@ -111,7 +115,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
 
   /** Starts the informers and the work queue. */
   private start(): void {
-    const reconciler = new TenantReconciler(
+    const reconciler = (this.reconciler = new TenantReconciler(
       kubeAccess(
         this.client,
         new EventRecorder(this.client.core, { instance: this.config.leaderElection?.identity ?? 'restash-operator' }),
@@ -121,7 +125,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
       this.registry,
       this.engines,
       { backends: this.config.backends, urls: this.config.urls, managedRedis: this.config.managedRedis },
-    );
+    ));
     this.reader.onChange((key) => void this.onRegistryChange(reconciler, key));
     this.queue = new WorkQueue<string>({
       workers: this.config.workers,
@@ -184,14 +188,12 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
    */
   private async checkRegistry(): Promise<void> {
     if (this.rewriting || this.stopping) return;
-    const complete = await this.registry.complete().catch(() => undefined);
-    if (complete === undefined) {
-      // Unreachable: a pass of every namespace marks every resource RegistryUnavailable now (each pass fails to write
-      // the registry, and backs off), rather than only those a change happens to touch.
-      if (!this.registryDown) for (const namespace of this.knownNamespaces()) this.queue?.add(namespace);
-      this.registryDown = true;
-      return;
-    }
+    let timer: NodeJS.Timeout | undefined;
+    const unanswered = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REGISTRY_CHECK_TIMEOUT_MS} ms`)), REGISTRY_CHECK_TIMEOUT_MS)));
+    const complete = await Promise.race([this.registry.complete(), unanswered])
+      .catch((error: unknown) => (this.registryDown ? undefined : this.markRegistryUnavailable(error)))
+      .finally(() => clearTimeout(timer));
+    if (complete === undefined) return;
     if (complete && !this.registryDown) return;
     await Promise.all([...this.watches.values()].map((w) => w.synced));
     const namespaces = this.knownNamespaces();
@@ -210,6 +212,24 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     this.rewriting = { namespaces, since: performance.now() };
     if (namespaces.size === 0) return this.markComplete();
     for (const namespace of namespaces) this.queue?.add(namespace);
+  }
+
+  /**
+   * The control Redis did not answer the registry check: every resource of every namespace is marked
+   * `Ready=False`/`RegistryUnavailable` now, rather than when a pass fails to write (a pass's calls may wait for a
+   * connection for seconds). Awaited by the check, so the passes queued when it answers again come after the marks
+   * and make the resources Ready again.
+   */
+  private async markRegistryUnavailable(error: unknown): Promise<undefined> {
+    this.registryDown = true;
+    const namespaces = this.knownNamespaces();
+    logEvent(logger, 'warn', 'registry.unreachable', { engine: 'control-redis', namespaces: namespaces.size, error: loggable(error), text: 'the control Redis does not answer: marking every resource RegistryUnavailable' });
+    for (const namespace of namespaces) {
+      await this.reconciler?.markRegistryUnavailable(namespace, error instanceof Error ? error.message : String(error)).catch((failure: unknown) =>
+        logEvent(logger, 'warn', 'status.write-failed', { engine: 'kubernetes', tenant: namespace, error: loggable(failure) }),
+      );
+    }
+    return undefined;
   }
 
   /**

@@ -170,11 +170,22 @@ export class TenantReconciler {
       return await this.pass(namespace);
     } catch (error) {
       if (!(error instanceof RegistryUnavailable)) throw error;
-      const message = `the tenant registry (control Redis) cannot be written: ${error.message}; the gateways answer 503 for this resource's tokens until it is`;
-      for (const r of this.kube.resources(namespace).filter((x) => !x.metadata.deletionTimestamp)) {
-        await this.writeStatus(r, { ready: false, reason: 'RegistryUnavailable', message });
-      }
+      await this.markRegistryUnavailable(namespace, error.message);
       throw error;
+    }
+  }
+
+  /**
+   * Marks every resource of the tenant `namespace` (not being deleted) `Ready=False` with reason `RegistryUnavailable`:
+   * the control Redis does not answer, or answered without the registry, so the gateways answer 503 for its tokens.
+   * The next pass that writes the registry makes them Ready again.
+   * @param cause what failed, in words (the condition's message carries it)
+   * @throws Error when the API server refuses a status write
+   */
+  async markRegistryUnavailable(namespace: string, cause: string): Promise<void> {
+    const message = `the tenant registry (control Redis) cannot be written: ${cause}; the gateways answer 503 for this resource's tokens until it is`;
+    for (const r of this.kube.resources(namespace).filter((x) => !x.metadata.deletionTimestamp)) {
+      await this.writeStatus(r, { ready: false, reason: 'RegistryUnavailable', message });
     }
   }
 
