@@ -17,8 +17,8 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
  * | MAX_RESPONSE_BYTES | 1048576 | response bytes kept for callbacks and the DLQ (the rest is dropped) |
  * | DESTINATION_ALLOWLIST | (empty) | comma-separated IPs or CIDRs that destinations may resolve to although they are not public (e.g. `127.0.0.0/8,::1` for a local stack) |
  * | CALLBACK_RETRIES | 3 | retries of a callback or failure callback that sets no Upstash-Callback-Retries |
- * | LOCK_DURATION_MS | 30000 | a delivery whose worker stops renewing its lock this long (a crash) is delivered again |
- * | STALLED_INTERVAL_MS | 30000 | how often workers look for such deliveries |
+ * | LOCK_DURATION_MS | 15000 | a delivery whose worker stops renewing its lock this long (a crash) is delivered again |
+ * | STALLED_INTERVAL_MS | 5000 | how often workers look for such deliveries |
  * | MAX_STALLED_COUNT | 1000 | crashes a message survives before BullMQ fails it (high: at least once) |
  * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record |
  * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
@@ -42,8 +42,8 @@ export const queueWorkerEnvSchema = z
       .default('')
       .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== '')),
     CALLBACK_RETRIES: z.coerce.number().int().min(0).max(100).default(3),
-    LOCK_DURATION_MS: env.positiveInt(30_000),
-    STALLED_INTERVAL_MS: env.positiveInt(30_000),
+    LOCK_DURATION_MS: env.positiveInt(15_000),
+    STALLED_INTERVAL_MS: env.positiveInt(5_000),
     MAX_STALLED_COUNT: env.positiveInt(1000),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
   })
