@@ -192,13 +192,42 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     session.table = session.backend.currentTable() ?? (await this.redisCall(session.tenant, () => session.backend.table()));
     if (!session.user && session.role !== 'readonly') return session;
     // ACL and read-only tokens: the user's connection is looked up per request, as it may have been dropped.
+    const user = session.user;
     try {
-      const runner = session.user ? await session.backend.asUser(session.user.username, session.user.password) : await session.backend.asReadonly();
-      return { ...session, runner };
+      if (!user) return { ...session, runner: await session.backend.asReadonly() };
+      try {
+        return { ...session, runner: await session.backend.asUser(user.username, user.password) };
+      } catch (error) {
+        // A server that lacks the user (a replica Sentinel promoted: Redis does not replicate ACL users) gets it again.
+        if (!isReplyError(error) || !(await this.restoreAclUser(session, user.username))) throw error;
+        return { ...session, runner: await session.backend.asUser(user.username, user.password) };
+      }
     } catch (error) {
       if (isReplyError(error)) throw new KvError(401, `Unauthorized: ${error.message}`);
       throw this.backendFailure(session.tenant, error);
     }
+  }
+
+  /**
+   * Sets a tenant's Redis ACL user again, from the rules the registry recorded (RegistryWriter.putKvAclUser), on a
+   * server that does not have it: Redis does not replicate ACL users, so a replica Sentinel promoted lacks them
+   * (README, "Configuration: Redis URLs and Redis Sentinel").
+   * @returns whether the user was set; false when the server has the user (its password changed) or none is recorded
+   * @throws Error when Redis or the control Redis cannot be reached
+   */
+  private async restoreAclUser(session: Session, username: string): Promise<boolean> {
+    if ((await session.backend.run(['acl', 'getuser', username])) !== null) return false;
+    const rules = await this.gate.registryCall(session.tenant, () => this.registry.kvAclUserRules(session.database.id, username));
+    if (!rules) return false;
+    await session.backend.run(['acl', 'setuser', username, 'reset', ...rules]);
+    logEvent(this.logger, 'log', 'kv.acl-user.restored', {
+      engine: 'kv-redis',
+      tenant: session.tenant,
+      database: session.database.id,
+      user: username,
+      text: "the database's server lacked a tenant ACL user (a promoted replica?): set it again from the registry",
+    });
+    return true;
   }
 
   private controlRunId(): Promise<string> {
@@ -448,9 +477,15 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   private async afterAclChanges(session: Session, commands: RedisCommand[]): Promise<void> {
     for (const command of commands) {
       if (command.label !== 'acl|setuser' && command.label !== 'acl|deluser') continue;
-      for (const user of command.args.slice(2, command.label === 'acl|setuser' ? 3 : undefined)) {
-        session.backend.dropUser(String(user));
-        await this.gate.registryCall(session.tenant, () => this.writer.announce(registryKeys.kvAclUser(session.database.id, String(user))));
+      for (const arg of command.args.slice(2, command.label === 'acl|setuser' ? 3 : undefined)) {
+        const user = String(arg);
+        session.backend.dropUser(user);
+        // What the server has now is recorded, for a server that will lack it (restoreAclUser).
+        const rules = command.label === 'acl|setuser' ? await this.redisCall(session.tenant, () => aclRules(session.backend, user)) : null;
+        await this.gate.registryCall(session.tenant, async () => {
+          await this.writer.putKvAclUser(session.tenant, session.database.id, user, rules);
+          await this.writer.announce(registryKeys.kvAclUser(session.database.id, user));
+        });
       }
     }
   }
@@ -544,4 +579,17 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     // The cause stays in the log: the client library's words are not the API's.
     return new KvError(503, 'ERR the database is unavailable, retry later');
   }
+}
+
+/**
+ * The rules of Redis ACL user `user` as `ACL LIST` prints them, after `user <name>` (flags, `#<sha256>` password
+ * hashes, key and channel patterns, commands, `(…)` selectors), or null when the server has no such user.
+ */
+async function aclRules(backend: KvBackend, user: string): Promise<string[] | null> {
+  const lines = (await backend.run(['acl', 'list'])) as Reply[];
+  for (const line of lines) {
+    const [, name, ...rules] = String(line).match(/\([^)]*\)|\S+/g) ?? [];
+    if (name === user) return rules;
+  }
+  return null;
 }

@@ -22,7 +22,8 @@ const UNAVAILABLE = { error: 'ERR the database is unavailable, retry later' };
  * Redis Sentinel"). A real one on loopback (Redis 8.2 servers as a KV database's: default user off, the gateway's user
  * on; three sentinels): the tenants command applies it, kv-gateway serves it, the primary is killed with SIGKILL, and
  * the same gateway follows Sentinel to the promoted replica: 503 (never 401, 500 or "already backs another") during
- * the failover, the replicated data readable after it, writes and the read-only token working again.
+ * the failover, the replicated data readable after it, writes, the read-only token and the tenant's ACL token working
+ * again (the gateway sets the tenant's ACL user again on the promoted replica: Redis does not replicate ACL users).
  */
 describe('kv-gateway on a KV database that is a Redis Sentinel deployment', () => {
   let group: SentinelGroup;
@@ -57,6 +58,10 @@ describe('kv-gateway on a KV database that is a Redis Sentinel deployment', () =
     expect((await call(stack.url, { token, body: ['ACL', 'SETUSER', 'app', 'on', '>app-password', '~*', '+@read'] })).body).toEqual({ result: 'OK' });
     const aclToken = ((await call(stack.url, { token, body: ['ACL', 'RESTTOKEN', 'app', 'app-password'] })).body as { result: string }).result;
     expect((await call(stack.url, { token: aclToken, body: ['GET', 'before:1'] })).body).toEqual({ result: 'v1' });
+    // A user deleted before the failover, with a token minted while it existed.
+    await call(stack.url, { token, body: ['ACL', 'SETUSER', 'gone', 'on', '>gone-password', '~*', '+@all'] });
+    const goneToken = ((await call(stack.url, { token, body: ['ACL', 'RESTTOKEN', 'gone', 'gone-password'] })).body as { result: string }).result;
+    expect((await call(stack.url, { token, body: ['ACL', 'DELUSER', 'gone'] })).body).toEqual({ result: 1 });
 
     // The gateway bound the primary, by run_id, to this database; the replica has every write before the kill.
     const control = direct(Number(new URL(stack.control.url).port), { host: '127.0.0.1' });
@@ -118,14 +123,18 @@ describe('kv-gateway on a KV database that is a Redis Sentinel deployment', () =
     // The read-only user, re-created on the new primary, is still read-only.
     expect(await call(stack.url, { token: readonly, body: ['SET', 'after', 'no'] })).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^NOPERM/) } });
     // The new primary is bound to the same database.
+    const promotedUsers = async () => (await direct(group.servers[1].port).call('acl', 'users')) as string[];
     const newRunId = await serverRunId(direct(group.servers[1].port));
     expect(newRunId).not.toBe(oldRunId);
     expect(await control.get(registryKeys.kvServer(newRunId))).toBe('acme.main');
 
-    // The tenant's ACL user stayed on the dead primary: its token is 401 until the tenant sets the user again.
-    expect((await call(stack.url, { token: aclToken, body: ['GET', 'before:1'] })).status).toBe(401);
-    expect((await call(stack.url, { token, body: ['ACL', 'SETUSER', 'app', 'on', '>app-password', '~*', '+@read'] })).body).toEqual({ result: 'OK' });
+    // Redis does not replicate ACL users: the gateway sets the tenant's user again on the new primary from the rules it
+    // recorded at ACL SETUSER, the same rights (read only) and password; a user deleted before stays deleted.
+    expect(await promotedUsers()).not.toContain('acme.main:app');
     expect((await call(stack.url, { token: aclToken, body: ['GET', 'before:1'] })).body).toEqual({ result: 'v1' });
+    expect(await call(stack.url, { token: aclToken, body: ['SET', 'before:1', 'x'] })).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^NOPERM/) } });
+    expect((await call(stack.url, { token: goneToken, body: ['GET', 'before:1'] })).status).toBe(401);
+    expect(await promotedUsers()).not.toContain('acme.main:gone');
 
     // Tenant deletion's purge reaches the new primary through the same URL (libs/kv/data-access-redis purge.ts).
     expect(await purgeKvDatabase({ id: 'acme.main', redisUrl: group.url(0, KV_TEST_ADMIN) }, (runId) => control.get(registryKeys.kvServer(runId)))).toBe('purged');

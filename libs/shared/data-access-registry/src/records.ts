@@ -37,6 +37,7 @@ export const REGISTRY_PREFIX = 'restash:v1:';
 export const REGISTRY_CHANNEL = `${REGISTRY_PREFIX}changes`;
 
 const KV_ACL_USER = `${REGISTRY_PREFIX}kv:acl-user:`;
+const KV_ACL_RULES = `${REGISTRY_PREFIX}kv:acl-rules:`;
 
 export const registryKeys = {
   token: (digest: string) => `${REGISTRY_PREFIX}token:${digest}`,
@@ -45,6 +46,12 @@ export const registryKeys = {
   kvServer: (runId: string) => `${REGISTRY_PREFIX}kv:server:${runId}`,
   /** Announced (never stored) when a tenant changes a Redis ACL user, so every gateway drops its connections. */
   kvAclUser: (id: string, user: string) => `${KV_ACL_USER}${id}:${user}`,
+  /**
+   * Hash of a KV database's tenant Redis ACL users (`ACL SETUSER` through the gateway): Redis user name → its rules as
+   * `ACL LIST` prints them (password hashes, never a password), sealed; filed under the tenant's `acl-tokens` set.
+   * Redis does not replicate ACL users: a gateway sets them again on a server that lacks them (a promoted replica).
+   */
+  kvAclRules: (id: string) => `${KV_ACL_RULES}${id}`,
   vectorIndex: (id: string) => `${REGISTRY_PREFIX}vector:index:${id}`,
   vectorNamespaces: (id: string) => `${REGISTRY_PREFIX}vector:namespaces:${id}`,
   /** Per namespace (and `*` for the whole index), a counter bumped after every write: the version of cached IDF statistics. */

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { digestsEqual, tokenDigest } from './credentials';
 import type { RegistrySeal } from './sealed';
 import {
@@ -145,6 +145,16 @@ export class RegistryReader {
    */
   async complete(): Promise<boolean> {
     return (await this.redis.exists(registryKeys.marker())) === 1;
+  }
+
+  /**
+   * The rules of a tenant's Redis ACL user of a KV database as last recorded (RegistryWriter.putKvAclUser), never
+   * cached; null when none are recorded.
+   * @throws Error when the control Redis cannot be reached or the record does not open (SealError)
+   */
+  async kvAclUserRules(database: string, user: string): Promise<string[] | null> {
+    const sealed = await this.redis.hget(registryKeys.kvAclRules(database), user);
+    return sealed === null ? null : z.array(z.string()).parse(JSON.parse(this.options.seal.open(sealed)));
   }
 
   /**

@@ -431,6 +431,22 @@ export class RegistryWriter {
     );
   }
 
+  /**
+   * Records a tenant's Redis ACL user of KV database `database` as the server now has it (after `ACL SETUSER`), or
+   * forgets it (`rules` null: after `ACL DELUSER`, or when the server no longer has it). The rules are sealed; the
+   * hash is filed under the tenant, so that deleting the tenant or the database deletes it.
+   * @param rules the user's rules as `ACL LIST` prints them, after the user name (e.g. `on`, `#<sha256>`, `~*`, `+@read`)
+   * @throws Error when the control Redis fails
+   */
+  async putKvAclUser(tenant: string, database: string, user: string, rules: string[] | null): Promise<void> {
+    const key = registryKeys.kvAclRules(database);
+    if (rules === null) {
+      await this.redis.hdel(key, user);
+      return;
+    }
+    await execOrThrow(this.redis.multi().hset(key, user, this.seal.seal(JSON.stringify(rules))).sadd(registryKeys.tenantAclTokens(tenant), key));
+  }
+
   /** Announces a change of something the registry does not store (e.g. a Redis ACL user). */
   async announce(key: string): Promise<void> {
     await this.redis.publish(REGISTRY_CHANNEL, key);
@@ -459,14 +475,20 @@ export class RegistryWriter {
     return raw ? tenantIndexRecordSchema.parse(JSON.parse(raw)).keys : [];
   }
 
+  /** The keys filed under the tenant's `acl-tokens` set (ACL tokens, ACL user rules) of KV databases not in `resources`. */
   private async aclTokensOutside(tenant: string, resources: Set<string>): Promise<string[]> {
-    const keys = await this.redis.smembers(registryKeys.tenantAclTokens(tenant));
-    if (keys.length === 0) return [];
-    const values = await this.redis.mget(...keys);
-    return keys.filter((_, i) => {
-      const raw = values[i];
-      return !raw || !resources.has((JSON.parse(raw) as TokenRecord).resource);
-    });
+    const rulesPrefix = registryKeys.kvAclRules('');
+    const members = await this.redis.smembers(registryKeys.tenantAclTokens(tenant));
+    const rules = members.filter((key) => key.startsWith(rulesPrefix));
+    const keys = members.filter((key) => !key.startsWith(rulesPrefix));
+    const values = keys.length > 0 ? await this.redis.mget(...keys) : [];
+    return [
+      ...rules.filter((key) => !resources.has(key.slice(rulesPrefix.length))),
+      ...keys.filter((_, i) => {
+        const raw = values[i];
+        return !raw || !resources.has((JSON.parse(raw) as TokenRecord).resource);
+      }),
+    ];
   }
 }
 

@@ -94,16 +94,26 @@ describe('tenant registry on a real Redis', () => {
     const aclToken = generateToken();
     await writer.putRuntimeToken({ digest: tokenDigest(aclToken), tenant: 'gamma', api: 'kv', resource: 'gamma.two', role: 'acl', aclUser: 'u' });
     expect(await reader.resolveToken(aclToken)).not.toBeNull();
+    // Tenant ACL users' rules, sealed (a password hash is never stored in the clear).
+    for (const db of ['one', 'two']) await writer.putKvAclUser('gamma', `gamma.${db}`, `gamma.${db}:u`, ['on', '#0123abcd', '~*', '+@read']);
+    expect(await reader.kvAclUserRules('gamma.two', 'gamma.two:u')).toEqual(['on', '#0123abcd', '~*', '+@read']);
+    expect(await redis.hget(registryKeys.kvAclRules('gamma.two'), 'gamma.two:u')).not.toContain('0123abcd');
+    await writer.putKvAclUser('gamma', 'gamma.one', 'gamma.one:v', ['off']);
+    await writer.putKvAclUser('gamma', 'gamma.one', 'gamma.one:v', null);
+    expect(await reader.kvAclUserRules('gamma.one', 'gamma.one:v')).toBeNull();
 
     await writer.applyTenant(tenant('gamma', ['one']), { kv: { one: tokens.kv.one }, vector: {}, stream: {}, queue: {} });
     await eventually(async () => expect(await reader.resolveToken(tokens.kv.two.standard)).toBeNull());
     await eventually(async () => expect(await reader.resolveToken(aclToken)).toBeNull());
     expect(await reader.kvDatabase('gamma.two')).toBeNull();
     expect(await reader.resolveToken(tokens.kv.one.standard)).not.toBeNull();
+    // The removed database's ACL users go with it; the kept one's stay.
+    expect(await reader.kvAclUserRules('gamma.two', 'gamma.two:u')).toBeNull();
+    expect(await reader.kvAclUserRules('gamma.one', 'gamma.one:u')).toEqual(['on', '#0123abcd', '~*', '+@read']);
 
     await writer.deleteTenant('gamma');
     await eventually(async () => expect(await reader.resolveToken(tokens.kv.one.standard)).toBeNull());
-    expect(await redis.exists(registryKeys.tenant('gamma'))).toBe(0);
+    expect(await redis.exists(registryKeys.tenant('gamma'), registryKeys.kvAclRules('gamma.one'))).toBe(0);
   });
 
   it('after its subscription comes back, announces what changed unannounced meanwhile, and only that', async () => {
