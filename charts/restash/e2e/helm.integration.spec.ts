@@ -164,6 +164,15 @@ async function installRelease(extra: string[] = []): Promise<void> {
   await helm('upgrade', '--install', RELEASE, CHART, '-n', SYSTEM, ...clusterValues(), ...extra, '--wait', '--timeout', '6m');
 }
 
+/** A manifest of deploy/k8s/ with its image placeholders (`${REDIS_IMAGE}` …) filled in with this run's images. */
+async function engineManifest(file: string): Promise<string> {
+  let manifest = await readFile(join(ROOT, 'deploy/k8s', file), 'utf8');
+  for (const [variable, name] of [['REDIS', 'redis'], ['KAFKA', 'kafka'], ['QDRANT', 'qdrant-local'], ['EMBEDDER', 'embedder-local']] as const) {
+    manifest = manifest.replaceAll(`\${${variable}_IMAGE}`, image(name));
+  }
+  return manifest;
+}
+
 async function decodeSecret(namespace: string, name: string): Promise<Record<string, string>> {
   const secret = JSON.parse(await kubectl('get', 'secret', name, '-n', namespace, '-o', 'json')) as { data: Record<string, string> };
   return Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
@@ -185,11 +194,7 @@ beforeAll(async () => {
   await cluster.importImages(list);
 
   // The engines the chart does not own, from their dev images.
-  let engines = await readFile(join(ROOT, 'deploy/k8s/engines.yaml'), 'utf8');
-  for (const [variable, name] of [['REDIS', 'redis'], ['KAFKA', 'kafka'], ['QDRANT', 'qdrant-local'], ['EMBEDDER', 'embedder-local']] as const) {
-    engines = engines.replaceAll(`\${${variable}_IMAGE}`, image(name));
-  }
-  await apply(engines);
+  await apply(await engineManifest('engines.yaml'));
   await kubectl('wait', '--for=condition=Available', 'deployment', '--all', '-n', ENGINES, '--timeout=300s');
 
   await kubectl('create', 'namespace', SYSTEM);
@@ -437,6 +442,14 @@ class SdkLoad {
     return out;
   }
 
+  /** Whether every API answered since `from` (performance.now()), its last three answers successes. */
+  servingSince(from: number): boolean {
+    return (Object.keys(this.answers) as Api[]).every((api) => {
+      const recent = this.answers[api].filter(([at]) => at >= from).slice(-3);
+      return recent.length === 3 && recent.every(([, status]) => status === 200 || status === 201);
+    });
+  }
+
   /** Per API: seconds from `from` to the last failed answer or call after it (0: none failed). */
   outageSince(from: number): Record<Api, number> {
     const out = {} as Record<Api, number>;
@@ -486,8 +499,8 @@ async function readiness(namespace: string): Promise<string[]> {
 }
 
 describe('faults under a steady SDK load, two replicas of each gateway and of the operator', () => {
+  const two = ['kvGateway', 'vectorGateway', 'streamGateway', 'queueGateway', 'operator'].flatMap((app) => ['--set', `${app}.replicaCount=2`]);
   beforeAll(async () => {
-    const two = ['kvGateway', 'vectorGateway', 'streamGateway', 'queueGateway', 'operator'].flatMap((app) => ['--set', `${app}.replicaCount=2`]);
     await installRelease(two);
     for (const app of [...Object.values(GATEWAYS), 'operator']) {
       await waitFor(`two Ready ${app} pods`, async () => (await pods(SYSTEM, `app.kubernetes.io/component=${app}`)).filter(podReady).length === 2);
@@ -501,17 +514,23 @@ describe('faults under a steady SDK load, two replicas of each gateway and of th
     const [old] = (await pods(ENGINES, 'app.kubernetes.io/name=redis')).map((p) => p.metadata.name);
     const killedAt = performance.now();
     await killPods(ENGINES, [old ?? '']);
+    // The Ready conditions of the tenant's resources, sampled every 200 ms until they are all true again.
     const conditions = new Set<string>();
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        for (const c of await readiness('shop').catch(() => [])) conditions.add(c);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    })();
     const back = await waitFor('a new control Redis pod Ready', async () => {
-      for (const c of await readiness('shop').catch(() => [])) conditions.add(c);
       const fresh = (await pods(ENGINES, 'app.kubernetes.io/name=redis')).find((p) => p.metadata.name !== old && podReady(p));
       return fresh ? performance.now() : undefined;
     }, 120_000);
     // Served again: every API answers 200 from some moment on.
-    await waitFor('every resource Ready again', async () => {
-      for (const c of await readiness('shop')) conditions.add(c);
-      return (await readiness('shop')).every((c) => c.startsWith('True/'));
-    }, 60_000);
+    await waitFor('every resource Ready again', async () => (await readiness('shop')).every((c) => c.startsWith('True/')), 60_000);
+    sampling = false;
+    await sampler;
     await new Promise((resolve) => setTimeout(resolve, 5_000));
     await load.stop();
     const statuses = load.statusesSince(killedAt);
@@ -524,8 +543,8 @@ describe('faults under a steady SDK load, two replicas of each gateway and of th
       const wrong = { unauthorized: statuses[api]['401'] ?? 0, notFound: statuses[api]['404'] ?? 0, internal: statuses[api]['500'] ?? 0 };
       expect({ api, ...wrong, servedAgainWithin10s: (healed[api] ?? 0) <= 10 }).toEqual({ api, unauthorized: 0, notFound: 0, internal: 0, servedAgainWithin10s: true });
     }
-    // Ready again (an outage of a few seconds is over before the operator's passes could mark the resources
-    // RegistryUnavailable: its calls wait for the reconnect; the conditions seen meanwhile are printed above).
+    // Ready false while the registry could not be written (the operator's registry check marks every resource), then true.
+    expect(conditions).toContain('False/RegistryUnavailable');
     expect(await readiness('shop')).toEqual(['True/Ready', 'True/Ready', 'True/Ready', 'True/Ready']);
     // Nothing of the tenant's data lost: every increment is in the KV database, every record came, every message is queued.
     expect(await load.counter()).toBeGreaterThanOrEqual(load.increments);
@@ -598,7 +617,84 @@ describe('faults under a steady SDK load, two replicas of each gateway and of th
     expect(result).toMatchObject({ delivered: { marker: 'midway' }, verified: true });
     expect(result['deliveries']).toBeGreaterThanOrEqual(2);
   }, 10 * 60_000);
+
+  it('the control Redis run as Sentinel with a replica, its primary killed (SIGKILL): failures only in the failover window, then every API serves', async () => {
+    await apply(await engineManifest('control-sentinel.yaml'));
+    for (const set of ['redis-ha-a', 'redis-ha-b', 'redis-sentinel']) await kubectl('rollout', 'status', `statefulset/${set}`, '-n', ENGINES, '--timeout=300s');
+    await waitFor('the sentinels watching a primary with one replica', async () => {
+      const master = await sentinelMaster();
+      return master['name'] === 'control' && master['num-slaves'] === '1' && master['num-other-sentinels'] === '2' && master['ip']?.startsWith('redis-ha-a-0.');
+    }, 120_000);
+    const domain = 'redis-ha.restash-engines.svc.cluster.local';
+    const url = `redis+sentinel://${[0, 1, 2].map((i) => `redis-sentinel-${i}.${domain}:26379`).join(',')}/control`;
+    // The release moves to it: the registry there is written from the resources (the marker is missing at first).
+    await installRelease([...two, '--set', `controlRedis.url=${url.replaceAll(',', '\\,')}`]); // --set splits on unescaped commas
+    await allReady('shop', 4);
+    const load = await SdkLoad.start('sentinel');
+    await waitFor('every API serving through the Sentinel control Redis', async () => load.servingSince(performance.now() - 2_000), 120_000);
+
+    const killedAt = performance.now();
+    await killPods(ENGINES, ['redis-ha-a-0']);
+    const promoted = await waitFor('the sentinels naming the replica', async () => ((await sentinelMaster())['ip']?.startsWith('redis-ha-b-0.') ? performance.now() : undefined), 60_000);
+    await waitFor('every API serving again', async () => load.servingSince(promoted), 60_000);
+    // The old primary comes back as a replica of the new one (deploy/k8s/control-sentinel.yaml), not as a second, empty primary.
+    await waitFor('redis-ha-a-0 back as a replica', async () => /^connected_slaves:1\r?$/m.test(await serverInfo('b', 'replication')), 120_000);
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    await load.stop();
+    const statuses = load.statusesSince(killedAt);
+    const outage = load.outageSince(killedAt);
+    const failover = (promoted - killedAt) / 1000;
+    console.log(
+      `control Redis primary (Sentinel) killed: the sentinels named the replica after ${failover.toFixed(1)} s; per API, seconds from the kill to the last failure ${JSON.stringify(outage)}; answers by status ${JSON.stringify(statuses)}; readiness ${JSON.stringify(await readiness('shop'))}`,
+    );
+    for (const api of Object.keys(statuses) as Api[]) {
+      const wrong = { unauthorized: statuses[api]['401'] ?? 0, notFound: statuses[api]['404'] ?? 0, internal: statuses[api]['500'] ?? 0 };
+      // Failures only in the failover window: until the sentinels promoted the replica, and the clients' reconnect after it.
+      expect({ api, ...wrong, failuresEndWithinFailover: (outage[api] ?? 0) <= failover + 10 }).toEqual({ api, unauthorized: 0, notFound: 0, internal: 0, failuresEndWithinFailover: true });
+    }
+    expect(await load.counter()).toBeGreaterThanOrEqual(load.increments);
+    expect(load.produced.filter((v) => !load.consumed.includes(v))).toEqual([]);
+    await eventually(async () => expect(await readiness('shop')).toEqual(['True/Ready', 'True/Ready', 'True/Ready', 'True/Ready']), 60_000, 1_000);
+
+    // Back to the plain control Redis for the tests that follow (its registry is complete: the marker is there).
+    await installRelease(two);
+    await cluster.kubectl(['delete', '-f', '-', '--wait=false'], await engineManifest('control-sentinel.yaml'));
+    console.log(`after the Sentinel fault: ${await kvState()}`);
+  }, 15 * 60_000);
 });
+
+/** `INFO <section>` of the control Redis server `a` or `b` of deploy/k8s/control-sentinel.yaml, reached at its pod IP ('' when it does not answer). */
+async function serverInfo(server: 'a' | 'b', section: string): Promise<string> {
+  const [pod] = await pods(ENGINES, `restash.dev/server=${server}`);
+  if (!pod?.status.podIP) return '';
+  const redis = new IORedis({ host: pod.status.podIP, port: 6379, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2_000 });
+  redis.on('error', () => undefined);
+  try {
+    return await redis.info(section);
+  } catch {
+    return '';
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** `SENTINEL MASTER control` of the first sentinel that answers, as a record, reached from the host at its pod IP. */
+async function sentinelMaster(): Promise<Record<string, string>> {
+  for (const pod of await pods(ENGINES, 'app.kubernetes.io/name=redis-sentinel')) {
+    if (!pod.status.podIP) continue;
+    const sentinel = new IORedis({ host: pod.status.podIP, port: 26379, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2_000 });
+    sentinel.on('error', () => undefined);
+    try {
+      const reply = (await sentinel.call('sentinel', 'master', 'control')) as string[];
+      return Object.fromEntries(reply.flatMap((_, i) => (i % 2 === 0 ? [[reply[i], reply[i + 1]]] : [])));
+    } catch {
+      // the next sentinel
+    } finally {
+      sentinel.disconnect();
+    }
+  }
+  return {};
+}
 
 describe('helm upgrade and uninstall', () => {
   it('rolls the pods on a changed value while a client retrying as the SDK does sees no failure', async () => {
