@@ -13,7 +13,7 @@ import { type ReconcileReport, WorkQueue } from '@restash/operator/util-controll
 import { ResourcesNotReady, TenantReconciler, type TenantRegistry, type EngineAdmin } from '@restash/platform/feature-reconcile';
 import { GROUP, KIND_NAMES, KINDS, type KindName, type RestashResource, VERSION } from '@restash/shared/util-resources';
 import { Readiness, logEvent } from '@restash/shared/util-http';
-import { RegistryReader, registryKeys } from '@restash/shared/data-access-registry';
+import { RegistryReader, parseTenantAclTokensKey, registryKeys } from '@restash/shared/data-access-registry';
 import { OPERATOR_CONFIG, type OperatorConfig } from './config';
 import { kubeAccess } from './kube-access';
 import { OperatorMetrics } from './operator-metrics';
@@ -170,6 +170,9 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
 
   /** Queues the namespace of a queue project whose announced record holds signing keys its Secret lacks (TenantReconciler.secretBehind). */
   private async onRegistryChange(reconciler: TenantReconciler, key: string): Promise<void> {
+    // A tenant's run-time ACL state changed (ACL RESTTOKEN, ACL SETUSER): its pass copies it into Kubernetes now.
+    const tenant = parseTenantAclTokensKey(key);
+    if (tenant) this.queue?.add(tenant);
     const prefix = registryKeys.queueProject('');
     if (!key.startsWith(prefix)) return;
     try {

@@ -358,6 +358,20 @@ describe('the operator on a real cluster', () => {
       return response.status;
     };
     expect(await get()).toBe(200);
+    // Run-time ACL state no resource declares: a tenant ACL user and its ACL RESTTOKEN token, copied into the
+    // database's `cache.acl` Secret by the operator.
+    const kv = async (token: string, command: unknown[]) => {
+      const response = await fetch(cache['UPSTASH_REDIS_REST_URL'] ?? '', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(command) });
+      return { status: response.status, body: (await response.json()) as { result?: unknown; error?: string } };
+    };
+    const standard = cache['UPSTASH_REDIS_REST_TOKEN'] ?? '';
+    expect((await kv(standard, ['ACL', 'SETUSER', 'reader', 'on', '>reader-password', '~*', '+@read'])).body).toEqual({ result: 'OK' });
+    const aclToken = String((await kv(standard, ['ACL', 'RESTTOKEN', 'reader', 'reader-password'])).body.result);
+    expect((await kv(aclToken, ['GET', 'greeting:team-a'])).status).toBe(200);
+    await waitFor('the ACL state copied into Secret cache.acl', async () => {
+      const state = JSON.parse((await secretOf('team-a', 'cache.acl').catch(() => ({}) as Record<string, string>))['acl-state.json'] ?? '{}') as { tokens?: unknown[]; users?: Record<string, string> };
+      return state.tokens?.length === 1 && Object.keys(state.users ?? {}).length === 1;
+    }, 30_000);
     await stack.control.kill();
     const killed = performance.now();
     // No change needed: the leader's registry check marks every resource of every namespace.
@@ -387,6 +401,9 @@ describe('the operator on a real cluster', () => {
     expect(statuses.has(401)).toBe(false);
     for (const ns of ['team-a', 'team-b', 'team-c']) await allReady(ns, 4, 60_000);
     for (const ns of ['team-a', 'team-b']) expect((await sdkProgram(await secretOf(ns, 'cache'), 'kv', ns)).value).toBe(ns);
+    // The ACL token came back with the registry, with its rights: it reads, and cannot write.
+    expect((await kv(aclToken, ['GET', 'greeting:team-a'])).status).toBe(200);
+    expect(await kv(aclToken, ['SET', 'greeting:team-a', 'x'])).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^NOPERM/) } });
     // The registry is complete again: a made-up token is unknown, not unavailable.
     await expect(sdkProgram({ ...cache, UPSTASH_REDIS_REST_TOKEN: 'not-a-token' }, 'kv', 'x')).rejects.toThrow(/401|[Uu]nauthori[sz]ed/);
   }, 240_000);

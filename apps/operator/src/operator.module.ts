@@ -22,8 +22,8 @@ interface LazyQueueStore {
 
 /**
  * The reconciler's registry side on the control Redis: the tenant's registered keys (its index record), the
- * queue projects' signing keys (RegistryWriter.queueSigningKeys), and TenantTeardown's apply and delete, the
- * code `tenants apply -f` and `tenants delete` run.
+ * queue projects' signing keys (RegistryWriter.queueSigningKeys), the KV databases' run-time ACL state, and
+ * TenantTeardown's apply and delete, the code `tenants apply -f` and `tenants delete` run.
  */
 function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: RegistryWriter): TenantRegistry {
   return {
@@ -37,6 +37,8 @@ function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: Regist
     queueSigningKeys: (ids) => writer.queueSigningKeys(ids),
     apply: (document, tokens) => teardown.applyTenant(document, tokens),
     delete: (tenant) => teardown.deleteTenant(tenant),
+    kvAclState: (tenant, database) => writer.kvAclState(tenant, database),
+    restoreKvAclState: (tenant, database, state) => writer.restoreKvAclState(tenant, database, state),
   };
 }
 

@@ -1,6 +1,17 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import type { QueueProject, StreamCluster } from '@restash/shared/util-resources';
-import { ROTATED_FOR_ANNOTATION, ROTATE_ANNOTATION, SecretSigningKeys, ownedBy, sdkSecretOf, secretText, secretUpToDate, tokensFor } from './sdk-secret';
+import {
+  ROTATED_FOR_ANNOTATION,
+  ROTATE_ANNOTATION,
+  SecretSigningKeys,
+  aclStateOf,
+  aclStateSecretOf,
+  ownedBy,
+  sdkSecretOf,
+  secretText,
+  secretUpToDate,
+  tokensFor,
+} from './sdk-secret';
 
 const urls = { kv: 'http://kv', vector: 'http://vector', stream: 'http://stream', queue: 'http://queue' };
 
@@ -108,5 +119,28 @@ describe('tokensFor and sdkSecretOf', () => {
       UPSTASH_KAFKA_REST_READONLY_PASSWORD: tokens.readonly,
     });
     expect(() => sdkSecretOf({ ...cluster, metadata: { name: 'events', namespace: 'acme' } }, tokens, urls)).toThrow(/no uid/);
+  });
+});
+
+describe('aclStateSecretOf and aclStateOf', () => {
+  const database = { ...queueProject(), kind: 'KvDatabase', metadata: { name: 'cache', namespace: 'acme', uid: 'uid-2' } } as unknown as QueueProject;
+  const state = {
+    tokens: [{ digest: 'a'.repeat(64), tenant: 'acme', api: 'kv' as const, resource: 'acme.cache', role: 'acl' as const, aclUser: 'acme.cache:reader', sealedPassword: 'sealed' }],
+    users: { 'acme.cache:reader': 'sealed:v1:rules' },
+  };
+
+  it("keeps a KV database's run-time ACL state in a Secret of its own, named apart from every resource's, owned by the database", () => {
+    const secret = stored(aclStateSecretOf(database, state));
+    expect(secret.metadata?.name).toBe('cache.acl');
+    expect(ownedBy(secret, database)).toBe(true);
+    expect(aclStateOf(secret)).toEqual(state);
+    expect(secretUpToDate(secret, aclStateSecretOf(database, state))).toBe(true);
+    expect(secretUpToDate(secret, aclStateSecretOf(database, { ...state, users: {} }))).toBe(false);
+  });
+
+  it('reads nothing from a Secret without the state, or with one that does not parse', () => {
+    expect(aclStateOf(undefined)).toBeUndefined();
+    expect(aclStateOf({ data: { 'acl-state.json': Buffer.from('{"tokens":').toString('base64') } })).toBeUndefined();
+    expect(aclStateOf({ data: { 'acl-state.json': Buffer.from('{"tokens":[{"digest":"x"}],"users":{}}').toString('base64') } })).toBeUndefined();
   });
 });

@@ -1,5 +1,6 @@
 import type { V1Secret } from '@kubernetes/client-node';
-import { generateSigningKey, generateToken } from '@restash/shared/data-access-registry';
+import { type KvAclState, generateSigningKey, generateToken, tokenRecordSchema } from '@restash/shared/data-access-registry';
+import { z } from 'zod';
 import { type GatewayUrls, type RestashResource, type SecretTokens, secretDataOf } from '@restash/shared/util-resources';
 
 /** Set on a resource to rotate its tokens: a value the Secret has not been rotated for yet gives new tokens. */
@@ -122,6 +123,50 @@ export function sdkSecretOf(resource: RestashResource, tokens: SecretTokens, url
     type: 'Opaque',
     stringData: secretDataOf(resource, tokens, urls),
   };
+}
+
+/** The key of {@link aclStateSecretOf}'s Secret that holds the state, as JSON. */
+const ACL_STATE_KEY = 'acl-state.json';
+
+const aclStateSchema = z.object({ tokens: z.array(tokenRecordSchema), users: z.record(z.string(), z.string()) });
+
+/** The name of a KvDatabase's ACL state Secret: `<name>.acl` (a resource's name is a DNS label, so no resource's own Secret has it). */
+export function aclStateSecretName(resource: RestashResource): string {
+  return `${resource.metadata.name}.acl`;
+}
+
+/**
+ * The Secret that keeps a KvDatabase's run-time ACL state (RegistryWriter.kvAclState: its ACL RESTTOKEN token records,
+ * digests and sealed passwords only, and its tenant ACL users' sealed rules), owned by the KvDatabase, so that a
+ * registry that lost it gets it back (README, "Architecture: tenant registry").
+ */
+export function aclStateSecretOf(resource: RestashResource, state: KvAclState): V1Secret {
+  const { namespace, uid } = resource.metadata;
+  if (!uid) throw new Error(`${resource.kind} ${namespace}/${resource.metadata.name} has no uid`);
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: aclStateSecretName(resource),
+      namespace,
+      labels: { ...sdkSecretLabels(resource), 'restash.dev/content': 'acl-state' },
+      ownerReferences: [{ apiVersion: resource.apiVersion, kind: resource.kind, name: resource.metadata.name, uid, controller: true, blockOwnerDeletion: true }],
+    },
+    type: 'Opaque',
+    stringData: { [ACL_STATE_KEY]: JSON.stringify(state) },
+  };
+}
+
+/** The ACL state an {@link aclStateSecretOf} Secret keeps; undefined when it holds none that reads. */
+export function aclStateOf(secret: V1Secret | undefined): KvAclState | undefined {
+  const raw = secretText(secret)[ACL_STATE_KEY];
+  if (raw === undefined) return undefined;
+  try {
+    const parsed = aclStateSchema.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whether a Secret is controlled by this resource (a Secret of the same name that is not is left alone). */

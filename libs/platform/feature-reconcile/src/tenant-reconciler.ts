@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { KubernetesObject, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
 import {
   type Backends,
+  type KvAclState,
   type RetiredResource,
   type TenantDocument,
   type TenantTokens,
@@ -18,7 +19,18 @@ import { type Condition, type ReconcileResult, setCondition, statusChanged } fro
 import type { DeclaredTopic } from '@restash/stream/data-access-kafka';
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
 import { GATEWAY_PASSWORD_KEY, MANAGED_REDIS_PORT, type ManagedRedisSettings, managedRedisNames, managedRedisObjects } from './managed-redis';
-import { SecretSigningKeys, type SigningKeys, ownedBy, sdkSecretOf, secretText, secretUpToDate, tokensFor } from './sdk-secret';
+import {
+  SecretSigningKeys,
+  type SigningKeys,
+  aclStateOf,
+  aclStateSecretName,
+  aclStateSecretOf,
+  ownedBy,
+  sdkSecretOf,
+  secretText,
+  secretUpToDate,
+  tokensFor,
+} from './sdk-secret';
 
 /** The finalizer on every restash resource: its data is deleted (the code `tenants delete` uses) before it goes. */
 export const TEARDOWN_FINALIZER = 'restash.dev/teardown';
@@ -63,6 +75,10 @@ export interface TenantRegistry {
   queueSigningKeys(ids: string[]): Promise<Map<string, SigningKeys>>;
   apply(document: TenantDocument, tokens: TenantTokens): Promise<PurgeReport>;
   delete(tenant: string): Promise<PurgeReport>;
+  /** A KV database's run-time ACL state (RegistryWriter.kvAclState). */
+  kvAclState(tenant: string, database: string): Promise<KvAclState>;
+  /** Writes back what of it the registry lacks (RegistryWriter.restoreKvAclState). @returns how many items */
+  restoreKvAclState(tenant: string, database: string, state: KvAclState): Promise<number>;
 }
 
 /** The engines' admin side: a vector index's collection, a stream cluster's topics. */
@@ -189,6 +205,32 @@ export class TenantReconciler {
     }
   }
 
+  /**
+   * The run-time ACL state of each KV database (ACL RESTTOKEN tokens, tenant ACL users), which no resource declares:
+   * copied from the registry into the database's `<name>.acl` Secret, and, while the registry is incomplete (the control
+   * Redis restarted empty: its marker is missing), written back from that Secret first. While the registry is
+   * complete it is the truth (a user deleted there leaves the Secret too).
+   */
+  private async keepKvAclState(namespace: string, resources: RestashResource[]): Promise<void> {
+    const databases = resources.filter((r) => r.kind === 'KvDatabase');
+    if (databases.length === 0) return;
+    const complete = await this.registryCall(() => this.registry.complete());
+    for (const r of databases) {
+      const id = kvDatabaseId(namespace, r.metadata.name);
+      const current = await this.kube.getSecret(namespace, aclStateSecretName(r));
+      if (current && !ownedBy(current, r)) continue;
+      const kept = aclStateOf(current);
+      if (kept && !complete) {
+        const restored = await this.registryCall(() => this.registry.restoreKvAclState(namespace, id, kept));
+        if (restored > 0) await this.kube.event(r, 'Normal', 'AclStateRestored', `the registry had lost ${restored} ACL tokens and users of this database: written back from Secret ${aclStateSecretName(r)}`);
+      }
+      const state = await this.registryCall(() => this.registry.kvAclState(namespace, id));
+      if (!current && state.tokens.length === 0 && Object.keys(state.users).length === 0) continue;
+      const wanted = aclStateSecretOf(r, state);
+      if (!secretUpToDate(current, wanted)) await this.kube.apply(wanted);
+    }
+  }
+
   /** A call on the registry; its failure while the control Redis does not answer is {@link RegistryUnavailable}. */
   private async registryCall<T>(call: () => Promise<T>): Promise<T> {
     try {
@@ -307,6 +349,7 @@ export class TenantReconciler {
         if (registered.size > 0 || deleting.length > 0) report = await this.registryCall(() => this.registry.delete(namespace));
       } else {
         report = await this.registryCall(() => this.registry.apply(document, tokens));
+        await this.keepKvAclState(namespace, usable);
       }
     } else {
       requeue = true;

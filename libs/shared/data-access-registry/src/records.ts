@@ -89,6 +89,13 @@ export class RegistryMissingError extends Error {
   }
 }
 
+/** The tenant of a key made by `registryKeys.tenantAclTokens` (announced when its run-time ACL state changes), or undefined for other keys. */
+export function parseTenantAclTokensKey(key: string): string | undefined {
+  const [prefix = '', suffix = ''] = registryKeys.tenantAclTokens('\0').split('\0');
+  const tenant = key.startsWith(prefix) && key.endsWith(suffix) ? key.slice(prefix.length, key.length - suffix.length) : '';
+  return tenant !== '' && !tenant.includes(':') ? tenant : undefined;
+}
+
 /** The database id and Redis user of a key made by `registryKeys.kvAclUser`, or undefined for other keys. */
 export function parseKvAclUserKey(key: string): { database: string; user: string } | undefined {
   if (!key.startsWith(KV_ACL_USER)) return undefined;

@@ -24,6 +24,7 @@ import {
   streamPrefix,
   tenantIndexRecordSchema,
   tenantTeardownRecordSchema,
+  tokenRecordSchema,
   vectorIndexId,
   vectorIndexRecordSchema,
 } from './records';
@@ -37,6 +38,14 @@ import {
   vectorCollectionOf,
   vectorCollectionShared,
 } from './tenant-spec';
+
+/** A KV database's run-time ACL state (RegistryWriter.kvAclState): no applier owns it, so the operator keeps a copy. */
+export interface KvAclState {
+  /** Its ACL RESTTOKEN tokens' records (role `acl`), by digest order. */
+  tokens: TokenRecord[];
+  /** Its tenant ACL users: Redis user name → rules, sealed as stored (RegistryWriter.putKvAclUser). */
+  users: Record<string, string>;
+}
 
 /**
  * Writes the registry (records.ts). Used by the local applier (`tenants apply`), the operator, and by the
@@ -419,16 +428,57 @@ export class RegistryWriter {
     return found;
   }
 
-  /** Stores a token minted at run time (ACL RESTTOKEN) and files it under its tenant. */
+  /**
+   * Stores a token minted at run time (ACL RESTTOKEN) and files it under its tenant; announces the token and the
+   * tenant's `acl-tokens` set (the operator copies a tenant's run-time ACL state into Kubernetes: kvAclState).
+   */
   async putRuntimeToken(record: TokenRecord): Promise<void> {
     const key = registryKeys.token(record.digest);
-    await execOrThrow(
-      this.redis
-        .multi()
-        .set(key, JSON.stringify(record))
-        .sadd(registryKeys.tenantAclTokens(record.tenant), key)
-        .publish(REGISTRY_CHANNEL, key),
-    );
+    const filed = registryKeys.tenantAclTokens(record.tenant);
+    await execOrThrow(this.redis.multi().set(key, JSON.stringify(record)).sadd(filed, key).publish(REGISTRY_CHANNEL, key).publish(REGISTRY_CHANNEL, filed));
+  }
+
+  /**
+   * The run-time ACL state of KV database `database` of `tenant`, which no applier owns: its ACL RESTTOKEN token
+   * records and its tenant ACL users' rules (sealed, as stored: putKvAclUser). The operator keeps a copy in
+   * Kubernetes and gives it back with {@link restoreKvAclState} after the control Redis lost it.
+   * @throws Error when the control Redis fails
+   */
+  async kvAclState(tenant: string, database: string): Promise<KvAclState> {
+    const keys = (await this.redis.smembers(registryKeys.tenantAclTokens(tenant))).filter((key) => key.startsWith(registryKeys.token('')));
+    const values = keys.length > 0 ? await this.redis.mget(...keys) : [];
+    const tokens = values.flatMap((raw) => {
+      const record = raw ? tokenRecordSchema.safeParse(parseJson(raw)) : undefined;
+      return record?.success && record.data.resource === database && record.data.role === 'acl' ? [record.data] : [];
+    });
+    return { tokens: tokens.sort((a, b) => a.digest.localeCompare(b.digest)), users: await this.redis.hgetall(registryKeys.kvAclRules(database)) };
+  }
+
+  /**
+   * Writes back what of a KV database's run-time ACL state the registry lacks (tokens by digest, users by name;
+   * what it holds wins), filed under the tenant, and announces it. For a registry that lost it (the control Redis
+   * restarted empty): a token of another tenant or database is refused.
+   * @returns how many tokens and users were written back
+   * @throws Error when the control Redis fails, or a token belongs elsewhere
+   */
+  async restoreKvAclState(tenant: string, database: string, state: KvAclState): Promise<number> {
+    const have = await this.kvAclState(tenant, database);
+    const digests = new Set(have.tokens.map((t) => t.digest));
+    const tokens = state.tokens.filter((t) => !digests.has(t.digest));
+    const users = Object.entries(state.users).filter(([user]) => !(user in have.users));
+    if (tokens.length + users.length === 0) return 0;
+    const filed = registryKeys.tenantAclTokens(tenant);
+    const tx = this.redis.multi();
+    for (const token of tokens) {
+      if (token.tenant !== tenant || token.resource !== database || token.role !== 'acl') throw new Error(`an ACL token of ${token.resource} cannot be restored into ${database}`);
+      const key = registryKeys.token(token.digest);
+      tx.set(key, JSON.stringify(tokenRecordSchema.parse(token)), 'NX').sadd(filed, key).publish(REGISTRY_CHANNEL, key);
+    }
+    for (const [user, sealed] of users) tx.hsetnx(registryKeys.kvAclRules(database), user, sealed);
+    if (users.length > 0) tx.sadd(filed, registryKeys.kvAclRules(database));
+    tx.publish(REGISTRY_CHANNEL, filed);
+    await execOrThrow(tx);
+    return tokens.length + users.length;
   }
 
   /**
@@ -440,11 +490,9 @@ export class RegistryWriter {
    */
   async putKvAclUser(tenant: string, database: string, user: string, rules: string[] | null): Promise<void> {
     const key = registryKeys.kvAclRules(database);
-    if (rules === null) {
-      await this.redis.hdel(key, user);
-      return;
-    }
-    await execOrThrow(this.redis.multi().hset(key, user, this.seal.seal(JSON.stringify(rules))).sadd(registryKeys.tenantAclTokens(tenant), key));
+    const filed = registryKeys.tenantAclTokens(tenant);
+    const tx = rules === null ? this.redis.multi().hdel(key, user) : this.redis.multi().hset(key, user, this.seal.seal(JSON.stringify(rules))).sadd(filed, key);
+    await execOrThrow(tx.publish(REGISTRY_CHANNEL, filed));
   }
 
   /** Announces a change of something the registry does not store (e.g. a Redis ACL user). */
