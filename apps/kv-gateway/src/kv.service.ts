@@ -216,6 +216,8 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
    * @throws Error when Redis or the control Redis cannot be reached
    */
   private async restoreAclUser(session: Session, username: string): Promise<boolean> {
+    // Only the tenant's own users (the database's prefix), never the gateway's or the read-only one.
+    if (!username.startsWith(session.policy.prefix)) return false;
     if ((await session.backend.run(['acl', 'getuser', username])) !== null) return false;
     const rules = await this.gate.registryCall(session.tenant, () => this.registry.kvAclUserRules(session.database.id, username));
     if (!rules) return false;

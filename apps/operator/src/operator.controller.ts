@@ -46,8 +46,9 @@ const REGISTRY_CHECK_TIMEOUT_MS = 1_000;
  * The registry heals itself (README, "Architecture: tenant registry"): every second the leader looks for the
  * registry's marker. When the control Redis does not answer within 1 s, every resource is marked
  * `Ready=False`/`RegistryUnavailable` at once, and every namespace is queued when it answers again; when it
- * answers without the marker (restarted empty, wiped), every namespace is queued at once, and once each has had a pass that wrote it, the marker is written again, so that the gateways answer
- * unknown tokens 401 again and the others are served (503 meanwhile, never 401).
+ * answers without the marker (restarted empty, wiped), every namespace is queued at once, and once each has had a
+ * pass that wrote it, the marker is written again, so that the gateways answer unknown tokens 401 again and the
+ * others are served (503 meanwhile, never 401).
  *
  * The registry's change announcements (RegistryReader.onChange) are watched too: when a queue project's record
  * holds other signing keys than its Secret was written with (`POST /v2/keys/rotate`), its namespace is queued at

@@ -221,7 +221,12 @@ export class TenantReconciler {
       if (current && !ownedBy(current, r)) continue;
       const kept = aclStateOf(current);
       if (kept && !complete) {
-        const restored = await this.registryCall(() => this.registry.restoreKvAclState(namespace, id, kept));
+        const restored = await this.registryCall(() => this.registry.restoreKvAclState(namespace, id, kept)).catch((error: unknown) => {
+          // Altered by hand (the namespace's users may write Secrets): refused whole, and the registry's state replaces it.
+          if (!(error instanceof TypeError)) throw error;
+          void this.kube.event(r, 'Warning', 'AclStateRefused', error.message);
+          return 0;
+        });
         if (restored > 0) await this.kube.event(r, 'Normal', 'AclStateRestored', `the registry had lost ${restored} ACL tokens and users of this database: written back from Secret ${aclStateSecretName(r)}`);
       }
       const state = await this.registryCall(() => this.registry.kvAclState(namespace, id));

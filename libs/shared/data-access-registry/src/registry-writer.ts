@@ -457,11 +457,15 @@ export class RegistryWriter {
   /**
    * Writes back what of a KV database's run-time ACL state the registry lacks (tokens by digest, users by name;
    * what it holds wins), filed under the tenant, and announces it. For a registry that lost it (the control Redis
-   * restarted empty): a token of another tenant or database is refused.
+   * restarted empty). The copy lives where the tenant's own users may write: only tokens of this database whose
+   * Redis user is one of the tenant's (`<database>:` prefix) and users of that prefix are taken.
    * @returns how many tokens and users were written back
-   * @throws Error when the control Redis fails, or a token belongs elsewhere
+   * @throws Error when the control Redis fails; TypeError when `state` does not hold every item only this database's
    */
   async restoreKvAclState(tenant: string, database: string, state: KvAclState): Promise<number> {
+    const tenantUser = (user: string | undefined) => user !== undefined && user.startsWith(`${database}:`);
+    const foreign = [...state.tokens.filter((t) => t.tenant !== tenant || t.resource !== database || t.role !== 'acl' || !tenantUser(t.aclUser)).map((t) => t.digest), ...Object.keys(state.users).filter((u) => !tenantUser(u))];
+    if (foreign.length > 0) throw new TypeError(`ACL state of ${database} holds items of another database or user: ${foreign.join(', ')}`);
     const have = await this.kvAclState(tenant, database);
     const digests = new Set(have.tokens.map((t) => t.digest));
     const tokens = state.tokens.filter((t) => !digests.has(t.digest));
@@ -470,7 +474,6 @@ export class RegistryWriter {
     const filed = registryKeys.tenantAclTokens(tenant);
     const tx = this.redis.multi();
     for (const token of tokens) {
-      if (token.tenant !== tenant || token.resource !== database || token.role !== 'acl') throw new Error(`an ACL token of ${token.resource} cannot be restored into ${database}`);
       const key = registryKeys.token(token.digest);
       tx.set(key, JSON.stringify(tokenRecordSchema.parse(token)), 'NX').sadd(filed, key).publish(REGISTRY_CHANNEL, key);
     }

@@ -116,6 +116,33 @@ describe('tenant registry on a real Redis', () => {
     expect(await redis.exists(registryKeys.tenant('gamma'), registryKeys.kvAclRules('gamma.one'))).toBe(0);
   });
 
+  it("gives a KV database's run-time ACL state back to a registry that lost it, and refuses items of another database or user", async () => {
+    await writer.applyTenant(tenant('eta', ['main']), tokensFor(['main']));
+    const token = { digest: tokenDigest(generateToken()), tenant: 'eta', api: 'kv' as const, resource: 'eta.main', role: 'acl' as const, aclUser: 'eta.main:app', sealedPassword: 'sealed' };
+    await writer.putRuntimeToken(token);
+    await writer.putKvAclUser('eta', 'eta.main', 'eta.main:app', ['on', '#00ff', '~*', '+@read']);
+    const kept = await writer.kvAclState('eta', 'eta.main');
+    expect(kept.tokens).toEqual([token]);
+    expect(Object.keys(kept.users)).toEqual(['eta.main:app']);
+
+    await redis.del(registryKeys.token(token.digest), registryKeys.kvAclRules('eta.main'), registryKeys.tenantAclTokens('eta'));
+    expect(await writer.kvAclState('eta', 'eta.main')).toEqual({ tokens: [], users: {} });
+    expect(await writer.restoreKvAclState('eta', 'eta.main', kept)).toBe(2);
+    expect(await writer.kvAclState('eta', 'eta.main')).toEqual(kept);
+    expect(await writer.restoreKvAclState('eta', 'eta.main', kept)).toBe(0);
+
+    // A copy altered to reach another database's user, or the gateway's own, is refused whole.
+    for (const altered of [
+      { tokens: [{ ...token, digest: 'b'.repeat(64), aclUser: 'restash-gateway' }], users: {} },
+      { tokens: [{ ...token, digest: 'c'.repeat(64), resource: 'eta.other' }], users: {} },
+      { tokens: [], users: { 'restash-readonly': Object.values(kept.users)[0] ?? '' } },
+    ]) {
+      await expect(writer.restoreKvAclState('eta', 'eta.main', altered)).rejects.toThrow(TypeError);
+    }
+    expect(await writer.kvAclState('eta', 'eta.main')).toEqual(kept);
+    await writer.deleteTenant('eta');
+  });
+
   it('after its subscription comes back, announces what changed unannounced meanwhile, and only that', async () => {
     await writer.applyTenant(tenant('delta', ['kept', 'moved', 'gone']), tokensFor(['kept', 'moved', 'gone']));
     const announced: string[] = [];
