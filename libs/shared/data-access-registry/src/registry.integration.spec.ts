@@ -4,7 +4,7 @@ import { eventually } from '@restash/shared/util-testing';
 import { DailyQuota } from './daily-quota';
 import { REGISTRY_CHANNEL, RegistryMissingError, kvDatabaseId, queueProjectId, registryKeys } from './records';
 import { RegistryReader } from './registry-reader';
-import { RegistryWriter } from './registry-writer';
+import { type KvAclState, RegistryWriter } from './registry-writer';
 import { type TenantDocument, tenantDocumentSchema } from './tenant-spec';
 import { generateSigningKey, generateToken, tokenDigest } from './credentials';
 import { RegistrySeal, SealError } from './sealed';
@@ -132,11 +132,12 @@ describe('tenant registry on a real Redis', () => {
     expect(await writer.restoreKvAclState('eta', 'eta.main', kept)).toBe(0);
 
     // A copy altered to reach another database's user, or the gateway's own, is refused whole.
-    for (const altered of [
+    const alterations: KvAclState[] = [
       { tokens: [{ ...token, digest: 'b'.repeat(64), aclUser: 'restash-gateway' }], users: {} },
       { tokens: [{ ...token, digest: 'c'.repeat(64), resource: 'eta.other' }], users: {} },
       { tokens: [], users: { 'restash-readonly': Object.values(kept.users)[0] ?? '' } },
-    ]) {
+    ];
+    for (const altered of alterations) {
       await expect(writer.restoreKvAclState('eta', 'eta.main', altered)).rejects.toThrow(TypeError);
     }
     expect(await writer.kvAclState('eta', 'eta.main')).toEqual(kept);
