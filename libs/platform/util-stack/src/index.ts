@@ -11,3 +11,4 @@ export * from './tenants';
 export * from './stack';
 export * from './k8s';
 export * from './prometheus';
+export * from './s3';
