@@ -48,8 +48,18 @@ describe(`takeRdbSnapshot (${kvEngine().name})`, () => {
       await redis.call('FT.CREATE', 'idx', 'ON', 'JSON', 'PREFIX', '1', 'doc:', 'SCHEMA', '$.title', 'AS', 'title', 'TEXT');
     }
 
+    const url = `redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${source.port}/0`;
+    // Both transfers the server may choose (repl-diskless-sync): streamed while made, or a BGSAVE file; the same RDB.
+    await redis.config('SET', 'repl-diskless-sync', 'no');
+    const disk = await takeRdbSnapshot(url, join(dir, 'disk.rdb'));
+    await redis.config('SET', 'repl-diskless-sync', 'yes');
+    await redis.config('SET', 'repl-diskless-sync-delay', '0');
     const file = join(dir, 'snapshot.rdb');
-    const snapshot = await takeRdbSnapshot(`redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${source.port}/0`, file);
+    const snapshot = await takeRdbSnapshot(url, file);
+    expect(snapshot.transfer).toBe('diskless');
+    // Redis 8.2 sends the BGSAVE file when told not to stream; Valkey 9.1 streams to a replica that takes it either way.
+    expect(disk.transfer).toBe(kvEngine().name === 'redis' ? 'disk' : 'diskless');
+    expect(disk.bytes).toBeGreaterThan(100);
     expect(snapshot.bytes).toBeGreaterThan(100);
 
     // A new server whose data folder holds the file as its dbfilename (a managed database's restore puts it on the volume).
@@ -77,7 +87,7 @@ describe(`takeRdbSnapshot (${kvEngine().name})`, () => {
     expect(await back.get('elsewhere')).toBe('db3');
   });
 
-  it('refuses a user that may not run SYNC, in the server’s words', async () => {
+  it('refuses a user that may not run PSYNC, in the server’s words', async () => {
     await expect(takeRdbSnapshot(`redis://reader:reader-password@127.0.0.1:${source.port}/0`, join(dir, 'refused.rdb'))).rejects.toThrow(RdbSnapshotError);
     await expect(takeRdbSnapshot(`redis://reader:reader-password@127.0.0.1:${source.port}/0`, join(dir, 'refused.rdb'))).rejects.toThrow(/NOPERM/);
     await expect(takeRdbSnapshot(`redis://reader:wrong@127.0.0.1:${source.port}/0`, join(dir, 'refused.rdb'))).rejects.toThrow(/AUTH.*WRONGPASS/);

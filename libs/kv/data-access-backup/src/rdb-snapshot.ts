@@ -12,7 +12,7 @@ export interface RdbSnapshot {
   transfer: 'disk' | 'diskless';
 }
 
-/** Thrown when the server refuses the snapshot (e.g. `-NOPERM`: the URL's user may not run SYNC) or breaks it off. */
+/** Thrown when the server refuses the snapshot (e.g. `-NOPERM`: the URL's user may not run PSYNC) or breaks it off. */
 export class RdbSnapshotError extends Error {
   constructor(message: string) {
     super(message);
@@ -25,14 +25,14 @@ const EOF_MARK_BYTES = 40;
 
 /**
  * Takes an RDB snapshot of the Redis (or Valkey) server a `redis://` or `rediss://` URL names, into `file`, through the
- * replication protocol as `redis-cli --rdb` does: after `AUTH` with the URL's user, `SYNC` makes the server send
- * its whole dataset as one RDB (every logical database, expiry times, module data such as RediSearch's index
+ * replication protocol as `redis-cli --rdb` does: after `AUTH` with the URL's user and `REPLCONF capa eof`,
+ * `PSYNC ? -1` (`+FULLRESYNC …`) makes the server send its whole dataset as one RDB (every logical database, expiry times, module data such as RediSearch's index
  * definitions), which a new server started with that file as its `dbfilename` loads as it was. The server sends it
  * either after a BGSAVE (`$<length>\r\n` then the bytes) or diskless (`$EOF:<mark>\r\n`, the bytes, the mark);
  * before either it may send `\n` keepalives. The connection is closed once the RDB is complete (the server drops
- * it as a lost replica). The URL's user needs the `sync` command (`+@admin`).
+ * it as a lost replica). The URL's user needs the `psync` and `replconf` commands (`+@admin`).
  * @param timeoutMs longest silence from the server, in ms, before the snapshot is abandoned
- * @throws RdbSnapshotError when the server refuses AUTH or SYNC, closes early, or stays silent past `timeoutMs`;
+ * @throws RdbSnapshotError when the server refuses AUTH, REPLCONF or PSYNC, closes early, or stays silent past `timeoutMs`;
  *   the socket's Error when it cannot be reached
  */
 export async function takeRdbSnapshot(url: string, file: string, timeoutMs = 30_000): Promise<RdbSnapshot> {
@@ -48,7 +48,14 @@ export async function takeRdbSnapshot(url: string, file: string, timeoutMs = 30_
     await once(socket, parsed.protocol === 'rediss:' ? 'secureConnect' : 'connect');
     return await new Promise<RdbSnapshot>((resolve, reject) => {
       let buffer: Buffer = Buffer.alloc(0);
-      let state: 'auth' | 'header' | 'length' | 'eof' = password === undefined ? 'header' : 'auth';
+      // Each step's one-line answer, then the payload's header; `\n` keepalives may come before any of them.
+      // One at a time: a server refuses PSYNC while answers to earlier commands are still pending.
+      const steps: Array<[string, Buffer]> = [
+        ...(password === undefined ? [] : [['AUTH', command('AUTH', ...(username !== undefined ? [username] : []), password)] as [string, Buffer]]),
+        ['REPLCONF', command('REPLCONF', 'capa', 'eof')], // this replica takes a diskless transfer (the server chooses: repl-diskless-sync)
+        ['PSYNC', command('PSYNC', '?', '-1')],
+      ];
+      let state: 'step' | 'header' | 'length' | 'eof' = 'step';
       let remaining = 0;
       let mark: Buffer = Buffer.alloc(0);
       let written = 0;
@@ -74,16 +81,19 @@ export async function takeRdbSnapshot(url: string, file: string, timeoutMs = 30_
       socket.on('data', (chunk: Buffer) => {
         buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
         for (;;) {
-          if (state === 'auth' || state === 'header') {
-            if (state === 'header') while (buffer[0] === 0x0a) buffer = buffer.subarray(1);
+          if (state === 'step' || state === 'header') {
+            while (buffer[0] === 0x0a) buffer = buffer.subarray(1);
             const end = buffer.indexOf('\r\n');
             if (end < 0) return;
             const line = buffer.subarray(0, end).toString('latin1');
             buffer = buffer.subarray(end + 2);
-            if (line.startsWith('-')) return fail(`the server refused ${state === 'auth' ? 'AUTH' : 'SYNC'}: ${line.slice(1)}`);
-            if (state === 'auth') {
-              state = 'header';
-              socket.write(command('SYNC'));
+            if (state === 'step') {
+              const [step] = steps.shift() ?? [''];
+              if (line.startsWith('-')) return fail(`the server refused ${step}: ${line.slice(1)}`);
+              if (step === 'PSYNC' && !line.startsWith('+FULLRESYNC')) return fail(`an unexpected answer to PSYNC: ${line.slice(0, 80)}`);
+              const next = steps[0];
+              if (next) socket.write(next[1]);
+              else state = 'header';
               continue;
             }
             if (line.startsWith('$EOF:')) {
@@ -93,7 +103,7 @@ export async function takeRdbSnapshot(url: string, file: string, timeoutMs = 30_
             } else if (/^\$\d+$/.test(line)) {
               remaining = Number(line.slice(1));
               state = 'length';
-            } else return fail(`an unexpected answer to SYNC: ${line.slice(0, 80)}`);
+            } else return fail(`an unexpected answer to PSYNC: ${line.slice(0, 80)}`);
           } else if (state === 'length') {
             const part = buffer.subarray(0, remaining);
             write(part);
@@ -115,7 +125,7 @@ export async function takeRdbSnapshot(url: string, file: string, timeoutMs = 30_
           }
         }
       });
-      socket.write(password === undefined ? command('SYNC') : command('AUTH', ...(username !== undefined ? [username] : []), password));
+      socket.write(steps[0]?.[1] ?? Buffer.alloc(0));
     });
   } finally {
     socket.destroy();
