@@ -1,1 +1,2 @@
 export * from './rdb-snapshot';
+export * from './snapshot-store';
