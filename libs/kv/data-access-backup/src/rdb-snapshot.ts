@@ -26,8 +26,9 @@ const EOF_MARK_BYTES = 40;
 /**
  * Takes an RDB snapshot of the Redis (or Valkey) server a `redis://` or `rediss://` URL names, into `file`, through the
  * replication protocol as `redis-cli --rdb` does: after `AUTH` with the URL's user and `REPLCONF capa eof`,
- * `PSYNC ? -1` (`+FULLRESYNC …`) makes the server send its whole dataset as one RDB (every logical database, expiry times, module data such as RediSearch's index
- * definitions), which a new server started with that file as its `dbfilename` loads as it was. The server sends it
+ * `PSYNC ? -1` (`+FULLRESYNC …`) makes the server send its whole dataset as one RDB (every logical database, expiry
+ * times, module data such as RediSearch's index definitions), which a new server started with that file as its
+ * `dbfilename` loads as it was. The server sends it
  * either after a BGSAVE (`$<length>\r\n` then the bytes) or diskless (`$EOF:<mark>\r\n`, the bytes, the mark);
  * before either it may send `\n` keepalives. The connection is closed once the RDB is complete (the server drops
  * it as a lost replica). The URL's user needs the `psync` and `replconf` commands (`+@admin`).
