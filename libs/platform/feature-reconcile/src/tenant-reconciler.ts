@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { KubernetesObject, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
 import {
+  AclStateRefused,
   type Backends,
   type KvAclState,
   type RetiredResource,
@@ -223,7 +224,7 @@ export class TenantReconciler {
       if (kept && !complete) {
         const restored = await this.registryCall(() => this.registry.restoreKvAclState(namespace, id, kept)).catch((error: unknown) => {
           // Altered by hand (the namespace's users may write Secrets): refused whole, and the registry's state replaces it.
-          if (!(error instanceof TypeError)) throw error;
+          if (!(error instanceof AclStateRefused)) throw error;
           void this.kube.event(r, 'Warning', 'AclStateRefused', error.message);
           return 0;
         });

@@ -89,6 +89,18 @@ export class RegistryMissingError extends Error {
   }
 }
 
+/**
+ * Thrown by RegistryWriter.restoreKvAclState when the copy to restore holds items that are not the database's own
+ * (another database's tokens, users without its prefix): the copy is writable by the namespace's users, so it is
+ * refused whole and the registry's state wins.
+ */
+export class AclStateRefused extends Error {
+  constructor(database: string, foreign: string[]) {
+    super(`ACL state of ${database} holds items of another database or user: ${foreign.join(', ')}`);
+    this.name = 'AclStateRefused';
+  }
+}
+
 /** The tenant of a key made by `registryKeys.tenantAclTokens` (announced when its run-time ACL state changes), or undefined for other keys. */
 export function parseTenantAclTokensKey(key: string): string | undefined {
   const [prefix = '', suffix = ''] = registryKeys.tenantAclTokens('\0').split('\0');

@@ -5,6 +5,7 @@ import { generateSigningKey, tokenDigest } from './credentials';
 import { type RegistrySeal, SealError } from './sealed';
 import { PLATFORM_OWNER } from './platform-servers';
 import {
+  AclStateRefused,
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
   type QueueProjectRecord,
@@ -460,12 +461,12 @@ export class RegistryWriter {
    * restarted empty). The copy lives where the tenant's own users may write: only tokens of this database whose
    * Redis user is one of the tenant's (`<database>:` prefix) and users of that prefix are taken.
    * @returns how many tokens and users were written back
-   * @throws Error when the control Redis fails; TypeError when `state` does not hold every item only this database's
+   * @throws Error when the control Redis fails; AclStateRefused when `state` holds items that are not this database's own
    */
   async restoreKvAclState(tenant: string, database: string, state: KvAclState): Promise<number> {
     const tenantUser = (user: string | undefined) => user !== undefined && user.startsWith(`${database}:`);
     const foreign = [...state.tokens.filter((t) => t.tenant !== tenant || t.resource !== database || t.role !== 'acl' || !tenantUser(t.aclUser)).map((t) => t.digest), ...Object.keys(state.users).filter((u) => !tenantUser(u))];
-    if (foreign.length > 0) throw new TypeError(`ACL state of ${database} holds items of another database or user: ${foreign.join(', ')}`);
+    if (foreign.length > 0) throw new AclStateRefused(database, foreign);
     const have = await this.kvAclState(tenant, database);
     const digests = new Set(have.tokens.map((t) => t.digest));
     const tokens = state.tokens.filter((t) => !digests.has(t.digest));

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { type RedisServer, startRedisServer } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 import { DailyQuota } from './daily-quota';
-import { REGISTRY_CHANNEL, RegistryMissingError, kvDatabaseId, queueProjectId, registryKeys } from './records';
+import { AclStateRefused, REGISTRY_CHANNEL, RegistryMissingError, kvDatabaseId, queueProjectId, registryKeys } from './records';
 import { RegistryReader } from './registry-reader';
 import { type KvAclState, RegistryWriter } from './registry-writer';
 import { type TenantDocument, tenantDocumentSchema } from './tenant-spec';
@@ -138,7 +138,7 @@ describe('tenant registry on a real Redis', () => {
       { tokens: [], users: { 'restash-readonly': Object.values(kept.users)[0] ?? '' } },
     ];
     for (const altered of alterations) {
-      await expect(writer.restoreKvAclState('eta', 'eta.main', altered)).rejects.toThrow(TypeError);
+      await expect(writer.restoreKvAclState('eta', 'eta.main', altered)).rejects.toThrow(AclStateRefused);
     }
     expect(await writer.kvAclState('eta', 'eta.main')).toEqual(kept);
     await writer.deleteTenant('eta');
