@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crdFileName, crdFileText, crdOf, type SchemaNode, structuralSchema } from './crd';
-import { KIND_NAMES, withRule } from './kinds';
+import { CRD_KINDS, KINDS, KV_BACKUP_KIND, withRule } from './kinds';
 import { z } from 'zod';
 
 const crdsDir = join(__dirname, '../../../../deploy/crds');
@@ -14,12 +14,14 @@ function nodes(node: SchemaNode, path = ''): Array<[string, SchemaNode]> {
 }
 
 describe('crdOf', () => {
-  it.each(KIND_NAMES)('%s: the committed deploy/crds file is the generated one (run make crds)', (kind) => {
-    expect(readFileSync(join(crdsDir, crdFileName(kind)), 'utf8')).toBe(crdFileText(kind));
+  const kinds = CRD_KINDS.map((info) => [info.kind, info] as const);
+
+  it.each(kinds)('%s: the committed deploy/crds file is the generated one (run make crds)', (_kind, info) => {
+    expect(readFileSync(join(crdsDir, crdFileName(info)), 'utf8')).toBe(crdFileText(info));
   });
 
-  it.each(KIND_NAMES)('%s: a structural schema (typed nodes, no additionalProperties, list-map keys required)', (kind) => {
-    const schema = crdOf(kind).spec.versions[0].schema.openAPIV3Schema;
+  it.each(kinds)('%s: a structural schema (typed nodes, no additionalProperties, list-map keys required)', (_kind, info) => {
+    const schema = crdOf(info).spec.versions[0].schema.openAPIV3Schema;
     for (const [path, node] of nodes(schema)) {
       expect([path, typeof node.type]).toEqual([path, 'string']);
       expect([path, 'additionalProperties' in node]).toEqual([path, false]);
@@ -36,7 +38,7 @@ describe('crdOf', () => {
   });
 
   it('carries the CEL rules beside the zod checks', () => {
-    const spec = crdOf('QueueProject').spec.versions[0].schema.openAPIV3Schema.properties as Record<string, SchemaNode>;
+    const spec = crdOf(KINDS.QueueProject).spec.versions[0].schema.openAPIV3Schema.properties as Record<string, SchemaNode>;
     const retries = (spec.spec.properties as Record<string, SchemaNode>).retries;
     expect(retries['x-kubernetes-validations']).toEqual([
       { rule: 'self.default <= self.max', message: 'retries.default must not exceed retries.max', fieldPath: '.default' },
@@ -44,13 +46,14 @@ describe('crdOf', () => {
     expect(retries.default).toEqual({ default: 3, max: 10 });
   });
 
-  it('prints Ready and Reason first and Age last', () => {
-    expect(crdOf('VectorIndex').spec.versions[0].additionalPrinterColumns.map((c) => c.name)).toEqual(['Ready', 'Reason', 'Dimension', 'Metric', 'Age']);
+  it('prints Ready and Reason first and Age last; a KvBackup its phase instead', () => {
+    expect(crdOf(KINDS.VectorIndex).spec.versions[0].additionalPrinterColumns.map((c) => c.name)).toEqual(['Ready', 'Reason', 'Dimension', 'Metric', 'Age']);
+    expect(crdOf(KV_BACKUP_KIND).spec.versions[0].additionalPrinterColumns.map((c) => c.name)).toEqual(['Database', 'Phase', 'Bytes', 'Completed', 'Age']);
   });
 
   it('requires a spec only where the spec has fields without defaults', () => {
-    expect(crdOf('VectorIndex').spec.versions[0].schema.openAPIV3Schema.required).toEqual(['spec']);
-    expect(crdOf('QueueProject').spec.versions[0].schema.openAPIV3Schema.required).toBeUndefined();
+    expect(crdOf(KINDS.VectorIndex).spec.versions[0].schema.openAPIV3Schema.required).toEqual(['spec']);
+    expect(crdOf(KINDS.QueueProject).spec.versions[0].schema.openAPIV3Schema.required).toBeUndefined();
   });
 });
 

@@ -1,3 +1,4 @@
+import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 
 /** The API group of restash's custom resources. */
@@ -72,8 +73,88 @@ function limits(maxRequestBytes: number) {
     .describe('Request limits.');
 }
 
+/** The characters and field count of a cron expression, for the API server (CEL cannot parse cron): 5 or 6 fields. */
+const CRON_SHAPE = /^[0-9A-Za-z*?\/,#-]+( +[0-9A-Za-z*?\/,#-]+){4,5}$/;
+
+/**
+ * Whether `value` is a cron expression restash runs (cron-parser's grammar: lists, ranges, steps, month and day
+ * names): 5 fields (minute, hour, day of month, month, day of week) or 6 with seconds first, as CloudNativePG's
+ * ScheduledBackup takes them; always in UTC.
+ */
+export function isCronSchedule(value: string): boolean {
+  if (!CRON_SHAPE.test(value)) return false;
+  try {
+    CronExpressionParser.parse(value, { tz: 'UTC' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** An age as a count and a unit: `s`, `m`, `h`, `d` or `w` (`30d`). */
+export const AGE = /^[1-9][0-9]{0,5}[smhdw]$/;
+
+/** An S3 bucket name (the AWS rules restash checks: 3–63 of a-z 0-9 . -, starting and ending with a letter or digit). */
+const bucketName = z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name: 3–63 of a-z 0-9 . -');
+
+/** Where snapshots are kept: an S3-compatible bucket, a key prefix and the credentials (the namespace's Secrets). */
+const s3TargetFields = {
+  endpoint: httpUrl.optional().describe('The S3 endpoint of a self-hosted store (SeaweedFS, MinIO, Ceph RGW); absent for AWS S3.'),
+  region: z.string().min(1).max(64).default('us-east-1').describe("The bucket's region."),
+  bucket: bucketName.describe('The bucket; it must exist.'),
+  forcePathStyle: z.boolean().default(true).describe('<endpoint>/<bucket>/<key> addressing (most self-hosted stores); false for virtual-hosted buckets.'),
+  accessKeyIdSecretRef: secretKeyRef.describe("Secret key holding the access key id."),
+  secretAccessKeySecretRef: secretKeyRef.describe("Secret key holding the secret access key."),
+};
+const s3Key = z.string().min(1).max(900).regex(/^[A-Za-z0-9!_.*'()\/-]+$/, "must be an object key of A-Z a-z 0-9 ! _ . * ' ( ) / -");
+const s3Target = z.strictObject({
+  ...s3TargetFields,
+  prefix: s3Key.optional().describe('Prepended to every snapshot key; default `<namespace>/<database>/`.'),
+});
+export type S3Target = z.output<typeof s3Target>;
+
+/** `KvDatabase.spec.backup`: where snapshots go, when they are taken, how many are kept. */
+const kvBackupPolicy = z.strictObject({
+  schedule: z
+    .string()
+    .max(256)
+    .regex(CRON_SHAPE, 'must be a cron expression of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), in UTC')
+    .refine(isCronSchedule, 'must be a cron expression cron-parser reads')
+    .optional()
+    .describe('When to take a backup: cron, 5 fields or 6 with seconds first, UTC; without it only KvBackup objects take them.'),
+  retention: z
+    .strictObject({
+      count: z.number().int().min(1).max(1000).optional().describe('Keep at most this many completed backups of this database, the newest.'),
+      maxAge: z.string().regex(AGE, 'must be a count and a unit: s, m, h, d or w (30d)').optional().describe('Delete completed backups older than this (30d, 12h).'),
+    })
+    .optional()
+    .describe('Which completed backups are kept; the newest completed one is always kept.'),
+  deletionPolicy: z.enum(['Retain', 'Delete']).default('Retain').describe('Retain: the backups outlive the database; Delete: deleted with it.'),
+  s3: s3Target.describe('The S3-compatible bucket the snapshots go to.'),
+  restoreNamespaces: z.array(dnsLabel).max(100).default([]).describe('Other namespaces whose KvDatabases may restore from these backups.'),
+});
+
+/** `KvDatabase.spec.restore`: the snapshot a new database starts from (a KvBackup, or an object in a bucket). */
+const kvRestoreSource = withRule(
+  z.strictObject({
+    backup: z
+      .strictObject({
+        name: dnsLabel.describe('A KvBackup name.'),
+        namespace: dnsLabel.optional().describe("Its namespace; default the database's. Another namespace's backup needs that database's backup.restoreNamespaces to name this one."),
+      })
+      .optional()
+      .describe('A completed KvBackup.'),
+    s3: z
+      .strictObject({ ...s3TargetFields, key: s3Key.describe("The snapshot's object key.") })
+      .optional()
+      .describe('An RDB snapshot in an S3-compatible bucket.'),
+  }),
+  { rule: 'has(self.backup) != has(self.s3)', message: 'set one of backup and s3' },
+  (source) => (source.backup === undefined) !== (source.s3 === undefined),
+);
+
 /** `KvDatabase.spec`: where the database's Redis is (managed by the operator, or an external one) and its limits. */
-export const kvDatabaseSpecSchema = z.strictObject({
+const kvDatabaseFields = z.strictObject({
   redis: withRule(
     z.strictObject({
       managed: z
@@ -96,7 +177,21 @@ export const kvDatabaseSpecSchema = z.strictObject({
     .prefault({ managed: {} })
     .describe('The Redis server of the database: managed (the default) or external.'),
   limits: limits(KV_MAX_REQUEST_BYTES),
+  backup: kvBackupPolicy.optional().describe('Backups of the database: RDB snapshots in an S3-compatible bucket, on a schedule and on demand (KvBackup).'),
+  restore: kvRestoreSource.optional().describe('The snapshot a new managed database starts from; set at creation only.'),
 });
+
+export const kvDatabaseSpecSchema = withTransitionRule(
+  withRule(
+    kvDatabaseFields,
+    { rule: '!has(self.restore) || !has(self.redis.external)', message: 'restore is for managed databases: an external Redis is restored where it runs', fieldPath: '.restore' },
+    (spec) => spec.restore === undefined || spec.redis.external === undefined,
+  ),
+  {
+    rule: 'has(self.restore) == has(oldSelf.restore) && (!has(self.restore) || self.restore == oldSelf.restore)',
+    message: 'restore is set when a database is created and never changed: a restore into an existing database is refused (create a new KvDatabase)',
+  },
+);
 export type KvDatabaseSpec = z.output<typeof kvDatabaseSpecSchema>;
 
 /** Upstash Vector's similarity functions (the registry's SIMILARITY_FUNCTIONS). */
@@ -264,6 +359,47 @@ export const statusSchema = z.strictObject({
 });
 export type ResourceStatus = z.output<typeof statusSchema>;
 
+const dateTime = z.string().meta({ format: 'date-time' });
+
+/** A KvDatabase's status: the shared fields, and those of its backups (written by the operator's backup controller). */
+export const kvDatabaseStatusSchema = statusSchema.extend({
+  lastSuccessfulBackup: z.string().optional().describe('The newest completed KvBackup of this database.'),
+  lastSuccessfulBackupTime: dateTime.optional().describe('When it completed.'),
+  lastScheduleTime: dateTime.optional().describe('When spec.backup.schedule last made a KvBackup.'),
+  nextScheduleTime: dateTime.optional().describe('When it makes the next.'),
+});
+export type KvDatabaseStatus = z.output<typeof kvDatabaseStatusSchema>;
+
+/** `KvBackup.spec`: the database it backs up; the database's `spec.backup` says where to. */
+export const kvBackupSpecSchema = withTransitionRule(
+  z.strictObject({
+    database: dnsLabel.describe("The KvDatabase in this namespace to back up; its spec.backup.s3 says where the snapshot goes."),
+  }),
+  { rule: 'self == oldSelf', message: 'a KvBackup is never changed: create another' },
+);
+export type KvBackupSpec = z.output<typeof kvBackupSpecSchema>;
+
+/** The phases of a KvBackup: Pending (not started), Running, Completed (its snapshot is stored), Failed (see message). */
+export const KV_BACKUP_PHASES = ['Pending', 'Running', 'Completed', 'Failed'] as const;
+export type KvBackupPhase = (typeof KV_BACKUP_PHASES)[number];
+
+/** Where a KvBackup's snapshot is: the bucket, its key and the credentials to read it (copied from the database's spec.backup.s3). */
+const snapshotLocation = z.strictObject({ ...s3TargetFields, key: s3Key });
+export type SnapshotLocation = z.output<typeof snapshotLocation>;
+
+/** A KvBackup's status (CloudNativePG's Backup status as the model): phase, times, size and digest of the snapshot, where it is. */
+export const kvBackupStatusSchema = z.strictObject({
+  phase: z.enum(KV_BACKUP_PHASES).optional(),
+  message: z.string().max(32_768).optional().describe('Why it failed, or what it waits for.'),
+  startedAt: dateTime.optional(),
+  completedAt: dateTime.optional(),
+  bytes: z.number().int().min(0).optional().describe("The snapshot's size in bytes."),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/).optional().describe("The snapshot's SHA-256, as uploaded (hex)."),
+  location: snapshotLocation.optional().describe('Where the snapshot is stored.'),
+  restoreNamespaces: z.array(dnsLabel).max(100).optional().describe("Other namespaces that may restore from it (the database's spec.backup.restoreNamespaces when it was taken)."),
+});
+export type KvBackupStatus = z.output<typeof kvBackupStatusSchema>;
+
 /** The metadata restash reads and writes (a subset of metav1.ObjectMeta). */
 export interface ResourceMetadata {
   name: string;
@@ -286,7 +422,15 @@ interface Resource<K extends string, S> {
 }
 
 /** A KV database (Upstash Redis REST API), in the tenant's namespace. */
-export type KvDatabase = Resource<'KvDatabase', KvDatabaseSpec>;
+export type KvDatabase = Resource<'KvDatabase', KvDatabaseSpec> & { status?: KvDatabaseStatus };
+/** One backup of a KV database (issue 32): not a tenant resource of its own (no Secret, nothing in the registry). */
+export interface KvBackup {
+  apiVersion: typeof API_VERSION;
+  kind: 'KvBackup';
+  metadata: ResourceMetadata & { creationTimestamp?: string; ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string }> };
+  spec: KvBackupSpec;
+  status?: KvBackupStatus;
+}
 /** A vector index (Upstash Vector API). */
 export type VectorIndex = Resource<'VectorIndex', VectorIndexSpec>;
 /** A stream cluster (Upstash Kafka REST API). */
@@ -305,21 +449,28 @@ export interface PrinterColumn {
   priority?: number;
 }
 
-/** What the API server and the appliers need to know about one kind. */
-export interface KindInfo {
-  kind: KindName;
+/** What a CustomResourceDefinition needs to know about one kind (crdOf). */
+export interface CrdInfo {
+  kind: KindName | 'KvBackup';
   plural: string;
   singular: string;
   shortNames: string[];
   listKind: string;
   spec: z.ZodType;
   status: z.ZodType;
-  /** The kind's own columns; crdOf adds Ready and Reason before them and Age after. */
+  /** The kind's own columns; crdOf adds Ready and Reason (tenant resources) before them and Age after. */
   printerColumns: PrinterColumn[];
-  /** The keys of the kind's Secret, the names the official SDKs read. */
-  secretKeys: readonly string[];
   /** A limit on `metadata.name` below the DNS label's 63, when objects named after the resource need room. */
   nameMaxLength?: number;
+  /** What it is, for the CRD's description. */
+  description: string;
+}
+
+/** What the API server and the appliers need to know about one tenant resource's kind. */
+export interface KindInfo extends CrdInfo {
+  kind: KindName;
+  /** The keys of the kind's Secret, the names the official SDKs read. */
+  secretKeys: readonly string[];
 }
 
 const SECRET_KEYS = {
@@ -344,7 +495,8 @@ export const KINDS: Record<KindName, KindInfo> = {
     shortNames: ['kvdb'],
     listKind: 'KvDatabaseList',
     spec: kvDatabaseSpecSchema,
-    status: statusSchema,
+    status: kvDatabaseStatusSchema,
+    description: 'KV database (Upstash Redis REST API)',
     printerColumns: [
       { name: 'Storage', type: 'string', jsonPath: '.spec.redis.managed.storage', description: 'Size of the managed Redis volume' },
       { name: 'External Secret', type: 'string', jsonPath: '.spec.redis.external.urlSecretRef.name', description: 'Secret holding the external Redis URL' },
@@ -362,6 +514,7 @@ export const KINDS: Record<KindName, KindInfo> = {
     listKind: 'VectorIndexList',
     spec: vectorIndexSpecSchema,
     status: statusSchema,
+    description: 'vector index (Upstash Vector API)',
     printerColumns: [
       { name: 'Dimension', type: 'integer', jsonPath: '.spec.dimension' },
       { name: 'Metric', type: 'string', jsonPath: '.spec.similarityFunction' },
@@ -376,6 +529,7 @@ export const KINDS: Record<KindName, KindInfo> = {
     listKind: 'StreamClusterList',
     spec: streamClusterSpecSchema,
     status: statusSchema,
+    description: 'stream cluster (Upstash Kafka REST API)',
     printerColumns: [{ name: 'Topics', type: 'string', jsonPath: '.spec.topics[*].name' }],
     secretKeys: SECRET_KEYS.StreamCluster,
   },
@@ -387,6 +541,7 @@ export const KINDS: Record<KindName, KindInfo> = {
     listKind: 'QueueProjectList',
     spec: queueProjectSpecSchema,
     status: statusSchema,
+    description: 'queue project (QStash API)',
     printerColumns: [{ name: 'Retries', type: 'integer', jsonPath: '.spec.retries.max', description: 'Most retries a message may ask for' }],
     secretKeys: SECRET_KEYS.QueueProject,
   },
@@ -394,6 +549,27 @@ export const KINDS: Record<KindName, KindInfo> = {
 
 /** The kind names, in the order of KINDS. */
 export const KIND_NAMES = Object.keys(KINDS) as KindName[];
+
+/** KvBackup (issue 32; README, "KV: backups and restore"), modelled on CloudNativePG's Backup. */
+export const KV_BACKUP_KIND: CrdInfo = {
+  kind: 'KvBackup',
+  plural: 'kvbackups',
+  singular: 'kvbackup',
+  shortNames: ['kvbk'],
+  listKind: 'KvBackupList',
+  spec: kvBackupSpecSchema,
+  status: kvBackupStatusSchema,
+  description: 'backup of a KvDatabase (an RDB snapshot in an S3-compatible bucket)',
+  printerColumns: [
+    { name: 'Database', type: 'string', jsonPath: '.spec.database' },
+    { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+    { name: 'Bytes', type: 'integer', jsonPath: '.status.bytes' },
+    { name: 'Completed', type: 'date', jsonPath: '.status.completedAt' },
+  ],
+};
+
+/** Every kind restash defines a CRD for: the tenant resources' and KvBackup. */
+export const CRD_KINDS: readonly CrdInfo[] = [...KIND_NAMES.map((kind) => KINDS[kind]), KV_BACKUP_KIND];
 
 /** The tokens of one resource's Secret; a queue project's also has its signing keys. */
 export interface SecretTokens {

@@ -13,12 +13,27 @@ export interface RuleCase {
 }
 
 const external = { external: { urlSecretRef: { name: 'redis', key: 'url' } } };
+const creds = { accessKeyIdSecretRef: { name: 's3', key: 'id' }, secretAccessKeySecretRef: { name: 's3', key: 'secret' } };
+const s3 = { endpoint: 'http://s3.backup:8333', bucket: 'kv-backups', ...creds };
+const backup = (extra: Record<string, unknown>) => ({ backup: { s3, ...extra } });
 
 export const RULE_CASES: RuleCase[] = [
   { kind: 'KvDatabase', what: 'managed and external together', spec: { redis: { managed: {}, ...external } }, valid: false },
   { kind: 'KvDatabase', what: 'external alone', spec: { redis: external }, valid: true },
   { kind: 'KvDatabase', what: 'managed alone', spec: { redis: { managed: { storage: '2Gi' } } }, valid: true },
   { kind: 'KvDatabase', what: 'an empty spec (managed, 1Gi)', spec: {}, valid: true },
+  { kind: 'KvDatabase', what: 'a backup schedule of 5 fields', spec: backup({ schedule: '0 3 * * *', retention: { count: 7, maxAge: '30d' } }), valid: true },
+  { kind: 'KvDatabase', what: 'a backup schedule of 6 fields (seconds first)', spec: backup({ schedule: '*/10 * * * * *' }), valid: true },
+  { kind: 'KvDatabase', what: 'a backup schedule that is not cron', spec: backup({ schedule: 'every day' }), valid: false },
+  { kind: 'KvDatabase', what: 'a backup schedule of 7 fields', spec: backup({ schedule: '0 0 3 * * * 2026' }), valid: false },
+  { kind: 'KvDatabase', what: 'a backup retention maxAge without unit', spec: backup({ retention: { maxAge: '30' } }), valid: false },
+  { kind: 'KvDatabase', what: 'a backup retention count of 0', spec: backup({ retention: { count: 0 } }), valid: false },
+  { kind: 'KvDatabase', what: 'a backup without credentials', spec: { backup: { bucket: 'kv-backups' } }, valid: false },
+  { kind: 'KvDatabase', what: 'a restore from a KvBackup', spec: { restore: { backup: { name: 'main-1' } } }, valid: true },
+  { kind: 'KvDatabase', what: 'a restore from an S3 key', spec: { restore: { s3: { ...s3, key: 'shop/main/a.rdb' } } }, valid: true },
+  { kind: 'KvDatabase', what: 'a restore naming both a backup and an S3 key', spec: { restore: { backup: { name: 'main-1' }, s3: { ...s3, key: 'a.rdb' } } }, valid: false },
+  { kind: 'KvDatabase', what: 'a restore naming neither', spec: { restore: {} }, valid: false },
+  { kind: 'KvDatabase', what: 'a restore into an external database', spec: { redis: external, restore: { backup: { name: 'main-1' } } }, valid: false },
   { kind: 'StreamCluster', what: "topic '.'", spec: { topics: [{ name: '.' }] }, valid: false },
   { kind: 'StreamCluster', what: "topic '..'", spec: { topics: [{ name: '..' }] }, valid: false },
   { kind: 'StreamCluster', what: "topic '...'", spec: { topics: [{ name: '...' }] }, valid: true },
@@ -58,4 +73,7 @@ export const TRANSITION_CASES: TransitionCase[] = [
   { kind: 'VectorIndex', what: 'type changed', old: { type: 'HYBRID', dimension: 3 }, new: { type: 'DENSE', dimension: 3 }, valid: false },
   { kind: 'VectorIndex', what: 'similarityFunction changed from its default', old: { dimension: 3 }, new: { dimension: 3, similarityFunction: 'EUCLIDEAN' }, valid: false },
   { kind: 'VectorIndex', what: 'limits changed', old: { dimension: 3 }, new: { dimension: 3, limits: { dailyRequests: 5 } }, valid: true },
+  { kind: 'KvDatabase', what: 'a restore added to an existing database', old: {}, new: { restore: { backup: { name: 'main-1' } } }, valid: false },
+  { kind: 'KvDatabase', what: 'a restore changed', old: { restore: { backup: { name: 'main-1' } } }, new: { restore: { backup: { name: 'main-2' } } }, valid: false },
+  { kind: 'KvDatabase', what: 'a restore kept while backups are added', old: { restore: { backup: { name: 'main-1' } } }, new: { restore: { backup: { name: 'main-1' } }, ...backup({}) }, valid: true },
 ];
