@@ -405,6 +405,7 @@ export interface ResourceMetadata {
   name: string;
   namespace: string;
   uid?: string;
+  creationTimestamp?: string;
   generation?: number;
   resourceVersion?: string;
   annotations?: Record<string, string>;
@@ -427,7 +428,7 @@ export type KvDatabase = Resource<'KvDatabase', KvDatabaseSpec> & { status?: KvD
 export interface KvBackup {
   apiVersion: typeof API_VERSION;
   kind: 'KvBackup';
-  metadata: ResourceMetadata & { creationTimestamp?: string; ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string }> };
+  metadata: ResourceMetadata & { ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string }> };
   spec: KvBackupSpec;
   status?: KvBackupStatus;
 }

@@ -1,0 +1,2 @@
+export * from './backup-plan';
+export * from './backup-controller';
