@@ -26,6 +26,7 @@ const httpUrl = z.string().regex(/^https?:\/\//, 'must be an http:// or https://
  * | POD_NAME | the host name | this replica's identity in the Lease (the downward API's metadata.name) |
  * | RESYNC_SECONDS | 300 | every resource is reconciled at least this often |
  * | WORKERS | 2 | namespaces reconciled at once |
+ * | BACKUP_WORKERS | 2 | KvBackups taken at once (each streams one RDB snapshot through a temporary file) |
  * | HOST | 0.0.0.0 | address of the management server |
  * | MANAGEMENT_PORT | 9085 | /healthz, /readyz, /metrics |
  * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
@@ -53,6 +54,7 @@ export const operatorEnvSchema = z
     POD_NAME: z.string().min(1).default(hostname()),
     RESYNC_SECONDS: env.positiveInt(300),
     WORKERS: env.positiveInt(2),
+    BACKUP_WORKERS: env.positiveInt(2),
     HOST: z.string().default('0.0.0.0'),
     MANAGEMENT_PORT: env.port(9085),
     LOG_LEVEL: env.logLevel(),
@@ -75,6 +77,7 @@ export const operatorEnvSchema = z
     leaderElection: e.LEADER_ELECTION ? { namespace: e.LEASE_NAMESPACE, name: e.LEASE_NAME, identity: e.POD_NAME } : undefined,
     resyncMs: e.RESYNC_SECONDS * 1000,
     workers: e.WORKERS,
+    backupWorkers: e.BACKUP_WORKERS,
     queueStore: queueStoreConfig(e),
   }));
 

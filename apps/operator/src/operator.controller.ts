@@ -11,13 +11,16 @@ import {
 } from '@restash/operator/data-access-kubernetes';
 import { type ReconcileReport, WorkQueue } from '@restash/operator/util-controller';
 import { ResourcesNotReady, TenantReconciler, type TenantRegistry, type EngineAdmin } from '@restash/platform/feature-reconcile';
-import { GROUP, KIND_NAMES, KINDS, type KindName, type RestashResource, VERSION } from '@restash/shared/util-resources';
+import { GROUP, KIND_NAMES, KINDS, type KindName, type KvDatabase, type RestashResource, VERSION } from '@restash/shared/util-resources';
+import { BackupController, type BackupEngines } from '@restash/kv/feature-backup';
 import { Readiness, logEvent } from '@restash/shared/util-http';
 import { RegistryReader, parseTenantAclTokensKey, registryKeys } from '@restash/shared/data-access-registry';
 import { OPERATOR_CONFIG, type OperatorConfig } from './config';
 import { kubeAccess } from './kube-access';
 import { OperatorMetrics } from './operator-metrics';
-import { ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
+import { BACKUP_ENGINES, ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
+import { BackupLoop } from './backup-loop';
+import { backupKube } from './backup-kube';
 
 const logger = new Logger('Operator');
 
@@ -54,6 +57,9 @@ const REGISTRY_CHECK_TIMEOUT_MS = 1_000;
  * holds other signing keys than its Secret was written with (`POST /v2/keys/rotate`), its namespace is queued at
  * once, so the Secret follows a rotation without waiting for the periodic resync (README, "Queue: signing-key
  * rotation").
+ *
+ * Backups run beside (BackupLoop, kv-feature-backup's BackupController): KvBackups on a work queue of their own, and
+ * each KvDatabase's schedule looked at when it changes and at its next time (README, "KV: backups and restore").
  */
 @Injectable()
 export class OperatorController implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -68,12 +74,14 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
   /** The last registry check found the control Redis unreachable. */
   private registryDown = false;
   private reconciler: TenantReconciler | undefined;
+  private backups: BackupLoop | undefined;
   private stopping = false;
 
   constructor(
     @Inject(OPERATOR_CONFIG) private readonly config: OperatorConfig,
     @Inject(TENANT_REGISTRY) private readonly registry: TenantRegistry,
     @Inject(ENGINE_ADMIN) private readonly engines: EngineAdmin,
+    @Inject(BACKUP_ENGINES) private readonly backupEngines: BackupEngines,
     private readonly metrics: OperatorMetrics,
     private readonly readiness: Readiness,
     private readonly reader: RegistryReader,
@@ -85,6 +93,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     this.readiness.register('kubernetes', async () => {
       if (this.watches.size === 0) return; // standing by for the Lease
       await Promise.all([...this.watches.values()].map((w) => w.synced));
+      await this.backups?.synced;
     });
     const election = this.config.leaderElection;
     if (!election) {
@@ -116,10 +125,11 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
 
   /** Starts the informers and the work queue. */
   private start(): void {
+    const events = new EventRecorder(this.client.core, { instance: this.config.leaderElection?.identity ?? 'restash-operator' });
     const reconciler = (this.reconciler = new TenantReconciler(
       kubeAccess(
         this.client,
-        new EventRecorder(this.client.core, { instance: this.config.leaderElection?.identity ?? 'restash-operator' }),
+        events,
         (ns) => this.resources(ns),
         logger,
       ),
@@ -128,6 +138,19 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
       { backends: this.config.backends, urls: this.config.urls, managedRedis: this.config.managedRedis },
     ));
     this.reader.onChange((key) => void this.onRegistryChange(reconciler, key));
+    this.backups = new BackupLoop({
+      client: this.client,
+      controller: (backups) =>
+        new BackupController(
+          backupKube(this.client, events, backups, (namespace, name) => this.watches.get('KvDatabase')?.cache.get(name, namespace) as KvDatabase | undefined, logger),
+          this.backupEngines,
+        ),
+      workers: this.config.backupWorkers,
+      resyncMs: this.config.resyncMs,
+      log: logger,
+      onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind: 'KvBackup', reason }),
+      describeError: loggable,
+    });
     this.queue = new WorkQueue<string>({
       workers: this.config.workers,
       // Never a pass on a partial picture: a namespace's pass before every informer listed would take the resources of
@@ -158,8 +181,9 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
         path: `/apis/${GROUP}/${VERSION}/${plural}`,
         list: () => this.client.customObjects.listClusterCustomObject({ group: GROUP, version: VERSION, plural }) as Promise<KubernetesListObject<KubernetesObject>>,
         onEvent: (_type, object) => {
-          const namespace = object.metadata?.namespace;
+          const { namespace, name } = object.metadata ?? {};
           if (namespace) this.queue?.add(namespace);
+          if (namespace && name && kind === 'KvDatabase') this.backups?.databaseChanged(namespace, name);
         },
         onError: (error) => logEvent(logger, 'warn', 'watch.error', { engine: 'kubernetes', kind: plural, error: loggable(error) }),
         onRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
@@ -275,7 +299,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     clearInterval(this.depthTimer);
     clearInterval(this.registryTimer);
     await Promise.all([...this.watches.values()].map((w) => w.stop()));
-    await this.queue?.shutDown();
+    await Promise.all([this.queue?.shutDown(), this.backups?.stop()]);
     await this.elector?.stop();
   }
 }

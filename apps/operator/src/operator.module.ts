@@ -1,7 +1,7 @@
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { ObservabilityModule, engineErrorListener } from '@restash/shared/util-http';
-import { RegistrySeal, RegistryWriter, openRedis } from '@restash/shared/data-access-registry';
+import { RegistryReader, RegistrySeal, RegistryWriter, openRedis } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { QueueStore } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers } from '@restash/platform/feature-teardown';
@@ -10,7 +10,8 @@ import { registryKeys, tenantIndexRecordSchema } from '@restash/shared/data-acce
 import { OPERATOR_CONFIG, type OperatorConfig } from './config';
 import { OperatorController } from './operator.controller';
 import { OperatorMetrics } from './operator-metrics';
-import { ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
+import { BACKUP_ENGINES, ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
+import { backupEngines } from './backup-engines';
 
 /** Injection token of the queue store the operator purges deleted queue projects in (opened on first use). */
 const QUEUE_STORE = Symbol('QUEUE_STORE');
@@ -45,7 +46,7 @@ function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: Regist
 /**
  * The operator (apps/operator): the control Redis and readiness from TenancyModule (the registry's other
  * consumers use the same), the tenant registry through TenantTeardown (the code `tenants apply` and `tenants
- * delete` run), the engines' admin clients, the metrics and the {@link OperatorController}.
+ * delete` run), the engines' admin clients, the backups' engines, the metrics and the {@link OperatorController}.
  */
 @Module({})
 export class OperatorModule implements OnApplicationShutdown {
@@ -88,6 +89,7 @@ export class OperatorModule implements OnApplicationShutdown {
             tenantRegistry(control, new TenantTeardown(control, enginePurgers(() => queueStore.get()), { seal }), new RegistryWriter(control, seal)),
         },
         { provide: ENGINE_ADMIN, useFactory: () => engineAdmin({ qdrantTimeoutMs: 10_000 }) },
+        { provide: BACKUP_ENGINES, inject: [RegistryReader], useFactory: backupEngines },
         OperatorMetrics,
         OperatorController,
       ],

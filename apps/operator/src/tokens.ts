@@ -2,3 +2,5 @@
 export const TENANT_REGISTRY = Symbol('TENANT_REGISTRY');
 /** Injection token of the reconciler's EngineAdmin (Qdrant collections, Kafka topics). */
 export const ENGINE_ADMIN = Symbol('ENGINE_ADMIN');
+/** Injection token of the backup controller's BackupEngines (backup-engines.ts). */
+export const BACKUP_ENGINES = Symbol('BACKUP_ENGINES');

@@ -70,7 +70,7 @@ describe('default values (ci/default-values.yaml)', () => {
     expect(env['MANAGED_REDIS_IMAGE']).toBe('docker.io/library/redis:7.4.2');
     for (const name of ['KAFKA_BROKERS', 'QDRANT_URL', 'QDRANT_API_KEY', 'EMBEDDING_URL', 'EMBEDDING_API_KEY']) expect(env[name]).toBeUndefined();
     const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
-    expect(crds.map((c) => c.metadata.name).sort()).toEqual(['kvdatabases.restash.dev', 'queueprojects.restash.dev', 'streamclusters.restash.dev', 'vectorindexes.restash.dev']);
+    expect(crds.map((c) => c.metadata.name).sort()).toEqual(['kvbackups.restash.dev', 'kvdatabases.restash.dev', 'queueprojects.restash.dev', 'streamclusters.restash.dev', 'vectorindexes.restash.dev']);
     for (const crd of crds) expect(crd.metadata.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
   });
 
@@ -176,6 +176,8 @@ describe('operator RBAC', () => {
       { apiGroups: ['restash.dev'], resources: ['kvdatabases', 'vectorindexes', 'streamclusters', 'queueprojects'], verbs: ['list', 'watch', 'patch'] },
       { apiGroups: ['restash.dev'], resources: ['kvdatabases/status', 'vectorindexes/status', 'streamclusters/status', 'queueprojects/status'], verbs: ['patch'] },
       { apiGroups: ['restash.dev'], resources: ['kvdatabases/finalizers', 'vectorindexes/finalizers', 'streamclusters/finalizers', 'queueprojects/finalizers'], verbs: ['update'] },
+      { apiGroups: ['restash.dev'], resources: ['kvbackups'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
+      { apiGroups: ['restash.dev'], resources: ['kvbackups/status'], verbs: ['patch'] },
       { apiGroups: [''], resources: ['secrets', 'services'], verbs: ['get', 'create', 'patch', 'delete'] },
       { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['get', 'create', 'patch', 'delete'] },
       { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['delete'] },
@@ -199,7 +201,7 @@ describe('operator RBAC', () => {
     expect(none.filter((o) => o.metadata.name.startsWith('restash-operator') && /Role/.test(o.kind))).toEqual([]);
   });
 
-  it('aggregates the four kinds into admin, edit and view, or not', () => {
+  it('aggregates the four kinds and KvBackups into admin, edit and view, or not', () => {
     const roles = render().filter((o) => o.kind === 'ClusterRole' && o.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-view'] !== undefined);
     expect(roles.map((r) => r.metadata.name)).toEqual(['restash-view']);
     const all = render().filter((o) => o.kind === 'ClusterRole' && Object.keys(o.metadata.labels ?? {}).some((l) => l.startsWith('rbac.authorization.k8s.io/aggregate-to-')));
@@ -211,7 +213,7 @@ describe('operator RBAC', () => {
 
 describe('CRDs', () => {
   it("are deploy/crds' files byte for byte (make crds writes both)", () => {
-    for (const file of ['restash.dev_kvdatabases.yaml', 'restash.dev_queueprojects.yaml', 'restash.dev_streamclusters.yaml', 'restash.dev_vectorindexes.yaml']) {
+    for (const file of ['restash.dev_kvbackups.yaml', 'restash.dev_kvdatabases.yaml', 'restash.dev_queueprojects.yaml', 'restash.dev_streamclusters.yaml', 'restash.dev_vectorindexes.yaml']) {
       expect({ file, text: readFileSync(join(CHART_DIR, 'files/crds', file), 'utf8') }).toEqual({ file, text: readFileSync(join(REPO_ROOT, 'deploy/crds', file), 'utf8') });
     }
   });
@@ -222,7 +224,7 @@ describe('CRDs', () => {
       const source = parse(readFileSync(join(REPO_ROOT, 'deploy/crds', `restash.dev_${crd['spec'].names.plural}.yaml`), 'utf8')) as K8sObject;
       expect(crd).toEqual({ ...source, metadata: { ...source.metadata, annotations: { 'helm.sh/resource-policy': 'keep' } } });
     }
-    expect(rendered).toHaveLength(4);
+    expect(rendered).toHaveLength(5);
     expect(kinds(render({ set: { 'crds.install': false } }))).not.toContain('CustomResourceDefinition');
   });
 });

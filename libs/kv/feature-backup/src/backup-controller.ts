@@ -76,8 +76,16 @@ export interface BackupControllerOptions {
   waitMs?: number;
 }
 
-/** A KvBackup could not run for a reason of its spec or its database's: Failed with this message. */
-class BackupRefused extends Error {}
+/** A KvBackup cannot run for a reason of its spec, its database's or its Secrets': Failed with this message. */
+class BackupRefused extends Error {
+  /** @param mayChange whether the reason may go away soon (something not made yet): the backup waits a while first */
+  constructor(
+    message: string,
+    readonly mayChange: boolean,
+  ) {
+    super(message);
+  }
+}
 
 const toTime = (at: Date) => at.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
@@ -109,8 +117,8 @@ export class BackupController {
   /**
    * One pass over KvBackup `namespace/name`: its snapshot deleted when it is being deleted, else run when it has not
    * completed or failed (again when a process that ran it died), then its database's retention applied.
-   * @throws Error when the API server fails (the work queue retries); a failed snapshot or upload is the backup's
-   *   Failed phase instead
+   * @throws Error when the API server or the registry fails (the work queue retries); a failed snapshot or upload is
+   *   the backup's Failed phase instead
    */
   async reconcileBackup(namespace: string, name: string): Promise<BackupResult> {
     const backup = this.kube.backups(namespace).find((b) => b.metadata.name === name);
@@ -130,13 +138,14 @@ export class BackupController {
     const id = `${namespace}/${name}`;
     if (phase === 'Completed' || phase === 'Failed' || this.running.has(id)) return this.adopt(backup);
     const database = this.kube.database(namespace, backup.spec.database);
+    const policy = database?.spec.backup;
+    // The registry's answer: an error (the control Redis away) is the work queue's to retry, never the backup's failure.
+    const url = database && policy ? await this.engines.sourceUrl(namespace, database.metadata.name) : undefined;
     try {
-      if (!database) throw new BackupRefused(`KvDatabase ${backup.spec.database} not found in namespace ${namespace}`);
-      const policy = database.spec.backup;
-      if (!policy) throw new BackupRefused(`KvDatabase ${database.metadata.name} has no spec.backup: nowhere to store the snapshot`);
-      const url = await this.engines.sourceUrl(namespace, database.metadata.name);
-      if (!url) throw new BackupRefused(`KvDatabase ${database.metadata.name} is not registered yet (not Ready)`);
-      if (!url.startsWith('redis://') && !url.startsWith('rediss://')) throw new BackupRefused(`KvDatabase ${database.metadata.name}: backups need a redis:// or rediss:// server, not ${url.split(':')[0]}://`);
+      if (!database) throw new BackupRefused(`KvDatabase ${backup.spec.database} not found in namespace ${namespace}`, true);
+      if (!policy) throw new BackupRefused(`KvDatabase ${database.metadata.name} has no spec.backup: nowhere to store the snapshot`, false);
+      if (!url) throw new BackupRefused(`KvDatabase ${database.metadata.name} is not registered yet (not Ready)`, true);
+      if (!url.startsWith('redis://') && !url.startsWith('rediss://')) throw new BackupRefused(`KvDatabase ${database.metadata.name}: backups need a redis:// or rediss:// server, not ${url.split(':')[0]}://`, false);
       if (!finalizers.includes(SNAPSHOT_FINALIZER)) await this.kube.setBackupFinalizers(backup, [...finalizers, SNAPSHOT_FINALIZER]);
       await this.kube.setBackupOwner(backup, policy.deletionPolicy === 'Delete' ? database : undefined);
       const { s3 } = policy;
@@ -149,11 +158,12 @@ export class BackupController {
         secretAccessKeySecretRef: s3.secretAccessKeySecretRef,
         key: snapshotKey(s3.prefix, namespace, database.metadata.name, name),
       };
+      const access = await this.access(namespace, location);
       this.running.add(id);
       try {
         const startedAt = toTime(this.now());
         await this.kube.patchBackupStatus(backup, { phase: 'Running', startedAt, location, restoreNamespaces: policy.restoreNamespaces, message: '' });
-        const stored = await this.upload(namespace, url, location);
+        const stored = await this.upload(url, access, location.key);
         const completedAt = toTime(this.now());
         await this.kube.patchBackupStatus(backup, { phase: 'Completed', completedAt, bytes: stored.bytes, ...(stored.sha256 ? { sha256: stored.sha256 } : {}) });
         await this.kube.event(backup, 'Normal', 'Completed', `snapshot of ${stored.bytes} bytes stored as ${location.bucket}/${location.key}`);
@@ -166,12 +176,11 @@ export class BackupController {
       return 'done';
     } catch (error) {
       const young = this.now().getTime() - (Date.parse(backup.metadata.creationTimestamp ?? '') || 0) < this.waitMs;
-      if (error instanceof BackupRefused && young && !(database && !database.spec.backup)) {
-        // A database just made, or not Ready yet: the backup waits for it a while.
+      if (error instanceof BackupRefused && error.mayChange && young) {
+        // A database or Secret just made, or a database not Ready yet: the backup waits for it a while.
         if (backup.status?.message !== error.message) await this.kube.patchBackupStatus(backup, { phase: 'Pending', message: error.message });
         return { requeueAfterMs: 2_000 };
       }
-      if (!(error instanceof BackupRefused) && isKubernetesError(error)) throw error;
       const message = error instanceof Error ? error.message : String(error);
       await this.kube.patchBackupStatus(backup, { phase: 'Failed', completedAt: toTime(this.now()), message });
       await this.kube.event(backup, 'Warning', 'Failed', message);
@@ -238,14 +247,14 @@ export class BackupController {
     }
   }
 
-  /** The snapshot of the server at `url`, through a temporary file, into the bucket. */
-  private async upload(namespace: string, url: string, location: SnapshotLocation): Promise<{ bytes: number; sha256?: string }> {
-    const bucket = this.engines.bucket(await this.access(namespace, location));
+  /** The snapshot of the server at `url`, through a temporary file, into the bucket as `key`. */
+  private async upload(url: string, access: BucketAccess, key: string): Promise<{ bytes: number; sha256?: string }> {
+    const bucket = this.engines.bucket(access);
     const dir = await mkdtemp(join(this.options.workDir ?? tmpdir(), 'kv-backup-'));
     try {
       const file = join(dir, 'dump.rdb');
       await this.engines.snapshot(url, file);
-      return await bucket.put(location.key, file);
+      return await bucket.put(key, file);
     } finally {
       bucket.close();
       await rm(dir, { recursive: true, force: true });
@@ -275,7 +284,7 @@ export class BackupController {
   private async access(namespace: string, location: SnapshotLocation): Promise<BucketAccess> {
     const read = async (ref: SecretKeyRef) => {
       const value = await this.kube.secretValue(namespace, ref);
-      if (value === undefined) throw new BackupRefused(`Secret ${ref.name} (key ${ref.key}) not found in namespace ${namespace}`);
+      if (value === undefined) throw new BackupRefused(`Secret ${ref.name} (key ${ref.key}) not found in namespace ${namespace}`, true);
       return value;
     };
     return {
@@ -287,9 +296,4 @@ export class BackupController {
       secretAccessKey: await read(location.secretAccessKeySecretRef),
     };
   }
-}
-
-/** Whether `error` came from the Kubernetes API (a status code of the API server's): those are retried, not recorded. */
-function isKubernetesError(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && 'code' in error && typeof (error as { code: unknown }).code === 'number' && 'body' in error;
 }

@@ -455,7 +455,9 @@ export class TenantReconciler {
       this.now(),
     );
     const status: ResourceStatus = { observedGeneration: generation, conditions, secretName: r.metadata.name };
-    if (!statusChanged(r.status ?? {}, status)) return;
+    // Only the fields this pass owns: a KvDatabase's backup fields are the backup controller's (merge patches keep them).
+    const { observedGeneration, conditions: held, secretName } = r.status ?? {};
+    if (!statusChanged({ observedGeneration, conditions: held, secretName }, status)) return;
     await this.kube.patchStatus(r, status);
     const before = r.status?.conditions?.find((c) => c.type === 'Ready');
     if (!outcome.ready && outcome.reason !== 'Reconciling' && (before?.reason !== outcome.reason || before?.message !== outcome.message)) {
