@@ -1,11 +1,13 @@
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { type IncomingMessage, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { Receiver } from '@upstash/qstash';
 import { Redis as IORedis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
-import { type AppProcess, type Cluster, type Stack, repoRoot, sourceEnv, startApp, startCluster, startStack } from '@restash/platform/util-stack';
+import { type AppProcess, type Cluster, type Stack, repoRoot, sourceEnv, startApp, startCluster, startS3Server, startStack } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 
 /**
@@ -251,6 +253,75 @@ describe('the operator on a real cluster', () => {
     expect((await sdkProgram(await secretOf('team-a', 'cache'), 'kv', 'team-a')).value).toBe('team-a');
     await kubectl('delete', 'kvdb', 'elsewhere', '-n', 'team-a', '--wait=true', '--timeout=60s');
   }, 150_000);
+
+  it('backs up a KV database into an S3 bucket on demand and on a schedule, applies the retention, and refuses bad backup specs', async () => {
+    const credentials = { accessKeyId: 'team-a-backups', secretAccessKey: 'team-a-backups-secret' };
+    const s3 = await startS3Server({ credentials, logFile: join(stack.stateDir, 'logs', 'seaweedfs.log') });
+    const bucket = new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials });
+    interface Backup {
+      metadata: { name: string; deletionTimestamp?: string; labels?: Record<string, string> };
+      status?: { phase?: string; message?: string; bytes?: number; sha256?: string; location?: { bucket: string; key: string } };
+    }
+    const backups = async () => (JSON.parse(await kubectl('get', 'kvbackups', '-n', 'team-a', '-o', 'json')) as { items: Backup[] }).items;
+    const keys = async () => ((await bucket.send(new ListObjectsV2Command({ Bucket: 'kv-backups' }))).Contents ?? []).map((o) => o.Key).sort();
+    const database = async () => JSON.parse(await kubectl('get', 'kvdb', 'cache', '-n', 'team-a', '-o', 'json')) as { status: Record<string, string> };
+    try {
+      await bucket.send(new CreateBucketCommand({ Bucket: 'kv-backups' }));
+      await kubectl('create', 'secret', 'generic', 's3', '-n', 'team-a', `--from-literal=id=${credentials.accessKeyId}`, `--from-literal=secret=${credentials.secretAccessKey}`);
+      const target = { endpoint: s3.endpoint, bucket: 'kv-backups', accessKeyIdSecretRef: { name: 's3', key: 'id' }, secretAccessKeySecretRef: { name: 's3', key: 'secret' } };
+      const patch = (spec: unknown) => kubectl('patch', 'kvdb', 'cache', '-n', 'team-a', '--type=merge', '-p', JSON.stringify({ spec }));
+
+      // Bad specs: refused by the API server with a reason.
+      await expect(patch({ backup: { s3: target, schedule: 'every day' } })).rejects.toThrow(/schedule.*cron/);
+      await expect(patch({ backup: { s3: target, schedule: '0 0 3 * * * 2026' } })).rejects.toThrow(/schedule/);
+      await expect(patch({ restore: { backup: { name: 'cache-now' } } })).rejects.toThrow(/a restore into an existing database is refused/);
+
+      // On demand: the snapshot in the bucket is the one the status describes.
+      await patch({ backup: { s3: target } });
+      await apply('apiVersion: restash.dev/v1alpha1\nkind: KvBackup\nmetadata: {name: cache-now}\nspec: {database: cache}\n', 'team-a');
+      const done = await waitFor('cache-now Completed', async () => (await backups()).find((b) => b.metadata.name === 'cache-now' && b.status?.phase === 'Completed'), 60_000);
+      const object = await bucket.send(new GetObjectCommand({ Bucket: 'kv-backups', Key: 'team-a/cache/cache-now.rdb' }));
+      const body = Buffer.from((await object.Body?.transformToByteArray()) ?? []);
+      expect(body.subarray(0, 5).toString()).toBe('REDIS');
+      expect(done.status).toMatchObject({ bytes: body.length, sha256: createHash('sha256').update(body).digest('hex'), location: { bucket: 'kv-backups', key: 'team-a/cache/cache-now.rdb' } });
+      expect((await database()).status).toMatchObject({ lastSuccessfulBackup: 'cache-now' });
+      expect(await kubectl('get', 'kvbackup', 'cache-now', '-n', 'team-a')).toMatch(/cache-now\s+cache\s+Completed\s+\d+/);
+
+      // A database without spec.backup: the backup fails with the reason.
+      await apply('apiVersion: restash.dev/v1alpha1\nkind: KvBackup\nmetadata: {name: nowhere}\nspec: {database: cache}\n', 'team-b');
+      const failed = await waitFor('nowhere Failed', async () => {
+        const item = JSON.parse(await kubectl('get', 'kvbackup', 'nowhere', '-n', 'team-b', '-o', 'json')) as Backup;
+        return item.status?.phase === 'Failed' && item;
+      });
+      expect(failed.status?.message).toBe('KvDatabase cache has no spec.backup: nowhere to store the snapshot');
+      await kubectl('delete', 'kvbackup', 'nowhere', '-n', 'team-b', '--wait=true', '--timeout=30s');
+
+      // On a schedule every 3 s, keeping 2: the on-demand backup goes first, then each older scheduled one, with its snapshot.
+      const since = Date.now();
+      await patch({ backup: { s3: target, schedule: '*/3 * * * * *', retention: { count: 2 } } });
+      await waitFor('three scheduled backups completed', async () => Date.parse((await database()).status['lastSuccessfulBackupTime'] ?? '') - since > 7_000, 60_000);
+      await patch({ backup: { s3: target, schedule: null, retention: { count: 2 } } });
+      const kept = await waitFor('the retention applied, and the snapshots of removed backups deleted', async () => {
+        const items = await backups();
+        const live = items.filter((b) => !b.metadata.deletionTimestamp && b.status?.phase === 'Completed');
+        const busy = items.some((b) => b.metadata.deletionTimestamp || b.status?.phase !== 'Completed');
+        const stored = await keys();
+        return !busy && live.length === 2 && JSON.stringify(stored) === JSON.stringify(live.map((b) => b.status?.location?.key).sort()) && live;
+      });
+      expect(kept.map((b) => b.metadata.name)).not.toContain('cache-now');
+      expect(kept.every((b) => /^cache-\d{14}$/.test(b.metadata.name) && b.metadata.labels?.['restash.dev/scheduled'] === 'true')).toBe(true);
+      expect(await kubectl('get', 'events', '-n', 'team-a', '--field-selector', 'involvedObject.name=cache', '-o', 'jsonpath={.items[*].reason}')).toContain('BackupRemoved');
+      expect((await database()).status['nextScheduleTime']).toBeDefined();
+
+      // Deleting a KvBackup deletes its snapshot.
+      await kubectl('delete', 'kvbackups', '--all', '-n', 'team-a', '--wait=true', '--timeout=60s');
+      expect(await keys()).toEqual([]);
+    } finally {
+      await kubectl('patch', 'kvdb', 'cache', '-n', 'team-a', '--type=json', '-p', '[{"op":"remove","path":"/spec/backup"}]').catch(() => undefined);
+      bucket.destroy();
+      await s3.stop();
+    }
+  }, 300_000);
 
   it('serves a KV database on an external Redis named by a Secret, and empties it when the database is deleted', async () => {
     const server = stack.kvRedis.get('external');

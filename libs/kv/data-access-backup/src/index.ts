@@ -1,2 +1,3 @@
 export * from './rdb-snapshot';
 export * from './snapshot-store';
+export * from './restore';

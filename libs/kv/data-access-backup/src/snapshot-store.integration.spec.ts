@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { type S3Server, installOnce, startS3Server } from '@restash/platform/util-stack';
+import { type S3Server, startS3Server } from '@restash/platform/util-stack';
 import { SnapshotStore } from './snapshot-store';
 
 const CREDENTIALS = { accessKeyId: 'restash-test', secretAccessKey: 'restash-test-secret-key' };
@@ -15,7 +15,6 @@ describe('SnapshotStore on SeaweedFS', () => {
   let store: SnapshotStore;
 
   beforeAll(async () => {
-    await installOnce('deploy/seaweedfs/install.sh'); // about 9 minutes the first time on 2 cores, then cached
     server = await startS3Server({ credentials: CREDENTIALS });
     dir = await mkdtemp(join(tmpdir(), 'restash-snapshots-'));
     const admin = new S3Client({ endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: CREDENTIALS });

@@ -1,5 +1,4 @@
 import { execFileSync } from 'node:child_process';
-import { installOnce } from './process';
 import { type S3Server, startS3Server } from './s3';
 
 /** The TCP ports a process listens on, with their addresses (from `ss`). */
@@ -16,7 +15,6 @@ describe('startS3Server (SeaweedFS)', () => {
   let server: S3Server;
 
   beforeAll(async () => {
-    await installOnce('deploy/seaweedfs/install.sh'); // about 9 minutes the first time on 2 cores, then cached
     server = await startS3Server();
   }, 20 * 60_000);
 

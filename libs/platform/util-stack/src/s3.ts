@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from './paths';
-import { answers200, freePorts, startProcess } from './process';
+import { answers200, freePorts, installOnce, startProcess } from './process';
 
 /** SeaweedFS's `weed`, built by deploy/seaweedfs/install.sh into the cache the clone's .cache/seaweedfs points at. */
 export function weedBin(): string {
@@ -32,10 +32,12 @@ export interface S3Server {
  * Starts SeaweedFS (`weed mini`: master, volume server, filer and S3 gateway in one process) with its data in a new
  * temporary folder, every port it opens on 127.0.0.1 and chosen free (its defaults, e.g. 9333 and 8888, would collide
  * with other stacks), telemetry off (nothing leaves the machine), the admin UI off. With `credentials` only that
- * key pair is accepted; without, anonymous requests are.
- * @throws Error naming deploy/seaweedfs/install.sh when `weed` is missing, or when the S3 port does not answer in 60 s
+ * key pair is accepted; without, anonymous requests are. Builds `weed` first when it is missing (installOnce of
+ * deploy/seaweedfs/install.sh: about 9 minutes the first time on 2 cores, then cached).
+ * @throws Error when the build fails, or when the S3 port does not answer in 60 s
  */
 export async function startS3Server(options: { credentials?: S3Credentials; logFile?: string } = {}): Promise<S3Server> {
+  await installOnce('deploy/seaweedfs/install.sh');
   const bin = weedBin();
   if (!existsSync(bin)) throw new Error(`${bin} is missing: run bash deploy/seaweedfs/install.sh`);
   const dir = await mkdtemp(join(tmpdir(), 'restash-s3-'));

@@ -74,7 +74,7 @@ function limits(maxRequestBytes: number) {
 }
 
 /** The characters and field count of a cron expression, for the API server (CEL cannot parse cron): 5 or 6 fields. */
-const CRON_SHAPE = /^[0-9A-Za-z*?\/,#-]+( +[0-9A-Za-z*?\/,#-]+){4,5}$/;
+const CRON_SHAPE = /^[0-9A-Za-z*?/,#-]+( +[0-9A-Za-z*?/,#-]+){4,5}$/;
 
 /**
  * Whether `value` is a cron expression restash runs (cron-parser's grammar: lists, ranges, steps, month and day
@@ -115,11 +115,14 @@ export type S3Target = z.output<typeof s3Target>;
 
 /** `KvDatabase.spec.backup`: where snapshots go, when they are taken, how many are kept. */
 const kvBackupPolicy = z.strictObject({
-  schedule: z
-    .string()
-    .max(256)
-    .regex(CRON_SHAPE, 'must be a cron expression of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), in UTC')
-    .refine(isCronSchedule, 'must be a cron expression cron-parser reads')
+  schedule: withRule(
+    z.string().max(256),
+    {
+      rule: `self.matches('${CRON_SHAPE.source}')`,
+      message: 'must be a cron expression of 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first), in UTC',
+    },
+    isCronSchedule,
+  )
     .optional()
     .describe('When to take a backup: cron, 5 fields or 6 with seconds first, UTC; without it only KvBackup objects take them.'),
   retention: z
