@@ -1,12 +1,12 @@
 import type { KubernetesObject, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
 import { type EventRecorder, type KubernetesClient, isNotFound, kubernetesErrorMessage } from '@restash/operator/data-access-kubernetes';
 import type { KubeAccess } from '@restash/platform/feature-reconcile';
-import { GROUP, KINDS, type RestashResource, VERSION } from '@restash/shared/util-resources';
+import { GROUP, KINDS, KV_BACKUP_KIND, type KvBackup, type RestashResource, VERSION } from '@restash/shared/util-resources';
 import { type EventLogger, logEvent } from '@restash/shared/util-http';
 
 /**
  * The reconciler's view of Kubernetes (feature-reconcile's KubeAccess) on @kubernetes/client-node: resources from the
- * informers' caches, reads of Secrets, Services and StatefulSets straight from the API server (always current, and
+ * informers' caches, reads of Secrets, Services, StatefulSets and KvBackups straight from the API server (always current, and
  * few per pass), writes through server-side apply, the status subresource and conditional finalizer patches.
  *
  * Events are best effort: a refused one is logged (`kubernetes.event-failed` on `log`, with the tenant: its namespace),
@@ -32,6 +32,8 @@ export function kubeAccess(
     resources: cached,
     getSecret: (namespace, name) => orUndefined<V1Secret>(client.core.readNamespacedSecret({ namespace, name })),
     getService: (namespace, name) => orUndefined<V1Service>(client.core.readNamespacedService({ namespace, name })),
+    getKvBackup: (namespace, name) =>
+      orUndefined(client.customObjects.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: KV_BACKUP_KIND.plural, namespace, name }) as Promise<KvBackup>),
     getStatefulSet: (namespace, name) =>
       orUndefined<V1StatefulSet>(client.objects.read({ apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { namespace, name } }) as Promise<V1StatefulSet>),
     async apply(object: KubernetesObject) {

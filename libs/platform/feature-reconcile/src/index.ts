@@ -1,4 +1,5 @@
 export * from './managed-redis';
+export * from './restore-source';
 export * from './sdk-secret';
 export * from './tenant-reconciler';
 export * from './backends';

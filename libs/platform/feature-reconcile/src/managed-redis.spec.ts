@@ -68,4 +68,24 @@ describe('managedRedisObjects', () => {
     expect(managedRedisConfig('1Gi')).toMatch(/^maxmemory 805306368$/m);
     expect(managedRedisConfig('1G')).toMatch(/^maxmemory 750000000$/m);
   });
+
+  it('gives a restored database an init container that puts the snapshot in the volume first, as the server does', () => {
+    const [, , , set] = managedRedisObjects({ ...input, restore: true }, { ...settings, restoreImage: 'localhost/restash/operator:0.1.0' });
+    const pod = set.spec?.template.spec;
+    expect(pod?.initContainers).toEqual([
+      {
+        name: 'restore',
+        image: 'localhost/restash/operator:0.1.0',
+        imagePullPolicy: 'Never',
+        args: ['restore'],
+        env: [{ name: 'RESTORE_DIR', value: '/data' }],
+        envFrom: [{ secretRef: { name: 'redis-1cache-restore', optional: true } }],
+        resources: pod?.containers[0]?.resources,
+        securityContext: pod?.containers[0]?.securityContext,
+        volumeMounts: [{ name: 'data', mountPath: '/data' }],
+      },
+    ]);
+    expect(managedRedisObjects(input, { ...settings, restoreImage: 'x' })[3].spec?.template.spec?.initContainers).toBeUndefined();
+    expect(() => managedRedisObjects({ ...input, restore: true }, settings)).toThrow(TypeError);
+  });
 });

@@ -17,6 +17,11 @@ export interface ManagedRedisSettings {
   cpuRequest: string;
   memoryRequest: string;
   memoryLimit: string;
+  /**
+   * The image of the restore init container of databases with `spec.restore`: the operator's own (its `restore`
+   * command, apps/operator/src/restore-command.ts); without it such databases are refused.
+   */
+  restoreImage?: string;
 }
 
 /** What one KV database's managed Redis is: its name, its volume and the gateway user's password. */
@@ -28,17 +33,20 @@ export interface ManagedRedisInput {
   storageClassName?: string;
   /** The password of {@link GATEWAY_REDIS_USER}: kept in the config Secret and reused while it exists. */
   password: string;
+  /** Whether the database starts from a snapshot: its pods get the restore init container (settings.restoreImage). */
+  restore?: boolean;
 }
 
 /**
  * The names of a managed Redis' objects: `redis-<database>` for the StatefulSet, the config Secret and the
- * ClusterIP Service, `redis-<database>-headless` for the StatefulSet's governing Service. The `redis-` prefix
+ * ClusterIP Service, `redis-<database>-headless` for the StatefulSet's governing Service, `redis-<database>-restore` for
+ * the Secret a restore reads (restore-source.ts). The `redis-` prefix
  * makes them DNS-1035 labels (a Service name must start with a letter; a database name may not); the CRD
  * limits KvDatabase names to 45 characters so that the StatefulSet's pods' revision label fits in 63.
  */
-export function managedRedisNames(database: string): { statefulSet: string; service: string; headless: string; secret: string; pvc: string } {
+export function managedRedisNames(database: string): { statefulSet: string; service: string; headless: string; secret: string; restore: string; pvc: string } {
   const base = `redis-${database}`;
-  return { statefulSet: base, service: base, headless: `${base}-headless`, secret: base, pvc: `data-${base}-0` };
+  return { statefulSet: base, service: base, headless: `${base}-headless`, secret: base, restore: `${base}-restore`, pvc: `data-${base}-0` };
 }
 
 /** The labels of every object of a managed Redis, and the StatefulSet's pod selector (name and instance). */
@@ -87,9 +95,11 @@ export const GATEWAY_PASSWORD_KEY = 'gateway-password';
  * owned by the KvDatabase (so Kubernetes' garbage collector removes them with it): the config Secret (redis.conf
  * and the ACL file, mounted read-only), the headless Service the StatefulSet needs, a ClusterIP Service the
  * gateways connect to (a stable address that works without cluster DNS, also from outside the pod network), and a
- * StatefulSet of one Redis with a PVC per pod that is deleted with the StatefulSet.
+ * StatefulSet of one Redis with a PVC per pod that is deleted with the StatefulSet. A database restored from a snapshot
+ * has a `restore` init container (settings.restoreImage) that reads Secret `redis-<database>-restore`.
  *
  * @returns objects ready for server-side apply, in the order to apply them
+ * @throws TypeError for a restore without settings.restoreImage
  */
 export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedRedisSettings): [V1Secret, V1Service, V1Service, V1StatefulSet] {
   const { owner } = input;
@@ -104,6 +114,25 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
   });
   const port = { name: 'redis', port: MANAGED_REDIS_PORT, targetPort: 'redis', protocol: 'TCP' };
   const root = settings.runAsUser === 0;
+  const resources = { requests: { cpu: settings.cpuRequest, memory: settings.memoryRequest }, limits: { memory: settings.memoryLimit } };
+  const containerSecurity = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } };
+  if (input.restore && !settings.restoreImage) throw new TypeError('a restore needs settings.restoreImage (MANAGED_REDIS_RESTORE_IMAGE)');
+  // Puts the snapshot in the empty volume as the AOF's base before the first start; a no-op on a volume with data.
+  const restore = input.restore
+    ? [
+        {
+          name: 'restore',
+          image: settings.restoreImage,
+          imagePullPolicy: settings.imagePullPolicy,
+          args: ['restore'],
+          env: [{ name: 'RESTORE_DIR', value: '/data' }],
+          envFrom: [{ secretRef: { name: names.restore, optional: true } }],
+          resources,
+          securityContext: containerSecurity,
+          volumeMounts: [{ name: 'data', mountPath: '/data' }],
+        },
+      ]
+    : [];
   return [
     {
       apiVersion: 'v1',
@@ -144,6 +173,7 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
               runAsNonRoot: !root,
               ...(root ? {} : { fsGroup: settings.runAsUser }),
             },
+            ...(restore.length > 0 ? { initContainers: restore } : {}),
             containers: [
               {
                 name: 'redis',
@@ -153,15 +183,8 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
                 ports: [{ name: 'redis', containerPort: MANAGED_REDIS_PORT, protocol: 'TCP' }],
                 readinessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 2, failureThreshold: 3 },
                 livenessProbe: { tcpSocket: { port: 'redis' }, initialDelaySeconds: 10, periodSeconds: 10 },
-                resources: {
-                  requests: { cpu: settings.cpuRequest, memory: settings.memoryRequest },
-                  limits: { memory: settings.memoryLimit },
-                },
-                securityContext: {
-                  allowPrivilegeEscalation: false,
-                  readOnlyRootFilesystem: true,
-                  capabilities: { drop: ['ALL'] },
-                },
+                resources,
+                securityContext: containerSecurity,
                 volumeMounts: [
                   { name: 'data', mountPath: '/data' },
                   { name: 'config', mountPath: '/etc/redis', readOnly: true },

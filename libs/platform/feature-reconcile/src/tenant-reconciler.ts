@@ -15,11 +15,12 @@ import {
   streamPrefix,
   vectorIndexId,
 } from '@restash/shared/data-access-registry';
-import { type ConditionReason, type GatewayUrls, KINDS, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
+import { type ConditionReason, type GatewayUrls, KINDS, type KvBackup, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
 import { type Condition, type ReconcileResult, setCondition, statusChanged } from '@restash/operator/util-controller';
 import type { DeclaredTopic } from '@restash/stream/data-access-kafka';
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
 import { GATEWAY_PASSWORD_KEY, MANAGED_REDIS_PORT, type ManagedRedisSettings, managedRedisNames, managedRedisObjects } from './managed-redis';
+import { restoreSourceOf } from './restore-source';
 import {
   SecretSigningKeys,
   type SigningKeys,
@@ -43,6 +44,8 @@ export interface KubeAccess {
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
   getService(namespace: string, name: string): Promise<V1Service | undefined>;
   getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined>;
+  /** A KvBackup, read from the API server (the source of a restore). */
+  getKvBackup(namespace: string, name: string): Promise<KvBackup | undefined>;
   /** Server-side apply (field manager restash-operator, forced). */
   apply(object: KubernetesObject): Promise<void>;
   /** Deletes an object; one that does not exist is no error. */
@@ -136,7 +139,8 @@ export function registryKeyOf(r: RestashResource): string {
  * 1. the finalizer on every live resource;
  * 2. each resource's Secret with the SDK variables, tokens kept while it exists (rotation on request); a
  *    registered queue project's signing keys from its registry record (where `POST /v2/keys/rotate` changes them);
- * 3. each managed KvDatabase's Redis (config Secret with the gateway's ACL user, Services, StatefulSet + PVC);
+ * 3. each managed KvDatabase's Redis (config Secret with the gateway's ACL user, Services, StatefulSet + PVC; first
+ *    the restore Secret of one with `spec.restore`, whose pod's init container puts the snapshot in place);
  * 4. resolveTenant: the resources, the configured backends and the referenced Secrets give the registry
  *    document; a resource that cannot be resolved is left out, unless it is registered already: then
  *    nothing is written (leaving it out would delete its data) until it is fixed;
@@ -307,7 +311,9 @@ export class TenantReconciler {
       if (r.kind !== 'KvDatabase' || r.spec.redis.external) continue;
       const server = await this.ensureManagedRedis(r);
       if (server.url) managedUrls.set(r.metadata.name, server.url);
-      if (!server.ready) {
+      if (server.refused) {
+        fail(r, server.refused.reason, server.refused.message);
+      } else if (!server.ready) {
         outcomes.set(key(r), { ready: false, reason: 'Reconciling', message: server.message });
         requeue = true;
       }
@@ -324,7 +330,7 @@ export class TenantReconciler {
     for (const problem of problems) {
       const r = byKey.get(`${problem.kind}/${problem.name}`);
       if (!r) continue;
-      if (outcomes.get(key(r))?.reason !== 'Reconciling') fail(r, problem.reason, problem.message);
+      if (!outcomes.has(key(r))) fail(r, problem.reason, problem.message);
       if (registered.has(registryKeyOf(r))) blocked = true;
     }
 
@@ -407,12 +413,27 @@ export class TenantReconciler {
   }
 
   /**
-   * Applies a managed KvDatabase's Redis objects (managed-redis.ts) and reads back its address.
-   * @returns the gateway's URL of it (once the Service has a cluster IP) and whether the server is ready
+   * Applies a managed KvDatabase's Redis objects (managed-redis.ts) and reads back its address. A database with
+   * `spec.restore` gets its restore Secret first (restoreSourceOf), once, before its StatefulSet exists: nothing of it
+   * is made while the source is refused or still being taken, so that it never starts empty.
+   * @returns the gateway's URL of it (once the Service has a cluster IP) and whether the server is ready, or why it is refused
    */
-  private async ensureManagedRedis(db: RestashResource & { kind: 'KvDatabase' }): Promise<{ url?: string; ready: boolean; message: string }> {
+  private async ensureManagedRedis(
+    db: RestashResource & { kind: 'KvDatabase' },
+  ): Promise<{ url?: string; ready: boolean; message: string; refused?: { reason: ConditionReason; message: string } }> {
     const { name, namespace, uid } = db.metadata;
     const names = managedRedisNames(name);
+    if (db.spec.restore) {
+      if (!this.options.managedRedis.restoreImage) {
+        return { ready: false, message: '', refused: { reason: 'NotSupported', message: "restores need the operator's MANAGED_REDIS_RESTORE_IMAGE" } };
+      }
+      if (!(await this.kube.getStatefulSet(namespace, names.statefulSet)) && !(await this.kube.getSecret(namespace, names.restore))) {
+        const source = await restoreSourceOf(db, this.kube);
+        if ('refused' in source) return { ready: false, message: '', refused: { reason: 'InvalidSpec', message: `spec.restore: ${source.refused}` } };
+        if ('waiting' in source) return { ready: false, message: source.waiting };
+        await this.kube.apply(source.secret);
+      }
+    }
     const config = await this.kube.getSecret(namespace, names.secret);
     const password = secretText(config)[GATEWAY_PASSWORD_KEY] || randomBytes(24).toString('hex');
     const managed = db.spec.redis.managed ?? { storage: '1Gi' };
@@ -422,6 +443,7 @@ export class TenantReconciler {
         storage: managed.storage,
         ...(managed.storageClassName ? { storageClassName: managed.storageClassName } : {}),
         password,
+        ...(db.spec.restore ? { restore: true } : {}),
       },
       this.options.managedRedis,
     );
@@ -443,6 +465,7 @@ export class TenantReconciler {
     await this.kube.remove('v1', 'Service', ns, names.service);
     await this.kube.remove('v1', 'Service', ns, names.headless);
     await this.kube.remove('v1', 'Secret', ns, names.secret);
+    await this.kube.remove('v1', 'Secret', ns, names.restore);
   }
 
   /** Writes the resource's status when it differs from what it holds; an Event when it becomes not Ready. */

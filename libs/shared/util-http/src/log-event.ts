@@ -2,7 +2,7 @@ import { format } from 'node:util';
 import { ConsoleLogger, type ConsoleLoggerOptions, type LogLevel, type LoggerService } from '@nestjs/common';
 
 /** The engines a restash service talks to, as a log line's `engine` field names them (README, "Configuration: Logs"). */
-export type EngineName = 'control-redis' | 'queue-redis' | 'kv-redis' | 'kafka' | 'qdrant' | 'embedder' | 'kubernetes';
+export type EngineName = 'control-redis' | 'queue-redis' | 'kv-redis' | 'kafka' | 'qdrant' | 'embedder' | 'kubernetes' | 'object-store';
 
 /** A Nest log level: the logger method {@link logEvent} calls. */
 export type EventLevel = 'fatal' | 'error' | 'warn' | 'log' | 'debug' | 'verbose';
