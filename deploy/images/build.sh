@@ -5,7 +5,7 @@
 #   build.sh [--list FILE] [--no-build] [NAME...]
 #
 # NAME: an app (kv-gateway vector-gateway stream-gateway queue-gateway queue-worker operator), sdk-check,
-# an engine (kafka qdrant-local embedder-local), or a group: apps, engines, all (the default: everything).
+# an engine (kafka qdrant-local embedder-local seaweedfs), or a group: apps, engines, all (the default: everything).
 # The apps are built first with `nx run-many -t build` (cached by Nx) unless --no-build (the Nx `container`
 # target passes it: its dependsOn already built the app).
 # Each tar is $RESTASH_CACHE/images/<name>-<version>-<hash>.tar, <hash> covering every input (files, the
@@ -23,7 +23,7 @@ NODE_VERSION=$(cat "$ROOT/.node-version")
 NODE_DIR=$RESTASH_CACHE/node-$NODE_VERSION
 export PATH=$NODE_DIR/bin:$PATH
 APPS=(kv-gateway vector-gateway stream-gateway queue-gateway queue-worker operator)
-ENGINES=(kafka qdrant-local embedder-local)
+ENGINES=(kafka qdrant-local embedder-local seaweedfs)
 USER_ID=65532
 SOURCE=https://github.com/restash/restash
 NONROOT=$USER_ID:$USER_ID
@@ -37,7 +37,7 @@ while [[ $# -gt 0 ]]; do
     apps) names+=("${APPS[@]}"); shift ;;
     engines) names+=("${ENGINES[@]}"); shift ;;
     all) names+=("${APPS[@]}" sdk-check "${ENGINES[@]}"); shift ;;
-    sdk-check | kafka | qdrant-local | embedder-local) names+=("$1"); shift ;;
+    sdk-check | kafka | qdrant-local | embedder-local | seaweedfs) names+=("$1"); shift ;;
     -*) usage ;;
     *) [[ " ${APPS[*]} " == *" $1 "* ]] || usage; names+=("$1"); shift ;;
   esac
@@ -395,8 +395,37 @@ build_embedder_local() {
   :
 }
 
+# --- seaweedfs: the S3-compatible object store of the KV backup tests (dev and tests) ------------------------
+# The static `weed` of deploy/seaweedfs/install.sh, alone; `weed mini` (master, volume server, filer and S3 gateway in
+# one process) on the S3 port 8333, its data in /data, telemetry and the admin UI off, the S3 identities from
+# /etc/seaweedfs/s3.json (a Secret: deploy/k8s/seaweedfs.yaml).
+build_seaweedfs() {
+  local weed version hash tar name r
+  bash "$ROOT/deploy/seaweedfs/install.sh"
+  weed=$(readlink -f "$ROOT/.cache/seaweedfs/weed")
+  version=$(sed -n 's/^VERSION=\([^ ]*\).*/\1/p' "$ROOT/deploy/seaweedfs/install.sh")
+  name=localhost/restash/seaweedfs:$version
+  hash=$(key "$(sha256sum <"$weed")" "$(revision deploy/seaweedfs)")
+  tar=$OUT/seaweedfs-$version-$hash.tar
+  if [[ -f $tar ]]; then report "$name" "$tar" cached; return; fi
+  r=$work/seaweedfs-rootfs
+  etc_files "$r"
+  mkdir -p "$r/usr/local/bin" "$r/data"
+  cp "$weed" "$r/usr/local/bin/weed"
+  chown $NONROOT "$r/data"
+  chmod 0750 "$r/data"
+  mapfile -t lbl < <(labels seaweedfs 'SeaweedFS weed mini: an S3-compatible object store (dev and tests)' "$(revision deploy/seaweedfs)")
+  image "$name" "$tar" "$r:/" -- --config.entrypoint /usr/local/bin/weed \
+    --config.cmd mini --config.cmd -dir=/data --config.cmd -ip=127.0.0.1 --config.cmd -ip.bind=0.0.0.0 \
+    --config.cmd -master.telemetry=false --config.cmd -admin.ui=false --config.cmd -s3.port=8333 \
+    --config.cmd -s3.config=/etc/seaweedfs/s3.json \
+    --config.user $NONROOT --config.workingdir / --config.volume /data --config.exposedports 8333/tcp "${lbl[@]}"
+  report "$name" "$tar" built
+}
+
 for name in "${names[@]}"; do
   case $name in
+    seaweedfs) build_seaweedfs ;;
     sdk-check) build_sdk_check ;;
     kafka) build_kafka ;;
     qdrant-local) build_qdrant_local ;;

@@ -8,6 +8,7 @@ import { Client as QStash } from '@upstash/qstash';
 import { Redis } from '@upstash/redis';
 import { Index } from '@upstash/vector';
 import { Redis as IORedis } from 'ioredis';
+import { CreateBucketCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { type Cluster, type PrometheusServer, type PrometheusTarget, lintMetrics, repoRoot, startCluster, startPrometheus } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 
@@ -87,7 +88,7 @@ const podReady = (p: Pod) => p.status.conditions?.some((c) => c.type === 'Ready'
 
 interface Item {
   metadata: { name: string; generation: number };
-  status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string }> };
+  status?: { observedGeneration?: number; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
 }
 async function allReady(namespace: string, count: number): Promise<Item[]> {
   return waitFor(`${count} Ready resources in ${namespace}`, async () => {
@@ -167,7 +168,7 @@ async function installRelease(extra: string[] = []): Promise<void> {
 /** A manifest of deploy/k8s/ with its image placeholders (`${REDIS_IMAGE}` …) filled in with this run's images. */
 async function engineManifest(file: string): Promise<string> {
   let manifest = await readFile(join(ROOT, 'deploy/k8s', file), 'utf8');
-  for (const [variable, name] of [['REDIS', 'redis'], ['KAFKA', 'kafka'], ['QDRANT', 'qdrant-local'], ['EMBEDDER', 'embedder-local']] as const) {
+  for (const [variable, name] of [['REDIS', 'redis'], ['KAFKA', 'kafka'], ['QDRANT', 'qdrant-local'], ['EMBEDDER', 'embedder-local'], ['SEAWEEDFS', 'seaweedfs']] as const) {
     manifest = manifest.replaceAll(`\${${variable}_IMAGE}`, image(name));
   }
   return manifest;
@@ -278,6 +279,143 @@ describe('Prometheus', () => {
     const up = await prometheus.query('up{job=~".+"}');
     expect(new Set(up.filter((s) => s.value === 1).map((s) => s.metric.job))).toEqual(new Set(APPS));
   }, 5 * 60_000);
+});
+
+/** A KV database of a tenant namespace, reached from the host at the kv-gateway Service's ClusterIP, with its standard token. */
+async function kvCredentials(namespace: string, name: string): Promise<{ url: string; token: string }> {
+  const secret = await decodeSecret(namespace, name);
+  return { url: await serviceUrl('kv-gateway'), token: secret.UPSTASH_REDIS_REST_TOKEN ?? '' };
+}
+
+/** Commands through the gateway's `/pipeline` (Upstash's REST pipeline), 1,000 at a time. @returns each result; throws on an error */
+async function pipeline(kv: { url: string; token: string }, commands: Array<Array<string | number>>): Promise<unknown[]> {
+  const results: unknown[] = [];
+  for (let i = 0; i < commands.length; i += 1000) {
+    const response = await fetch(`${kv.url}/pipeline`, { method: 'POST', headers: { authorization: `Bearer ${kv.token}` }, body: JSON.stringify(commands.slice(i, i + 1000)) });
+    const answers = (await response.json()) as Array<{ result?: unknown; error?: string }>;
+    if (response.status !== 200) throw new Error(`pipeline: ${response.status} ${JSON.stringify(answers)}`);
+    for (const answer of answers) {
+      if (answer.error !== undefined) throw new Error(`pipeline: ${answer.error}`);
+      results.push(answer.result);
+    }
+  }
+  return results;
+}
+
+/** The types of the test cluster's managed Redis (Debian's 7.0: no modules, no hash field TTLs). */
+const KV_TYPES = ['string', 'hash', 'list', 'set', 'zset', 'stream'] as const;
+
+/** Writes `count` keys, each type in turn, a third of them with a TTL of about an hour. */
+async function fillKeys(kv: { url: string; token: string }, count: number): Promise<void> {
+  const commands: Array<Array<string | number>> = [];
+  for (let i = 0; i < count; i++) {
+    const type = KV_TYPES[i % KV_TYPES.length];
+    const key = `${type}:${i}`;
+    if (type === 'string') commands.push(['SET', key, `value ${i} ${'x'.repeat(i % 50)}`]);
+    if (type === 'hash') commands.push(['HSET', key, 'n', i, 'name', `item ${i}`]);
+    if (type === 'list') commands.push(['RPUSH', key, 'a', i, 'c']);
+    if (type === 'set') commands.push(['SADD', key, 'a', i, 'c']);
+    if (type === 'zset') commands.push(['ZADD', key, 1.5, 'a', i, 'b']);
+    if (type === 'stream') commands.push(['XADD', key, `${i + 1}-1`, 'n', i]);
+    if (i % 3 === 0) commands.push(['PEXPIRE', key, 3_600_000 + i]);
+  }
+  await pipeline(kv, commands);
+}
+
+/** Every key of a database: its type, expiry time (PEXPIRETIME, Unix ms, -1 without) and value as its type reads. */
+async function keysOf(kv: { url: string; token: string }): Promise<Map<string, { type: string; expiresAt: number; value: unknown }>> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = (await pipeline(kv, [['SCAN', cursor, 'COUNT', 1000]]))[0] as [string, string[]];
+    keys.push(...found);
+    cursor = next;
+  } while (cursor !== '0');
+  const meta = await pipeline(kv, keys.flatMap((k) => [['TYPE', k], ['PEXPIRETIME', k]]));
+  const types = keys.map((_, i) => String(meta[2 * i]));
+  const read: Record<string, (k: string) => Array<string | number>> = {
+    string: (k) => ['GET', k],
+    hash: (k) => ['HGETALL', k],
+    list: (k) => ['LRANGE', k, 0, -1],
+    set: (k) => ['SMEMBERS', k],
+    zset: (k) => ['ZRANGE', k, 0, -1, 'WITHSCORES'],
+    stream: (k) => ['XRANGE', k, '-', '+'],
+  };
+  const values = await pipeline(kv, keys.map((k, i) => (read[types[i] ?? ''] ?? ((key: string) => ['TYPE', key]))(k)));
+  return new Map(
+    keys.map((k, i) => {
+      const value = values[i];
+      return [k, { type: types[i] ?? '', expiresAt: Number(meta[2 * i + 1]), value: types[i] === 'set' && Array.isArray(value) ? [...(value as string[])].sort() : value }];
+    }),
+  );
+}
+
+describe('KV backups and restore', () => {
+  it('backs a database up into SeaweedFS, deletes it, and restores it into a new one: 10,000 keys of every type equal, TTLs kept', async () => {
+    await apply(await engineManifest('seaweedfs.yaml'));
+    await kubectl('wait', '--for=condition=Available', 'deployment/seaweedfs', '-n', ENGINES, '--timeout=180s');
+    const svc = JSON.parse(await kubectl('get', 'svc', 'seaweedfs', '-n', ENGINES, '-o', 'json')) as { spec: { clusterIP: string } };
+    const credentials = { accessKeyId: 'restash-test-key', secretAccessKey: 'restash-test-secret' };
+    const s3 = new S3Client({ endpoint: `http://${svc.spec.clusterIP}:8333`, region: 'us-east-1', forcePathStyle: true, credentials });
+    try {
+      await eventually(() => s3.send(new CreateBucketCommand({ Bucket: 'kv-backups' })), 60_000, 1_000);
+      for (const ns of ['blog', 'shop']) {
+        await kubectl('create', 'secret', 'generic', 's3', '-n', ns, `--from-literal=id=${credentials.accessKeyId}`, `--from-literal=secret=${credentials.secretAccessKey}`);
+      }
+      const source = await kvCredentials('blog', 'cache');
+      await fillKeys(source, 10_000);
+      const before = await keysOf(source);
+      expect(before.size).toBeGreaterThanOrEqual(10_000);
+      expect([...before.values()].filter((k) => k.expiresAt > 0).length).toBeGreaterThanOrEqual(3_334);
+
+      const target = { endpoint: `http://seaweedfs.${ENGINES}.svc.cluster.local:8333`, bucket: 'kv-backups', accessKeyIdSecretRef: { name: 's3', key: 'id' }, secretAccessKeySecretRef: { name: 's3', key: 'secret' } };
+      await kubectl('patch', 'kvdb', 'cache', '-n', 'blog', '--type=merge', '-p', JSON.stringify({ spec: { backup: { s3: target } } }));
+      const started = performance.now();
+      await apply('apiVersion: restash.dev/v1alpha1\nkind: KvBackup\nmetadata: {name: blog-1}\nspec: {database: cache}\n', 'blog');
+      const backup = await waitFor('KvBackup blog-1 Completed', async () => {
+        const item = JSON.parse(await kubectl('get', 'kvbackup', 'blog-1', '-n', 'blog', '-o', 'json')) as { status?: { phase?: string; message?: string; bytes?: number; location?: { key: string } } };
+        if (item.status?.phase === 'Failed') throw new Error(`KvBackup blog-1 failed: ${item.status.message}`);
+        return item.status?.phase === 'Completed' && item.status;
+      }, 120_000);
+      const backupSeconds = (performance.now() - started) / 1000;
+      const object = await s3.send(new HeadObjectCommand({ Bucket: 'kv-backups', Key: backup.location?.key ?? '' }));
+      expect(object.ContentLength).toBe(backup.bytes);
+
+      // Refused restores: a backup that does not exist; another namespace's backup that does not allow it.
+      await apply('apiVersion: restash.dev/v1alpha1\nkind: KvDatabase\nmetadata: {name: ghost}\nspec: {restore: {backup: {name: missing}}}\n', 'blog');
+      await apply('apiVersion: restash.dev/v1alpha1\nkind: KvDatabase\nmetadata: {name: stranger}\nspec: {restore: {backup: {name: blog-1, namespace: blog}}}\n', 'shop');
+      const refused = async (ns: string, name: string) =>
+        waitFor(`${ns}/${name} refused`, async () => {
+          const item = JSON.parse(await kubectl('get', 'kvdb', name, '-n', ns, '-o', 'json')) as Item;
+          const condition = item.status?.conditions?.find((c) => c.type === 'Ready');
+          return condition?.status === 'False' && condition.reason === 'InvalidSpec' && condition.message;
+        }, 60_000);
+      expect(await refused('blog', 'ghost')).toBe('spec.restore: KvBackup blog/missing not found');
+      expect(await refused('shop', 'stranger')).toBe("spec.restore: KvBackup blog/blog-1 may not be restored into namespace shop: its database's spec.backup.restoreNamespaces does not list it");
+      await expect(kubectl('get', 'statefulset', 'redis-ghost', '-n', 'blog')).rejects.toThrow(/NotFound/);
+      await kubectl('delete', 'kvdb', 'ghost', '-n', 'blog', '--wait=true', '--timeout=60s');
+      await kubectl('delete', 'kvdb', 'stranger', '-n', 'shop', '--wait=true', '--timeout=60s');
+
+      // The database deleted: its data goes, its backup stays (deletionPolicy Retain, the default).
+      await kubectl('delete', 'kvdb', 'cache', '-n', 'blog', '--wait=true', '--timeout=120s');
+      expect(await kubectl('get', 'kvbackup', 'blog-1', '-n', 'blog', '-o', 'jsonpath={.status.phase}')).toBe('Completed');
+
+      const restoring = performance.now();
+      await apply('apiVersion: restash.dev/v1alpha1\nkind: KvDatabase\nmetadata: {name: restored}\nspec: {restore: {backup: {name: blog-1}}}\n', 'blog');
+      await allReady('blog', 1);
+      const restoreSeconds = (performance.now() - restoring) / 1000;
+      const after = await keysOf(await kvCredentials('blog', 'restored'));
+      expect(after.size).toBe(before.size);
+      const differences = [...before].filter(([key, was]) => {
+        const now = after.get(key);
+        return !now || now.type !== was.type || JSON.stringify(now.value) !== JSON.stringify(was.value) || Math.abs(now.expiresAt - was.expiresAt) > 1_000;
+      });
+      expect(differences.slice(0, 5)).toEqual([]);
+      console.log(`KV backup and restore: ${before.size} keys, snapshot ${backup.bytes} bytes, backup Completed after ${backupSeconds.toFixed(1)} s, restored database Ready after ${restoreSeconds.toFixed(1)} s`);
+    } finally {
+      s3.destroy();
+    }
+  }, 15 * 60_000);
 });
 
 interface Endpoints {
