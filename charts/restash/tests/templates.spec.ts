@@ -176,7 +176,7 @@ describe('operator RBAC', () => {
       { apiGroups: ['restash.dev'], resources: ['kvdatabases', 'vectorindexes', 'streamclusters', 'queueprojects'], verbs: ['list', 'watch', 'patch'] },
       { apiGroups: ['restash.dev'], resources: ['kvdatabases/status', 'vectorindexes/status', 'streamclusters/status', 'queueprojects/status'], verbs: ['patch'] },
       { apiGroups: ['restash.dev'], resources: ['kvdatabases/finalizers', 'vectorindexes/finalizers', 'streamclusters/finalizers', 'queueprojects/finalizers'], verbs: ['update'] },
-      { apiGroups: ['restash.dev'], resources: ['kvbackups'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
+      { apiGroups: ['restash.dev'], resources: ['kvbackups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
       { apiGroups: ['restash.dev'], resources: ['kvbackups/status'], verbs: ['patch'] },
       { apiGroups: [''], resources: ['secrets', 'services'], verbs: ['get', 'create', 'patch', 'delete'] },
       { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['get', 'create', 'patch', 'delete'] },
