@@ -21,7 +21,7 @@ const httpUrl = z.string().regex(/^https?:\/\//, 'must be an http:// or https://
  * | MANAGED_REDIS_PULL_POLICY | IfNotPresent | its imagePullPolicy (Never on the test cluster) |
  * | MANAGED_REDIS_RUN_AS_USER | 65532 | uid and gid of the server; 0 only on storage that ignores fsGroup (hostPath) |
  * | MANAGED_REDIS_CPU_REQUEST, _MEMORY_REQUEST, _MEMORY_LIMIT | 50m, 64Mi, 256Mi | the server's resources |
- * | MANAGED_REDIS_RESTORE_IMAGE | (none) | the operator's own image: the init container that restores a snapshot (`restore`); without it `spec.restore` is refused |
+ * | MANAGED_REDIS_INIT_IMAGE | (none) | the operator's own image: the init containers that restore a snapshot (`restore`) and configure replicated servers and sentinels (`redis-config`); without it `spec.restore` and replicas are refused |
  * | LEADER_ELECTION | true | one active replica through a coordination.k8s.io Lease |
  * | LEASE_NAMESPACE, LEASE_NAME | default, restash-operator | the Lease |
  * | POD_NAME | the host name | this replica's identity in the Lease (the downward API's metadata.name) |
@@ -49,7 +49,7 @@ export const operatorEnvSchema = z
     MANAGED_REDIS_CPU_REQUEST: quantity.default('50m'),
     MANAGED_REDIS_MEMORY_REQUEST: quantity.default('64Mi'),
     MANAGED_REDIS_MEMORY_LIMIT: quantity.default('256Mi'),
-    MANAGED_REDIS_RESTORE_IMAGE: z.string().min(1).optional(),
+    MANAGED_REDIS_INIT_IMAGE: z.string().min(1).optional(),
     LEADER_ELECTION: env.flag(true),
     LEASE_NAMESPACE: z.string().min(1).default('default'),
     LEASE_NAME: z.string().min(1).default('restash-operator'),
@@ -75,7 +75,7 @@ export const operatorEnvSchema = z
       cpuRequest: e.MANAGED_REDIS_CPU_REQUEST,
       memoryRequest: e.MANAGED_REDIS_MEMORY_REQUEST,
       memoryLimit: e.MANAGED_REDIS_MEMORY_LIMIT,
-      ...(e.MANAGED_REDIS_RESTORE_IMAGE ? { restoreImage: e.MANAGED_REDIS_RESTORE_IMAGE } : {}),
+      ...(e.MANAGED_REDIS_INIT_IMAGE ? { initImage: e.MANAGED_REDIS_INIT_IMAGE } : {}),
     },
     leaderElection: e.LEADER_ELECTION ? { namespace: e.LEASE_NAMESPACE, name: e.LEASE_NAME, identity: e.POD_NAME } : undefined,
     resyncMs: e.RESYNC_SECONDS * 1000,

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { logStartFailure, startWorkerService } from '@restash/shared/util-http';
 import { loadOperatorConfig } from './config';
 import { OperatorModule } from './operator.module';
+import { redisConfigCommand } from './redis-config-command';
 import { restoreCommand } from './restore-command';
 
 async function main(): Promise<void> {
@@ -9,9 +10,12 @@ async function main(): Promise<void> {
   await startWorkerService(OperatorModule.forRoot(config), config.service);
 }
 
-// `main.js restore`: the managed Redis' restore init container (the operator's image runs it).
-if (process.argv[2] === 'restore') {
+// The init containers of managed KV databases run the operator's image with a command (managed-redis.ts).
+const [command, argument] = process.argv.slice(2);
+if (command === 'restore') {
   void restoreCommand().then((code) => process.exit(code));
+} else if (command === 'redis-config') {
+  void redisConfigCommand(argument).then((code) => process.exit(code));
 } else {
   main().catch((error: unknown) => {
     logStartFailure('operator', error);

@@ -418,6 +418,83 @@ describe('KV backups and restore', () => {
   }, 15 * 60_000);
 });
 
+/** The host the sentinels of replicated database `namespace/name` name its primary, asked from the host at their ClusterIP. */
+async function sentinelPrimary(namespace: string, name: string): Promise<string | undefined> {
+  const svc = JSON.parse(await kubectl('get', 'svc', `sentinel-${name}`, '-n', namespace, '-o', 'json')) as { spec: { clusterIP: string } };
+  const password = (await decodeSecret(namespace, `redis-${name}`))['sentinel-password'];
+  const sentinel = new IORedis({ host: svc.spec.clusterIP, port: 26379, password, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2_000 });
+  sentinel.on('error', () => undefined);
+  try {
+    await sentinel.connect();
+    const answer = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', name)) as [string, string] | null;
+    return answer?.[0];
+  } catch {
+    return undefined;
+  } finally {
+    sentinel.disconnect();
+  }
+}
+
+describe('KV replicas and failover', () => {
+  it('fails a replicated database over when its primary is killed (SIGKILL, pod deleted): writes succeed again within seconds', async () => {
+    await kubectl('create', 'namespace', 'ha');
+    await apply('apiVersion: restash.dev/v1alpha1\nkind: KvDatabase\nmetadata: {name: orders}\nspec: {redis: {managed: {replicas: 3}}}\n', 'ha');
+    await allReady('ha', 1);
+    const kv = await kvCredentials('ha', 'orders');
+    const primary = await waitFor('the sentinels to name a primary', () => sentinelPrimary('ha', 'orders'), 60_000);
+    expect(primary).toMatch(/^redis-orders-[0-2]\.redis-orders-headless\.ha\.svc\.cluster\.local$/);
+    // The replicas are spread (preferably) and at most one may be evicted at a time.
+    expect(await kubectl('get', 'pdb', '-n', 'ha', '-o', 'jsonpath={.items[*].metadata.name}')).toBe('redis-orders sentinel-orders');
+
+    // A steady load of writes, each a key of its own; the acknowledged ones are counted.
+    const acknowledged: number[] = [];
+    const failures: Array<[number, number]> = [];
+    let stop = false;
+    let next = 0;
+    const writer = (async () => {
+      while (!stop) {
+        const i = next++;
+        const at = performance.now();
+        const answer = await fetch(kv.url, { method: 'POST', headers: { authorization: `Bearer ${kv.token}` }, body: JSON.stringify(['SET', `w:${i}`, String(i)]) }).then(
+          (r) => r.status,
+          () => 0,
+        );
+        if (answer === 200) acknowledged.push(i);
+        else {
+          failures.push([at, answer]);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const pod = primary.split('.')[0] ?? '';
+    const killedAt = performance.now();
+    await kubectl('delete', 'pod', pod, '-n', 'ha', '--grace-period=0', '--force', '--wait=false');
+    const promoted = await waitFor('another primary', async () => {
+      const now = await sentinelPrimary('ha', 'orders');
+      return now !== undefined && now !== primary && now;
+    }, 60_000);
+    const promotedAfter = (performance.now() - killedAt) / 1000;
+    await waitFor('writes succeeding for 5 s after the failover', async () => acknowledged.length > 0 && failures.every(([at]) => performance.now() - at > 5_000) && performance.now() - killedAt > 5_000, 60_000);
+    stop = true;
+    await writer;
+    const lastFailure = failures.length > 0 ? ((failures.at(-1)?.[0] ?? killedAt) - killedAt) / 1000 : 0;
+    const stored = await pipeline(kv, acknowledged.map((i) => ['EXISTS', `w:${i}`]));
+    const lost = acknowledged.filter((_, i) => stored[i] !== 1);
+    console.log(
+      `KV failover (replicas 3, durability async): ${pod} killed; ${promoted.split('.')[0]} promoted after ${promotedAfter.toFixed(1)} s; ` +
+        `${failures.length} failed writes (statuses ${[...new Set(failures.map(([, s]) => s))].join(',')}), the last ${lastFailure.toFixed(1)} s after the kill; ` +
+        `${acknowledged.length} acknowledged, ${lost.length} of them lost`,
+    );
+    expect(new Set(failures.map(([, status]) => status))).toEqual(failures.length > 0 ? new Set([503]) : new Set());
+    expect(lastFailure).toBeLessThan(15);
+    // The killed server comes back as a replica of the new primary; the database stays Ready.
+    await waitFor('the killed pod back', async () => (await pods('ha', 'app.kubernetes.io/name=redis')).filter(podReady).length === 3, 120_000);
+    expect(await sentinelPrimary('ha', 'orders')).toBe(promoted);
+    await allReady('ha', 1);
+  }, 15 * 60_000);
+});
+
 interface Endpoints {
   metadata: { name: string; labels?: Record<string, string> };
   subsets?: Array<{ addresses?: Array<{ ip: string; targetRef?: { name: string } }>; ports?: Array<{ name?: string; port: number }> }>;

@@ -180,6 +180,7 @@ describe('operator RBAC', () => {
       { apiGroups: ['restash.dev'], resources: ['kvbackups/status'], verbs: ['patch'] },
       { apiGroups: [''], resources: ['secrets', 'services'], verbs: ['get', 'create', 'patch', 'delete'] },
       { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['get', 'create', 'patch', 'delete'] },
+      { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ['create', 'patch', 'delete'] },
       { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['delete'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ]);
@@ -189,9 +190,9 @@ describe('operator RBAC', () => {
     expect(lease['rules']).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }]);
     const env = envMap(find(objects, 'Deployment', 'restash-operator'));
     expect(env).toMatchObject({ LEADER_ELECTION: 'true', LEASE_NAMESPACE: 'restash-system', LEASE_NAME: 'restash-operator', POD_NAME: { fieldRef: { fieldPath: 'metadata.name' } } });
-    // A restore's init container runs the operator's own image.
+    // The managed databases' init containers (restore, replicas' configuration) run the operator's own image.
     const operator = find(objects, 'Deployment', 'restash-operator') as unknown as { spec: { template: { spec: { containers: Array<{ image: string }> } } } };
-    expect(env['MANAGED_REDIS_RESTORE_IMAGE']).toBe(operator.spec.template.spec.containers[0]?.image);
+    expect(env['MANAGED_REDIS_INIT_IMAGE']).toBe(operator.spec.template.spec.containers[0]?.image);
   });
 
   it('has no Lease Role without leader election and no RBAC when rbac.create is off', () => {

@@ -1,5 +1,6 @@
 export * from './managed-redis';
 export * from './restore-source';
+export * from './managed-sentinel';
 export * from './sdk-secret';
 export * from './tenant-reconciler';
 export * from './backends';

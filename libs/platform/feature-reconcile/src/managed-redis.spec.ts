@@ -1,4 +1,5 @@
 import { managedRedisAcl, managedRedisConfig, managedRedisNames, managedRedisObjects } from './managed-redis';
+import { managedSentinelObjects } from './managed-sentinel';
 
 const settings = { image: 'localhost/restash/redis:7.0.15', imagePullPolicy: 'Never' as const, runAsUser: 65532, cpuRequest: '50m', memoryRequest: '64Mi', memoryLimit: '256Mi' };
 const input = {
@@ -70,7 +71,7 @@ describe('managedRedisObjects', () => {
   });
 
   it('gives a restored database an init container that puts the snapshot in the volume first, as the server does', () => {
-    const [, , , set] = managedRedisObjects({ ...input, restore: true }, { ...settings, restoreImage: 'localhost/restash/operator:0.1.0' });
+    const [, , , set] = managedRedisObjects({ ...input, restore: true }, { ...settings, initImage: 'localhost/restash/operator:0.1.0' });
     const pod = set.spec?.template.spec;
     expect(pod?.initContainers).toEqual([
       {
@@ -85,7 +86,33 @@ describe('managedRedisObjects', () => {
         volumeMounts: [{ name: 'data', mountPath: '/data' }],
       },
     ]);
-    expect(managedRedisObjects(input, { ...settings, restoreImage: 'x' })[3].spec?.template.spec?.initContainers).toBeUndefined();
+    expect(managedRedisObjects(input, { ...settings, initImage: 'x' })[3].spec?.template.spec?.initContainers).toBeUndefined();
     expect(() => managedRedisObjects({ ...input, restore: true }, settings)).toThrow(TypeError);
+  });
+
+  it('runs replicas as servers configured from the sentinels, spread over nodes, at most one down at a time, beside three sentinels', () => {
+    const replicated = { ...input, replicas: 3, sentinelPassword: 'sp' };
+    const tools = { ...settings, initImage: 'localhost/restash/operator:0.1.0' };
+    const [secret, , , set, budget] = managedRedisObjects(replicated, tools);
+    expect(secret.stringData?.['sentinel-password']).toBe('sp');
+    expect(set.spec?.replicas).toBe(3);
+    const pod = set.spec?.template.spec;
+    expect(pod?.initContainers?.map((c) => [c.name, c.args])).toEqual([['configure', ['redis-config', 'server']]]);
+    expect(pod?.containers[0]?.args).toEqual(['/config/redis.conf']);
+    expect(pod?.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution?.[0]?.podAffinityTerm.topologyKey).toBe('kubernetes.io/hostname');
+    expect(budget).toMatchObject({ kind: 'PodDisruptionBudget', metadata: { name: 'redis-1cache' }, spec: { maxUnavailable: 1, selector: { matchLabels: set.spec?.selector.matchLabels } } });
+    // The configuration reads both passwords from the config Secret, never from the pod spec.
+    expect(pod?.initContainers?.[0]?.env?.filter((e) => e.name.endsWith('PASSWORD')).map((e) => e.valueFrom?.secretKeyRef)).toEqual([
+      { name: 'redis-1cache', key: 'gateway-password' },
+      { name: 'redis-1cache', key: 'sentinel-password' },
+    ]);
+
+    const [headless, service, sentinels, sentinelBudget] = managedSentinelObjects(replicated, tools);
+    expect([headless.metadata?.name, service.metadata?.name, sentinels.metadata?.name, sentinelBudget.metadata?.name]).toEqual(['sentinel-1cache-headless', 'sentinel-1cache', 'sentinel-1cache', 'sentinel-1cache']);
+    expect(sentinels.spec?.replicas).toBe(3);
+    expect(sentinels.spec?.template.spec?.containers[0]?.args).toEqual(['/config/sentinel.conf', '--sentinel']);
+    expect(sentinels.spec?.template.spec?.initContainers?.[0]?.args).toEqual(['redis-config', 'sentinel']);
+    expect(() => managedRedisObjects({ ...input, replicas: 2 }, tools)).toThrow(TypeError);
+    expect(() => managedSentinelObjects(replicated, settings)).toThrow(TypeError);
   });
 });

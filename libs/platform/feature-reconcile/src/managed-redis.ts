@@ -1,4 +1,4 @@
-import type { V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
+import type { V1Affinity, V1EnvVar, V1PodDisruptionBudget, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
 // Not re-exported by the package's index; the Kubernetes quantity grammar is the library's to parse.
 import { quantityToScalar } from '@kubernetes/client-node/dist/util.js';
 import { gatewayUserRule, kvServerMemoryConfig } from '@restash/kv/util-command';
@@ -18,10 +18,11 @@ export interface ManagedRedisSettings {
   memoryRequest: string;
   memoryLimit: string;
   /**
-   * The image of the restore init container of databases with `spec.restore`: the operator's own (its `restore`
-   * command, apps/operator/src/restore-command.ts); without it such databases are refused.
+   * The image of the init containers: the operator's own, whose `restore` command puts a snapshot in place
+   * (apps/operator/src/restore-command.ts) and whose `redis-config` command writes a replicated database's server and
+   * sentinel configuration (redis-config-command.ts); without it restores and replicas are refused.
    */
-  restoreImage?: string;
+  initImage?: string;
 }
 
 /** What one KV database's managed Redis is: its name, its volume and the gateway user's password. */
@@ -33,8 +34,12 @@ export interface ManagedRedisInput {
   storageClassName?: string;
   /** The password of {@link GATEWAY_REDIS_USER}: kept in the config Secret and reused while it exists. */
   password: string;
-  /** Whether the database starts from a snapshot: its pods get the restore init container (settings.restoreImage). */
+  /** Whether the database starts from a snapshot: its pods get the restore init container (settings.initImage). */
   restore?: boolean;
+  /** Servers: 1 (one Redis, no Sentinel), or 2 to 5: a primary, replicas and the sentinels of managedSentinelObjects. */
+  replicas?: number;
+  /** The sentinels' own password, kept in the config Secret ({@link SENTINEL_PASSWORD_KEY}); required with replicas. */
+  sentinelPassword?: string;
 }
 
 /**
@@ -90,18 +95,39 @@ export function managedRedisAcl(password: string): string {
 /** The config Secret's key that keeps the gateway user's password (not mounted into the pod). */
 export const GATEWAY_PASSWORD_KEY = 'gateway-password';
 
+/** The config Secret's key of a replicated database's sentinels' password (`requirepass`; the gateways send it as `sentinelPassword`). */
+export const SENTINEL_PASSWORD_KEY = 'sentinel-password';
+
+/** The environment of a replicated database's `redis-config` init containers (apps/operator/src/redis-config-command.ts). */
+export function replicatedEnv(database: string, secret: string): V1EnvVar[] {
+  return [
+    { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    { name: 'DATABASE', value: database },
+    { name: 'GATEWAY_PASSWORD', valueFrom: { secretKeyRef: { name: secret, key: GATEWAY_PASSWORD_KEY } } },
+    { name: 'SENTINEL_PASSWORD', valueFrom: { secretKeyRef: { name: secret, key: SENTINEL_PASSWORD_KEY } } },
+  ];
+}
+
+/** Pods of one set on different nodes where the cluster has them (preferred: a single-node cluster still runs them all). */
+export function spreadOver(selector: Record<string, string>): V1Affinity {
+  return { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: selector } } }] } };
+}
+
 /**
  * The objects of a KV database's managed Redis (DESIGN.md, KV; issue 13 "What backs each resource"), each
  * owned by the KvDatabase (so Kubernetes' garbage collector removes them with it): the config Secret (redis.conf
  * and the ACL file, mounted read-only), the headless Service the StatefulSet needs, a ClusterIP Service the
  * gateways connect to (a stable address that works without cluster DNS, also from outside the pod network), and a
  * StatefulSet of one Redis with a PVC per pod that is deleted with the StatefulSet. A database restored from a snapshot
- * has a `restore` init container (settings.restoreImage) that reads Secret `redis-<database>-restore`.
+ * has a `restore` init container (settings.initImage) that reads Secret `redis-<database>-restore`. With `replicas` of
+ * 2 to 5 the StatefulSet runs that many servers, each configured by a `configure` init container (its role from the
+ * sentinels), spread over nodes, with a PodDisruptionBudget of one (the sentinels: managedSentinelObjects).
  *
  * @returns objects ready for server-side apply, in the order to apply them
- * @throws TypeError for a restore without settings.restoreImage
+ * @throws TypeError for a restore or replicas without settings.initImage, or replicas without a sentinel password
  */
-export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedRedisSettings): [V1Secret, V1Service, V1Service, V1StatefulSet] {
+export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedRedisSettings): [V1Secret, V1Service, V1Service, V1StatefulSet, ...V1PodDisruptionBudget[]] {
   const { owner } = input;
   const names = managedRedisNames(owner.name);
   const labels = managedRedisLabels(owner.name);
@@ -116,13 +142,16 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
   const root = settings.runAsUser === 0;
   const resources = { requests: { cpu: settings.cpuRequest, memory: settings.memoryRequest }, limits: { memory: settings.memoryLimit } };
   const containerSecurity = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } };
-  if (input.restore && !settings.restoreImage) throw new TypeError('a restore needs settings.restoreImage (MANAGED_REDIS_RESTORE_IMAGE)');
+  const replicas = input.replicas ?? 1;
+  const replicated = replicas > 1;
+  if ((input.restore || replicated) && !settings.initImage) throw new TypeError('restores and replicas need settings.initImage (MANAGED_REDIS_INIT_IMAGE)');
+  if (replicated && !input.sentinelPassword) throw new TypeError('replicas need a sentinel password');
   // Puts the snapshot in the empty volume as the AOF's base before the first start; a no-op on a volume with data.
   const restore = input.restore
     ? [
         {
           name: 'restore',
-          image: settings.restoreImage,
+          image: settings.initImage,
           imagePullPolicy: settings.imagePullPolicy,
           args: ['restore'],
           env: [{ name: 'RESTORE_DIR', value: '/data' }],
@@ -133,13 +162,38 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
         },
       ]
     : [];
+  // A replicated server's configuration: its role from the sentinels (redis-config-command.ts), into an emptyDir.
+  const configure = replicated
+    ? [
+        {
+          name: 'configure',
+          image: settings.initImage,
+          imagePullPolicy: settings.imagePullPolicy,
+          args: ['redis-config', 'server'],
+          env: replicatedEnv(owner.name, names.secret),
+          resources,
+          securityContext: containerSecurity,
+          volumeMounts: [
+            { name: 'data', mountPath: '/data', readOnly: true },
+            { name: 'config', mountPath: '/etc/redis', readOnly: true },
+            { name: 'runtime', mountPath: '/config' },
+          ],
+        },
+      ]
+    : [];
+  const initContainers = [...restore, ...configure];
   return [
     {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: metadata(names.secret),
       type: 'Opaque',
-      stringData: { 'redis.conf': managedRedisConfig(settings.memoryLimit), 'users.acl': managedRedisAcl(input.password), [GATEWAY_PASSWORD_KEY]: input.password },
+      stringData: {
+        'redis.conf': managedRedisConfig(settings.memoryLimit),
+        'users.acl': managedRedisAcl(input.password),
+        [GATEWAY_PASSWORD_KEY]: input.password,
+        ...(input.sentinelPassword ? { [SENTINEL_PASSWORD_KEY]: input.sentinelPassword } : {}),
+      },
     },
     {
       apiVersion: 'v1',
@@ -159,7 +213,7 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
       metadata: metadata(names.statefulSet),
       spec: {
         serviceName: names.headless,
-        replicas: 1,
+        replicas,
         selector: { matchLabels: selector },
         persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' },
         template: {
@@ -173,13 +227,14 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
               runAsNonRoot: !root,
               ...(root ? {} : { fsGroup: settings.runAsUser }),
             },
-            ...(restore.length > 0 ? { initContainers: restore } : {}),
+            ...(initContainers.length > 0 ? { initContainers } : {}),
+            ...(replicated ? { affinity: spreadOver(selector) } : {}),
             containers: [
               {
                 name: 'redis',
                 image: settings.image,
                 imagePullPolicy: settings.imagePullPolicy,
-                args: ['/etc/redis/redis.conf'],
+                args: [replicated ? '/config/redis.conf' : '/etc/redis/redis.conf'],
                 ports: [{ name: 'redis', containerPort: MANAGED_REDIS_PORT, protocol: 'TCP' }],
                 readinessProbe: { tcpSocket: { port: 'redis' }, periodSeconds: 2, failureThreshold: 3 },
                 livenessProbe: { tcpSocket: { port: 'redis' }, initialDelaySeconds: 10, periodSeconds: 10 },
@@ -188,6 +243,7 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
                 volumeMounts: [
                   { name: 'data', mountPath: '/data' },
                   { name: 'config', mountPath: '/etc/redis', readOnly: true },
+                  ...(replicated ? [{ name: 'runtime', mountPath: '/config' }] : []),
                 ],
               },
             ],
@@ -196,6 +252,7 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
                 name: 'config',
                 secret: { secretName: names.secret, defaultMode: 0o440, items: [{ key: 'redis.conf', path: 'redis.conf' }, { key: 'users.acl', path: 'users.acl' }] },
               },
+              ...(replicated ? [{ name: 'runtime', emptyDir: {} }] : []),
             ],
           },
         },
@@ -211,5 +268,11 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
         ],
       },
     },
+    ...(replicated ? [disruptionBudget(metadata(names.statefulSet), selector)] : []),
   ];
+}
+
+/** At most one pod of the set down by a voluntary disruption (a drain, an eviction) at a time. */
+export function disruptionBudget(metadata: V1PodDisruptionBudget['metadata'], selector: Record<string, string>): V1PodDisruptionBudget {
+  return { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata, spec: { maxUnavailable: 1, selector: { matchLabels: selector } } };
 }

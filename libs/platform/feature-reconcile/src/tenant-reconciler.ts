@@ -15,11 +15,12 @@ import {
   streamPrefix,
   vectorIndexId,
 } from '@restash/shared/data-access-registry';
-import { type ConditionReason, type GatewayUrls, KINDS, type KvBackup, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
+import { type ConditionReason, type GatewayUrls, KINDS, type KvBackup, MAX_MANAGED_REPLICAS, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
 import { type Condition, type ReconcileResult, setCondition, statusChanged } from '@restash/operator/util-controller';
 import type { DeclaredTopic } from '@restash/stream/data-access-kafka';
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
-import { GATEWAY_PASSWORD_KEY, MANAGED_REDIS_PORT, type ManagedRedisSettings, managedRedisNames, managedRedisObjects } from './managed-redis';
+import { GATEWAY_PASSWORD_KEY, MANAGED_REDIS_PORT, type ManagedRedisSettings, SENTINEL_PASSWORD_KEY, managedRedisNames, managedRedisObjects } from './managed-redis';
+import { SENTINEL_PORT, SENTINEL_QUORUM, managedSentinelObjects, sentinelNames } from './managed-sentinel';
 import { restoreSourceOf } from './restore-source';
 import {
   SecretSigningKeys,
@@ -413,7 +414,8 @@ export class TenantReconciler {
   }
 
   /**
-   * Applies a managed KvDatabase's Redis objects (managed-redis.ts) and reads back its address. A database with
+   * Applies a managed KvDatabase's Redis objects (managed-redis.ts; with replicas, its sentinels: managed-sentinel.ts)
+   * and reads back its address: the server's ClusterIP, or the sentinels' for a replicated one. A database with
    * `spec.restore` gets its restore Secret first (restoreSourceOf), once, before its StatefulSet exists: nothing of it
    * is made while the source is refused or still being taken, so that it never starts empty.
    * @returns the gateway's URL of it (once the Service has a cluster IP) and whether the server is ready, or why it is refused
@@ -423,45 +425,66 @@ export class TenantReconciler {
   ): Promise<{ url?: string; ready: boolean; message: string; refused?: { reason: ConditionReason; message: string } }> {
     const { name, namespace, uid } = db.metadata;
     const names = managedRedisNames(name);
-    if (db.spec.restore) {
-      if (!this.options.managedRedis.restoreImage) {
-        return { ready: false, message: '', refused: { reason: 'NotSupported', message: "restores need the operator's MANAGED_REDIS_RESTORE_IMAGE" } };
-      }
-      if (!(await this.kube.getStatefulSet(namespace, names.statefulSet)) && !(await this.kube.getSecret(namespace, names.restore))) {
-        const source = await restoreSourceOf(db, this.kube);
-        if ('refused' in source) return { ready: false, message: '', refused: { reason: 'InvalidSpec', message: `spec.restore: ${source.refused}` } };
-        if ('waiting' in source) return { ready: false, message: source.waiting };
-        await this.kube.apply(source.secret);
-      }
+    const managed = db.spec.redis.managed ?? { storage: '1Gi', replicas: 1 };
+    const replicated = managed.replicas > 1;
+    if ((db.spec.restore || replicated) && !this.options.managedRedis.initImage) {
+      return { ready: false, message: '', refused: { reason: 'NotSupported', message: "restores and replicas need the operator's MANAGED_REDIS_INIT_IMAGE" } };
     }
-    const config = await this.kube.getSecret(namespace, names.secret);
-    const password = secretText(config)[GATEWAY_PASSWORD_KEY] || randomBytes(24).toString('hex');
-    const managed = db.spec.redis.managed ?? { storage: '1Gi' };
-    const objects = managedRedisObjects(
-      {
-        owner: { apiVersion: db.apiVersion, kind: db.kind, name, namespace, uid: uid ?? '' },
-        storage: managed.storage,
-        ...(managed.storageClassName ? { storageClassName: managed.storageClassName } : {}),
-        password,
-        ...(db.spec.restore ? { restore: true } : {}),
-      },
-      this.options.managedRedis,
-    );
+    if (db.spec.restore && !(await this.kube.getStatefulSet(namespace, names.statefulSet)) && !(await this.kube.getSecret(namespace, names.restore))) {
+      const source = await restoreSourceOf(db, this.kube);
+      if ('refused' in source) return { ready: false, message: '', refused: { reason: 'InvalidSpec', message: `spec.restore: ${source.refused}` } };
+      if ('waiting' in source) return { ready: false, message: source.waiting };
+      await this.kube.apply(source.secret);
+    }
+    const config = secretText(await this.kube.getSecret(namespace, names.secret));
+    const password = config[GATEWAY_PASSWORD_KEY] || randomBytes(24).toString('hex');
+    const sentinelPassword = replicated ? config[SENTINEL_PASSWORD_KEY] || randomBytes(24).toString('hex') : undefined;
+    const owner = { apiVersion: db.apiVersion, kind: db.kind, name, namespace, uid: uid ?? '' };
+    const objects = [
+      ...managedRedisObjects(
+        {
+          owner,
+          storage: managed.storage,
+          ...(managed.storageClassName ? { storageClassName: managed.storageClassName } : {}),
+          password,
+          replicas: managed.replicas,
+          ...(sentinelPassword ? { sentinelPassword } : {}),
+          ...(db.spec.restore ? { restore: true } : {}),
+        },
+        this.options.managedRedis,
+      ),
+      ...(replicated ? managedSentinelObjects({ owner }, this.options.managedRedis) : []),
+    ];
     for (const object of objects) await this.kube.apply(object);
-    const service = await this.kube.getService(namespace, names.service);
-    const ip = service?.spec?.clusterIP;
-    const url = ip && ip !== 'None' ? `redis://${GATEWAY_REDIS_USER}:${password}@${ip}:${MANAGED_REDIS_PORT}/0` : undefined;
     const set = await this.kube.getStatefulSet(namespace, names.statefulSet);
-    const ready = (set?.status?.readyReplicas ?? 0) >= 1 && url !== undefined;
-    return { ...(url ? { url } : {}), ready, message: ready ? '' : `waiting for the Redis server (StatefulSet ${names.statefulSet}) to be ready` };
+    const serving = (set?.status?.readyReplicas ?? 0) >= 1;
+    if (!replicated) {
+      const ip = (await this.kube.getService(namespace, names.service))?.spec?.clusterIP;
+      const url = ip && ip !== 'None' ? `redis://${GATEWAY_REDIS_USER}:${password}@${ip}:${MANAGED_REDIS_PORT}/0` : undefined;
+      const ready = serving && url !== undefined;
+      return { ...(url ? { url } : {}), ready, message: ready ? '' : `waiting for the Redis server (StatefulSet ${names.statefulSet}) to be ready` };
+    }
+    // The gateways ask the sentinels (their ClusterIP Service) for the primary: a failover needs no registry change.
+    const sentinels = sentinelNames(name);
+    const ip = (await this.kube.getService(namespace, sentinels.service))?.spec?.clusterIP;
+    const url = ip && ip !== 'None' ? `redis+sentinel://${GATEWAY_REDIS_USER}:${password}@${ip}:${SENTINEL_PORT}/${name}/0?sentinelPassword=${sentinelPassword}` : undefined;
+    const voters = (await this.kube.getStatefulSet(namespace, sentinels.statefulSet))?.status?.readyReplicas ?? 0;
+    const ready = serving && voters >= SENTINEL_QUORUM && url !== undefined;
+    return { ...(url ? { url } : {}), ready, message: ready ? '' : `waiting for the Redis servers (StatefulSet ${names.statefulSet}) and their sentinels (StatefulSet ${sentinels.statefulSet}) to be ready` };
   }
 
-  /** Deletes a KvDatabase's managed Redis: the StatefulSet, its PVC (its data), the Services and the config Secret. */
+  /** Deletes a KvDatabase's managed Redis: the StatefulSets (servers, sentinels), the PVCs (its data), the budgets, the Services and the Secrets. */
   private async removeManagedRedis(db: RestashResource): Promise<void> {
     const names = managedRedisNames(db.metadata.name);
     const ns = db.metadata.namespace;
+    const sentinels = sentinelNames(db.metadata.name);
+    await this.kube.remove('apps/v1', 'StatefulSet', ns, sentinels.statefulSet);
     await this.kube.remove('apps/v1', 'StatefulSet', ns, names.statefulSet);
-    await this.kube.remove('v1', 'PersistentVolumeClaim', ns, names.pvc);
+    for (let i = 0; i < MAX_MANAGED_REPLICAS; i++) await this.kube.remove('v1', 'PersistentVolumeClaim', ns, names.pvc.replace(/-0$/, `-${i}`));
+    await this.kube.remove('policy/v1', 'PodDisruptionBudget', ns, names.statefulSet);
+    await this.kube.remove('policy/v1', 'PodDisruptionBudget', ns, sentinels.statefulSet);
+    await this.kube.remove('v1', 'Service', ns, sentinels.service);
+    await this.kube.remove('v1', 'Service', ns, sentinels.headless);
     await this.kube.remove('v1', 'Service', ns, names.service);
     await this.kube.remove('v1', 'Service', ns, names.headless);
     await this.kube.remove('v1', 'Secret', ns, names.secret);

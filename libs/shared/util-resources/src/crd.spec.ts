@@ -13,6 +13,17 @@ function nodes(node: SchemaNode, path = ''): Array<[string, SchemaNode]> {
   return [[path, node], ...children, ...items];
 }
 
+/** A default value and the schema nodes it reaches: [path, value, node] for the node and every property the value has. */
+function defaultsBelow(path: string, value: unknown, node: SchemaNode): Array<[string, unknown, SchemaNode]> {
+  const found: Array<[string, unknown, SchemaNode]> = [[path, value, node]];
+  if (typeof value !== 'object' || value === null || !node.properties) return found;
+  for (const [key, child] of Object.entries(value)) {
+    const schema = (node.properties as Record<string, SchemaNode>)[key];
+    if (schema) found.push(...defaultsBelow(`${path}.${key}`, child, schema));
+  }
+  return found;
+}
+
 describe('crdOf', () => {
   const kinds = CRD_KINDS.map((info) => [info.kind, info] as const);
 
@@ -25,10 +36,14 @@ describe('crdOf', () => {
     for (const [path, node] of nodes(schema)) {
       expect([path, typeof node.type]).toEqual([path, 'string']);
       expect([path, 'additionalProperties' in node]).toEqual([path, false]);
-      if (node['x-kubernetes-validations'] && node.type === 'object' && node.default) {
-        // The API server runs the rules on a default as written (no nested defaulting): it must spell out every defaulted field.
-        const defaulted = Object.entries(node.properties as Record<string, SchemaNode>).filter(([, p]) => 'default' in p);
-        for (const [key] of defaulted) expect([path, key, key in (node.default as object)]).toEqual([path, key, true]);
+      if (node.type === 'object' && node.default) {
+        // The API server runs the rules on a default as written (no nested defaulting): below every default, an object
+        // with rules must have each of its defaulted fields spelled out.
+        for (const [at, value, schema] of defaultsBelow(path, node.default, node)) {
+          if (!schema['x-kubernetes-validations'] || typeof value !== 'object' || value === null) continue;
+          const defaulted = Object.entries((schema.properties ?? {}) as Record<string, SchemaNode>).filter(([, p]) => 'default' in p);
+          for (const [key] of defaulted) expect([at, key, key in value]).toEqual([at, key, true]);
+        }
       }
       if (node['x-kubernetes-list-type'] === 'map') {
         const items = node.items as SchemaNode;

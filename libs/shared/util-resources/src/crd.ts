@@ -94,8 +94,13 @@ export function crdOf(info: CrdInfo): CustomResourceDefinition {
       status: structuralSchema(info.status),
     },
     ...(spec.default ? {} : { required: ['spec'] }),
-    ...(info.nameMaxLength
-      ? { 'x-kubernetes-validations': [{ rule: `size(self.metadata.name) <= ${info.nameMaxLength}`, message: `metadata.name must be at most ${info.nameMaxLength} characters` }] }
+    ...(info.nameMaxLength || info.objectRules
+      ? {
+          'x-kubernetes-validations': [
+            ...(info.nameMaxLength ? [{ rule: `size(self.metadata.name) <= ${info.nameMaxLength}`, message: `metadata.name must be at most ${info.nameMaxLength} characters` }] : []),
+            ...(info.objectRules ?? []),
+          ],
+        }
       : {}),
   };
   return {

@@ -8,8 +8,9 @@ describe('the kinds’ zod schemas', () => {
 
   it('fill in the defaults of k8s-api.md', () => {
     expect(KINDS.KvDatabase.spec.parse({})).toEqual({
-      redis: { managed: { storage: '1Gi' } },
+      redis: { managed: { storage: '1Gi', replicas: 1 } },
       limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },
+      durability: 'async',
     });
     expect(KINDS.VectorIndex.spec.parse({ dimension: 384 })).toEqual({
       type: 'DENSE',

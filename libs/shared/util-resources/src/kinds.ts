@@ -57,6 +57,9 @@ const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?$/, 'm
 
 const httpUrl = z.string().max(2048).regex(/^https?:\/\//, 'must be an http:// or https:// URL');
 
+/** The most Redis servers of a managed database (`spec.redis.managed.replicas`). */
+export const MAX_MANAGED_REPLICAS = 5;
+
 /** Upstash's documented default maximum request size (redis/troubleshooting/max_request_size_exceeded). */
 export const KV_MAX_REQUEST_BYTES = 10 * 1024 * 1024;
 /** 1 MiB: Upstash Kafka's maximum message size and QStash's on its free plan. */
@@ -160,11 +163,20 @@ const kvRestoreSource = withRule(
 const kvDatabaseFields = z.strictObject({
   redis: withRule(
     z.strictObject({
-      managed: z
-        .strictObject({
-          storage: quantity.default('1Gi').describe('Size of the Redis volume (a quantity).'),
-          storageClassName: z.string().min(1).max(253).optional().describe("StorageClass of the volume; default the cluster's default class."),
-        })
+      managed: withTransitionRule(
+        z.strictObject({
+          storage: quantity.default('1Gi').describe('Size of each Redis volume (a quantity).'),
+          storageClassName: z.string().min(1).max(253).optional().describe("StorageClass of the volumes; default the cluster's default class."),
+          replicas: z
+            .number()
+            .int()
+            .min(1)
+            .max(MAX_MANAGED_REPLICAS)
+            .default(1)
+            .describe('Redis servers: 1, or 2 to 5 (a primary and replicas, with three Redis Sentinels that fail over).'),
+        }),
+        { rule: 'oldSelf.replicas < 2 || self.replicas >= 2', message: 'a replicated database keeps at least 2 replicas (its sentinels and clients follow the primary)', fieldPath: '.replicas' },
+      )
         .optional()
         .describe('A Redis server the operator runs for this database, with a volume of its own.'),
       external: z
@@ -177,16 +189,29 @@ const kvDatabaseFields = z.strictObject({
     { rule: '!(has(self.managed) && has(self.external))', message: 'set one of managed and external, not both' },
     (redis) => !(redis.managed && redis.external),
   )
-    .prefault({ managed: {} })
+    // Spelled out: the API server runs the rules below it (managed's transition rule) on this default as written.
+    .prefault({ managed: { storage: '1Gi', replicas: 1 } })
     .describe('The Redis server of the database: managed (the default) or external.'),
   limits: limits(KV_MAX_REQUEST_BYTES),
+  durability: z
+    .enum(['async', 'replicated'])
+    .default('async')
+    .describe('async: a write is acknowledged once the primary has it; replicated: once a replica has it too (WAIT), else 503.'),
   backup: kvBackupPolicy.optional().describe('Backups of the database: RDB snapshots in an S3-compatible bucket, on a schedule and on demand (KvBackup).'),
   restore: kvRestoreSource.optional().describe('The snapshot a new managed database starts from; set at creation only.'),
 });
 
 export const kvDatabaseSpecSchema = withTransitionRule(
   withRule(
-    kvDatabaseFields,
+    withRule(
+      kvDatabaseFields,
+      {
+        rule: "self.durability != 'replicated' || !has(self.redis.managed) || self.redis.managed.replicas >= 2",
+        message: 'durability replicated needs replicas: a managed database with replicas of 2 or more',
+        fieldPath: '.durability',
+      },
+      (spec) => spec.durability !== 'replicated' || spec.redis.managed === undefined || spec.redis.managed.replicas >= 2,
+    ),
     { rule: '!has(self.restore) || !has(self.redis.external)', message: 'restore is for managed databases: an external Redis is restored where it runs', fieldPath: '.restore' },
     (spec) => spec.restore === undefined || spec.redis.external === undefined,
   ),
@@ -466,6 +491,8 @@ export interface CrdInfo {
   printerColumns: PrinterColumn[];
   /** A limit on `metadata.name` below the DNS label's 63, when objects named after the resource need room. */
   nameMaxLength?: number;
+  /** CEL rules on the whole object (its name and spec together), for the API server only. */
+  objectRules?: CelRule[];
   /** What it is, for the CRD's description. */
   description: string;
 }
@@ -507,8 +534,14 @@ export const KINDS: Record<KindName, KindInfo> = {
     ],
     secretKeys: SECRET_KEYS.KvDatabase,
     // A managed database's StatefulSet is `redis-<name>`, and its pods' controller-revision-hash label
-    // (`redis-<name>-<10 characters>`) must fit in 63.
+    // (`redis-<name>-<10 characters>`) must fit in 63; a replicated one's sentinels' is `sentinel-<name>`.
     nameMaxLength: 45,
+    objectRules: [
+      {
+        rule: '!has(self.spec.redis.managed) || self.spec.redis.managed.replicas < 2 || size(self.metadata.name) <= 43',
+        message: 'a KvDatabase with replicas has a name of at most 43 characters (its sentinels are StatefulSet sentinel-<name>)',
+      },
+    ],
   },
   VectorIndex: {
     kind: 'VectorIndex',

@@ -32,6 +32,7 @@ describe('parseResourceFile', () => {
     expect(resources[0].spec).toEqual({
       redis: { external: { urlSecretRef: { name: 'redis', key: 'url' } } },
       limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },
+      durability: 'async',
     });
     expect(resources[1].spec).toEqual({ retries: { default: 3, max: 10 }, limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 } });
     expect(secrets.get('acme/redis')).toEqual({ url: 'redis://gw:s3cret@127.0.0.1:6380/0', other: 'hello' });
