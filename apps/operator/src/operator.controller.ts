@@ -20,6 +20,7 @@ import { kubeAccess } from './kube-access';
 import { OperatorMetrics } from './operator-metrics';
 import { BACKUP_ENGINES, ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
 import { BackupLoop } from './backup-loop';
+import { ReplicationLoop, probeReplication } from './replication-loop';
 import { backupKube } from './backup-kube';
 
 const logger = new Logger('Operator');
@@ -59,7 +60,9 @@ const REGISTRY_CHECK_TIMEOUT_MS = 1_000;
  * rotation").
  *
  * Backups run beside (BackupLoop, kv-feature-backup's BackupController): KvBackups on a work queue of their own, and
- * each KvDatabase's schedule looked at when it changes and at its next time (README, "KV: backups and restore").
+ * each KvDatabase's schedule looked at when it changes and at its next time (README, "KV databases: backups and
+ * restore"); each replicated KvDatabase's servers are looked at every 10 s (ReplicationLoop: primary, replicas,
+ * `Degraded`).
  */
 @Injectable()
 export class OperatorController implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -75,6 +78,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
   private registryDown = false;
   private reconciler: TenantReconciler | undefined;
   private backups: BackupLoop | undefined;
+  private replication: ReplicationLoop | undefined;
   private stopping = false;
 
   constructor(
@@ -151,6 +155,19 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
       onWatchRestart: (reason) => this.metrics.watchRestarts.inc({ kind: 'KvBackup', reason }),
       describeError: loggable,
     });
+    const cachedDatabase = (namespace: string, name: string) => this.watches.get('KvDatabase')?.cache.get(name, namespace) as KvDatabase | undefined;
+    this.replication = new ReplicationLoop(
+      {
+        database: cachedDatabase,
+        sourceUrl: (namespace, name) => this.backupEngines.sourceUrl(namespace, name),
+        probe: probeReplication,
+        patchStatus: async (db, status) => {
+          await this.client.patchStatus({ group: GROUP, version: VERSION, plural: KINDS.KvDatabase.plural }, db.metadata.namespace, db.metadata.name, status);
+        },
+      },
+      logger,
+      loggable,
+    );
     this.queue = new WorkQueue<string>({
       workers: this.config.workers,
       // Never a pass on a partial picture: a namespace's pass before every informer listed would take the resources of
@@ -183,7 +200,10 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
         onEvent: (_type, object) => {
           const { namespace, name } = object.metadata ?? {};
           if (namespace) this.queue?.add(namespace);
-          if (namespace && name && kind === 'KvDatabase') this.backups?.databaseChanged(namespace, name);
+          if (namespace && name && kind === 'KvDatabase') {
+            this.backups?.databaseChanged(namespace, name);
+            this.replication?.databaseChanged(namespace, name);
+          }
         },
         onError: (error) => logEvent(logger, 'warn', 'watch.error', { engine: 'kubernetes', kind: plural, error: loggable(error) }),
         onRestart: (reason) => this.metrics.watchRestarts.inc({ kind, reason }),
@@ -299,7 +319,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     clearInterval(this.depthTimer);
     clearInterval(this.registryTimer);
     await Promise.all([...this.watches.values()].map((w) => w.stop()));
-    await Promise.all([this.queue?.shutDown(), this.backups?.stop()]);
+    await Promise.all([this.queue?.shutDown(), this.backups?.stop(), this.replication?.stop()]);
     await this.elector?.stop();
   }
 }

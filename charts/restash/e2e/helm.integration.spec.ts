@@ -418,21 +418,34 @@ describe('KV backups and restore', () => {
   }, 15 * 60_000);
 });
 
-/** The host the sentinels of replicated database `namespace/name` name its primary, asked from the host at their ClusterIP. */
-async function sentinelPrimary(namespace: string, name: string): Promise<string | undefined> {
+/** A command to the sentinels of replicated database `namespace/name` (at their ClusterIP, from the host); undefined when none answers. */
+async function sentinelCall(namespace: string, name: string, ...args: string[]): Promise<unknown> {
   const svc = JSON.parse(await kubectl('get', 'svc', `sentinel-${name}`, '-n', namespace, '-o', 'json')) as { spec: { clusterIP: string } };
   const password = (await decodeSecret(namespace, `redis-${name}`))['sentinel-password'];
   const sentinel = new IORedis({ host: svc.spec.clusterIP, port: 26379, password, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2_000 });
   sentinel.on('error', () => undefined);
   try {
     await sentinel.connect();
-    const answer = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', name)) as [string, string] | null;
-    return answer?.[0];
+    return await sentinel.call('SENTINEL', ...args);
   } catch {
     return undefined;
   } finally {
     sentinel.disconnect();
   }
+}
+
+/** The host the sentinels of replicated database `namespace/name` name its primary. */
+async function sentinelPrimary(namespace: string, name: string): Promise<string | undefined> {
+  return ((await sentinelCall(namespace, name, 'get-master-addr-by-name', name)) as [string, string] | null | undefined)?.[0];
+}
+
+/** The replicas the sentinels know of, each as `<pod> <flags> <master-link-status>`. */
+async function sentinelReplicas(namespace: string, name: string): Promise<string[]> {
+  const replicas = ((await sentinelCall(namespace, name, 'replicas', name)) ?? []) as string[][];
+  return replicas.map((fields) => {
+    const get = (key: string) => fields[fields.indexOf(key) + 1] ?? '';
+    return `${get('name').split('.')[0]} ${get('flags')} ${get('master-link-status')}`;
+  });
 }
 
 describe('KV replicas and failover', () => {
@@ -443,6 +456,20 @@ describe('KV replicas and failover', () => {
     const kv = await kvCredentials('ha', 'orders');
     const primary = await waitFor('the sentinels to name a primary', () => sentinelPrimary('ha', 'orders'), 60_000);
     expect(primary).toMatch(/^redis-orders-[0-2]\.redis-orders-headless\.ha\.svc\.cluster\.local$/);
+    // Both replicas in sync, as the sentinels and the database's status see them.
+    await waitFor('two replicas online', async () => {
+      const replicas = await sentinelReplicas('ha', 'orders');
+      return replicas.length === 2 && replicas.every((r) => r.endsWith(' slave ok')) && replicas;
+    }, 90_000).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}: sentinels see ${JSON.stringify(await sentinelReplicas('ha', 'orders'))}; pods ${(await pods('ha')).map((p) => `${p.metadata.name}:${podReady(p)}`).join(' ')}`);
+    });
+    const status = await waitFor('the status to name the primary, not Degraded', async () => {
+      const item = JSON.parse(await kubectl('get', 'kvdb', 'orders', '-n', 'ha', '-o', 'json')) as Item & { status?: { primary?: string; replicas?: Array<{ name: string; state: string }> } };
+      const degraded = item.status?.conditions?.find((c) => c.type === 'Degraded');
+      return degraded?.status === 'False' && item.status;
+    }, 60_000);
+    expect(status.primary).toBe(primary.split('.')[0]);
+    expect(status.replicas?.map((r) => r.state)).toEqual(['online', 'online']);
     // The replicas are spread (preferably) and at most one may be evicted at a time.
     expect(await kubectl('get', 'pdb', '-n', 'ha', '-o', 'jsonpath={.items[*].metadata.name}')).toBe('redis-orders sentinel-orders');
 
@@ -468,12 +495,22 @@ describe('KV replicas and failover', () => {
     })();
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const pod = primary.split('.')[0] ?? '';
+    // The node cordoned, as when it is lost: the StatefulSet's new pod for the killed server waits, so a replica must take over.
+    const node = (await kubectl('get', 'nodes', '-o', 'jsonpath={.items[0].metadata.name}')).trim();
+    await kubectl('cordon', node);
     const killedAt = performance.now();
-    await kubectl('delete', 'pod', pod, '-n', 'ha', '--grace-period=0', '--force', '--wait=false');
-    const promoted = await waitFor('another primary', async () => {
-      const now = await sentinelPrimary('ha', 'orders');
-      return now !== undefined && now !== primary && now;
-    }, 60_000);
+    let promoted: string;
+    try {
+      await kubectl('delete', 'pod', pod, '-n', 'ha', '--grace-period=0', '--force', '--wait=false');
+      promoted = await waitFor('another primary', async () => {
+        const now = await sentinelPrimary('ha', 'orders');
+        return now !== undefined && now !== primary && now;
+      }, 60_000).catch(async (error: unknown) => {
+        throw new Error(`${String(error)}: sentinels name ${await sentinelPrimary('ha', 'orders')}, see ${JSON.stringify(await sentinelReplicas('ha', 'orders'))}`);
+      });
+    } finally {
+      await kubectl('uncordon', node);
+    }
     const promotedAfter = (performance.now() - killedAt) / 1000;
     await waitFor('writes succeeding for 5 s after the failover', async () => acknowledged.length > 0 && failures.every(([at]) => performance.now() - at > 5_000) && performance.now() - killedAt > 5_000, 60_000);
     stop = true;

@@ -4,3 +4,4 @@ export * from './managed-sentinel';
 export * from './sdk-secret';
 export * from './tenant-reconciler';
 export * from './backends';
+export * from './replication-status';

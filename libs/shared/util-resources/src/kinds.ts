@@ -393,6 +393,19 @@ const dateTime = z.string().meta({ format: 'date-time' });
 export const kvDatabaseStatusSchema = statusSchema.extend({
   lastSuccessfulBackup: z.string().optional().describe('The newest completed KvBackup of this database.'),
   lastSuccessfulBackupTime: dateTime.optional().describe('When it completed.'),
+  primary: z.string().optional().describe('Replicated databases: the pod of the primary, as the sentinels name it.'),
+  replicas: z
+    .array(
+      z.strictObject({
+        name: z.string(),
+        state: z.string().describe('online, or a state of the initial sync'),
+        lagSeconds: z.number().int().min(0).describe('Seconds since it last acknowledged the replication stream.'),
+        behindBytes: z.number().int().min(0).describe('Bytes of the stream it has not acknowledged yet.'),
+      }),
+    )
+    .max(8)
+    .optional()
+    .describe('Replicated databases: the replicas as the primary sees them.'),
   lastScheduleTime: dateTime.optional().describe('When spec.backup.schedule last made a KvBackup.'),
   nextScheduleTime: dateTime.optional().describe('When it makes the next.'),
 });
@@ -531,6 +544,9 @@ export const KINDS: Record<KindName, KindInfo> = {
     printerColumns: [
       { name: 'Storage', type: 'string', jsonPath: '.spec.redis.managed.storage', description: 'Size of the managed Redis volume' },
       { name: 'External Secret', type: 'string', jsonPath: '.spec.redis.external.urlSecretRef.name', description: 'Secret holding the external Redis URL' },
+      { name: 'Replicas', type: 'integer', jsonPath: '.spec.redis.managed.replicas', description: 'Redis servers of a managed database', priority: 1 },
+      { name: 'Primary', type: 'string', jsonPath: '.status.primary', description: 'The pod of the primary (replicated databases)', priority: 1 },
+      { name: 'Degraded', type: 'string', jsonPath: '.status.conditions[?(@.type=="Degraded")].status', description: 'A replica missing or lagging', priority: 1 },
     ],
     secretKeys: SECRET_KEYS.KvDatabase,
     // A managed database's StatefulSet is `redis-<name>`, and its pods' controller-revision-hash label
