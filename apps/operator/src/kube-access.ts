@@ -1,4 +1,4 @@
-import type { KubernetesObject, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
+import { type KubernetesObject, PatchStrategy, type V1Secret, type V1Service, type V1StatefulSet, type V1StorageClass } from '@kubernetes/client-node';
 import { type EventRecorder, type KubernetesClient, isNotFound, kubernetesErrorMessage } from '@restash/operator/data-access-kubernetes';
 import type { KubeAccess } from '@restash/platform/feature-reconcile';
 import { GROUP, KINDS, KV_BACKUP_KIND, type KvBackup, type RestashResource, VERSION } from '@restash/shared/util-resources';
@@ -32,6 +32,19 @@ export function kubeAccess(
     resources: cached,
     getSecret: (namespace, name) => orUndefined<V1Secret>(client.core.readNamespacedSecret({ namespace, name })),
     getService: (namespace, name) => orUndefined<V1Service>(client.core.readNamespacedService({ namespace, name })),
+    getPersistentVolumeClaim: (namespace, name) => orUndefined(client.core.readNamespacedPersistentVolumeClaim({ namespace, name })),
+    async storageClassExpands(name) {
+      const storageClass = await orUndefined(client.objects.read({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name } }) as Promise<V1StorageClass>);
+      return storageClass === undefined ? undefined : storageClass.allowVolumeExpansion === true;
+    },
+    async resizePersistentVolumeClaim(namespace, name, storage) {
+      await client.objects.patchJson(
+        { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { namespace, name } },
+        { spec: { resources: { requests: { storage } } } },
+        PatchStrategy.MergePatch,
+        { fieldManager: client.fieldManager },
+      );
+    },
     getKvBackup: (namespace, name) =>
       orUndefined(client.customObjects.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: KV_BACKUP_KIND.plural, namespace, name }) as Promise<KvBackup>),
     getStatefulSet: (namespace, name) =>

@@ -14,7 +14,7 @@ import { ResourcesNotReady, TenantReconciler, type TenantRegistry, type EngineAd
 import { GROUP, KIND_NAMES, KINDS, type KindName, type KvDatabase, type RestashResource, VERSION } from '@restash/shared/util-resources';
 import { BackupController, type BackupEngines } from '@restash/kv/feature-backup';
 import { Readiness, logEvent } from '@restash/shared/util-http';
-import { RegistryReader, parseTenantAclTokensKey, registryKeys } from '@restash/shared/data-access-registry';
+import { RegistryReader, kvDatabaseId, parseTenantAclTokensKey, registryKeys } from '@restash/shared/data-access-registry';
 import { OPERATOR_CONFIG, type OperatorConfig } from './config';
 import { kubeAccess } from './kube-access';
 import { OperatorMetrics } from './operator-metrics';
@@ -159,7 +159,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     this.replication = new ReplicationLoop(
       {
         database: cachedDatabase,
-        sourceUrl: (namespace, name) => this.backupEngines.sourceUrl(namespace, name),
+        sourceUrl: async (namespace, name) => (await this.reader.kvDatabase(kvDatabaseId(namespace, name)))?.redisUrl,
         probe: probeReplication,
         patchStatus: async (db, status) => {
           await this.client.patchStatus({ group: GROUP, version: VERSION, plural: KINDS.KvDatabase.plural }, db.metadata.namespace, db.metadata.name, status);

@@ -1,6 +1,6 @@
 import { type SentinelGroup, startSentinelGroup } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
-import { probeReplication } from './replication-loop';
+import { probeReplication, snapshotSourceOf } from './replication-loop';
 
 /** The replication probe on a real Redis Sentinel group (a primary, a replica, three sentinels on loopback). */
 describe('probeReplication', () => {
@@ -18,7 +18,11 @@ describe('probeReplication', () => {
       return info;
     }, 20_000, 200);
     expect(probed.primary).toBe('127.0.0.1');
-    expect(probed.replicas).toEqual([{ host: '127.0.0.1', state: 'online', lagSeconds: expect.any(Number), behindBytes: expect.any(Number) }]);
+    expect(probed.replicas).toEqual([{ host: '127.0.0.1', port: group.servers[1].port, state: 'online', lagSeconds: expect.any(Number), behindBytes: expect.any(Number) }]);
+    expect(probed.primaryPort).toBe(await group.primaryPort());
+    // A snapshot is taken from the online replica.
+    expect(await snapshotSourceOf(group.url(2, { username: 'gw', password: 'p w' }))).toBe(`redis://gw:p%20w@127.0.0.1:${group.servers[1].port}/2`);
+    expect(await snapshotSourceOf('redis://127.0.0.1:6379/0')).toBe('redis://127.0.0.1:6379/0');
     expect(Number(probed.replicas[0]?.behindBytes)).toBeGreaterThanOrEqual(0);
   });
 

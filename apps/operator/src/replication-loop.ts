@@ -33,7 +33,7 @@ export async function probeReplication(url: string): Promise<ReplicationInfo> {
       if (!named) throw new Error(`the sentinels know no primary ${target.name}`);
       const [host, port] = named;
       const info = (await ask({ host, port: Number(port), ...(target.username ? { username: target.username } : {}), ...(target.password ? { password: target.password } : {}) }, (c) => c.info('replication'))) as string;
-      return parseReplicationInfo(info, host);
+      return parseReplicationInfo(info, host, Number(port));
     } catch (error) {
       lastError = error;
     }
@@ -71,4 +71,20 @@ export class ReplicationLoop {
   async stop(): Promise<void> {
     await this.queue.shutDown();
   }
+}
+
+/**
+ * A direct `redis://` URL of one server of a Redis Sentinel deployment, for a snapshot (a replica serves one as well as
+ * the primary, and spares it the fork): an online replica the primary lists, else the primary; the sentinel URL's
+ * credentials and logical database.
+ * @throws Error as probeReplication
+ */
+export async function snapshotSourceOf(url: string): Promise<string> {
+  const target = parseSentinelUrl(url);
+  if (!target) return url;
+  const { primary, primaryPort, replicas } = await probeReplication(url);
+  const replica = replicas.find((r) => r.state === 'online');
+  const [host, port] = replica ? [replica.host, replica.port] : [primary, primaryPort];
+  const auth = target.password === undefined ? '' : `${encodeURIComponent(target.username ?? '')}:${encodeURIComponent(target.password)}@`;
+  return `${target.tls ? 'rediss' : 'redis'}://${auth}${host.includes(':') ? `[${host}]` : host}:${port}/${target.db}`;
 }

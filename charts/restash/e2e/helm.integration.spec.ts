@@ -475,6 +475,7 @@ describe('KV replicas and failover', () => {
 
     // A steady load of writes, each a key of its own; the acknowledged ones are counted.
     const acknowledged: number[] = [];
+    const ackedAt: number[] = [];
     const failures: Array<[number, number]> = [];
     let stop = false;
     let next = 0;
@@ -486,7 +487,10 @@ describe('KV replicas and failover', () => {
           (r) => r.status,
           () => 0,
         );
-        if (answer === 200) acknowledged.push(i);
+        if (answer === 200) {
+          acknowledged.push(i);
+          ackedAt.push(performance.now());
+        }
         else {
           failures.push([at, answer]);
           await new Promise((resolve) => setTimeout(resolve, 50));
@@ -516,15 +520,19 @@ describe('KV replicas and failover', () => {
     stop = true;
     await writer;
     const lastFailure = failures.length > 0 ? ((failures.at(-1)?.[0] ?? killedAt) - killedAt) / 1000 : 0;
+    // The outage: the longest time without an acknowledged write from the last one before the kill on.
+    const around = ackedAt.filter((at, i) => at >= killedAt || (ackedAt[i + 1] ?? Infinity) >= killedAt);
+    const outage = Math.max(0, ...around.slice(1).map((at, i) => at - (around[i] ?? at))) / 1000;
     const stored = await pipeline(kv, acknowledged.map((i) => ['EXISTS', `w:${i}`]));
     const lost = acknowledged.filter((_, i) => stored[i] !== 1);
     console.log(
       `KV failover (replicas 3, durability async): ${pod} killed; ${promoted.split('.')[0]} promoted after ${promotedAfter.toFixed(1)} s; ` +
-        `${failures.length} failed writes (statuses ${[...new Set(failures.map(([, s]) => s))].join(',')}), the last ${lastFailure.toFixed(1)} s after the kill; ` +
+        `no write acknowledged for ${outage.toFixed(1)} s; ${failures.length} failed writes (statuses ${[...new Set(failures.map(([, s]) => s))].join(',')}), the last ${lastFailure.toFixed(1)} s after the kill; ` +
         `${acknowledged.length} acknowledged, ${lost.length} of them lost`,
     );
     expect(new Set(failures.map(([, status]) => status))).toEqual(failures.length > 0 ? new Set([503]) : new Set());
     expect(lastFailure).toBeLessThan(15);
+    expect(outage).toBeLessThan(15);
     // The killed server comes back as a replica of the new primary; the database stays Ready.
     await waitFor('the killed pod back', async () => (await pods('ha', 'app.kubernetes.io/name=redis')).filter(podReady).length === 3, 120_000);
     expect(await sentinelPrimary('ha', 'orders')).toBe(promoted);

@@ -181,7 +181,8 @@ describe('operator RBAC', () => {
       { apiGroups: [''], resources: ['secrets', 'services'], verbs: ['get', 'create', 'patch', 'delete'] },
       { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['get', 'create', 'patch', 'delete'] },
       { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ['create', 'patch', 'delete'] },
-      { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['delete'] },
+      { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'patch', 'delete'] },
+      { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ]);
     expect(find(objects, 'ClusterRoleBinding', 'restash-operator')['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'restash-operator', namespace: 'restash-system' }]);

@@ -9,26 +9,27 @@ describe('parseReplicationInfo', () => {
     const parsed = parseReplicationInfo(info([`slave0:ip=${host('redis-cache-1')},port=6379,state=online,offset=4900,lag=0`, `slave1:ip=${host('redis-cache-2')},port=6379,state=wait_bgsave,offset=0,lag=3`]), host('redis-cache-0'));
     expect(parsed).toEqual({
       primary: host('redis-cache-0'),
+      primaryPort: 6379,
       replicas: [
-        { host: host('redis-cache-1'), state: 'online', lagSeconds: 0, behindBytes: 100 },
-        { host: host('redis-cache-2'), state: 'wait_bgsave', lagSeconds: 3, behindBytes: 5000 },
+        { host: host('redis-cache-1'), port: 6379, state: 'online', lagSeconds: 0, behindBytes: 100 },
+        { host: host('redis-cache-2'), port: 6379, state: 'wait_bgsave', lagSeconds: 3, behindBytes: 5000 },
       ],
     });
   });
 });
 
 describe('replicationStatusOf', () => {
-  const online = (pod: string, lag = 0) => ({ host: host(pod), state: 'online', lagSeconds: lag, behindBytes: 0 });
+  const online = (pod: string, lag = 0) => ({ host: host(pod), port: 6379, state: 'online', lagSeconds: lag, behindBytes: 0 });
 
   it('names the pods and is not Degraded with every replica online and in step', () => {
-    const { status, degraded } = replicationStatusOf(3, { primary: host('redis-cache-1'), replicas: [online('redis-cache-2'), online('redis-cache-0')] });
+    const { status, degraded } = replicationStatusOf(3, { primary: host('redis-cache-1'), primaryPort: 6379, replicas: [online('redis-cache-2'), online('redis-cache-0')] });
     expect(status).toEqual({ primary: 'redis-cache-1', replicas: [{ name: 'redis-cache-0', state: 'online', lagSeconds: 0, behindBytes: 0 }, { name: 'redis-cache-2', state: 'online', lagSeconds: 0, behindBytes: 0 }] });
     expect(degraded).toEqual({ status: 'False', reason: 'Replicated', message: '2 replicas online, in step with redis-cache-1' });
   });
 
   it('is Degraded when a replica is missing or syncing, lagging, or no primary is known', () => {
-    expect(replicationStatusOf(3, { primary: host('redis-cache-0'), replicas: [online('redis-cache-1')] }).degraded).toMatchObject({ status: 'True', reason: 'ReplicaMissing', message: '1 of 2 replicas online' });
-    expect(replicationStatusOf(2, { primary: host('redis-cache-0'), replicas: [online('redis-cache-1', 11)] }).degraded).toMatchObject({ status: 'True', reason: 'ReplicaLagging', message: 'redis-cache-1 (11 s) acknowledged nothing for over 10 s' });
+    expect(replicationStatusOf(3, { primary: host('redis-cache-0'), primaryPort: 6379, replicas: [online('redis-cache-1')] }).degraded).toMatchObject({ status: 'True', reason: 'ReplicaMissing', message: '1 of 2 replicas online' });
+    expect(replicationStatusOf(2, { primary: host('redis-cache-0'), primaryPort: 6379, replicas: [online('redis-cache-1', 11)] }).degraded).toMatchObject({ status: 'True', reason: 'ReplicaLagging', message: 'redis-cache-1 (11 s) acknowledged nothing for over 10 s' });
     expect(replicationStatusOf(2, { error: 'connect ECONNREFUSED' })).toEqual({ status: {}, degraded: { status: 'True', reason: 'PrimaryUnknown', message: 'no primary could be read: connect ECONNREFUSED' } });
   });
 });
@@ -49,7 +50,7 @@ describe('ReplicationWatcher', () => {
     const watcher = new ReplicationWatcher({
       database: () => db,
       sourceUrl: async () => 'redis+sentinel://gw:pw@10.0.0.9:26379/cache/0?sentinelPassword=s',
-      probe: async () => ({ primary: host('redis-cache-0'), replicas: [{ host: host('redis-cache-1'), state: 'online', lagSeconds: lag, behindBytes: lag * 10 }] }),
+      probe: async () => ({ primary: host('redis-cache-0'), primaryPort: 6379, replicas: [{ host: host('redis-cache-1'), port: 6379, state: 'online', lagSeconds: lag, behindBytes: lag * 10 }] }),
       patchStatus: async (_, status) => {
         patches.push(status);
         db = { ...db, status: { ...db.status, ...status } };

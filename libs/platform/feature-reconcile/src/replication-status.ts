@@ -3,8 +3,9 @@ import { type Condition, setCondition, statusChanged } from '@restash/operator/u
 
 /** One replica as its primary sees it (`INFO replication`'s `slave<n>:` line). */
 export interface ReplicaInfo {
-  /** The replica's announced host (managed databases: its pod's DNS name). */
+  /** The replica's announced host (managed databases: its pod's DNS name) and port. */
   host: string;
+  port: number;
   /** `online`, or a state of the initial sync (`wait_bgsave`, `send_bulk`). */
   state: string;
   /** Seconds since the replica last acknowledged the stream. */
@@ -16,6 +17,7 @@ export interface ReplicaInfo {
 /** A replicated database's primary (by the host the sentinels name) and its replicas. */
 export interface ReplicationInfo {
   primary: string;
+  primaryPort: number;
   replicas: ReplicaInfo[];
 }
 
@@ -25,9 +27,9 @@ export const REPLICA_LAG_LIMIT_SECONDS = 10;
 /**
  * The replicas in a primary's `INFO replication` text (Redis and Valkey: `slave<n>:ip=…,port=…,state=…,offset=…,lag=…`
  * and `master_repl_offset:…`).
- * @param primary the primary's host, as the sentinels name it
+ * @param primary the primary's host and port, as the sentinels name them
  */
-export function parseReplicationInfo(info: string, primary: string): ReplicationInfo {
+export function parseReplicationInfo(info: string, primary: string, primaryPort = 6379): ReplicationInfo {
   const fields = new Map(
     info
       .split(/\r?\n/)
@@ -42,12 +44,13 @@ export function parseReplicationInfo(info: string, primary: string): Replication
       const entry = new Map(value.split(',').map((pair) => pair.split('=') as [string, string]));
       return {
         host: entry.get('ip') ?? '',
+        port: Number(entry.get('port') ?? 6379),
         state: entry.get('state') ?? 'unknown',
         lagSeconds: Number(entry.get('lag') ?? 0),
         behindBytes: Math.max(0, head - Number(entry.get('offset') ?? head)),
       };
     });
-  return { primary, replicas };
+  return { primary, primaryPort, replicas };
 }
 
 /** The `Degraded` condition of a replicated database (its status and reason), as replicationStatusOf decides it. */

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { KubernetesObject, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
+// Not re-exported by the package's index; the Kubernetes quantity grammar is the library's to parse.
+import { quantityToScalar } from '@kubernetes/client-node/dist/util.js';
+import type { KubernetesObject, V1PersistentVolumeClaim, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
 import {
   AclStateRefused,
   type Backends,
@@ -47,6 +49,11 @@ export interface KubeAccess {
   getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined>;
   /** A KvBackup, read from the API server (the source of a restore). */
   getKvBackup(namespace: string, name: string): Promise<KvBackup | undefined>;
+  getPersistentVolumeClaim(namespace: string, name: string): Promise<V1PersistentVolumeClaim | undefined>;
+  /** Whether a StorageClass allows volume expansion (`allowVolumeExpansion`); undefined when it does not exist. */
+  storageClassExpands(name: string): Promise<boolean | undefined>;
+  /** Asks for a larger volume: merge-patches the claim's `spec.resources.requests.storage`. */
+  resizePersistentVolumeClaim(namespace: string, name: string, storage: string): Promise<void>;
   /** Server-side apply (field manager restash-operator, forced). */
   apply(object: KubernetesObject): Promise<void>;
   /** Deletes an object; one that does not exist is no error. */
@@ -436,7 +443,8 @@ export class TenantReconciler {
     if ((db.spec.restore || replicated) && !this.options.managedRedis.initImage) {
       return { ready: false, message: '', refused: { reason: 'NotSupported', message: "restores and replicas need the operator's MANAGED_REDIS_INIT_IMAGE" } };
     }
-    if (db.spec.restore && !(await this.kube.getStatefulSet(namespace, names.statefulSet)) && !(await this.kube.getSecret(namespace, names.restore))) {
+    const existing = await this.kube.getStatefulSet(namespace, names.statefulSet);
+    if (db.spec.restore && !existing && !(await this.kube.getSecret(namespace, names.restore))) {
       const source = await restoreSourceOf(db, this.kube);
       if ('refused' in source) return { ready: false, message: '', refused: { reason: 'InvalidSpec', message: `spec.restore: ${source.refused}` } };
       if ('waiting' in source) return { ready: false, message: source.waiting };
@@ -446,12 +454,16 @@ export class TenantReconciler {
     const password = config[GATEWAY_PASSWORD_KEY] || randomBytes(24).toString('hex');
     const sentinelPassword = replicated ? config[SENTINEL_PASSWORD_KEY] || randomBytes(24).toString('hex') : undefined;
     const owner = { apiVersion: db.apiVersion, kind: db.kind, name, namespace, uid: uid ?? '' };
+    // A StatefulSet's volume template never changes: a larger `storage` grows the claims instead (growVolumes).
+    const template = existing?.spec?.volumeClaimTemplates?.[0]?.spec;
+    const storage = template?.resources?.requests?.['storage'] ?? managed.storage;
+    const storageClassName = existing ? template?.storageClassName : managed.storageClassName;
     const objects = [
       ...managedRedisObjects(
         {
           owner,
-          storage: managed.storage,
-          ...(managed.storageClassName ? { storageClassName: managed.storageClassName } : {}),
+          storage,
+          ...(storageClassName ? { storageClassName } : {}),
           password,
           replicas: managed.replicas,
           ...(sentinelPassword ? { sentinelPassword } : {}),
@@ -462,6 +474,8 @@ export class TenantReconciler {
       ...(replicated ? managedSentinelObjects({ owner }, this.options.managedRedis) : []),
     ];
     for (const object of objects) await this.kube.apply(object);
+    const notGrown = existing ? await this.growVolumes(db, managed.replicas, managed.storage) : undefined;
+    if (notGrown) await this.kube.event(db, 'Warning', 'StorageNotExpanded', notGrown);
     const set = await this.kube.getStatefulSet(namespace, names.statefulSet);
     const serving = (set?.status?.readyReplicas ?? 0) >= 1;
     if (!replicated) {
@@ -477,6 +491,29 @@ export class TenantReconciler {
     const voters = (await this.kube.getStatefulSet(namespace, sentinels.statefulSet))?.status?.readyReplicas ?? 0;
     const ready = serving && voters >= SENTINEL_QUORUM && url !== undefined;
     return { ...(url ? { url } : {}), ready, message: ready ? '' : `waiting for the Redis servers (StatefulSet ${names.statefulSet}) and their sentinels (StatefulSet ${sentinels.statefulSet}) to be ready` };
+  }
+
+  /**
+   * Grows the volumes of a managed database whose `storage` grew (README, "KV databases: replicas and failover"): each
+   * server's claim smaller than `storage` is asked for `storage` when its StorageClass allows expansion.
+   * @returns why a volume cannot grow (its StorageClass does not allow expansion: a Warning Event says so, and the
+   *   database is served at its old size), or undefined
+   */
+  private async growVolumes(db: RestashResource & { kind: 'KvDatabase' }, replicas: number, storage: string): Promise<string | undefined> {
+    const { namespace } = db.metadata;
+    const wanted = Number(quantityToScalar(storage));
+    for (let i = 0; i < replicas; i++) {
+      const name = managedRedisNames(db.metadata.name).pvc.replace(/-0$/, `-${i}`);
+      const claim = await this.kube.getPersistentVolumeClaim(namespace, name);
+      const requested = claim?.spec?.resources?.requests?.['storage'];
+      if (!claim || requested === undefined || Number(quantityToScalar(requested)) >= wanted) continue;
+      const className = claim.spec?.storageClassName ?? '';
+      if ((await this.kube.storageClassExpands(className)) !== true) {
+        return `spec.redis.managed.storage: volume ${name} stays ${requested}: StorageClass '${className}' does not allow volume expansion (allowVolumeExpansion); the database is served at its old size`;
+      }
+      await this.kube.resizePersistentVolumeClaim(namespace, name, storage);
+    }
+    return undefined;
   }
 
   /** Deletes a KvDatabase's managed Redis: the StatefulSets (servers, sentinels), the PVCs (its data), the budgets, the Services and the Secrets. */

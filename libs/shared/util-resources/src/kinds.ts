@@ -164,6 +164,7 @@ const kvDatabaseFields = z.strictObject({
   redis: withRule(
     z.strictObject({
       managed: withTransitionRule(
+        withTransitionRule(
         z.strictObject({
           storage: quantity.default('1Gi').describe('Size of each Redis volume (a quantity).'),
           storageClassName: z.string().min(1).max(253).optional().describe("StorageClass of the volumes; default the cluster's default class."),
@@ -175,7 +176,9 @@ const kvDatabaseFields = z.strictObject({
             .default(1)
             .describe('Redis servers: 1, or 2 to 5 (a primary and replicas, with three Redis Sentinels that fail over).'),
         }),
-        { rule: 'oldSelf.replicas < 2 || self.replicas >= 2', message: 'a replicated database keeps at least 2 replicas (its sentinels and clients follow the primary)', fieldPath: '.replicas' },
+          { rule: 'oldSelf.replicas < 2 || self.replicas >= 2', message: 'a replicated database keeps at least 2 replicas (its sentinels and clients follow the primary)', fieldPath: '.replicas' },
+        ),
+        { rule: 'quantity(self.storage).compareTo(quantity(oldSelf.storage)) >= 0', message: 'storage cannot shrink (a volume only grows)', fieldPath: '.storage' },
       )
         .optional()
         .describe('A Redis server the operator runs for this database, with a volume of its own.'),

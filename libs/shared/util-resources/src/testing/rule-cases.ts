@@ -78,6 +78,8 @@ export const TRANSITION_CASES: TransitionCase[] = [
   { kind: 'VectorIndex', what: 'type changed', old: { type: 'HYBRID', dimension: 3 }, new: { type: 'DENSE', dimension: 3 }, valid: false },
   { kind: 'VectorIndex', what: 'similarityFunction changed from its default', old: { dimension: 3 }, new: { dimension: 3, similarityFunction: 'EUCLIDEAN' }, valid: false },
   { kind: 'VectorIndex', what: 'limits changed', old: { dimension: 3 }, new: { dimension: 3, limits: { dailyRequests: 5 } }, valid: true },
+  { kind: 'KvDatabase', what: 'storage grown', old: { redis: { managed: { storage: '1Gi' } } }, new: { redis: { managed: { storage: '1500Mi' } } }, valid: true },
+  { kind: 'KvDatabase', what: 'storage shrunk', old: { redis: { managed: { storage: '2Gi' } } }, new: { redis: { managed: { storage: '2000M' } } }, valid: false },
   { kind: 'KvDatabase', what: 'replicas from 1 to 3', old: {}, new: { redis: { managed: { replicas: 3 } } }, valid: true },
   { kind: 'KvDatabase', what: 'replicas from 3 to 1', old: { redis: { managed: { replicas: 3 } } }, new: { redis: { managed: { replicas: 1 } } }, valid: false },
   { kind: 'KvDatabase', what: 'a restore added to an existing database', old: {}, new: { restore: { backup: { name: 'main-1' } } }, valid: false },
