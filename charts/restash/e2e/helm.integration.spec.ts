@@ -537,6 +537,26 @@ describe('KV replicas and failover', () => {
     await waitFor('the killed pod back', async () => (await pods('ha', 'app.kubernetes.io/name=redis')).filter(podReady).length === 3, 120_000);
     expect(await sentinelPrimary('ha', 'orders')).toBe(promoted);
     await allReady('ha', 1);
+
+    // Bad specs are refused with a reason; a larger volume where the StorageClass cannot grow one says why, served as it was.
+    const patch = (spec: unknown) => kubectl('patch', 'kvdb', 'orders', '-n', 'ha', '--type=merge', '-p', JSON.stringify({ spec }));
+    await expect(patch({ redis: { managed: { replicas: 6 } } })).rejects.toThrow(/replicas/);
+    await expect(patch({ redis: { managed: { replicas: 1 } } })).rejects.toThrow(/a replicated database keeps at least 2 replicas/);
+    await expect(patch({ redis: { managed: { storage: '512Mi' } } })).rejects.toThrow(/storage cannot shrink/);
+    await expect(patch({ durability: 'replicated' })).resolves.toBeDefined();
+    await waitFor('durability replicated refused', async () => {
+      const item = JSON.parse(await kubectl('get', 'kvdb', 'orders', '-n', 'ha', '-o', 'json')) as Item;
+      const ready = item.status?.conditions?.find((c) => c.type === 'Ready');
+      return ready?.status === 'False' && ready.reason === 'NotSupported' && ready;
+    }, 60_000);
+    await patch({ durability: 'async', redis: { managed: { replicas: 3, storage: '2Gi' } } });
+    const events = await waitFor('a StorageNotExpanded Event', async () => {
+      const reasons = await kubectl('get', 'events', '-n', 'ha', '--field-selector', 'involvedObject.name=orders', '-o', 'jsonpath={range .items[*]}{.reason}: {.message}{"\\n"}{end}');
+      return reasons.includes('StorageNotExpanded') && reasons;
+    }, 60_000);
+    expect(events).toMatch(/volume data-redis-orders-0 stays 1Gi: StorageClass '[^']*' does not allow volume expansion/);
+    expect(await kubectl('get', 'statefulset', 'redis-orders', '-n', 'ha', '-o', 'jsonpath={.spec.volumeClaimTemplates[0].spec.resources.requests.storage}')).toBe('1Gi');
+    await allReady('ha', 1);
   }, 15 * 60_000);
 });
 
