@@ -606,7 +606,7 @@ export const KINDS: Record<KindName, KindInfo> = {
 /** The kind names, in the order of KINDS. */
 export const KIND_NAMES = Object.keys(KINDS) as KindName[];
 
-/** KvBackup (issue 32; README, "KV: backups and restore"), modelled on CloudNativePG's Backup. */
+/** KvBackup (issue 32; README, "KV databases: backups and restore"), modelled on CloudNativePG's Backup. */
 export const KV_BACKUP_KIND: CrdInfo = {
   kind: 'KvBackup',
   plural: 'kvbackups',
