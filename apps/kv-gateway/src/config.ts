@@ -17,6 +17,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  * | REDIS_TRANSACTION_POOL_SIZE | 8 | dedicated connections per database for /multi-exec |
  * | REDIS_COMMAND_TIMEOUT_MS | 10000 | a command unanswered this long fails with 503 (0 = never) |
  * | REDIS_SCRIPT_TIMEOUT_MS | 5000 | a script or function still running this long is killed (SCRIPT KILL, FUNCTION KILL); below REDIS_COMMAND_TIMEOUT_MS |
+ * | REPLICA_ACK_TIMEOUT_MS | 1000 | a write of a `durability: replicated` database no replica acknowledged this long answers 503 (Redis `WAIT`); below REDIS_COMMAND_TIMEOUT_MS |
  * | REDIS_IDLE_TIMEOUT_MS | 60000 | idle transaction and ACL-user connections are closed after this |
  * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record (pub/sub drops it sooner) |
  * | SSE_HEARTBEAT_MS | 15000 | comment line on idle subscribe streams |
@@ -32,12 +33,17 @@ export const kvGatewayEnvSchema = z
     REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().nonnegative().default(10_000),
     REDIS_SCRIPT_TIMEOUT_MS: env.positiveInt(5_000),
     REDIS_IDLE_TIMEOUT_MS: env.positiveInt(60_000),
+    REPLICA_ACK_TIMEOUT_MS: env.positiveInt(1_000),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
     SSE_HEARTBEAT_MS: env.positiveInt(15_000),
   })
   .refine((e) => e.REDIS_COMMAND_TIMEOUT_MS === 0 || e.REDIS_SCRIPT_TIMEOUT_MS < e.REDIS_COMMAND_TIMEOUT_MS, {
     message: 'must be below REDIS_COMMAND_TIMEOUT_MS, so that a killed script answers its caller before the command times out',
     path: ['REDIS_SCRIPT_TIMEOUT_MS'],
+  })
+  .refine((e) => e.REDIS_COMMAND_TIMEOUT_MS === 0 || e.REPLICA_ACK_TIMEOUT_MS < e.REDIS_COMMAND_TIMEOUT_MS, {
+    message: 'must be below REDIS_COMMAND_TIMEOUT_MS, so that a write no replica acknowledged answers 503 before the command times out',
+    path: ['REPLICA_ACK_TIMEOUT_MS'],
   })
   .transform((e) => ({
     http: httpServiceConfig('kv-gateway', e),
@@ -49,6 +55,7 @@ export const kvGatewayEnvSchema = z
       idleTimeoutMs: e.REDIS_IDLE_TIMEOUT_MS,
     },
     scriptTimeoutMs: e.REDIS_SCRIPT_TIMEOUT_MS,
+    replicaAckTimeoutMs: e.REPLICA_ACK_TIMEOUT_MS,
     registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
     registrySealKey: e.REGISTRY_SEAL_KEY,
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,

@@ -6,17 +6,17 @@ import { KvBackends } from '@restash/kv/data-access-redis';
 /**
  * Prometheus metrics of kv-gateway: those of {@link RequestMetrics} (`restash_kv_request_duration_seconds`,
  * whose `operation` is the command name, or `pipeline`, `multi-exec`, `subscribe`, `psubscribe`; and
- * `restash_kv_backend_errors_total`, kinds `connection`: a tenant Redis unreachable or timed out, and
- * `registry`: the control Redis), and:
+ * `restash_kv_backend_errors_total`, kinds `connection`: a tenant Redis unreachable or timed out, `replication`:
+ * a write of a `durability: replicated` database no replica acknowledged in time, and `registry`: the control Redis), and:
  * - `restash_kv_commands_total{tenant,command}`: commands run, those inside batches included.
  * - `restash_kv_connections{database,role,status}`: connection pool state, read at scrape time.
  */
 @Injectable()
-export class KvMetrics extends RequestMetrics<'connection' | 'registry'> {
+export class KvMetrics extends RequestMetrics<'connection' | 'replication' | 'registry'> {
   private readonly command: (tenant: string, command: string) => { inc(): void };
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry, backends: KvBackends) {
-    super(registry, { api: 'kv', title: 'KV REST', backends: { connection: 'a tenant Redis', registry: 'the control Redis' } });
+    super(registry, { api: 'kv', title: 'KV REST', backends: { connection: 'a tenant Redis', replication: "a tenant Redis's replicas", registry: 'the control Redis' } });
     this.command = labelChildren(
       new Counter({
         name: 'restash_kv_commands_total',

@@ -23,7 +23,11 @@ import {
   KvBackends,
   type KvBackend,
   type MonitorHandlers,
+  NotReplicatedError,
   type Outcome,
+  ServerDemotedError,
+  isDemotedReply,
+  type ReplicaWait,
   type Subscription,
   type SubscriptionHandlers,
   isReplyError,
@@ -91,6 +95,8 @@ export interface Session {
   policy: PolicyContext;
   /** For ACL tokens: the Redis user the commands run as. */
   user?: { username: string; password: string };
+  /** What a write waits for: set for a database with `durability: replicated` (README, "KV databases: durability"). */
+  wait?: ReplicaWait;
 }
 
 /**
@@ -115,6 +121,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   private readonly sessions = new Map<string, { session: Promise<Session>; expiresAt: number }>();
   private readonly sessionTtlMs: number;
   private readonly scriptTimeoutMs: number;
+  private readonly replicaAckTimeoutMs: number;
   private controlServer: Promise<string> | undefined;
 
   constructor(
@@ -128,6 +135,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.sessionTtlMs = config.registryCacheTtlMs;
     this.scriptTimeoutMs = config.scriptTimeoutMs;
+    this.replicaAckTimeoutMs = config.replicaAckTimeoutMs;
     this.writer = new RegistryWriter(control, seal);
   }
 
@@ -272,6 +280,7 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       table,
       db: redisUrlAuth(database.redisUrl).db,
       policy: { role: record.role, prefix: `${database.id}:`, maxReplyBytes: database.maxRequestBytes },
+      ...(database.durability === 'replicated' ? { wait: { replicas: 1, timeoutMs: this.replicaAckTimeoutMs } } : {}),
       ...(record.role === 'acl'
         ? { user: { username: record.aclUser ?? '', password: openWithToken(token, record.sealedPassword ?? '') } }
         : {}),
@@ -323,10 +332,10 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
     }
     let reply: Reply;
     try {
-      reply = await this.killingSlowScripts(session, [prepared.label], prepared.kind === 'composite' ? prepared.run(session.runner) : session.runner.run(prepared.args));
+      reply = await this.killingSlowScripts(session, [prepared.label], prepared.kind === 'composite' ? prepared.run(writer(session, prepared.write)) : session.runner.run(prepared.args, prepared.write ? session.wait : undefined));
     } catch (error) {
       if (prepared.write) this.syncToken(id, true);
-      if (isReplyError(error)) throw KvError.badRequest(error.message);
+      if (isReplyError(error) && !isDemotedReply(error.message)) throw KvError.badRequest(error.message);
       throw this.backendFailure(session.tenant, error);
     } finally {
       if (prepared.kind === 'redis') await this.afterAclChanges(session, [prepared]);
@@ -387,9 +396,14 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
             this.killingSlowScripts(
               session,
               segment.map((c) => c.label),
-              session.runner.pipeline(segment.map((c) => c.args)),
+              session.runner.pipeline(
+                segment.map((c) => c.args),
+                segment.some((c) => c.write) ? session.wait : undefined,
+              ),
             ),
           );
+          const demoted = outcomes.flatMap((o) => (o.ok ? [] : [o.error])).find(isDemotedReply);
+          if (demoted !== undefined) throw this.backendFailure(session.tenant, new ServerDemotedError(demoted));
           await this.afterAclChanges(session, segment);
           segment.forEach((command, i) => items.push(this.item(session, command, outcomes[i])));
           start = end;
@@ -405,10 +419,10 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
   /** A composite command as a `/pipeline` item: its reply, or its error. @throws KvError 503 when Redis cannot be reached */
   private async composite(session: Session, command: CompositeCommand): Promise<BatchItem> {
     try {
-      return { reply: await this.killingSlowScripts(session, [command.label], command.run(session.runner)) };
+      return { reply: await this.killingSlowScripts(session, [command.label], command.run(writer(session, command.write))) };
     } catch (error) {
       if (error instanceof KvError && error.status === 400) return { error: error.message };
-      if (isReplyError(error)) return { error: error.message };
+      if (isReplyError(error) && !isDemotedReply(error.message)) return { error: error.message };
       throw this.backendFailure(session.tenant, error);
     }
   }
@@ -431,9 +445,15 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
       this.killingSlowScripts(
         session,
         prepared.map((c) => c.label),
-        session.runner.transaction(prepared.map((c) => c.args)),
+        session.runner.transaction(
+          prepared.map((c) => c.args),
+          prepared.some((c) => c.write) ? session.wait : undefined,
+        ),
       ),
     );
+    const errors = 'discarded' in outcome ? [outcome.discarded] : outcome.outcomes.flatMap((o) => (o.ok ? [] : [o.error]));
+    const demoted = errors.find(isDemotedReply);
+    if (demoted !== undefined) throw this.backendFailure(session.tenant, new ServerDemotedError(demoted));
     if ('discarded' in outcome) throw KvError.badRequest(outcome.discarded);
     const syncToken = this.syncToken(session.database.id, prepared.some((c) => c.write));
     await this.afterAclChanges(session, prepared);
@@ -576,11 +596,31 @@ export class KvService implements OnModuleInit, OnApplicationShutdown {
 
   private backendFailure(tenant: string, error: unknown, engine: 'kv-redis' | 'control-redis' = 'kv-redis'): KvError {
     if (error instanceof KvError) return error;
+    if (error instanceof NotReplicatedError) {
+      // Redis's own error for it (NOREPLICAS), with 503: the write ran on the primary and may be lost on a failover.
+      this.metrics.backendError(tenant, 'replication');
+      this.repeats.logEvent(this.logger, 'warn', 'kv.write.not-replicated', { engine, tenant, acknowledged: error.acknowledged, text: error.message });
+      return new KvError(503, error.message);
+    }
     this.metrics.backendError(tenant, 'connection');
     this.repeats.logEvent(this.logger, 'warn', 'engine.call-failed', { engine, tenant, error });
     // The cause stays in the log: the client library's words are not the API's.
     return new KvError(503, 'ERR the database is unavailable, retry later');
   }
+}
+
+/**
+ * The runner a composite command (SEARCH.*) runs on: for a write of a `durability: replicated` database, one that
+ * sends `WAIT` after each of its commands (see Session.wait); otherwise the session's own.
+ */
+function writer(session: Session, write: boolean): CommandRunner {
+  const { runner, wait } = session;
+  if (!write || !wait) return runner;
+  return {
+    run: (args) => runner.run(args, wait),
+    pipeline: (commands) => runner.pipeline(commands, wait),
+    transaction: (commands) => runner.transaction(commands, wait),
+  };
 }
 
 /**

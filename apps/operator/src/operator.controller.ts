@@ -20,7 +20,8 @@ import { kubeAccess } from './kube-access';
 import { OperatorMetrics } from './operator-metrics';
 import { BACKUP_ENGINES, ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
 import { BackupLoop } from './backup-loop';
-import { ReplicationLoop, probeReplication } from './replication-loop';
+import { ReplicationLoop, plannedFailover, probeReplication } from './replication-loop';
+import { replicationKube } from './replication-kube';
 import { backupKube } from './backup-kube';
 
 const logger = new Logger('Operator');
@@ -161,6 +162,8 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
         database: cachedDatabase,
         sourceUrl: async (namespace, name) => (await this.reader.kvDatabase(kvDatabaseId(namespace, name)))?.redisUrl,
         probe: probeReplication,
+        failover: plannedFailover,
+        ...replicationKube(this.client, events, logger),
         patchStatus: async (db, status) => {
           await this.client.patchStatus({ group: GROUP, version: VERSION, plural: KINDS.KvDatabase.plural }, db.metadata.namespace, db.metadata.name, status);
         },

@@ -27,6 +27,8 @@ export interface TestDatabase {
   url?: string;
   maxRequestBytes?: number;
   dailyRequests?: number;
+  /** `replicated`: writes wait for a replica (README, "KV databases: durability"); `async` by default. */
+  durability?: 'async' | 'replicated';
 }
 
 /** A running kv-gateway in this process, with its own control Redis and one data Redis per database. */
@@ -86,6 +88,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
               name: d.name,
               redis: { url: urlOf(`${tenant}/${d.name}`, d) },
               limits: { maxRequestBytes: d.maxRequestBytes ?? 1024 * 1024, dailyRequests: d.dailyRequests ?? 0 },
+              ...(d.durability ? { durability: d.durability } : {}),
             })),
           },
         },

@@ -3,7 +3,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { CommandTable, type CommandArgs, READONLY_REDIS_USER, type Reply, readonlyUserRules } from '@restash/kv/util-command';
 import { openRedis, serverRunId } from '@restash/shared/data-access-registry';
 import { isSentinelUrl, redisUrlAuth } from '@restash/shared/util-config';
-import { RawCommand, ReplyTooLarge, isReplyError } from './raw-command';
+import { RawCommand, type ReplicaWait, ReplyTooLarge, awaitReplicas, isReplyError } from './raw-command';
 
 export interface KvBackendOptions {
   /** Multiplexed connections for single commands and pipelines (round robin). */
@@ -57,14 +57,18 @@ export type Outcome = { ok: true; reply: Reply } | { ok: false; error: string; t
  */
 export type TransactionOutcome = { discarded: string } | { outcomes: Outcome[] };
 
-/** Something that runs commands: the database's own connections, or those of an ACL user. */
+/**
+ * Something that runs commands: the database's own connections, or those of an ACL user. With `wait` (a write of a
+ * database with `durability: replicated`), `WAIT` follows the commands on their connection, and the call throws
+ * NotReplicatedError when too few replicas acknowledged them (they ran on the primary).
+ */
 export interface CommandRunner {
-  /** @throws the Redis error reply (see isReplyError) or a connection error */
-  run(args: CommandArgs): Promise<Reply>;
-  /** In order, on one connection, not atomic. @throws only connection errors */
-  pipeline(commands: CommandArgs[]): Promise<Outcome[]>;
-  /** MULTI … EXEC on a connection no one else uses meanwhile. @throws only connection errors */
-  transaction(commands: CommandArgs[]): Promise<TransactionOutcome>;
+  /** @throws the Redis error reply (see isReplyError), NotReplicatedError, or a connection error */
+  run(args: CommandArgs, wait?: ReplicaWait): Promise<Reply>;
+  /** In order, on one connection, not atomic. @throws NotReplicatedError, or connection errors */
+  pipeline(commands: CommandArgs[], wait?: ReplicaWait): Promise<Outcome[]>;
+  /** MULTI … EXEC on a connection no one else uses meanwhile. @throws NotReplicatedError, or connection errors */
+  transaction(commands: CommandArgs[], wait?: ReplicaWait): Promise<TransactionOutcome>;
 }
 
 /** A live SUBSCRIBE or PSUBSCRIBE on its own connection. */
@@ -144,6 +148,27 @@ function send(client: Redis, args: CommandArgs): Promise<Reply> {
   return command.reply();
 }
 
+/** `WAIT` for `wait`, sent in the same turn as the commands it follows (see {@link ReplicaWait}). */
+function sendWait(client: Redis, wait: ReplicaWait): Promise<Reply> {
+  const acknowledged = send(client, ['wait', String(wait.replicas), String(wait.timeoutMs)]);
+  acknowledged.catch(() => undefined); // awaited (awaitReplicas) after the commands' own replies, which may throw first
+  return acknowledged;
+}
+
+/** One command and, with `wait`, its `WAIT`. @throws the command's error, NotReplicatedError, or a connection error */
+async function runOne(client: Redis, args: CommandArgs, wait: ReplicaWait | undefined): Promise<Reply> {
+  const reply = send(client, args);
+  if (!wait) return reply;
+  const acknowledged = sendWait(client, wait);
+  const result = await reply.catch(async (error: unknown) => {
+    // A failed write may have written part (a script): its error still waits for the replicas' word.
+    if (isReplyError(error)) await awaitReplicas(wait, acknowledged);
+    throw error;
+  });
+  await awaitReplicas(wait, acknowledged);
+  return result;
+}
+
 function toOutcome(result: PromiseSettledResult<Reply>): Outcome {
   if (result.status === 'fulfilled') return { ok: true, reply: result.value };
   if (result.reason instanceof ReplyTooLarge) return { ok: false, error: result.reason.message, tooLarge: true };
@@ -155,8 +180,11 @@ function toOutcome(result: PromiseSettledResult<Reply>): Outcome {
  * Sends commands back to back on one connection (one socket write, see corkForThisTurn) and
  * collects every reply. Commands on one connection run in order; others' may interleave.
  */
-async function runPipeline(client: Redis, commands: CommandArgs[]): Promise<Outcome[]> {
-  const settled = await Promise.allSettled(commands.map((args) => send(client, args)));
+async function runPipeline(client: Redis, commands: CommandArgs[], wait?: ReplicaWait): Promise<Outcome[]> {
+  const sent = commands.map((args) => send(client, args));
+  const acknowledged = wait && sendWait(client, wait);
+  const settled = await Promise.allSettled(sent);
+  if (wait && acknowledged) await awaitReplicas(wait, acknowledged);
   const tooLarge = settled.findIndex((s) => s.status === 'rejected' && s.reason instanceof ReplyTooLarge);
   return settled.map((result, i) =>
     // The connection closed after an oversized reply: the commands after it may have run, their replies are lost.
@@ -166,8 +194,8 @@ async function runPipeline(client: Redis, commands: CommandArgs[]): Promise<Outc
   );
 }
 
-async function runTransaction(client: Redis, commands: CommandArgs[]): Promise<TransactionOutcome> {
-  const outcomes = await runPipeline(client, [['multi'], ...commands, ['exec']]);
+async function runTransaction(client: Redis, commands: CommandArgs[], wait?: ReplicaWait): Promise<TransactionOutcome> {
+  const outcomes = await runPipeline(client, [['multi'], ...commands, ['exec']], wait);
   const exec = outcomes[outcomes.length - 1] as Outcome;
   if (!exec.ok && exec.tooLarge) {
     // EXEC ran the commands; only its reply, over the limit, is lost.
@@ -336,16 +364,16 @@ export class KvBackend implements CommandRunner {
     return this.clients[this.next] as Redis;
   }
 
-  run(args: CommandArgs): Promise<Reply> {
-    return send(this.client(), args);
+  run(args: CommandArgs, wait?: ReplicaWait): Promise<Reply> {
+    return wait ? runOne(this.client(), args, wait) : send(this.client(), args);
   }
 
-  pipeline(commands: CommandArgs[]): Promise<Outcome[]> {
-    return runPipeline(this.client(), commands);
+  pipeline(commands: CommandArgs[], wait?: ReplicaWait): Promise<Outcome[]> {
+    return runPipeline(this.client(), commands, wait);
   }
 
-  transaction(commands: CommandArgs[]): Promise<TransactionOutcome> {
-    return this.transactions.use((client) => runTransaction(client, commands));
+  transaction(commands: CommandArgs[], wait?: ReplicaWait): Promise<TransactionOutcome> {
+    return this.transactions.use((client) => runTransaction(client, commands, wait));
   }
 
   /**
@@ -560,19 +588,19 @@ class UserConnection implements CommandRunner {
     this.idleTimer.unref();
   }
 
-  run(args: CommandArgs): Promise<Reply> {
+  run(args: CommandArgs, wait?: ReplicaWait): Promise<Reply> {
     this.touch();
-    return send(this.client, args);
+    return wait ? runOne(this.client, args, wait) : send(this.client, args);
   }
 
-  pipeline(commands: CommandArgs[]): Promise<Outcome[]> {
+  pipeline(commands: CommandArgs[], wait?: ReplicaWait): Promise<Outcome[]> {
     this.touch();
-    return runPipeline(this.client, commands);
+    return runPipeline(this.client, commands, wait);
   }
 
-  transaction(commands: CommandArgs[]): Promise<TransactionOutcome> {
+  transaction(commands: CommandArgs[], wait?: ReplicaWait): Promise<TransactionOutcome> {
     this.touch();
-    return runTransaction(this.client, commands);
+    return runTransaction(this.client, commands, wait);
   }
 
   close(): void {

@@ -121,7 +121,7 @@ describe('prepareCommand', () => {
       expect(refusal(['ACL', 'SETUSER', 'default', 'on', rule, '~*', '+@all'])).toMatch(/^ERR Error in ACL SETUSER modifier 'nopass': not allowed/);
     }
     // A password rule that merely holds the word is a password.
-    expect(argsOf(['acl', 'setuser', 'alice', '>nopass'])).toEqual(['acl', 'setuser', 'd1:alice', '>nopass', '-@admin', '-@dangerous']);
+    expect(argsOf(['acl', 'setuser', 'alice', '>nopass'])).toEqual(['acl', 'setuser', 'd1:alice', '>nopass', '-@admin', '-@dangerous', '+wait']);
   });
 
   it('refuses counts that make a reply pass the database limit, in every role and in transactions', () => {
@@ -135,16 +135,16 @@ describe('prepareCommand', () => {
   });
 
   it('scopes ACL users and channels with the database prefix, and never gives them administration or dangerous commands', () => {
-    expect(argsOf(['acl', 'setuser', 'alice', 'on'])).toEqual(['acl', 'setuser', 'd1:alice', 'on', '-@admin', '-@dangerous']);
+    expect(argsOf(['acl', 'setuser', 'alice', 'on'])).toEqual(['acl', 'setuser', 'd1:alice', 'on', '-@admin', '-@dangerous', '+wait']);
     expect(argsOf(['acl', 'setuser', 'alice', 'on', '+@all', '&ok', 'allchannels', 'AllChannels', 'resetchannels', '~&key'])).toEqual([
-      'acl', 'setuser', 'd1:alice', 'on', '+@all', '&d1:ok', '&d1:*', '&d1:*', 'resetchannels', '~&key', '-@admin', '-@dangerous',
+      'acl', 'setuser', 'd1:alice', 'on', '+@all', '&d1:ok', '&d1:*', '&d1:*', 'resetchannels', '~&key', '-@admin', '-@dangerous', '+wait',
     ]);
     // Passwords and hashes pass as given, whatever they hold; so does a root rule ending with ')'.
-    expect(argsOf(['acl', 'setuser', 'alice', '>pa &ss)', '<x)', '#abc', '~key)'])).toEqual(['acl', 'setuser', 'd1:alice', '>pa &ss)', '<x)', '#abc', '~key)', '-@admin', '-@dangerous']);
+    expect(argsOf(['acl', 'setuser', 'alice', '>pa &ss)', '<x)', '#abc', '~key)'])).toEqual(['acl', 'setuser', 'd1:alice', '>pa &ss)', '<x)', '#abc', '~key)', '-@admin', '-@dangerous', '+wait']);
     // Selectors grant rights of their own: their channels are scoped and the same categories are denied in them too.
-    expect(argsOf(['acl', 'setuser', 'alice', '(+publish ~* "&news" \'allchannels\')'])).toEqual(['acl', 'setuser', 'd1:alice', '(+publish ~* "&d1:news" \'&d1:*\' -@admin -@dangerous)', '-@admin', '-@dangerous']);
+    expect(argsOf(['acl', 'setuser', 'alice', '(+publish ~* "&news" \'allchannels\')'])).toEqual(['acl', 'setuser', 'd1:alice', '(+publish ~* "&d1:news" \'&d1:*\' -@admin -@dangerous)', '-@admin', '-@dangerous', '+wait']);
     expect(argsOf(['acl', 'setuser', 'alice', '(+migrate +config ~* &c*)', '(+get', '&x)'])).toEqual([
-      'acl', 'setuser', 'd1:alice', '(+migrate +config ~* &d1:c* -@admin -@dangerous)', '(+get', '&d1:x -@admin -@dangerous)', '-@admin', '-@dangerous',
+      'acl', 'setuser', 'd1:alice', '(+migrate +config ~* &d1:c* -@admin -@dangerous)', '(+get', '&d1:x -@admin -@dangerous)', '-@admin', '-@dangerous', '+wait',
     ]);
     expect(argsOf(['acl', 'deluser', 'a', 'b'])).toEqual(['acl', 'deluser', 'd1:a', 'd1:b']);
     expect(argsOf(['publish', 'news', 'hi'])).toEqual(['publish', 'd1:news', 'hi']);

@@ -268,8 +268,15 @@ function scopeAclRules(rules: CommandArgs, prefix: string): CommandArgs {
     }
     return out;
   });
-  return [...scoped, ...TENANT_USER_DENIED];
+  return [...scoped, ...TENANT_USER_DENIED, ...TENANT_USER_GRANTED];
 }
+
+/**
+ * The rules added at the root of every tenant `ACL SETUSER`, after {@link TENANT_USER_DENIED}: `WAIT`, which the
+ * gateway sends after a user's writes on its connection when the database's durability is `replicated` (README, "KV
+ * databases: durability"); it only blocks that connection.
+ */
+export const TENANT_USER_GRANTED: readonly string[] = ['+wait'];
 
 /** The ACL rules that end every tenant `ACL SETUSER`, at the root and in each selector (see {@link scopeAclRules}). */
 export const TENANT_USER_DENIED: readonly string[] = ['-@admin', '-@dangerous'];

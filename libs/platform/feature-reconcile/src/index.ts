@@ -5,3 +5,4 @@ export * from './sdk-secret';
 export * from './tenant-reconciler';
 export * from './backends';
 export * from './replication-status';
+export * from './rolling-upgrade';

@@ -122,7 +122,10 @@ export function spreadOver(selector: Record<string, string>): V1Affinity {
  * StatefulSet of one Redis with a PVC per pod that is deleted with the StatefulSet. A database restored from a snapshot
  * has a `restore` init container (settings.initImage) that reads Secret `redis-<database>-restore`. With `replicas` of
  * 2 to 5 the StatefulSet runs that many servers, each configured by a `configure` init container (its role from the
- * sentinels), spread over nodes, with a PodDisruptionBudget of one (the sentinels: managedSentinelObjects).
+ * sentinels), spread over nodes, with a PodDisruptionBudget of one (the sentinels: managedSentinelObjects), and
+ * `updateStrategy: OnDelete`: a changed template (a new image) is rolled by the operator, replicas first, then a
+ * failover, then the old primary (rolling-upgrade.ts), never by the StatefulSet controller, which would restart the
+ * primary without a failover.
  *
  * @returns objects ready for server-side apply, in the order to apply them
  * @throws TypeError for a restore or replicas without settings.initImage, or replicas without a sentinel password
@@ -216,6 +219,8 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
         replicas,
         selector: { matchLabels: selector },
         persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' },
+        // Replicated: the operator rolls the pods itself, replicas first, then a failover (ReplicationWatcher).
+        updateStrategy: replicated ? { type: 'OnDelete' } : { type: 'RollingUpdate' },
         template: {
           metadata: { labels },
           spec: {

@@ -34,6 +34,14 @@ describe('replicationStatusOf', () => {
   });
 });
 
+/** The upgrade ports of a database whose servers all run their current template: nothing to roll. */
+const settled = {
+  servers: async () => ({ pods: [{ name: 'redis-cache-0', revision: 'r1', ready: true }, { name: 'redis-cache-1', revision: 'r1', ready: true }], updateRevision: 'r1', sentinelsSettled: true }),
+  deletePod: async () => Promise.reject(new Error('nothing to delete')),
+  failover: async () => Promise.reject(new Error('nothing to fail over')),
+  event: async () => undefined,
+};
+
 describe('ReplicationWatcher', () => {
   const database = (status?: KvDatabase['status']): KvDatabase => ({
     apiVersion: 'restash.dev/v1alpha1',
@@ -55,6 +63,7 @@ describe('ReplicationWatcher', () => {
         patches.push(status);
         db = { ...db, status: { ...db.status, ...status } };
       },
+      ...settled,
     });
     await expect(watcher.reconcile('shop', 'cache')).resolves.toBe(10_000);
     expect(patches[0]).toMatchObject({ primary: 'redis-cache-0', replicas: [{ name: 'redis-cache-1', state: 'online' }], conditions: [{ type: 'Degraded', status: 'False', reason: 'Replicated' }] });
@@ -68,10 +77,39 @@ describe('ReplicationWatcher', () => {
 
   it('marks a database whose primary cannot be read Degraded, and leaves a single server alone', async () => {
     const patches: unknown[] = [];
-    const ports = { sourceUrl: async () => 'redis+sentinel://x/cache', probe: async () => Promise.reject(new Error('all sentinels are unreachable')), patchStatus: async (_: unknown, s: unknown) => void patches.push(s) };
+    const ports = { ...settled, sourceUrl: async () => 'redis+sentinel://x/cache', probe: async () => Promise.reject(new Error('all sentinels are unreachable')), patchStatus: async (_: unknown, s: unknown) => void patches.push(s) };
     await new ReplicationWatcher({ ...ports, database: () => database() }).reconcile('shop', 'cache');
     expect(patches).toEqual([expect.objectContaining({ conditions: [expect.objectContaining({ type: 'Degraded', status: 'True', reason: 'PrimaryUnknown', message: 'no primary could be read: all sentinels are unreachable' })] })]);
     const single = { ...database(), spec: KINDS.KvDatabase.spec.parse({}) as KvDatabase['spec'] };
     await expect(new ReplicationWatcher({ ...ports, database: () => single }).reconcile('shop', 'cache')).resolves.toBeUndefined();
+  });
+});
+
+describe('ReplicationWatcher: rolling upgrades', () => {
+  it('rolls a 3-server database onto a new template: replicas (highest first), a failover, then the old primary', async () => {
+    const db: KvDatabase = { apiVersion: 'restash.dev/v1alpha1', kind: 'KvDatabase', metadata: { name: 'cache', namespace: 'shop', generation: 1 }, spec: KINDS.KvDatabase.spec.parse({ redis: { managed: { replicas: 3 } } }) as KvDatabase['spec'] };
+    // A fake StatefulSet: a deleted pod comes back on the current revision; a failover moves the primary to pod 1.
+    const revisions = new Map([['redis-cache-0', 'old'], ['redis-cache-1', 'old'], ['redis-cache-2', 'old']]);
+    let primary = 'redis-cache-0';
+    const steps: string[] = [];
+    const watcher = new ReplicationWatcher({
+      database: () => db,
+      sourceUrl: async () => 'redis+sentinel://x/cache',
+      probe: async () => ({ primary: host(primary), primaryPort: 6379, replicas: [...revisions.keys()].filter((p) => p !== primary).map((p) => ({ host: host(p), port: 6379, state: 'online', lagSeconds: 0, behindBytes: 0 })) }),
+      patchStatus: async () => undefined,
+      servers: async () => ({ pods: [...revisions].map(([name, revision]) => ({ name, revision, ready: true })), updateRevision: 'new', sentinelsSettled: true }),
+      deletePod: async (_, pod) => {
+        steps.push(`delete ${pod}`);
+        revisions.set(pod, 'new');
+      },
+      failover: async () => {
+        steps.push(`failover from ${primary}`);
+        primary = 'redis-cache-1';
+      },
+      event: async () => undefined,
+    });
+    for (let i = 0; i < 4; i++) await expect(watcher.reconcile('shop', 'cache')).resolves.toBe(2_000);
+    await expect(watcher.reconcile('shop', 'cache')).resolves.toBe(10_000);
+    expect(steps).toEqual(['delete redis-cache-2', 'delete redis-cache-1', 'failover from redis-cache-0', 'delete redis-cache-0']);
   });
 });

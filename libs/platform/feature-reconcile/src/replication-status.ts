@@ -1,5 +1,6 @@
 import type { KvDatabase, KvDatabaseStatus } from '@restash/shared/util-resources';
 import { type Condition, setCondition, statusChanged } from '@restash/operator/util-controller';
+import { type ServerPod, type UpgradeStep, nextUpgradeStep } from './rolling-upgrade';
 
 /** One replica as its primary sees it (`INFO replication`'s `slave<n>:` line). */
 export interface ReplicaInfo {
@@ -98,10 +99,27 @@ export interface ReplicationPorts {
   probe(url: string): Promise<ReplicationInfo>;
   /** Merges `status` into the KvDatabase's status subresource (its conditions list replaced whole). */
   patchStatus(database: KvDatabase, status: Partial<KvDatabaseStatus>): Promise<void>;
+  /**
+   * The database's server pods with their revisions, its StatefulSet's current revision, and whether the sentinels'
+   * StatefulSet is settled (every pod on its current revision and ready); undefined while the StatefulSet is missing.
+   */
+  servers(database: KvDatabase): Promise<{ pods: ServerPod[]; updateRevision: string; sentinelsSettled: boolean } | undefined>;
+  /** Deletes a server pod (its StatefulSet makes it again from the current template). */
+  deletePod(namespace: string, name: string): Promise<void>;
+  /**
+   * A planned failover of the database at `url` away from its primary, losing no acknowledged write: writes paused on
+   * the primary until every replica has them, the sentinels asked to fail over, the old primary made a replica of the
+   * new one. @throws when the sentinels do not promote a replica in time (the primary takes writes again)
+   */
+  failover(url: string): Promise<void>;
+  /** Records a Kubernetes Event on the database and logs it (best effort). */
+  event(database: KvDatabase, reason: string, message: string): Promise<void>;
 }
 
 /** How often a replicated database's servers are looked at (ms). */
 export const REPLICATION_CHECK_MS = 10_000;
+/** How often while its servers roll onto a new template (ms). */
+export const UPGRADE_CHECK_MS = 2_000;
 
 /**
  * Keeps a replicated database's status true to its servers (README, "KV databases: replicas and failover"): every
@@ -116,7 +134,8 @@ export class ReplicationWatcher {
   ) {}
 
   /**
-   * One look at KvDatabase `namespace/name`.
+   * One look at KvDatabase `namespace/name`: its status, then one step of a rolling upgrade when its servers do not
+   * all run their StatefulSet's current template (nextUpgradeStep: replicas, a failover, the old primary).
    * @returns ms until the next look, or undefined for a database that is not (or no longer) replicated
    * @throws Error when the API server or the registry fails (the caller retries)
    */
@@ -135,6 +154,26 @@ export class ReplicationWatcher {
     if (statusChanged(shape(database.status ?? {}, database.status?.conditions), shape(status, conditions))) {
       await this.ports.patchStatus(database, { primary: status.primary, replicas: status.replicas, conditions });
     }
-    return REPLICATION_CHECK_MS;
+    const step = await this.upgradeStep(database, replicas, 'error' in probed ? undefined : { primary: status.primary, online: probed.replicas.filter((r) => r.state === 'online').length });
+    if (step.kind === 'done') return REPLICATION_CHECK_MS;
+    if (step.kind === 'delete') {
+      await this.ports.event(database, 'UpgradingReplica', `deleting ${step.pod} to start it on the current template: ${step.reason}`);
+      await this.ports.deletePod(namespace, step.pod);
+    } else if (step.kind === 'failover') {
+      await this.ports.event(database, 'UpgradeFailover', `failing over from ${step.from} (writes paused until a replica has them all): ${step.reason}`);
+      await this.ports.failover(url);
+    }
+    return UPGRADE_CHECK_MS;
+  }
+
+  private async upgradeStep(database: KvDatabase, replicas: number, replication: { primary: string | undefined; online: number } | undefined): Promise<UpgradeStep> {
+    const servers = await this.ports.servers(database);
+    if (!servers) return { kind: 'done' };
+    return nextUpgradeStep({
+      ...servers,
+      replicas,
+      primary: replication?.primary,
+      onlineReplicas: replication?.online ?? 0,
+    });
   }
 }

@@ -17,7 +17,7 @@ import {
   streamPrefix,
   vectorIndexId,
 } from '@restash/shared/data-access-registry';
-import { type ConditionReason, type GatewayUrls, KINDS, type KvBackup, type KvDatabaseSpec, MAX_MANAGED_REPLICAS, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
+import { type ConditionReason, type GatewayUrls, KINDS, type KvBackup, MAX_MANAGED_REPLICAS, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
 import { type Condition, type ReconcileResult, setCondition, statusChanged } from '@restash/operator/util-controller';
 import type { DeclaredTopic } from '@restash/stream/data-access-kafka';
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
@@ -273,12 +273,6 @@ export class TenantReconciler {
     const live: RestashResource[] = [];
     for (const r of all.filter((x) => !x.metadata.deletionTimestamp)) {
       const parsed = KINDS[r.kind].spec.safeParse(r.spec);
-      if (parsed.success && r.kind === 'KvDatabase' && (parsed.data as KvDatabaseSpec).durability === 'replicated') {
-        // Never served as what it is not: the gateway acknowledges a write once the primary has it.
-        fail(r, 'NotSupported', 'spec.durability: replicated is not served yet (the gateway acknowledges a write once the primary has it): use async');
-        if (registered.has(registryKeyOf(r))) blocked = true;
-        continue;
-      }
       if (parsed.success) {
         live.push({ ...r, spec: parsed.data } as RestashResource);
         continue;

@@ -2,7 +2,7 @@ import { type RetiredResource, tenantDocumentSchema } from '@restash/shared/data
 import { controlStateOf, describeResource, formatFailures, isResumableOf, reusedStorage } from './teardown';
 
 const limits = { maxRequestBytes: 1024, dailyRequestLimit: 10 };
-const kv: RetiredResource = { api: 'kv', record: { id: 'acme.main', tenant: 'acme', name: 'main', redisUrl: 'redis://h:1', ...limits } };
+const kv: RetiredResource = { api: 'kv', record: { id: 'acme.main', tenant: 'acme', name: 'main', redisUrl: 'redis://h:1', ...limits, durability: 'async' } };
 const vector: RetiredResource = {
   api: 'vector',
   record: {

@@ -144,6 +144,12 @@ export const kvDatabaseRecordSchema = z.object({
   maxRequestBytes: z.number().int().positive(),
   /** Commands per UTC day across all gateway replicas; 0 means unlimited. */
   dailyRequestLimit: z.number().int().nonnegative(),
+  /**
+   * When a write is acknowledged (README, "KV databases: durability"): `async` once the primary has it; `replicated`
+   * once a replica has it too (the gateway sends `WAIT 1 <timeout>` after it, and answers 503 when none confirms).
+   * Records written before this field read as `async`.
+   */
+  durability: z.enum(['async', 'replicated']).default('async'),
 });
 export type KvDatabaseRecord = z.infer<typeof kvDatabaseRecordSchema>;
 

@@ -104,6 +104,7 @@ export class RegistryWriter {
         redisUrl: db.redis.url,
         maxRequestBytes: db.limits.maxRequestBytes,
         dailyRequestLimit: db.limits.dailyRequests,
+        durability: db.durability,
       };
       records.set(registryKeys.kvDatabase(id), this.seal.sealRecord('kv', record));
       addTokens('kv', id, db.name, tokens.kv[db.name]);

@@ -57,7 +57,7 @@ describe('resolveTenant', () => {
     expect(problems).toEqual([]);
     expect(tenantDocumentSchema.parse(document)).toEqual(document);
     expect(document.metadata.name).toBe('acme');
-    expect(document.spec.kv.databases).toEqual([{ name: 'main', redis: { url: 'redis://gw:pw@redis-a:6380/0' }, limits: { maxRequestBytes: 10_485_760, dailyRequests: 5 } }]);
+    expect(document.spec.kv.databases).toEqual([{ name: 'main', redis: { url: 'redis://gw:pw@redis-a:6380/0' }, limits: { maxRequestBytes: 10_485_760, dailyRequests: 5 }, durability: 'async' }]);
     expect(document.spec.vector.indexes).toEqual([
       {
         name: 'docs',

@@ -171,7 +171,7 @@ function kvDatabase(db: KvDatabase, options: ResolveOptions) {
   if (!isKvRedisUrl(url)) {
     throw new Problem('InvalidSpec', 'spec.redis: the Redis URL is not a valid redis://, rediss:// or redis+sentinel:// URL');
   }
-  return valid(kvDatabaseSpecSchema, { name: db.metadata.name, redis: { url }, limits: db.spec.limits });
+  return valid(kvDatabaseSpecSchema, { name: db.metadata.name, redis: { url }, limits: db.spec.limits, durability: db.spec.durability });
 }
 
 function vectorIndex(index: VectorIndex, options: ResolveOptions) {

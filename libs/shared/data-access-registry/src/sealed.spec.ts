@@ -3,7 +3,7 @@ import type { KvDatabaseRecord, RetiredResource, StreamClusterRecord, VectorInde
 import { REGISTRY_SEAL_KEY, RegistrySeal, SEALED_PREFIX, SealError, registrySealFromEnv } from './sealed';
 
 const limits = { maxRequestBytes: 1024, dailyRequestLimit: 0 };
-const kv: KvDatabaseRecord = { id: 'acme.main', tenant: 'acme', name: 'main', redisUrl: 'redis://gw:s3cret-pass@redis.acme:6379/0', ...limits };
+const kv: KvDatabaseRecord = { id: 'acme.main', tenant: 'acme', name: 'main', redisUrl: 'redis://gw:s3cret-pass@redis.acme:6379/0', ...limits, durability: 'async' };
 const vector: VectorIndexRecord = {
   id: 'acme.docs',
   tenant: 'acme',

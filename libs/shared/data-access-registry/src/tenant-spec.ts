@@ -45,6 +45,8 @@ export const kvDatabaseSpecSchema = z.object({
     url: z.string().refine(isKvRedisUrl, KV_REDIS_URL_FORMS),
   }),
   limits: limitsSchema,
+  /** When a write is acknowledged: once the primary has it (`async`), or once a replica has it too (`replicated`; README, "KV databases: durability"). */
+  durability: z.enum(['async', 'replicated']).default('async'),
 });
 export type KvDatabaseSpec = z.infer<typeof kvDatabaseSpecSchema>;
 
