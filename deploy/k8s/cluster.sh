@@ -8,6 +8,8 @@
 #   cluster.sh import LIST                 imports each "<image> <docker-archive tar>" line of LIST into the running
 #                                          cluster's containerd (k8s.io namespace); an image already imported from
 #                                          the same tar (tars are named by a hash of their content) is skipped
+#   cluster.sh tag IMAGE NEW               gives the node's image IMAGE a second name NEW (an image change without
+#                                          a registry: the rolling-upgrade test)
 #   cluster.sh down                        stops it and removes everything it made on the host
 #                                          (up and down exit 4 when another state folder's cluster runs; up
 #                                          also while this folder's runs for a process that is still alive)
@@ -572,8 +574,16 @@ host_lock() {
     pid_of containerd >/dev/null || { say "cluster: not up (no containerd of $STATE)" >&2; exit 3; }
     import_images "$2"
     ;;
+  tag)
+    # tag IMAGE NEW: the node's image IMAGE under a second name NEW as well (an "upgrade" to an image the node has)
+    [[ -n ${2:-} && -n ${3:-} ]] || fail "usage: $0 tag IMAGE NEW"
+    host_lock
+    refuse_if_foreign
+    pid_of containerd >/dev/null || { say "cluster: not up (no containerd of $STATE)" >&2; exit 3; }
+    ctr --address "$SOCK" -n k8s.io images tag --force "$2" "$3" >/dev/null || fail "tag: the node has no image $2"
+    ;;
   status) status ;;
-  *) fail "usage: $0 up [--control-plane-only] | down | import LIST | status" ;;
+  *) fail "usage: $0 up [--control-plane-only] | down | import LIST | tag IMAGE NEW | status" ;;
   esac
   exit
 }

@@ -448,8 +448,127 @@ async function sentinelReplicas(namespace: string, name: string): Promise<string
   });
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A steady load of SETs through the kv-gateway, one at a time, each a key of its own (`<tag>:<i>`); what each got is kept. */
+class WriteLoad {
+  /** Indexes of the acknowledged writes, and when each was acknowledged (performance.now()). */
+  readonly acknowledged: number[] = [];
+  readonly ackedAt: number[] = [];
+  /** Failed writes: [when sent, HTTP status or 0 for a failed connection]. */
+  readonly failures: Array<[number, number]> = [];
+  readonly startedAt = performance.now();
+  private running = true;
+  private readonly loop: Promise<void>;
+
+  constructor(
+    private readonly kv: { url: string; token: string },
+    private readonly tag: string,
+  ) {
+    this.loop = (async () => {
+      for (let i = 0; this.running; i++) {
+        const at = performance.now();
+        const init = { method: 'POST', headers: { authorization: `Bearer ${this.kv.token}` }, body: JSON.stringify(['SET', `${this.tag}:${i}`, String(i)]) };
+        const status = await fetch(this.kv.url, init).then((r) => r.status, () => 0);
+        if (status === 200) {
+          this.acknowledged.push(i);
+          this.ackedAt.push(performance.now());
+        } else {
+          this.failures.push([at, status]);
+          await sleep(50);
+        }
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+
+  /** Acknowledged writes per second over the first `ms` of the load (before any fault). */
+  rate(ms: number): number {
+    return this.ackedAt.filter((at) => at - this.startedAt <= ms).length / (ms / 1000);
+  }
+
+  /** The longest time without an acknowledged write, from the last one before `from` on (s). */
+  outage(from: number): number {
+    const around = this.ackedAt.filter((at, i) => at >= from || (this.ackedAt[i + 1] ?? Infinity) >= from);
+    return Math.max(0, ...around.slice(1).map((at, i) => at - (around[i] ?? at))) / 1000;
+  }
+
+  /** The statuses of the failed writes, distinct. */
+  statuses(): Set<number> {
+    return new Set(this.failures.map(([, status]) => status));
+  }
+
+  /** The acknowledged writes the database does not hold. */
+  async lost(): Promise<number[]> {
+    const stored = await pipeline(this.kv, this.acknowledged.map((i) => ['EXISTS', `${this.tag}:${i}`]));
+    return this.acknowledged.filter((_, i) => stored[i] !== 1);
+  }
+}
+
+/** Waits until the three servers of `ha/orders` are Ready and the sentinels see two replicas in sync. */
+async function threeInSync(): Promise<void> {
+  await waitFor('three servers Ready', async () => (await pods('ha', 'app.kubernetes.io/name=redis')).filter(podReady).length === 3, 180_000);
+  await waitFor('two replicas online', async () => {
+    const replicas = await sentinelReplicas('ha', 'orders');
+    return replicas.length === 2 && replicas.every((r) => r.endsWith(' slave ok')) && replicas;
+  }, 120_000).catch(async (error: unknown) => {
+    throw new Error(`${String(error)}: sentinels see ${JSON.stringify(await sentinelReplicas('ha', 'orders'))}; pods ${(await pods('ha')).map((p) => `${p.metadata.name}:${podReady(p)}`).join(' ')}`);
+  });
+}
+
+/**
+ * The primary of `ha/orders` lost as when its node is (the node cordoned, the pod deleted at once, as SIGKILL does to
+ * the server) under `load`; waits for another primary and for 5 s of writes succeeding, then stops the load.
+ * @returns the figures the test prints: pods, seconds to the promotion, the outage, the last failure, the lost writes
+ */
+async function killPrimary(load: WriteLoad): Promise<{ killed: string; promoted: string; promotedAfter: number; outage: number; lastFailure: number; lost: number[] }> {
+  const primary = await waitFor('the sentinels to name a primary', () => sentinelPrimary('ha', 'orders'), 60_000);
+  const killed = primary.split('.')[0] ?? '';
+  // The node cordoned, as when it is lost: the StatefulSet's new pod for the killed server waits, so a replica must take over.
+  const node = (await kubectl('get', 'nodes', '-o', 'jsonpath={.items[0].metadata.name}')).trim();
+  await kubectl('cordon', node);
+  const killedAt = performance.now();
+  let promoted: string;
+  try {
+    await kubectl('delete', 'pod', killed, '-n', 'ha', '--grace-period=0', '--force', '--wait=false');
+    promoted = await waitFor('another primary', async () => {
+      const now = await sentinelPrimary('ha', 'orders');
+      return now !== undefined && now !== primary && now;
+    }, 60_000).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}: sentinels name ${await sentinelPrimary('ha', 'orders')}, see ${JSON.stringify(await sentinelReplicas('ha', 'orders'))}`);
+    });
+  } finally {
+    await kubectl('uncordon', node);
+  }
+  const promotedAfter = (performance.now() - killedAt) / 1000;
+  await waitFor('writes succeeding for 5 s after the failover', async () => load.acknowledged.length > 0 && load.failures.every(([at]) => performance.now() - at > 5_000) && performance.now() - killedAt > 5_000, 60_000);
+  await load.stop();
+  const lastFailure = load.failures.length > 0 ? ((load.failures.at(-1)?.[0] ?? killedAt) - killedAt) / 1000 : 0;
+  return { killed, promoted: promoted.split('.')[0] ?? '', promotedAfter, outage: load.outage(killedAt), lastFailure, lost: await load.lost() };
+}
+
+/** `INFO commandstats` calls of `command` on the primary of `ha/orders` (its pod's IP, the gateway's user). */
+async function primaryCalls(command: string): Promise<number> {
+  const primary = (await sentinelPrimary('ha', 'orders'))?.split('.')[0] ?? '';
+  const pod = JSON.parse(await kubectl('get', 'pod', primary, '-n', 'ha', '-o', 'json')) as Pod;
+  const password = (await decodeSecret('ha', 'redis-orders'))['gateway-password'];
+  const server = new IORedis({ host: pod.status.podIP, port: 6379, username: 'restash-gateway', password, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  server.on('error', () => undefined);
+  try {
+    await server.connect();
+    const stats = await server.info('commandstats');
+    return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+  } finally {
+    server.disconnect();
+  }
+}
+
 describe('KV replicas and failover', () => {
-  it('fails a replicated database over when its primary is killed (SIGKILL, pod deleted): writes succeed again within seconds', async () => {
+  it('fails a replicated database over when its primary is killed (SIGKILL, pod deleted): writes succeed again within seconds; none lost with durability replicated', async () => {
     await kubectl('create', 'namespace', 'ha');
     await apply('apiVersion: restash.dev/v1alpha1\nkind: KvDatabase\nmetadata: {name: orders}\nspec: {redis: {managed: {replicas: 3}}}\n', 'ha');
     await allReady('ha', 1);
@@ -457,12 +576,7 @@ describe('KV replicas and failover', () => {
     const primary = await waitFor('the sentinels to name a primary', () => sentinelPrimary('ha', 'orders'), 60_000);
     expect(primary).toMatch(/^redis-orders-[0-2]\.redis-orders-headless\.ha\.svc\.cluster\.local$/);
     // Both replicas in sync, as the sentinels and the database's status see them.
-    await waitFor('two replicas online', async () => {
-      const replicas = await sentinelReplicas('ha', 'orders');
-      return replicas.length === 2 && replicas.every((r) => r.endsWith(' slave ok')) && replicas;
-    }, 90_000).catch(async (error: unknown) => {
-      throw new Error(`${String(error)}: sentinels see ${JSON.stringify(await sentinelReplicas('ha', 'orders'))}; pods ${(await pods('ha')).map((p) => `${p.metadata.name}:${podReady(p)}`).join(' ')}`);
-    });
+    await threeInSync();
     const status = await waitFor('the status to name the primary, not Degraded', async () => {
       const item = JSON.parse(await kubectl('get', 'kvdb', 'orders', '-n', 'ha', '-o', 'json')) as Item & { status?: { primary?: string; replicas?: Array<{ name: string; state: string }> } };
       const degraded = item.status?.conditions?.find((c) => c.type === 'Degraded');
@@ -473,83 +587,50 @@ describe('KV replicas and failover', () => {
     // The replicas are spread (preferably) and at most one may be evicted at a time.
     expect(await kubectl('get', 'pdb', '-n', 'ha', '-o', 'jsonpath={.items[*].metadata.name}')).toBe('redis-orders sentinel-orders');
 
-    // A steady load of writes, each a key of its own; the acknowledged ones are counted.
-    const acknowledged: number[] = [];
-    const ackedAt: number[] = [];
-    const failures: Array<[number, number]> = [];
-    let stop = false;
-    let next = 0;
-    const writer = (async () => {
-      while (!stop) {
-        const i = next++;
-        const at = performance.now();
-        const answer = await fetch(kv.url, { method: 'POST', headers: { authorization: `Bearer ${kv.token}` }, body: JSON.stringify(['SET', `w:${i}`, String(i)]) }).then(
-          (r) => r.status,
-          () => 0,
-        );
-        if (answer === 200) {
-          acknowledged.push(i);
-          ackedAt.push(performance.now());
-        }
-        else {
-          failures.push([at, answer]);
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-      }
-    })();
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    const pod = primary.split('.')[0] ?? '';
-    // The node cordoned, as when it is lost: the StatefulSet's new pod for the killed server waits, so a replica must take over.
-    const node = (await kubectl('get', 'nodes', '-o', 'jsonpath={.items[0].metadata.name}')).trim();
-    await kubectl('cordon', node);
-    const killedAt = performance.now();
-    let promoted: string;
-    try {
-      await kubectl('delete', 'pod', pod, '-n', 'ha', '--grace-period=0', '--force', '--wait=false');
-      promoted = await waitFor('another primary', async () => {
-        const now = await sentinelPrimary('ha', 'orders');
-        return now !== undefined && now !== primary && now;
-      }, 60_000).catch(async (error: unknown) => {
-        throw new Error(`${String(error)}: sentinels name ${await sentinelPrimary('ha', 'orders')}, see ${JSON.stringify(await sentinelReplicas('ha', 'orders'))}`);
-      });
-    } finally {
-      await kubectl('uncordon', node);
-    }
-    const promotedAfter = (performance.now() - killedAt) / 1000;
-    await waitFor('writes succeeding for 5 s after the failover', async () => acknowledged.length > 0 && failures.every(([at]) => performance.now() - at > 5_000) && performance.now() - killedAt > 5_000, 60_000);
-    stop = true;
-    await writer;
-    const lastFailure = failures.length > 0 ? ((failures.at(-1)?.[0] ?? killedAt) - killedAt) / 1000 : 0;
-    // The outage: the longest time without an acknowledged write from the last one before the kill on.
-    const around = ackedAt.filter((at, i) => at >= killedAt || (ackedAt[i + 1] ?? Infinity) >= killedAt);
-    const outage = Math.max(0, ...around.slice(1).map((at, i) => at - (around[i] ?? at))) / 1000;
-    const stored = await pipeline(kv, acknowledged.map((i) => ['EXISTS', `w:${i}`]));
-    const lost = acknowledged.filter((_, i) => stored[i] !== 1);
-    console.log(
-      `KV failover (replicas 3, durability async): ${pod} killed; ${promoted.split('.')[0]} promoted after ${promotedAfter.toFixed(1)} s; ` +
-        `no write acknowledged for ${outage.toFixed(1)} s; ${failures.length} failed writes (statuses ${[...new Set(failures.map(([, s]) => s))].join(',')}), the last ${lastFailure.toFixed(1)} s after the kill; ` +
-        `${acknowledged.length} acknowledged, ${lost.length} of them lost`,
-    );
-    expect(new Set(failures.map(([, status]) => status))).toEqual(failures.length > 0 ? new Set([503]) : new Set());
-    expect(lastFailure).toBeLessThan(15);
-    expect(outage).toBeLessThan(15);
+    // durability async (the default): a steady load of writes, the primary lost.
+    const asyncLoad = new WriteLoad(kv, 'async');
+    await sleep(3_000);
+    const lostAsync = await killPrimary(asyncLoad);
+    const report = (durability: string, load: WriteLoad, f: typeof lostAsync) =>
+      console.log(
+        `KV failover (replicas 3, durability ${durability}): ${load.rate(3_000).toFixed(0)} writes/s before; ${f.killed} killed; ${f.promoted} promoted after ${f.promotedAfter.toFixed(1)} s; ` +
+          `no write acknowledged for ${f.outage.toFixed(1)} s; ${load.failures.length} failed writes (statuses ${[...load.statuses()].join(',')}), the last ${f.lastFailure.toFixed(1)} s after the kill; ` +
+          `${load.acknowledged.length} acknowledged, ${f.lost.length} of them lost`,
+      );
+    report('async', asyncLoad, lostAsync);
+    expect(asyncLoad.statuses()).toEqual(asyncLoad.failures.length > 0 ? new Set([503]) : new Set());
+    expect(lostAsync.lastFailure).toBeLessThan(15);
+    expect(lostAsync.outage).toBeLessThan(15);
     // The killed server comes back as a replica of the new primary; the database stays Ready.
-    await waitFor('the killed pod back', async () => (await pods('ha', 'app.kubernetes.io/name=redis')).filter(podReady).length === 3, 120_000);
-    expect(await sentinelPrimary('ha', 'orders')).toBe(promoted);
+    await threeInSync();
+    expect((await sentinelPrimary('ha', 'orders'))?.split('.')[0]).toBe(lostAsync.promoted);
+    await allReady('ha', 1);
+
+    // durability replicated: the gateway acknowledges a write once a replica has it (WAIT on the primary).
+    const patch = (spec: unknown) => kubectl('patch', 'kvdb', 'orders', '-n', 'ha', '--type=merge', '-p', JSON.stringify({ spec }));
+    await patch({ durability: 'replicated' });
+    await allReady('ha', 1);
+    const waits = await primaryCalls('wait');
+    await waitFor('the gateway to wait for a replica', async () => {
+      await pipeline(kv, [['SET', 'durable', '1']]);
+      return (await primaryCalls('wait')) > waits;
+    }, 60_000);
+    const replicatedLoad = new WriteLoad(kv, 'replicated');
+    await sleep(3_000);
+    const lostReplicated = await killPrimary(replicatedLoad);
+    report('replicated', replicatedLoad, lostReplicated);
+    expect(lostReplicated.lost).toEqual([]);
+    expect(replicatedLoad.statuses()).toEqual(replicatedLoad.failures.length > 0 ? new Set([503]) : new Set());
+    expect(lostReplicated.lastFailure).toBeLessThan(15);
+    expect(lostReplicated.outage).toBeLessThan(15);
+    await threeInSync();
     await allReady('ha', 1);
 
     // Bad specs are refused with a reason; a larger volume where the StorageClass cannot grow one says why, served as it was.
-    const patch = (spec: unknown) => kubectl('patch', 'kvdb', 'orders', '-n', 'ha', '--type=merge', '-p', JSON.stringify({ spec }));
     await expect(patch({ redis: { managed: { replicas: 6 } } })).rejects.toThrow(/replicas/);
     await expect(patch({ redis: { managed: { replicas: 1 } } })).rejects.toThrow(/a replicated database keeps at least 2 replicas/);
     await expect(patch({ redis: { managed: { storage: '512Mi' } } })).rejects.toThrow(/storage cannot shrink/);
-    await expect(patch({ durability: 'replicated' })).resolves.toBeDefined();
-    await waitFor('durability replicated refused', async () => {
-      const item = JSON.parse(await kubectl('get', 'kvdb', 'orders', '-n', 'ha', '-o', 'json')) as Item;
-      const ready = item.status?.conditions?.find((c) => c.type === 'Ready');
-      return ready?.status === 'False' && ready.reason === 'NotSupported' && ready;
-    }, 60_000);
-    await patch({ durability: 'async', redis: { managed: { replicas: 3, storage: '2Gi' } } });
+    await patch({ redis: { managed: { replicas: 3, storage: '2Gi' } } });
     const events = await waitFor('a StorageNotExpanded Event', async () => {
       const reasons = await kubectl('get', 'events', '-n', 'ha', '--field-selector', 'involvedObject.name=orders', '-o', 'jsonpath={range .items[*]}{.reason}: {.message}{"\\n"}{end}');
       return reasons.includes('StorageNotExpanded') && reasons;
@@ -558,6 +639,73 @@ describe('KV replicas and failover', () => {
     expect(await kubectl('get', 'statefulset', 'redis-orders', '-n', 'ha', '-o', 'jsonpath={.spec.volumeClaimTemplates[0].spec.resources.requests.storage}')).toBe('1Gi');
     await allReady('ha', 1);
   }, 15 * 60_000);
+
+  it('rolls a changed Redis image onto a replicated database under load: replicas first, a failover, then the old primary; no acknowledged write lost', async () => {
+    await threeInSync();
+    const kv = await kvCredentials('ha', 'orders');
+    const oldPrimary = (await sentinelPrimary('ha', 'orders'))?.split('.')[0] ?? '';
+    const rolled = `${image('redis')}-rolled`;
+    await cluster.tagImage(image('redis'), rolled);
+    type Server = Pod & { metadata: { uid: string }; spec: { containers: Array<{ image: string }> } };
+    const servers = async () => (await pods('ha', 'app.kubernetes.io/name=redis')) as Server[];
+    const before = new Map((await servers()).map((p) => [p.metadata.name, p.metadata.uid]));
+    // When each server was seen started again on the new image, and when another server became the primary.
+    const rolledAt = new Map<string, number>();
+    let failedOverAt = Infinity;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        for (const pod of await servers().catch(() => [])) {
+          if (pod.metadata.uid !== before.get(pod.metadata.name) && pod.spec.containers[0]?.image === rolled && !rolledAt.has(pod.metadata.name)) rolledAt.set(pod.metadata.name, performance.now());
+        }
+        const now = await sentinelPrimary('ha', 'orders');
+        if (now && !now.startsWith(`${oldPrimary}.`) && failedOverAt === Infinity) failedOverAt = performance.now();
+        await sleep(250);
+      }
+    })();
+    const load = new WriteLoad(kv, 'rolling');
+    await sleep(2_000);
+    const started = performance.now();
+    try {
+      await installRelease(['--set', `operator.managedRedis.image.tag=${rolled.split(':').pop()}`]);
+      await waitFor('every server and sentinel on the new image', async () => {
+        const all = [...(await servers()), ...((await pods('ha', 'app.kubernetes.io/name=redis-sentinel')) as Server[])];
+        return all.length === 6 && all.every((p) => podReady(p) && p.spec.containers[0]?.image === rolled);
+      }, 600_000);
+      await threeInSync();
+    } finally {
+      watching = false;
+      await watcher;
+    }
+    const rolledIn = (performance.now() - started) / 1000;
+    await sleep(2_000);
+    await load.stop();
+    const lost = await load.lost();
+    const failed = load.failures.map(([at]) => at);
+    const failureWindow = failed.length > 0 ? (Math.max(...failed) - Math.min(...failed)) / 1000 : 0;
+    const order = [...rolledAt].map(([pod, at]) => [pod, at] as const).concat([['failover', failedOverAt]]).sort((a, b) => a[1] - b[1]).map(([what]) => what);
+    console.log(
+      `KV rolling upgrade (replicas 3, durability replicated): ${order.join(' → ')} in ${rolledIn.toFixed(1)} s; ${load.failures.length} failed writes (statuses ${[...load.statuses()].join(',')}) ` +
+        `within ${failureWindow.toFixed(1)} s; no write acknowledged for ${load.outage(started).toFixed(1)} s at most; ${load.acknowledged.length} acknowledged, ${lost.length} of them lost`,
+    );
+    // The replicas (either order), then the failover, then the old primary.
+    expect(order.slice(2)).toEqual(['failover', oldPrimary]);
+    expect(order.slice(0, 2).sort()).toEqual([...before.keys()].filter((p) => p !== oldPrimary).sort());
+    expect(lost).toEqual([]);
+    expect(load.statuses()).toEqual(load.failures.length > 0 ? new Set([503]) : new Set());
+    expect(failureWindow).toBeLessThan(15);
+    await allReady('ha', 1);
+
+    // The test cluster's image again for the tests that follow; the other managed databases roll back onto it.
+    await kubectl('delete', 'namespace', 'ha', '--wait=true', '--timeout=180s');
+    await installRelease();
+    const sets = (await kubectl('get', 'statefulsets', '-A', '-l', 'app.kubernetes.io/name=redis', '-o', 'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{"\\n"}{end}')).split('\n').filter(Boolean);
+    for (const set of sets) {
+      const [namespace = '', name = ''] = set.split('/');
+      await waitFor(`${set} back on ${image('redis')}`, async () => (await kubectl('get', 'statefulset', name, '-n', namespace, '-o', 'jsonpath={.spec.template.spec.containers[0].image}')) === image('redis'), 120_000);
+      await kubectl('rollout', 'status', `statefulset/${name}`, '-n', namespace, '--timeout=300s');
+    }
+  }, 25 * 60_000);
 });
 
 interface Endpoints {

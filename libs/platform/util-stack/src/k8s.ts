@@ -35,6 +35,13 @@ export interface Cluster {
    */
   importImages(listFile: string): Promise<void>;
   /**
+   * `cluster.sh tag IMAGE NEW`: the node's image `image` also under the name `tag` (an image change a pod with
+   * `imagePullPolicy: Never` can take, without a registry).
+   *
+   * @throws Error with the script's output when the node has no image `image` or the cluster is down
+   */
+  tagImage(image: string, tag: string): Promise<void>;
+  /**
    * `cluster.sh down`: stops every component and removes what the cluster made on the host (bridge,
    * iptables chains, cgroups, mounts, /var/lib/kubelet, /tmp/hostpath_pv). Later calls do nothing.
    *
@@ -97,6 +104,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     importImages: async (listFile) => {
       const { code, text } = await runScript(['import', listFile], output);
       if (code !== 0) throw new Error(`${SCRIPT} import ${listFile} failed (exit code ${code}):\n${tail(text)}`);
+    },
+    tagImage: async (image, tag) => {
+      const { code, text } = await runScript(['tag', image, tag], output);
+      if (code !== 0) throw new Error(`${SCRIPT} tag ${image} ${tag} failed (exit code ${code}):\n${tail(text)}`);
     },
     stop: () =>
       (stopped ??= runScript(['down'], output).then(({ code, text }) => {
