@@ -17,7 +17,7 @@
 #                                          cluster is up (one cluster per host: fixed ports and bridge); 1: broken
 #
 # State: ${RESTASH_K8S_DIR:-<repo>/.restash/k8s}: pki/ (kept), conf/ and *.kubeconfig (generated), data/ and run/
-# (removed by down), logs/, kubeconfig (admin), env (KUBECONFIG, RESTASH_REDIS_IMAGE, RESTASH_K8S_BIN,
+# (removed by down), logs/, kubeconfig (admin), env (KUBECONFIG, RESTASH_REDIS_IMAGE, RESTASH_VALKEY_IMAGE, RESTASH_K8S_BIN,
 # RESTASH_K8S_API_SERVER, RESTASH_K8S_NODE_IP, RESTASH_K8S_DNS_IP; written once up, removed by down). Must run as
 # root (bridge, iptables, cgroups, mounts).
 #
@@ -403,10 +403,12 @@ up() {
 
   local redis_image; redis_image=$(awk '$1 ~ /^localhost\/restash\/redis:/ {print $1}' "$images")
   [[ -n $redis_image ]] || redis_image=localhost/restash/redis:$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
+  local valkey_image; valkey_image=$(awk '$1 ~ /^localhost\/restash\/valkey:/ {print $1}' "$images")
   cat >"$STATE/env" <<EOF
 # Written by deploy/k8s/cluster.sh up; removed by down. \`source\` it.
 export KUBECONFIG=$STATE/kubeconfig
 export RESTASH_REDIS_IMAGE=$redis_image
+export RESTASH_VALKEY_IMAGE=$valkey_image
 export RESTASH_K8S_BIN=$BIN
 export RESTASH_K8S_API_SERVER=$API_SERVER
 export RESTASH_K8S_NODE_IP=$NODE_IP

@@ -9,6 +9,8 @@
 #                                      test cluster's host-path provisioner), and /etc/passwd with the user
 #                                      redis (uid 65532) that the image runs as; entrypoint redis-server,
 #                                      working directory /data (owned by 65532).
+#   localhost/restash/valkey:<version> the same of deploy/kv-engines' valkey-server (Valkey 9.1, make install);
+#                                      entrypoint valkey-server (skipped with a note when it is not installed)
 #   localhost/restash/coredns:1.15.0   cluster DNS: the static $BIN/coredns that install.sh builds (go install
 #                                      github.com/coredns/coredns@v1.15.0), alone; user 65532, entrypoint /coredns
 #                                      (skipped with a note when install.sh has not built it yet).
@@ -65,29 +67,42 @@ if [[ ! -f $pause_tar ]]; then
 fi
 report "$PAUSE_IMAGE" "$pause_tar"
 
-# --- redis ----------------------------------------------------------------------------------------------
-server=$(readlink -f "$(command -v redis-server)")
+# --- redis and valkey -----------------------------------------------------------------------------------
 chown_bin=$(readlink -f "$(command -v chown)")
+# server_image STEM VERSION BINARY: localhost/restash/STEM:VERSION, the Redis-protocol server BINARY as
+# /usr/bin/STEM-server (its entrypoint), with chown, the libraries ldd lists and the user redis (the header above).
+server_image() {
+  local stem=$1 version=$2 binary=$3 name=localhost/restash/$1:$2 tar r libs
+  mapfile -t libs < <({ libraries "$binary"; libraries "$chown_bin"; } | sort -u)
+  tar=$OUT/$stem-$version-$(hash "$binary" "$chown_bin" "${libs[@]}").tar
+  if [[ ! -f $tar ]]; then
+    r=$work/$stem-rootfs
+    mkdir -p "$r/usr/bin" "$r/etc" "$r/tmp" "$r/data"
+    cp "$binary" "$r/usr/bin/$stem-server" # argv[0] picks the program: Debian's real file is redis-check-rdb
+    cp "$chown_bin" "$r/usr/bin/chown"
+    for lib in "${libs[@]}"; do mkdir -p "$r$(dirname "$lib")"; cp -L "$lib" "$r$lib"; done
+    printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nredis:x:%s:%s:redis:/data:/usr/sbin/nologin\n' $REDIS_USER_ID $REDIS_USER_ID >"$r/etc/passwd"
+    printf 'root:x:0:\nredis:x:%s:\n' $REDIS_USER_ID >"$r/etc/group"
+    chmod 1777 "$r/tmp"
+    chown $REDIS_USER_ID:$REDIS_USER_ID "$r/data"
+    chmod 0750 "$r/data"
+    image "$name" "$tar" "$r" --config.entrypoint "/usr/bin/$stem-server" --config.workingdir /data \
+      --config.user $REDIS_USER_ID:$REDIS_USER_ID --config.exposedports 6379/tcp
+  fi
+  report "$name" "$tar"
+}
+
 version=$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
 [[ -n $version ]] || { echo "images: cannot read redis-server's version" >&2; exit 1; }
-redis_image=localhost/restash/redis:$version
-mapfile -t libs < <({ libraries "$server"; libraries "$chown_bin"; } | sort -u)
-redis_tar=$OUT/redis-$version-$(hash "$server" "$chown_bin" "${libs[@]}").tar
-if [[ ! -f $redis_tar ]]; then
-  r=$work/redis-rootfs
-  mkdir -p "$r/usr/bin" "$r/etc" "$r/tmp" "$r/data"
-  cp "$server" "$r/usr/bin/redis-server" # argv[0] picks the program: the real file is redis-check-rdb
-  cp "$chown_bin" "$r/usr/bin/chown"
-  for lib in "${libs[@]}"; do mkdir -p "$r$(dirname "$lib")"; cp -L "$lib" "$r$lib"; done
-  printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nredis:x:%s:%s:redis:/data:/usr/sbin/nologin\n' $REDIS_USER_ID $REDIS_USER_ID >"$r/etc/passwd"
-  printf 'root:x:0:\nredis:x:%s:\n' $REDIS_USER_ID >"$r/etc/group"
-  chmod 1777 "$r/tmp"
-  chown $REDIS_USER_ID:$REDIS_USER_ID "$r/data"
-  chmod 0750 "$r/data"
-  image "$redis_image" "$redis_tar" "$r" --config.entrypoint /usr/bin/redis-server --config.workingdir /data \
-    --config.user $REDIS_USER_ID:$REDIS_USER_ID --config.exposedports 6379/tcp
+server_image redis "$version" "$(readlink -f "$(command -v redis-server)")"
+
+# Valkey 9.1 of deploy/kv-engines (make install), for managed databases whose engine is valkey
+valkey=$(cd "$HERE/../.." && pwd)/.cache/kv-engines/bin/valkey-server
+if [[ -x $valkey ]]; then
+  server_image valkey "$("$valkey" --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')" "$valkey"
+else
+  echo "images: no $valkey (make install): localhost/restash/valkey skipped" >&2
 fi
-report "$redis_image" "$redis_tar"
 
 # --- coredns --------------------------------------------------------------------------------------------
 COREDNS_VERSION=1.15.0

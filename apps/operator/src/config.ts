@@ -18,6 +18,7 @@ const httpUrl = z.string().regex(/^https?:\/\//, 'must be an http:// or https://
  * | KV_GATEWAY_URL, VECTOR_GATEWAY_URL, STREAM_GATEWAY_URL, QUEUE_GATEWAY_URL | (required) | the gateways' URLs written into the resources' Secrets |
  * | QDRANT_URL, QDRANT_API_KEY, KAFKA_BROKERS, EMBEDDING_URL, EMBEDDING_API_KEY | (none) | the backends (data-access-registry's backendsEnv, as `tenants apply` reads them): a VectorIndex is not Ready without QDRANT_URL, a StreamCluster without KAFKA_BROKERS |
  * | MANAGED_REDIS_IMAGE | (required) | the redis-server image of managed KV databases |
+ * | MANAGED_VALKEY_IMAGE | (none) | the valkey-server image of managed KV databases whose `engine` is `valkey` (run as the Redis image, with the same settings); without it they are refused |
  * | MANAGED_REDIS_PULL_POLICY | IfNotPresent | its imagePullPolicy (Never on the test cluster) |
  * | MANAGED_REDIS_RUN_AS_USER | 65532 | uid and gid of the server; 0 only on storage that ignores fsGroup (hostPath) |
  * | MANAGED_REDIS_CPU_REQUEST, _MEMORY_REQUEST, _MEMORY_LIMIT | 50m, 64Mi, 256Mi | the server's resources |
@@ -44,6 +45,7 @@ export const operatorEnvSchema = z
     QUEUE_GATEWAY_URL: httpUrl,
     ...backendsEnv(),
     MANAGED_REDIS_IMAGE: z.string().min(1),
+    MANAGED_VALKEY_IMAGE: z.string().min(1).optional(),
     MANAGED_REDIS_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
     MANAGED_REDIS_RUN_AS_USER: z.coerce.number().int().min(0).default(65532),
     MANAGED_REDIS_CPU_REQUEST: quantity.default('50m'),
@@ -70,6 +72,7 @@ export const operatorEnvSchema = z
     backends: backendsConfig(e),
     managedRedis: {
       image: e.MANAGED_REDIS_IMAGE,
+      ...(e.MANAGED_VALKEY_IMAGE ? { valkeyImage: e.MANAGED_VALKEY_IMAGE } : {}),
       imagePullPolicy: e.MANAGED_REDIS_PULL_POLICY,
       runAsUser: e.MANAGED_REDIS_RUN_AS_USER,
       cpuRequest: e.MANAGED_REDIS_CPU_REQUEST,

@@ -158,7 +158,8 @@ async function sdkJob(
 
 /** The values of the test cluster: charts/restash/ci/test-cluster-values.yaml with this run's image tags. */
 function clusterValues(): string[] {
-  return ['-f', join(CHART, 'ci/test-cluster-values.yaml'), '--set', `operator.managedRedis.image.tag=${image('redis').split(':').pop()}`];
+  const valkey = cluster.env.RESTASH_VALKEY_IMAGE ? ['--set', `operator.managedRedis.valkeyImage.tag=${cluster.env.RESTASH_VALKEY_IMAGE.split(':').pop()}`] : [];
+  return ['-f', join(CHART, 'ci/test-cluster-values.yaml'), '--set', `operator.managedRedis.image.tag=${image('redis').split(':').pop()}`, ...valkey];
 }
 
 async function installRelease(extra: string[] = []): Promise<void> {

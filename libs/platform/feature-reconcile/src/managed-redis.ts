@@ -10,6 +10,11 @@ export const MANAGED_REDIS_PORT = 6379;
 export interface ManagedRedisSettings {
   /** The image: a redis-server as the local stack runs it (deploy/k8s/images.sh builds `localhost/restash/redis:<version>`). */
   image: string;
+  /**
+   * The image of databases whose `spec.redis.managed.engine` is `valkey`: a valkey-server (deploy/k8s/images.sh builds
+   * `localhost/restash/valkey:<version>`), run as the Redis image is, servers and sentinels; without it such databases are refused.
+   */
+  valkeyImage?: string;
   imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
   /** The user and group the server runs as; the data volume is group-owned by it (fsGroup). 0 only where the storage ignores fsGroup (hostPath). */
   runAsUser: number;

@@ -432,11 +432,16 @@ export class TenantReconciler {
   ): Promise<{ url?: string; ready: boolean; message: string; refused?: { reason: ConditionReason; message: string } }> {
     const { name, namespace, uid } = db.metadata;
     const names = managedRedisNames(name);
-    const managed = db.spec.redis.managed ?? { storage: '1Gi', replicas: 1 };
+    const managed = db.spec.redis.managed ?? { storage: '1Gi', replicas: 1, engine: 'redis' as const };
     const replicated = managed.replicas > 1;
     if ((db.spec.restore || replicated) && !this.options.managedRedis.initImage) {
       return { ready: false, message: '', refused: { reason: 'NotSupported', message: "restores and replicas need the operator's MANAGED_REDIS_INIT_IMAGE" } };
     }
+    const { valkeyImage } = this.options.managedRedis;
+    if (managed.engine === 'valkey' && !valkeyImage) {
+      return { ready: false, message: '', refused: { reason: 'NotSupported', message: "engine valkey needs the operator's MANAGED_VALKEY_IMAGE" } };
+    }
+    const settings = managed.engine === 'valkey' && valkeyImage ? { ...this.options.managedRedis, image: valkeyImage } : this.options.managedRedis;
     const existing = await this.kube.getStatefulSet(namespace, names.statefulSet);
     if (db.spec.restore && !existing && !(await this.kube.getSecret(namespace, names.restore))) {
       const source = await restoreSourceOf(db, this.kube);
@@ -463,9 +468,9 @@ export class TenantReconciler {
           ...(sentinelPassword ? { sentinelPassword } : {}),
           ...(db.spec.restore ? { restore: true } : {}),
         },
-        this.options.managedRedis,
+        settings,
       ),
-      ...(replicated ? managedSentinelObjects({ owner }, this.options.managedRedis) : []),
+      ...(replicated ? managedSentinelObjects({ owner }, settings) : []),
     ];
     for (const object of objects) await this.kube.apply(object);
     const notGrown = existing ? await this.growVolumes(db, managed.replicas, managed.storage) : undefined;

@@ -12,7 +12,8 @@ export interface Cluster {
   kubeconfig: string;
   /**
    * What `<stateDir>/env` exports: `KUBECONFIG`, `RESTASH_REDIS_IMAGE` (the Redis image the node has,
-   * `localhost/restash/redis:<version>`, for pods with `imagePullPolicy: Never`), `RESTASH_K8S_BIN`
+   * `localhost/restash/redis:<version>`, for pods with `imagePullPolicy: Never`), `RESTASH_VALKEY_IMAGE` (the same of
+   * Valkey, `localhost/restash/valkey:<version>`; empty when deploy/kv-engines is not installed), `RESTASH_K8S_BIN`
    * (the folder of kubectl and helm of the cluster's version), `RESTASH_K8S_API_SERVER` (the API server's URL,
    * `https://10.244.0.1:6443`, the same from the host and from pods), `RESTASH_K8S_NODE_IP` (the node's address
    * on the bridge, `10.244.0.1`) and `RESTASH_K8S_DNS_IP` (the kube-dns Service's ClusterIP, `10.0.0.10`:

@@ -77,7 +77,7 @@ describe('resolveTenant', () => {
 
   it('leaves out each resource with a problem, and keeps the others', () => {
     const { options } = setup(FILE);
-    const managed: KvDatabase = { ...kv('managed', 'x'), spec: { redis: { managed: { storage: '1Gi', replicas: 1 } }, limits: { maxRequestBytes: 1, dailyRequests: 0 }, durability: 'async' } };
+    const managed: KvDatabase = { ...kv('managed', 'x'), spec: { redis: { managed: { storage: '1Gi', replicas: 1, engine: 'redis' } }, limits: { maxRequestBytes: 1, dailyRequests: 0 }, durability: 'async' } };
     const resources = [kv('a', 'redis'), kv('b', 'other'), kv('c', 'missing'), kv('d', 'bad'), managed];
     const { document, problems } = resolveTenant('acme', resources, options);
     expect(document.spec.kv.databases.map((d) => d.name)).toEqual(['a']);
@@ -101,7 +101,7 @@ describe('resolveTenant', () => {
 
   it('takes a managed KV database’s URL from managedKvUrl', () => {
     const { options } = setup(FILE);
-    const managed: KvDatabase = { ...kv('m', 'x'), spec: { redis: { managed: { storage: '1Gi', replicas: 1 } }, limits: { maxRequestBytes: 1, dailyRequests: 0 }, durability: 'async' } };
+    const managed: KvDatabase = { ...kv('m', 'x'), spec: { redis: { managed: { storage: '1Gi', replicas: 1, engine: 'redis' } }, limits: { maxRequestBytes: 1, dailyRequests: 0 }, durability: 'async' } };
     const { document } = resolveTenant('acme', [managed], { ...options, managedKvUrl: (db) => `redis://gw:pw@${db.metadata.name}-redis:6379` });
     expect(document.spec.kv.databases[0].redis.url).toBe('redis://gw:pw@m-redis:6379');
   });

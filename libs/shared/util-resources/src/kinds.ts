@@ -175,6 +175,12 @@ const kvDatabaseFields = z.strictObject({
             .max(MAX_MANAGED_REPLICAS)
             .default(1)
             .describe('Redis servers: 1, or 2 to 5 (a primary and replicas, with three Redis Sentinels that fail over).'),
+          engine: withTransitionRule(z.enum(['redis', 'valkey']), {
+            rule: 'self == oldSelf',
+            message: 'engine is set when a database is created: a Redis 7.4+ data file is not one Valkey reads (back up and restore into a new database)',
+          })
+            .default('redis')
+            .describe("The server: redis (the operator's MANAGED_REDIS_IMAGE) or valkey (MANAGED_VALKEY_IMAGE); set at creation."),
         }),
           { rule: 'oldSelf.replicas < 2 || self.replicas >= 2', message: 'a replicated database keeps at least 2 replicas (its sentinels and clients follow the primary)', fieldPath: '.replicas' },
         ),
@@ -193,7 +199,7 @@ const kvDatabaseFields = z.strictObject({
     (redis) => !(redis.managed && redis.external),
   )
     // Spelled out: the API server runs the rules below it (managed's transition rule) on this default as written.
-    .prefault({ managed: { storage: '1Gi', replicas: 1 } })
+    .prefault({ managed: { storage: '1Gi', replicas: 1, engine: 'redis' } })
     .describe('The Redis server of the database: managed (the default) or external.'),
   limits: limits(KV_MAX_REQUEST_BYTES),
   durability: z
