@@ -27,6 +27,10 @@ describe('loadOperatorConfig', () => {
     expect(config.leaderElection).toBeUndefined();
   });
 
+  it('reads the Valkey image of databases whose engine is valkey', () => {
+    expect(loadOperatorConfig({ ...valid, MANAGED_VALKEY_IMAGE: 'localhost/restash/valkey:9.1.2' }).managedRedis).toMatchObject({ image: 'localhost/restash/redis:7.0.15', valkeyImage: 'localhost/restash/valkey:9.1.2' });
+  });
+
   it('reports every invalid variable at once', () => {
     let error: unknown;
     try {

@@ -252,6 +252,13 @@ describe('the operator on a real cluster', () => {
     // The other resources of the namespace are still served.
     expect((await sdkProgram(await secretOf('team-a', 'cache'), 'kv', 'team-a')).value).toBe('team-a');
     await kubectl('delete', 'kvdb', 'elsewhere', '-n', 'team-a', '--wait=true', '--timeout=60s');
+    // engine valkey where the operator has no MANAGED_VALKEY_IMAGE: not Ready with the reason, nothing started; the engine never changes.
+    await apply('apiVersion: restash.dev/v1alpha1\nkind: KvDatabase\nmetadata: {name: vk}\nspec: {redis: {managed: {engine: valkey}}}\n', 'team-a');
+    const valkey = await waitFor('vk not Ready', async () => (await resources('team-a')).find((i) => i.metadata.name === 'vk' && ready(i)?.status === 'False'));
+    expect(ready(valkey)).toMatchObject({ reason: 'NotSupported', message: expect.stringContaining("engine valkey needs the operator's MANAGED_VALKEY_IMAGE") });
+    await expect(kubectl('get', 'statefulset', 'redis-vk', '-n', 'team-a')).rejects.toThrow(/NotFound/);
+    await expect(kubectl('patch', 'kvdb', 'vk', '-n', 'team-a', '--type=merge', '-p', JSON.stringify({ spec: { redis: { managed: { engine: 'redis' } } } }))).rejects.toThrow(/engine is set when a database is created/);
+    await kubectl('delete', 'kvdb', 'vk', '-n', 'team-a', '--wait=true', '--timeout=60s');
   }, 150_000);
 
   it('backs up a KV database into an S3 bucket on demand and on a schedule, applies the retention, and refuses bad backup specs', async () => {

@@ -510,24 +510,28 @@ class WriteLoad {
   }
 }
 
-/** Waits until the three servers of `ha/orders` are Ready and the sentinels see two replicas in sync. */
-async function threeInSync(): Promise<void> {
-  await waitFor('three servers Ready', async () => (await pods('ha', 'app.kubernetes.io/name=redis')).filter(podReady).length === 3, 180_000);
+/** Waits until the three servers of database `namespace/name` are Ready and the sentinels see two replicas in sync. */
+async function threeInSync(namespace = 'ha', name = 'orders'): Promise<void> {
+  await waitFor('three servers Ready', async () => (await pods(namespace, `app.kubernetes.io/name=redis,app.kubernetes.io/instance=${name}`)).filter(podReady).length === 3, 180_000);
   await waitFor('two replicas online', async () => {
-    const replicas = await sentinelReplicas('ha', 'orders');
+    const replicas = await sentinelReplicas(namespace, name);
     return replicas.length === 2 && replicas.every((r) => r.endsWith(' slave ok')) && replicas;
   }, 120_000).catch(async (error: unknown) => {
-    throw new Error(`${String(error)}: sentinels see ${JSON.stringify(await sentinelReplicas('ha', 'orders'))}; pods ${(await pods('ha')).map((p) => `${p.metadata.name}:${podReady(p)}`).join(' ')}`);
+    throw new Error(`${String(error)}: sentinels see ${JSON.stringify(await sentinelReplicas(namespace, name))}; pods ${(await pods(namespace)).map((p) => `${p.metadata.name}:${podReady(p)}`).join(' ')}`);
   });
 }
 
 /**
- * The primary of `ha/orders` lost as when its node is (the node cordoned, the pod deleted at once, as SIGKILL does to
+ * The primary of database `namespace/name` lost as when its node is (the node cordoned, the pod deleted at once, as SIGKILL does to
  * the server) under `load`; waits for another primary and for 5 s of writes succeeding, then stops the load.
  * @returns the figures the test prints: pods, seconds to the promotion, the outage, the last failure, the lost writes
  */
-async function killPrimary(load: WriteLoad): Promise<{ killed: string; promoted: string; promotedAfter: number; outage: number; lastFailure: number; lost: number[] }> {
-  const primary = await waitFor('the sentinels to name a primary', () => sentinelPrimary('ha', 'orders'), 60_000);
+async function killPrimary(
+  load: WriteLoad,
+  namespace = 'ha',
+  name = 'orders',
+): Promise<{ killed: string; promoted: string; promotedAfter: number; outage: number; lastFailure: number; lost: number[] }> {
+  const primary = await waitFor('the sentinels to name a primary', () => sentinelPrimary(namespace, name), 60_000);
   const killed = primary.split('.')[0] ?? '';
   // The node cordoned, as when it is lost: the StatefulSet's new pod for the killed server waits, so a replica must take over.
   const node = (await kubectl('get', 'nodes', '-o', 'jsonpath={.items[0].metadata.name}')).trim();
@@ -535,12 +539,12 @@ async function killPrimary(load: WriteLoad): Promise<{ killed: string; promoted:
   const killedAt = performance.now();
   let promoted: string;
   try {
-    await kubectl('delete', 'pod', killed, '-n', 'ha', '--grace-period=0', '--force', '--wait=false');
+    await kubectl('delete', 'pod', killed, '-n', namespace, '--grace-period=0', '--force', '--wait=false');
     promoted = await waitFor('another primary', async () => {
-      const now = await sentinelPrimary('ha', 'orders');
+      const now = await sentinelPrimary(namespace, name);
       return now !== undefined && now !== primary && now;
     }, 60_000).catch(async (error: unknown) => {
-      throw new Error(`${String(error)}: sentinels name ${await sentinelPrimary('ha', 'orders')}, see ${JSON.stringify(await sentinelReplicas('ha', 'orders'))}`);
+      throw new Error(`${String(error)}: sentinels name ${await sentinelPrimary(namespace, name)}, see ${JSON.stringify(await sentinelReplicas(namespace, name))}`);
     });
   } finally {
     await kubectl('uncordon', node);
@@ -552,20 +556,24 @@ async function killPrimary(load: WriteLoad): Promise<{ killed: string; promoted:
   return { killed, promoted: promoted.split('.')[0] ?? '', promotedAfter, outage: load.outage(killedAt), lastFailure, lost: await load.lost() };
 }
 
-/** `INFO commandstats` calls of `command` on the primary of `ha/orders` (its pod's IP, the gateway's user). */
-async function primaryCalls(command: string): Promise<number> {
-  const primary = (await sentinelPrimary('ha', 'orders'))?.split('.')[0] ?? '';
-  const pod = JSON.parse(await kubectl('get', 'pod', primary, '-n', 'ha', '-o', 'json')) as Pod;
-  const password = (await decodeSecret('ha', 'redis-orders'))['gateway-password'];
+/** `INFO <section>` of the primary of database `namespace/name` (its pod's IP, the gateway's user). */
+async function primaryInfo(section: string, namespace = 'ha', name = 'orders'): Promise<string> {
+  const primary = (await sentinelPrimary(namespace, name))?.split('.')[0] ?? '';
+  const pod = JSON.parse(await kubectl('get', 'pod', primary, '-n', namespace, '-o', 'json')) as Pod;
+  const password = (await decodeSecret(namespace, `redis-${name}`))['gateway-password'];
   const server = new IORedis({ host: pod.status.podIP, port: 6379, username: 'restash-gateway', password, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   server.on('error', () => undefined);
   try {
     await server.connect();
-    const stats = await server.info('commandstats');
-    return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+    return await server.info(section);
   } finally {
     server.disconnect();
   }
+}
+
+/** Calls of `command` on the primary of `ha/orders` (INFO commandstats). */
+async function primaryCalls(command: string): Promise<number> {
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(await primaryInfo('commandstats'))?.[1] ?? 0);
 }
 
 describe('KV replicas and failover', () => {
@@ -707,6 +715,36 @@ describe('KV replicas and failover', () => {
       await kubectl('rollout', 'status', `statefulset/${name}`, '-n', namespace, '--timeout=300s');
     }
   }, 25 * 60_000);
+});
+
+describe('KV databases on Valkey', () => {
+  it('runs a replicated Valkey 9.1 database (engine valkey) and fails it over with durability replicated: none lost', async () => {
+    if (!cluster.env.RESTASH_VALKEY_IMAGE) throw new Error('the test cluster has no Valkey image: make install (deploy/kv-engines), then the cluster again');
+    await kubectl('create', 'namespace', 'valkey');
+    await apply('apiVersion: restash.dev/v1alpha1\nkind: KvDatabase\nmetadata: {name: carts}\nspec: {durability: replicated, redis: {managed: {replicas: 3, engine: valkey}}}\n', 'valkey');
+    await allReady('valkey', 1);
+    await threeInSync('valkey', 'carts');
+    // Servers and sentinels run the operator's MANAGED_VALKEY_IMAGE; the primary is a valkey-server.
+    const images = (await pods('valkey')).map((p) => (p as Pod & { spec: { containers: Array<{ image: string }> } }).spec.containers[0]?.image);
+    expect(new Set(images)).toEqual(new Set([cluster.env.RESTASH_VALKEY_IMAGE]));
+    expect(await primaryInfo('server', 'valkey', 'carts')).toMatch(/^server_name:valkey\r?$/m);
+    const kv = await kvCredentials('valkey', 'carts');
+    expect(await pipeline(kv, [['SET', 'engine', 'valkey'], ['GET', 'engine']])).toEqual(['OK', 'valkey']);
+
+    const load = new WriteLoad(kv, 'valkey');
+    await sleep(3_000);
+    const figures = await killPrimary(load, 'valkey', 'carts');
+    console.log(
+      `KV failover on Valkey (replicas 3, durability replicated): ${load.rate(3_000).toFixed(0)} writes/s before; ${figures.killed} killed; ${figures.promoted} promoted after ${figures.promotedAfter.toFixed(1)} s; ` +
+        `no write acknowledged for ${figures.outage.toFixed(1)} s; ${load.failures.length} failed writes (statuses ${[...load.statuses()].join(',')}); ${load.acknowledged.length} acknowledged, ${figures.lost.length} of them lost`,
+    );
+    expect(figures.lost).toEqual([]);
+    expect(load.statuses()).toEqual(load.failures.length > 0 ? new Set([503]) : new Set());
+    expect(figures.lastFailure).toBeLessThan(15);
+    await threeInSync('valkey', 'carts');
+    await allReady('valkey', 1);
+    await kubectl('delete', 'namespace', 'valkey', '--wait=true', '--timeout=180s');
+  }, 15 * 60_000);
 });
 
 interface Endpoints {
