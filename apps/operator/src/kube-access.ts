@@ -1,6 +1,6 @@
 import { type KubernetesObject, PatchStrategy, type V1Secret, type V1Service, type V1StatefulSet, type V1StorageClass } from '@kubernetes/client-node';
 import { type EventRecorder, type KubernetesClient, isNotFound, kubernetesErrorMessage } from '@restash/operator/data-access-kubernetes';
-import type { KubeAccess } from '@restash/platform/feature-reconcile';
+import { type KubeAccess, managedRedisNames } from '@restash/platform/feature-reconcile';
 import { GROUP, KINDS, KV_BACKUP_KIND, type KvBackup, type RestashResource, VERSION } from '@restash/shared/util-resources';
 import { type EventLogger, logEvent } from '@restash/shared/util-http';
 
@@ -87,4 +87,24 @@ export function withEncodedData(object: KubernetesObject): KubernetesObject {
   const { stringData, ...rest } = secret;
   const encoded = Object.fromEntries(Object.entries(stringData).map(([k, v]) => [k, Buffer.from(v, 'utf8').toString('base64')]));
   return { ...rest, data: { ...secret.data, ...encoded } } as KubernetesObject;
+}
+
+/**
+ * Whether the KV database of a registry record is a managed one whose servers are going with their volumes: its
+ * KvDatabase (namespace = the record's tenant) has `spec.redis.managed` and its StatefulSet `redis-<name>` is gone or
+ * being deleted (feature-teardown's volumeBackedPurgers: a namespace being deleted). False for an external database,
+ * and when the KvDatabase cannot be read.
+ */
+export function managedVolumesGo(client: KubernetesClient): (record: { tenant: string; name: string }) => Promise<boolean> {
+  return async ({ tenant: namespace, name }) => {
+    const plural = KINDS.KvDatabase.plural;
+    const database = (await client.customObjects.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural, namespace, name }).catch(() => undefined)) as RestashResource | undefined;
+    if (database?.kind !== 'KvDatabase' || database.spec.redis.external) return false;
+    try {
+      const set = (await client.objects.read({ apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { namespace, name: managedRedisNames(name).statefulSet } })) as V1StatefulSet;
+      return set.metadata?.deletionTimestamp !== undefined;
+    } catch (error) {
+      return isNotFound(error);
+    }
+  };
 }

@@ -5,7 +5,6 @@ import {
   KubernetesClient,
   LeaderElector,
   type ResourceWatch,
-  kubeConfigFrom,
   kubernetesErrorMessage,
   watchResources,
 } from '@restash/operator/data-access-kubernetes';
@@ -18,7 +17,7 @@ import { RegistryReader, kvDatabaseId, parseTenantAclTokensKey, registryKeys } f
 import { OPERATOR_CONFIG, type OperatorConfig } from './config';
 import { kubeAccess } from './kube-access';
 import { OperatorMetrics } from './operator-metrics';
-import { BACKUP_ENGINES, ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
+import { BACKUP_ENGINES, ENGINE_ADMIN, KUBERNETES_CLIENT, TENANT_REGISTRY } from './tokens';
 import { BackupLoop } from './backup-loop';
 import { ReplicationLoop, plannedFailover, probeReplication } from './replication-loop';
 import { replicationKube } from './replication-kube';
@@ -90,8 +89,9 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     private readonly metrics: OperatorMetrics,
     private readonly readiness: Readiness,
     private readonly reader: RegistryReader,
+    @Inject(KUBERNETES_CLIENT) client: KubernetesClient,
   ) {
-    this.client = new KubernetesClient(kubeConfigFrom(process.env));
+    this.client = client;
   }
 
   onApplicationBootstrap(): void {

@@ -4,13 +4,15 @@ import { ObservabilityModule, engineErrorListener } from '@restash/shared/util-h
 import { RegistryReader, RegistrySeal, RegistryWriter, openRedis } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { QueueStore } from '@restash/queue/data-access-store';
-import { TenantTeardown, enginePurgers } from '@restash/platform/feature-teardown';
+import { TenantTeardown, enginePurgers, volumeBackedPurgers } from '@restash/platform/feature-teardown';
+import { KubernetesClient, kubeConfigFrom } from '@restash/operator/data-access-kubernetes';
 import { type TenantRegistry, engineAdmin } from '@restash/platform/feature-reconcile';
 import { registryKeys, tenantIndexRecordSchema } from '@restash/shared/data-access-registry';
 import { OPERATOR_CONFIG, type OperatorConfig } from './config';
 import { OperatorController } from './operator.controller';
 import { OperatorMetrics } from './operator-metrics';
-import { BACKUP_ENGINES, ENGINE_ADMIN, TENANT_REGISTRY } from './tokens';
+import { BACKUP_ENGINES, ENGINE_ADMIN, KUBERNETES_CLIENT, TENANT_REGISTRY } from './tokens';
+import { managedVolumesGo } from './kube-access';
 import { backupEngines } from './backup-engines';
 
 /** Injection token of the queue store the operator purges deleted queue projects in (opened on first use). */
@@ -82,11 +84,14 @@ export class OperatorModule implements OnApplicationShutdown {
             };
           },
         },
+        { provide: KUBERNETES_CLIENT, useFactory: () => new KubernetesClient(kubeConfigFrom(process.env)) },
         {
           provide: TENANT_REGISTRY,
-          inject: [CONTROL_REDIS, QUEUE_STORE, RegistrySeal],
-          useFactory: (control: Redis, queueStore: LazyQueueStore, seal: RegistrySeal) =>
-            tenantRegistry(control, new TenantTeardown(control, enginePurgers(() => queueStore.get()), { seal }), new RegistryWriter(control, seal)),
+          inject: [CONTROL_REDIS, QUEUE_STORE, RegistrySeal, KUBERNETES_CLIENT],
+          useFactory: (control: Redis, queueStore: LazyQueueStore, seal: RegistrySeal, client: KubernetesClient) => {
+            const purgers = volumeBackedPurgers(enginePurgers(() => queueStore.get()), managedVolumesGo(client));
+            return tenantRegistry(control, new TenantTeardown(control, purgers, { seal }), new RegistryWriter(control, seal));
+          },
         },
         { provide: ENGINE_ADMIN, useFactory: () => engineAdmin({ qdrantTimeoutMs: 10_000 }) },
         { provide: BACKUP_ENGINES, inject: [RegistryReader], useFactory: backupEngines },

@@ -2,6 +2,7 @@ import { purgeKvDatabase } from '@restash/kv/data-access-redis';
 import { purgeVectorIndex } from '@restash/vector/data-access-qdrant';
 import { purgeStreamCluster } from '@restash/stream/data-access-kafka';
 import type { QueueStore } from '@restash/queue/data-access-store';
+import type { KvDatabaseRecord } from '@restash/shared/data-access-registry';
 import type { ResourcePurgers } from './teardown';
 
 /**
@@ -21,6 +22,28 @@ export function enginePurgers(queueStore: () => QueueStore): ResourcePurgers {
         await queueStore().purgeProject(record.id);
       } catch (error) {
         throw new Error(`queue store (QUEUE_REDIS_URL): ${error instanceof Error ? error.message : String(error)}`);
+      }
+    },
+  };
+}
+
+/**
+ * `purgers` for an operator whose managed KV databases keep their data on volumes (README, "Kubernetes resources":
+ * deleting a database deletes its data). A KV database's Redis that cannot be reached while `volumesGo(record)` holds
+ * (a managed database whose StatefulSet is gone or being deleted, as when its namespace is deleted: Kubernetes removes
+ * the pods before the operator's finalizer runs) counts as purged: its data goes with its volumes, which the operator
+ * deletes next (tenant-reconciler's removeManagedRedis), and its teardown would otherwise fail for ever. Any other
+ * failure is thrown as it was.
+ */
+export function volumeBackedPurgers(purgers: ResourcePurgers, volumesGo: (record: KvDatabaseRecord) => Promise<boolean>): ResourcePurgers {
+  return {
+    ...purgers,
+    kv: async (record, boundTo) => {
+      try {
+        return await purgers.kv(record, boundTo);
+      } catch (error) {
+        if (await volumesGo(record).catch(() => false)) return 'purged';
+        throw error;
       }
     },
   };
