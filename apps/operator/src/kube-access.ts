@@ -1,7 +1,7 @@
 import { type KubernetesObject, PatchStrategy, type V1Secret, type V1Service, type V1StatefulSet, type V1StorageClass } from '@kubernetes/client-node';
 import { type EventRecorder, type KubernetesClient, isNotFound, kubernetesErrorMessage } from '@restash/operator/data-access-kubernetes';
 import { type KubeAccess, managedRedisNames } from '@restash/platform/feature-reconcile';
-import { GROUP, KINDS, KV_BACKUP_KIND, type KvBackup, type RestashResource, VERSION } from '@restash/shared/util-resources';
+import { GROUP, KINDS, KV_BACKUP_KIND, type KvBackup, type KvDatabase, type RestashResource, VERSION } from '@restash/shared/util-resources';
 import { type EventLogger, logEvent } from '@restash/shared/util-http';
 
 /**
@@ -98,8 +98,10 @@ export function withEncodedData(object: KubernetesObject): KubernetesObject {
 export function managedVolumesGo(client: KubernetesClient): (record: { tenant: string; name: string }) => Promise<boolean> {
   return async ({ tenant: namespace, name }) => {
     const plural = KINDS.KvDatabase.plural;
-    const database = (await client.customObjects.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural, namespace, name }).catch(() => undefined)) as RestashResource | undefined;
-    if (database?.kind !== 'KvDatabase' || database.spec.redis.external) return false;
+    // A list (the operator's RBAC has list and watch of its kinds, not get).
+    const list = (await client.customObjects.listNamespacedCustomObject({ group: GROUP, version: VERSION, plural, namespace, fieldSelector: `metadata.name=${name}` }).catch(() => undefined)) as { items?: KvDatabase[] } | undefined;
+    const database = list?.items?.[0];
+    if (!database?.spec?.redis || database.spec.redis.external) return false;
     try {
       const set = (await client.objects.read({ apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { namespace, name: managedRedisNames(name).statefulSet } })) as V1StatefulSet;
       return set.metadata?.deletionTimestamp !== undefined;

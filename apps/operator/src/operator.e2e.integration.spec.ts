@@ -500,4 +500,15 @@ describe('the operator on a real cluster', () => {
     // team-a is untouched.
     expect((await sdkProgram(await secretOf('team-a', 'cache'), 'kv', 'team-a')).value).toBe('team-a');
   }, 240_000);
+
+  it('deletes a namespace with a managed KV database: its pods go first, its data with its volumes, and the namespace goes', async () => {
+    await kubectl('create', 'namespace', 'team-gone');
+    await apply('apiVersion: restash.dev/v1alpha1\nkind: KvDatabase\nmetadata: {name: cache}\nspec: {redis: {managed: {storage: 64Mi}}}\n', 'team-gone');
+    await waitFor('team-gone/cache Ready', async () => (await resources('team-gone')).find((i) => ready(i)?.status === 'True'));
+    expect((await sdkProgram(await secretOf('team-gone', 'cache'), 'kv', 'team-gone')).value).toBe('team-gone');
+    // Kubernetes deletes the pods at once; the KvDatabase's finalizer runs after, when its Redis cannot be reached.
+    await kubectl('delete', 'namespace', 'team-gone', '--wait=true', '--timeout=120s');
+    expect(await control.exists('restash:v1:tenant:team-gone')).toBe(0);
+    expect(await tokenRecords('team-gone')).toBe(0);
+  }, 240_000);
 });
