@@ -181,6 +181,8 @@ describe('operator RBAC', () => {
       { apiGroups: [''], resources: ['secrets', 'services'], verbs: ['get', 'create', 'patch', 'delete'] },
       { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['get', 'create', 'patch', 'delete'] },
       { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ['create', 'patch', 'delete'] },
+      // Rolling upgrades of replicated databases: their server pods listed and deleted one at a time.
+      { apiGroups: [''], resources: ['pods'], verbs: ['list', 'delete'] },
       { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'patch', 'delete'] },
       { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
@@ -194,6 +196,9 @@ describe('operator RBAC', () => {
     // The managed databases' init containers (restore, replicas' configuration) run the operator's own image.
     const operator = find(objects, 'Deployment', 'restash-operator') as unknown as { spec: { template: { spec: { containers: Array<{ image: string }> } } } };
     expect(env['MANAGED_REDIS_INIT_IMAGE']).toBe(operator.spec.template.spec.containers[0]?.image);
+    // Databases of engine valkey: the official Valkey image by default, none when its repository is emptied.
+    expect(env['MANAGED_VALKEY_IMAGE']).toBe('docker.io/valkey/valkey:9.1.2');
+    expect(envMap(find(render({ set: { 'operator.managedRedis.valkeyImage.repository': '' } }), 'Deployment', 'restash-operator'))['MANAGED_VALKEY_IMAGE']).toBeUndefined();
   });
 
   it('has no Lease Role without leader election and no RBAC when rbac.create is off', () => {
