@@ -8,7 +8,7 @@ describe('the kinds’ zod schemas', () => {
 
   it('fill in the defaults of k8s-api.md', () => {
     expect(KINDS.KvDatabase.spec.parse({})).toEqual({
-      redis: { managed: { storage: '1Gi', replicas: 1 } },
+      redis: { managed: { storage: '1Gi', replicas: 1, engine: 'redis' } },
       limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },
       durability: 'async',
     });

@@ -82,6 +82,8 @@ export const TRANSITION_CASES: TransitionCase[] = [
   { kind: 'KvDatabase', what: 'storage shrunk', old: { redis: { managed: { storage: '2Gi' } } }, new: { redis: { managed: { storage: '2000M' } } }, valid: false },
   { kind: 'KvDatabase', what: 'replicas from 1 to 3', old: {}, new: { redis: { managed: { replicas: 3 } } }, valid: true },
   { kind: 'KvDatabase', what: 'replicas from 3 to 1', old: { redis: { managed: { replicas: 3 } } }, new: { redis: { managed: { replicas: 1 } } }, valid: false },
+  { kind: 'KvDatabase', what: 'engine from redis (its default) to valkey', old: {}, new: { redis: { managed: { engine: 'valkey' } } }, valid: false },
+  { kind: 'KvDatabase', what: 'engine valkey kept while replicas grow', old: { redis: { managed: { engine: 'valkey' } } }, new: { redis: { managed: { engine: 'valkey', replicas: 3 } } }, valid: true },
   { kind: 'KvDatabase', what: 'a restore added to an existing database', old: {}, new: { restore: { backup: { name: 'main-1' } } }, valid: false },
   { kind: 'KvDatabase', what: 'a restore changed', old: { restore: { backup: { name: 'main-1' } } }, new: { restore: { backup: { name: 'main-2' } } }, valid: false },
   { kind: 'KvDatabase', what: 'a restore kept while backups are added', old: { restore: { backup: { name: 'main-1' } } }, new: { restore: { backup: { name: 'main-1' } }, ...backup({}) }, valid: true },
