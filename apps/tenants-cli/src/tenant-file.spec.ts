@@ -35,7 +35,7 @@ describe('readTenants', () => {
       PORT: '6391',
     });
     expect(tenants.map((t) => t.metadata.name)).toEqual(['one', 'two']);
-    expect(tenants[0]?.spec.kv.databases).toEqual([{ name: 'main', redis: { url: 'redis://u:pw@127.0.0.1:6391/0' }, limits: { maxRequestBytes: 10 * 1024 * 1024, dailyRequests: 0 } }]);
+    expect(tenants[0]?.spec.kv.databases).toEqual([{ name: 'main', redis: { url: 'redis://u:pw@127.0.0.1:6391/0' }, limits: { maxRequestBytes: 10 * 1024 * 1024, dailyRequests: 0 }, durability: 'async' }]);
     expect(tenants[1]?.spec.queue.projects.map((p) => p.name)).toEqual(['main']);
   });
 
