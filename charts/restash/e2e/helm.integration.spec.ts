@@ -458,6 +458,8 @@ class WriteLoad {
   readonly ackedAt: number[] = [];
   /** Failed writes: [when sent, HTTP status or 0 for a failed connection]. */
   readonly failures: Array<[number, number]> = [];
+  /** When the last failed write was answered (a write to a lost server may wait for the command timeout). */
+  lastFailureEnd = 0;
   readonly startedAt = performance.now();
   private running = true;
   private readonly loop: Promise<void>;
@@ -476,6 +478,7 @@ class WriteLoad {
           this.ackedAt.push(performance.now());
         } else {
           this.failures.push([at, status]);
+          this.lastFailureEnd = performance.now();
           await sleep(50);
         }
       }
@@ -503,9 +506,9 @@ class WriteLoad {
     return new Set(this.failures.map(([, status]) => status));
   }
 
-  /** The acknowledged writes the database does not hold. */
+  /** The acknowledged writes the database does not hold (read again while the gateway still answers 503). */
   async lost(): Promise<number[]> {
-    const stored = await pipeline(this.kv, this.acknowledged.map((i) => ['EXISTS', `${this.tag}:${i}`]));
+    const stored = await eventually(() => pipeline(this.kv, this.acknowledged.map((i) => ['EXISTS', `${this.tag}:${i}`])), 60_000, 1_000);
     return this.acknowledged.filter((_, i) => stored[i] !== 1);
   }
 }
@@ -550,7 +553,12 @@ async function killPrimary(
     await kubectl('uncordon', node);
   }
   const promotedAfter = (performance.now() - killedAt) / 1000;
-  await waitFor('writes succeeding for 5 s after the failover', async () => load.acknowledged.length > 0 && load.failures.every(([at]) => performance.now() - at > 5_000) && performance.now() - killedAt > 5_000, 60_000);
+  // Writes acknowledged for 5 s since the last failure was answered, the last one a moment ago (none hangs).
+  await waitFor('writes succeeding for 5 s after the failover', async () => {
+    const now = performance.now();
+    const lastAck = load.ackedAt.at(-1) ?? 0;
+    return lastAck > killedAt && now - lastAck < 1_000 && now - load.lastFailureEnd > 5_000 && now - killedAt > 5_000;
+  }, 90_000);
   await load.stop();
   const lastFailure = load.failures.length > 0 ? ((load.failures.at(-1)?.[0] ?? killedAt) - killedAt) / 1000 : 0;
   return { killed, promoted: promoted.split('.')[0] ?? '', promotedAfter, outage: load.outage(killedAt), lastFailure, lost: await load.lost() };
