@@ -39,6 +39,7 @@ import { UrlGroupsService } from './url-groups.service';
 import { flowControlEndpoints } from './flow-control.endpoints';
 import { LanesService } from './lanes.service';
 import { queuesEndpoints } from './queues.endpoints';
+import { workflowEndpoints } from './workflows.endpoints';
 
 /**
  * The endpoints the official `@upstash/qstash` Client calls for publishing, messages, the DLQ, logs and keys
@@ -238,7 +239,7 @@ export class QueueRoutes implements OnModuleInit {
     registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
       errors: QUEUE_ERRORS,
       credentials: { scheme: 'bearer', queryToken: 'qstash_token' },
-      operations: [...messageEndpoints(this.service), ...topicsEndpoints(this.urlGroups), ...scheduleEndpoints(this.schedules), ...keyEndpoints(this.signingKeys), ...queuesEndpoints(this.lanes), ...flowControlEndpoints(this.lanes)].map(queueOperation),
+      operations: [...messageEndpoints(this.service), ...topicsEndpoints(this.urlGroups), ...scheduleEndpoints(this.schedules), ...keyEndpoints(this.signingKeys), ...queuesEndpoints(this.lanes), ...flowControlEndpoints(this.lanes), ...workflowEndpoints(this.service)].map(queueOperation),
       open: (credentials) => this.service.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,

@@ -4,7 +4,7 @@ import { DelayedError, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { RegistryReader } from '@restash/shared/data-access-registry';
 import { errorFields, logEvent } from '@restash/shared/util-http';
-import { QueueStore } from '@restash/queue/data-access-store';
+import { QueueStore, WorkflowRunStore } from '@restash/queue/data-access-store';
 import { DeliveryError, type DeliveryResponse, HttpDeliverer } from '@restash/queue/data-access-delivery';
 import {
   type MessageEvent,
@@ -14,7 +14,11 @@ import {
   deliveryDecision,
   deliveryRequest,
   dlqIdOf,
+  isWorkflowStep,
   messageEvent,
+  parseWorkflowStep,
+  workflowDelivery,
+  workflowStepKey,
 } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
 import { INFRASTRUCTURE_RETRY, InfrastructureUnavailable, type InfrastructureOperation, retryInfrastructure } from './infrastructure-retry';
@@ -125,6 +129,7 @@ export class DeliveryProcessor {
     private readonly store: QueueStore,
     private readonly deliverer: HttpDeliverer,
     private readonly metrics: WorkerMetrics,
+    private readonly runs: WorkflowRunStore,
   ) {}
 
   /**
@@ -270,8 +275,17 @@ export class DeliveryProcessor {
     }
     if (retried === 0) this.metrics.observeLag(project.tenant, (Date.now() - message.notBefore) / 1000);
 
+    let sent = message;
+    if (message.workflow) {
+      const prepared = await this.call('store', () => this.workflowMessage(message));
+      if (typeof prepared === 'string') {
+        await this.event(message, 'CANCELLED', { error: prepared });
+        return 'cancelled';
+      }
+      sent = prepared;
+    }
     const activeAt = Date.now();
-    const attempt = await this.attempt(message, retried, project.signingKeys.current);
+    const attempt = await this.attempt(sent, retried, project.signingKeys.current);
     // Deleted during the attempt: no retry, DLQ entry, callback or event under a project being purged.
     if (!(await this.call('registry', () => this.registry.queueProject(message.project)))) return 'dropped';
     const now = Date.now();
@@ -318,15 +332,49 @@ export class DeliveryProcessor {
           : { error }),
       }),
     );
+    const workflow = message.workflow;
+    if (workflow && isWorkflowStep(workflow)) await this.call('store', () => this.runs.end(message.project, workflow.runId, 'RUN_FAILED', now));
     if (message.failureCallback) {
       const outcome = response ?? { status: 0, header: {}, body: Buffer.alloc(0) };
       const payload = callbackPayload(message, outcome, retried, this.config.maxResponseBytes, dlqId);
+      if (workflow) {
+        // The SDK's failure function reads the run, its creation time and the initial request (`handleFailure`).
+        const run = await this.call('store', () => this.runs.get(message.project, workflow.runId));
+        payload.workflowRunId = workflow.runId;
+        payload.workflowCreatedAt = workflow.createdAt ?? run?.createdAt;
+        if (run) payload.sourceBody = run.initialBody;
+      }
       const callback = callbackMessage(message, 'failure-callback', payload, now, this.config.callbackRetries);
       await this.call('store', () => this.store.enqueue(callback));
       seen.callbacks.push(callback.messageId);
     }
     await this.event(message, 'FAILED', { error, ...(response ? { responseStatus: response.status } : {}) }, activeAt, error, response?.status);
     return 'failed';
+  }
+
+  /**
+   * The message a workflow delivery sends ({@link workflowDelivery}): a step is recorded in its run first (once per
+   * step: see WorkflowRunStore.recordStep) and carries the run's steps up to its own.
+   * @returns the message to send, or why it is not sent: its step was recorded by another message, or its run is
+   *   over or unknown
+   */
+  private async workflowMessage(message: QueueMessage): Promise<QueueMessage | string> {
+    const workflow = message.workflow as NonNullable<QueueMessage['workflow']>;
+    if (!isWorkflowStep(workflow)) return workflowDelivery(message);
+    let key = `m${message.messageId}`;
+    try {
+      key = workflowStepKey(workflow.init === true, workflow.init ? undefined : parseWorkflowStep(Buffer.from(message.body, 'base64')));
+    } catch {
+      // Checked when published; a message stored before that check is recorded under its own id.
+    }
+    const outcome = await this.runs.recordStep(message.project, workflow.runId, key, { messageId: message.messageId, body: message.body, callType: 'step' });
+    if (outcome.kind === 'recorded') {
+      // A redone delivery carries the steps up to its own, as the first one did (the SDK's parallel steps rely on it).
+      const own = outcome.steps.findIndex((step) => step.messageId === message.messageId);
+      return workflowDelivery(message, own < 0 ? outcome.steps : outcome.steps.slice(0, own + 1), outcome.createdAt);
+    }
+    if (outcome.kind === 'duplicate') return `step ${key} of workflow run ${workflow.runId} was already recorded by another message`;
+    return outcome.kind === 'ended' ? `workflow run ${workflow.runId} is over (${outcome.state})` : `workflow run ${workflow.runId} does not exist`;
   }
 
   /** Sends the message once. A {@link DeliveryError} (no answer) is the attempt's outcome; anything else is thrown. */

@@ -4,3 +4,4 @@ export * from './topics';
 export * from './publisher';
 export * from './lanes';
 export * from './schedules';
+export * from './workflow-runs';

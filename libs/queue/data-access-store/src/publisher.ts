@@ -1,7 +1,8 @@
-import { type ParsedPublish, type QueueMessage, QueueError, fanOut, newMessageId } from '@restash/queue/util-message';
+import { type ParsedPublish, type QueueMessage, QueueError, fanOut, isWorkflowStep, newMessageId } from '@restash/queue/util-message';
 import { laneOf } from './lanes';
 import type { QueueStore } from './queue-store';
 import type { UrlGroupStore } from './topics';
+import type { WorkflowRun, WorkflowRunStore } from './workflow-runs';
 
 /**
  * The publishing step shared by queue-gateway (publish, batch, enqueue) and queue-worker (schedule ticks).
@@ -23,11 +24,19 @@ import type { UrlGroupStore } from './topics';
  * Fan-out (QStash's URL groups): one message per endpoint, each with its own id, retries, callbacks, events
  * and DLQ entry, `url` the endpoint's, `topicName` the group and `endpointName` the endpoint's name (when it
  * has one). Deduplication applies per endpoint message: the deduplication id gets the endpoint URL appended.
+ *
+ * Workflow runs (README, "Workflow"; `runs` given): a run's first message (`workflow.init`) creates the run with the
+ * message's retries, retry delay, flow control, failure callback and labels as the run's configuration; a run id
+ * already taken answers the first message's id as a duplicate and publishes nothing. Every other message of a run
+ * needs the run under way (else QueueError 400, as QStash refuses appending to a cancelled run, which the SDK reads
+ * as "the run is over"; checked for the whole call before anything is written), and a step message takes the run's
+ * configuration. Each message is noted in its run, for a cancel.
  */
 export class Publisher {
   constructor(
     private readonly store: QueueStore,
     private readonly groups: UrlGroupStore,
+    private readonly runs?: WorkflowRunStore,
   ) {}
 
   /** See the class comment. @throws QueueError 400 for an unknown or empty URL group */
@@ -35,7 +44,20 @@ export class Publisher {
     const planned = await this.plan(project, parsed);
     const all = planned.flatMap((item) => item.messages);
     const one = async ({ message, deduplicationId }: Planned['messages'][number]): Promise<PublishOutcome> => {
-      const { messageId, deduplicated } = await this.store.publish(message, deduplicationId);
+      const { workflow } = message;
+      if (workflow?.init && this.runs) {
+        const started = await this.startRun(message);
+        if (started !== true) return { messageId: started, url: message.url, deduplicated: true };
+      }
+      let published: Awaited<ReturnType<QueueStore['publish']>>;
+      try {
+        published = await this.store.publish(message, deduplicationId);
+      } catch (error) {
+        if (workflow?.init && this.runs) await this.runs.forget(project, workflow.runId).catch(() => undefined);
+        throw error;
+      }
+      const { messageId, deduplicated } = published;
+      if (workflow && this.runs && !deduplicated) await this.runs.addMessage(project, workflow.runId, messageId);
       return { messageId, url: message.url, ...(deduplicated ? { deduplicated: true as const } : {}) };
     };
     // Messages without a deduplication id, queue or flow-control key are independent: published together (a
@@ -54,8 +76,59 @@ export class Publisher {
     });
   }
 
-  /** The messages of each parsed publish, groups resolved. @throws QueueError 400 */
+  /**
+   * Creates the run of a first message, its configuration the message's; sets the message's `workflow.createdAt`.
+   * @returns true, or the first message's id when the run exists
+   */
+  private async startRun(message: QueueMessage): Promise<true | string> {
+    const runs = this.runs as WorkflowRunStore;
+    const workflow = message.workflow as NonNullable<QueueMessage['workflow']>;
+    const config: WorkflowRun['config'] = { maxRetries: message.maxRetries };
+    if (message.retryDelayExpression !== undefined) config.retryDelayExpression = message.retryDelayExpression;
+    if (message.flowControl !== undefined) config.flowControl = message.flowControl;
+    if (message.failureCallback !== undefined) config.failureCallback = message.failureCallback;
+    if (message.failureCallbackSettings !== undefined) config.failureCallbackSettings = message.failureCallbackSettings;
+    if (message.labels !== undefined) config.labels = message.labels;
+    workflow.createdAt = message.createdAt;
+    const run = { runId: workflow.runId, url: workflow.url ?? message.url, createdAt: message.createdAt, initialBody: message.body, initialMessageId: message.messageId, config };
+    if (await runs.start(message.project, run)) return true;
+    return (await runs.get(message.project, workflow.runId))?.initialMessageId ?? message.messageId;
+  }
+
+  /**
+   * Checks that the runs of the call's messages that are not first messages are under way, and gives their step
+   * messages the run's configuration and creation time. @throws QueueError 400 naming the run otherwise
+   */
+  private async joinRuns(project: string, planned: Planned[]): Promise<void> {
+    const runs = new Map<string, WorkflowRun | null>();
+    for (const { message } of planned.flatMap((item) => item.messages)) {
+      const workflow = message.workflow;
+      if (!workflow || workflow.init || !this.runs) continue;
+      if (!runs.has(workflow.runId)) runs.set(workflow.runId, await this.runs.get(project, workflow.runId));
+      const run = runs.get(workflow.runId);
+      if (!run) throw QueueError.badRequest(`workflow run ${workflow.runId} does not exist: a run starts with a message with Upstash-Workflow-Init: true`);
+      if (run.state !== 'RUN_STARTED') throw QueueError.badRequest(`workflow run ${workflow.runId} is over (${run.state}): no message can be added to it`);
+      workflow.createdAt = run.createdAt;
+      if (!isWorkflowStep(workflow)) continue;
+      const { config } = run;
+      message.maxRetries = config.maxRetries;
+      if (config.retryDelayExpression !== undefined) message.retryDelayExpression = config.retryDelayExpression;
+      if (config.flowControl !== undefined) message.flowControl = config.flowControl;
+      if (config.failureCallback !== undefined) message.failureCallback = config.failureCallback;
+      if (config.failureCallbackSettings !== undefined) message.failureCallbackSettings = config.failureCallbackSettings;
+      if (config.labels !== undefined) message.labels = config.labels;
+    }
+  }
+
+  /** The messages of each parsed publish, groups resolved, runs joined. @throws QueueError 400 */
   private async plan(project: string, parsed: readonly ParsedPublish[]): Promise<Planned[]> {
+    const planned = await this.resolve(project, parsed);
+    await this.joinRuns(project, planned);
+    return planned;
+  }
+
+  /** The messages of each parsed publish, groups resolved. @throws QueueError 400 */
+  private async resolve(project: string, parsed: readonly ParsedPublish[]): Promise<Planned[]> {
     const groups = new Map<string, Awaited<ReturnType<UrlGroupStore['get']>>>();
     for (const { urlGroup } of parsed) {
       if (urlGroup === undefined || groups.has(urlGroup)) continue;

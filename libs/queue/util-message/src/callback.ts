@@ -56,6 +56,7 @@ export function callbackPayload(
  * `Content-Type: application/json` overlaid with `settings.header`; body the JSON payload (base64);
  * maxRetries `settings.retries` or `defaultRetries`; timeoutMs and retryDelayExpression from the
  * settings when set; notBefore `nowMs + settings.delayMs`; createdAt `nowMs`; `callbackOf` the source.
+ * A callback of a workflow run (`settings.workflow`) is a message of that run, with the source's run creation time.
  * It has no callbacks or labels of its own. A source with `redact` gives it `redact: {body: true}` (its body
  * holds the source's body and headers), so that its views show neither.
  * @throws Error when the source has no URL of that kind
@@ -86,6 +87,7 @@ export function callbackMessage(
   };
   if (settings.timeoutMs !== undefined) message.timeoutMs = settings.timeoutMs;
   if (settings.retryDelayExpression !== undefined) message.retryDelayExpression = settings.retryDelayExpression;
+  if (settings.workflow !== undefined) message.workflow = { ...settings.workflow, ...(source.workflow?.createdAt === undefined ? {} : { createdAt: source.workflow.createdAt }) };
   // Its body carries the source's body and headers: a redacted source keeps them out of this message's views too.
   if (source.redact) message.redact = { body: true };
   return message;

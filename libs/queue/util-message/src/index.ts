@@ -15,3 +15,4 @@ export * from './cursors';
 export * from './url-groups';
 export * from './filters';
 export * from './schedule';
+export * from './workflow';

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { WorkflowFields } from './workflow';
 
 /** The methods a message may be delivered with (`Upstash-Method`). */
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -20,6 +21,8 @@ export interface CallbackSettings {
   timeoutMs?: number;
   retryDelayExpression?: string;
   delayMs?: number;
+  /** `Upstash-Callback-Workflow-*` / `Upstash-Failure-Callback-Workflow-*`: the callback message is one of this run. */
+  workflow?: WorkflowFields;
 }
 
 /**
@@ -69,6 +72,8 @@ export interface QueueMessage {
   flowControl?: FlowControl;
   /** `Upstash-Redact-Fields`: what views, logs and the DLQ show redacted (delivery is unchanged). */
   redact?: Redaction;
+  /** A message of a workflow run (`Upstash-Workflow-*` headers; README, "Workflow"). */
+  workflow?: WorkflowFields;
 }
 
 /** A flow-control key and the limits a message asked for (QStash: `parallelism=3, rate=5, period=1m`). */

@@ -6,6 +6,7 @@ import { canonicalHeaderName, headerValues } from './headers';
 import { HTTP_METHODS, type CallbackSettings, type HeaderMap, type HttpMethod, type QueueMessage, type Redaction } from './message';
 import { compileRetryDelay } from './retry';
 import { isUrlGroupName } from './url-groups';
+import { isWorkflowStep, parseWorkflowFields, parseWorkflowStep } from './workflow';
 
 /** A publish request (`POST /v2/publish/<destination>`) as the gateway received it. */
 export interface PublishInput {
@@ -152,6 +153,11 @@ function callbackSettings(headers: RequestHeaders, prefix: string, display: stri
   }
   const delay = scalar(headers, `${prefix}delay`);
   if (delay !== undefined) settings.delayMs = parseDuration(delay, `${display}Delay`);
+  const workflow = parseWorkflowFields((name) => scalar(headers, name), prefix, display);
+  if (workflow) {
+    if (workflow.url !== undefined) parseHttpUrl(workflow.url, `${display}Workflow-Url`);
+    settings.workflow = workflow;
+  }
   return Object.keys(settings).length > 0 ? settings : undefined;
 }
 
@@ -189,6 +195,9 @@ function contentDeduplicationId(url: string, method: HttpMethod, header: HeaderM
  * - `Upstash-Label`: comma-separated, trimmed, empty ones dropped;
  * - `Upstash-Flow-Control-Key` with `Upstash-Flow-Control-Value` → `flowControl` ({@link parseFlowControl});
  * - `Upstash-Redact-Fields` → `redact` ({@link parseRedactFields});
+ * - `Upstash-Workflow-{RunId,Init,Url,CallType}` → `workflow` ({@link parseWorkflowFields}; the URL checked as a
+ *   destination), the same under the callback prefixes → `callbackSettings.workflow` / `failureCallbackSettings.workflow`;
+ *   the body of a step message that is not the run's first must be a step ({@link parseWorkflowStep});
  * - `Upstash-Deduplication-Id` → `id:<value>`; else `Upstash-Content-Based-Deduplication: true` (any
  *   case) → `content:<sha256 hex>` of url, method, header and body (not of the project: the store must
  *   scope keys by project).
@@ -264,6 +273,13 @@ export function parsePublish(input: PublishInput): ParsedPublish {
   if (redactFields !== undefined) {
     const redact = parseRedactFields(redactFields);
     if (redact) message.redact = redact;
+  }
+
+  const workflow = parseWorkflowFields(get, 'upstash-', 'Upstash-');
+  if (workflow) {
+    if (workflow.url !== undefined) parseHttpUrl(workflow.url, 'Upstash-Workflow-Url');
+    if (!workflow.init && isWorkflowStep(workflow)) parseWorkflowStep(input.body);
+    message.workflow = workflow;
   }
 
   const result: ParsedPublish = { message };

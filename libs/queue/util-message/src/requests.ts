@@ -99,6 +99,8 @@ export function headerRecord(rawHeaders: readonly string[]): Record<string, stri
 
 /**
  * `POST /v2/batch`: `[{destination, headers, body?, queue?}]`; every item is checked before any is published; an item with `queue` is enqueued to that queue ({@link inQueue}).
+ * A body that is not a string is any other JSON value, published as its JSON text (the SDK's `batch` puts an object
+ * there as given: `@upstash/workflow`'s `context.call` does).
  * @throws QueueError 400 for a body that is no non-empty JSON array of messages, or any malformed item
  */
 export function parseBatch(body: Buffer, context: PublishContext): ParsedPublish[] {
@@ -113,8 +115,8 @@ export function parseBatch(body: Buffer, context: PublishContext): ParsedPublish
     if (typeof item !== 'object' || item === null) throw QueueError.badRequest(`batch item ${i} must be an object`);
     const { destination, headers = {}, body = '', queue } = item as Record<string, unknown>;
     if (typeof destination !== 'string' || destination === '') throw QueueError.badRequest(`batch item ${i}: destination must be a URL`);
-    if (typeof body !== 'string') throw QueueError.badRequest(`batch item ${i}: body must be a string`);
-    const parsed = parsePublish({ ...context, destination, headers: headersFromJson(headers, `batch item ${i}`), body: Buffer.from(body, 'utf8') });
+    const text = typeof body === 'string' ? body : JSON.stringify(body);
+    const parsed = parsePublish({ ...context, destination, headers: headersFromJson(headers, `batch item ${i}`), body: Buffer.from(text, 'utf8') });
     return queue === undefined ? parsed : inQueue(parsed, queue, `batch item ${i} queue`);
   });
 }

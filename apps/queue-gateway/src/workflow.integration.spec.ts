@@ -1,0 +1,207 @@
+import { Client as QStashClient, Receiver } from '@upstash/qstash';
+import { type WorkflowContext, Client as WorkflowClient, WorkflowMiddleware, type WorkflowRunLog, serve } from '@upstash/workflow';
+import { eventually } from '@restash/shared/util-testing';
+import { type QueueStack, startQueueStack } from './testing/queue-stack';
+import { type Sink, startSink } from './testing/sink';
+import { type WorkflowApp, startWorkflowApp } from './testing/workflow-app';
+
+/**
+ * `@upstash/workflow` unchanged against queue-gateway + queue-worker on real Redis servers (README, "Workflow"): the
+ * SDK's `serve` behind a local HTTP server, its `Client` triggering, reading logs and cancelling.
+ */
+describe('workflows with the official @upstash/workflow SDK', () => {
+  let stack: QueueStack;
+  let app: WorkflowApp;
+  let sink: Sink;
+  let qstash: QStashClient;
+  let receiver: Receiver;
+  let client: WorkflowClient;
+  let token: string;
+
+  beforeAll(async () => {
+    [stack, app, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }] }), startWorkflowApp(), startSink()]);
+    const secrets = stack.secrets('acme', 'main');
+    token = secrets.token;
+    qstash = new QStashClient({ baseUrl: stack.url, token });
+    receiver = new Receiver({ currentSigningKey: secrets.currentSigningKey, nextSigningKey: secrets.nextSigningKey });
+    client = new WorkflowClient({ baseUrl: stack.url, token });
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await app?.close();
+    await sink?.close();
+  });
+
+  /** What the SDK reported as warnings and errors (shown when a run does not reach its state). */
+  const reported: string[] = [];
+  const reporter = new WorkflowMiddleware({
+    name: 'reporter',
+    callbacks: {
+      onWarning: async ({ workflowRunId, warning }) => void reported.push(`${workflowRunId} warning: ${warning}`),
+      onError: async ({ workflowRunId, error }) => void reported.push(`${workflowRunId} error: ${error.message}`),
+    },
+  });
+
+  /** A workflow endpoint of the app: the SDK's serve with our gateway as QStash, every request's signature verified. */
+  const route = <T>(path: string, fn: (context: WorkflowContext<T>) => Promise<unknown>, options: Parameters<typeof serve<T>>[1] = {}) => {
+    app.route(path, serve<T>(fn, { qstashClient: qstash, receiver, disableTelemetry: true, middlewares: [reporter], ...options }).handler);
+    return `${app.url}${path}`;
+  };
+
+  /** The run's log once it is in `state`. */
+  const runIn = (workflowRunId: string, state: WorkflowRunLog['workflowState']) =>
+    eventually(async () => {
+      const { runs } = await client.logs({ workflowRunId });
+      const run = runs[0];
+      if (run?.workflowState !== state) {
+        const about = reported.filter((line) => line.startsWith(workflowRunId));
+        throw new Error(`run ${workflowRunId}: ${run?.workflowState ?? 'not listed'}; the SDK reported: ${about.join(' | ') || 'nothing'}`);
+      }
+      return run;
+    }, 30_000);
+
+  /** The step names of a run's log, in order, the initial request first. */
+  const stepNames = (run: WorkflowRunLog) => run.steps.flatMap((group) => group.steps.map((step) => ('stepName' in step ? step.stepName : undefined)));
+
+  it('runs a chain of steps with a sleep; each step runs once and the run ends with its result', async () => {
+    const ran: Array<{ step: string; at: number }> = [];
+    const url = route<{ n: number }>('/chain', async (context) => {
+      const a = await context.run('one', () => {
+        ran.push({ step: 'one', at: Date.now() });
+        return context.requestPayload.n + 1;
+      });
+      await context.sleep('nap', 2);
+      const b = await context.run('two', () => {
+        ran.push({ step: 'two', at: Date.now() });
+        return a * 10;
+      });
+      return await context.run('three', () => {
+        ran.push({ step: 'three', at: Date.now() });
+        return `${b}!`;
+      });
+    });
+    const { workflowRunId } = await client.trigger({ url, body: { n: 1 } });
+    expect(workflowRunId).toMatch(/^wfr_/);
+    const run = await runIn(workflowRunId, 'RUN_SUCCESS');
+    expect(run.workflowRunResponse).toBe('"20!"');
+    expect(run.workflowUrl).toBe(url);
+    expect(stepNames(run)).toEqual(['init', 'one', 'nap', 'two', 'three']);
+    expect(ran.map((r) => r.step)).toEqual(['one', 'two', 'three']);
+    const [one, two] = ran;
+    expect((two?.at ?? 0) - (one?.at ?? 0)).toBeGreaterThanOrEqual(1900);
+    // Over: its steps are gone from the lazy fetch, and no message can be added to it.
+    await expect(qstash.http.request({ path: ['v2', 'workflows', 'runs', workflowRunId] })).rejects.toMatchObject({ status: 404 });
+  }, 60_000);
+
+  it('runs parallel steps and joins their results', async () => {
+    const url = route('/parallel', async (context) => {
+      const [x, y, z] = await Promise.all([context.run('x', () => 1), context.run('y', () => 2), context.run('z', () => 3)]);
+      return await context.run('sum', () => x + y + z);
+    });
+    const { workflowRunId } = await client.trigger({ url, body: 'go' });
+    const run = await runIn(workflowRunId, 'RUN_SUCCESS');
+    expect(run.workflowRunResponse).toBe('6');
+    const names = stepNames(run);
+    for (const name of ['x', 'y', 'z', 'sum']) expect(names.filter((n) => n === name).length).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+
+  it('calls a third-party URL with context.call and hands its answer to the workflow', async () => {
+    sink.answer('/api', { status: 201, headers: { 'content-type': 'application/json' }, body: '{"answer":42}' });
+    const url = route('/call', async (context) => {
+      const response = await context.call<{ answer: number }>('ask', { url: `${sink.url}/api`, method: 'POST', body: JSON.stringify({ question: 'six times seven' }), headers: { 'x-test': 'yes' } });
+      return await context.run('use', () => ({ status: response.status, answer: response.body.answer }));
+    });
+    const { workflowRunId } = await client.trigger({ url, body: {} });
+    const run = await runIn(workflowRunId, 'RUN_SUCCESS');
+    expect(JSON.parse(run.workflowRunResponse ?? 'null')).toEqual({ status: 201, answer: 42 });
+    const [asked] = sink.on('/api');
+    expect(JSON.parse(asked?.body.toString() ?? 'null')).toEqual({ question: 'six times seven' });
+    expect(asked?.headers['x-test']).toBe('yes');
+  }, 60_000);
+
+  it('calls the failure function with the run id and the error once a step fails for good', async () => {
+    const failures: Array<{ runId: string; failStatus: number; failResponse: string }> = [];
+    const url = route(
+      '/failing',
+      async (context) => {
+        await context.run('boom', () => {
+          throw new Error('kaput');
+        });
+      },
+      {
+        failureFunction: async ({ context, failStatus, failResponse }) => {
+          failures.push({ runId: context.workflowRunId, failStatus, failResponse });
+        },
+      },
+    );
+    const { workflowRunId } = await client.trigger({ url, body: {}, retries: 0 });
+    await runIn(workflowRunId, 'RUN_FAILED');
+    await eventually(() => {
+      if (failures.length === 0) throw new Error('no failure call yet');
+    }, 20_000);
+    expect(failures).toEqual([{ runId: workflowRunId, failStatus: 500, failResponse: 'kaput' }]);
+  }, 60_000);
+
+  it('cancels a sleeping run: its pending step is never delivered', async () => {
+    const ran: string[] = [];
+    const url = route('/sleepy', async (context) => {
+      await context.run('before', () => void ran.push('before'));
+      await context.sleep('long', 3);
+      await context.run('after', () => void ran.push('after'));
+    });
+    const { workflowRunId } = await client.trigger({ url, body: {} });
+    await eventually(() => {
+      if (!ran.includes('before')) throw new Error('not started');
+    }, 20_000);
+    // The sleep's message is published once the step before it is recorded.
+    await eventually(async () => {
+      const { runs } = await client.logs({ workflowRunId });
+      if (!stepNames(runs[0] as WorkflowRunLog).includes('before')) throw new Error('before not recorded');
+    }, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await client.cancel({ ids: workflowRunId });
+    await runIn(workflowRunId, 'RUN_CANCELED');
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    expect(ran).toEqual(['before']);
+  }, 60_000);
+
+  it('starts a run once per run id however often it is triggered', async () => {
+    let inits = 0;
+    const url = route('/once', async (context) => {
+      await context.run('count', () => void inits++);
+    });
+    const first = await client.trigger({ url, body: {}, workflowRunId: 'fixed-id' });
+    const second = await client.trigger({ url, body: {}, workflowRunId: 'fixed-id' });
+    expect(second.workflowRunId).toBe(first.workflowRunId);
+    await runIn(first.workflowRunId, 'RUN_SUCCESS');
+    expect(inits).toBe(1);
+  }, 60_000);
+
+  it('answers 404 for an unknown run and 400 for a malformed step, writing nothing', async () => {
+    const call = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
+      fetch(`${stack.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers }, ...(body === undefined ? {} : { body }) });
+    const unknown = await call('GET', '/v2/workflows/runs/wfr_unknown');
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ error: expect.stringContaining('wfr_unknown') });
+    expect((await call('DELETE', '/v2/workflows/runs/wfr_unknown?cancel=true')).status).toBe(404);
+
+    const url = route('/never', async () => undefined);
+    const step = (body: string, runId = 'wfr_none') =>
+      call('POST', `/v2/publish/${url}`, { 'Upstash-Workflow-RunId': runId, 'Upstash-Workflow-Init': 'false', 'Content-Type': 'application/json' }, body);
+    const malformed = await step('not json');
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toEqual({ error: expect.stringContaining('invalid workflow step') });
+    const noStepId = await step('{"stepName":"a","stepType":"Run"}');
+    expect(await noStepId.json()).toEqual({ error: expect.stringContaining('stepId') });
+    const badHeader = await call('POST', `/v2/publish/${url}`, { 'Upstash-Workflow-RunId': 'wfr_x', 'Upstash-Workflow-Init': 'maybe' }, '{}');
+    expect(badHeader.status).toBe(400);
+    expect(await badHeader.json()).toEqual({ error: expect.stringContaining('Upstash-Workflow-Init') });
+    const toUnknownRun = await step('{"stepId":1,"stepName":"a","stepType":"Run","out":"1","concurrent":1}');
+    expect(toUnknownRun.status).toBe(400);
+    expect(await toUnknownRun.json()).toEqual({ error: expect.stringContaining('wfr_none') });
+    expect(app.hits.get('/never')).toBeUndefined();
+    const { runs } = await client.logs({ workflowRunId: 'wfr_none' });
+    expect(runs).toEqual([]);
+  }, 30_000);
+});

@@ -1,0 +1,126 @@
+import type { WorkflowRun } from '@restash/queue/data-access-store';
+import { QueueError, type WorkflowRawStep, isWorkflowRunId, pathId } from '@restash/queue/util-message';
+import { type Endpoint, ok } from './endpoint';
+import type { QueueService } from './queue.service';
+
+/** Runs a logs page shows when `count` is not given, and at most. */
+const LOGS_DEFAULT_COUNT = 10;
+const LOGS_MAX_COUNT = 100;
+
+/**
+ * The workflow endpoints the `@upstash/workflow` SDK calls (README, "Workflow"): a run's steps (its lazy fetch), the
+ * end of a run (success or cancel), the bulk cancel and the logs.
+ */
+export function workflowEndpoints(s: QueueService): Endpoint[] {
+  return [
+    {
+      method: 'GET',
+      path: 'workflows/runs/',
+      exact: false,
+      emptyRest: true,
+      write: false,
+      name: 'workflows',
+      run: async (c) => ok(await s.workflowSteps(c.session, runIdOf(c.rest))),
+    },
+    {
+      method: 'DELETE',
+      path: 'workflows/runs/',
+      exact: false,
+      emptyRest: true,
+      write: true,
+      name: 'workflows',
+      run: async (c) => {
+        await s.endRun(c.session, runIdOf(c.rest), parseCancel(c.query.get('cancel')), c.body);
+        return ok();
+      },
+    },
+    {
+      method: 'DELETE',
+      path: 'workflows/runs',
+      exact: true,
+      write: true,
+      name: 'workflows',
+      run: async (c) => ok({ cancelled: await s.cancelRuns(c.session, parseRunsCancel(c.query)) }),
+    },
+    { method: 'GET', path: 'workflows/logs', exact: true, write: false, name: 'workflows', run: async (c) => ok(await logs(s, c.session, c.query)) },
+    { method: 'GET', path: 'workflows/events', exact: true, write: false, name: 'workflows', run: async (c) => ok(await logs(s, c.session, c.query)) },
+  ];
+}
+
+/** A run id from the path. @throws QueueError 400 for a malformed one */
+function runIdOf(rest: string): string {
+  const runId = pathId(rest, 'workflow run id');
+  if (!isWorkflowRunId(runId)) throw QueueError.badRequest(`invalid workflow run id: ${JSON.stringify(runId)}`);
+  return runId;
+}
+
+/** `cancel=true|false` (absent: false). @throws QueueError 400 otherwise */
+function parseCancel(value: string | null): boolean {
+  if (value === null || value === '' || value === 'false') return false;
+  if (value === 'true') return true;
+  throw QueueError.badRequest(`invalid cancel: ${JSON.stringify(value)} (expected true or false)`);
+}
+
+/**
+ * The target of `DELETE /v2/workflows/runs` as the SDK's `Client.cancel` sends it: `workflowRunIds` (repeated), or
+ * `workflowUrl` (a prefix, exact with `workflowUrlExactMatch=true`), or neither for every run (`{all: true}`).
+ * @throws QueueError 400 for a malformed run id
+ */
+export function parseRunsCancel(query: URLSearchParams): { runIds: string[] } | { url?: string; exact: boolean } {
+  const runIds = query.getAll('workflowRunIds').flatMap((v) => v.split(',')).filter((v) => v !== '');
+  for (const runId of runIds) if (!isWorkflowRunId(runId)) throw QueueError.badRequest(`invalid workflowRunIds: ${JSON.stringify(runId)}`);
+  if (runIds.length > 0) return { runIds };
+  const url = query.get('workflowUrl') ?? undefined;
+  return { ...(url ? { url } : {}), exact: query.get('workflowUrlExactMatch') === 'true' };
+}
+
+/** `GET /v2/workflows/logs`: filters `workflowRunId`, `state`, `workflowUrl`, `label`; `count` and `cursor` page it. */
+async function logs(s: QueueService, session: Parameters<QueueService['workflowRuns']>[0], query: URLSearchParams) {
+  const rawCount = query.get('count');
+  const count = rawCount === null || rawCount === '' ? LOGS_DEFAULT_COUNT : Number(rawCount);
+  if (!(Number.isSafeInteger(count) && count >= 1)) throw QueueError.badRequest(`invalid count: ${JSON.stringify(rawCount)} (expected a whole number from 1)`);
+  const rawCursor = query.get('cursor');
+  const cursor = rawCursor === null || rawCursor === '' ? undefined : Number(rawCursor);
+  if (cursor !== undefined && !Number.isSafeInteger(cursor)) throw QueueError.badRequest(`invalid cursor: ${JSON.stringify(rawCursor)}`);
+  const runId = query.get('workflowRunId');
+  const state = query.get('state');
+  const url = query.get('workflowUrl');
+  const labels = query.getAll('label');
+  const wanted = (run: WorkflowRun) =>
+    (!runId || run.runId === runId) && (!state || run.state === state) && (!url || run.url === url) && (labels.length === 0 || labels.some((l) => run.config.labels?.includes(l)));
+  const runs: unknown[] = [];
+  let next: number | undefined = cursor;
+  // Filters apply to pages of runs: read on until `count` runs match or the runs end.
+  do {
+    const page = await s.workflowRuns(session, Math.min(count, LOGS_MAX_COUNT), next);
+    for (const { run, steps } of page.runs) if (wanted(run) && runs.length < count) runs.push(runLog(run, steps));
+    next = page.cursor;
+  } while (next !== undefined && runs.length < count);
+  return { runs, ...(next === undefined ? {} : { cursor: String(next) }) };
+}
+
+/** A run as `GET /v2/workflows/logs` shows it (the SDK's `WorkflowRunLog`): every recorded step a sequential group. */
+function runLog(run: WorkflowRun, steps: WorkflowRawStep[]) {
+  const decode = (base64: string) => Buffer.from(base64, 'base64').toString('utf8');
+  const stepLogs = steps.map((raw, index) => {
+    let step: Record<string, unknown> = { stepId: 0, stepName: 'init', stepType: 'Initial', out: decode(raw.body) };
+    if (index > 0) {
+      try {
+        step = JSON.parse(decode(raw.body)) as Record<string, unknown>;
+      } catch {
+        step = { stepName: 'unknown', stepType: 'unknown', out: decode(raw.body) };
+      }
+    }
+    return { type: 'sequential', steps: [{ ...step, messageId: raw.messageId, callType: 'step', state: 'STEP_SUCCESS' }] };
+  });
+  return {
+    workflowRunId: run.runId,
+    workflowUrl: run.url,
+    workflowState: run.state,
+    workflowRunCreatedAt: run.createdAt,
+    ...(run.endedAt === undefined ? {} : { workflowRunCompletedAt: run.endedAt }),
+    ...(run.result === undefined ? {} : { workflowRunResponse: decode(run.result) }),
+    ...(run.config.labels ? { labels: run.config.labels, label: run.config.labels[0] } : {}),
+    steps: stepLogs,
+  };
+}

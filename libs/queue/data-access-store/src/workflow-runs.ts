@@ -1,0 +1,226 @@
+import type { Redis } from 'ioredis';
+import type { CallbackSettings, FlowControl, WorkflowRawStep } from '@restash/queue/util-message';
+
+/** Where a run stands (QStash's `workflowState` of `GET /v2/workflows/logs`). */
+export type WorkflowRunState = 'RUN_STARTED' | 'RUN_SUCCESS' | 'RUN_FAILED' | 'RUN_CANCELED';
+
+/**
+ * The configuration a run was triggered with, applied to every step message of the run (README, "Workflow": the SDK
+ * sends retries, retry delay, flow control, failure URL and labels with the first message only).
+ */
+export interface WorkflowRunConfig {
+  maxRetries: number;
+  retryDelayExpression?: string;
+  flowControl?: FlowControl;
+  failureCallback?: string;
+  failureCallbackSettings?: CallbackSettings;
+  labels?: string[];
+}
+
+/** A run as stored: its endpoint, times (Unix ms), state, first message and configuration. */
+export interface WorkflowRun {
+  runId: string;
+  url: string;
+  createdAt: number;
+  state: WorkflowRunState;
+  /** When it ended (success, failure or cancel), Unix ms. */
+  endedAt?: number;
+  /** The run's initial request body, base64. */
+  initialBody: string;
+  initialMessageId: string;
+  config: WorkflowRunConfig;
+  /** What the workflow returned (the body of `DELETE /v2/workflows/runs/<id>?cancel=false`), base64. */
+  result?: string;
+}
+
+/** What {@link WorkflowRunStore.recordStep} found. */
+export type RecordOutcome =
+  | { kind: 'recorded'; createdAt: number; steps: WorkflowRawStep[] }
+  /** Another message already recorded this step: its delivery would only repeat work. */
+  | { kind: 'duplicate' }
+  | { kind: 'ended'; state: WorkflowRunState }
+  | { kind: 'unknown' };
+
+/**
+ * Records a step (KEYS: run hash, steps list, seen hash; ARGV: message id, step key, entry JSON) unless the run is
+ * unknown or over, or another message recorded the same step key; returns the run's steps.
+ */
+const RECORD_STEP = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+local state = redis.call('HGET', KEYS[1], 'state')
+if state ~= 'RUN_STARTED' then return {'ended', state} end
+local owner = redis.call('HGET', KEYS[3], ARGV[2])
+if owner and owner ~= ARGV[1] then return {'duplicate'} end
+if not owner then
+  redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
+  redis.call('RPUSH', KEYS[2], ARGV[3])
+end
+return {'recorded', redis.call('HGET', KEYS[1], 'createdAt'), redis.call('LRANGE', KEYS[2], 0, -1)}
+`;
+
+/** Creates a run unless it exists (KEYS: run hash, index, messages set; ARGV: run id, createdAt, then field/value pairs). */
+const START_RUN = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 1
+`;
+
+/** Ends a run that is under way (KEYS: run hash; ARGV: state, endedAt, result or ''): returns its state before, or false. */
+const END_RUN = `
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return false end
+if state == 'RUN_STARTED' then
+  redis.call('HSET', KEYS[1], 'state', ARGV[1], 'endedAt', ARGV[2])
+  if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'result', ARGV[3]) end
+end
+return state
+`;
+
+/**
+ * The workflow runs of every project, on the queue Redis (README, "Workflow"; DESIGN.md, "Mapping each API onto its
+ * engine"): per run `<prefix>:wf:<project>:run:<runId>` (hash: url, createdAt, state, endedAt, initialBody,
+ * initialMessageId, config, result), `…:steps:<runId>` (list of {@link WorkflowRawStep} JSON, the initial request
+ * first), `…:seen:<runId>` (hash: step key → the message that recorded it) and `…:msgs:<runId>` (set of the run's
+ * message ids, for a cancel); per project `<prefix>:wf-runs:<project>` (sorted set of run ids by createdAt). A run
+ * that ends keeps its keys for `retentionMs`, then they expire.
+ */
+export class WorkflowRunStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: { prefix: string; retentionMs: number },
+  ) {}
+
+  /**
+   * Creates the run of a first message unless a run with that id exists in the project.
+   * @returns whether it was created (false: a duplicate trigger)
+   */
+  async start(project: string, run: Omit<WorkflowRun, 'state' | 'endedAt' | 'result'>): Promise<boolean> {
+    const fields = ['url', run.url, 'createdAt', String(run.createdAt), 'state', 'RUN_STARTED', 'initialBody', run.initialBody, 'initialMessageId', run.initialMessageId, 'config', JSON.stringify(run.config)];
+    const created = await this.redis.eval(START_RUN, 2, this.key('run', project, run.runId), this.indexKey(project), run.runId, String(run.createdAt), ...fields);
+    return created === 1;
+  }
+
+  /** Removes a run that {@link start} created but whose first message could not be published. */
+  async forget(project: string, runId: string): Promise<void> {
+    await this.redis.multi().del(...this.runKeys(project, runId)).zrem(this.indexKey(project), runId).exec();
+  }
+
+  /** A run of the project, or null (unknown, another project's, or expired). */
+  async get(project: string, runId: string): Promise<WorkflowRun | null> {
+    const hash = await this.redis.hgetall(this.key('run', project, runId));
+    return hash.state ? runOf(runId, hash) : null;
+  }
+
+  /** Notes a message of the run (for {@link messageIds}). */
+  async addMessage(project: string, runId: string, messageId: string): Promise<void> {
+    await this.redis.sadd(this.key('msgs', project, runId), messageId);
+  }
+
+  /** The ids of every message published for the run. */
+  messageIds(project: string, runId: string): Promise<string[]> {
+    return this.redis.smembers(this.key('msgs', project, runId));
+  }
+
+  /**
+   * Records a step of the run under `stepKey` ({@link workflowStepKey}) by the message that delivers it, once: the
+   * same message again records nothing new; another message with the same key is a duplicate.
+   * @returns the run's steps, the new one last, or why there are none
+   */
+  async recordStep(project: string, runId: string, stepKey: string, entry: WorkflowRawStep): Promise<RecordOutcome> {
+    const reply = (await this.redis.eval(RECORD_STEP, 3, this.key('run', project, runId), this.key('steps', project, runId), this.key('seen', project, runId), entry.messageId, stepKey, JSON.stringify(entry))) as unknown[];
+    const kind = String(reply[0]);
+    if (kind === 'recorded') return { kind, createdAt: Number(reply[1]), steps: (reply[2] as string[]).map((raw) => JSON.parse(raw) as WorkflowRawStep) };
+    if (kind === 'ended') return { kind, state: String(reply[1]) as WorkflowRunState };
+    return kind === 'duplicate' ? { kind } : { kind: 'unknown' };
+  }
+
+  /** The steps recorded so far of a run under way, or null when the run is unknown or over (`GET /v2/workflows/runs/<id>`). */
+  async steps(project: string, runId: string): Promise<WorkflowRawStep[] | null> {
+    const [state, steps] = await Promise.all([this.redis.hget(this.key('run', project, runId), 'state'), this.redis.lrange(this.key('steps', project, runId), 0, -1)]);
+    return state === 'RUN_STARTED' ? steps.map((raw) => JSON.parse(raw) as WorkflowRawStep) : null;
+  }
+
+  /** The steps recorded of a run, whatever its state (the logs). */
+  async recordedSteps(project: string, runId: string): Promise<WorkflowRawStep[]> {
+    return (await this.redis.lrange(this.key('steps', project, runId), 0, -1)).map((raw) => JSON.parse(raw) as WorkflowRawStep);
+  }
+
+  /**
+   * Ends a run under way with `state`; its keys then expire after the retention. A run already over keeps its state.
+   * @param result what the workflow returned, base64 (success only)
+   * @returns the state before, or null for an unknown run
+   */
+  async end(project: string, runId: string, state: Exclude<WorkflowRunState, 'RUN_STARTED'>, nowMs: number, result = ''): Promise<WorkflowRunState | null> {
+    const before = (await this.redis.eval(END_RUN, 1, this.key('run', project, runId), state, String(nowMs), result)) as string | null;
+    if (before === null) return null;
+    const ttl = this.redis.multi();
+    for (const key of this.runKeys(project, runId)) ttl.pexpire(key, this.options.retentionMs);
+    await ttl.exec();
+    return before as WorkflowRunState;
+  }
+
+  /**
+   * Runs of the project, newest first: those created before the cursor (a run id's createdAt), at most `count`.
+   * Expired runs are skipped and dropped from the index.
+   */
+  async list(project: string, count: number, before = Number.POSITIVE_INFINITY): Promise<{ runs: WorkflowRun[]; cursor?: number }> {
+    const ids = await this.redis.zrevrangebyscore(this.indexKey(project), `(${before}`, '-inf', 'WITHSCORES', 'LIMIT', 0, count + 1);
+    const runs: WorkflowRun[] = [];
+    const gone: string[] = [];
+    for (let i = 0; i < ids.length && runs.length < count; i += 2) {
+      const runId = ids[i] as string;
+      const run = await this.get(project, runId);
+      if (run) runs.push(run);
+      else gone.push(runId);
+    }
+    if (gone.length > 0) await this.redis.zrem(this.indexKey(project), ...gone);
+    const more = ids.length > count * 2;
+    const last = runs.at(-1);
+    return more && last ? { runs, cursor: last.createdAt } : { runs };
+  }
+
+  /** Deletes every run of the project (tenant teardown). */
+  async purgeProject(project: string): Promise<void> {
+    const keys: string[] = [this.indexKey(project)];
+    let cursor = '0';
+    do {
+      const [next, found] = await this.redis.scan(cursor, 'MATCH', `${this.options.prefix}:wf:${globEscape(project)}:*`, 'COUNT', 1000);
+      cursor = next;
+      keys.push(...found);
+    } while (cursor !== '0');
+    for (let i = 0; i < keys.length; i += 500) await this.redis.del(...keys.slice(i, i + 500));
+  }
+
+  private runKeys(project: string, runId: string): string[] {
+    return (['run', 'steps', 'seen', 'msgs'] as const).map((part) => this.key(part, project, runId));
+  }
+
+  private key(part: 'run' | 'steps' | 'seen' | 'msgs', project: string, runId: string): string {
+    return `${this.options.prefix}:wf:${project}:${part}:${runId}`;
+  }
+
+  private indexKey(project: string): string {
+    return `${this.options.prefix}:wf-runs:${project}`;
+  }
+}
+
+function runOf(runId: string, hash: Record<string, string>): WorkflowRun {
+  const run: WorkflowRun = {
+    runId,
+    url: hash.url ?? '',
+    createdAt: Number(hash.createdAt),
+    state: hash.state as WorkflowRunState,
+    initialBody: hash.initialBody ?? '',
+    initialMessageId: hash.initialMessageId ?? '',
+    config: JSON.parse(hash.config ?? '{"maxRetries":0}') as WorkflowRunConfig,
+  };
+  if (hash.endedAt) run.endedAt = Number(hash.endedAt);
+  if (hash.result) run.result = hash.result;
+  return run;
+}
+
+/** `text` with the glob characters of Redis's MATCH escaped. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
+}

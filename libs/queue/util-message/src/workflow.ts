@@ -1,0 +1,158 @@
+import { QueueError } from './errors';
+
+/**
+ * What a message of a workflow run carries (README, "Workflow"; the `Upstash-Workflow-*` headers the
+ * `@upstash/workflow` SDK sends, its `src/constants.ts` and `src/qstash/headers.ts`): the run it belongs to and how
+ * its delivery is made. Published with `Upstash-Workflow-*`, or for a callback / failure callback with
+ * `Upstash-Callback-Workflow-*` / `Upstash-Failure-Callback-Workflow-*`.
+ */
+export interface WorkflowFields {
+  /** `Upstash-Workflow-RunId`: the run (`wfr_…` from the SDK). */
+  runId: string;
+  /** `Upstash-Workflow-Init: true`: the run's first message, whose body is the run's initial request. */
+  init?: true;
+  /** `Upstash-Workflow-Url`: the workflow endpoint. */
+  url?: string;
+  /**
+   * `Upstash-Workflow-CallType`: absent or `step` for a step delivered to the workflow (its body a step, the delivery
+   * carrying the steps so far), `toCallback` for a `context.call` request to a third party, `fromCallback` for that
+   * call's callback, `failureCall` for the run's failure callback.
+   */
+  callType?: WorkflowCallType;
+  /** When the run was created, Unix ms: set by the gateway from the run's record, delivered as `Upstash-Workflow-CreatedAt`. */
+  createdAt?: number;
+}
+
+/** The call types the SDK sends in `Upstash-Workflow-CallType` (and its `Callback-` / `Failure-Callback-` forms). */
+export const WORKFLOW_CALL_TYPES = ['step', 'toCallback', 'fromCallback', 'failureCall'] as const;
+export type WorkflowCallType = (typeof WORKFLOW_CALL_TYPES)[number];
+
+/** A run id: what the SDK makes (`wfr_` + nanoid, or `wfr_` + the caller's id): 1 to 256 visible ASCII characters, none of `/?#%` (it is a path segment). */
+const RUN_ID = /^[\x21-\x7e]{1,256}$/;
+const RUN_ID_FORBIDDEN = /[/?#%]/;
+
+/**
+ * Whether `value` can be a workflow run id (see {@link RUN_ID}).
+ */
+export function isWorkflowRunId(value: string): boolean {
+  return RUN_ID.test(value) && !RUN_ID_FORBIDDEN.test(value);
+}
+
+/**
+ * The workflow fields of a publish, from the headers `<prefix>workflow-runid`, `-init`, `-url`, `-calltype` (prefix
+ * `upstash-`, `upstash-callback-` or `upstash-failure-callback-`; names lower-case, values trimmed).
+ * @param get reads one header by its lower-case name (undefined when absent or blank)
+ * @param display the prefix as users write it, for error texts (`Upstash-`, `Upstash-Callback-`, …)
+ * @returns undefined when no run id is sent
+ * @throws QueueError 400 naming the header for a bad run id, init flag or call type, or workflow headers without a run id
+ */
+export function parseWorkflowFields(get: (name: string) => string | undefined, prefix: string, display: string): WorkflowFields | undefined {
+  const runId = get(`${prefix}workflow-runid`);
+  const init = get(`${prefix}workflow-init`);
+  const url = get(`${prefix}workflow-url`);
+  const callType = get(`${prefix}workflow-calltype`);
+  if (runId === undefined) {
+    if (init?.toLowerCase() === 'true' || callType !== undefined) {
+      throw QueueError.badRequest(`missing ${display}Workflow-RunId: ${display}Workflow-Init and ${display}Workflow-CallType need a run id`);
+    }
+    return undefined;
+  }
+  if (!isWorkflowRunId(runId)) {
+    throw QueueError.badRequest(`invalid ${display}Workflow-RunId: ${JSON.stringify(runId)} (expected 1 to 256 visible ASCII characters, none of / ? # %)`);
+  }
+  const fields: WorkflowFields = { runId };
+  if (init !== undefined) {
+    const flag = init.toLowerCase();
+    if (flag !== 'true' && flag !== 'false') throw QueueError.badRequest(`invalid ${display}Workflow-Init: ${JSON.stringify(init)} (expected true or false)`);
+    if (flag === 'true') fields.init = true;
+  }
+  if (url !== undefined) fields.url = url;
+  if (callType !== undefined) {
+    if (!(WORKFLOW_CALL_TYPES as readonly string[]).includes(callType)) {
+      throw QueueError.badRequest(`invalid ${display}Workflow-CallType: ${JSON.stringify(callType)} (expected one of ${WORKFLOW_CALL_TYPES.join(', ')})`);
+    }
+    fields.callType = callType as WorkflowCallType;
+  }
+  if (fields.init && fields.callType !== undefined && fields.callType !== 'step') {
+    throw QueueError.badRequest(`invalid ${display}Workflow-CallType: ${JSON.stringify(callType)} (a run's first message is a step)`);
+  }
+  return fields;
+}
+
+/** Whether a workflow message is a step of its run: delivered to the workflow with the run's steps so far as its body. */
+export function isWorkflowStep(fields: WorkflowFields): boolean {
+  return fields.callType === undefined || fields.callType === 'step';
+}
+
+/**
+ * A step as the SDK submits it (`@upstash/workflow` `src/types.ts`, `Step`): its id (0 for a parallel plan step,
+ * whose `targetStep` names the step it plans), name and type; other fields (out, concurrent, sleepFor, callUrl …)
+ * are kept as sent.
+ */
+export interface WorkflowStepBody {
+  stepId: number;
+  stepName: string;
+  stepType: string;
+  targetStep?: number;
+  [field: string]: unknown;
+}
+
+/**
+ * Parses the body of a step message (not the run's first): a JSON object with an integer `stepId` ≥ 0, a non-empty
+ * `stepName` and `stepType`, and for `stepId` 0 an integer `targetStep` ≥ 1.
+ * @throws QueueError 400 naming the field otherwise
+ */
+export function parseWorkflowStep(body: Buffer): WorkflowStepBody {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw QueueError.badRequest('invalid workflow step: the body of a step message must be a JSON object');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest('invalid workflow step: the body of a step message must be a JSON object');
+  const step = value as Record<string, unknown>;
+  if (!Number.isSafeInteger(step.stepId) || (step.stepId as number) < 0) throw QueueError.badRequest(`invalid workflow step: stepId ${JSON.stringify(step.stepId)} (expected an integer ≥ 0)`);
+  for (const field of ['stepName', 'stepType'] as const) {
+    if (typeof step[field] !== 'string' || step[field] === '') throw QueueError.badRequest(`invalid workflow step: ${field} ${JSON.stringify(step[field])} (expected a non-empty string)`);
+  }
+  if (step.stepId === 0 && (!Number.isSafeInteger(step.targetStep) || (step.targetStep as number) < 1)) {
+    throw QueueError.badRequest(`invalid workflow step: a plan step (stepId 0) needs targetStep ≥ 1, got ${JSON.stringify(step.targetStep)}`);
+  }
+  return step as WorkflowStepBody;
+}
+
+/**
+ * The key a step is recorded under in its run, so that a step is recorded once however often it is submitted (a
+ * redone delivery makes the SDK submit it again under a new message id): `init` for the run's first message, `p<n>`
+ * for the plan step of step n, `s<n>` for step n's result (the SDK's own `deduplicateSteps` in `src/workflow-parser.ts`).
+ */
+export function workflowStepKey(init: boolean, step: WorkflowStepBody | undefined): string {
+  if (init || !step) return 'init';
+  return step.stepId === 0 ? `p${step.targetStep}` : `s${step.stepId}`;
+}
+
+/** One entry of a run's steps as deliveries and `GET /v2/workflows/runs/<id>` carry them (the SDK's `RawStep`). */
+export interface WorkflowRawStep {
+  messageId: string;
+  /** The step's body, base64 (the first entry: the run's initial request body). */
+  body: string;
+  callType: 'step';
+}
+
+/**
+ * The message a workflow delivery sends (README, "Workflow"): the stored message with the headers the SDK reads from
+ * QStash's deliveries (`Upstash-Workflow-RunId`, `Upstash-Workflow-Url` when known, `Upstash-Workflow-CreatedAt` in
+ * Unix ms when known) and, for a step, the run's steps so far as the body: the JSON array of {@link WorkflowRawStep}
+ * whose first entry is the initial request (`@upstash/workflow` `src/workflow-parser.ts`, `processRawSteps`).
+ * @param steps the run's steps for a step message; undefined for other workflow messages (their body is kept)
+ */
+export function workflowDelivery<M extends { header: Record<string, string[]>; body: string; workflow?: WorkflowFields }>(message: M, steps?: WorkflowRawStep[], createdAt?: number): M {
+  const workflow = message.workflow;
+  if (!workflow) return message;
+  const header: Record<string, string[]> = { ...message.header, 'Upstash-Workflow-RunId': [workflow.runId] };
+  if (workflow.url !== undefined) header['Upstash-Workflow-Url'] = [workflow.url];
+  const created = createdAt ?? workflow.createdAt;
+  if (created !== undefined) header['Upstash-Workflow-CreatedAt'] = [String(created)];
+  const body = steps ? Buffer.from(JSON.stringify(steps)).toString('base64') : message.body;
+  return { ...message, header, body };
+}
