@@ -10,6 +10,7 @@ import { SigningKeysService } from './keys.endpoints';
 import { SchedulesService } from './schedules.service';
 import { UrlGroupsService } from './url-groups.service';
 import { LanesService } from './lanes.service';
+import { WorkflowsService } from './workflows.service';
 
 /** queue-gateway: the queue API (QStash v2; README, "What the Queue API does") over BullMQ; queue-worker delivers. */
 @Module({})
@@ -39,6 +40,7 @@ export class AppModule {
         LanesService,
         SchedulesService,
         SigningKeysService,
+        WorkflowsService,
         QueueRoutes,
       ],
     };

@@ -40,6 +40,7 @@ import { flowControlEndpoints } from './flow-control.endpoints';
 import { LanesService } from './lanes.service';
 import { queuesEndpoints } from './queues.endpoints';
 import { workflowEndpoints } from './workflows.endpoints';
+import { WorkflowsService } from './workflows.service';
 
 /**
  * The endpoints the official `@upstash/qstash` Client calls for publishing, messages, the DLQ, logs and keys
@@ -233,13 +234,14 @@ export class QueueRoutes implements OnModuleInit {
     private readonly signingKeys: SigningKeysService,
     private readonly urlGroups: UrlGroupsService,
     private readonly lanes: LanesService,
+    private readonly workflows: WorkflowsService,
   ) {}
 
   onModuleInit(): void {
     registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
       errors: QUEUE_ERRORS,
       credentials: { scheme: 'bearer', queryToken: 'qstash_token' },
-      operations: [...messageEndpoints(this.service), ...topicsEndpoints(this.urlGroups), ...scheduleEndpoints(this.schedules), ...keyEndpoints(this.signingKeys), ...queuesEndpoints(this.lanes), ...flowControlEndpoints(this.lanes), ...workflowEndpoints(this.service)].map(queueOperation),
+      operations: [...messageEndpoints(this.service), ...topicsEndpoints(this.urlGroups), ...scheduleEndpoints(this.schedules), ...keyEndpoints(this.signingKeys), ...queuesEndpoints(this.lanes), ...flowControlEndpoints(this.lanes), ...workflowEndpoints(this.workflows)].map(queueOperation),
       open: (credentials) => this.service.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,

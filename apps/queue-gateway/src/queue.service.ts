@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { Readiness, engineErrorListener } from '@restash/shared/util-http';
 import { type QueueProjectRecord, claimPlatformServer } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
-import { type Page, Publisher, QueueStore, UrlGroupStore, type WorkflowRun, WorkflowRunStore } from '@restash/queue/data-access-store';
+import { type Page, Publisher, QueueStore, UrlGroupStore, WorkflowRunStore } from '@restash/queue/data-access-store';
 import {
   type CancelRequest,
   type DlqEntry,
@@ -12,7 +12,6 @@ import {
   type ParsedPublish,
   type QueueMessage,
   QueueError,
-  type WorkflowRawStep,
   newMessageId,
 } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
@@ -49,7 +48,6 @@ export class QueueService implements OnApplicationShutdown {
   private readonly logger = new Logger(QueueService.name);
   private readonly store: QueueStore;
   private readonly publisher: Publisher;
-  private readonly runs: WorkflowRunStore;
   private readonly stopClaim: () => void;
 
   constructor(
@@ -62,8 +60,8 @@ export class QueueService implements OnApplicationShutdown {
   ) {
     this.store = new QueueStore(queueRedis, config.store.options);
     this.store.queue.on('error', engineErrorListener(this.logger, 'queue-redis'));
-    this.runs = new WorkflowRunStore(queueRedis, { prefix: config.store.options.prefix, retentionMs: config.store.options.messageRetentionMs });
-    this.publisher = new Publisher(this.store, new UrlGroupStore(queueRedis, config.store.options.prefix), this.runs);
+    const runs = new WorkflowRunStore(queueRedis, { prefix: config.store.options.prefix, retentionMs: config.store.options.messageRetentionMs });
+    this.publisher = new Publisher(this.store, new UrlGroupStore(queueRedis, config.store.options.prefix), runs);
     readiness.register('queue-redis', () => queueRedis.ping());
     // No tenant's KV database may be served from, or wiped on, the queue's Redis.
     this.stopClaim = claimPlatformServer(control, queueRedis, 'queue', this.logger);
@@ -176,66 +174,6 @@ export class QueueService implements OnApplicationShutdown {
   /** `GET /v2/events` and `/v2/logs`. */
   events(session: Session, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
     return this.backend(session.tenant, () => this.store.events(session.project.id, args));
-  }
-
-  /**
-   * `GET /v2/workflows/runs/<id>`: the steps of a run under way, the initial request first (the SDK's lazy fetch).
-   * @throws QueueError 404 for a run that is unknown or over (the SDK then ends quietly)
-   */
-  async workflowSteps(session: Session, runId: string): Promise<WorkflowRawStep[]> {
-    const steps = await this.backend(session.tenant, () => this.runs.steps(session.project.id, runId));
-    if (!steps) throw new QueueError(404, `workflow run ${runId} not found or already over`);
-    return steps;
-  }
-
-  /**
-   * `DELETE /v2/workflows/runs/<id>?cancel=<bool>`: ends a run, as a success with the workflow's result (the SDK's
-   * last call) or cancelled, its pending messages then cancelled too. A run already over keeps its state.
-   * @param result the request body (the workflow's result), kept for the logs
-   * @throws QueueError 404 for an unknown run
-   */
-  async endRun(session: Session, runId: string, cancel: boolean, result: Buffer): Promise<void> {
-    const project = session.project.id;
-    const before = await this.backend(session.tenant, () =>
-      this.runs.end(project, runId, cancel ? 'RUN_CANCELED' : 'RUN_SUCCESS', Date.now(), cancel ? '' : result.toString('base64')),
-    );
-    if (before === null) throw new QueueError(404, `workflow run ${runId} not found`);
-    if (cancel && before === 'RUN_STARTED') await this.cancelMany(session, { messageIds: await this.backend(session.tenant, () => this.runs.messageIds(project, runId)) });
-  }
-
-  /**
-   * `DELETE /v2/workflows/runs?…`: cancels the runs named, or those under way whose URL matches (prefix, or exact).
-   * @returns how many runs were under way and are now cancelled
-   */
-  async cancelRuns(session: Session, target: { runIds: string[] } | { url?: string; exact: boolean }): Promise<number> {
-    const project = session.project.id;
-    let runIds: string[];
-    if ('runIds' in target) runIds = [...new Set(target.runIds)];
-    else {
-      runIds = [];
-      for (let cursor: number | undefined = Number.POSITIVE_INFINITY; cursor !== undefined; ) {
-        const page: { runs: WorkflowRun[]; cursor?: number } = await this.backend(session.tenant, () => this.runs.list(project, 500, cursor));
-        const { url, exact } = target;
-        runIds.push(...page.runs.filter((run) => run.state === 'RUN_STARTED' && (url === undefined || (exact ? run.url === url : run.url.startsWith(url)))).map((run) => run.runId));
-        cursor = page.cursor;
-      }
-    }
-    let cancelled = 0;
-    for (const runId of runIds) {
-      const run = await this.backend(session.tenant, () => this.runs.get(project, runId));
-      if (run?.state !== 'RUN_STARTED') continue;
-      await this.endRun(session, runId, true, Buffer.alloc(0));
-      cancelled++;
-    }
-    return cancelled;
-  }
-
-  /** A page of the project's runs, newest first (`GET /v2/workflows/logs`), with each run's recorded steps. */
-  async workflowRuns(session: Session, count: number, before?: number): Promise<{ runs: Array<{ run: WorkflowRun; steps: WorkflowRawStep[] }>; cursor?: number }> {
-    const project = session.project.id;
-    const page = await this.backend(session.tenant, () => this.runs.list(project, count, before));
-    const runs = await Promise.all(page.runs.map(async (run) => ({ run, steps: await this.backend(session.tenant, () => this.runs.recordedSteps(project, run.runId)) })));
-    return { runs, ...(page.cursor === undefined ? {} : { cursor: page.cursor }) };
   }
 
   private backend<T>(tenant: string, call: () => Promise<T>): Promise<T> {

@@ -178,6 +178,53 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     expect(inits).toBe(1);
   }, 60_000);
 
+  it('waits for an event: notify resumes the run with its data, once, and the waiter is gone', async () => {
+    const url = route('/wait', async (context) => {
+      const { eventData, timeout } = await context.waitForEvent('wait for approval', 'approval-1', { timeout: '30s' });
+      return await context.run('after', () => ({ eventData, timeout }));
+    });
+    const { workflowRunId } = await client.trigger({ url, body: {} });
+    const [waiter] = await eventually(async () => {
+      const waiters = await client.getWaiters({ eventId: 'approval-1' });
+      if (waiters.length === 0) throw new Error('no waiter yet');
+      return waiters;
+    }, 20_000);
+    expect(waiter).toMatchObject({ url, timeoutUrl: url });
+    expect(waiter?.deadline).toBeGreaterThan(Date.now() / 1000 + 20);
+    const notified = await client.notify({ eventId: 'approval-1', eventData: { approved: true } });
+    expect(notified).toHaveLength(1);
+    expect(notified[0]).toMatchObject({ messageId: expect.stringMatching(/^msg_/), error: '' });
+    const run = await runIn(workflowRunId, 'RUN_SUCCESS');
+    expect(JSON.parse(run.workflowRunResponse ?? 'null')).toEqual({ eventData: { approved: true }, timeout: false });
+    expect(await client.getWaiters({ eventId: 'approval-1' })).toEqual([]);
+    // Nobody waits any more: a second notify reaches no one.
+    expect(await client.notify({ eventId: 'approval-1', eventData: 'late' })).toEqual([]);
+  }, 60_000);
+
+  it('ends a wait by its timeout when no event comes', async () => {
+    const url = route('/wait-timeout', async (context) => {
+      const { eventData, timeout } = await context.waitForEvent('wait briefly', 'never-sent', { timeout: 2 });
+      return await context.run('after', () => ({ eventData: eventData ?? null, timeout }));
+    });
+    const started = Date.now();
+    const { workflowRunId } = await client.trigger({ url, body: {} });
+    const run = await runIn(workflowRunId, 'RUN_SUCCESS');
+    expect(JSON.parse(run.workflowRunResponse ?? 'null')).toEqual({ eventData: null, timeout: true });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+  }, 60_000);
+
+  it('keeps a run-scoped notify for the run that waits later (lookback)', async () => {
+    const url = route('/lookback', async (context) => {
+      await context.sleep('first a nap', 2);
+      const { eventData, timeout } = await context.waitForEvent('then wait', 'early-event', { timeout: '30s' });
+      return await context.run('after', () => ({ eventData, timeout }));
+    });
+    const { workflowRunId } = await client.trigger({ url, body: {} });
+    expect(await client.notify({ eventId: 'early-event', eventData: 'came early', workflowRunId })).toEqual([]);
+    const run = await runIn(workflowRunId, 'RUN_SUCCESS');
+    expect(JSON.parse(run.workflowRunResponse ?? 'null')).toEqual({ eventData: 'came early', timeout: false });
+  }, 60_000);
+
   it('answers 404 for an unknown run and 400 for a malformed step, writing nothing', async () => {
     const call = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
       fetch(`${stack.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers }, ...(body === undefined ? {} : { body }) });

@@ -1,7 +1,8 @@
 import type { WorkflowRun } from '@restash/queue/data-access-store';
-import { QueueError, type WorkflowRawStep, isWorkflowRunId, pathId } from '@restash/queue/util-message';
-import { type Endpoint, ok } from './endpoint';
-import type { QueueService } from './queue.service';
+import { QueueError, type WorkflowRawStep, isWorkflowEventId, isWorkflowRunId, pathId } from '@restash/queue/util-message';
+import { type Endpoint, ok, publishContext } from './endpoint';
+import type { Session } from './queue.service';
+import type { WorkflowsService } from './workflows.service';
 
 /** Runs a logs page shows when `count` is not given, and at most. */
 const LOGS_DEFAULT_COUNT = 10;
@@ -9,10 +10,39 @@ const LOGS_MAX_COUNT = 100;
 
 /**
  * The workflow endpoints the `@upstash/workflow` SDK calls (README, "Workflow"): a run's steps (its lazy fetch), the
- * end of a run (success or cancel), the bulk cancel and the logs.
+ * end of a run (success or cancel), the bulk cancel, the logs, and waiting for and notifying events.
  */
-export function workflowEndpoints(s: QueueService): Endpoint[] {
+export function workflowEndpoints(s: WorkflowsService): Endpoint[] {
   return [
+    {
+      method: 'POST',
+      path: 'wait/',
+      exact: false,
+      emptyRest: true,
+      write: true,
+      name: 'workflows',
+      run: async (c) => {
+        await s.wait(c.session, eventIdOf(c.rest), c.request.headers, c.body, publishContext(c));
+        return ok();
+      },
+    },
+    {
+      method: 'POST',
+      path: 'notify/',
+      exact: false,
+      emptyRest: true,
+      write: true,
+      name: 'workflows',
+      run: async (c) => {
+        const parts = c.rest.split('/');
+        if (parts.length > 2) throw new QueueError(404, `Not found: notify/${c.rest}`);
+        const [first = '', second] = parts;
+        const eventId = eventIdOf(second ?? first);
+        const runId = second === undefined ? undefined : runIdOf(first);
+        return ok(await s.notify(c.session, eventId, c.body, publishContext(c), runId));
+      },
+    },
+    { method: 'GET', path: 'waiters/', exact: false, emptyRest: true, write: false, name: 'workflows', run: async (c) => ok(await s.waitersOf(c.session, eventIdOf(c.rest))) },
     {
       method: 'GET',
       path: 'workflows/runs/',
@@ -20,7 +50,7 @@ export function workflowEndpoints(s: QueueService): Endpoint[] {
       emptyRest: true,
       write: false,
       name: 'workflows',
-      run: async (c) => ok(await s.workflowSteps(c.session, runIdOf(c.rest))),
+      run: async (c) => ok(await s.steps(c.session, runIdOf(c.rest))),
     },
     {
       method: 'DELETE',
@@ -45,6 +75,13 @@ export function workflowEndpoints(s: QueueService): Endpoint[] {
     { method: 'GET', path: 'workflows/logs', exact: true, write: false, name: 'workflows', run: async (c) => ok(await logs(s, c.session, c.query)) },
     { method: 'GET', path: 'workflows/events', exact: true, write: false, name: 'workflows', run: async (c) => ok(await logs(s, c.session, c.query)) },
   ];
+}
+
+/** An event id from the path. @throws QueueError 400 for a malformed one */
+function eventIdOf(rest: string): string {
+  const eventId = pathId(rest, 'event id');
+  if (!isWorkflowEventId(eventId)) throw QueueError.badRequest(`invalid event id: ${JSON.stringify(eventId)}`);
+  return eventId;
 }
 
 /** A run id from the path. @throws QueueError 400 for a malformed one */
@@ -75,7 +112,7 @@ export function parseRunsCancel(query: URLSearchParams): { runIds: string[] } | 
 }
 
 /** `GET /v2/workflows/logs`: filters `workflowRunId`, `state`, `workflowUrl`, `label`; `count` and `cursor` page it. */
-async function logs(s: QueueService, session: Parameters<QueueService['workflowRuns']>[0], query: URLSearchParams) {
+async function logs(s: WorkflowsService, session: Session, query: URLSearchParams) {
   const rawCount = query.get('count');
   const count = rawCount === null || rawCount === '' ? LOGS_DEFAULT_COUNT : Number(rawCount);
   if (!(Number.isSafeInteger(count) && count >= 1)) throw QueueError.badRequest(`invalid count: ${JSON.stringify(rawCount)} (expected a whole number from 1)`);
@@ -92,7 +129,7 @@ async function logs(s: QueueService, session: Parameters<QueueService['workflowR
   let next: number | undefined = cursor;
   // Filters apply to pages of runs: read on until `count` runs match or the runs end.
   do {
-    const page = await s.workflowRuns(session, Math.min(count, LOGS_MAX_COUNT), next);
+    const page = await s.page(session, Math.min(count, LOGS_MAX_COUNT), next);
     for (const { run, steps } of page.runs) if (wanted(run) && runs.length < count) runs.push(runLog(run, steps));
     next = page.cursor;
   } while (next !== undefined && runs.length < count);

@@ -4,7 +4,7 @@ import { DelayedError, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { RegistryReader } from '@restash/shared/data-access-registry';
 import { errorFields, logEvent } from '@restash/shared/util-http';
-import { QueueStore, WorkflowRunStore } from '@restash/queue/data-access-store';
+import { QueueStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import { DeliveryError, type DeliveryResponse, HttpDeliverer } from '@restash/queue/data-access-delivery';
 import {
   type MessageEvent,
@@ -130,6 +130,7 @@ export class DeliveryProcessor {
     private readonly deliverer: HttpDeliverer,
     private readonly metrics: WorkerMetrics,
     private readonly runs: WorkflowRunStore,
+    private readonly waiters: WorkflowWaiterStore,
   ) {}
 
   /**
@@ -355,8 +356,8 @@ export class DeliveryProcessor {
   /**
    * The message a workflow delivery sends ({@link workflowDelivery}): a step is recorded in its run first (once per
    * step: see WorkflowRunStore.recordStep) and carries the run's steps up to its own.
-   * @returns the message to send, or why it is not sent: its step was recorded by another message, or its run is
-   *   over or unknown
+   * @returns the message to send, or why it is not sent: its step was recorded by another message, its run is
+   *   over or unknown, or (a wait's timeout message) the event came first
    */
   private async workflowMessage(message: QueueMessage): Promise<QueueMessage | string> {
     const workflow = message.workflow as NonNullable<QueueMessage['workflow']>;
@@ -366,6 +367,11 @@ export class DeliveryProcessor {
       key = workflowStepKey(workflow.init === true, workflow.init ? undefined : parseWorkflowStep(Buffer.from(message.body, 'base64')));
     } catch {
       // Checked when published; a message stored before that check is recorded under its own id.
+    }
+    // A wait's timeout: delivered only if it takes the waiter before a notify does (once across replicas).
+    const waiter = workflow.waiter;
+    if (waiter && !(await this.waiters.claimForTimeout(message.project, waiter.eventId, waiter.field, message.messageId))) {
+      return `event ${waiter.eventId} came before the timeout of workflow run ${workflow.runId}`;
     }
     const outcome = await this.runs.recordStep(message.project, workflow.runId, key, { messageId: message.messageId, body: message.body, callType: 'step' });
     if (outcome.kind === 'recorded') {

@@ -5,3 +5,4 @@ export * from './publisher';
 export * from './lanes';
 export * from './schedules';
 export * from './workflow-runs';
+export * from './workflow-waiters';

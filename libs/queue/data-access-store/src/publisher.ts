@@ -14,7 +14,7 @@ import type { WorkflowRun, WorkflowRunStore } from './workflow-runs';
  *   them (one per endpoint, in the group's order) for a URL-group destination (`parsed.urlGroup`). Every
  *   group is resolved before anything is written: an unknown group or a group without endpoints throws
  *   QueueError 400 naming the destination, and nothing of the call is published. Each message gets a new id
- *   and `project`; fields already set on `parsed.message` (queueName, scheduleId, flowControl, redact, …)
+ *   (`parsed.messageId` when fixed) and `project`; fields already set on `parsed.message` (queueName, scheduleId, flowControl, redact, …)
  *   are kept on every message. Store failures are thrown as they are (the caller maps them); the call's other
  *   messages may have been published.
  * - Order: the messages of a call are published together when none has a deduplication id, a queue or a
@@ -26,11 +26,11 @@ import type { WorkflowRun, WorkflowRunStore } from './workflow-runs';
  * has one). Deduplication applies per endpoint message: the deduplication id gets the endpoint URL appended.
  *
  * Workflow runs (README, "Workflow"; `runs` given): a run's first message (`workflow.init`) creates the run with the
- * message's retries, retry delay, flow control, failure callback and labels as the run's configuration; a run id
+ * message's retries, retry delay, flow control, failure callback, labels and forwarded headers as the run's configuration; a run id
  * already taken answers the first message's id as a duplicate and publishes nothing. Every other message of a run
  * needs the run under way (else QueueError 400, as QStash refuses appending to a cancelled run, which the SDK reads
  * as "the run is over"; checked for the whole call before anything is written), and a step message takes the run's
- * configuration. Each message is noted in its run, for a cancel.
+ * configuration (its own headers win over the run's). Each message is noted in its run, for a cancel.
  */
 export class Publisher {
   constructor(
@@ -89,6 +89,8 @@ export class Publisher {
     if (message.failureCallback !== undefined) config.failureCallback = message.failureCallback;
     if (message.failureCallbackSettings !== undefined) config.failureCallbackSettings = message.failureCallbackSettings;
     if (message.labels !== undefined) config.labels = message.labels;
+    const { 'Content-Type': _contentType, ...header } = message.header;
+    if (Object.keys(header).length > 0) config.header = header;
     workflow.createdAt = message.createdAt;
     const run = { runId: workflow.runId, url: workflow.url ?? message.url, createdAt: message.createdAt, initialBody: message.body, initialMessageId: message.messageId, config };
     if (await runs.start(message.project, run)) return true;
@@ -117,6 +119,7 @@ export class Publisher {
       if (config.failureCallback !== undefined) message.failureCallback = config.failureCallback;
       if (config.failureCallbackSettings !== undefined) message.failureCallbackSettings = config.failureCallbackSettings;
       if (config.labels !== undefined) message.labels = config.labels;
+      if (config.header !== undefined) message.header = { ...config.header, ...message.header };
     }
   }
 
@@ -137,9 +140,9 @@ export class Publisher {
       if (group.endpoints.length === 0) throw QueueError.badRequest(`invalid destination: URL group ${JSON.stringify(urlGroup)} has no endpoints`);
       groups.set(urlGroup, group);
     }
-    return parsed.map(({ message, deduplicationId, urlGroup }) => {
+    return parsed.map(({ message, deduplicationId, urlGroup, messageId }) => {
       const group = urlGroup === undefined ? undefined : groups.get(urlGroup);
-      if (!group) return { messages: [{ message: { ...message, messageId: newMessageId(), project }, ...(deduplicationId ? { deduplicationId } : {}) }] };
+      if (!group) return { messages: [{ message: { ...message, messageId: messageId ?? newMessageId(), project }, ...(deduplicationId ? { deduplicationId } : {}) }] };
       return {
         group: group.name,
         messages: fanOut({ ...message, messageId: '', project }, group, newMessageId).map((m) => ({

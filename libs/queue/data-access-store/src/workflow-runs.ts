@@ -1,15 +1,17 @@
 import type { Redis } from 'ioredis';
-import type { CallbackSettings, FlowControl, WorkflowRawStep } from '@restash/queue/util-message';
+import type { CallbackSettings, FlowControl, HeaderMap, WorkflowRawStep } from '@restash/queue/util-message';
 
 /** Where a run stands (QStash's `workflowState` of `GET /v2/workflows/logs`). */
 export type WorkflowRunState = 'RUN_STARTED' | 'RUN_SUCCESS' | 'RUN_FAILED' | 'RUN_CANCELED';
 
 /**
  * The configuration a run was triggered with, applied to every step message of the run (README, "Workflow": the SDK
- * sends retries, retry delay, flow control, failure URL and labels with the first message only).
+ * sends retries, retry delay, flow control, failure URL, labels and the caller's headers with the first message only).
  */
 export interface WorkflowRunConfig {
   maxRetries: number;
+  /** The first message's forwarded headers (`Upstash-Forward-*`, the label's among them), without Content-Type. */
+  header?: HeaderMap;
   retryDelayExpression?: string;
   flowControl?: FlowControl;
   failureCallback?: string;
@@ -81,8 +83,8 @@ return state
  * The workflow runs of every project, on the queue Redis (README, "Workflow"; DESIGN.md, "Mapping each API onto its
  * engine"): per run `<prefix>:wf:<project>:run:<runId>` (hash: url, createdAt, state, endedAt, initialBody,
  * initialMessageId, config, result), `…:steps:<runId>` (list of {@link WorkflowRawStep} JSON, the initial request
- * first), `…:seen:<runId>` (hash: step key → the message that recorded it) and `…:msgs:<runId>` (set of the run's
- * message ids, for a cancel); per project `<prefix>:wf-runs:<project>` (sorted set of run ids by createdAt). A run
+ * first), `…:seen:<runId>` (hash: step key → the message that recorded it), `…:msgs:<runId>` (set of the run's
+ * message ids, for a cancel) and `…:waits:<runId>` (set of the events it waited for); per project `<prefix>:wf-runs:<project>` (sorted set of run ids by createdAt). A run
  * that ends keeps its keys for `retentionMs`, then they expire.
  */
 export class WorkflowRunStore {
@@ -115,6 +117,16 @@ export class WorkflowRunStore {
   /** Notes a message of the run (for {@link messageIds}). */
   async addMessage(project: string, runId: string, messageId: string): Promise<void> {
     await this.redis.sadd(this.key('msgs', project, runId), messageId);
+  }
+
+  /** Notes that the run waits (or waited) for an event, so that its end removes its waiters. */
+  async addWait(project: string, runId: string, eventId: string): Promise<void> {
+    await this.redis.sadd(this.key('waits', project, runId), eventId);
+  }
+
+  /** The events the run waited for. */
+  waitedEvents(project: string, runId: string): Promise<string[]> {
+    return this.redis.smembers(this.key('waits', project, runId));
   }
 
   /** The ids of every message published for the run. */
@@ -193,10 +205,10 @@ export class WorkflowRunStore {
   }
 
   private runKeys(project: string, runId: string): string[] {
-    return (['run', 'steps', 'seen', 'msgs'] as const).map((part) => this.key(part, project, runId));
+    return (['run', 'steps', 'seen', 'msgs', 'waits'] as const).map((part) => this.key(part, project, runId));
   }
 
-  private key(part: 'run' | 'steps' | 'seen' | 'msgs', project: string, runId: string): string {
+  private key(part: 'run' | 'steps' | 'seen' | 'msgs' | 'waits', project: string, runId: string): string {
     return `${this.options.prefix}:wf:${project}:${part}:${runId}`;
   }
 

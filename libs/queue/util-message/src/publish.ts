@@ -24,6 +24,8 @@ export interface PublishInput {
 /** What {@link parsePublish} makes of a publish request: the message to store, and its deduplication key. */
 export interface ParsedPublish {
   message: Omit<QueueMessage, 'messageId' | 'project'>;
+  /** The id to publish it under, when the caller fixed one (a workflow wait's timeout message); else a new one. */
+  messageId?: string;
   /** 'id:<Upstash-Deduplication-Id>' or 'content:<sha256 hex>' with content-based deduplication; absent otherwise. */
   deduplicationId?: string;
   /**

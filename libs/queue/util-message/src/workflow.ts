@@ -1,4 +1,6 @@
+import { parseDuration } from './durations';
 import { QueueError } from './errors';
+import { parseHttpUrl } from './publish';
 
 /**
  * What a message of a workflow run carries (README, "Workflow"; the `Upstash-Workflow-*` headers the
@@ -21,21 +23,29 @@ export interface WorkflowFields {
   callType?: WorkflowCallType;
   /** When the run was created, Unix ms: set by the gateway from the run's record, delivered as `Upstash-Workflow-CreatedAt`. */
   createdAt?: number;
+  /** Set by the gateway on the message that ends a wait by its timeout: the waiter it must claim before it is delivered. */
+  waiter?: { eventId: string; field: string };
 }
 
 /** The call types the SDK sends in `Upstash-Workflow-CallType` (and its `Callback-` / `Failure-Callback-` forms). */
 export const WORKFLOW_CALL_TYPES = ['step', 'toCallback', 'fromCallback', 'failureCall'] as const;
 export type WorkflowCallType = (typeof WORKFLOW_CALL_TYPES)[number];
 
-/** A run id: what the SDK makes (`wfr_` + nanoid, or `wfr_` + the caller's id): 1 to 256 visible ASCII characters, none of `/?#%` (it is a path segment). */
-const RUN_ID = /^[\x21-\x7e]{1,256}$/;
-const RUN_ID_FORBIDDEN = /[/?#%]/;
+/** A run or event id: 1 to 256 visible ASCII characters (the SDK makes `wfr_` + nanoid, or `wfr_` + the caller's id). */
+const WORKFLOW_ID = /^[\x21-\x7e]{1,256}$/;
+/** Not in a run id: a path segment's `/?#%`, and `|`, which separates the run id in a waiter's key. */
+const RUN_ID_FORBIDDEN = /[/?#%|]/;
+/** Not in an event id: a path segment's `/?#%`. */
+const EVENT_ID_FORBIDDEN = /[/?#%]/;
 
-/**
- * Whether `value` can be a workflow run id (see {@link RUN_ID}).
- */
+/** Whether `value` can be a workflow run id (1 to 256 visible ASCII characters, none of `/ ? # % |`). */
 export function isWorkflowRunId(value: string): boolean {
-  return RUN_ID.test(value) && !RUN_ID_FORBIDDEN.test(value);
+  return WORKFLOW_ID.test(value) && !RUN_ID_FORBIDDEN.test(value);
+}
+
+/** Whether `value` can be an event id of `waitForEvent` / `notify` (1 to 256 visible ASCII characters, none of `/ ? # %`). */
+export function isWorkflowEventId(value: string): boolean {
+  return WORKFLOW_ID.test(value) && !EVENT_ID_FORBIDDEN.test(value);
 }
 
 /**
@@ -58,7 +68,7 @@ export function parseWorkflowFields(get: (name: string) => string | undefined, p
     return undefined;
   }
   if (!isWorkflowRunId(runId)) {
-    throw QueueError.badRequest(`invalid ${display}Workflow-RunId: ${JSON.stringify(runId)} (expected 1 to 256 visible ASCII characters, none of / ? # %)`);
+    throw QueueError.badRequest(`invalid ${display}Workflow-RunId: ${JSON.stringify(runId)} (expected 1 to 256 visible ASCII characters, none of / ? # % |)`);
   }
   const fields: WorkflowFields = { runId };
   if (init !== undefined) {
@@ -155,4 +165,79 @@ export function workflowDelivery<M extends { header: Record<string, string[]>; b
   if (created !== undefined) header['Upstash-Workflow-CreatedAt'] = [String(created)];
   const body = steps ? Buffer.from(JSON.stringify(steps)).toString('base64') : message.body;
   return { ...message, header, body };
+}
+
+/** How long `waitForEvent` waits when the request names no timeout: QStash's default, 7 days, in ms. */
+export const DEFAULT_WAIT_TIMEOUT_MS = 7 * 86_400_000;
+
+/** A `POST /v2/wait/<eventId>` request of the SDK's `waitForEvent` (`@upstash/workflow` `LazyWaitEventStep.getBody`). */
+export interface WaitRequest {
+  /** Where the step goes once the event comes (the workflow URL). */
+  url: string;
+  timeoutMs: number;
+  /** Where the step goes when the timeout comes first, with these headers (lower-case names, as a request's). */
+  timeoutUrl: string;
+  timeoutHeaders: Record<string, string>;
+  /** The step waiting; its result gets `out` (the event's data, base64) or `waitTimeout: true`. */
+  step: WorkflowStepBody;
+}
+
+/**
+ * Parses the body of `POST /v2/wait/<eventId>`: `{url, timeout?, timeoutUrl?, timeoutHeaders?, step}` with `timeout`
+ * a duration (`"7d"`, `"90s"`) or a number of seconds (default {@link DEFAULT_WAIT_TIMEOUT_MS}), `timeoutUrl`
+ * defaulting to `url`, `timeoutHeaders` `{Name: [values]}`, and `step` a step with `stepId` ≥ 1 or a plan step.
+ * @throws QueueError 400 naming the field
+ */
+export function parseWaitRequest(body: Buffer): WaitRequest {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw QueueError.badRequest('invalid wait request: the body must be a JSON object {url, timeout, timeoutUrl, timeoutHeaders, step}');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest('invalid wait request: the body must be a JSON object');
+  const request = value as Record<string, unknown>;
+  if (typeof request.url !== 'string') throw QueueError.badRequest('invalid wait request: url must be a string');
+  parseHttpUrl(request.url, 'wait url');
+  const timeoutUrl = request.timeoutUrl === undefined ? request.url : request.timeoutUrl;
+  if (typeof timeoutUrl !== 'string') throw QueueError.badRequest('invalid wait request: timeoutUrl must be a string');
+  parseHttpUrl(timeoutUrl, 'wait timeoutUrl');
+  let timeoutMs = DEFAULT_WAIT_TIMEOUT_MS;
+  if (typeof request.timeout === 'number') timeoutMs = parseDuration(String(request.timeout), 'wait timeout');
+  else if (typeof request.timeout === 'string') timeoutMs = parseDuration(request.timeout, 'wait timeout');
+  else if (request.timeout !== undefined) throw QueueError.badRequest('invalid wait request: timeout must be a duration such as "7d" or a number of seconds');
+  const timeoutHeaders: Record<string, string> = Object.create(null);
+  if (request.timeoutHeaders !== undefined) {
+    if (typeof request.timeoutHeaders !== 'object' || request.timeoutHeaders === null || Array.isArray(request.timeoutHeaders)) {
+      throw QueueError.badRequest('invalid wait request: timeoutHeaders must map names to lists of values');
+    }
+    for (const [name, values] of Object.entries(request.timeoutHeaders)) {
+      const list = Array.isArray(values) ? values : [values];
+      if (!list.every((v) => typeof v === 'string')) throw QueueError.badRequest(`invalid wait request: timeoutHeaders ${JSON.stringify(name)} must be a list of strings`);
+      timeoutHeaders[name.toLowerCase()] = list.join(', ');
+    }
+  }
+  if (request.step === undefined) throw QueueError.badRequest('invalid wait request: step is missing');
+  const step = parseWorkflowStep(Buffer.from(JSON.stringify(request.step)));
+  return { url: request.url, timeoutMs, timeoutUrl, timeoutHeaders, step };
+}
+
+/**
+ * The body of the step a wait ends with (the SDK's `LazyWaitEventStep.safeParseOut` reads it): the waiting step with
+ * `out` the event's data (base64) and `waitTimeout: false`, or with `waitTimeout: true` and no `out` on a timeout.
+ */
+export function waitResultStep(step: WorkflowStepBody, data: Buffer | undefined): Buffer {
+  const result = data === undefined ? { ...step, waitTimeout: true } : { ...step, out: data.toString('base64'), waitTimeout: false };
+  return Buffer.from(JSON.stringify(result));
+}
+
+/** The headers of a wait request kept to deliver its step: the `Upstash-*` ones and Content-Type (never Authorization). */
+export function waitDeliveryHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const kept: Record<string, string> = Object.create(null);
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (value === undefined || !(lower.startsWith('upstash-') || lower === 'content-type')) continue;
+    kept[lower] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return kept;
 }

@@ -1,0 +1,227 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { type Waiter, type WorkflowRun, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
+import {
+  type HeaderMap,
+  type PublishContext,
+  QueueError,
+  type WorkflowRawStep,
+  canonicalHeaderName,
+  newMessageId,
+  parsePublish,
+  parseWaitRequest,
+  parseWorkflowFields,
+  waitDeliveryHeaders,
+  waitResultStep,
+  workflowStepKey,
+} from '@restash/queue/util-message';
+import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
+import { QueueMetrics } from './queue-metrics';
+import { QUEUE_REDIS, QueueService, type Session } from './queue.service';
+import { storeCall } from './store-call';
+
+/** A waiter as `GET /v2/waiters/<eventId>` and notify answers show it (the SDK's `Waiter`): deadline in Unix seconds. */
+export interface WaiterView {
+  url: string;
+  deadline: number;
+  headers: HeaderMap;
+  timeoutUrl: string;
+  timeoutHeaders: HeaderMap;
+}
+
+/** One waiter a notify reached (the SDK's `NotifyResponse`): the step message it published, or why it could not. */
+export interface NotifyResult {
+  waiter: WaiterView;
+  messageId: string;
+  error: string;
+}
+
+/** A page of runs with their recorded steps (`GET /v2/workflows/logs`). */
+export interface RunPage {
+  runs: Array<{ run: WorkflowRun; steps: WorkflowRawStep[] }>;
+  cursor?: number;
+}
+
+/**
+ * The workflow side of the queue API (README, "Workflow"), over {@link WorkflowRunStore} and {@link WorkflowWaiterStore}
+ * on the queue Redis; messages are published and cancelled through {@link QueueService}, as every message is.
+ * Backend failures become QueueError 503.
+ */
+@Injectable()
+export class WorkflowsService {
+  private readonly logger = new Logger(WorkflowsService.name);
+  private readonly runs: WorkflowRunStore;
+  private readonly waiters: WorkflowWaiterStore;
+
+  constructor(
+    @Inject(QUEUE_REDIS) queueRedis: Redis,
+    @Inject(QUEUE_CONFIG) config: QueueGatewayConfig,
+    private readonly queue: QueueService,
+    private readonly metrics: QueueMetrics,
+  ) {
+    const options = { prefix: config.store.options.prefix, retentionMs: config.store.options.messageRetentionMs };
+    this.runs = new WorkflowRunStore(queueRedis, options);
+    this.waiters = new WorkflowWaiterStore(queueRedis, options);
+  }
+
+  /**
+   * `GET /v2/workflows/runs/<id>`: the steps of a run under way, the initial request first (the SDK's lazy fetch).
+   * @throws QueueError 404 for a run that is unknown or over (the SDK then ends quietly)
+   */
+  async steps(session: Session, runId: string): Promise<WorkflowRawStep[]> {
+    const steps = await this.backend(session, () => this.runs.steps(session.project.id, runId));
+    if (!steps) throw new QueueError(404, `workflow run ${runId} not found or already over`);
+    return steps;
+  }
+
+  /**
+   * `DELETE /v2/workflows/runs/<id>?cancel=<bool>`: ends a run, as a success with the workflow's result (the SDK's
+   * last call) or cancelled, its pending messages then cancelled too; its waiters go. A run already over keeps its state.
+   * @param result the request body (the workflow's result), kept for the logs
+   * @throws QueueError 404 for an unknown run
+   */
+  async endRun(session: Session, runId: string, cancel: boolean, result: Buffer): Promise<void> {
+    const project = session.project.id;
+    const state = cancel ? 'RUN_CANCELED' : 'RUN_SUCCESS';
+    const before = await this.backend(session, () => this.runs.end(project, runId, state, Date.now(), cancel ? '' : result.toString('base64')));
+    if (before === null) throw new QueueError(404, `workflow run ${runId} not found`);
+    if (before !== 'RUN_STARTED') return;
+    await this.backend(session, async () => this.waiters.removeRun(project, runId, await this.runs.waitedEvents(project, runId)));
+    if (cancel) await this.queue.cancelMany(session, { messageIds: await this.backend(session, () => this.runs.messageIds(project, runId)) });
+  }
+
+  /**
+   * `DELETE /v2/workflows/runs?…`: cancels the runs named, or those under way whose URL matches (a prefix, or exact).
+   * @returns how many runs were under way and are now cancelled
+   */
+  async cancelRuns(session: Session, target: { runIds: string[] } | { url?: string; exact: boolean }): Promise<number> {
+    const project = session.project.id;
+    let runIds: string[];
+    if ('runIds' in target) runIds = [...new Set(target.runIds)];
+    else {
+      runIds = [];
+      const { url, exact } = target;
+      for (let cursor: number | undefined = Number.POSITIVE_INFINITY; cursor !== undefined; ) {
+        const page: { runs: WorkflowRun[]; cursor?: number } = await this.backend(session, () => this.runs.list(project, 500, cursor));
+        runIds.push(...page.runs.filter((run) => run.state === 'RUN_STARTED' && (url === undefined || (exact ? run.url === url : run.url.startsWith(url)))).map((run) => run.runId));
+        cursor = page.cursor;
+      }
+    }
+    let cancelled = 0;
+    for (const runId of runIds) {
+      const run = await this.backend(session, () => this.runs.get(project, runId));
+      if (run?.state !== 'RUN_STARTED') continue;
+      await this.endRun(session, runId, true, Buffer.alloc(0));
+      cancelled++;
+    }
+    return cancelled;
+  }
+
+  /** A page of the project's runs, newest first, with each run's recorded steps. */
+  async page(session: Session, count: number, before?: number): Promise<RunPage> {
+    const project = session.project.id;
+    const page = await this.backend(session, () => this.runs.list(project, count, before));
+    const runs = await Promise.all(page.runs.map(async (run) => ({ run, steps: await this.backend(session, () => this.runs.recordedSteps(project, run.runId)) })));
+    return { runs, ...(page.cursor === undefined ? {} : { cursor: page.cursor }) };
+  }
+
+  /**
+   * `POST /v2/wait/<eventId>` (the SDK's `waitForEvent`): the run's step waits for the event until its timeout. The
+   * waiter is registered and its timeout message published (due at the deadline, to `timeoutUrl`); an event notified
+   * for the run before (lookback) ends the wait at once.
+   * @param headers the request's headers (lower-case names): the run id, and the headers its step is published with
+   * @throws QueueError 400 for a malformed request or a run that is not under way, nothing written
+   */
+  async wait(session: Session, eventId: string, headers: Record<string, string | string[] | undefined>, body: Buffer, context: PublishContext): Promise<void> {
+    const header = (name: string) => {
+      const value = headers[name];
+      const text = (Array.isArray(value) ? value.join(', ') : value)?.trim();
+      return text ? text : undefined;
+    };
+    const workflow = parseWorkflowFields(header, 'upstash-', 'Upstash-');
+    if (!workflow) throw QueueError.badRequest('missing Upstash-Workflow-RunId: a wait belongs to a workflow run');
+    const request = parseWaitRequest(body);
+    const project = session.project.id;
+    const { runId } = workflow;
+    const run = await this.backend(session, () => this.runs.get(project, runId));
+    if (!run || run.state !== 'RUN_STARTED') throw QueueError.badRequest(`workflow run ${runId} is ${run ? `over (${run.state})` : 'unknown'}: it cannot wait`);
+
+    const deliveryHeaders = waitDeliveryHeaders(headers);
+    // Both messages the wait may end with are parsed now, so that a bad header is refused before anything is written.
+    parsePublish({ ...context, destination: request.url, headers: deliveryHeaders, body: waitResultStep(request.step, Buffer.alloc(0)) });
+    const timeout = parsePublish({ ...context, destination: request.timeoutUrl, headers: request.timeoutHeaders, body: waitResultStep(request.step, undefined) });
+    if (timeout.message.workflow?.runId !== runId) throw QueueError.badRequest('invalid wait request: timeoutHeaders must name the run (Upstash-Workflow-RunId)');
+    const field = WorkflowWaiterStore.field(runId, workflowStepKey(false, request.step));
+    const timeoutMessageId = newMessageId();
+    const deadlineMs = context.nowMs + request.timeoutMs;
+    timeout.message.notBefore = deadlineMs;
+    timeout.message.workflow.waiter = { eventId, field };
+    timeout.messageId = timeoutMessageId;
+    const waiter: Waiter = { runId, url: request.url, deadlineMs, headers: deliveryHeaders, timeoutUrl: request.timeoutUrl, timeoutHeaders: request.timeoutHeaders, step: request.step, timeoutMessageId };
+
+    await this.backend(session, () => this.runs.addWait(project, runId, eventId));
+    const early = await this.backend(session, () => this.waiters.register(project, eventId, field, waiter));
+    if (early !== undefined) {
+      await this.publishEvent(session, waiter, early, context);
+      return;
+    }
+    try {
+      await this.queue.publish(session, [timeout]);
+    } catch (error) {
+      await this.waiters.unregister(project, eventId, field).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * `POST /v2/notify/<eventId>` and the run-scoped `POST /v2/notify/<runId>/<eventId>`: every step waiting for the
+   * event (of that run) resumes with `data`; with a run id and no step waiting yet, the run's next wait for the event
+   * ends at once (lookback).
+   * @returns one result per waiter reached (empty when none waited)
+   */
+  async notify(session: Session, eventId: string, data: Buffer, context: PublishContext, runId?: string): Promise<NotifyResult[]> {
+    const project = session.project.id;
+    const claimed = await this.backend(session, () => this.waiters.claimForNotify(project, eventId, data, runId));
+    const results: NotifyResult[] = [];
+    for (const waiter of claimed) {
+      try {
+        results.push({ waiter: waiterView(waiter), messageId: await this.publishEvent(session, waiter, data, context), error: '' });
+      } catch (error) {
+        if (error instanceof QueueError && error.status === 400) {
+          // Its run ended meanwhile: the waiter is gone with it.
+          results.push({ waiter: waiterView(waiter), messageId: '', error: error.message });
+          continue;
+        }
+        const field = WorkflowWaiterStore.field(waiter.runId, workflowStepKey(false, waiter.step));
+        await this.waiters.restore(project, eventId, field, waiter).catch(() => undefined);
+        throw error;
+      }
+    }
+    return results;
+  }
+
+  /** `GET /v2/waiters/<eventId>`: the steps waiting for the event. */
+  async waitersOf(session: Session, eventId: string): Promise<WaiterView[]> {
+    return (await this.backend(session, () => this.waiters.list(session.project.id, eventId))).map(waiterView);
+  }
+
+  /** Publishes the step that ends a wait with the event's data, and cancels the wait's timeout message. @returns the step message's id */
+  private async publishEvent(session: Session, waiter: Waiter, data: Buffer, context: PublishContext): Promise<string> {
+    const parsed = parsePublish({ ...context, destination: waiter.url, headers: waiter.headers, body: waitResultStep(waiter.step, data) });
+    const [published] = await this.queue.publish(session, [parsed]);
+    await this.queue.cancelMany(session, { messageIds: [waiter.timeoutMessageId] });
+    return published && !Array.isArray(published) ? published.messageId : '';
+  }
+
+  private backend<T>(session: Session, call: () => Promise<T>): Promise<T> {
+    return storeCall(this.metrics, this.logger, session.tenant, call);
+  }
+}
+
+function headerMap(headers: Record<string, string>): HeaderMap {
+  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [canonicalHeaderName(name), [value]]));
+}
+
+function waiterView(waiter: Waiter): WaiterView {
+  return { url: waiter.url, deadline: Math.floor(waiter.deadlineMs / 1000), headers: headerMap(waiter.headers), timeoutUrl: waiter.timeoutUrl, timeoutHeaders: headerMap(waiter.timeoutHeaders) };
+}
