@@ -78,16 +78,21 @@ describe('workflows with the official @upstash/workflow SDK', () => {
       });
       return await context.run('three', () => {
         ran.push({ step: 'three', at: Date.now() });
+        seenHeaders.push(`${context.headers.get('x-user')} ${context.label}`);
         return `${b}!`;
       });
     });
-    const { workflowRunId } = await client.trigger({ url, body: { n: 1 } });
+    const seenHeaders: string[] = [];
+    const { workflowRunId } = await client.trigger({ url, body: { n: 1 }, headers: { 'x-user': 'alice' }, label: 'nightly' });
     expect(workflowRunId).toMatch(/^wfr_/);
     const run = await runIn(workflowRunId, 'RUN_SUCCESS');
     expect(run.workflowRunResponse).toBe('"20!"');
     expect(run.workflowUrl).toBe(url);
     expect(stepNames(run)).toEqual(['init', 'one', 'nap', 'two', 'three']);
     expect(ran.map((r) => r.step)).toEqual(['one', 'two', 'three']);
+    // The trigger's headers and label reach every step, though the SDK sends them with the first message only.
+    expect(seenHeaders).toEqual(['alice nightly']);
+    expect(run.labels).toEqual(['nightly']);
     const [one, two] = ran;
     expect((two?.at ?? 0) - (one?.at ?? 0)).toBeGreaterThanOrEqual(1900);
     // Over: its steps are gone from the lazy fetch, and no message can be added to it.

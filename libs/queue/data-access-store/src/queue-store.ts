@@ -19,6 +19,7 @@ import {
 import { urlGroupsKey } from './topics';
 import { LaneStore, laneOf } from './lanes';
 import { EventLog, type IndexChange } from './event-log';
+import { WorkflowRunStore } from './workflow-runs';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -412,7 +413,7 @@ export class QueueStore {
    * Deletes everything a project holds in the queue Redis (tenant teardown): its messages in every job state
    * (pending, delayed, active, delivered, failed, callbacks included), its DLQ, its events, its URL groups, its
    * schedules (ScheduleStore.purgeProject), its
-   * deduplication ids and its cancel requests. A message being delivered cannot be removed while its worker holds it: the
+   * deduplication ids, its cancel requests and its workflow runs, waiters and events (WorkflowRunStore.purgeProject). A message being delivered cannot be removed while its worker holds it: the
    * purge waits for it to finish (its project must already be gone from the registry, so the worker drops it
    * or its retry without delivering), removing whatever it left behind, then deletes the DLQ and events.
    *
@@ -461,6 +462,7 @@ export class QueueStore {
     keys.push(...[...messageIds].map((id) => this.key('cancel', id)));
     keys.push(...(await this.scanKeys(`${this.options.prefix}:${DELIVERY_QUEUE}:de:${globEscape(project)}:*`)));
     for (let i = 0; i < keys.length; i += 500) await this.redis.del(...keys.slice(i, i + 500));
+    await new WorkflowRunStore(this.redis, { prefix: this.options.prefix, retentionMs: this.options.messageRetentionMs }).purgeProject(project);
     return removed;
   }
 

@@ -1,0 +1,99 @@
+import { Redis } from 'ioredis';
+import { QUEUE_REDIS_CONFIG, type RedisServer, startRedisServer } from '@restash/platform/util-stack';
+import { type WorkflowStepBody, newMessageId } from '@restash/queue/util-message';
+import { WorkflowRunStore } from './workflow-runs';
+import { type Waiter, WorkflowWaiterStore } from './workflow-waiters';
+
+const PROJECT = 'acme.main';
+const step = (stepId: number): WorkflowStepBody => ({ stepId, stepName: `s${stepId}`, stepType: 'Run', out: '1', concurrent: 1 });
+const entry = (messageId: string, body = 'e30=') => ({ messageId, body, callType: 'step' as const });
+
+describe('workflow runs and waiters on a real Redis', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let runs: WorkflowRunStore;
+  let waiters: WorkflowWaiterStore;
+
+  beforeAll(async () => {
+    server = await startRedisServer({ config: QUEUE_REDIS_CONFIG });
+    redis = new Redis(server.url);
+    runs = new WorkflowRunStore(redis, { prefix: 'test:queue', retentionMs: 60_000 });
+    waiters = new WorkflowWaiterStore(redis, { prefix: 'test:queue', retentionMs: 60_000 });
+  });
+
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  const start = async (runId: string) => {
+    const initialMessageId = newMessageId();
+    const created = await runs.start(PROJECT, { runId, url: 'http://127.0.0.1:9/wf', createdAt: Date.now(), initialBody: 'e30=', initialMessageId, config: { maxRetries: 3 } });
+    return { created, initialMessageId };
+  };
+
+  it('records each step once, whichever message delivers it, and refuses a second run of the same id', async () => {
+    const { created, initialMessageId } = await start('wfr_once');
+    expect(created).toBe(true);
+    expect((await start('wfr_once')).created).toBe(false);
+    const init = await runs.recordStep(PROJECT, 'wfr_once', 'init', entry(initialMessageId));
+    expect(init).toMatchObject({ kind: 'recorded', steps: [entry(initialMessageId)] });
+    const first = newMessageId();
+    expect(await runs.recordStep(PROJECT, 'wfr_once', 's1', entry(first))).toMatchObject({ kind: 'recorded' });
+    // The same message again (a redone delivery) records nothing new; another message with the same step is a duplicate.
+    expect(await runs.recordStep(PROJECT, 'wfr_once', 's1', entry(first))).toMatchObject({ kind: 'recorded', steps: [entry(initialMessageId), entry(first)] });
+    expect(await runs.recordStep(PROJECT, 'wfr_once', 's1', entry(newMessageId()))).toEqual({ kind: 'duplicate' });
+    expect(await runs.steps(PROJECT, 'wfr_once')).toHaveLength(2);
+  });
+
+  it('ends a run once: later steps are refused and its keys expire', async () => {
+    await start('wfr_end');
+    expect(await runs.end(PROJECT, 'wfr_end', 'RUN_SUCCESS', 1000, 'IjEi')).toBe('RUN_STARTED');
+    expect(await runs.end(PROJECT, 'wfr_end', 'RUN_CANCELED', 2000)).toBe('RUN_SUCCESS');
+    expect(await runs.get(PROJECT, 'wfr_end')).toMatchObject({ state: 'RUN_SUCCESS', endedAt: 1000, result: 'IjEi' });
+    expect(await runs.recordStep(PROJECT, 'wfr_end', 's1', entry(newMessageId()))).toEqual({ kind: 'ended', state: 'RUN_SUCCESS' });
+    expect(await runs.steps(PROJECT, 'wfr_end')).toBeNull();
+    expect(await redis.pttl(`test:queue:wf:${PROJECT}:run:wfr_end`)).toBeGreaterThan(0);
+    expect(await runs.end(PROJECT, 'wfr_unknown', 'RUN_SUCCESS', 1000)).toBeNull();
+    expect(await runs.recordStep(PROJECT, 'wfr_unknown', 'init', entry(newMessageId()))).toEqual({ kind: 'unknown' });
+  });
+
+  it('gives a waiter to exactly one of many concurrent notifies and timeouts', async () => {
+    const waiter: Waiter = { runId: 'wfr_race', url: 'http://127.0.0.1:9/wf', deadlineMs: Date.now(), headers: {}, timeoutUrl: 'http://127.0.0.1:9/wf', timeoutHeaders: {}, step: step(2), timeoutMessageId: 'msg_timeout' };
+    for (let round = 0; round < 20; round++) {
+      const field = WorkflowWaiterStore.field('wfr_race', `s${round}`);
+      expect(await waiters.register(PROJECT, `evt_${round}`, field, waiter)).toBeUndefined();
+      const connections = [new Redis(server.url), new Redis(server.url), new Redis(server.url)];
+      const stores = connections.map((c) => new WorkflowWaiterStore(c, { prefix: 'test:queue', retentionMs: 60_000 }));
+      const claims = await Promise.all([
+        stores[0]?.claimForNotify(PROJECT, `evt_${round}`, Buffer.from('data')).then((got) => got.length === 1),
+        stores[1]?.claimForTimeout(PROJECT, `evt_${round}`, field, 'msg_timeout_a'),
+        stores[2]?.claimForTimeout(PROJECT, `evt_${round}`, field, 'msg_timeout_b'),
+        stores[0]?.claimForNotify(PROJECT, `evt_${round}`, Buffer.from('data')).then((got) => got.length === 1),
+      ]);
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      for (const c of connections) c.disconnect();
+    }
+    // A timeout message delivered again (a redone attempt) keeps its claim.
+    const field = WorkflowWaiterStore.field('wfr_race', 'again');
+    await waiters.register(PROJECT, 'evt_again', field, waiter);
+    expect(await waiters.claimForTimeout(PROJECT, 'evt_again', field, 'msg_t')).toBe(true);
+    expect(await waiters.claimForTimeout(PROJECT, 'evt_again', field, 'msg_t')).toBe(true);
+    expect(await waiters.claimForNotify(PROJECT, 'evt_again', Buffer.from('x'))).toEqual([]);
+  });
+
+  it('keeps a run-scoped event for the run’s next wait (lookback), bytes intact', async () => {
+    const data = Buffer.from([0, 255, 10, 13]);
+    expect(await waiters.claimForNotify(PROJECT, 'evt_early', data, 'wfr_look')).toEqual([]);
+    const waiter: Waiter = { runId: 'wfr_look', url: 'http://127.0.0.1:9/wf', deadlineMs: 0, headers: {}, timeoutUrl: 'http://127.0.0.1:9/wf', timeoutHeaders: {}, step: step(1), timeoutMessageId: 'm' };
+    expect(await waiters.register(PROJECT, 'evt_early', WorkflowWaiterStore.field('wfr_look', 's1'), waiter)).toEqual(data);
+    expect(await waiters.list(PROJECT, 'evt_early')).toEqual([]);
+  });
+
+  it('purges every key of a project and none of another', async () => {
+    await runs.start('other.p', { runId: 'wfr_kept', url: 'http://127.0.0.1:9/wf', createdAt: 1, initialBody: '', initialMessageId: 'm', config: { maxRetries: 0 } });
+    await runs.purgeProject(PROJECT);
+    expect(await redis.keys(`test:queue:wf*${PROJECT}*`)).toEqual([]);
+    expect(await runs.get('other.p', 'wfr_kept')).not.toBeNull();
+  });
+});
