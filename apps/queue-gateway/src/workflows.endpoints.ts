@@ -1,4 +1,4 @@
-import type { WorkflowRun } from '@restash/queue/data-access-store';
+import type { RunCursor, WorkflowRun } from '@restash/queue/data-access-store';
 import { QueueError, type WorkflowRawStep, isWorkflowEventId, isWorkflowRunId, pathId } from '@restash/queue/util-message';
 import { type Endpoint, ok, publishContext } from './endpoint';
 import type { Session } from './queue.service';
@@ -111,29 +111,44 @@ export function parseRunsCancel(query: URLSearchParams): { runIds: string[] } | 
   return { ...(url ? { url } : {}), exact: query.get('workflowUrlExactMatch') === 'true' };
 }
 
-/** `GET /v2/workflows/logs`: filters `workflowRunId`, `state`, `workflowUrl`, `label`; `count` and `cursor` page it. */
+/**
+ * `GET /v2/workflows/logs` and `/v2/workflows/events` (the SDK's `Client.logs`): filters `workflowRunId` (one run),
+ * `state`, `workflowUrl`, `label`; `count` (default 10) and `cursor` (`<createdAt>:<runId>` of the last run shown) page it.
+ */
 async function logs(s: WorkflowsService, session: Session, query: URLSearchParams) {
   const rawCount = query.get('count');
   const count = rawCount === null || rawCount === '' ? LOGS_DEFAULT_COUNT : Number(rawCount);
   if (!(Number.isSafeInteger(count) && count >= 1)) throw QueueError.badRequest(`invalid count: ${JSON.stringify(rawCount)} (expected a whole number from 1)`);
-  const rawCursor = query.get('cursor');
-  const cursor = rawCursor === null || rawCursor === '' ? undefined : Number(rawCursor);
-  if (cursor !== undefined && !Number.isSafeInteger(cursor)) throw QueueError.badRequest(`invalid cursor: ${JSON.stringify(rawCursor)}`);
+  const cursor = parseRunCursor(query.get('cursor'));
   const runId = query.get('workflowRunId');
   const state = query.get('state');
   const url = query.get('workflowUrl');
   const labels = query.getAll('label');
   const wanted = (run: WorkflowRun) =>
-    (!runId || run.runId === runId) && (!state || run.state === state) && (!url || run.url === url) && (labels.length === 0 || labels.some((l) => run.config.labels?.includes(l)));
+    (!state || run.state === state) && (!url || run.url === url) && (labels.length === 0 || labels.some((l) => run.config.labels?.includes(l)));
+  if (runId) {
+    const found = await s.one(session, runId);
+    return { runs: found && wanted(found.run) ? [runLog(found.run, found.steps)] : [] };
+  }
   const runs: unknown[] = [];
-  let next: number | undefined = cursor;
+  let next: RunCursor | undefined = cursor;
   // Filters apply to pages of runs: read on until `count` runs match or the runs end.
   do {
     const page = await s.page(session, Math.min(count, LOGS_MAX_COUNT), next);
     for (const { run, steps } of page.runs) if (wanted(run) && runs.length < count) runs.push(runLog(run, steps));
     next = page.cursor;
   } while (next !== undefined && runs.length < count);
-  return { runs, ...(next === undefined ? {} : { cursor: String(next) }) };
+  return { runs, ...(next === undefined ? {} : { cursor: `${next.createdAt}:${next.runId}` }) };
+}
+
+/** A logs cursor, `<createdAt>:<runId>`. @throws QueueError 400 for another value */
+function parseRunCursor(value: string | null): RunCursor | undefined {
+  if (value === null || value === '') return undefined;
+  const at = value.indexOf(':');
+  const createdAt = Number(value.slice(0, at));
+  const runId = value.slice(at + 1);
+  if (at < 1 || !Number.isSafeInteger(createdAt) || !isWorkflowRunId(runId)) throw QueueError.badRequest(`invalid cursor: ${JSON.stringify(value)} (expected a cursor an earlier page handed out)`);
+  return { createdAt, runId };
 }
 
 /** A run as `GET /v2/workflows/logs` shows it (the SDK's `WorkflowRunLog`): every recorded step a sequential group. */

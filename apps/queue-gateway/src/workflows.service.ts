@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { type Waiter, type WorkflowRun, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
+import { type RunCursor, type Waiter, type WorkflowRun, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import {
   type HeaderMap,
   type PublishContext,
@@ -39,7 +39,7 @@ export interface NotifyResult {
 /** A page of runs with their recorded steps (`GET /v2/workflows/logs`). */
 export interface RunPage {
   runs: Array<{ run: WorkflowRun; steps: WorkflowRawStep[] }>;
-  cursor?: number;
+  cursor?: RunCursor;
 }
 
 /**
@@ -101,11 +101,13 @@ export class WorkflowsService {
     else {
       runIds = [];
       const { url, exact } = target;
-      for (let cursor: number | undefined = Number.POSITIVE_INFINITY; cursor !== undefined; ) {
-        const page: { runs: WorkflowRun[]; cursor?: number } = await this.backend(session, () => this.runs.list(project, 500, cursor));
+      let cursor: RunCursor | undefined;
+      do {
+        const after = cursor;
+        const page: { runs: WorkflowRun[]; cursor?: RunCursor } = await this.backend(session, () => this.runs.list(project, 500, after));
         runIds.push(...page.runs.filter((run) => run.state === 'RUN_STARTED' && (url === undefined || (exact ? run.url === url : run.url.startsWith(url)))).map((run) => run.runId));
         cursor = page.cursor;
-      }
+      } while (cursor);
     }
     let cancelled = 0;
     for (const runId of runIds) {
@@ -118,11 +120,18 @@ export class WorkflowsService {
   }
 
   /** A page of the project's runs, newest first, with each run's recorded steps. */
-  async page(session: Session, count: number, before?: number): Promise<RunPage> {
+  async page(session: Session, count: number, after?: RunCursor): Promise<RunPage> {
     const project = session.project.id;
-    const page = await this.backend(session, () => this.runs.list(project, count, before));
+    const page = await this.backend(session, () => this.runs.list(project, count, after));
     const runs = await Promise.all(page.runs.map(async (run) => ({ run, steps: await this.backend(session, () => this.runs.recordedSteps(project, run.runId)) })));
     return { runs, ...(page.cursor === undefined ? {} : { cursor: page.cursor }) };
+  }
+
+  /** One run of the project with its recorded steps, or null. */
+  async one(session: Session, runId: string): Promise<RunPage['runs'][number] | null> {
+    const project = session.project.id;
+    const run = await this.backend(session, () => this.runs.get(project, runId));
+    return run ? { run, steps: await this.backend(session, () => this.runs.recordedSteps(project, runId)) } : null;
   }
 
   /**

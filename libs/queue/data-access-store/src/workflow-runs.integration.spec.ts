@@ -90,6 +90,19 @@ describe('workflow runs and waiters on a real Redis', () => {
     expect(await waiters.list(PROJECT, 'evt_early')).toEqual([]);
   });
 
+  it('lists runs newest first in pages, runs created in the same millisecond included once', async () => {
+    const project = 'page.test';
+    for (let i = 0; i < 7; i++) await runs.start(project, { runId: `wfr_${i}`, url: 'http://127.0.0.1:9/wf', createdAt: i < 5 ? 1000 : 2000, initialBody: '', initialMessageId: 'm', config: { maxRetries: 0 } });
+    const seen: string[] = [];
+    let cursor: Awaited<ReturnType<WorkflowRunStore['list']>>['cursor'];
+    do {
+      const page = await runs.list(project, 2, cursor);
+      seen.push(...page.runs.map((run) => run.runId));
+      cursor = page.cursor;
+    } while (cursor);
+    expect(seen).toEqual(['wfr_6', 'wfr_5', 'wfr_4', 'wfr_3', 'wfr_2', 'wfr_1', 'wfr_0']);
+  });
+
   it('purges every key of a project and none of another', async () => {
     await runs.start('other.p', { runId: 'wfr_kept', url: 'http://127.0.0.1:9/wf', createdAt: 1, initialBody: '', initialMessageId: 'm', config: { maxRetries: 0 } });
     await runs.purgeProject(PROJECT);

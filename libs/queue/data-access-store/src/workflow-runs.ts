@@ -35,6 +35,12 @@ export interface WorkflowRun {
   result?: string;
 }
 
+/** Where a listing of runs goes on: after this run. */
+export interface RunCursor {
+  createdAt: number;
+  runId: string;
+}
+
 /** What {@link WorkflowRunStore.recordStep} found. */
 export type RecordOutcome =
   | { kind: 'recorded'; createdAt: number; steps: WorkflowRawStep[] }
@@ -173,23 +179,30 @@ export class WorkflowRunStore {
   }
 
   /**
-   * Runs of the project, newest first: those created before the cursor (a run id's createdAt), at most `count`.
-   * Expired runs are skipped and dropped from the index.
+   * Runs of the project, newest first (by createdAt, then run id, both descending): at most `count`, those after
+   * `after` when given. Runs expired since they were indexed are skipped (and dropped from the index), so a page may
+   * hold fewer than `count`.
+   * @returns the runs, and a cursor when more follow
    */
-  async list(project: string, count: number, before = Number.POSITIVE_INFINITY): Promise<{ runs: WorkflowRun[]; cursor?: number }> {
-    const ids = await this.redis.zrevrangebyscore(this.indexKey(project), `(${before}`, '-inf', 'WITHSCORES', 'LIMIT', 0, count + 1);
+  async list(project: string, count: number, after?: RunCursor): Promise<{ runs: WorkflowRun[]; cursor?: RunCursor }> {
+    const key = this.indexKey(project);
+    // Runs created in the same millisecond as the cursor's share its score: read past those already listed.
+    const equal = after ? await this.redis.zcount(key, after.createdAt, after.createdAt) : 0;
+    const raw = await this.redis.zrevrangebyscore(key, after ? String(after.createdAt) : '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, equal + count + 1);
+    const entries: RunCursor[] = [];
+    for (let i = 0; i + 1 < raw.length; i += 2) entries.push({ runId: raw[i] as string, createdAt: Number(raw[i + 1]) });
+    const next = entries.filter((e) => !after || e.createdAt < after.createdAt || e.runId < after.runId);
+    const page = next.slice(0, count);
     const runs: WorkflowRun[] = [];
     const gone: string[] = [];
-    for (let i = 0; i < ids.length && runs.length < count; i += 2) {
-      const runId = ids[i] as string;
+    for (const { runId } of page) {
       const run = await this.get(project, runId);
       if (run) runs.push(run);
       else gone.push(runId);
     }
-    if (gone.length > 0) await this.redis.zrem(this.indexKey(project), ...gone);
-    const more = ids.length > count * 2;
-    const last = runs.at(-1);
-    return more && last ? { runs, cursor: last.createdAt } : { runs };
+    if (gone.length > 0) await this.redis.zrem(key, ...gone);
+    const last = page.at(-1);
+    return next.length > count && last ? { runs, cursor: last } : { runs };
   }
 
   /** Deletes every run of the project (tenant teardown). */
