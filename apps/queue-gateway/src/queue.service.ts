@@ -3,13 +3,15 @@ import type { Redis } from 'ioredis';
 import { Readiness, engineErrorListener } from '@restash/shared/util-http';
 import { type QueueProjectRecord, claimPlatformServer } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
-import { type Page, Publisher, QueueStore, UrlGroupStore, WorkflowRunStore } from '@restash/queue/data-access-store';
+import { type Page, Publisher, QueueStore, UrlGroupStore, type WorkflowRun, WorkflowRunStore } from '@restash/queue/data-access-store';
 import {
   type CancelRequest,
   type DlqEntry,
+  type InvokeOutcome,
   type ListFilter,
   type MessageEvent,
   type ParsedPublish,
+  type PublishContext,
   type QueueMessage,
   QueueError,
   newMessageId,
@@ -92,6 +94,15 @@ export class QueueService implements OnApplicationShutdown {
     const results = await this.backend(session.tenant, () => this.publisher.publish(session.project.id, parsed));
     for (const result of results.flat()) this.metrics.countPublished(session.tenant, result.deduplicated === true);
     return results;
+  }
+
+  /** Tells the run that invoked `run` how it ended (Publisher.reportToInvoker); a run over meanwhile is told nothing. */
+  async reportToInvoker(session: Session, run: WorkflowRun, outcome: InvokeOutcome, context: PublishContext): Promise<void> {
+    try {
+      await this.backend(session.tenant, () => this.publisher.reportToInvoker(run, session.project.id, outcome, context));
+    } catch (error) {
+      if (!(error instanceof QueueError && error.status === 400)) throw error;
+    }
   }
 
   /** `GET /v2/messages/{id}`. @throws QueueError 404 for an unknown (or expired) message */

@@ -1,5 +1,6 @@
 import { Client as QStashClient, Receiver } from '@upstash/qstash';
-import { type WorkflowContext, Client as WorkflowClient, WorkflowMiddleware, type WorkflowRunLog, serve } from '@upstash/workflow';
+import { type WorkflowContext, Client as WorkflowClient, WorkflowMiddleware, WorkflowNonRetryableError, type WorkflowRunLog, serve } from '@upstash/workflow';
+import { createWorkflow, serveMany } from '@upstash/workflow/cloudflare';
 import { eventually } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
 import { type Sink, startSink } from './testing/sink';
@@ -228,6 +229,26 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     expect(await client.notify({ eventId: 'early-event', eventData: 'came early', workflowRunId })).toEqual([]);
     const run = await runIn(workflowRunId, 'RUN_SUCCESS');
     expect(JSON.parse(run.workflowRunResponse ?? 'null')).toEqual({ eventData: 'came early', timeout: false });
+  }, 60_000);
+
+  it('invokes another workflow and gets its result back as a step of the invoker', async () => {
+    const options = { qstashClient: qstash, receiver, disableTelemetry: true, middlewares: [reporter] };
+    const child = createWorkflow(async (context: WorkflowContext<{ x: number }>) => await context.run('double', () => context.requestPayload.x * 2), options);
+    const failing = createWorkflow(async (context: WorkflowContext<unknown>) => {
+      await context.run('fail', () => {
+        throw new WorkflowNonRetryableError('no way');
+      });
+    }, options);
+    const parent = createWorkflow(async (context: WorkflowContext<unknown>) => {
+      const ok = await context.invoke('ask child', { workflow: child, body: { x: 21 } });
+      const bad = await context.invoke('ask failing', { workflow: failing, body: {} });
+      return await context.run('use', () => ({ ok, bad: { isFailed: bad.isFailed, isCanceled: bad.isCanceled } }));
+    }, options);
+    const { fetch } = serveMany({ parent, child, failing }, options);
+    for (const name of ['parent', 'child', 'failing']) app.route(`/many/${name}`, (request) => fetch(request, {}));
+    const { workflowRunId } = await client.trigger({ url: `${app.url}/many/parent`, body: {} });
+    const run = await runIn(workflowRunId, 'RUN_SUCCESS');
+    expect(JSON.parse(run.workflowRunResponse ?? 'null')).toEqual({ ok: { body: 42, isFailed: false, isCanceled: false }, bad: { isFailed: true, isCanceled: false } });
   }, 60_000);
 
   it('answers 404 for an unknown run and 400 for a malformed step, writing nothing', async () => {

@@ -60,7 +60,7 @@ export function workflowEndpoints(s: WorkflowsService): Endpoint[] {
       write: true,
       name: 'workflows',
       run: async (c) => {
-        await s.endRun(c.session, runIdOf(c.rest), parseCancel(c.query.get('cancel')), c.body);
+        await s.endRun(c.session, runIdOf(c.rest), parseCancel(c.query.get('cancel')), c.body, publishContext(c));
         return ok();
       },
     },
@@ -70,7 +70,7 @@ export function workflowEndpoints(s: WorkflowsService): Endpoint[] {
       exact: true,
       write: true,
       name: 'workflows',
-      run: async (c) => ok({ cancelled: await s.cancelRuns(c.session, parseRunsCancel(c.query)) }),
+      run: async (c) => ok({ cancelled: await s.cancelRuns(c.session, parseRunsCancel(c.query), publishContext(c)) }),
     },
     { method: 'GET', path: 'workflows/logs', exact: true, write: false, name: 'workflows', run: async (c) => ok(await logs(s, c.session, c.query)) },
     { method: 'GET', path: 'workflows/events', exact: true, write: false, name: 'workflows', run: async (c) => ok(await logs(s, c.session, c.query)) },

@@ -76,25 +76,33 @@ export class WorkflowsService {
 
   /**
    * `DELETE /v2/workflows/runs/<id>?cancel=<bool>`: ends a run, as a success with the workflow's result (the SDK's
-   * last call) or cancelled, its pending messages then cancelled too; its waiters go. A run already over keeps its state.
+   * last call) or cancelled, its pending messages then cancelled too; its waiters go, and the run that invoked it (if
+   * any) gets the outcome as its step. A run already over keeps its state.
    * @param result the request body (the workflow's result), kept for the logs
    * @throws QueueError 404 for an unknown run
    */
-  async endRun(session: Session, runId: string, cancel: boolean, result: Buffer): Promise<void> {
+  async endRun(session: Session, runId: string, cancel: boolean, result: Buffer, context: PublishContext): Promise<void> {
     const project = session.project.id;
     const state = cancel ? 'RUN_CANCELED' : 'RUN_SUCCESS';
     const before = await this.backend(session, () => this.runs.end(project, runId, state, Date.now(), cancel ? '' : result.toString('base64')));
     if (before === null) throw new QueueError(404, `workflow run ${runId} not found`);
-    if (before !== 'RUN_STARTED') return;
-    await this.backend(session, async () => this.waiters.removeRun(project, runId, await this.runs.waitedEvents(project, runId)));
-    if (cancel) await this.queue.cancelMany(session, { messageIds: await this.backend(session, () => this.runs.messageIds(project, runId)) });
+    if (before === 'RUN_STARTED') {
+      await this.backend(session, async () => this.waiters.removeRun(project, runId, await this.runs.waitedEvents(project, runId)));
+      if (cancel) await this.queue.cancelMany(session, { messageIds: await this.backend(session, () => this.runs.messageIds(project, runId)) });
+    }
+    // Again when the end is repeated (a retried call): the invoker's step has a fixed id, so it is published once.
+    const run = await this.backend(session, () => this.runs.get(project, runId));
+    if (run?.config.invoker) {
+      const outcome = run.state === 'RUN_SUCCESS' ? { body: Buffer.from(run.result ?? '', 'base64').toString('utf8') } : run.state === 'RUN_CANCELED' ? { canceled: true as const } : { failed: true as const };
+      await this.queue.reportToInvoker(session, run, outcome, context);
+    }
   }
 
   /**
    * `DELETE /v2/workflows/runs?…`: cancels the runs named, or those under way whose URL matches (a prefix, or exact).
    * @returns how many runs were under way and are now cancelled
    */
-  async cancelRuns(session: Session, target: { runIds: string[] } | { url?: string; exact: boolean }): Promise<number> {
+  async cancelRuns(session: Session, target: { runIds: string[] } | { url?: string; exact: boolean }, context: PublishContext): Promise<number> {
     const project = session.project.id;
     let runIds: string[];
     if ('runIds' in target) runIds = [...new Set(target.runIds)];
@@ -113,7 +121,7 @@ export class WorkflowsService {
     for (const runId of runIds) {
       const run = await this.backend(session, () => this.runs.get(project, runId));
       if (run?.state !== 'RUN_STARTED') continue;
-      await this.endRun(session, runId, true, Buffer.alloc(0));
+      await this.endRun(session, runId, true, Buffer.alloc(0), context);
       cancelled++;
     }
     return cancelled;

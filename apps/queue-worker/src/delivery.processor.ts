@@ -4,7 +4,7 @@ import { DelayedError, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { RegistryReader } from '@restash/shared/data-access-registry';
 import { errorFields, logEvent } from '@restash/shared/util-http';
-import { QueueStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
+import { Publisher, QueueStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import { DeliveryError, type DeliveryResponse, HttpDeliverer } from '@restash/queue/data-access-delivery';
 import {
   type MessageEvent,
@@ -16,6 +16,7 @@ import {
   dlqIdOf,
   isWorkflowStep,
   messageEvent,
+  QueueError,
   parseWorkflowStep,
   workflowDelivery,
   workflowStepKey,
@@ -131,6 +132,7 @@ export class DeliveryProcessor {
     private readonly metrics: WorkerMetrics,
     private readonly runs: WorkflowRunStore,
     private readonly waiters: WorkflowWaiterStore,
+    private readonly publisher: Publisher,
   ) {}
 
   /**
@@ -334,7 +336,10 @@ export class DeliveryProcessor {
       }),
     );
     const workflow = message.workflow;
-    if (workflow && isWorkflowStep(workflow)) await this.call('store', () => this.runs.end(message.project, workflow.runId, 'RUN_FAILED', now));
+    if (workflow && isWorkflowStep(workflow)) {
+      await this.call('store', () => this.runs.end(message.project, workflow.runId, 'RUN_FAILED', now));
+      await this.call('store', () => this.tellInvoker(message, project.retries));
+    }
     if (message.failureCallback) {
       const outcome = response ?? { status: 0, header: {}, body: Buffer.alloc(0) };
       const payload = callbackPayload(message, outcome, retried, this.config.maxResponseBytes, dlqId);
@@ -381,6 +386,17 @@ export class DeliveryProcessor {
     }
     if (outcome.kind === 'duplicate') return `step ${key} of workflow run ${workflow.runId} was already recorded by another message`;
     return outcome.kind === 'ended' ? `workflow run ${workflow.runId} is over (${outcome.state})` : `workflow run ${workflow.runId} does not exist`;
+  }
+
+  /** Tells the run that invoked a failed run (if any) that it failed; an invoker whose run is over is told nothing. */
+  private async tellInvoker(message: QueueMessage, retries: { default: number; max: number }): Promise<void> {
+    const run = await this.runs.get(message.project, (message.workflow as NonNullable<QueueMessage['workflow']>).runId);
+    if (!run?.config.invoker || run.state !== 'RUN_FAILED') return;
+    try {
+      await this.publisher.reportToInvoker(run, message.project, { failed: true }, { nowMs: Date.now(), callerIp: message.callerIp, retries });
+    } catch (error) {
+      if (!(error instanceof QueueError && error.status === 400)) throw error;
+    }
   }
 
   /** Sends the message once. A {@link DeliveryError} (no answer) is the attempt's outcome; anything else is thrown. */

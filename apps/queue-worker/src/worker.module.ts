@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { Readiness, ObservabilityModule, engineErrorListener, parseAllowlist } from '@restash/shared/util-http';
 import { claimPlatformServer, openRedis } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
-import { DELIVERY_QUEUE, QueueStore, ScheduleStore, UrlGroupStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
+import { DELIVERY_QUEUE, Publisher, QueueStore, ScheduleStore, UrlGroupStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import { HttpDeliverer } from '@restash/queue/data-access-delivery';
 import type { QueueMessage } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
@@ -115,6 +115,11 @@ export class WorkerModule implements OnApplicationShutdown {
           provide: WorkflowRunStore,
           inject: [QUEUE_REDIS],
           useFactory: (redis: Redis) => new WorkflowRunStore(redis, { prefix: config.store.options.prefix, retentionMs: config.store.options.messageRetentionMs }),
+        },
+        {
+          provide: Publisher,
+          inject: [QueueStore, UrlGroupStore, WorkflowRunStore],
+          useFactory: (store: QueueStore, groups: UrlGroupStore, runs: WorkflowRunStore) => new Publisher(store, groups, runs),
         },
         {
           provide: WorkflowWaiterStore,

@@ -1,4 +1,16 @@
-import { type ParsedPublish, type QueueMessage, QueueError, fanOut, isWorkflowStep, newMessageId } from '@restash/queue/util-message';
+import { createHash } from 'node:crypto';
+import {
+  type InvokeOutcome,
+  type ParsedPublish,
+  type PublishContext,
+  type QueueMessage,
+  QueueError,
+  fanOut,
+  invokeResultStep,
+  isWorkflowStep,
+  newMessageId,
+  parsePublish,
+} from '@restash/queue/util-message';
 import { laneOf } from './lanes';
 import type { QueueStore } from './queue-store';
 import type { UrlGroupStore } from './topics';
@@ -89,12 +101,30 @@ export class Publisher {
     if (message.failureCallback !== undefined) config.failureCallback = message.failureCallback;
     if (message.failureCallbackSettings !== undefined) config.failureCallbackSettings = message.failureCallbackSettings;
     if (message.labels !== undefined) config.labels = message.labels;
+    if (workflow.invoker !== undefined) {
+      config.invoker = workflow.invoker;
+      delete workflow.invoker; // kept with the run, not in each message
+    }
     const { 'Content-Type': _contentType, ...header } = message.header;
     if (Object.keys(header).length > 0) config.header = header;
     workflow.createdAt = message.createdAt;
     const run = { runId: workflow.runId, url: workflow.url ?? message.url, createdAt: message.createdAt, initialBody: message.body, initialMessageId: message.messageId, config };
     if (await runs.start(message.project, run)) return true;
     return (await runs.get(message.project, workflow.runId))?.initialMessageId ?? message.messageId;
+  }
+
+  /**
+   * Tells the run that invoked `run` (`context.invoke`) how `run` ended: publishes the invoker's step with the
+   * outcome ({@link invokeResultStep}) under an id fixed per run, so that telling it again (a retried end) publishes
+   * nothing new. Does nothing for a run nobody invoked.
+   * @throws QueueError 400 when the invoker's run is over (nothing to tell)
+   */
+  async reportToInvoker(run: WorkflowRun, project: string, outcome: InvokeOutcome, context: PublishContext): Promise<void> {
+    const invoker = run.config.invoker;
+    if (!invoker) return;
+    const parsed = parsePublish({ ...context, destination: invoker.url, headers: invoker.headers, body: invokeResultStep(invoker.step, outcome) });
+    const id = createHash('sha256').update(`invoke-result:${project}:${run.runId}`).digest('hex').slice(0, 32);
+    await this.publish(project, [{ ...parsed, messageId: `msg_${id}` }]);
   }
 
   /**

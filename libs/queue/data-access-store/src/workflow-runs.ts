@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { CallbackSettings, FlowControl, HeaderMap, WorkflowRawStep } from '@restash/queue/util-message';
+import type { CallbackSettings, FlowControl, HeaderMap, WorkflowInvoker, WorkflowRawStep } from '@restash/queue/util-message';
 
 /** Where a run stands (QStash's `workflowState` of `GET /v2/workflows/logs`). */
 export type WorkflowRunState = 'RUN_STARTED' | 'RUN_SUCCESS' | 'RUN_FAILED' | 'RUN_CANCELED';
@@ -17,6 +17,8 @@ export interface WorkflowRunConfig {
   failureCallback?: string;
   failureCallbackSettings?: CallbackSettings;
   labels?: string[];
+  /** The run that invoked this one (`context.invoke`): told how this one ended. */
+  invoker?: WorkflowInvoker;
 }
 
 /** A run as stored: its endpoint, times (Unix ms), state, first message and configuration. */

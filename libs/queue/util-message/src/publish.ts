@@ -6,7 +6,7 @@ import { canonicalHeaderName, headerValues } from './headers';
 import { HTTP_METHODS, type CallbackSettings, type HeaderMap, type HttpMethod, type QueueMessage, type Redaction } from './message';
 import { compileRetryDelay } from './retry';
 import { isUrlGroupName } from './url-groups';
-import { isWorkflowStep, parseWorkflowFields, parseWorkflowStep } from './workflow';
+import { isWorkflowStep, parseInvokeRequest, parseWorkflowFields, parseWorkflowStep } from './workflow';
 
 /** A publish request (`POST /v2/publish/<destination>`) as the gateway received it. */
 export interface PublishInput {
@@ -199,7 +199,8 @@ function contentDeduplicationId(url: string, method: HttpMethod, header: HeaderM
  * - `Upstash-Redact-Fields` → `redact` ({@link parseRedactFields});
  * - `Upstash-Workflow-{RunId,Init,Url,CallType}` → `workflow` ({@link parseWorkflowFields}; the URL checked as a
  *   destination), the same under the callback prefixes → `callbackSettings.workflow` / `failureCallbackSettings.workflow`;
- *   the body of a step message that is not the run's first must be a step ({@link parseWorkflowStep});
+ *   the body of a step message that is not the run's first must be a step ({@link parseWorkflowStep}); a first message
+ *   with `Upstash-Workflow-Invoke: true` carries its invoker ({@link parseInvokeRequest}), its body the child's request;
  * - `Upstash-Deduplication-Id` → `id:<value>`; else `Upstash-Content-Based-Deduplication: true` (any
  *   case) → `content:<sha256 hex>` of url, method, header and body (not of the project: the store must
  *   scope keys by project).
@@ -281,6 +282,12 @@ export function parsePublish(input: PublishInput): ParsedPublish {
   if (workflow) {
     if (workflow.url !== undefined) parseHttpUrl(workflow.url, 'Upstash-Workflow-Url');
     if (!workflow.init && isWorkflowStep(workflow)) parseWorkflowStep(input.body);
+    if (workflow.init && get('upstash-workflow-invoke')?.toLowerCase() === 'true') {
+      // A run started by `context.invoke`: the body names the invoker and holds the child's initial request.
+      const { initialBody, invoker } = parseInvokeRequest(input.body);
+      workflow.invoker = invoker;
+      message.body = initialBody.toString('base64');
+    }
     message.workflow = workflow;
   }
 

@@ -87,7 +87,7 @@ describe('workflow steps', () => {
 });
 
 describe('workflow deliveries', () => {
-  const message = { header: { 'Content-Type': ['application/json'] }, body: Buffer.from('{"stepId":1}').toString('base64') };
+  const message: { header: Record<string, string[]>; body: string } = { header: { "Content-Type": ["application/json"] }, body: Buffer.from('{"stepId":1}').toString("base64") };
 
   it('carries the run id, URL and creation time, and for a step the steps so far', () => {
     const steps = [{ messageId: 'msg_1', body: 'e30=', callType: 'step' as const }];

@@ -25,6 +25,8 @@ export interface WorkflowFields {
   createdAt?: number;
   /** Set by the gateway on the message that ends a wait by its timeout: the waiter it must claim before it is delivered. */
   waiter?: { eventId: string; field: string };
+  /** The first message of a run started by `context.invoke` (`Upstash-Workflow-Invoke: true`): the run that waits for it. */
+  invoker?: WorkflowInvoker;
 }
 
 /** The call types the SDK sends in `Upstash-Workflow-CallType` (and its `Callback-` / `Failure-Callback-` forms). */
@@ -240,4 +242,68 @@ export function waitDeliveryHeaders(headers: Record<string, string | string[] | 
     kept[lower] = Array.isArray(value) ? value.join(', ') : value;
   }
   return kept;
+}
+
+/**
+ * The run that invoked another (`context.invoke`, `@upstash/workflow` `LazyInvokeStep`): where the child's result goes
+ * once the child ends, as a step of the invoker's run.
+ */
+export interface WorkflowInvoker {
+  runId: string;
+  url: string;
+  createdAt: number;
+  /** The headers the result step is published with (`Upstash-*` and Content-Type only: never the invoker's token). */
+  headers: Record<string, string>;
+  step: WorkflowStepBody;
+}
+
+/**
+ * Parses the body of an invoke (the first message of a child run with `Upstash-Workflow-Invoke: true`):
+ * `{body?, headers: {Name: [values]}, workflowRunId, workflowRunCreatedAt, workflowUrl, step}`.
+ * @returns the child's initial request body and its invoker
+ * @throws QueueError 400 naming the field
+ */
+export function parseInvokeRequest(body: Buffer): { initialBody: Buffer; invoker: WorkflowInvoker } {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw QueueError.badRequest('invalid invoke request: the body must be a JSON object {body, headers, workflowRunId, workflowRunCreatedAt, workflowUrl, step}');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest('invalid invoke request: the body must be a JSON object');
+  const request = value as Record<string, unknown>;
+  if (request.body !== undefined && typeof request.body !== 'string') throw QueueError.badRequest('invalid invoke request: body must be a string');
+  if (typeof request.workflowRunId !== 'string' || !isWorkflowRunId(request.workflowRunId)) throw QueueError.badRequest('invalid invoke request: workflowRunId must be a run id');
+  if (typeof request.workflowUrl !== 'string') throw QueueError.badRequest('invalid invoke request: workflowUrl must be a string');
+  parseHttpUrl(request.workflowUrl, 'invoke workflowUrl');
+  const createdAt = Number(request.workflowRunCreatedAt ?? 0);
+  if (!Number.isSafeInteger(createdAt) || createdAt < 0) throw QueueError.badRequest('invalid invoke request: workflowRunCreatedAt must be Unix ms');
+  const headers: Record<string, string> = Object.create(null);
+  if (request.headers !== undefined) {
+    if (typeof request.headers !== 'object' || request.headers === null || Array.isArray(request.headers)) throw QueueError.badRequest('invalid invoke request: headers must map names to lists of values');
+    for (const [name, values] of Object.entries(request.headers)) {
+      const list = Array.isArray(values) ? values : [values];
+      if (!list.every((v) => typeof v === 'string')) throw QueueError.badRequest(`invalid invoke request: headers ${JSON.stringify(name)} must be a list of strings`);
+      headers[name] = list.join(', ');
+    }
+  }
+  if (request.step === undefined) throw QueueError.badRequest('invalid invoke request: step is missing');
+  const step = parseWorkflowStep(Buffer.from(JSON.stringify(request.step)));
+  return {
+    initialBody: Buffer.from(request.body ?? '', 'utf8'),
+    invoker: { runId: request.workflowRunId, url: request.workflowUrl, createdAt, headers: waitDeliveryHeaders(headers), step },
+  };
+}
+
+/** How an invoked run ended, as its invoker's step reports it. */
+export type InvokeOutcome = { body: string } | { failed: true } | { canceled: true };
+
+/**
+ * The body of the invoker's step that reports an invoked run's end (the SDK's `LazyInvokeStep.safeParseOut`): the
+ * invoking step with `out` the JSON text of `{body, isFailed, isCanceled}` (body: the child's result, as its last
+ * call sent it).
+ */
+export function invokeResultStep(step: WorkflowStepBody, outcome: InvokeOutcome): Buffer {
+  const result = 'body' in outcome ? { body: outcome.body, isFailed: false, isCanceled: false } : { isFailed: 'failed' in outcome, isCanceled: 'canceled' in outcome };
+  return Buffer.from(JSON.stringify({ ...step, out: JSON.stringify(result) }));
 }
