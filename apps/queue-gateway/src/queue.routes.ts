@@ -41,6 +41,8 @@ import { LanesService } from './lanes.service';
 import { queuesEndpoints } from './queues.endpoints';
 import { workflowEndpoints } from './workflows.endpoints';
 import { WorkflowsService } from './workflows.service';
+import { registerWorkflowHooks } from './workflow-hooks';
+import { RegistryReader } from '@restash/shared/data-access-registry';
 
 /**
  * The endpoints the official `@upstash/qstash` Client calls for publishing, messages, the DLQ, logs and keys
@@ -235,10 +237,18 @@ export class QueueRoutes implements OnModuleInit {
     private readonly urlGroups: UrlGroupsService,
     private readonly lanes: LanesService,
     private readonly workflows: WorkflowsService,
+    private readonly registry: RegistryReader,
   ) {}
 
   onModuleInit(): void {
-    registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
+    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    registerWorkflowHooks(fastify, {
+      registry: this.registry,
+      workflows: this.workflows,
+      logger: this.logger,
+      bodyLimitBytes: this.config.http.bodyLimitBytes,
+    });
+    registerTenantApi(fastify, {
       errors: QUEUE_ERRORS,
       credentials: { scheme: 'bearer', queryToken: 'qstash_token' },
       operations: [...messageEndpoints(this.service), ...topicsEndpoints(this.urlGroups), ...scheduleEndpoints(this.schedules), ...keyEndpoints(this.signingKeys), ...queuesEndpoints(this.lanes), ...flowControlEndpoints(this.lanes), ...workflowEndpoints(this.workflows)].map(queueOperation),

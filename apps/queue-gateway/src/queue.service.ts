@@ -33,6 +33,9 @@ export interface Session {
   project: QueueProjectRecord;
 }
 
+/** What a call on a project's data needs of its session: the tenant (metrics, logs) and the project. */
+export type ProjectScope = Pick<Session, 'tenant' | 'project'>;
+
 /** What publish answers (README, "Queue: endpoints"): the message id and destination; `deduplicated` for a duplicate. */
 export interface PublishResult {
   messageId: string;
@@ -90,14 +93,14 @@ export class QueueService implements OnApplicationShutdown {
    * is a duplicate; a URL-group destination gives an array, one per endpoint.
    * @throws QueueError 400 for an unknown or empty URL group (nothing published)
    */
-  async publish(session: Session, parsed: ParsedPublish[]): Promise<Array<PublishResult | PublishResult[]>> {
+  async publish(session: ProjectScope, parsed: ParsedPublish[]): Promise<Array<PublishResult | PublishResult[]>> {
     const results = await this.backend(session.tenant, () => this.publisher.publish(session.project.id, parsed));
     for (const result of results.flat()) this.metrics.countPublished(session.tenant, result.deduplicated === true);
     return results;
   }
 
   /** Tells the run that invoked `run` how it ended (Publisher.reportToInvoker); a run over meanwhile is told nothing. */
-  async reportToInvoker(session: Session, run: WorkflowRun, outcome: InvokeOutcome, context: PublishContext): Promise<void> {
+  async reportToInvoker(session: ProjectScope, run: WorkflowRun, outcome: InvokeOutcome, context: PublishContext): Promise<void> {
     try {
       await this.backend(session.tenant, () => this.publisher.reportToInvoker(run, session.project.id, outcome, context));
     } catch (error) {
@@ -126,7 +129,7 @@ export class QueueService implements OnApplicationShutdown {
    * `cancel({ all: true })` after a cancel of an in-flight message answers only the others.
    * @returns whether this call cancelled it
    */
-  private cancelOne(session: Session, messageId: string): Promise<boolean> {
+  private cancelOne(session: ProjectScope, messageId: string): Promise<boolean> {
     return this.backend(session.tenant, async () => !(await this.store.cancelRequested(messageId)) && this.store.cancel(session.project.id, messageId));
   }
 
@@ -134,7 +137,7 @@ export class QueueService implements OnApplicationShutdown {
    * `DELETE /v2/messages?…`: cancels the given messages, or every pending one matching the filter (QStash's bulk
    * cancel), {@link CANCEL_CONCURRENCY} at a time. @returns how many
    */
-  async cancelMany(session: Session, target: CancelRequest): Promise<number> {
+  async cancelMany(session: ProjectScope, target: CancelRequest): Promise<number> {
     const project = session.project.id;
     const ids =
       'messageIds' in target

@@ -251,6 +251,30 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     expect(JSON.parse(run.workflowRunResponse ?? 'null')).toEqual({ ok: { body: 42, isFailed: false, isCanceled: false }, bad: { isFailed: true, isCanceled: false } });
   }, 60_000);
 
+  it('creates a webhook and resumes the run with the request that calls it', async () => {
+    const hooks: string[] = [];
+    const url = route('/hook', async (context) => {
+      const webhook = await context.createWebhook('make hook');
+      await context.run('share', () => void hooks.push(webhook.webhookUrl));
+      const { request, timeout } = await context.waitForWebhook('wait hook', webhook, '30s');
+      return await context.run('after', async () => ({ timeout, method: request?.method, body: await request?.text(), url: request?.url, test: request?.headers.get('x-test') }));
+    });
+    const { workflowRunId } = await client.trigger({ url, body: {} });
+    const [hook] = await eventually(() => {
+      if (hooks.length === 0) throw new Error('no webhook yet');
+      return hooks;
+    }, 20_000);
+    expect(hook).toMatch(new RegExp(`^${stack.url}/v2/workflows/hooks/acme\\.main/${workflowRunId}/evt_`));
+    // No token: the URL is the capability.
+    const called = await fetch(hook as string, { method: 'POST', body: 'ping', headers: { 'x-test': 'yes' } });
+    expect(called.status).toBe(200);
+    const run = await runIn(workflowRunId, 'RUN_SUCCESS');
+    expect(JSON.parse(run.workflowRunResponse ?? 'null')).toEqual({ timeout: false, method: 'POST', body: 'ping', url: hook, test: 'yes' });
+    // Over: its webhook answers 404, as does a URL naming no project.
+    expect((await fetch(hook as string, { method: 'POST', body: 'late' })).status).toBe(404);
+    expect((await fetch(`${stack.url}/v2/workflows/hooks/nobody.none/${workflowRunId}/evt_x`, { method: 'POST', body: 'x' })).status).toBe(404);
+  }, 60_000);
+
   it('answers 404 for an unknown run and 400 for a malformed step, writing nothing', async () => {
     const call = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
       fetch(`${stack.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers }, ...(body === undefined ? {} : { body }) });

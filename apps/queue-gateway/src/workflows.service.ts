@@ -17,7 +17,7 @@ import {
 } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
-import { QUEUE_REDIS, QueueService, type Session } from './queue.service';
+import { type ProjectScope, QUEUE_REDIS, QueueService } from './queue.service';
 import { storeCall } from './store-call';
 
 /** A waiter as `GET /v2/waiters/<eventId>` and notify answers show it (the SDK's `Waiter`): deadline in Unix seconds. */
@@ -34,6 +34,17 @@ export interface NotifyResult {
   waiter: WaiterView;
   messageId: string;
   error: string;
+}
+
+/** A webhook call as `waitForWebhook` rebuilds it (the SDK's `LazyWaitForWebhookStep.safeParseOut`). */
+export interface WebhookRequest {
+  method: string;
+  proto: string;
+  host: string;
+  /** Path and query as requested. */
+  url: string;
+  header: HeaderMap;
+  body: Buffer;
 }
 
 /** A page of runs with their recorded steps (`GET /v2/workflows/logs`). */
@@ -68,7 +79,7 @@ export class WorkflowsService {
    * `GET /v2/workflows/runs/<id>`: the steps of a run under way, the initial request first (the SDK's lazy fetch).
    * @throws QueueError 404 for a run that is unknown or over (the SDK then ends quietly)
    */
-  async steps(session: Session, runId: string): Promise<WorkflowRawStep[]> {
+  async steps(session: ProjectScope, runId: string): Promise<WorkflowRawStep[]> {
     const steps = await this.backend(session, () => this.runs.steps(session.project.id, runId));
     if (!steps) throw new QueueError(404, `workflow run ${runId} not found or already over`);
     return steps;
@@ -81,7 +92,7 @@ export class WorkflowsService {
    * @param result the request body (the workflow's result), kept for the logs
    * @throws QueueError 404 for an unknown run
    */
-  async endRun(session: Session, runId: string, cancel: boolean, result: Buffer, context: PublishContext): Promise<void> {
+  async endRun(session: ProjectScope, runId: string, cancel: boolean, result: Buffer, context: PublishContext): Promise<void> {
     const project = session.project.id;
     const state = cancel ? 'RUN_CANCELED' : 'RUN_SUCCESS';
     const before = await this.backend(session, () => this.runs.end(project, runId, state, Date.now(), cancel ? '' : result.toString('base64')));
@@ -102,7 +113,7 @@ export class WorkflowsService {
    * `DELETE /v2/workflows/runs?…`: cancels the runs named, or those under way whose URL matches (a prefix, or exact).
    * @returns how many runs were under way and are now cancelled
    */
-  async cancelRuns(session: Session, target: { runIds: string[] } | { url?: string; exact: boolean }, context: PublishContext): Promise<number> {
+  async cancelRuns(session: ProjectScope, target: { runIds: string[] } | { url?: string; exact: boolean }, context: PublishContext): Promise<number> {
     const project = session.project.id;
     let runIds: string[];
     if ('runIds' in target) runIds = [...new Set(target.runIds)];
@@ -128,7 +139,7 @@ export class WorkflowsService {
   }
 
   /** A page of the project's runs, newest first, with each run's recorded steps. */
-  async page(session: Session, count: number, after?: RunCursor): Promise<RunPage> {
+  async page(session: ProjectScope, count: number, after?: RunCursor): Promise<RunPage> {
     const project = session.project.id;
     const page = await this.backend(session, () => this.runs.list(project, count, after));
     const runs = await Promise.all(page.runs.map(async (run) => ({ run, steps: await this.backend(session, () => this.runs.recordedSteps(project, run.runId)) })));
@@ -136,7 +147,7 @@ export class WorkflowsService {
   }
 
   /** One run of the project with its recorded steps, or null. */
-  async one(session: Session, runId: string): Promise<RunPage['runs'][number] | null> {
+  async one(session: ProjectScope, runId: string): Promise<RunPage['runs'][number] | null> {
     const project = session.project.id;
     const run = await this.backend(session, () => this.runs.get(project, runId));
     return run ? { run, steps: await this.backend(session, () => this.runs.recordedSteps(project, runId)) } : null;
@@ -149,7 +160,7 @@ export class WorkflowsService {
    * @param headers the request's headers (lower-case names): the run id, and the headers its step is published with
    * @throws QueueError 400 for a malformed request or a run that is not under way, nothing written
    */
-  async wait(session: Session, eventId: string, headers: Record<string, string | string[] | undefined>, body: Buffer, context: PublishContext): Promise<void> {
+  async wait(session: ProjectScope, eventId: string, headers: Record<string, string | string[] | undefined>, body: Buffer, context: PublishContext): Promise<void> {
     const header = (name: string) => {
       const value = headers[name];
       const text = (Array.isArray(value) ? value.join(', ') : value)?.trim();
@@ -196,7 +207,7 @@ export class WorkflowsService {
    * ends at once (lookback).
    * @returns one result per waiter reached (empty when none waited)
    */
-  async notify(session: Session, eventId: string, data: Buffer, context: PublishContext, runId?: string): Promise<NotifyResult[]> {
+  async notify(session: ProjectScope, eventId: string, data: Buffer, context: PublishContext, runId?: string): Promise<NotifyResult[]> {
     const project = session.project.id;
     const claimed = await this.backend(session, () => this.waiters.claimForNotify(project, eventId, data, runId));
     const results: NotifyResult[] = [];
@@ -217,20 +228,32 @@ export class WorkflowsService {
     return results;
   }
 
+  /**
+   * A call of a webhook a run made (`context.createWebhook`, `/v2/workflows/hooks/<project>/<runId>/<eventId>`): the
+   * request is the event of the run's `waitForWebhook` (one call per wait, in order: a call with no wait yet is kept
+   * for the run's next one).
+   * @throws QueueError 404 when the run is unknown or over
+   */
+  async webhook(session: ProjectScope, runId: string, eventId: string, request: WebhookRequest, context: PublishContext): Promise<void> {
+    const run = await this.backend(session, () => this.runs.get(session.project.id, runId));
+    if (run?.state !== 'RUN_STARTED') throw new QueueError(404, `workflow run ${runId} not found or already over`);
+    await this.notify(session, eventId, Buffer.from(JSON.stringify({ ...request, body: request.body.toString('base64') })), context, runId);
+  }
+
   /** `GET /v2/waiters/<eventId>`: the steps waiting for the event. */
-  async waitersOf(session: Session, eventId: string): Promise<WaiterView[]> {
+  async waitersOf(session: ProjectScope, eventId: string): Promise<WaiterView[]> {
     return (await this.backend(session, () => this.waiters.list(session.project.id, eventId))).map(waiterView);
   }
 
   /** Publishes the step that ends a wait with the event's data, and cancels the wait's timeout message. @returns the step message's id */
-  private async publishEvent(session: Session, waiter: Waiter, data: Buffer, context: PublishContext): Promise<string> {
+  private async publishEvent(session: ProjectScope, waiter: Waiter, data: Buffer, context: PublishContext): Promise<string> {
     const parsed = parsePublish({ ...context, destination: waiter.url, headers: waiter.headers, body: waitResultStep(waiter.step, data) });
     const [published] = await this.queue.publish(session, [parsed]);
     await this.queue.cancelMany(session, { messageIds: [waiter.timeoutMessageId] });
     return published && !Array.isArray(published) ? published.messageId : '';
   }
 
-  private backend<T>(session: Session, call: () => Promise<T>): Promise<T> {
+  private backend<T>(session: ProjectScope, call: () => Promise<T>): Promise<T> {
     return storeCall(this.metrics, this.logger, session.tenant, call);
   }
 }

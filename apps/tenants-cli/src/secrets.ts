@@ -1,6 +1,6 @@
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type TenantDocument, type TenantTokens, generateSigningKey, generateToken } from '@restash/shared/data-access-registry';
+import { type TenantDocument, type TenantTokens, generateQueueToken, generateSigningKey, generateToken, queueProjectId } from '@restash/shared/data-access-registry';
 
 /** A queue project's request-signing keys as the registry holds them (QueueProjectRecord.signingKeys). */
 export interface SigningKeys {
@@ -39,8 +39,11 @@ export async function ensureTenantTokens(
   for (const cluster of tenant.spec.stream.clusters) tokens.stream[cluster.name] = existing.stream?.[cluster.name] ?? fresh();
   const rotated: string[] = [];
   for (const project of tenant.spec.queue.projects) {
+    const id = queueProjectId(tenant.metadata.name, project.name);
     const kept = existing.queue?.[project.name] ?? {
-      ...fresh(),
+      // In QStash's form, which @upstash/workflow decodes for webhook URLs.
+      standard: generateQueueToken(id),
+      readonly: generateQueueToken(id),
       currentSigningKey: generateSigningKey(),
       nextSigningKey: generateSigningKey(),
     };

@@ -1,5 +1,5 @@
 import type { V1Secret } from '@kubernetes/client-node';
-import { type KvAclState, generateSigningKey, generateToken, tokenRecordSchema } from '@restash/shared/data-access-registry';
+import { type KvAclState, generateQueueToken, generateSigningKey, generateToken, tokenRecordSchema } from '@restash/shared/data-access-registry';
 import { z } from 'zod';
 import { type GatewayUrls, type RestashResource, type SecretTokens, secretDataOf } from '@restash/shared/util-resources';
 
@@ -40,9 +40,10 @@ export interface SigningKeys {
  * The Secret's keys only seed a new project.
  *
  * @param registered the queue project's signing keys in the registry, when it is there (ignored for other kinds)
+ * @param projectId the queue project's registry id: its new tokens name it (generateQueueToken)
  * @returns the tokens and whether the standard and read-only tokens are new
  */
-export function tokensFor(resource: RestashResource, secret: V1Secret | undefined, registered?: SigningKeys): { tokens: SecretTokens; fresh: boolean } {
+export function tokensFor(resource: RestashResource, secret: V1Secret | undefined, registered?: SigningKeys, projectId?: string): { tokens: SecretTokens; fresh: boolean } {
   const keys = TOKEN_KEYS[resource.kind];
   const data = secretText(secret);
   const rotateFor = resource.metadata.annotations?.[ROTATE_ANNOTATION];
@@ -58,7 +59,8 @@ export function tokensFor(resource: RestashResource, secret: V1Secret | undefine
   const readonly = data[keys.readonly];
   const hasSigningKeys = !keys.current || registered !== undefined || (data[keys.current] && data[keys.next ?? '']);
   if (!rotate && standard && readonly && hasSigningKeys) return { tokens: { standard, readonly, ...signing }, fresh: false };
-  return { tokens: { standard: generateToken(), readonly: generateToken(), ...signing }, fresh: true };
+  const token = resource.kind === 'QueueProject' && projectId !== undefined ? () => generateQueueToken(projectId) : generateToken;
+  return { tokens: { standard: token(), readonly: token(), ...signing }, fresh: true };
 }
 
 /**

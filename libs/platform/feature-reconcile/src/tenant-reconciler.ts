@@ -299,7 +299,8 @@ export class TenantReconciler {
         if (registered.has(registryKeyOf(r))) blocked = true;
         continue;
       }
-      const { tokens: own } = tokensFor(r, current, r.kind === 'QueueProject' ? signingKeys.get(queueProjectId(namespace, r.metadata.name)) : undefined);
+      const queueId = r.kind === 'QueueProject' ? queueProjectId(namespace, r.metadata.name) : undefined;
+      const { tokens: own } = tokensFor(r, current, queueId === undefined ? undefined : signingKeys.get(queueId), queueId);
       const wanted = sdkSecretOf(r, own, this.options.urls);
       if (!secretUpToDate(current, wanted)) await this.kube.apply(wanted);
       if (own.currentSigningKey && own.nextSigningKey) {

@@ -1,11 +1,22 @@
 import { createHash } from 'node:crypto';
-import { digestsEqual, generateToken, openWithToken, sealWithToken, tokenDigest } from './credentials';
+import { digestsEqual, generateQueueToken, generateToken, queueTokenUserId, openWithToken, sealWithToken, tokenDigest } from './credentials';
 
 describe('credentials', () => {
   it('generates distinct url-safe tokens', () => {
     const a = generateToken();
     expect(a).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(generateToken()).not.toEqual(a);
+  });
+
+  it('makes queue tokens in QStash\'s form, naming the project, and reads the project back', () => {
+    const token = generateQueueToken('acme.jobs');
+    const payload = JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as Record<string, string>;
+    expect(payload.UserID).toBe('acme.jobs');
+    expect(payload.Password).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(generateQueueToken('acme.jobs')).not.toBe(token);
+    expect(queueTokenUserId(token)).toBe('acme.jobs');
+    expect(queueTokenUserId(generateToken())).toBeUndefined();
+    expect(queueTokenUserId(Buffer.from('{"UserID":""}').toString('base64'))).toBeUndefined();
   });
 
   it('digests with SHA-256', () => {

@@ -12,6 +12,25 @@ export function generateToken(): string {
   return randomBytes(32).toString('base64url');
 }
 
+/**
+ * A new token of a queue project in the form QStash's tokens take: base64 of the JSON `{"UserID": <project id>,
+ * "Password": <32 random bytes, base64url>}`. `@upstash/workflow` decodes it to build webhook URLs (`getUserIdFromToken`,
+ * `/v2/workflows/hooks/<UserID>/…`); the gateways treat it as opaque, as every token (tokens of another form keep working).
+ */
+export function generateQueueToken(projectId: string): string {
+  return Buffer.from(JSON.stringify({ UserID: projectId, Password: generateToken() })).toString('base64');
+}
+
+/** The project id a queue token names (`UserID` of {@link generateQueueToken}), or undefined for a token of another form. */
+export function queueTokenUserId(token: string): string | undefined {
+  try {
+    const payload = JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as { UserID?: unknown };
+    return typeof payload.UserID === 'string' && payload.UserID !== '' ? payload.UserID : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A new request-signing key of a queue project, in QStash's form: `sig_` and 28 random base58-like characters. */
 export function generateSigningKey(): string {
   return `sig_${randomBytes(21).toString('base64url')}`;
