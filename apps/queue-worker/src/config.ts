@@ -16,6 +16,8 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
  * | MAX_REDIRECTS | 5 | redirects followed per attempt (each hop passes the SSRF guard) |
  * | MAX_RESPONSE_BYTES | 1048576 | response bytes kept for callbacks and the DLQ (the rest is dropped) |
  * | DESTINATION_ALLOWLIST | (empty) | comma-separated IPs or CIDRs that destinations may resolve to although they are not public (e.g. `127.0.0.0/8,::1` for a local stack) |
+ * | IN_NAMESPACE_DESTINATIONS | false | on Kubernetes: watch pods and Services (cluster-wide list/watch) so that projects with `destinations.inNamespace` reach their own namespace's |
+ * | PLATFORM_NAMESPACES | (empty) | comma-separated namespaces whose addresses no project reaches that way (the chart passes its own) |
  * | CALLBACK_RETRIES | 3 | retries of a callback or failure callback that sets no Upstash-Callback-Retries |
  * | LOCK_DURATION_MS | 15000 | a delivery whose worker stops renewing its lock this long (a crash) is delivered again |
  * | STALLED_INTERVAL_MS | 5000 | how often workers look for such deliveries |
@@ -41,6 +43,11 @@ export const queueWorkerEnvSchema = z
       .string()
       .default('')
       .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== '')),
+    IN_NAMESPACE_DESTINATIONS: env.flag(false),
+    PLATFORM_NAMESPACES: z
+      .string()
+      .default('')
+      .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== '')),
     CALLBACK_RETRIES: z.coerce.number().int().min(0).max(100).default(3),
     LOCK_DURATION_MS: env.positiveInt(15_000),
     STALLED_INTERVAL_MS: env.positiveInt(5_000),
@@ -56,6 +63,8 @@ export const queueWorkerEnvSchema = z
     maxRedirects: e.MAX_REDIRECTS,
     maxResponseBytes: e.MAX_RESPONSE_BYTES,
     destinationAllowlist: e.DESTINATION_ALLOWLIST,
+    inNamespaceDestinations: e.IN_NAMESPACE_DESTINATIONS,
+    platformNamespaces: e.PLATFORM_NAMESPACES,
     callbackRetries: e.CALLBACK_RETRIES,
     lockDurationMs: e.LOCK_DURATION_MS,
     stalledIntervalMs: e.STALLED_INTERVAL_MS,

@@ -288,7 +288,8 @@ export class DeliveryProcessor {
       sent = prepared;
     }
     const activeAt = Date.now();
-    const attempt = await this.attempt(sent, retried, project.signingKeys.current);
+    // A project with destinations.inNamespace also reaches its own namespace's pods and Services (the tenant's namespace).
+    const attempt = await this.attempt(sent, retried, project.signingKeys.current, project.inNamespaceDestinations ? project.tenant : undefined);
     // Deleted during the attempt: no retry, DLQ entry, callback or event under a project being purged.
     if (!(await this.call('registry', () => this.registry.queueProject(message.project)))) return 'dropped';
     const now = Date.now();
@@ -399,12 +400,15 @@ export class DeliveryProcessor {
     }
   }
 
-  /** Sends the message once. A {@link DeliveryError} (no answer) is the attempt's outcome; anything else is thrown. */
-  private async attempt(message: QueueMessage, retried: number, signingKey: string): Promise<Attempt> {
+  /**
+   * Sends the message once (for `namespace`: its own addresses allowed too, HttpDeliverer.deliver). A
+   * {@link DeliveryError} (no answer) is the attempt's outcome; anything else is thrown.
+   */
+  private async attempt(message: QueueMessage, retried: number, signingKey: string, namespace: string | undefined): Promise<Attempt> {
     const request = await deliveryRequest(message, retried, signingKey, Math.floor(Date.now() / 1000));
     const timeoutMs = Math.min(message.timeoutMs ?? this.config.deliveryTimeoutMs, this.config.deliveryTimeoutMs);
     try {
-      return { response: await this.deliverer.deliver({ ...request, timeoutMs }) };
+      return { response: await this.deliverer.deliver({ ...request, timeoutMs }, namespace) };
     } catch (error) {
       if (error instanceof DeliveryError) return { error: `${error.reason}: ${error.message}` };
       throw error;

@@ -1,11 +1,12 @@
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Readiness, ObservabilityModule, engineErrorListener, parseAllowlist } from '@restash/shared/util-http';
+import { Readiness, ObservabilityModule, engineErrorListener, logEvent, parseAllowlist } from '@restash/shared/util-http';
 import { claimPlatformServer, openRedis } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { DELIVERY_QUEUE, Publisher, QueueStore, ScheduleStore, UrlGroupStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
-import { HttpDeliverer } from '@restash/queue/data-access-delivery';
+import { KubeConfig } from '@kubernetes/client-node';
+import { HttpDeliverer, NamespaceAddressBook, type NamespaceWatch, watchNamespaceAddresses } from '@restash/queue/data-access-delivery';
 import type { QueueMessage } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
 import { DeliveryProcessor, deliveryWorkerOptions } from './delivery.processor';
@@ -18,6 +19,8 @@ import { WorkerMetrics } from './worker-metrics';
 export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
 /** Injection token of the queue Redis connection of the BullMQ worker (blocking commands, locks). */
 export const WORKER_REDIS = Symbol('WORKER_REDIS');
+/** Injection token of the namespaces' addresses (IN_NAMESPACE_DESTINATIONS), or null when off. */
+export const NAMESPACE_ADDRESSES = Symbol('NAMESPACE_ADDRESSES');
 
 /**
  * queue-worker: delivers the queue's messages (BullMQ jobs) to their destinations, with retries, callbacks
@@ -39,6 +42,7 @@ export class WorkerModule implements OnApplicationShutdown {
     @Inject(CONTROL_REDIS) control: Redis,
     private readonly store: QueueStore,
     private readonly deliverer: HttpDeliverer,
+    @Inject(NAMESPACE_ADDRESSES) private readonly namespaces: { book: NamespaceAddressBook; watch: NamespaceWatch } | null,
   ) {
     // No tenant's KV database may be served from, or wiped on, the queue's Redis.
     this.stopClaim = claimPlatformServer(control, queueRedis, 'queue', new Logger(WorkerModule.name));
@@ -84,12 +88,27 @@ export class WorkerModule implements OnApplicationShutdown {
           },
         },
         {
+          // On Kubernetes with IN_NAMESPACE_DESTINATIONS: pods and Services listed before the first delivery.
+          provide: NAMESPACE_ADDRESSES,
+          useFactory: async () => {
+            if (!config.inNamespaceDestinations) return null;
+            const logger = new Logger('NamespaceAddresses');
+            const kube = new KubeConfig();
+            kube.loadFromCluster();
+            const book = new NamespaceAddressBook(new Set(config.platformNamespaces));
+            const watch = await watchNamespaceAddresses(kube, book, (what, error) => logEvent(logger, 'warn', 'engine.call-failed', { engine: 'kubernetes', call: `watch ${what}`, error }));
+            return { book, watch };
+          },
+        },
+        {
           provide: HttpDeliverer,
-          useFactory: () =>
+          inject: [NAMESPACE_ADDRESSES],
+          useFactory: (namespaces: { book: NamespaceAddressBook } | null) =>
             new HttpDeliverer({
               allowlist: parseAllowlist(config.destinationAllowlist),
               maxRedirects: config.maxRedirects,
               maxResponseBytes: config.maxResponseBytes,
+              ...(namespaces ? { namespaces: namespaces.book } : {}),
             }),
         },
         WorkerMetrics,
@@ -136,6 +155,7 @@ export class WorkerModule implements OnApplicationShutdown {
   /** Closes the store, the deliverer and the queue Redis connections (TenancyModule closes the control Redis). */
   async onApplicationShutdown(): Promise<void> {
     this.stopClaim();
+    await this.namespaces?.watch.stop();
     await this.deliverer.close();
     await this.store.close();
     this.workerRedis.disconnect();

@@ -65,6 +65,11 @@ export interface HttpDelivererOptions {
   maxResponseBytes: number;
   /** Open sockets per destination `host:port` and scheme; unbounded when absent. */
   maxSockets?: number;
+  /**
+   * The addresses of Kubernetes namespaces (queue projects with `destinations.inNamespace`): a delivery made for a
+   * namespace may also connect to the private addresses this admits for it (AddressAllowlist.admits).
+   */
+  namespaces?: { admits(namespace: string, address: string): boolean };
 }
 
 /** Statuses followed as redirects (when they carry a `Location`). */
@@ -184,11 +189,17 @@ function closedBeforeAnswer(error: unknown): boolean {
  */
 export class HttpDeliverer {
   private readonly agent: Agent;
+  /** One pool per namespace whose deliveries may reach its own addresses: its connections serve that namespace only. */
+  private readonly namespaceAgents = new Map<string, Agent>();
 
   constructor(private readonly options: HttpDelivererOptions) {
-    this.agent = new Agent({
-      connect: guardedConnector(options.allowlist, { timeoutMs: CONNECT_TIMEOUT_MS, refuse: (reason) => new DeliveryError('refused-address', reason) }),
-      connections: options.maxSockets ?? null,
+    this.agent = this.newAgent(options.allowlist);
+  }
+
+  private newAgent(allowlist: AddressAllowlist): Agent {
+    return new Agent({
+      connect: guardedConnector(allowlist, { timeoutMs: CONNECT_TIMEOUT_MS, refuse: (reason) => new DeliveryError('refused-address', reason) }),
+      connections: this.options.maxSockets ?? null,
       keepAliveTimeout: FREE_SOCKET_TIMEOUT_MS,
       allowH2: false,
       // The attempt's own timer bounds it (DeliveryRequest.timeoutMs).
@@ -197,23 +208,38 @@ export class HttpDeliverer {
     });
   }
 
+  /** The pool of deliveries made for `namespace` (the shared one without a namespace, or without `namespaces`). */
+  private agentFor(namespace: string | undefined): Agent {
+    const namespaces = this.options.namespaces;
+    if (namespace === undefined || !namespaces) return this.agent;
+    let agent = this.namespaceAgents.get(namespace);
+    if (!agent) {
+      agent = this.newAgent({ ...this.options.allowlist, admits: (address) => namespaces.admits(namespace, address) });
+      this.namespaceAgents.set(namespace, agent);
+    }
+    return agent;
+  }
+
   /**
    * One delivery attempt: sends `request`, follows redirects (301, 302, 303, 307, 308; see
    * {@link redirectedRequest}) up to `maxRedirects` hops, and reads at most `maxResponseBytes` of the
    * final body. A 3xx without `Location` is an answer like any other.
    *
+   * With `namespace` (a queue project with `destinations.inNamespace`), the namespace's own addresses are allowed too
+   * (HttpDelivererOptions.namespaces), on a pool of that namespace's own.
+   *
    * Resolves with the final answer whatever its status (2xx or not). Rejects with a
    * {@link DeliveryError} when there is no answer (see {@link DeliveryFailureReason}); with a
    * `RangeError` when `timeoutMs` is not a positive number.
    */
-  deliver(request: DeliveryRequest): Promise<DeliveryResponse> {
+  deliver(request: DeliveryRequest, namespace?: string): Promise<DeliveryResponse> {
     if (!(request.timeoutMs > 0)) return Promise.reject(new RangeError(`timeoutMs must be positive, got ${request.timeoutMs}`));
-    return new DeliveryAttempt(this.options, this.agent).run(request);
+    return new DeliveryAttempt(this.options, this.agentFor(namespace)).run(request);
   }
 
   /** Closes the pooled connections at once (requests under way fail); later deliveries fail too. */
-  close(): Promise<void> {
-    return this.agent.destroy();
+  async close(): Promise<void> {
+    await Promise.all([this.agent.destroy(), ...[...this.namespaceAgents.values()].map((agent) => agent.destroy())]);
   }
 }
 

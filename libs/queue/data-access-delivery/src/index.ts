@@ -1,1 +1,2 @@
 export * from './http-deliverer';
+export * from './namespace-addresses';

@@ -243,6 +243,8 @@ export const queueProjectRecordSchema = z.object({
   maxRequestBytes: z.number().int().positive(),
   /** Requests per UTC day across all gateway replicas; 0 means unlimited. */
   dailyRequestLimit: z.number().int().nonnegative(),
+  /** Messages may go to the Services and pods of the tenant's namespace (absent in records written before: false). */
+  inNamespaceDestinations: z.boolean().optional(),
 });
 export type QueueProjectRecord = z.infer<typeof queueProjectRecordSchema>;
 

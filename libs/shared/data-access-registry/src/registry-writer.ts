@@ -157,6 +157,7 @@ export class RegistryWriter {
         retries: project.retries,
         maxRequestBytes: project.limits.maxRequestBytes,
         dailyRequestLimit: project.limits.dailyRequests,
+        ...(project.destinations.inNamespace ? { inNamespaceDestinations: true } : {}),
       });
       addTokens('queue', id, project.name, secrets);
     }

@@ -72,7 +72,7 @@ describe('resolveTenant', () => {
     expect(document.spec.stream.clusters).toEqual([
       { name: 'events', kafka: { brokers: ['k1:9092', 'k2:9092'] }, topics: [{ name: 'orders', partitions: 3 }], limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 } },
     ]);
-    expect(document.spec.queue.projects).toEqual([{ name: 'jobs', retries: { default: 3, max: 10 }, limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 } }]);
+    expect(document.spec.queue.projects).toEqual([{ name: 'jobs', retries: { default: 3, max: 10 }, destinations: { inNamespace: false }, limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 } }]);
   });
 
   it('leaves out each resource with a problem, and keeps the others', () => {

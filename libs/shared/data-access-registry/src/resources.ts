@@ -212,5 +212,5 @@ function streamCluster(cluster: StreamCluster, backends: Backends) {
 }
 
 function queueProject(project: QueueProject) {
-  return valid(queueProjectSpecSchema, { name: project.metadata.name, retries: project.spec.retries, limits: project.spec.limits });
+  return valid(queueProjectSpecSchema, { name: project.metadata.name, retries: project.spec.retries, destinations: project.spec.destinations, limits: project.spec.limits });
 }

@@ -172,6 +172,8 @@ export const queueProjectSpecSchema = z.object({
     })
     .refine((r) => r.default <= r.max, 'retries.default must not exceed retries.max')
     .default({ default: 3, max: 10 }),
+  /** `inNamespace`: messages may go to the Services and pods of the tenant's namespace (queue-worker on Kubernetes). */
+  destinations: z.object({ inNamespace: z.boolean().default(false) }).default({ inNamespace: false }),
   limits: limitsSchema,
 });
 export type QueueProjectSpec = z.infer<typeof queueProjectSpecSchema>;

@@ -104,6 +104,17 @@ describe('addressVerdict', () => {
     expect(addressVerdict('10.9.9.9', mapped)).toEqual({ allowed: true });
   });
 
+  it('lets through the private addresses `admits` admits, never loopback, link-local or other special ranges', () => {
+    const asked: string[] = [];
+    const admitting = { ranges: [], admits: (address: string) => (asked.push(address), true) };
+    for (const address of ['10.42.0.7', '172.16.3.4', '192.168.1.1', '100.64.0.9', 'fd00::7', '::ffff:10.42.0.7']) expect(addressVerdict(address, admitting)).toEqual({ allowed: true });
+    expect(asked).toEqual(['10.42.0.7', '172.16.3.4', '192.168.1.1', '100.64.0.9', 'fd00::7', '10.42.0.7']);
+    for (const address of ['127.0.0.1', '169.254.169.254', 'fe80::1', '0.0.0.0', '224.0.0.1', '::1', '::ffff:169.254.169.254']) expect(addressVerdict(address, admitting).allowed).toBe(false);
+    const choosy = { ranges: [], admits: (address: string) => address === '10.42.0.7' };
+    expect(addressVerdict('10.42.0.7', choosy)).toEqual({ allowed: true });
+    expect(addressVerdict('10.42.0.8', choosy)).toEqual({ allowed: false, reason: 'private address 10.42.0.8' });
+  });
+
   it('refuses every address in 10.0.0.0/8', () => {
     fc.assert(
       fc.property(fc.nat(255), fc.nat(255), fc.nat(255), (b, c, d) => {

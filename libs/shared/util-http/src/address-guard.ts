@@ -6,7 +6,17 @@ import { buildConnector } from 'undici';
 /** Addresses a deployment lets outgoing requests reach although they are not public (parsed by {@link parseAllowlist}). */
 export interface AddressAllowlist {
   readonly ranges: ReadonlyArray<[ipaddr.IPv4 | ipaddr.IPv6, number]>;
+  /**
+   * Private addresses let through besides `ranges`, asked per address (its plain form: `10.0.0.7`, `fd00::7`; an
+   * IPv4-mapped IPv6 address as its IPv4): a queue project's own Kubernetes namespace. Only private, unique-local and
+   * carrier-grade NAT addresses are asked; loopback, link-local (the cloud metadata address), multicast and the
+   * other special ranges stay refused whatever it answers.
+   */
+  readonly admits?: (address: string) => boolean;
 }
+
+/** The ranges {@link AddressAllowlist.admits} may let through. */
+const ADMISSIBLE_RANGES = new Set(['private', 'uniqueLocal', 'carrierGradeNat']);
 
 /** Allowlist entries for destinations on the same host (development, tests): `127.0.0.0/8` and `::1`. */
 export const LOOPBACK_ALLOWLIST_ENTRIES = ['127.0.0.0/8', '::1/128'];
@@ -110,7 +120,8 @@ function judgeIPv4(address: ipaddr.IPv4, suffix = ''): AddressVerdict {
  * index's own embedding provider). Pure: no lookup, no
  * socket. Rules:
  * 1. An address in the allowlist is allowed (IPv6 forms embedding an IPv4 address are matched as that
- *    IPv4 address, and also as themselves).
+ *    IPv4 address, and also as themselves), and so is a private, unique-local or carrier-grade NAT address
+ *    (an IPv4-mapped one as its IPv4) that the allowlist's `admits` admits.
  * 2. Otherwise only globally routable unicast is allowed. Refused, with a reason naming the range
  *    (`loopback address 127.0.0.1`): loopback, private (10/8, 172.16/12, 192.168/16), link-local
  *    (169.254/16 with the cloud metadata 169.254.169.254, fe80::/10), unique-local fc00::/7 (with AWS's
@@ -134,18 +145,20 @@ export function addressVerdict(address: string, allowlist: AddressAllowlist): Ad
     return { allowed: false, reason: 'not an IP address' };
   }
   if (allowlisted(parsed, allowlist)) return { allowed: true };
+  const admitted = (address: ipaddr.IPv4 | ipaddr.IPv6) => allowlist.admits !== undefined && ADMISSIBLE_RANGES.has(address.range()) && allowlist.admits(address.toString());
   if (parsed.kind() === 'ipv4') {
     const ipv4 = parsed as ipaddr.IPv4;
-    if (allowlisted(ipv4.toIPv4MappedAddress(), allowlist)) return { allowed: true };
+    if (allowlisted(ipv4.toIPv4MappedAddress(), allowlist) || admitted(ipv4)) return { allowed: true };
     return judgeIPv4(ipv4);
   }
   const ipv6 = parsed as ipaddr.IPv6;
   const embedded = embeddedIPv4(ipv6);
   if (embedded) {
-    if (allowlisted(embedded.ipv4, allowlist)) return { allowed: true };
+    if (allowlisted(embedded.ipv4, allowlist) || (embedded.form === 'IPv4-mapped' && admitted(embedded.ipv4))) return { allowed: true };
     return judgeIPv4(embedded.ipv4, ` (${embedded.form} ${ipv6.toString()})`);
   }
   const range = ipv6.range();
+  if (admitted(ipv6)) return { allowed: true };
   if (range !== 'unicast') return refuse(range, ipv6);
   if (!ipv6.match(GLOBAL_UNICAST_V6)) return refuse('reserved', ipv6, ' (outside 2000::/3)');
   return { allowed: true };

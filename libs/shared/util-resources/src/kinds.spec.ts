@@ -24,6 +24,7 @@ describe('the kinds’ zod schemas', () => {
     });
     expect(KINDS.QueueProject.spec.parse({})).toEqual({
       retries: { default: 3, max: 10 },
+      destinations: { inNamespace: false },
       limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 },
     });
   });

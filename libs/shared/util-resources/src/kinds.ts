@@ -334,7 +334,7 @@ export const streamClusterSpecSchema = z.strictObject({
 });
 export type StreamClusterSpec = z.output<typeof streamClusterSpecSchema>;
 
-/** `QueueProject.spec`: message retries (QStash's default is 3) and limits. */
+/** `QueueProject.spec`: message retries (QStash's default is 3), destinations and limits. */
 export const queueProjectSpecSchema = z.strictObject({
   retries: withRule(
     z.strictObject({
@@ -348,6 +348,17 @@ export const queueProjectSpecSchema = z.strictObject({
     // defaults (`{}` fails there with "no such key: default"), so this one spells them out.
     .prefault({ default: 3, max: 10 })
     .describe('Delivery retries.'),
+  destinations: z
+    .strictObject({
+      inNamespace: z
+        .boolean()
+        .default(false)
+        .describe(
+          "Deliver to the Services and pods of this resource's own namespace (a workflow app next to its tenant's resources), judged on the address connected to: a Service with a selector, a pod's own address; never another namespace's, the platform's, the API server or a link-local address.",
+        ),
+    })
+    .prefault({})
+    .describe('Where messages may go besides public addresses.'),
   limits: limits(MESSAGE_MAX_REQUEST_BYTES),
 });
 export type QueueProjectSpec = z.output<typeof queueProjectSpecSchema>;

@@ -34,7 +34,7 @@ describe('parseResourceFile', () => {
       limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },
       durability: 'async',
     });
-    expect(resources[1].spec).toEqual({ retries: { default: 3, max: 10 }, limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 } });
+    expect(resources[1].spec).toEqual({ retries: { default: 3, max: 10 }, destinations: { inNamespace: false }, limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 } });
     expect(secrets.get('acme/redis')).toEqual({ url: 'redis://gw:s3cret@127.0.0.1:6380/0', other: 'hello' });
   });
 
