@@ -50,7 +50,8 @@ spec:
         {{- end }}
     spec:
       serviceAccountName: {{ include "restash.componentName" $ctx }}
-      automountServiceAccountToken: {{ eq .key "operator" }}
+      {{- /* The operator talks to the API server; so does queue-worker when it watches namespaces' addresses. */}}
+      automountServiceAccountToken: {{ or (eq .key "operator") (and (eq .key "queueWorker") $root.Values.queueWorker.inNamespaceDestinations) }}
       enableServiceLinks: false
       {{- with $root.Values.global.imagePullSecrets }}
       imagePullSecrets:

@@ -34,7 +34,8 @@ describe('default values (ci/default-values.yaml)', () => {
     expect(container(deployment).resources).toEqual({ requests: expect.objectContaining({ cpu: expect.any(String), memory: expect.any(String) }), limits: { memory: expect.any(String) } });
     expect(container(deployment).volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
     expect(podSpec(deployment).volumes).toEqual([{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }]);
-    expect(podSpec(deployment).automountServiceAccountToken).toBe(component === 'operator');
+    // The operator talks to the API server, and so does queue-worker, which watches namespaces' addresses (inNamespaceDestinations).
+    expect(podSpec(deployment).automountServiceAccountToken).toBe(component === 'operator' || component === 'queue-worker');
     expect(podSpec(deployment).topologySpreadConstraints).toEqual([
       {
         maxSkew: 1,
@@ -165,6 +166,20 @@ describe('apps switched off', () => {
     if (api) set[`operator.gatewayUrls.${api}`] = `https://${api}.example`;
     const objects = render({ set });
     expect(objects.filter((o) => o.metadata.name === `restash-${component}`)).toEqual([]);
+  });
+});
+
+describe('queue-worker and in-namespace destinations', () => {
+  it('lists and watches pods and Services cluster-wide, never reaching the release namespace, or none of it when off', () => {
+    const objects = render();
+    expect(find(objects, 'ClusterRole', 'restash-queue-worker')['rules']).toEqual([{ apiGroups: [''], resources: ['pods', 'services'], verbs: ['list', 'watch'] }]);
+    expect(find(objects, 'ClusterRoleBinding', 'restash-queue-worker')['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'restash-queue-worker', namespace: 'restash-system' }]);
+    expect(envMap(find(objects, 'Deployment', 'restash-queue-worker'))).toMatchObject({ IN_NAMESPACE_DESTINATIONS: 'true', PLATFORM_NAMESPACES: 'restash-system' });
+    const off = render({ set: { 'queueWorker.inNamespaceDestinations': false } });
+    expect(off.filter((o) => o.metadata.name === 'restash-queue-worker' && /Role/.test(o.kind))).toEqual([]);
+    const deployment = find(off, 'Deployment', 'restash-queue-worker');
+    expect(envMap(deployment)['IN_NAMESPACE_DESTINATIONS']).toBeUndefined();
+    expect(podSpec(deployment).automountServiceAccountToken).toBe(false);
   });
 });
 
