@@ -222,14 +222,14 @@ build_app() {
 }
 
 # --- sdk-check: the SDK Job's image -----------------------------------------------------------------------
-# Node + @upstash/{redis,vector,kafka,qstash} at the root package.json's (locked) versions + sdk-program.js.
+# Node + @upstash/{redis,vector,kafka,qstash,workflow} at the root package.json's (locked) versions + sdk-program.js.
 build_sdk_check() {
   local name=localhost/restash/sdk-check:$VERSION program=$ROOT/apps/operator/src/testing/sdk-program.ts s=$work/sdk-check modules hash tar
   mkdir -p "$s"
   node -e '
     const [, root, out] = process.argv;
     const dev = require(`${root}/package.json`).devDependencies;
-    const names = ["@upstash/kafka", "@upstash/qstash", "@upstash/redis", "@upstash/vector"];
+    const names = ["@upstash/kafka", "@upstash/qstash", "@upstash/redis", "@upstash/vector", "@upstash/workflow"];
     require("fs").writeFileSync(out, JSON.stringify({ version: require(`${root}/package.json`).version, dependencies: Object.fromEntries(names.map((n) => [n, dev[n]])) }, null, 2));
   ' "$ROOT" "$s/package.json"
   modules=$(node_modules "$s/package.json")
@@ -246,7 +246,7 @@ build_sdk_check() {
   node_runtime "$work/sdk-runtime"
   cp -a "$modules" "$s/node_modules"
   rm -f "$s/node_modules/.package-lock.json"
-  mapfile -t lbl < <(labels sdk-check "the official Upstash SDKs against restash: sdk-check <kv|vector|stream|queue> <marker>" "$APP_REVISION")
+  mapfile -t lbl < <(labels sdk-check "the official Upstash SDKs against restash: sdk-check <kv|vector|stream|queue|workflow> <marker>" "$APP_REVISION")
   image "$name" "$tar" "$work/sdk-runtime:/" "$s:/app" -- --config.entrypoint /usr/local/bin/node --config.entrypoint /app/sdk-check.js \
     --config.user $NONROOT --config.workingdir /app --config.env NODE_ENV=production --config.exposedports 8090/tcp "${lbl[@]}"
   report "$name" "$tar" built

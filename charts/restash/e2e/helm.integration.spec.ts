@@ -102,7 +102,7 @@ let jobs = 0;
 /**
  * A Job in `namespace` running `sdk-check <api> <marker>` (the official SDK, apps/operator/src/testing/sdk-program.ts)
  * whose only configuration is `envFrom` of the resource's Secret (and `env`, the program's own settings), running
- * `whileRunning` once the Job exists. Resolves with the last JSON line it printed.
+ * `whileRunning` once the Job exists; its pod gets `labels` too. Resolves with the last JSON line it printed.
  * @throws Error with the pod's log when the Job fails
  */
 async function sdkJob(
@@ -112,6 +112,7 @@ async function sdkJob(
   marker: string,
   env: Record<string, string> = {},
   whileRunning?: (job: string) => Promise<void>,
+  labels: Record<string, string> = {},
 ): Promise<Record<string, unknown>> {
   const name = `sdk-${api}-${++jobs}`;
   await apply(
@@ -123,7 +124,7 @@ async function sdkJob(
         backoffLimit: 0,
         activeDeadlineSeconds: 240,
         template: {
-          metadata: { labels: { job: name } },
+          metadata: { labels: { ...labels, job: name } },
           spec: {
             restartPolicy: 'Never',
             automountServiceAccountToken: false,
@@ -252,6 +253,28 @@ describe('helm install', () => {
     // the two tenants' databases share nothing
     expect(otherKv).toEqual({ value: 'other', keys: ['greeting:other'] });
   }, 15 * 60_000);
+
+  it("runs an @upstash/workflow app as a pod next to its QueueProject, at its own Service; another namespace's project cannot reach that Service", async () => {
+    // The app's Service: QStash (queue-worker) reaches the workflow there, allowed by the project's destinations.inNamespace.
+    await apply(JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'wf-app' }, spec: { selector: { app: 'wf-app' }, ports: [{ port: 8090, targetPort: 8090 }] } }), 'shop');
+    const url = 'http://wf-app.shop.svc.cluster.local:8090/workflow';
+    const run = await sdkJob('shop', 'jobs', 'workflow', 'flow', { SDK_CHECK_WORKFLOW_URL: url, SDK_CHECK_WAIT_MS: '150000' }, undefined, { app: 'wf-app' });
+    expect(run).toMatchObject({ workflowRunId: expect.stringMatching(/^wfr_/), state: 'RUN_SUCCESS', result: { first: 'flow!', echo: 'flow!', status: 200 } });
+
+    // blog's project (inNamespace too) publishes to shop's Service: refused, whatever it resolves to.
+    await kubectl('apply', '-n', 'blog', '-f', join(ROOT, 'deploy/examples/queueproject.yaml'));
+    await allReady('blog', 2);
+    const token = (await decodeSecret('blog', 'jobs')).QSTASH_TOKEN ?? '';
+    const gateway = await serviceUrl('queue-gateway');
+    const published = await fetch(`${gateway}/v2/publish/http://wf-app.shop.svc.cluster.local:8090/echo`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'Upstash-Retries': '0' }, body: 'cross' });
+    expect(published.status).toBe(201);
+    const { messageId } = (await published.json()) as { messageId: string };
+    const failed = await waitFor(`the refusal of ${messageId}`, async () => {
+      const { events } = (await (await fetch(`${gateway}/v2/events?messageId=${messageId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { events: Array<{ state: string; error?: string }> };
+      return events.find((e) => e.state === 'FAILED');
+    }, 60_000);
+    expect(failed.error).toMatch(/^refused-address: private address /);
+  }, 10 * 60_000);
 });
 
 describe('Prometheus', () => {

@@ -3,7 +3,7 @@
  * `envFrom: [{ secretRef: { name: <resource> } }]` (the e2e test runs it with exactly a resource's Secret as
  * its environment). Prints one JSON line with what it read back; exits 1 with the error otherwise.
  *
- * usage: sdk-program <kv|vector|stream|queue> <marker> [queue destination URL]
+ * usage: sdk-program <kv|vector|stream|queue|workflow> <marker> [queue destination URL]
  *
  * `queue` with a destination publishes `{ marker }` there and prints the message id. Without one (the SDK Job
  * of the image `localhost/restash/sdk-check`, deploy/images/) it receives its own delivery: it listens on
@@ -20,6 +20,7 @@
 import { createServer } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { Kafka } from '@upstash/kafka';
+import { Client as WorkflowClient, serve } from '@upstash/workflow';
 import { Client, Receiver } from '@upstash/qstash';
 import { Redis } from '@upstash/redis';
 import { Index } from '@upstash/vector';
@@ -52,6 +53,8 @@ async function run(api: string, marker: string, destination: string | undefined)
       }
       return receiveOwnDelivery(client, marker, Number(env['SDK_CHECK_PORT'] ?? 8090));
     }
+    case 'workflow':
+      return runWorkflowApp(marker, Number(env['SDK_CHECK_PORT'] ?? 8090), env['SDK_CHECK_WORKFLOW_URL'] ?? '', Number(env['SDK_CHECK_WAIT_MS'] ?? 60_000));
     default:
       throw new Error(`unknown API ${api}`);
   }
@@ -104,6 +107,53 @@ async function receiveOwnDelivery(client: Client, marker: string, port: number):
     return { messageId, delivered: JSON.parse(body) as unknown, verified: true, ...(holdMs > 0 ? { deliveries } : {}) };
   } finally {
     clearTimeout(timer);
+    server.closeAllConnections();
+    server.close();
+  }
+}
+
+/**
+ * Serves a workflow (and `/echo`, what its `context.call` asks) and runs it once through QStash (see the file comment).
+ * @returns the run id, the state the run ended in and its result (the JSON the workflow returned)
+ * @throws Error when the run does not end within `waitMs`
+ */
+async function runWorkflowApp(marker: string, port: number, url: string, waitMs: number): Promise<unknown> {
+  if (!url) throw new Error('SDK_CHECK_WORKFLOW_URL is not set');
+  const base = url.replace(/\/workflow$/, '');
+  const { handler } = serve<{ marker: string }>(async (context) => {
+    const first = await context.run('first', () => `${context.requestPayload.marker}!`);
+    await context.sleep('nap', 1);
+    const echo = await context.call<{ echoed: string }>('echo', { url: `${base}/echo`, method: 'POST', body: JSON.stringify({ echoed: first }) });
+    return await context.run('last', () => ({ first, echo: echo.body.echoed, status: echo.status }));
+  });
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (req.url?.startsWith('/echo')) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+        return;
+      }
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(name, value);
+      handler(new Request(`${base}${req.url ?? '/'}`, { method: req.method ?? 'POST', headers, ...(req.method === 'GET' ? {} : { body }) }))
+        .then(async (response) => res.writeHead(response.status, Object.fromEntries(response.headers)).end(Buffer.from(await response.arrayBuffer())))
+        .catch((error: unknown) => res.writeHead(500).end(String(error)));
+    });
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '0.0.0.0', resolve));
+  try {
+    const client = new WorkflowClient({ baseUrl: process.env['QSTASH_URL'] ?? '', token: process.env['QSTASH_TOKEN'] ?? '' });
+    const { workflowRunId } = await client.trigger({ url, body: { marker } });
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const [run] = (await client.logs({ workflowRunId })).runs;
+      if (run && run.workflowState !== 'RUN_STARTED') return { workflowRunId, state: run.workflowState, result: JSON.parse(run.workflowRunResponse ?? 'null') as unknown };
+      if (Date.now() > deadline) throw new Error(`workflow run ${workflowRunId} still ${run?.workflowState ?? 'unlisted'} after ${waitMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  } finally {
     server.closeAllConnections();
     server.close();
   }
