@@ -11,7 +11,7 @@ NODE_HOME := $(RESTASH_CACHE)/node-$(NODE_VERSION)
 export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
 
-.PHONY: runtime install images dev dev-k8s k8s-install k8s-down crds build lint typecheck unit integration engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue
+.PHONY: runtime install images dev dev-k8s k8s-install k8s-down crds build lint typecheck unit integration engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue bench-workflow
 
 runtime: ## the pinned Node, when missing
 	bash deploy/local/node.sh
@@ -69,7 +69,7 @@ engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/e
 
 test: lint typecheck unit integration engines bench-smoke ## what CI runs
 
-bench: bench-kv bench-vector bench-stream bench-queue
+bench: bench-kv bench-vector bench-stream bench-queue bench-workflow
 
 bench-smoke: build ## a few seconds of each benchmark (BENCH_SMOKE=1): fails unless every case gives numbers and no errors
 	BENCH_SMOKE=1 KV_ENGINE=redis $(RUN_TS) bench/kv/bench.ts
@@ -77,6 +77,7 @@ bench-smoke: build ## a few seconds of each benchmark (BENCH_SMOKE=1): fails unl
 	BENCH_SMOKE=1 $(RUN_TS) bench/vector/bench.ts
 	BENCH_SMOKE=1 $(RUN_TS) bench/stream/bench.ts
 	BENCH_SMOKE=1 $(RUN_TS) bench/queue/bench.ts
+	BENCH_SMOKE=1 $(RUN_TS) bench/workflow/bench.ts
 
 bench-kv: build ## KV gateway vs its data server reached directly, on Redis 8.2 (with RedisJSON and RediSearch) then on Valkey 9.1 (bench/kv, KV_ENGINE)
 	KV_ENGINE=redis $(RUN_TS) bench/kv/bench.ts
@@ -90,3 +91,6 @@ bench-stream: build ## Stream gateway (Upstash Kafka REST) vs kafkajs, @platform
 
 bench-queue: build ## queue-gateway + queue-worker (publish to delivery) vs raw BullMQ add-to-process (bench/queue)
 	$(RUN_TS) bench/queue/bench.ts
+
+bench-workflow: build ## @upstash/workflow steps vs single publishes on the same queue-gateway + queue-worker (bench/workflow)
+	$(RUN_TS) bench/workflow/bench.ts

@@ -37,7 +37,7 @@ import type { WorkflowRun, WorkflowRunStore } from './workflow-runs';
  * and DLQ entry, `url` the endpoint's, `topicName` the group and `endpointName` the endpoint's name (when it
  * has one). Deduplication applies per endpoint message: the deduplication id gets the endpoint URL appended.
  *
- * Workflow runs (README, "Workflow"; `runs` given): a run's first message (`workflow.init`) creates the run with the
+ * Workflow runs (README, "What workflows do"; `runs` given): a run's first message (`workflow.init`) creates the run with the
  * message's retries, retry delay, flow control, failure callback, labels and forwarded headers as the run's configuration; a run id
  * already taken answers the first message's id as a duplicate and publishes nothing. Every other message of a run
  * needs the run under way (else QueueError 400, as QStash refuses appending to a cancelled run, which the SDK reads

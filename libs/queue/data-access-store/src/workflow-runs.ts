@@ -5,7 +5,7 @@ import type { CallbackSettings, FlowControl, HeaderMap, WorkflowInvoker, Workflo
 export type WorkflowRunState = 'RUN_STARTED' | 'RUN_SUCCESS' | 'RUN_FAILED' | 'RUN_CANCELED';
 
 /**
- * The configuration a run was triggered with, applied to every step message of the run (README, "Workflow": the SDK
+ * The configuration a run was triggered with, applied to every step message of the run (README, "What workflows do": the SDK
  * sends retries, retry delay, flow control, failure URL, labels and the caller's headers with the first message only).
  */
 export interface WorkflowRunConfig {
@@ -88,7 +88,7 @@ return state
 `;
 
 /**
- * The workflow runs of every project, on the queue Redis (README, "Workflow"; DESIGN.md, "Mapping each API onto its
+ * The workflow runs of every project, on the queue Redis (README, "What workflows do"; DESIGN.md, "Mapping each API onto its
  * engine"): per run `<prefix>:wf:<project>:run:<runId>` (hash: url, createdAt, state, endedAt, initialBody,
  * initialMessageId, config, result), `…:steps:<runId>` (list of {@link WorkflowRawStep} JSON, the initial request
  * first), `…:seen:<runId>` (hash: step key → the message that recorded it), `…:msgs:<runId>` (set of the run's

@@ -72,7 +72,7 @@ export interface QueueMessage {
   flowControl?: FlowControl;
   /** `Upstash-Redact-Fields`: what views, logs and the DLQ show redacted (delivery is unchanged). */
   redact?: Redaction;
-  /** A message of a workflow run (`Upstash-Workflow-*` headers; README, "Workflow"). */
+  /** A message of a workflow run (`Upstash-Workflow-*` headers; README, "What workflows do"). */
   workflow?: WorkflowFields;
 }
 

@@ -1,0 +1,81 @@
+// Workflow benchmark (`make bench-workflow`, which builds first): what a step of `@upstash/workflow` costs on the
+// Queue API, against a single publish (one message published and delivered) in the same run.
+//
+// Stack (bench/lib/harness.ts): a control Redis and the queue's Redis (appendonly, noeviction, as in production); a
+// tenant `bench` with one queue project `main`; the built queue-gateway and queue-worker (WORKER_CONCURRENCY
+// deliveries in flight; loopback destinations allowed). The services under test (queue-gateway, queue-worker) run on
+// core 0, the queue's Redis and the load (load.mjs: the workflow app, the SDK's `serve` behind node:http, and the
+// triggers, or the publisher and its sink) on core 1.
+//
+// Method (load.mjs). Cases, each one load process:
+//   single    BENCH_MESSAGES publishes (POST /v2/publish to a sink on this machine that answers 200 at once),
+//             BENCH_CONCURRENCY in flight, until every message arrived: messages per second.
+//   workflow  BENCH_RUNS runs of a chain of BENCH_STEPS `context.run` steps (each returns the previous result + 1),
+//             BENCH_CONCURRENT_RUNS runs under way at once (a run ends, the next is triggered), until every run
+//             ended: steps per second (a step: one delivery to the workflow and the publish of its result).
+// Each round runs single then workflow; the report gives the medians of the rounds, the ratio of workflow steps/s
+// to single messages/s (target >= 0.4: a step costs one delivery and one publish, where a message costs one publish
+// and one delivery), and the CPU per step and per message of each service and of the queue's Redis. Nothing is
+// asserted: the target is printed as met or not. Results: bench/workflow/results.md and README.md between the
+// bench-workflow markers.
+//
+// env: BENCH_MESSAGES (20000), BENCH_CONCURRENCY (64), BENCH_RUNS (1000), BENCH_STEPS (10), BENCH_CONCURRENT_RUNS
+//      (100), BENCH_ROUNDS (3), BENCH_WORKER_CONCURRENCY (100); BENCH_SMOKE=1 for a smoke run.
+import { createRequire } from 'node:module';
+import { freePorts, repoRoot } from '@restash/platform/util-stack';
+import { redisVersion, runBench } from '../lib/harness';
+
+runBench({
+  name: 'workflow',
+  settings: {
+    BENCH_MESSAGES: { full: '20000', smoke: '1000' },
+    BENCH_CONCURRENCY: { full: '64', smoke: '64' },
+    BENCH_RUNS: { full: '1000', smoke: '50' },
+    BENCH_STEPS: { full: '10', smoke: '10' },
+    BENCH_CONCURRENT_RUNS: { full: '100', smoke: '50' },
+    BENCH_ROUNDS: { full: '3', smoke: '1' },
+    BENCH_WARMUP_RUNS: { full: '200', smoke: '0' },
+    BENCH_WORKER_CONCURRENCY: { full: '100', smoke: '100' },
+  },
+  stack: (settings) => ({
+    queueRedis: true,
+    tenants: () => [
+      {
+        apiVersion: 'restash.dev/v1alpha1',
+        kind: 'Tenant',
+        metadata: { name: 'bench' },
+        spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 } }] } },
+      },
+    ],
+    apps: ['queue-gateway', 'queue-worker'],
+    appEnv: { 'queue-worker': { WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100' } },
+  }),
+  gateway: ['queue-gateway', 'queue-worker'],
+  engine: { process: 'queue-redis', redis: true },
+  env: async (stack) => {
+    const [sink, app] = await freePorts(2);
+    const secrets = stack.tokens('bench').queue.main;
+    return {
+      GATEWAY_URL: stack.apps['queue-gateway']?.url ?? '',
+      QUEUE_TOKEN: secrets?.standard ?? '',
+      CURRENT_SIGNING_KEY: secrets?.currentSigningKey ?? '',
+      NEXT_SIGNING_KEY: secrets?.nextSigningKey ?? '',
+      SINK_PORT: String(sink),
+      APP_PORT: String(app),
+    };
+  },
+  runs: (settings) => {
+    const round = [
+      { args: ['single', settings.BENCH_MESSAGES ?? '20000'] },
+      { args: ['workflow', settings.BENCH_RUNS ?? '1000'] },
+    ];
+    const warmupRuns = settings.BENCH_WARMUP_RUNS ?? '0';
+    return { warmup: warmupRuns === '0' ? [] : [{ args: ['workflow', warmupRuns] }], round };
+  },
+  reportEnv: () => {
+    const require = createRequire(`${repoRoot()}/package.json`);
+    const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
+    return { REDIS_VERSION: redisVersion(), WORKFLOW_VERSION: version('@upstash/workflow'), BULLMQ_VERSION: version('bullmq') };
+  },
+  logProblems: { 'queue-gateway': /error|warn|fail/i, 'queue-worker': /error|warn|fail/i },
+});

@@ -1,0 +1,48 @@
+// The table of bench/workflow (bench.ts): medians over the rounds of the records load.mjs wrote (with the CPU per
+// request the harness added), the ratio of workflow steps/s to single messages/s against the target (>= 0.4), and
+// the CPU per step and per message of each service; printed and written as markdown to OUT.md and to README.md
+// between <!-- bench-workflow:start --> and <!-- bench-workflow:end -->.
+//
+//   node bench/workflow/report.mjs RESULTS.jsonl OUT.md [README.md]
+// env (for the header): BENCH_MESSAGES, BENCH_RUNS, BENCH_STEPS, BENCH_CONCURRENT_RUNS, BENCH_ROUNDS,
+//      BENCH_WORKER_CONCURRENCY, REDIS_VERSION, WORKFLOW_VERSION, BULLMQ_VERSION
+import { writeFileSync } from 'node:fs';
+import { CPU_METHOD, cpuMedians, errorText, int, machine, median, readRecords, sumErrors, us, wrap, writeReadmeSection } from '../lib/report.mjs';
+
+const [input, output, readme] = process.argv.slice(2);
+const records = readRecords(input);
+const { BENCH_MESSAGES, BENCH_RUNS, BENCH_STEPS, BENCH_CONCURRENT_RUNS, BENCH_ROUNDS, BENCH_WORKER_CONCURRENCY, REDIS_VERSION, WORKFLOW_VERSION, BULLMQ_VERSION } = process.env;
+const TARGET = 0.4;
+
+function summary(kase) {
+  const runs = records.filter((r) => r.kind === 'workflow' && r.case === kase);
+  const cpu = cpuMedians(runs);
+  return {
+    rate: median(runs.map((r) => r.perSecond)),
+    all: runs.map((r) => Math.round(r.perSecond)),
+    gateway: cpu.processes['queue-gateway'] ?? NaN,
+    worker: cpu.processes['queue-worker'] ?? NaN,
+    redis: cpu.engine,
+    errors: sumErrors(runs),
+  };
+}
+
+const single = summary('single');
+const flow = summary('workflow');
+const ratio = flow.rate / single.rate;
+const lines = [
+  `Workflow steps against single publishes, queue-gateway + queue-worker on core 0, the queue's Redis ${REDIS_VERSION} and the load on core 1 (${machine()}); @upstash/workflow ${WORKFLOW_VERSION}, BullMQ ${BULLMQ_VERSION}; median of ${BENCH_ROUNDS} rounds.`,
+  '',
+  '| case | what | per second (rounds) | queue-gateway CPU | queue-worker CPU | queue Redis CPU | errors |',
+  '|---|---|---|---|---|---|---|',
+  `| single | ${int(Number(BENCH_MESSAGES))} publishes of 100 bytes, each delivered to a sink | ${int(single.rate)} messages (${single.all.join(', ')}) | ${us(single.gateway)} µs/message | ${us(single.worker)} µs/message | ${us(single.redis)} µs/message | ${errorText(single.errors)} |`,
+  `| workflow | ${int(Number(BENCH_RUNS))} runs of ${BENCH_STEPS} \`context.run\` steps, ${BENCH_CONCURRENT_RUNS} runs at once | ${int(flow.rate)} steps (${flow.all.join(', ')}) | ${us(flow.gateway)} µs/step | ${us(flow.worker)} µs/step | ${us(flow.redis)} µs/step | ${errorText(flow.errors)} |`,
+  '',
+  `Workflow steps/s over single messages/s: **${Number.isNaN(ratio) ? 'n/a' : ratio.toFixed(2)}** (target ≥ ${TARGET}: ${ratio >= TARGET ? 'met' : 'not met'}). Worker concurrency ${BENCH_WORKER_CONCURRENCY}.`,
+  '',
+  wrap(`${CPU_METHOD}. A step is one delivery to the workflow (its steps so far recorded and sent) and one publish of its result; the app's own CPU (the SDK) is the load's, on core 1.`),
+];
+const text = lines.join('\n');
+process.stdout.write(`${text}\n`);
+writeFileSync(output, `# bench/workflow results\n\n${text}\n`);
+if (readme) writeReadmeSection(readme, 'workflow', text);
