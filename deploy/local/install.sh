@@ -37,5 +37,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 fi
 
 bash deploy/python/install.sh
+bash deploy/python/install.sh workflow
 bash deploy/kafka-local/install.sh
 bash deploy/kv-engines/install.sh

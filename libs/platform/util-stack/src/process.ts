@@ -224,26 +224,27 @@ export function answers200(port: number, path: string, headers: Record<string, s
 const installs = new Map<string, Promise<void>>();
 
 /**
- * Runs `bash <script>` (a path relative to the repository root, e.g. `deploy/python/install.sh`)
- * once per process; the install scripts under deploy/ are no-ops taking well under a second when
+ * Runs `bash <script> [args]` (a path relative to the repository root, e.g. `deploy/python/install.sh`)
+ * once per process and arguments; the install scripts under deploy/ are no-ops taking well under a second when
  * everything is installed.
  *
  * @throws Error naming the script's output when it fails (the next call retries)
  */
-export function installOnce(script: string): Promise<void> {
-  let done = installs.get(script);
+export function installOnce(script: string, ...args: string[]): Promise<void> {
+  const key = [script, ...args].join(' ');
+  let done = installs.get(key);
   if (!done) {
     done = new Promise<void>((resolve, reject) => {
       const root = repoRoot();
-      execFile('bash', [join(root, script)], { cwd: root, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-        if (error) reject(new Error(`${script} failed: ${error.message}\n${tail(`${stdout}${stderr}`)}`));
+      execFile('bash', [join(root, script), ...args], { cwd: root, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+        if (error) reject(new Error(`${key} failed: ${error.message}\n${tail(`${stdout}${stderr}`)}`));
         else resolve();
       });
     }).catch((error: unknown) => {
-      installs.delete(script);
+      installs.delete(key);
       throw error;
     });
-    installs.set(script, done);
+    installs.set(key, done);
   }
   return done;
 }

@@ -51,6 +51,17 @@ export async function pythonVenv(): Promise<string> {
 }
 
 /**
+ * Installs the venv of the Python workflow SDK (`upstash-workflow`, for tests) once per process (`bash
+ * deploy/python/install.sh workflow`) and returns the path of its `bin/python`.
+ *
+ * @throws Error naming install.sh's output when the install fails (the next call retries)
+ */
+export async function pythonWorkflowVenv(): Promise<string> {
+  await installOnce('deploy/python/install.sh', 'workflow');
+  return join(repoRoot(), '.cache/python/venv-workflow/bin/python');
+}
+
+/**
  * Starts deploy/qdrant-local/server.py on 127.0.0.1 and waits until `GET /readyz` answers 200.
  *
  * @throws Error when the venv cannot be installed, or the server exits or is not ready within 30 s

@@ -100,7 +100,8 @@ export function headerRecord(rawHeaders: readonly string[]): Record<string, stri
 /**
  * `POST /v2/batch`: `[{destination, headers, body?, queue?}]`; every item is checked before any is published; an item with `queue` is enqueued to that queue ({@link inQueue}).
  * A body that is not a string is any other JSON value, published as its JSON text (the SDK's `batch` puts an object
- * there as given: `@upstash/workflow`'s `context.call` does).
+ * there as given: `@upstash/workflow`'s `context.call` does); `null` for `headers`, `body` or `queue` means absent
+ * (qstash-py sends it so).
  * @throws QueueError 400 for a body that is no non-empty JSON array of messages, or any malformed item
  */
 export function parseBatch(body: Buffer, context: PublishContext): ParsedPublish[] {
@@ -113,7 +114,12 @@ export function parseBatch(body: Buffer, context: PublishContext): ParsedPublish
   if (!Array.isArray(items) || items.length === 0) throw QueueError.badRequest('the batch body must be a non-empty JSON array of messages');
   return items.map((item: unknown, i) => {
     if (typeof item !== 'object' || item === null) throw QueueError.badRequest(`batch item ${i} must be an object`);
-    const { destination, headers = {}, body = '', queue } = item as Record<string, unknown>;
+    // null stands for absent (qstash-py sends `"body": null` and `"queue": null` for what a message leaves out).
+    const field = (name: string) => ((item as Record<string, unknown>)[name] === null ? undefined : (item as Record<string, unknown>)[name]);
+    const { destination } = item as Record<string, unknown>;
+    const headers = field('headers') ?? {};
+    const body = field('body') ?? '';
+    const queue = field('queue');
     if (typeof destination !== 'string' || destination === '') throw QueueError.badRequest(`batch item ${i}: destination must be a URL`);
     const text = typeof body === 'string' ? body : JSON.stringify(body);
     const parsed = parsePublish({ ...context, destination, headers: headersFromJson(headers, `batch item ${i}`), body: Buffer.from(text, 'utf8') });
