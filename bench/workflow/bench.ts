@@ -21,7 +21,8 @@
 //
 // env: BENCH_MESSAGES (20000), BENCH_CONCURRENCY (64), BENCH_RUNS (1000), BENCH_STEPS (10), BENCH_CONCURRENT_RUNS
 //      (100), BENCH_ROUNDS (3), BENCH_WORKER_CONCURRENCY (100); BENCH_SMOKE=1 for a smoke run.
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { freePorts, repoRoot } from '@restash/platform/util-stack';
 import { redisVersion, runBench } from '../lib/harness';
 
@@ -73,8 +74,8 @@ runBench({
     return { warmup: warmupRuns === '0' ? [] : [{ args: ['workflow', warmupRuns] }], round };
   },
   reportEnv: () => {
-    const require = createRequire(`${repoRoot()}/package.json`);
-    const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
+    // Read from node_modules: @upstash/workflow's exports do not include its package.json.
+    const version = (name: string) => (JSON.parse(readFileSync(join(repoRoot(), 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
     return { REDIS_VERSION: redisVersion(), WORKFLOW_VERSION: version('@upstash/workflow'), BULLMQ_VERSION: version('bullmq') };
   },
   logProblems: { 'queue-gateway': /error|warn|fail/i, 'queue-worker': /error|warn|fail/i },

@@ -380,11 +380,8 @@ export class DeliveryProcessor {
       return `event ${waiter.eventId} came before the timeout of workflow run ${workflow.runId}`;
     }
     const outcome = await this.runs.recordStep(message.project, workflow.runId, key, { messageId: message.messageId, body: message.body, callType: 'step' });
-    if (outcome.kind === 'recorded') {
-      // A redone delivery carries the steps up to its own, as the first one did (the SDK's parallel steps rely on it).
-      const own = outcome.steps.findIndex((step) => step.messageId === message.messageId);
-      return workflowDelivery(message, own < 0 ? outcome.steps : outcome.steps.slice(0, own + 1), outcome.createdAt);
-    }
+    // Up to its own step: a redone delivery carries what the first one did (the SDK's parallel steps rely on it).
+    if (outcome.kind === 'recorded') return workflowDelivery(message, outcome.steps, outcome.createdAt);
     if (outcome.kind === 'duplicate') return `step ${key} of workflow run ${workflow.runId} was already recorded by another message`;
     return outcome.kind === 'ended' ? `workflow run ${workflow.runId} is over (${outcome.state})` : `workflow run ${workflow.runId} does not exist`;
   }

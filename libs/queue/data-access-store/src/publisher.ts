@@ -69,7 +69,8 @@ export class Publisher {
         throw error;
       }
       const { messageId, deduplicated } = published;
-      if (workflow && this.runs && !deduplicated) await this.runs.addMessage(project, workflow.runId, messageId);
+      // Other messages of a run were noted in it when they joined it (joinRuns).
+      if (workflow?.init && this.runs && !deduplicated) await this.runs.addMessage(project, workflow.runId, messageId);
       return { messageId, url: message.url, ...(deduplicated ? { deduplicated: true as const } : {}) };
     };
     // Messages without a deduplication id, queue or flow-control key are independent: published together (a
@@ -128,28 +129,34 @@ export class Publisher {
   }
 
   /**
-   * Checks that the runs of the call's messages that are not first messages are under way, and gives their step
-   * messages the run's configuration and creation time. @throws QueueError 400 naming the run otherwise
+   * Checks that the runs of the call's messages that are not first messages are under way (one round trip per run,
+   * which also notes the messages in it), and gives their step messages the run's configuration and creation time.
+   * @throws QueueError 400 naming the run otherwise
    */
   private async joinRuns(project: string, planned: Planned[]): Promise<void> {
-    const runs = new Map<string, WorkflowRun | null>();
+    if (!this.runs) return;
+    const byRun = new Map<string, QueueMessage[]>();
     for (const { message } of planned.flatMap((item) => item.messages)) {
-      const workflow = message.workflow;
-      if (!workflow || workflow.init || !this.runs) continue;
-      if (!runs.has(workflow.runId)) runs.set(workflow.runId, await this.runs.get(project, workflow.runId));
-      const run = runs.get(workflow.runId);
-      if (!run) throw QueueError.badRequest(`workflow run ${workflow.runId} does not exist: a run starts with a message with Upstash-Workflow-Init: true`);
-      if (run.state !== 'RUN_STARTED') throw QueueError.badRequest(`workflow run ${workflow.runId} is over (${run.state}): no message can be added to it`);
-      workflow.createdAt = run.createdAt;
-      if (!isWorkflowStep(workflow)) continue;
-      const { config } = run;
-      message.maxRetries = config.maxRetries;
-      if (config.retryDelayExpression !== undefined) message.retryDelayExpression = config.retryDelayExpression;
-      if (config.flowControl !== undefined) message.flowControl = config.flowControl;
-      if (config.failureCallback !== undefined) message.failureCallback = config.failureCallback;
-      if (config.failureCallbackSettings !== undefined) message.failureCallbackSettings = config.failureCallbackSettings;
-      if (config.labels !== undefined) message.labels = config.labels;
-      if (config.header !== undefined) message.header = { ...config.header, ...message.header };
+      if (!message.workflow || message.workflow.init) continue;
+      byRun.set(message.workflow.runId, [...(byRun.get(message.workflow.runId) ?? []), message]);
+    }
+    for (const [runId, messages] of byRun) {
+      const run = await this.runs.join(project, runId, messages.map((m) => m.messageId));
+      if (!run) throw QueueError.badRequest(`workflow run ${runId} does not exist: a run starts with a message with Upstash-Workflow-Init: true`);
+      if (run.state !== 'RUN_STARTED') throw QueueError.badRequest(`workflow run ${runId} is over (${run.state}): no message can be added to it`);
+      for (const message of messages) {
+        const workflow = message.workflow as NonNullable<QueueMessage['workflow']>;
+        workflow.createdAt = run.createdAt;
+        if (!isWorkflowStep(workflow)) continue;
+        const { config } = run;
+        message.maxRetries = config.maxRetries;
+        if (config.retryDelayExpression !== undefined) message.retryDelayExpression = config.retryDelayExpression;
+        if (config.flowControl !== undefined) message.flowControl = config.flowControl;
+        if (config.failureCallback !== undefined) message.failureCallback = config.failureCallback;
+        if (config.failureCallbackSettings !== undefined) message.failureCallbackSettings = config.failureCallbackSettings;
+        if (config.labels !== undefined) message.labels = config.labels;
+        if (config.header !== undefined) message.header = { ...config.header, ...message.header };
+      }
     }
   }
 

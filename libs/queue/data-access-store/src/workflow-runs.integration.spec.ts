@@ -37,13 +37,22 @@ describe('workflow runs and waiters on a real Redis', () => {
     expect(created).toBe(true);
     expect((await start('wfr_once')).created).toBe(false);
     const init = await runs.recordStep(PROJECT, 'wfr_once', 'init', entry(initialMessageId));
-    expect(init).toMatchObject({ kind: 'recorded', steps: [entry(initialMessageId)] });
+    const json = (messageId: string) => JSON.stringify(entry(messageId));
+    expect(init).toMatchObject({ kind: 'recorded', steps: [json(initialMessageId)] });
     const first = newMessageId();
     expect(await runs.recordStep(PROJECT, 'wfr_once', 's1', entry(first))).toMatchObject({ kind: 'recorded' });
     // The same message again (a redone delivery) records nothing new; another message with the same step is a duplicate.
-    expect(await runs.recordStep(PROJECT, 'wfr_once', 's1', entry(first))).toMatchObject({ kind: 'recorded', steps: [entry(initialMessageId), entry(first)] });
+    expect(await runs.recordStep(PROJECT, 'wfr_once', 's1', entry(first))).toMatchObject({ kind: 'recorded', steps: [json(initialMessageId), json(first)] });
+    // A redone delivery of an earlier step gets the steps up to its own, not those recorded since.
+    const second = newMessageId();
+    await runs.recordStep(PROJECT, 'wfr_once', 's2', entry(second));
+    expect(await runs.recordStep(PROJECT, 'wfr_once', 's1', entry(first))).toMatchObject({ kind: 'recorded', steps: [json(initialMessageId), json(first)] });
     expect(await runs.recordStep(PROJECT, 'wfr_once', 's1', entry(newMessageId()))).toEqual({ kind: 'duplicate' });
-    expect(await runs.steps(PROJECT, 'wfr_once')).toHaveLength(2);
+    expect(await runs.steps(PROJECT, 'wfr_once')).toHaveLength(3);
+    // Joining notes the messages in the run and reads its state, time and configuration.
+    expect(await runs.join(PROJECT, 'wfr_once', ['msg_a', 'msg_b'])).toMatchObject({ state: 'RUN_STARTED', config: { maxRetries: 3 } });
+    expect((await runs.messageIds(PROJECT, 'wfr_once')).sort()).toEqual(['msg_a', 'msg_b']);
+    expect(await runs.join(PROJECT, 'wfr_nope', [])).toBeNull();
   });
 
   it('ends a run once: later steps are refused and its keys expire', async () => {

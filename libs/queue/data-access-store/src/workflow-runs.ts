@@ -1,5 +1,13 @@
 import type { Redis } from 'ioredis';
+import { execOrThrow } from '@restash/shared/data-access-registry';
 import type { CallbackSettings, FlowControl, HeaderMap, WorkflowInvoker, WorkflowRawStep } from '@restash/queue/util-message';
+
+/** The run scripts, defined on the connection (EVALSHA). */
+interface RunScripts {
+  restashWorkflowRecord(...args: string[]): Promise<unknown>;
+  restashWorkflowStart(...args: string[]): Promise<unknown>;
+  restashWorkflowEnd(...args: string[]): Promise<unknown>;
+}
 
 /** Where a run stands (QStash's `workflowState` of `GET /v2/workflows/logs`). */
 export type WorkflowRunState = 'RUN_STARTED' | 'RUN_SUCCESS' | 'RUN_FAILED' | 'RUN_CANCELED';
@@ -45,7 +53,8 @@ export interface RunCursor {
 
 /** What {@link WorkflowRunStore.recordStep} found. */
 export type RecordOutcome =
-  | { kind: 'recorded'; createdAt: number; steps: WorkflowRawStep[] }
+  /** The run's steps up to the message's own (a redone delivery gets the prefix it got the first time), as JSON texts. */
+  | { kind: 'recorded'; createdAt: number; steps: string[] }
   /** Another message already recorded this step: its delivery would only repeat work. */
   | { kind: 'duplicate' }
   | { kind: 'ended'; state: WorkflowRunState }
@@ -53,19 +62,23 @@ export type RecordOutcome =
 
 /**
  * Records a step (KEYS: run hash, steps list, seen hash; ARGV: message id, step key, entry JSON) unless the run is
- * unknown or over, or another message recorded the same step key; returns the run's steps.
+ * unknown or over, or another message recorded the same step key; returns the run's steps up to the message's own.
+ * The seen hash maps each step key to the message that recorded it, and `#<message id>` to its entry's position.
  */
 const RECORD_STEP = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
-local state = redis.call('HGET', KEYS[1], 'state')
-if state ~= 'RUN_STARTED' then return {'ended', state} end
+local run = redis.call('HMGET', KEYS[1], 'state', 'createdAt')
+if not run[1] then return {'unknown'} end
+if run[1] ~= 'RUN_STARTED' then return {'ended', run[1]} end
 local owner = redis.call('HGET', KEYS[3], ARGV[2])
 if owner and owner ~= ARGV[1] then return {'duplicate'} end
-if not owner then
-  redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
-  redis.call('RPUSH', KEYS[2], ARGV[3])
+local at
+if owner then
+  at = tonumber(redis.call('HGET', KEYS[3], '#' .. ARGV[1]))
+else
+  at = redis.call('RPUSH', KEYS[2], ARGV[3]) - 1
+  redis.call('HSET', KEYS[3], ARGV[2], ARGV[1], '#' .. ARGV[1], at)
 end
-return {'recorded', redis.call('HGET', KEYS[1], 'createdAt'), redis.call('LRANGE', KEYS[2], 0, -1)}
+return {'recorded', run[2], redis.call('LRANGE', KEYS[2], 0, at)}
 `;
 
 /** Creates a run unless it exists (KEYS: run hash, index, messages set; ARGV: run id, createdAt, then field/value pairs). */
@@ -96,10 +109,21 @@ return state
  * that ends keeps its keys for `retentionMs`, then they expire.
  */
 export class WorkflowRunStore {
+  private readonly redis: Redis & RunScripts;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly options: { prefix: string; retentionMs: number },
-  ) {}
+  ) {
+    // Defined now (EVALSHA, not the script's text per call), before an auto-pipelining connection's first pipeline.
+    const scripted = redis as Redis & Partial<RunScripts>;
+    if (!scripted.restashWorkflowRecord) {
+      scripted.defineCommand('restashWorkflowRecord', { numberOfKeys: 3, lua: RECORD_STEP });
+      scripted.defineCommand('restashWorkflowStart', { numberOfKeys: 2, lua: START_RUN });
+      scripted.defineCommand('restashWorkflowEnd', { numberOfKeys: 1, lua: END_RUN });
+    }
+    this.redis = scripted as Redis & RunScripts;
+  }
 
   /**
    * Creates the run of a first message unless a run with that id exists in the project.
@@ -107,8 +131,7 @@ export class WorkflowRunStore {
    */
   async start(project: string, run: Omit<WorkflowRun, 'state' | 'endedAt' | 'result'>): Promise<boolean> {
     const fields = ['url', run.url, 'createdAt', String(run.createdAt), 'state', 'RUN_STARTED', 'initialBody', run.initialBody, 'initialMessageId', run.initialMessageId, 'config', JSON.stringify(run.config)];
-    const created = await this.redis.eval(START_RUN, 2, this.key('run', project, run.runId), this.indexKey(project), run.runId, String(run.createdAt), ...fields);
-    return created === 1;
+    return (await this.redis.restashWorkflowStart(this.key('run', project, run.runId), this.indexKey(project), run.runId, String(run.createdAt), ...fields)) === 1;
   }
 
   /** Removes a run that {@link start} created but whose first message could not be published. */
@@ -148,11 +171,24 @@ export class WorkflowRunStore {
    * @returns the run's steps, the new one last, or why there are none
    */
   async recordStep(project: string, runId: string, stepKey: string, entry: WorkflowRawStep): Promise<RecordOutcome> {
-    const reply = (await this.redis.eval(RECORD_STEP, 3, this.key('run', project, runId), this.key('steps', project, runId), this.key('seen', project, runId), entry.messageId, stepKey, JSON.stringify(entry))) as unknown[];
+    const reply = (await this.redis.restashWorkflowRecord(this.key('run', project, runId), this.key('steps', project, runId), this.key('seen', project, runId), entry.messageId, stepKey, JSON.stringify(entry))) as unknown[];
     const kind = String(reply[0]);
-    if (kind === 'recorded') return { kind, createdAt: Number(reply[1]), steps: (reply[2] as string[]).map((raw) => JSON.parse(raw) as WorkflowRawStep) };
+    if (kind === 'recorded') return { kind, createdAt: Number(reply[1]), steps: reply[2] as string[] };
     if (kind === 'ended') return { kind, state: String(reply[1]) as WorkflowRunState };
     return kind === 'duplicate' ? { kind } : { kind: 'unknown' };
+  }
+
+  /**
+   * What a message joining a run needs of it, in one round trip that also notes the messages in the run (for a
+   * cancel; a message noted whose publish then fails is harmless): its state, creation time and configuration.
+   * @returns null for an unknown run
+   */
+  async join(project: string, runId: string, messageIds: string[]): Promise<Pick<WorkflowRun, 'state' | 'createdAt' | 'config'> | null> {
+    const transaction = this.redis.multi().hmget(this.key('run', project, runId), 'state', 'createdAt', 'config');
+    if (messageIds.length > 0) transaction.sadd(this.key('msgs', project, runId), ...messageIds);
+    const [state, createdAt, config] = (await execOrThrow(transaction))[0] as Array<string | null>;
+    if (!state) return null;
+    return { state: state as WorkflowRunState, createdAt: Number(createdAt), config: JSON.parse(config ?? '{"maxRetries":0}') as WorkflowRunConfig };
   }
 
   /** The steps recorded so far of a run under way, or null when the run is unknown or over (`GET /v2/workflows/runs/<id>`). */
@@ -172,7 +208,7 @@ export class WorkflowRunStore {
    * @returns the state before, or null for an unknown run
    */
   async end(project: string, runId: string, state: Exclude<WorkflowRunState, 'RUN_STARTED'>, nowMs: number, result = ''): Promise<WorkflowRunState | null> {
-    const before = (await this.redis.eval(END_RUN, 1, this.key('run', project, runId), state, String(nowMs), result)) as string | null;
+    const before = (await this.redis.restashWorkflowEnd(this.key('run', project, runId), state, String(nowMs), result)) as string | null;
     if (before === null) return null;
     const ttl = this.redis.multi();
     for (const key of this.runKeys(project, runId)) ttl.pexpire(key, this.options.retentionMs);

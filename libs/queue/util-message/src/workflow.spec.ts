@@ -91,7 +91,7 @@ describe('workflow deliveries', () => {
 
   it('carries the run id, URL and creation time, and for a step the steps so far', () => {
     const steps = [{ messageId: 'msg_1', body: 'e30=', callType: 'step' as const }];
-    const delivered = workflowDelivery({ ...message, workflow: { runId: 'wfr_1', url: 'http://a/wf', createdAt: 5 } }, steps, 7);
+    const delivered = workflowDelivery({ ...message, workflow: { runId: 'wfr_1', url: 'http://a/wf', createdAt: 5 } }, steps.map((s) => JSON.stringify(s)), 7);
     expect(delivered.header).toEqual({ 'Content-Type': ['application/json'], 'Upstash-Workflow-RunId': ['wfr_1'], 'Upstash-Workflow-Url': ['http://a/wf'], 'Upstash-Workflow-CreatedAt': ['7'] });
     expect(JSON.parse(Buffer.from(delivered.body, 'base64').toString())).toEqual(steps);
     // Other workflow messages keep their body; plain messages are untouched.

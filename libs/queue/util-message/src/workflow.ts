@@ -156,16 +156,17 @@ export interface WorkflowRawStep {
  * QStash's deliveries (`Upstash-Workflow-RunId`, `Upstash-Workflow-Url` when known, `Upstash-Workflow-CreatedAt` in
  * Unix ms when known) and, for a step, the run's steps so far as the body: the JSON array of {@link WorkflowRawStep}
  * whose first entry is the initial request (`@upstash/workflow` `src/workflow-parser.ts`, `processRawSteps`).
- * @param steps the run's steps for a step message; undefined for other workflow messages (their body is kept)
+ * @param steps the run's steps for a step message, each the JSON text of a {@link WorkflowRawStep} (as stored); undefined
+ *   for other workflow messages (their body is kept)
  */
-export function workflowDelivery<M extends { header: Record<string, string[]>; body: string; workflow?: WorkflowFields }>(message: M, steps?: WorkflowRawStep[], createdAt?: number): M {
+export function workflowDelivery<M extends { header: Record<string, string[]>; body: string; workflow?: WorkflowFields }>(message: M, steps?: string[], createdAt?: number): M {
   const workflow = message.workflow;
   if (!workflow) return message;
   const header: Record<string, string[]> = { ...message.header, 'Upstash-Workflow-RunId': [workflow.runId] };
   if (workflow.url !== undefined) header['Upstash-Workflow-Url'] = [workflow.url];
   const created = createdAt ?? workflow.createdAt;
   if (created !== undefined) header['Upstash-Workflow-CreatedAt'] = [String(created)];
-  const body = steps ? Buffer.from(JSON.stringify(steps)).toString('base64') : message.body;
+  const body = steps ? Buffer.from(`[${steps.join(',')}]`).toString('base64') : message.body;
   return { ...message, header, body };
 }
 
