@@ -20,11 +20,14 @@
 // bench-workflow markers.
 //
 // env: BENCH_MESSAGES (20000), BENCH_CONCURRENCY (64), BENCH_RUNS (1000), BENCH_STEPS (10), BENCH_CONCURRENT_RUNS
-//      (100), BENCH_ROUNDS (3), BENCH_WORKER_CONCURRENCY (100); BENCH_SMOKE=1 for a smoke run.
+//      (100), BENCH_ROUNDS (3), BENCH_WORKER_CONCURRENCY (100); BENCH_SMOKE=1 for a smoke run;
+//      BENCH_GATEWAY_NODE_OPTIONS: NODE_OPTIONS of queue-gateway and queue-worker (e.g. "--cpu-prof --cpu-prof-dir=DIR").
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePorts, repoRoot } from '@restash/platform/util-stack';
 import { redisVersion, runBench } from '../lib/harness';
+
+const profiling = process.env.BENCH_GATEWAY_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } : {};
 
 runBench({
   name: 'workflow',
@@ -49,7 +52,7 @@ runBench({
       },
     ],
     apps: ['queue-gateway', 'queue-worker'],
-    appEnv: { 'queue-worker': { WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100' } },
+    appEnv: { 'queue-gateway': { ...profiling }, 'queue-worker': { WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100', ...profiling } },
   }),
   gateway: ['queue-gateway', 'queue-worker'],
   engine: { process: 'queue-redis', redis: true },

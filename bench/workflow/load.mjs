@@ -1,5 +1,5 @@
 // One load run of bench/workflow (bench.ts says what each case does). Prints one JSON record:
-// {kind: 'workflow', case, requests, seconds, perSecond, errors}; `requests` are messages (single) or steps
+// {kind: 'workflow', case, requests, seconds, perSecond, loadCpuUs, errors}; `requests` are messages (single) or steps
 // (workflow), which the harness divides the CPU time by.
 //
 //   node bench/workflow/load.mjs single <messages> | workflow <runs>
@@ -107,5 +107,8 @@ async function workflow() {
   return { requests, seconds, perSecond: requests / seconds };
 }
 
+const cpuBefore = process.cpuUsage();
 const result = kase === 'single' ? await single() : kase === 'workflow' ? await workflow() : (() => { throw new Error(`unknown case ${kase}`); })();
-process.stdout.write(`${JSON.stringify({ kind: 'workflow', case: kase, ...result, errors })}\n`);
+// The load's own CPU (the workflow app and the SDK's client, or the publisher and its sink) per request, µs.
+const cpu = process.cpuUsage(cpuBefore);
+process.stdout.write(`${JSON.stringify({ kind: 'workflow', case: kase, ...result, loadCpuUs: (cpu.user + cpu.system) / result.requests, errors })}\n`);

@@ -23,6 +23,7 @@ function summary(kase) {
     gateway: cpu.processes['queue-gateway'] ?? NaN,
     worker: cpu.processes['queue-worker'] ?? NaN,
     redis: cpu.engine,
+    load: median(runs.map((r) => r.loadCpuUs)),
     errors: sumErrors(runs),
   };
 }
@@ -33,14 +34,14 @@ const ratio = flow.rate / single.rate;
 const lines = [
   `Workflow steps against single publishes, queue-gateway + queue-worker on core 0, the queue's Redis ${REDIS_VERSION} and the load on core 1 (${machine()}); @upstash/workflow ${WORKFLOW_VERSION}, BullMQ ${BULLMQ_VERSION}; median of ${BENCH_ROUNDS} rounds.`,
   '',
-  '| case | what | per second (rounds) | queue-gateway CPU | queue-worker CPU | queue Redis CPU | errors |',
-  '|---|---|---|---|---|---|---|',
-  `| single | ${int(Number(BENCH_MESSAGES))} publishes of 100 bytes, each delivered to a sink | ${int(single.rate)} messages (${single.all.join(', ')}) | ${us(single.gateway)} µs/message | ${us(single.worker)} µs/message | ${us(single.redis)} µs/message | ${errorText(single.errors)} |`,
-  `| workflow | ${int(Number(BENCH_RUNS))} runs of ${BENCH_STEPS} \`context.run\` steps, ${BENCH_CONCURRENT_RUNS} runs at once | ${int(flow.rate)} steps (${flow.all.join(', ')}) | ${us(flow.gateway)} µs/step | ${us(flow.worker)} µs/step | ${us(flow.redis)} µs/step | ${errorText(flow.errors)} |`,
+  '| case | what | per second (rounds) | queue-gateway CPU | queue-worker CPU | queue Redis CPU | load CPU | errors |',
+  '|---|---|---|---|---|---|---|---|',
+  `| single | ${int(Number(BENCH_MESSAGES))} publishes of 100 bytes, each delivered to a sink | ${int(single.rate)} messages (${single.all.join(', ')}) | ${us(single.gateway)} µs/message | ${us(single.worker)} µs/message | ${us(single.redis)} µs/message | ${us(single.load)} µs/message | ${errorText(single.errors)} |`,
+  `| workflow | ${int(Number(BENCH_RUNS))} runs of ${BENCH_STEPS} \`context.run\` steps, ${BENCH_CONCURRENT_RUNS} runs at once | ${int(flow.rate)} steps (${flow.all.join(', ')}) | ${us(flow.gateway)} µs/step | ${us(flow.worker)} µs/step | ${us(flow.redis)} µs/step | ${us(flow.load)} µs/step | ${errorText(flow.errors)} |`,
   '',
   `Workflow steps/s over single messages/s: **${Number.isNaN(ratio) ? 'n/a' : ratio.toFixed(2)}** (target ≥ ${TARGET}: ${ratio >= TARGET ? 'met' : 'not met'}). Worker concurrency ${BENCH_WORKER_CONCURRENCY}.`,
   '',
-  wrap(`${CPU_METHOD}. A step is one delivery to the workflow (its steps so far recorded and sent) and one publish of its result; the app's own CPU (the SDK) is the load's, on core 1.`),
+  wrap(`${CPU_METHOD}. A step is one delivery to the workflow (its steps so far recorded and sent) and one publish of its result; the load CPU is the load process's own (process.cpuUsage): the workflow app with the SDK, or the publisher and its sink, on core 1 with the queue's Redis.`),
 ];
 const text = lines.join('\n');
 process.stdout.write(`${text}\n`);

@@ -106,7 +106,7 @@ export class WorkflowWaiterStore {
 
   /** Puts back a waiter a notify took but could not deliver the event to. */
   async restore(project: string, eventId: string, field: string, waiter: Waiter): Promise<void> {
-    await this.redis.multi().hset(this.key('waiters', project, eventId), field, JSON.stringify(waiter)).hdel(this.key('claims', project, eventId), field).exec();
+    await Promise.all([this.redis.hset(this.key('waiters', project, eventId), field, JSON.stringify(waiter)), this.redis.hdel(this.key('claims', project, eventId), field)]);
   }
 
   /** Takes a waiter for its timeout message (again for the same message: a redone delivery). @returns whether it is the message's */
