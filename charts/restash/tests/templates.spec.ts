@@ -154,7 +154,9 @@ describe('the test cluster values', () => {
     }
     const env = envMap(find(objects, 'Deployment', 'restash-operator'));
     expect(env).toMatchObject({ MANAGED_REDIS_IMAGE: 'localhost/restash/redis:7.0.15', MANAGED_REDIS_PULL_POLICY: 'Never', MANAGED_REDIS_RUN_AS_USER: '0' });
-    expect(envMap(find(objects, 'Deployment', 'restash-queue-worker'))['DESTINATION_ALLOWLIST']).toBe('10.244.0.0/24');
+    // No pod range allowlisted: the SDK Jobs reach their own pods through their QueueProject's destinations.inNamespace.
+    expect(envMap(find(objects, 'Deployment', 'restash-queue-worker'))).toMatchObject({ IN_NAMESPACE_DESTINATIONS: 'true' });
+    expect(envMap(find(objects, 'Deployment', 'restash-queue-worker'))['DESTINATION_ALLOWLIST']).toBeUndefined();
   });
 });
 

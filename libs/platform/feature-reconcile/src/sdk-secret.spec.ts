@@ -20,7 +20,7 @@ function queueProject(annotations?: Record<string, string>): QueueProject {
     apiVersion: 'restash.dev/v1alpha1',
     kind: 'QueueProject',
     metadata: { name: 'jobs', namespace: 'acme', uid: 'uid-1', ...(annotations ? { annotations } : {}) },
-    spec: { retries: { default: 3, max: 10 }, limits: { maxRequestBytes: 1024, dailyRequests: 0 } },
+    spec: { retries: { default: 3, max: 10 }, destinations: { inNamespace: false }, limits: { maxRequestBytes: 1024, dailyRequests: 0 } },
   };
 }
 
