@@ -140,8 +140,13 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       write: false,
       name: 'dlq',
       run: async (c) => {
-        const page = await s.dlqList(c.session, parseDlqPage(c.query));
-        return ok({ messages: page.items.map(dlqView), ...(page.cursor ? { cursor: page.cursor } : {}) });
+        // `source=workflow` (the workflow SDK's dlq.list): the entries of workflow runs only.
+        const source = c.query.get('source');
+        if (source !== null && source !== 'workflow') throw QueueError.badRequest(`invalid source: ${JSON.stringify(source)} (expected workflow)`);
+        const query = new URLSearchParams([...c.query].filter(([key]) => key !== 'source'));
+        const page = await s.dlqList(c.session, parseDlqPage(query));
+        const items = source === 'workflow' ? page.items.filter((entry) => entry.message.workflow !== undefined) : page.items;
+        return ok({ messages: items.map(dlqView), ...(page.cursor ? { cursor: page.cursor } : {}) });
       },
     },
     {

@@ -152,7 +152,7 @@ export class QueueService implements OnApplicationShutdown {
   }
 
   /** `GET /v2/dlq`. */
-  dlqList(session: Session, args: { cursor?: string; count: number; filter: ListFilter; dlqIds?: string[] }): Promise<Page<DlqEntry>> {
+  dlqList(session: ProjectScope, args: { cursor?: string; count: number; filter: ListFilter; dlqIds?: string[] }): Promise<Page<DlqEntry>> {
     return this.backend(session.tenant, () => this.store.dlqList(session.project.id, args));
   }
 
@@ -164,7 +164,7 @@ export class QueueService implements OnApplicationShutdown {
   }
 
   /** Deletes DLQ entries. @returns how many existed */
-  dlqDelete(session: Session, dlqIds: string[]): Promise<number> {
+  dlqDelete(session: ProjectScope, dlqIds: string[]): Promise<number> {
     return this.backend(session.tenant, () => this.store.dlqDelete(session.project.id, dlqIds));
   }
 

@@ -303,6 +303,46 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     }
   }, 60_000);
 
+  it('resumes a failed run from the DLQ at the step that failed, restarts another from its initial request, deletes an entry', async () => {
+    let broken = true;
+    const ran: string[] = [];
+    const url = route<{ n: number }>('/fragile', async (context) => {
+      await context.run('before', () => void ran.push(`before ${context.requestPayload.n}`));
+      return await context.run('fragile', () => {
+        if (broken) throw new Error('not yet');
+        ran.push(`fragile ${context.requestPayload.n}`);
+        return context.requestPayload.n;
+      });
+    });
+    const entryOf = async (workflowRunId: string) =>
+      eventually(async () => {
+        const { messages } = await client.dlq.list();
+        const entry = messages.find((m) => m.workflowRunId === workflowRunId);
+        if (!entry) throw new Error(`no DLQ entry of ${workflowRunId}`);
+        return entry;
+      }, 20_000);
+    const [one, two, three] = await Promise.all([1, 2, 3].map((n) => client.trigger({ url, body: { n }, retries: 0 })));
+    for (const run of [one, two, three]) await runIn(run?.workflowRunId ?? '', 'RUN_FAILED');
+    const [first, second, third] = await Promise.all([one, two, three].map((run) => entryOf(run?.workflowRunId ?? '')));
+    expect(first).toMatchObject({ workflowUrl: url, workflowCreatedAt: expect.any(Number) });
+    broken = false;
+
+    const resumed = await client.dlq.resume({ dlqId: first?.dlqId ?? '' });
+    expect(resumed).toMatchObject({ workflowRunId: one?.workflowRunId });
+    const run = await runIn(one?.workflowRunId ?? '', 'RUN_SUCCESS');
+    expect(run.workflowRunResponse).toBe('1');
+    // Resumed at the step that failed: the step before it ran once.
+    expect(ran.filter((r) => r === 'before 1')).toHaveLength(1);
+
+    const restarted = await client.dlq.restart({ dlqId: second?.dlqId ?? '' });
+    expect(restarted.workflowRunId).not.toBe(two?.workflowRunId);
+    expect((await runIn(restarted.workflowRunId, 'RUN_SUCCESS')).workflowRunResponse).toBe('2');
+
+    expect(await client.dlq.delete(third?.dlqId ?? '')).toMatchObject({ deleted: 1 });
+    const { messages } = await client.dlq.list();
+    expect(messages.map((m) => m.dlqId)).not.toEqual(expect.arrayContaining([first?.dlqId, second?.dlqId, third?.dlqId].filter(Boolean)));
+  }, 90_000);
+
   it('answers 404 for an unknown run and 400 for a malformed step, writing nothing', async () => {
     const call = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
       fetch(`${stack.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers }, ...(body === undefined ? {} : { body }) });

@@ -1,5 +1,5 @@
 import type { RunCursor, WorkflowRun } from '@restash/queue/data-access-store';
-import { QueueError, type WorkflowRawStep, isWorkflowEventId, isWorkflowRunId, pathId } from '@restash/queue/util-message';
+import { QueueError, type WorkflowRawStep, bulkParameters, isWorkflowEventId, isWorkflowRunId, parseDlqBulk, parseRetries, pathId } from '@restash/queue/util-message';
 import { type Endpoint, ok, publishContext } from './endpoint';
 import type { Session } from './queue.service';
 import type { WorkflowsService } from './workflows.service';
@@ -71,6 +71,41 @@ export function workflowEndpoints(s: WorkflowsService): Endpoint[] {
       write: true,
       name: 'workflows',
       run: async (c) => ok({ cancelled: await s.cancelRuns(c.session, parseRunsCancel(c.query), publishContext(c)) }),
+    },
+    {
+      method: 'POST',
+      path: 'workflows/dlq/resume',
+      exact: true,
+      write: true,
+      name: 'workflows',
+      run: async (c) => {
+        const page = await s.dlqEntries(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
+        return ok({ workflowRuns: await s.resume(c.session, page.items), ...(page.cursor ? { cursor: page.cursor } : {}) });
+      },
+    },
+    {
+      method: 'POST',
+      path: 'workflows/dlq/restart',
+      exact: true,
+      write: true,
+      name: 'workflows',
+      run: async (c) => {
+        const page = await s.dlqEntries(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
+        const header = c.request.headers['upstash-retries'];
+        const retries = typeof header === 'string' && header.trim() !== '' ? parseRetries(header, 'Upstash-Retries', c.session.project.retries.max) : undefined;
+        return ok({ workflowRuns: await s.restart(c.session, page.items, publishContext(c), retries), ...(page.cursor ? { cursor: page.cursor } : {}) });
+      },
+    },
+    {
+      method: 'DELETE',
+      path: 'workflows/dlq',
+      exact: true,
+      write: true,
+      name: 'workflows',
+      run: async (c) => {
+        const page = await s.dlqEntries(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
+        return ok({ deleted: await s.dlqDelete(c.session, page.items), ...(page.cursor ? { cursor: page.cursor } : {}) });
+      },
     },
     { method: 'GET', path: 'workflows/logs', exact: true, write: false, name: 'workflows', run: async (c) => ok(await logs(s, c.session, c.query)) },
     { method: 'GET', path: 'workflows/events', exact: true, write: false, name: 'workflows', run: async (c) => ok(await logs(s, c.session, c.query)) },

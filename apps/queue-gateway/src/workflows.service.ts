@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { type RunCursor, type Waiter, type WorkflowRun, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import {
+  type DlqEntry,
   type HeaderMap,
   type PublishContext,
   QueueError,
@@ -9,6 +10,7 @@ import {
   canonicalHeaderName,
   newMessageId,
   parsePublish,
+  parseWorkflowStep,
   parseWaitRequest,
   parseWorkflowFields,
   waitDeliveryHeaders,
@@ -251,6 +253,88 @@ export class WorkflowsService {
     const [published] = await this.queue.publish(session, [parsed]);
     await this.queue.cancelMany(session, { messageIds: [waiter.timeoutMessageId] });
     return published && !Array.isArray(published) ? published.messageId : '';
+  }
+
+  /** A page of the DLQ's entries of workflow runs (those of plain messages left out of the page). */
+  async dlqEntries(session: ProjectScope, page: Parameters<QueueService['dlqList']>[1]): Promise<{ items: DlqEntry[]; cursor?: string }> {
+    const found = await this.queue.dlqList(session, page);
+    return { items: found.items.filter((entry) => entry.message.workflow !== undefined), ...(found.cursor ? { cursor: found.cursor } : {}) };
+  }
+
+  /** `DELETE /v2/workflows/dlq`: removes the entries. @returns how many there were */
+  dlqDelete(session: ProjectScope, entries: DlqEntry[]): Promise<number> {
+    return this.queue.dlqDelete(session, entries.map((entry) => entry.dlqId));
+  }
+
+  /**
+   * `POST /v2/workflows/dlq/resume` (the SDK's `dlq.resume`): each failed run of the entries goes on from the step
+   * that failed: the run is under way again, the failed message is published again under a new id and takes over its
+   * recorded step, and the entry leaves the DLQ. Entries of no workflow run, or of a run
+   * that is not failed (or gone), are skipped.
+   * @returns the runs resumed
+   */
+  async resume(session: ProjectScope, entries: DlqEntry[]): Promise<Array<{ workflowRunId: string; workflowCreatedAt: number }>> {
+    const project = session.project.id;
+    const resumed: Array<{ workflowRunId: string; workflowCreatedAt: number }> = [];
+    for (const entry of entries) {
+      const workflow = entry.message.workflow;
+      if (!workflow) continue;
+      let stepKey = 'init';
+      try {
+        stepKey = workflowStepKey(workflow.init === true, workflow.init ? undefined : parseWorkflowStep(Buffer.from(entry.message.body, 'base64')));
+      } catch {
+        continue;
+      }
+      const { messageId: failedId, project: _project, ...failed } = entry.message;
+      const messageId = newMessageId();
+      const before = await this.backend(session, () => this.runs.resume(project, workflow.runId, stepKey, failedId, messageId));
+      if (before !== 'RUN_FAILED') continue;
+      // Published as the run's step again (it joins the run, now under way, and takes its configuration).
+      const now = Date.now();
+      await this.queue.publish(session, [{ message: { ...failed, createdAt: now, notBefore: now }, messageId }]);
+      await this.queue.dlqDelete(session, [entry.dlqId]);
+      resumed.push({ workflowRunId: workflow.runId, workflowCreatedAt: workflow.createdAt ?? 0 });
+    }
+    return resumed;
+  }
+
+  /**
+   * `POST /v2/workflows/dlq/restart` (the SDK's `dlq.restart`): each failed run of the entries starts again as a new
+   * run from its initial request, with the run's configuration (`retries` when given), and the entry leaves the DLQ.
+   * @returns the new runs
+   */
+  async restart(session: ProjectScope, entries: DlqEntry[], context: PublishContext, retries?: number): Promise<Array<{ workflowRunId: string; workflowCreatedAt: number }>> {
+    const project = session.project.id;
+    const restarted: Array<{ workflowRunId: string; workflowCreatedAt: number }> = [];
+    for (const entry of entries) {
+      const workflow = entry.message.workflow;
+      if (!workflow) continue;
+      const run = await this.backend(session, () => this.runs.get(project, workflow.runId));
+      if (!run) continue;
+      const runId = `wfr_${newMessageId().slice(4)}`;
+      const { config } = run;
+      const failureCallbackSettings = config.failureCallbackSettings?.workflow ? { ...config.failureCallbackSettings, workflow: { ...config.failureCallbackSettings.workflow, runId } } : config.failureCallbackSettings;
+      const message = {
+        url: run.url,
+        method: 'POST' as const,
+        header: { ...config.header, 'Content-Type': entry.message.header['Content-Type'] ?? ['application/json'] },
+        body: run.initialBody,
+        maxRetries: retries ?? config.maxRetries,
+        notBefore: context.nowMs,
+        createdAt: context.nowMs,
+        callerIp: context.callerIp,
+        workflow: { runId, init: true as const, url: run.url },
+        ...(config.retryDelayExpression === undefined ? {} : { retryDelayExpression: config.retryDelayExpression }),
+        ...(config.flowControl === undefined ? {} : { flowControl: config.flowControl }),
+        ...(config.failureCallback === undefined ? {} : { failureCallback: config.failureCallback }),
+        ...(failureCallbackSettings === undefined ? {} : { failureCallbackSettings }),
+        ...(config.labels === undefined ? {} : { labels: config.labels }),
+      };
+      await this.queue.publish(session, [{ message }]);
+      await this.queue.dlqDelete(session, [entry.dlqId]);
+      restarted.push({ workflowRunId: runId, workflowCreatedAt: context.nowMs });
+    }
+    return restarted;
   }
 
   private backend<T>(session: ProjectScope, call: () => Promise<T>): Promise<T> {

@@ -6,6 +6,7 @@ interface RunScripts {
   restashWorkflowRecord(...args: string[]): Promise<unknown>;
   restashWorkflowStart(...args: string[]): Promise<unknown>;
   restashWorkflowEnd(...args: string[]): Promise<unknown>;
+  restashWorkflowResume(...args: string[]): Promise<unknown>;
 }
 
 /** Where a run stands (QStash's `workflowState` of `GET /v2/workflows/logs`). */
@@ -100,6 +101,25 @@ return state
 `;
 
 /**
+ * Resumes a failed run (KEYS: run hash, seen hash; ARGV: step key, failed message id, new message id, then the run's
+ * other keys' names are not needed): the run is under way again, and the step the failed message recorded belongs to
+ * the message that replaces it (at the same position). Returns the state before, or false for an unknown run.
+ */
+const RESUME_RUN = `
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return false end
+if state ~= 'RUN_FAILED' then return state end
+redis.call('HSET', KEYS[1], 'state', 'RUN_STARTED')
+redis.call('HDEL', KEYS[1], 'endedAt')
+if redis.call('HGET', KEYS[2], ARGV[1]) == ARGV[2] then
+  local at = redis.call('HGET', KEYS[2], '#' .. ARGV[2])
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+  if at then redis.call('HSET', KEYS[2], '#' .. ARGV[3], at) end
+end
+return state
+`;
+
+/**
  * The workflow runs of every project, on the queue Redis (README, "What workflows do"; DESIGN.md, "Mapping each API onto its
  * engine"): per run `<prefix>:wf:<project>:run:<runId>` (hash: url, createdAt, state, endedAt, initialBody,
  * initialMessageId, config, result), `…:steps:<runId>` (list of {@link WorkflowRawStep} JSON, the initial request
@@ -120,6 +140,7 @@ export class WorkflowRunStore {
       scripted.defineCommand('restashWorkflowRecord', { numberOfKeys: 3, lua: RECORD_STEP });
       scripted.defineCommand('restashWorkflowStart', { numberOfKeys: 2, lua: START_RUN });
       scripted.defineCommand('restashWorkflowEnd', { numberOfKeys: 1, lua: END_RUN });
+      scripted.defineCommand('restashWorkflowResume', { numberOfKeys: 2, lua: RESUME_RUN });
     }
     this.redis = scripted as Redis & RunScripts;
   }
@@ -215,6 +236,17 @@ export class WorkflowRunStore {
     if (before === null) return null;
     await Promise.all(this.runKeys(project, runId).map((key) => this.redis.pexpire(key, this.options.retentionMs)));
     return before as WorkflowRunState;
+  }
+
+  /**
+   * Puts a failed run under way again (the workflow DLQ's resume), its keys no longer expiring: the step `stepKey`
+   * recorded by `failedMessageId` (the message that failed) now belongs to `newMessageId`, which redelivers it.
+   * @returns the state before (only RUN_FAILED changes), or null for an unknown run
+   */
+  async resume(project: string, runId: string, stepKey: string, failedMessageId: string, newMessageId: string): Promise<WorkflowRunState | null> {
+    const before = (await this.redis.restashWorkflowResume(this.key('run', project, runId), this.key('seen', project, runId), stepKey, failedMessageId, newMessageId)) as string | null;
+    if (before === 'RUN_FAILED') await Promise.all(this.runKeys(project, runId).map((key) => this.redis.persist(key)));
+    return before as WorkflowRunState | null;
   }
 
   /**

@@ -80,8 +80,8 @@ export function messageView(m: QueueMessage): Record<string, unknown> {
 /**
  * A DLQ entry as `GET /v2/dlq` lists it (README, "Queue: message, DLQ entry and event shapes"): {@link messageView} of the
  * message plus `dlqId`, `responseStatus?`, `responseHeader?`, `responseBody` (UTF-8 text) or
- * `responseBodyBase64` (other bytes; neither for an empty body), and `error?` (why the last attempt
- * got no answer).
+ * `responseBodyBase64` (other bytes; neither for an empty body), `error?` (why the last attempt
+ * got no answer), and for a message of a workflow run `workflowRunId`, `workflowCreatedAt`, `workflowUrl`.
  */
 export function dlqView(e: DlqEntry): Record<string, unknown> {
   const view = messageView(e.message);
@@ -90,6 +90,13 @@ export function dlqView(e: DlqEntry): Record<string, unknown> {
   if (e.responseHeader !== undefined) view.responseHeader = e.responseHeader;
   putBody(view, e.responseBody, 'responseBody', 'responseBodyBase64');
   if (e.error !== undefined) view.error = e.error;
+  // A message of a workflow run (the SDK's workflow DLQ list reads these).
+  const workflow = e.message.workflow;
+  if (workflow) {
+    view.workflowRunId = workflow.runId;
+    if (workflow.createdAt !== undefined) view.workflowCreatedAt = workflow.createdAt;
+    if (workflow.url !== undefined) view.workflowUrl = workflow.url;
+  }
   return view;
 }
 
