@@ -150,6 +150,17 @@ describe('workflows with the official @upstash/workflow SDK', () => {
       if (failures.length === 0) throw new Error('no failure call yet');
     }, 20_000);
     expect(failures).toEqual([{ runId: workflowRunId, failStatus: 500, failResponse: 'kaput' }]);
+    // The DLQ's failure-function retry calls it again with the same failure.
+    const entry = await eventually(async () => {
+      const found = (await client.dlq.list()).messages.find((m) => m.workflowRunId === workflowRunId);
+      if (!found) throw new Error('no DLQ entry yet');
+      return found;
+    }, 20_000);
+    await expect(client.dlq.retryFailureFunction({ dlqId: entry.dlqId })).resolves.toMatchObject({ workflowRunId });
+    await eventually(() => {
+      if (failures.length < 2) throw new Error('no second failure call yet');
+    }, 20_000);
+    expect(failures[1]).toEqual(failures[0]);
   }, 60_000);
 
   it('cancels a sleeping run: its pending step is never delivered', async () => {

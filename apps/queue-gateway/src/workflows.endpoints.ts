@@ -97,6 +97,20 @@ export function workflowEndpoints(s: WorkflowsService): Endpoint[] {
       },
     },
     {
+      method: 'POST',
+      path: 'workflows/dlq/callback/',
+      exact: false,
+      emptyRest: true,
+      write: true,
+      name: 'workflows',
+      run: async (c) => {
+        const dlqId = pathId(c.rest, 'DLQ id');
+        const [entry] = (await s.dlqEntries(c.session, { count: 1, filter: {}, dlqIds: [dlqId] })).items;
+        if (!entry) throw new QueueError(404, `dlq message ${dlqId} not found`);
+        return ok(await s.retryFailureFunction(c.session, entry, publishContext(c)));
+      },
+    },
+    {
       method: 'DELETE',
       path: 'workflows/dlq',
       exact: true,

@@ -7,6 +7,8 @@ import {
   type PublishContext,
   QueueError,
   type WorkflowRawStep,
+  callbackMessage,
+  callbackPayload,
   canonicalHeaderName,
   newMessageId,
   parsePublish,
@@ -296,6 +298,25 @@ export class WorkflowsService {
       resumed.push({ workflowRunId: workflow.runId, workflowCreatedAt: workflow.createdAt ?? 0 });
     }
     return resumed;
+  }
+
+  /**
+   * `POST /v2/workflows/dlq/callback/<dlqId>` (the SDK's `dlq.retryFailureFunction`): the failure callback of the
+   * entry's run is sent again, with the body the first one had (the last answer of the step that failed).
+   * @throws QueueError 400 when the entry is no workflow run's or its run has no failure callback
+   */
+  async retryFailureFunction(session: ProjectScope, entry: DlqEntry, context: PublishContext): Promise<{ workflowRunId: string; workflowCreatedAt: number }> {
+    const workflow = entry.message.workflow;
+    if (!workflow) throw QueueError.badRequest(`DLQ entry ${entry.dlqId} is no workflow run's`);
+    if (!entry.message.failureCallback) throw QueueError.badRequest(`the run of DLQ entry ${entry.dlqId} has no failure function (failure callback)`);
+    const run = await this.backend(session, () => this.runs.get(session.project.id, workflow.runId));
+    const outcome = { status: entry.responseStatus ?? 0, header: entry.responseHeader ?? {}, body: Buffer.from(entry.responseBody ?? '', 'base64') };
+    const payload = callbackPayload(entry.message, outcome, entry.message.maxRetries, Number.MAX_SAFE_INTEGER, entry.dlqId);
+    const workflowCreatedAt = workflow.createdAt ?? run?.createdAt ?? 0;
+    Object.assign(payload, { workflowRunId: workflow.runId, workflowCreatedAt, ...(run ? { sourceBody: run.initialBody } : {}) });
+    const { messageId: _id, project: _project, ...message } = callbackMessage(entry.message, 'failure-callback', payload, context.nowMs, session.project.retries.default);
+    await this.queue.publish(session, [{ message }]);
+    return { workflowRunId: workflow.runId, workflowCreatedAt };
   }
 
   /**

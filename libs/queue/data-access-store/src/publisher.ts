@@ -129,7 +129,8 @@ export class Publisher {
   }
 
   /**
-   * Checks that the runs of the call's messages that are not first messages are under way (one round trip per run,
+   * Checks that the runs of the call's messages that are not first messages are under way (a failure callback's may
+   * be over) (one round trip per run,
    * which also notes the messages in it), and gives their step messages the run's configuration and creation time.
    * @throws QueueError 400 naming the run otherwise
    */
@@ -143,7 +144,9 @@ export class Publisher {
     for (const [runId, messages] of byRun) {
       const run = await this.runs.join(project, runId, messages.map((m) => m.messageId));
       if (!run) throw QueueError.badRequest(`workflow run ${runId} does not exist: a run starts with a message with Upstash-Workflow-Init: true`);
-      if (run.state !== 'RUN_STARTED') throw QueueError.badRequest(`workflow run ${runId} is over (${run.state}): no message can be added to it`);
+      // A failure callback belongs to a run that failed; any other message needs the run under way.
+      const overOk = messages.every((m) => m.workflow?.callType === 'failureCall');
+      if (run.state !== 'RUN_STARTED' && !overOk) throw QueueError.badRequest(`workflow run ${runId} is over (${run.state}): no message can be added to it`);
       for (const message of messages) {
         const workflow = message.workflow as NonNullable<QueueMessage['workflow']>;
         workflow.createdAt = run.createdAt;
