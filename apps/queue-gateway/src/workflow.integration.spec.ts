@@ -354,6 +354,18 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     expect(messages.map((m) => m.dlqId)).not.toEqual(expect.arrayContaining([first?.dlqId, second?.dlqId, third?.dlqId].filter(Boolean)));
   }, 90_000);
 
+  it('triggers a run by the REST trigger (POST /v2/trigger/<url>): the SDK starts it under the same id', async () => {
+    const url = route<{ n: number }>('/rest-trigger', async (context) => await context.run('double', () => context.requestPayload.n * 2));
+    const response = await fetch(`${stack.url}/v2/trigger/${url}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ n: 21 }) });
+    expect(response.status).toBe(200);
+    const { workflowRunId, workflowCreatedAt } = (await response.json()) as { workflowRunId: string; workflowCreatedAt: number };
+    expect(workflowRunId).toMatch(/^wfr_/);
+    expect(workflowCreatedAt).toBeGreaterThan(0);
+    const run = await runIn(workflowRunId, 'RUN_SUCCESS');
+    expect(run.workflowRunResponse).toBe('42');
+    expect(stepNames(run)).toEqual(['init', 'double']);
+  }, 60_000);
+
   it('answers 404 for an unknown run and 400 for a malformed step, writing nothing', async () => {
     const call = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
       fetch(`${stack.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers }, ...(body === undefined ? {} : { body }) });

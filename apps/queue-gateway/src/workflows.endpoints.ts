@@ -1,5 +1,18 @@
 import type { RunCursor, WorkflowRun } from '@restash/queue/data-access-store';
-import { QueueError, type WorkflowRawStep, bulkParameters, isWorkflowEventId, isWorkflowRunId, parseDlqBulk, parseRetries, pathId } from '@restash/queue/util-message';
+import {
+  QueueError,
+  type WorkflowRawStep,
+  bulkParameters,
+  headerRecord,
+  isWorkflowEventId,
+  isWorkflowRunId,
+  newMessageId,
+  parseDlqBulk,
+  parsePublish,
+  parseRetries,
+  pathId,
+  publishDestination,
+} from '@restash/queue/util-message';
 import { type Endpoint, ok, publishContext } from './endpoint';
 import type { Session } from './queue.service';
 import type { WorkflowsService } from './workflows.service';
@@ -14,6 +27,28 @@ const LOGS_MAX_COUNT = 100;
  */
 export function workflowEndpoints(s: WorkflowsService): Endpoint[] {
   return [
+    {
+      // QStash's REST trigger: a run of the workflow at the destination, started by the SDK itself on its first
+      // delivery (`Upstash-Workflow-Unknown-Sdk`); the publish headers apply (retries, failure callback, forwards…).
+      method: 'POST',
+      path: 'trigger/',
+      exact: false,
+      emptyRest: true,
+      write: true,
+      name: 'workflows',
+      run: async (c) => {
+        const destination = publishDestination(c.rest, c.request.url, c.query);
+        const context = publishContext(c);
+        const parsed = parsePublish({ ...context, destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body });
+        if (parsed.urlGroup !== undefined) throw QueueError.badRequest('invalid destination: a workflow is triggered at a URL, not a URL group');
+        const given = parsed.message.workflow?.runId;
+        const runId = given ?? `wfr_${newMessageId().slice(4)}`;
+        parsed.message.workflow = { runId, init: true, url: destination, unknownSdk: true };
+        const [result] = await s.trigger(c.session, parsed);
+        if (result && !Array.isArray(result) && result.deduplicated) throw QueueError.badRequest(`workflow run ${runId} already exists`);
+        return ok({ workflowRunId: runId, workflowCreatedAt: context.nowMs });
+      },
+    },
     {
       method: 'POST',
       path: 'wait/',

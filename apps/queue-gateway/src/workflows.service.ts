@@ -4,6 +4,7 @@ import { type RunCursor, type Waiter, type WorkflowRun, WorkflowRunStore, Workfl
 import {
   type DlqEntry,
   type HeaderMap,
+  type ParsedPublish,
   type PublishContext,
   QueueError,
   type WorkflowRawStep,
@@ -77,6 +78,11 @@ export class WorkflowsService {
     const options = { prefix: config.store.options.prefix, retentionMs: config.store.options.messageRetentionMs };
     this.runs = new WorkflowRunStore(queueRedis, options);
     this.waiters = new WorkflowWaiterStore(queueRedis, options);
+  }
+
+  /** `POST /v2/trigger/<url>`: publishes the run's first message (its run created by the Publisher). */
+  trigger(session: ProjectScope, parsed: ParsedPublish): ReturnType<QueueService['publish']> {
+    return this.queue.publish(session, [parsed]);
   }
 
   /**

@@ -368,6 +368,11 @@ export class DeliveryProcessor {
   private async workflowMessage(message: QueueMessage): Promise<QueueMessage | string> {
     const workflow = message.workflow as NonNullable<QueueMessage['workflow']>;
     if (!isWorkflowStep(workflow)) return workflowDelivery(message);
+    if (workflow.unknownSdk) {
+      // POST /v2/trigger's first delivery: the SDK reads the initial request from it and starts the run itself.
+      const delivered = workflowDelivery(message, [JSON.stringify({ messageId: message.messageId, body: message.body, callType: 'step' })]);
+      return { ...delivered, header: { ...delivered.header, 'Upstash-Workflow-Unknown-Sdk': ['true'] } };
+    }
     let key = `m${message.messageId}`;
     try {
       key = workflowStepKey(workflow.init === true, workflow.init ? undefined : parseWorkflowStep(Buffer.from(message.body, 'base64')));

@@ -39,7 +39,8 @@ import type { WorkflowRun, WorkflowRunStore } from './workflow-runs';
  *
  * Workflow runs (README, "What workflows do"; `runs` given): a run's first message (`workflow.init`) creates the run with the
  * message's retries, retry delay, flow control, failure callback, labels and forwarded headers as the run's configuration; a run id
- * already taken answers the first message's id as a duplicate and publishes nothing. Every other message of a run
+ * already taken answers the first message's id as a duplicate and publishes nothing (but for the SDK's own start of a run
+ * that `POST /v2/trigger` made: `workflow.triggeredBySdk`). Every other message of a run
  * needs the run under way (else QueueError 400, as QStash refuses appending to a cancelled run, which the SDK reads
  * as "the run is over"; checked for the whole call before anything is written), and a step message takes the run's
  * configuration (its own headers win over the run's). Each message is noted in its run, for a cancel.
@@ -59,7 +60,8 @@ export class Publisher {
       const { workflow } = message;
       if (workflow?.init && this.runs) {
         const started = await this.startRun(message);
-        if (started !== true) return { messageId: started, url: message.url, deduplicated: true };
+        // The SDK's own start of a run that POST /v2/trigger created is that run's first recorded message.
+        if (started !== true && !workflow.triggeredBySdk) return { messageId: started, url: message.url, deduplicated: true };
       }
       let published: Awaited<ReturnType<QueueStore['publish']>>;
       try {

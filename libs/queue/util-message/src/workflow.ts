@@ -27,6 +27,13 @@ export interface WorkflowFields {
   waiter?: { eventId: string; field: string };
   /** The first message of a run started by `context.invoke` (`Upstash-Workflow-Invoke: true`): the run that waits for it. */
   invoker?: WorkflowInvoker;
+  /**
+   * Set by the gateway on the first message of a run started by `POST /v2/trigger/<url>`: delivered with
+   * `Upstash-Workflow-Unknown-Sdk: true` and not recorded, so that the SDK starts the run itself under the same id.
+   */
+  unknownSdk?: true;
+  /** `upstash-workflow-trigger-by-sdk: true`: the SDK's own start of a run that `POST /v2/trigger` created. */
+  triggeredBySdk?: true;
 }
 
 /** The call types the SDK sends in `Upstash-Workflow-CallType` (and its `Callback-` / `Failure-Callback-` forms). */
@@ -85,6 +92,7 @@ export function parseWorkflowFields(get: (name: string) => string | undefined, p
     }
     fields.callType = callType as WorkflowCallType;
   }
+  if (fields.init && get(`${prefix}workflow-trigger-by-sdk`)?.toLowerCase() === 'true') fields.triggeredBySdk = true;
   if (fields.init && fields.callType !== undefined && fields.callType !== 'step') {
     throw QueueError.badRequest(`invalid ${display}Workflow-CallType: ${JSON.stringify(callType)} (a run's first message is a step)`);
   }
