@@ -99,8 +99,7 @@ export function headerRecord(rawHeaders: readonly string[]): Record<string, stri
 
 /**
  * `POST /v2/batch`: `[{destination, headers, body?, queue?}]`; every item is checked before any is published; an item with `queue` is enqueued to that queue ({@link inQueue}).
- * A body that is not a string is any other JSON value, published as its JSON text (the SDK's `batch` puts an object
- * there as given: `@upstash/workflow`'s `context.call` does); `null` for `headers`, `body` or `queue` means absent
+ * The body is a string (README, "Queue: endpoints"); `null` for `headers`, `body` or `queue` means absent
  * (qstash-py sends it so).
  * @throws QueueError 400 for a body that is no non-empty JSON array of messages, or any malformed item
  */
@@ -121,8 +120,8 @@ export function parseBatch(body: Buffer, context: PublishContext): ParsedPublish
     const body = field('body') ?? '';
     const queue = field('queue');
     if (typeof destination !== 'string' || destination === '') throw QueueError.badRequest(`batch item ${i}: destination must be a URL`);
-    const text = typeof body === 'string' ? body : JSON.stringify(body);
-    const parsed = parsePublish({ ...context, destination, headers: headersFromJson(headers, `batch item ${i}`), body: Buffer.from(text, 'utf8') });
+    if (typeof body !== 'string') throw QueueError.badRequest(`batch item ${i}: body must be a string`);
+    const parsed = parsePublish({ ...context, destination, headers: headersFromJson(headers, `batch item ${i}`), body: Buffer.from(body, 'utf8') });
     return queue === undefined ? parsed : inQueue(parsed, queue, `batch item ${i} queue`);
   });
 }
