@@ -7,7 +7,7 @@ import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client }
 import { Receiver } from '@upstash/qstash';
 import { Redis as IORedis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
-import { type AppProcess, type Cluster, type Stack, repoRoot, sourceEnv, startApp, startCluster, startS3Server, startStack } from '@restash/platform/util-stack';
+import { type AppProcess, type Cluster, type Stack, freePorts, repoRoot, sourceEnv, startApp, startCluster, startS3Server, startStack } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 
 /**
@@ -204,6 +204,10 @@ describe('the operator on a real cluster', () => {
       const receiver = new Receiver({ currentSigningKey: queueSecret['QSTASH_CURRENT_SIGNING_KEY'] ?? '', nextSigningKey: queueSecret['QSTASH_NEXT_SIGNING_KEY'] ?? '' });
       await expect(receiver.verify({ signature: delivery.signature, body: delivery.body, url: delivery.url })).resolves.toBe(true);
     }
+    // An @upstash/workflow app configured by the QueueProject's Secret alone (its token in QStash's form) runs a workflow.
+    const [port] = await freePorts(1);
+    const flow = await sdkProgram({ ...(await secretOf('team-a', 'jobs')), SDK_CHECK_PORT: String(port), SDK_CHECK_WORKFLOW_URL: `http://127.0.0.1:${port}/workflow` }, 'workflow', 'team-a');
+    expect(flow).toMatchObject({ state: 'RUN_SUCCESS', result: { first: 'team-a!', echo: 'team-a!', status: 200 } });
     // KV through a managed Redis pod: the database's server is the StatefulSet's.
     expect(await kubectl('get', 'statefulset', 'redis-cache', '-n', 'team-a', '-o', 'jsonpath={.status.readyReplicas}')).toBe('1');
   }, 300_000);
