@@ -366,6 +366,23 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     expect(stepNames(run)).toEqual(['init', 'double']);
   }, 60_000);
 
+  it('fails the run and calls its failure function when the workflow cannot take a context.call answer', async () => {
+    const failures: string[] = [];
+    const handler = serve(
+      async (context) => {
+        await context.call('ask', { url: `${sink.url}/api-ok`, method: 'GET' });
+      },
+      { qstashClient: qstash, receiver, disableTelemetry: true, failureFunction: async ({ context }) => void failures.push(context.workflowRunId) },
+    ).handler;
+    // The answer of the call comes back to the workflow, which is down for it (500) but up for the rest.
+    app.route('/call-down', (request) => (request.headers.get('upstash-workflow-callback') ? Promise.resolve(new Response('down', { status: 500 })) : handler(request)));
+    const { workflowRunId } = await client.trigger({ url: `${app.url}/call-down`, body: {}, retries: 0 });
+    await runIn(workflowRunId, 'RUN_FAILED');
+    await eventually(() => {
+      if (!failures.includes(workflowRunId)) throw new Error('no failure call yet');
+    }, 20_000);
+  }, 60_000);
+
   it('answers 404 for an unknown run and 400 for a malformed step, writing nothing', async () => {
     const call = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
       fetch(`${stack.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers }, ...(body === undefined ? {} : { body }) });

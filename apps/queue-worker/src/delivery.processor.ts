@@ -297,6 +297,7 @@ export class DeliveryProcessor {
     if (response && message.callback) {
       const payload = callbackPayload(message, response, retried, this.config.maxResponseBytes);
       const callback = callbackMessage(message, 'callback', payload, now, this.config.callbackRetries, retried);
+      if (callback.workflow) await this.call('store', () => this.takeRunConfig(callback));
       await this.call('store', () => this.store.enqueue(callback));
       seen.callbacks.push(callback.messageId);
     }
@@ -337,7 +338,8 @@ export class DeliveryProcessor {
       }),
     );
     const workflow = message.workflow;
-    if (workflow && isWorkflowStep(workflow)) {
+    // A step, or a context.call's answer coming back, that failed for good fails its run.
+    if (workflow && (isWorkflowStep(workflow) || workflow.callType === 'fromCallback')) {
       await this.call('store', () => this.runs.end(message.project, workflow.runId, 'RUN_FAILED', now));
       await this.call('store', () => this.tellInvoker(message, project.retries));
     }
@@ -389,6 +391,21 @@ export class DeliveryProcessor {
     if (outcome.kind === 'recorded') return workflowDelivery(message, outcome.steps, outcome.createdAt);
     if (outcome.kind === 'duplicate') return `step ${key} of workflow run ${workflow.runId} was already recorded by another message`;
     return outcome.kind === 'ended' ? `workflow run ${workflow.runId} is over (${outcome.state})` : `workflow run ${workflow.runId} does not exist`;
+  }
+
+  /**
+   * Gives a context.call's callback (a message of the run, back to the workflow) the run's retries and failure
+   * callback, as the run's steps have (the SDK sends neither with the call), so that a workflow that cannot take the
+   * call's answer fails its run and gets its failure function.
+   */
+  private async takeRunConfig(callback: QueueMessage): Promise<void> {
+    const run = await this.runs.get(callback.project, (callback.workflow as NonNullable<QueueMessage['workflow']>).runId);
+    if (!run) return;
+    const { config } = run;
+    callback.maxRetries = config.maxRetries;
+    if (config.retryDelayExpression !== undefined) callback.retryDelayExpression = config.retryDelayExpression;
+    if (config.failureCallback !== undefined) callback.failureCallback = config.failureCallback;
+    if (config.failureCallbackSettings !== undefined) callback.failureCallbackSettings = config.failureCallbackSettings;
   }
 
   /** Tells the run that invoked a failed run (if any) that it failed; an invoker whose run is over is told nothing. */
