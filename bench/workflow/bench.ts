@@ -20,7 +20,8 @@
 // bench-workflow markers.
 //
 // env: BENCH_MESSAGES (20000), BENCH_CONCURRENCY (64), BENCH_RUNS (1000), BENCH_STEPS (10), BENCH_CONCURRENT_RUNS
-//      (100), BENCH_ROUNDS (3), BENCH_WORKER_CONCURRENCY (100); BENCH_SMOKE=1 for a smoke run;
+//      (100), BENCH_ROUNDS (3), BENCH_WORKER_CONCURRENCY (100), BENCH_APP_VERIFY (1: the app verifies each delivery's
+//      signature; 0: it does not, which spares the load core); BENCH_SMOKE=1 for a smoke run;
 //      BENCH_GATEWAY_NODE_OPTIONS: NODE_OPTIONS of queue-gateway and queue-worker (e.g. "--cpu-prof --cpu-prof-dir=DIR").
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -40,6 +41,7 @@ runBench({
     BENCH_ROUNDS: { full: '3', smoke: '1' },
     BENCH_WARMUP_RUNS: { full: '200', smoke: '0' },
     BENCH_WORKER_CONCURRENCY: { full: '100', smoke: '100' },
+    BENCH_APP_VERIFY: { full: '1', smoke: '1' },
   },
   stack: (settings) => ({
     queueRedis: true,
