@@ -118,19 +118,46 @@ export interface WorkflowStepBody {
 }
 
 /**
+ * A request body that must be a JSON object.
+ * @param what the request, for the error text (`workflow step`, `wait request`, …)
+ * @throws QueueError 400 `invalid <what>: the body must be a JSON object` otherwise
+ */
+function jsonObject(body: Buffer, what: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    value = undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest(`invalid ${what}: the body must be a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Headers given as `{Name: [values]}` (a single string taken as one value), as a request's: lower-case names, values
+ * joined with `, `; absent → none.
+ * @param what the field, for the error text (`wait request: timeoutHeaders`, …)
+ * @throws QueueError 400 naming the field and the header otherwise
+ */
+function headerLists(value: unknown, what: string): Record<string, string> {
+  const headers: Record<string, string> = Object.create(null);
+  if (value === undefined) return headers;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest(`invalid ${what} must map names to lists of values`);
+  for (const [name, values] of Object.entries(value)) {
+    const list = Array.isArray(values) ? values : [values];
+    if (!list.every((v) => typeof v === 'string')) throw QueueError.badRequest(`invalid ${what} ${JSON.stringify(name)} must be a list of strings`);
+    headers[name.toLowerCase()] = list.join(', ');
+  }
+  return headers;
+}
+
+/**
  * Parses the body of a step message (not the run's first): a JSON object with an integer `stepId` ≥ 0, a non-empty
  * `stepName` and `stepType`, and for `stepId` 0 an integer `targetStep` ≥ 1.
  * @throws QueueError 400 naming the field otherwise
  */
 export function parseWorkflowStep(body: Buffer): WorkflowStepBody {
-  let value: unknown;
-  try {
-    value = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw QueueError.badRequest('invalid workflow step: the body of a step message must be a JSON object');
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest('invalid workflow step: the body of a step message must be a JSON object');
-  const step = value as Record<string, unknown>;
+  const step = jsonObject(body, 'workflow step');
   if (!Number.isSafeInteger(step.stepId) || (step.stepId as number) < 0) throw QueueError.badRequest(`invalid workflow step: stepId ${JSON.stringify(step.stepId)} (expected an integer ≥ 0)`);
   for (const field of ['stepName', 'stepType'] as const) {
     if (typeof step[field] !== 'string' || step[field] === '') throw QueueError.badRequest(`invalid workflow step: ${field} ${JSON.stringify(step[field])} (expected a non-empty string)`);
@@ -200,14 +227,7 @@ export interface WaitRequest {
  * @throws QueueError 400 naming the field
  */
 export function parseWaitRequest(body: Buffer): WaitRequest {
-  let value: unknown;
-  try {
-    value = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw QueueError.badRequest('invalid wait request: the body must be a JSON object {url, timeout, timeoutUrl, timeoutHeaders, step}');
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest('invalid wait request: the body must be a JSON object');
-  const request = value as Record<string, unknown>;
+  const request = jsonObject(body, 'wait request');
   if (typeof request.url !== 'string') throw QueueError.badRequest('invalid wait request: url must be a string');
   parseHttpUrl(request.url, 'wait url');
   const timeoutUrl = request.timeoutUrl === undefined ? request.url : request.timeoutUrl;
@@ -217,17 +237,7 @@ export function parseWaitRequest(body: Buffer): WaitRequest {
   if (typeof request.timeout === 'number') timeoutMs = parseDuration(String(request.timeout), 'wait timeout');
   else if (typeof request.timeout === 'string') timeoutMs = parseDuration(request.timeout, 'wait timeout');
   else if (request.timeout !== undefined) throw QueueError.badRequest('invalid wait request: timeout must be a duration such as "7d" or a number of seconds');
-  const timeoutHeaders: Record<string, string> = Object.create(null);
-  if (request.timeoutHeaders !== undefined) {
-    if (typeof request.timeoutHeaders !== 'object' || request.timeoutHeaders === null || Array.isArray(request.timeoutHeaders)) {
-      throw QueueError.badRequest('invalid wait request: timeoutHeaders must map names to lists of values');
-    }
-    for (const [name, values] of Object.entries(request.timeoutHeaders)) {
-      const list = Array.isArray(values) ? values : [values];
-      if (!list.every((v) => typeof v === 'string')) throw QueueError.badRequest(`invalid wait request: timeoutHeaders ${JSON.stringify(name)} must be a list of strings`);
-      timeoutHeaders[name.toLowerCase()] = list.join(', ');
-    }
-  }
+  const timeoutHeaders = headerLists(request.timeoutHeaders, 'wait request: timeoutHeaders');
   if (request.step === undefined) throw QueueError.badRequest('invalid wait request: step is missing');
   const step = parseWorkflowStep(Buffer.from(JSON.stringify(request.step)));
   return { url: request.url, timeoutMs, timeoutUrl, timeoutHeaders, step };
@@ -273,29 +283,14 @@ export interface WorkflowInvoker {
  * @throws QueueError 400 naming the field
  */
 export function parseInvokeRequest(body: Buffer): { initialBody: Buffer; invoker: WorkflowInvoker } {
-  let value: unknown;
-  try {
-    value = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw QueueError.badRequest('invalid invoke request: the body must be a JSON object {body, headers, workflowRunId, workflowRunCreatedAt, workflowUrl, step}');
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw QueueError.badRequest('invalid invoke request: the body must be a JSON object');
-  const request = value as Record<string, unknown>;
+  const request = jsonObject(body, 'invoke request');
   if (request.body !== undefined && typeof request.body !== 'string') throw QueueError.badRequest('invalid invoke request: body must be a string');
   if (typeof request.workflowRunId !== 'string' || !isWorkflowRunId(request.workflowRunId)) throw QueueError.badRequest('invalid invoke request: workflowRunId must be a run id');
   if (typeof request.workflowUrl !== 'string') throw QueueError.badRequest('invalid invoke request: workflowUrl must be a string');
   parseHttpUrl(request.workflowUrl, 'invoke workflowUrl');
   const createdAt = Number(request.workflowRunCreatedAt ?? 0);
   if (!Number.isSafeInteger(createdAt) || createdAt < 0) throw QueueError.badRequest('invalid invoke request: workflowRunCreatedAt must be Unix ms');
-  const headers: Record<string, string> = Object.create(null);
-  if (request.headers !== undefined) {
-    if (typeof request.headers !== 'object' || request.headers === null || Array.isArray(request.headers)) throw QueueError.badRequest('invalid invoke request: headers must map names to lists of values');
-    for (const [name, values] of Object.entries(request.headers)) {
-      const list = Array.isArray(values) ? values : [values];
-      if (!list.every((v) => typeof v === 'string')) throw QueueError.badRequest(`invalid invoke request: headers ${JSON.stringify(name)} must be a list of strings`);
-      headers[name] = list.join(', ');
-    }
-  }
+  const headers = headerLists(request.headers, 'invoke request: headers');
   if (request.step === undefined) throw QueueError.badRequest('invalid invoke request: step is missing');
   const step = parseWorkflowStep(Buffer.from(JSON.stringify(request.step)));
   return {
