@@ -315,7 +315,7 @@ export class WorkflowsService {
     const workflow = entry.message.workflow;
     if (!workflow) throw QueueError.badRequest(`DLQ entry ${entry.dlqId} is no workflow run's`);
     if (!entry.message.failureCallback) throw QueueError.badRequest(`the run of DLQ entry ${entry.dlqId} has no failure function (failure callback)`);
-    const run = await this.backend(session, () => this.runs.get(session.project.id, workflow.runId));
+    const run = await this.backend(session, () => this.runs.get(session.project.id, workflow.runId, { initialBody: true }));
     const outcome = { status: entry.responseStatus ?? 0, header: entry.responseHeader ?? {}, body: Buffer.from(entry.responseBody ?? '', 'base64') };
     const payload = callbackPayload(entry.message, outcome, entry.message.maxRetries, Number.MAX_SAFE_INTEGER, entry.dlqId);
     const workflowCreatedAt = workflow.createdAt ?? run?.createdAt ?? 0;
@@ -336,7 +336,7 @@ export class WorkflowsService {
     for (const entry of entries) {
       const workflow = entry.message.workflow;
       if (!workflow) continue;
-      const run = await this.backend(session, () => this.runs.get(project, workflow.runId));
+      const run = await this.backend(session, () => this.runs.get(project, workflow.runId, { initialBody: true }));
       if (!run) continue;
       const runId = `wfr_${newMessageId().slice(4)}`;
       const { config } = run;

@@ -4,7 +4,7 @@ import { DelayedError, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { RegistryReader } from '@restash/shared/data-access-registry';
 import { errorFields, logEvent } from '@restash/shared/util-http';
-import { Publisher, QueueStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
+import { Publisher, QueueStore, type WorkflowRun, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import { DeliveryError, type DeliveryResponse, HttpDeliverer } from '@restash/queue/data-access-delivery';
 import {
   type MessageEvent,
@@ -341,14 +341,15 @@ export class DeliveryProcessor {
     // A step, or a context.call's answer coming back, that failed for good fails its run.
     if (workflow && (isWorkflowStep(workflow) || workflow.callType === 'fromCallback')) {
       await this.call('store', () => this.runs.end(message.project, workflow.runId, 'RUN_FAILED', now));
-      await this.call('store', () => this.tellInvoker(message, project.retries));
     }
+    // Read once: the invoker and the failure callback both want it (the latter its initial request).
+    const run = workflow ? await this.call('store', () => this.runs.get(message.project, workflow.runId, { initialBody: message.failureCallback !== undefined })) : null;
+    if (run?.config.invoker && run.state === 'RUN_FAILED') await this.call('store', () => this.tellInvoker(run, message, project.retries));
     if (message.failureCallback) {
       const outcome = response ?? { status: 0, header: {}, body: Buffer.alloc(0) };
       const payload = callbackPayload(message, outcome, retried, this.config.maxResponseBytes, dlqId);
       if (workflow) {
         // The SDK's failure function reads the run, its creation time and the initial request (`handleFailure`).
-        const run = await this.call('store', () => this.runs.get(message.project, workflow.runId));
         payload.workflowRunId = workflow.runId;
         payload.workflowCreatedAt = workflow.createdAt ?? run?.createdAt;
         if (run) payload.sourceBody = run.initialBody;
@@ -408,10 +409,8 @@ export class DeliveryProcessor {
     if (config.failureCallbackSettings !== undefined) callback.failureCallbackSettings = config.failureCallbackSettings;
   }
 
-  /** Tells the run that invoked a failed run (if any) that it failed; an invoker whose run is over is told nothing. */
-  private async tellInvoker(message: QueueMessage, retries: { default: number; max: number }): Promise<void> {
-    const run = await this.runs.get(message.project, (message.workflow as NonNullable<QueueMessage['workflow']>).runId);
-    if (!run?.config.invoker || run.state !== 'RUN_FAILED') return;
+  /** Tells the run that invoked `run`, which failed, that it failed; an invoker whose run is over is told nothing. */
+  private async tellInvoker(run: WorkflowRun, message: QueueMessage, retries: { default: number; max: number }): Promise<void> {
     try {
       await this.publisher.reportToInvoker(run, message.project, { failed: true }, { nowMs: Date.now(), callerIp: message.callerIp, retries });
     } catch (error) {

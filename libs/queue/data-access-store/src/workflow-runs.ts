@@ -159,9 +159,19 @@ export class WorkflowRunStore {
     await Promise.all([this.redis.del(...this.runKeys(project, runId)), this.redis.zrem(this.indexKey(project), runId)]);
   }
 
-  /** A run of the project, or null (unknown, another project's, or expired). */
-  async get(project: string, runId: string): Promise<WorkflowRun | null> {
-    const hash = await this.redis.hgetall(this.key('run', project, runId));
+  /**
+   * A run of the project, or null (unknown, another project's, or expired); its `initialBody` is empty unless
+   * `options.initialBody`.
+   */
+  async get(project: string, runId: string, options: { initialBody?: boolean } = {}): Promise<WorkflowRun | null> {
+    // The initial request (any size) only when asked: most callers want the state and the configuration.
+    const fields = options.initialBody ? [...RUN_FIELDS, 'initialBody'] : RUN_FIELDS;
+    const values = await this.redis.hmget(this.key('run', project, runId), ...fields);
+    const hash: Record<string, string> = {};
+    fields.forEach((field, i) => {
+      const value = values[i];
+      if (value !== null && value !== undefined) hash[field] = value;
+    });
     return hash.state ? runOf(runId, hash) : null;
   }
 
@@ -300,6 +310,9 @@ export class WorkflowRunStore {
     return `${this.options.prefix}:wf-runs:${project}`;
   }
 }
+
+/** The fields of a run's hash read by {@link WorkflowRunStore.get}, all but `initialBody`. */
+const RUN_FIELDS = ['url', 'createdAt', 'state', 'endedAt', 'initialMessageId', 'config', 'result'];
 
 function runOf(runId: string, hash: Record<string, string>): WorkflowRun {
   const run: WorkflowRun = {
