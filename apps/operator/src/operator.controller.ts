@@ -50,8 +50,8 @@ const REGISTRY_CHECK_TIMEOUT_MS = 1_000;
  * The registry heals itself (README, "Architecture: tenant registry"): every second the leader looks for the
  * registry's marker. When the control Redis does not answer within 1 s, every resource is marked
  * `Ready=False`/`RegistryUnavailable` at once, and every namespace is queued when it answers again; when it
- * answers without the marker (restarted empty, wiped), every namespace is queued at once, and once each has had a
- * pass that wrote it, the marker is written again, so that the gateways answer unknown tokens 401 again and the
+ * answers without the marker (restarted empty, wiped), every namespace is marked the same way and queued at once, and
+ * once each has had a pass that wrote it, the marker is written again, so that the gateways answer unknown tokens 401 again and the
  * others are served (503 meanwhile, never 401).
  *
  * The registry's change announcements (RegistryReader.onChange) are watched too: when a queue project's record
@@ -262,7 +262,11 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     });
     this.rewriting = { namespaces, since: performance.now() };
     if (namespaces.size === 0) return this.markComplete();
-    for (const namespace of namespaces) this.queue?.add(namespace);
+    // Not Ready until its pass wrote it again (the gateways answer 503 for its tokens meanwhile): marked, then queued.
+    for (const namespace of namespaces) {
+      await this.markUnavailable(namespace, 'the control Redis answered without it (restarted empty or wiped)');
+      this.queue?.add(namespace);
+    }
   }
 
   /**
@@ -275,12 +279,15 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     this.registryDown = true;
     const namespaces = this.knownNamespaces();
     logEvent(logger, 'warn', 'registry.unreachable', { engine: 'control-redis', namespaces: namespaces.size, error: loggable(error), text: 'the control Redis does not answer: marking every resource RegistryUnavailable' });
-    for (const namespace of namespaces) {
-      await this.reconciler?.markRegistryUnavailable(namespace, error instanceof Error ? error.message : String(error)).catch((failure: unknown) =>
-        logEvent(logger, 'warn', 'status.write-failed', { engine: 'kubernetes', tenant: namespace, error: loggable(failure) }),
-      );
-    }
+    for (const namespace of namespaces) await this.markUnavailable(namespace, error instanceof Error ? error.message : String(error));
     return undefined;
+  }
+
+  /** Marks the resources of `namespace` `Ready=False`/`RegistryUnavailable` (a refused status write is logged). */
+  private async markUnavailable(namespace: string, cause: string): Promise<void> {
+    await this.reconciler?.markRegistryUnavailable(namespace, cause).catch((failure: unknown) =>
+      logEvent(logger, 'warn', 'status.write-failed', { engine: 'kubernetes', tenant: namespace, error: loggable(failure) }),
+    );
   }
 
   /**

@@ -985,6 +985,12 @@ async function kvState(): Promise<string> {
   return `keys ${JSON.stringify(keys)}, pods ${managed.join(' ')}`;
 }
 
+/** How many Warning Events of `reason` a namespace's resources got from `since` (ms since the epoch; whole seconds) on. */
+async function warningsSince(namespace: string, reason: string, since: number): Promise<number> {
+  const events = JSON.parse(await kubectl('get', 'events', '-n', namespace, '--field-selector', `reason=${reason},type=Warning`, '-o', 'json')) as { items: Array<{ lastTimestamp?: string }> };
+  return events.items.filter((e) => Date.parse(e.lastTimestamp ?? '') >= Math.floor(since / 1000) * 1000).length;
+}
+
 /** Kills pods at once as a crashed node would: deleted with no grace period (SIGKILL). */
 async function killPods(namespace: string, names: string[]): Promise<void> {
   await kubectl('delete', 'pod', '-n', namespace, ...names, '--grace-period=0', '--force', '--wait=false');
@@ -1014,6 +1020,7 @@ describe('faults under a steady SDK load, two replicas of each gateway and of th
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const [old] = (await pods(ENGINES, 'app.kubernetes.io/name=redis')).map((p) => p.metadata.name);
     const killedAt = performance.now();
+    const killedWall = Date.now();
     await killPods(ENGINES, [old ?? '']);
     // The Ready conditions of the tenant's resources, sampled every 200 ms until they are all true again.
     const conditions = new Set<string>();
@@ -1044,8 +1051,9 @@ describe('faults under a steady SDK load, two replicas of each gateway and of th
       const wrong = { unauthorized: statuses[api]['401'] ?? 0, notFound: statuses[api]['404'] ?? 0, internal: statuses[api]['500'] ?? 0 };
       expect({ api, ...wrong, servedAgainWithin10s: (healed[api] ?? 0) <= 10 }).toEqual({ api, unauthorized: 0, notFound: 0, internal: 0, servedAgainWithin10s: true });
     }
-    // Ready false while the registry could not be written (the operator's registry check marks every resource), then true.
-    expect(conditions).toContain('False/RegistryUnavailable');
+    // Ready false while the registry could not be written (the operator's registry check marks every resource), then
+    // true: the sampler may miss a short False, the Warning Event each mark records cannot.
+    expect(await warningsSince('shop', 'RegistryUnavailable', killedWall)).toBeGreaterThan(0);
     expect(await readiness('shop')).toEqual(['True/Ready', 'True/Ready', 'True/Ready', 'True/Ready']);
     // Nothing of the tenant's data lost: every increment is in the KV database, every record came, every message is queued.
     expect(await load.counter()).toBeGreaterThanOrEqual(load.increments);
