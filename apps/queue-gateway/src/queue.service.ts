@@ -14,6 +14,8 @@ import {
   type PublishContext,
   type QueueMessage,
   QueueError,
+  type RunMessageState,
+  dlqIdOf,
   newMessageId,
 } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
@@ -113,6 +115,34 @@ export class QueueService implements OnApplicationShutdown {
     const found = await this.backend(session.tenant, () => this.store.message(session.project.id, messageId));
     if (!found) throw new QueueError(404, `message ${messageId} not found`);
     return found.message;
+  }
+
+  /**
+   * Where each of these messages of the project stands, for those not delivered (pending, being delivered, failed
+   * for good with their DLQ entry, cancelled), oldest first; delivered, unknown and expired ones are left out (a
+   * workflow run's log: util-message `workflowRunLog`).
+   */
+  async undelivered(session: ProjectScope, messageIds: readonly string[]): Promise<RunMessageState[]> {
+    const project = session.project.id;
+    const found = await Promise.all(messageIds.map((id) => this.backend(session.tenant, () => this.store.message(project, id))));
+    const open = found.filter((f): f is NonNullable<typeof f> & { status: RunMessageState['status'] } => f !== null && f.status !== 'delivered');
+    open.sort((a, b) => a.message.createdAt - b.message.createdAt);
+    return Promise.all(
+      open.map(async ({ message, status, retried }) => {
+        const entry = status === 'failed' ? await this.backend(session.tenant, () => this.store.dlqEntry(project, dlqIdOf(message))) : null;
+        const failure = entry
+          ? {
+              dlqId: entry.dlqId,
+              status: entry.responseStatus ?? 0,
+              header: entry.responseHeader ?? {},
+              body: Buffer.from(entry.responseBody ?? '', 'base64').toString('utf8'),
+              ...(entry.error === undefined ? {} : { error: entry.error }),
+              time: entry.failedAt,
+            }
+          : undefined;
+        return { messageId: message.messageId, status, retried, ...(failure ? { failure } : {}) };
+      }),
+    );
   }
 
   /**

@@ -111,8 +111,12 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     const { workflowRunId } = await client.trigger({ url, body: 'go' });
     const run = await runIn(workflowRunId, 'RUN_SUCCESS');
     expect(run.workflowRunResponse).toBe('6');
-    const names = stepNames(run);
-    for (const name of ['x', 'y', 'z', 'sum']) expect(names.filter((n) => n === name).length).toBeGreaterThanOrEqual(1);
+    // The logs show the branches as one parallel group, each with its result.
+    expect(run.steps.map((group) => [group.type, group.steps.map((step) => ('stepName' in step ? `${step.stepName} ${step.state}` : step.state))])).toEqual([
+      ['sequential', ['init STEP_SUCCESS']],
+      ['parallel', ['x STEP_SUCCESS', 'y STEP_SUCCESS', 'z STEP_SUCCESS']],
+      ['sequential', ['sum STEP_SUCCESS']],
+    ]);
   }, 60_000);
 
   it('calls a third-party URL with context.call and hands its answer to the workflow', async () => {
@@ -150,12 +154,18 @@ describe('workflows with the official @upstash/workflow SDK', () => {
       if (failures.length === 0) throw new Error('no failure call yet');
     }, 20_000);
     expect(failures).toEqual([{ runId: workflowRunId, failStatus: 500, failResponse: 'kaput' }]);
+    // The log ends with the step that failed for good: its DLQ id, the step name the SDK answered with, its error.
+    const failed = await runIn(workflowRunId, 'RUN_FAILED');
+    const next = failed.steps.at(-1);
+    expect(next?.type).toBe('next');
+    expect(next?.steps).toEqual([expect.objectContaining({ state: 'STEP_FAILED', stepName: 'boom', errors: [expect.objectContaining({ status: 500 })] })]);
     // The DLQ's failure-function retry calls it again with the same failure.
     const entry = await eventually(async () => {
       const found = (await client.dlq.list()).messages.find((m) => m.workflowRunId === workflowRunId);
       if (!found) throw new Error('no DLQ entry yet');
       return found;
     }, 20_000);
+    expect(failed.dlqId).toBe(entry.dlqId);
     await expect(client.dlq.retryFailureFunction({ dlqId: entry.dlqId })).resolves.toMatchObject({ workflowRunId });
     await eventually(() => {
       if (failures.length < 2) throw new Error('no second failure call yet');
@@ -180,8 +190,17 @@ describe('workflows with the official @upstash/workflow SDK', () => {
       if (!stepNames(runs[0] as WorkflowRunLog).includes('before')) throw new Error('before not recorded');
     }, 20_000);
     await new Promise((resolve) => setTimeout(resolve, 500));
+    // Sleeping: the log's next group is the sleep's message, not attempted yet.
+    const sleeping = await eventually(async () => {
+      const group = (await client.logs({ workflowRunId })).runs[0]?.steps.at(-1);
+      if (group?.type !== 'next') throw new Error(`the log ends with ${JSON.stringify(group)}`);
+      return group;
+    }, 20_000);
+    expect(sleeping.steps).toEqual([expect.objectContaining({ state: 'STEP_PROGRESS' })]);
     await client.cancel({ ids: workflowRunId });
-    await runIn(workflowRunId, 'RUN_CANCELED');
+    const cancelled = await runIn(workflowRunId, 'RUN_CANCELED');
+    // The cancel removed the sleep's message: nothing is left to deliver.
+    expect(cancelled.steps.map((group) => group.type)).toEqual(['sequential', 'sequential']);
     await new Promise((resolve) => setTimeout(resolve, 4000));
     expect(ran).toEqual(['before']);
   }, 60_000);

@@ -1,7 +1,7 @@
 import type { RunCursor, WorkflowRun } from '@restash/queue/data-access-store';
 import {
   QueueError,
-  type WorkflowRawStep,
+  type WorkflowRunLog,
   bulkParameters,
   headerRecord,
   isWorkflowEventId,
@@ -12,10 +12,11 @@ import {
   parseRetries,
   pathId,
   publishDestination,
+  workflowRunLog,
 } from '@restash/queue/util-message';
 import { type Endpoint, ok, publishContext } from './endpoint';
 import type { Session } from './queue.service';
-import type { WorkflowsService } from './workflows.service';
+import type { RunPage, WorkflowsService } from './workflows.service';
 
 /** Runs a logs page shows when `count` is not given, and at most. */
 const LOGS_DEFAULT_COUNT = 10;
@@ -212,14 +213,14 @@ async function logs(s: WorkflowsService, session: Session, query: URLSearchParam
     (!state || run.state === state) && (!url || run.url === url) && (labels.length === 0 || labels.some((l) => run.config.labels?.includes(l)));
   if (runId) {
     const found = await s.one(session, runId);
-    return { runs: found && wanted(found.run) ? [runLog(found.run, found.steps)] : [] };
+    return { runs: found && wanted(found.run) ? [runLog(found)] : [] };
   }
   const runs: unknown[] = [];
   let next: RunCursor | undefined = cursor;
   // Filters apply to pages of runs: read on until `count` runs match or the runs end.
   do {
     const page = await s.page(session, Math.min(count, LOGS_MAX_COUNT), next);
-    for (const { run, steps } of page.runs) if (wanted(run) && runs.length < count) runs.push(runLog(run, steps));
+    for (const found of page.runs) if (wanted(found.run) && runs.length < count) runs.push(runLog(found));
     next = page.cursor;
   } while (next !== undefined && runs.length < count);
   return { runs, ...(next === undefined ? {} : { cursor: `${next.createdAt}:${next.runId}` }) };
@@ -235,28 +236,13 @@ function parseRunCursor(value: string | null): RunCursor | undefined {
   return { createdAt, runId };
 }
 
-/** A run as `GET /v2/workflows/logs` shows it (the SDK's `WorkflowRunLog`): every recorded step a sequential group. */
-function runLog(run: WorkflowRun, steps: WorkflowRawStep[]) {
-  const decode = (base64: string) => Buffer.from(base64, 'base64').toString('utf8');
-  const stepLogs = steps.map((raw, index) => {
-    let step: Record<string, unknown> = { stepId: 0, stepName: 'init', stepType: 'Initial', out: decode(raw.body) };
-    if (index > 0) {
-      try {
-        step = JSON.parse(decode(raw.body)) as Record<string, unknown>;
-      } catch {
-        step = { stepName: 'unknown', stepType: 'unknown', out: decode(raw.body) };
-      }
-    }
-    return { type: 'sequential', steps: [{ ...step, messageId: raw.messageId, callType: 'step', state: 'STEP_SUCCESS' }] };
-  });
-  return {
-    workflowRunId: run.runId,
-    workflowUrl: run.url,
-    workflowState: run.state,
-    workflowRunCreatedAt: run.createdAt,
-    ...(run.endedAt === undefined ? {} : { workflowRunCompletedAt: run.endedAt }),
-    ...(run.result === undefined ? {} : { workflowRunResponse: decode(run.result) }),
-    ...(run.config.labels ? { labels: run.config.labels, label: run.config.labels[0] } : {}),
-    steps: stepLogs,
-  };
+/** A run as `GET /v2/workflows/logs` shows it (util-message `workflowRunLog`). */
+function runLog({ run, steps, undelivered }: RunPage['runs'][number]): WorkflowRunLog {
+  const { runId, url, state, createdAt, endedAt, result, config } = run;
+  const invoker = config.invoker ? { runId: config.invoker.runId, url: config.invoker.url, createdAt: config.invoker.createdAt } : undefined;
+  return workflowRunLog(
+    { runId, url, state, createdAt, endedAt, result, labels: config.labels, maxRetries: config.maxRetries, retryDelayExpression: config.retryDelayExpression, invoker },
+    steps,
+    undelivered,
+  );
 }

@@ -7,6 +7,7 @@ import {
   type ParsedPublish,
   type PublishContext,
   QueueError,
+  type RunMessageState,
   type WorkflowRawStep,
   callbackMessage,
   callbackPayload,
@@ -52,9 +53,9 @@ export interface WebhookRequest {
   body: Buffer;
 }
 
-/** A page of runs with their recorded steps (`GET /v2/workflows/logs`). */
+/** A page of runs with their recorded steps and their messages not delivered (`GET /v2/workflows/logs`). */
 export interface RunPage {
-  runs: Array<{ run: WorkflowRun; steps: WorkflowRawStep[] }>;
+  runs: Array<{ run: WorkflowRun; steps: WorkflowRawStep[]; undelivered: RunMessageState[] }>;
   cursor?: RunCursor;
 }
 
@@ -148,19 +149,27 @@ export class WorkflowsService {
     return cancelled;
   }
 
-  /** A page of the project's runs, newest first, with each run's recorded steps. */
+  /** A page of the project's runs, newest first, with each run's recorded steps and messages not delivered. */
   async page(session: ProjectScope, count: number, after?: RunCursor): Promise<RunPage> {
-    const project = session.project.id;
-    const page = await this.backend(session, () => this.runs.list(project, count, after));
-    const runs = await Promise.all(page.runs.map(async (run) => ({ run, steps: await this.backend(session, () => this.runs.recordedSteps(project, run.runId)) })));
+    const page = await this.backend(session, () => this.runs.list(session.project.id, count, after));
+    const runs = await Promise.all(page.runs.map((run) => this.logged(session, run)));
     return { runs, ...(page.cursor === undefined ? {} : { cursor: page.cursor }) };
   }
 
-  /** One run of the project with its recorded steps, or null. */
+  /** One run of the project with its recorded steps and messages not delivered, or null. */
   async one(session: ProjectScope, runId: string): Promise<RunPage['runs'][number] | null> {
+    const run = await this.backend(session, () => this.runs.get(session.project.id, runId));
+    return run ? this.logged(session, run) : null;
+  }
+
+  /** What the logs show of a run: its recorded steps and, unless it succeeded, its messages not delivered. */
+  private async logged(session: ProjectScope, run: WorkflowRun): Promise<RunPage['runs'][number]> {
     const project = session.project.id;
-    const run = await this.backend(session, () => this.runs.get(project, runId));
-    return run ? { run, steps: await this.backend(session, () => this.runs.recordedSteps(project, runId)) } : null;
+    const [steps, messageIds] = await Promise.all([
+      this.backend(session, () => this.runs.recordedSteps(project, run.runId)),
+      run.state === 'RUN_SUCCESS' ? Promise.resolve([]) : this.backend(session, () => this.runs.messageIds(project, run.runId)),
+    ]);
+    return { run, steps, undelivered: await this.queue.undelivered(session, messageIds) };
   }
 
   /**

@@ -387,7 +387,7 @@ export class DeliveryProcessor {
     if (waiter && !(await this.waiters.claimForTimeout(message.project, waiter.eventId, waiter.field, message.messageId))) {
       return `event ${waiter.eventId} came before the timeout of workflow run ${workflow.runId}`;
     }
-    const outcome = await this.runs.recordStep(message.project, workflow.runId, key, { messageId: message.messageId, body: message.body, callType: 'step' });
+    const outcome = await this.runs.recordStep(message.project, workflow.runId, key, { messageId: message.messageId, body: message.body, callType: 'step', createdAt: Date.now() });
     // Up to its own step: a redone delivery carries what the first one did (the SDK's parallel steps rely on it).
     if (outcome.kind === 'recorded') return workflowDelivery(message, outcome.steps, outcome.createdAt);
     if (outcome.kind === 'duplicate') return `step ${key} of workflow run ${workflow.runId} was already recorded by another message`;

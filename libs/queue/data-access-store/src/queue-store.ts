@@ -136,11 +136,16 @@ export class QueueStore {
     await this.redis.zadd(this.pendingKey(message.project), message.createdAt, message.messageId);
   }
 
-  /** The message of a project with this id and where it stands, or null (unknown, another project's, or expired). */
-  async message(project: string, messageId: string): Promise<{ message: QueueMessage; status: MessageStatus } | null> {
+  /**
+   * The message of a project with this id, where it stands and how many of its attempts failed so far (BullMQ's
+   * attempts plus those a queue's lane held in place: queue-worker `DeliveryProcessor.holdForRetry`), or null
+   * (unknown, another project's, or expired).
+   */
+  async message(project: string, messageId: string): Promise<{ message: QueueMessage; status: MessageStatus; retried: number } | null> {
     const job = await this.job(project, messageId);
     if (!job) return null;
-    return { message: job.data, status: messageStatus(await job.getState(), job.returnvalue) };
+    const held = typeof job.progress === 'number' ? job.progress : 0;
+    return { message: job.data, status: messageStatus(await job.getState(), job.returnvalue), retried: job.attemptsMade + held };
   }
 
   /**

@@ -16,3 +16,4 @@ export * from './url-groups';
 export * from './filters';
 export * from './schedule';
 export * from './workflow';
+export * from './workflow-logs';

@@ -184,6 +184,8 @@ export interface WorkflowRawStep {
   /** The step's body, base64 (the first entry: the run's initial request body). */
   body: string;
   callType: 'step';
+  /** When the step was recorded, Unix ms (the logs' `createdAt`; the SDK ignores it). */
+  createdAt?: number;
 }
 
 /**
