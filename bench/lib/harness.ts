@@ -6,7 +6,8 @@
 //
 // CPU placement (2 cores): the services under test (the gateway; queue-worker, ...) alone on core 0,
 // the engines and the load generators on core 1, so that the engine has the same CPU for a direct run
-// and a gateway run and the gateway's CPU is not taken from the engine.
+// and a gateway run and the gateway's CPU is not taken from the engine. A bench without a direct case
+// whose load outweighs the services (bench/workflow) puts the engines on core 0 instead (enginesWithGateway).
 //
 // CPU per request, from the processes' own accounting: /proc/<pid>/stat (utime + stime, all threads)
 // of every service and engine process, and for Redis engines INFO's used_cpu_user + used_cpu_sys,
@@ -66,6 +67,12 @@ export interface Bench {
   stack(settings: Record<string, string>): Omit<StackOptions, 'from' | 'cpus' | 'stateDir'>;
   /** The services under test (process names): pinned to core 0 with the gateway; their CPU is "gateway" CPU. */
   gateway: string[];
+  /**
+   * The engines on core 0 with the services, the load alone on core 1: for a bench with no direct case, whose load
+   * costs more CPU than the services (bench/workflow: the workflow app and the SDK), so that the load core does not
+   * bound what is measured. Default: the engines on the load's core.
+   */
+  enginesWithGateway?: boolean;
   /**
    * The engine (process name) whose CPU per request is reported; `redis`: read from its INFO (as the
    * gateway's ACL user for a KV database's server) rather than /proc.
@@ -153,7 +160,8 @@ async function main(bench: Bench): Promise<number> {
     Object.assign(baseEnv, await bench.before?.({ settings, smoke, tmp, env: baseEnv, script: scriptRunner(() => baseEnv), say }));
 
     const options = bench.stack(settings);
-    const engineCpus = Object.fromEntries(['control-redis', 'queue-redis', 'kv-redis', 'qdrant-local', 'kafka'].map((name) => [name, loadCpu]));
+    const engineCpu = bench.enginesWithGateway ? gatewayCpu : loadCpu;
+    const engineCpus = Object.fromEntries(['control-redis', 'queue-redis', 'kv-redis', 'qdrant-local', 'kafka'].map((name) => [name, engineCpu]));
     const gatewayCpus = Object.fromEntries(bench.gateway.map((name) => [name, gatewayCpu]));
     say(`starting the stack (${[...(options.apps ?? [])].join(', ')} from dist/)`);
     stack = await startStack({

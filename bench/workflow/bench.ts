@@ -3,9 +3,11 @@
 //
 // Stack (bench/lib/harness.ts): a control Redis and the queue's Redis (appendonly, noeviction, as in production); a
 // tenant `bench` with one queue project `main`; the built queue-gateway and queue-worker (WORKER_CONCURRENCY
-// deliveries in flight; loopback destinations allowed). The services under test (queue-gateway, queue-worker) run on
-// core 0, the queue's Redis and the load (load.mjs: the workflow app, the SDK's `serve` behind node:http, and the
-// triggers, or the publisher and its sink) on core 1.
+// deliveries in flight; loopback destinations allowed). The services under test (queue-gateway, queue-worker) and
+// the queue's Redis run on core 0, the load (load.mjs: the workflow app, the SDK's `serve` behind node:http, and the
+// triggers, or the publisher and its sink) alone on core 1: there is no direct case, and the workflow app costs more
+// CPU per step than the services (with the Redis on core 1 too, that core bounded the steps at about 478/s, 0.38 of
+// the single publishes, while the services' CPU ratio was 0.45).
 //
 // Method (load.mjs). Cases, each one load process:
 //   single    BENCH_MESSAGES publishes (POST /v2/publish to a sink on this machine that answers 200 at once),
@@ -57,6 +59,7 @@ runBench({
     appEnv: { 'queue-gateway': { ...profiling }, 'queue-worker': { WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100', ...profiling } },
   }),
   gateway: ['queue-gateway', 'queue-worker'],
+  enginesWithGateway: true,
   engine: { process: 'queue-redis', redis: true },
   env: async (stack) => {
     const [sink, app] = await freePorts(2);

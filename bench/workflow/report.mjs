@@ -33,9 +33,11 @@ const flow = summary('workflow');
 const ratio = flow.rate / single.rate;
 // What the services under test allow, from their CPU: messages per core-second over steps per core-second.
 const cpuRatio = (single.gateway + single.worker) / (flow.gateway + flow.worker);
-const loadCore = (flow.load + flow.redis) / 1e6;
+// Each core's CPU per step, and the steps per second it allows.
+const serviceCore = (flow.gateway + flow.worker + flow.redis) / 1e6;
+const loadCore = flow.load / 1e6;
 const lines = [
-  `Workflow steps against single publishes, queue-gateway + queue-worker on core 0, the queue's Redis ${REDIS_VERSION} and the load on core 1 (${machine()}); @upstash/workflow ${WORKFLOW_VERSION}, BullMQ ${BULLMQ_VERSION}; median of ${BENCH_ROUNDS} rounds.`,
+  `Workflow steps against single publishes, queue-gateway, queue-worker and the queue's Redis ${REDIS_VERSION} on core 0, the load alone on core 1 (${machine()}); @upstash/workflow ${WORKFLOW_VERSION}, BullMQ ${BULLMQ_VERSION}; median of ${BENCH_ROUNDS} rounds.`,
   '',
   '| case | what | per second (rounds) | queue-gateway CPU | queue-worker CPU | queue Redis CPU | load CPU | errors |',
   '|---|---|---|---|---|---|---|---|',
@@ -43,9 +45,9 @@ const lines = [
   `| workflow | ${int(Number(BENCH_RUNS))} runs of ${BENCH_STEPS} \`context.run\` steps, ${BENCH_CONCURRENT_RUNS} runs at once | ${int(flow.rate)} steps (${flow.all.join(', ')}) | ${us(flow.gateway)} µs/step | ${us(flow.worker)} µs/step | ${us(flow.redis)} µs/step | ${us(flow.load)} µs/step | ${errorText(flow.errors)} |`,
   '',
   `Workflow steps/s over single messages/s: **${Number.isNaN(ratio) ? 'n/a' : ratio.toFixed(2)}** (target ≥ ${TARGET}: ${ratio >= TARGET ? 'met' : 'not met'}). Worker concurrency ${BENCH_WORKER_CONCURRENCY}.`,
-  `From the services' CPU (queue-gateway + queue-worker per message over per step): **${Number.isNaN(cpuRatio) ? 'n/a' : cpuRatio.toFixed(2)}**. The load core holds the workflow app and the queue's Redis: ${int(flow.load + flow.redis)} µs per step, at most ${int(1 / loadCore)} steps/s on that core.`,
+  `From the services' CPU (queue-gateway + queue-worker per message over per step): **${Number.isNaN(cpuRatio) ? 'n/a' : cpuRatio.toFixed(2)}**. Per step, core 0 (services and Redis) spends ${int(serviceCore * 1e6)} µs (at most ${int(1 / serviceCore)} steps/s), core 1 (the workflow app) ${int(loadCore * 1e6)} µs (at most ${int(1 / loadCore)} steps/s).`,
   '',
-  wrap(`${CPU_METHOD}. A step is one delivery to the workflow (its steps so far recorded and sent) and one publish of its result; the load CPU is the load process's own (process.cpuUsage): the workflow app with the SDK, or the publisher and its sink, on core 1 with the queue's Redis.`),
+  wrap(`${CPU_METHOD}. A step is one delivery to the workflow (its steps so far recorded and sent) and one publish of its result; the load CPU is the load process's own (process.cpuUsage): the workflow app with the SDK, or the publisher and its sink, alone on core 1.`),
 ];
 const text = lines.join('\n');
 process.stdout.write(`${text}\n`);

@@ -65,6 +65,15 @@ describe('workflows with the official @upstash/workflow SDK', () => {
       return run;
     }, 30_000);
 
+  /** The DLQ entry of a run, once it is there. */
+  const entryOf = async (workflowRunId: string) =>
+    eventually(async () => {
+      const { messages } = await client.dlq.list();
+      const entry = messages.find((m) => m.workflowRunId === workflowRunId);
+      if (!entry) throw new Error(`no DLQ entry of ${workflowRunId}`);
+      return entry;
+    }, 20_000);
+
   /** The step names of a run's log, in order, the initial request first. */
   const stepNames = (run: WorkflowRunLog) => run.steps.flatMap((group) => group.steps.map((step) => ('stepName' in step ? step.stepName : undefined)));
 
@@ -344,13 +353,6 @@ describe('workflows with the official @upstash/workflow SDK', () => {
         return context.requestPayload.n;
       });
     });
-    const entryOf = async (workflowRunId: string) =>
-      eventually(async () => {
-        const { messages } = await client.dlq.list();
-        const entry = messages.find((m) => m.workflowRunId === workflowRunId);
-        if (!entry) throw new Error(`no DLQ entry of ${workflowRunId}`);
-        return entry;
-      }, 20_000);
     const [one, two, three] = await Promise.all([1, 2, 3].map((n) => client.trigger({ url, body: { n }, retries: 0 })));
     for (const run of [one, two, three]) await runIn(run?.workflowRunId ?? '', 'RUN_FAILED');
     const [first, second, third] = await Promise.all([one, two, three].map((run) => entryOf(run?.workflowRunId ?? '')));
@@ -372,6 +374,28 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     const { messages } = await client.dlq.list();
     expect(messages.map((m) => m.dlqId)).not.toEqual(expect.arrayContaining([first?.dlqId, second?.dlqId, third?.dlqId].filter(Boolean)));
   }, 90_000);
+
+  it('resumes a failed run with other retries: the step that failed is retried as often as the resume asks', async () => {
+    let attempts = 0;
+    const url = route('/flaky', async (context) =>
+      context.run('flaky', () => {
+        attempts++;
+        if (attempts <= 3) throw new Error(`attempt ${attempts}`);
+        return 'ok';
+      }),
+    );
+    const { workflowRunId } = await client.trigger({ url, body: {}, retries: 0, retryDelay: '100' });
+    await runIn(workflowRunId, 'RUN_FAILED');
+    const entry = await entryOf(workflowRunId);
+    // The run's retries were 0: only Upstash-Retries 2 lets the resumed step fail twice more and then succeed.
+    await expect(client.dlq.resume({ dlqId: entry.dlqId, retries: 2 })).resolves.toMatchObject({ workflowRunId });
+    expect((await runIn(workflowRunId, 'RUN_SUCCESS')).workflowRunResponse).toBe('"ok"');
+    expect(attempts).toBe(4);
+    // A malformed Upstash-Retries is refused, naming it, before anything changes.
+    const response = await fetch(`${stack.url}/v2/workflows/dlq/resume?dlqIds=${entry.dlqId}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'upstash-retries': 'many' } });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: string }).error).toMatch(/Upstash-Retries/);
+  }, 60_000);
 
   it('triggers a run by the REST trigger (POST /v2/trigger/<url>): the SDK starts it under the same id', async () => {
     const url = route<{ n: number }>('/rest-trigger', async (context) => await context.run('double', () => context.requestPayload.n * 2));

@@ -4,10 +4,12 @@ import {
   type WorkflowRunLog,
   bulkParameters,
   headerRecord,
+  headerText,
   isWorkflowEventId,
   isWorkflowRunId,
   newMessageId,
   parseDlqBulk,
+  parseFlowControl,
   parsePublish,
   parseRetries,
   pathId,
@@ -16,7 +18,7 @@ import {
 } from '@restash/queue/util-message';
 import { type Endpoint, ok, publishContext } from './endpoint';
 import type { Session } from './queue.service';
-import type { RunPage, WorkflowsService } from './workflows.service';
+import type { RerunOptions, RunPage, WorkflowsService } from './workflows.service';
 
 /** Runs a logs page shows when `count` is not given, and at most. */
 const LOGS_DEFAULT_COUNT = 10;
@@ -115,8 +117,9 @@ export function workflowEndpoints(s: WorkflowsService): Endpoint[] {
       write: true,
       name: 'workflows',
       run: async (c) => {
+        const options = rerunOptions(c.request.headers, c.session.project.retries.max);
         const page = await s.dlqEntries(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
-        return ok({ workflowRuns: await s.resume(c.session, page.items), ...(page.cursor ? { cursor: page.cursor } : {}) });
+        return ok({ workflowRuns: await s.resume(c.session, page.items, options), ...(page.cursor ? { cursor: page.cursor } : {}) });
       },
     },
     {
@@ -126,10 +129,9 @@ export function workflowEndpoints(s: WorkflowsService): Endpoint[] {
       write: true,
       name: 'workflows',
       run: async (c) => {
+        const options = rerunOptions(c.request.headers, c.session.project.retries.max);
         const page = await s.dlqEntries(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
-        const header = c.request.headers['upstash-retries'];
-        const retries = typeof header === 'string' && header.trim() !== '' ? parseRetries(header, 'Upstash-Retries', c.session.project.retries.max) : undefined;
-        return ok({ workflowRuns: await s.restart(c.session, page.items, publishContext(c), retries), ...(page.cursor ? { cursor: page.cursor } : {}) });
+        return ok({ workflowRuns: await s.restart(c.session, page.items, publishContext(c), options), ...(page.cursor ? { cursor: page.cursor } : {}) });
       },
     },
     {
@@ -224,6 +226,18 @@ async function logs(s: WorkflowsService, session: Session, query: URLSearchParam
     next = page.cursor;
   } while (next !== undefined && runs.length < count);
   return { runs, ...(next === undefined ? {} : { cursor: `${next.createdAt}:${next.runId}` }) };
+}
+
+/**
+ * The headers of a resume or restart from the workflow DLQ (the SDK's `buildResumeRestartHeaders`): `Upstash-Retries`
+ * (0 to the project's maximum) and `Upstash-Flow-Control-Key`/`-Value`.
+ * @throws QueueError 400 naming the header that is malformed
+ */
+function rerunOptions(headers: Record<string, string | string[] | undefined>, maxRetries: number): RerunOptions {
+  const header = (name: string) => headerText(headers, name);
+  const retries = header('upstash-retries');
+  const flowControl = parseFlowControl(header('upstash-flow-control-key'), header('upstash-flow-control-value'));
+  return { ...(retries === undefined ? {} : { retries: parseRetries(retries, 'Upstash-Retries', maxRetries) }), ...(flowControl ? { flowControl } : {}) };
 }
 
 /** A logs cursor, `<createdAt>:<runId>`. @throws QueueError 400 for another value */

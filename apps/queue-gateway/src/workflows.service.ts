@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { type RunCursor, type Waiter, type WorkflowRun, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import {
   type DlqEntry,
+  type FlowControl,
   type HeaderMap,
   type ParsedPublish,
   type PublishContext,
@@ -12,6 +13,7 @@ import {
   callbackMessage,
   callbackPayload,
   canonicalHeaderName,
+  headerText,
   newMessageId,
   parsePublish,
   parseWorkflowStep,
@@ -51,6 +53,12 @@ export interface WebhookRequest {
   url: string;
   header: HeaderMap;
   body: Buffer;
+}
+
+/** What a resume or restart from the workflow DLQ may change of the run (`Upstash-Retries`, `Upstash-Flow-Control-*`). */
+export interface RerunOptions {
+  retries?: number;
+  flowControl?: FlowControl;
 }
 
 /** A page of runs with their recorded steps and their messages not delivered (`GET /v2/workflows/logs`). */
@@ -180,11 +188,7 @@ export class WorkflowsService {
    * @throws QueueError 400 for a malformed request or a run that is not under way, nothing written
    */
   async wait(session: ProjectScope, eventId: string, headers: Record<string, string | string[] | undefined>, body: Buffer, context: PublishContext): Promise<void> {
-    const header = (name: string) => {
-      const value = headers[name];
-      const text = (Array.isArray(value) ? value.join(', ') : value)?.trim();
-      return text ? text : undefined;
-    };
+    const header = (name: string) => headerText(headers, name);
     const workflow = parseWorkflowFields(header, 'upstash-', 'Upstash-');
     if (!workflow) throw QueueError.badRequest('missing Upstash-Workflow-RunId: a wait belongs to a workflow run');
     const request = parseWaitRequest(body);
@@ -286,11 +290,11 @@ export class WorkflowsService {
   /**
    * `POST /v2/workflows/dlq/resume` (the SDK's `dlq.resume`): each failed run of the entries goes on from the step
    * that failed: the run is under way again, the failed message is published again under a new id and takes over its
-   * recorded step, and the entry leaves the DLQ. Entries of no workflow run, or of a run
-   * that is not failed (or gone), are skipped.
+   * recorded step, and the entry leaves the DLQ; `options` change the run's retries and flow control from then on.
+   * Entries of no workflow run, or of a run that is not failed (or gone), are skipped.
    * @returns the runs resumed
    */
-  async resume(session: ProjectScope, entries: DlqEntry[]): Promise<Array<{ workflowRunId: string; workflowCreatedAt: number }>> {
+  async resume(session: ProjectScope, entries: DlqEntry[], options: RerunOptions = {}): Promise<Array<{ workflowRunId: string; workflowCreatedAt: number }>> {
     const project = session.project.id;
     const resumed: Array<{ workflowRunId: string; workflowCreatedAt: number }> = [];
     for (const entry of entries) {
@@ -306,9 +310,15 @@ export class WorkflowsService {
       const messageId = newMessageId();
       const before = await this.backend(session, () => this.runs.resume(project, workflow.runId, stepKey, failedId, messageId));
       if (before !== 'RUN_FAILED') continue;
+      if (options.retries !== undefined || options.flowControl) {
+        const change = { ...(options.retries === undefined ? {} : { maxRetries: options.retries }), ...(options.flowControl ? { flowControl: options.flowControl } : {}) };
+        await this.backend(session, () => this.runs.reconfigure(project, workflow.runId, change));
+      }
       // Published as the run's step again (it joins the run, now under way, and takes its configuration).
       const now = Date.now();
-      await this.queue.publish(session, [{ message: { ...failed, createdAt: now, notBefore: now }, messageId }]);
+      // A run's first message joins the run rather than starting it again.
+      const again = { ...failed, createdAt: now, notBefore: now, workflow: workflow.init ? { ...workflow, resumed: true as const } : workflow };
+      await this.queue.publish(session, [{ message: again, messageId }]);
       await this.queue.dlqDelete(session, [entry.dlqId]);
       resumed.push({ workflowRunId: workflow.runId, workflowCreatedAt: workflow.createdAt ?? 0 });
     }
@@ -336,10 +346,10 @@ export class WorkflowsService {
 
   /**
    * `POST /v2/workflows/dlq/restart` (the SDK's `dlq.restart`): each failed run of the entries starts again as a new
-   * run from its initial request, with the run's configuration (`retries` when given), and the entry leaves the DLQ.
+   * run from its initial request, with the run's configuration (`options` override its retries and flow control), and the entry leaves the DLQ.
    * @returns the new runs
    */
-  async restart(session: ProjectScope, entries: DlqEntry[], context: PublishContext, retries?: number): Promise<Array<{ workflowRunId: string; workflowCreatedAt: number }>> {
+  async restart(session: ProjectScope, entries: DlqEntry[], context: PublishContext, options: RerunOptions = {}): Promise<Array<{ workflowRunId: string; workflowCreatedAt: number }>> {
     const project = session.project.id;
     const restarted: Array<{ workflowRunId: string; workflowCreatedAt: number }> = [];
     for (const entry of entries) {
@@ -355,13 +365,13 @@ export class WorkflowsService {
         method: 'POST' as const,
         header: { ...config.header, 'Content-Type': entry.message.header['Content-Type'] ?? ['application/json'] },
         body: run.initialBody,
-        maxRetries: retries ?? config.maxRetries,
+        maxRetries: options.retries ?? config.maxRetries,
         notBefore: context.nowMs,
         createdAt: context.nowMs,
         callerIp: context.callerIp,
         workflow: { runId, init: true as const, url: run.url },
         ...(config.retryDelayExpression === undefined ? {} : { retryDelayExpression: config.retryDelayExpression }),
-        ...(config.flowControl === undefined ? {} : { flowControl: config.flowControl }),
+        ...((options.flowControl ?? config.flowControl) === undefined ? {} : { flowControl: options.flowControl ?? config.flowControl }),
         ...(config.failureCallback === undefined ? {} : { failureCallback: config.failureCallback }),
         ...(failureCallbackSettings === undefined ? {} : { failureCallbackSettings }),
         ...(config.labels === undefined ? {} : { labels: config.labels }),

@@ -40,7 +40,8 @@ import type { WorkflowRun, WorkflowRunStore } from './workflow-runs';
  * Workflow runs (README, "What workflows do"; `runs` given): a run's first message (`workflow.init`) creates the run with the
  * message's retries, retry delay, flow control, failure callback, labels and forwarded headers as the run's configuration; a run id
  * already taken answers the first message's id as a duplicate and publishes nothing (but for the SDK's own start of a run
- * that `POST /v2/trigger` made: `workflow.triggeredBySdk`). Every other message of a run
+ * that `POST /v2/trigger` made: `workflow.triggeredBySdk`). Every other message of a run (a first message that the
+ * workflow DLQ's resume publishes again, `workflow.resumed`, among them)
  * needs the run under way (else QueueError 400, as QStash refuses appending to a cancelled run, which the SDK reads
  * as "the run is over"; checked for the whole call before anything is written), and a step message takes the run's
  * configuration (its own headers win over the run's). Each message is noted in its run, for a cancel.
@@ -58,7 +59,8 @@ export class Publisher {
     const all = planned.flatMap((item) => item.messages);
     const one = async ({ message, deduplicationId }: Planned['messages'][number]): Promise<PublishOutcome> => {
       const { workflow } = message;
-      if (workflow?.init && this.runs) {
+      const starts = workflow?.init === true && !workflow.resumed && this.runs !== undefined;
+      if (starts) {
         const started = await this.startRun(message);
         // The SDK's own start of a run that POST /v2/trigger created is that run's first recorded message.
         if (started !== true && !workflow.triggeredBySdk) return { messageId: started, url: message.url, deduplicated: true };
@@ -67,12 +69,12 @@ export class Publisher {
       try {
         published = await this.store.publish(message, deduplicationId);
       } catch (error) {
-        if (workflow?.init && this.runs) await this.runs.forget(project, workflow.runId).catch(() => undefined);
+        if (starts) await this.runs?.forget(project, workflow.runId).catch(() => undefined);
         throw error;
       }
       const { messageId, deduplicated } = published;
       // Other messages of a run were noted in it when they joined it (joinRuns).
-      if (workflow?.init && this.runs && !deduplicated) await this.runs.addMessage(project, workflow.runId, messageId);
+      if (starts && !deduplicated) await this.runs?.addMessage(project, workflow.runId, messageId);
       return { messageId, url: message.url, ...(deduplicated ? { deduplicated: true as const } : {}) };
     };
     // Messages without a deduplication id, queue or flow-control key are independent: published together (a
@@ -140,7 +142,7 @@ export class Publisher {
     if (!this.runs) return;
     const byRun = new Map<string, QueueMessage[]>();
     for (const { message } of planned.flatMap((item) => item.messages)) {
-      if (!message.workflow || message.workflow.init) continue;
+      if (!message.workflow || (message.workflow.init && !message.workflow.resumed)) continue;
       byRun.set(message.workflow.runId, [...(byRun.get(message.workflow.runId) ?? []), message]);
     }
     for (const [runId, messages] of byRun) {

@@ -260,6 +260,19 @@ export class WorkflowRunStore {
   }
 
   /**
+   * Changes the configuration of a run that exists (the workflow DLQ's resume with `Upstash-Retries` or flow
+   * control): the step messages published from now on take it.
+   * @returns whether the run exists
+   */
+  async reconfigure(project: string, runId: string, change: Partial<Pick<WorkflowRunConfig, 'maxRetries' | 'flowControl'>>): Promise<boolean> {
+    const key = this.key('run', project, runId);
+    const config = await this.redis.hget(key, 'config');
+    if (config === null) return false;
+    await this.redis.hset(key, 'config', JSON.stringify({ ...(JSON.parse(config) as WorkflowRunConfig), ...change }));
+    return true;
+  }
+
+  /**
    * Runs of the project, newest first (by createdAt, then run id, both descending): at most `count`, those after
    * `after` when given. Runs expired since they were indexed are skipped (and dropped from the index), so a page may
    * hold fewer than `count`.

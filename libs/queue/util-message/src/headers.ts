@@ -61,6 +61,16 @@ export function headerValues(value: string | string[] | undefined): string[] {
   return typeof value === 'string' ? [value] : [...value];
 }
 
+/**
+ * One of Node's request headers (`IncomingMessage.headers`, lower-case `name`) as one trimmed text, repeated values
+ * joined with `, `; undefined when absent or blank.
+ */
+export function headerText(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const value = headers[name];
+  const text = (Array.isArray(value) ? value.join(', ') : value)?.trim();
+  return text ? text : undefined;
+}
+
 /** Every value of a header in a HeaderMap, its name looked up ignoring case. */
 export function headerValuesIgnoringCase(header: HeaderMap, name: string): string[] {
   const lower = name.toLowerCase();

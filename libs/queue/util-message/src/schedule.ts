@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { CronExpressionParser } from 'cron-parser';
 import { QueueError } from './errors';
 import { parseQueueName } from './flow-control';
+import { headerText } from './headers';
 import type { QueueMessage } from './message';
 import { type ParsedPublish, type PublishInput, parsePublish } from './publish';
 
@@ -121,11 +122,7 @@ function isTimeZone(zone: string): boolean {
  * @throws QueueError 400 naming the header or the destination
  */
 export function parseSchedule(input: PublishInput): ScheduleDefinition {
-  const header = (name: string): string | undefined => {
-    const value = input.headers[name];
-    const text = (Array.isArray(value) ? value.join(', ') : value)?.trim();
-    return text ? text : undefined;
-  };
+  const header = (name: string) => headerText(input.headers, name);
   const cron = parseCron(header('upstash-cron'));
   const given = header('upstash-schedule-id');
   const scheduleId = given === undefined ? newScheduleId() : parseScheduleId(given, 'Upstash-Schedule-Id');

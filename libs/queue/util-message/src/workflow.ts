@@ -34,6 +34,8 @@ export interface WorkflowFields {
   unknownSdk?: true;
   /** `upstash-workflow-trigger-by-sdk: true`: the SDK's own start of a run that `POST /v2/trigger` created. */
   triggeredBySdk?: true;
+  /** Set by the gateway on a first message published again by the workflow DLQ's resume: it joins its run, which exists. */
+  resumed?: true;
 }
 
 /** The call types the SDK sends in `Upstash-Workflow-CallType` (and its `Callback-` / `Failure-Callback-` forms). */
