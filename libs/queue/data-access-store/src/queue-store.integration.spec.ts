@@ -48,7 +48,7 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     const other = message('t.b');
     await expect(store.publish(other, 'dedup-1')).resolves.toEqual({ messageId: other.messageId, deduplicated: false });
 
-    await expect(store.message('t.a', first.messageId)).resolves.toEqual({ message: first, status: 'pending' });
+    await expect(store.message('t.a', first.messageId)).resolves.toEqual({ message: first, status: 'pending', retried: 0 });
     await expect(store.message('t.b', first.messageId)).resolves.toBeNull();
     await expect(store.pendingMessageIds('t.a', {}, 500)).resolves.toEqual([first.messageId]);
     const events = await store.events('t.a', { count: 10, filter: {} });

@@ -67,6 +67,14 @@ describe('workflow runs and waiters on a real Redis', () => {
     expect(await runs.recordStep(PROJECT, 'wfr_unknown', 'init', entry(newMessageId()))).toEqual({ kind: 'unknown' });
   });
 
+  it('changes the retries and flow control of a run, keeping the rest of its configuration', async () => {
+    await start('wfr_reconf');
+    await expect(runs.reconfigure(PROJECT, 'wfr_reconf', { maxRetries: 7, flowControl: { key: 'k', parallelism: 2 } })).resolves.toBe(true);
+    expect((await runs.get(PROJECT, 'wfr_reconf'))?.config).toEqual({ maxRetries: 7, flowControl: { key: 'k', parallelism: 2 } });
+    await expect(runs.reconfigure(PROJECT, 'wfr_nothing', { maxRetries: 1 })).resolves.toBe(false);
+    expect(await redis.exists(`test:queue:wf:${PROJECT}:run:wfr_nothing`)).toBe(0);
+  });
+
   it('gives a waiter to exactly one of many concurrent notifies and timeouts', async () => {
     const waiter: Waiter = { runId: 'wfr_race', url: 'http://127.0.0.1:9/wf', deadlineMs: Date.now(), headers: {}, timeoutUrl: 'http://127.0.0.1:9/wf', timeoutHeaders: {}, step: step(2), timeoutMessageId: 'msg_timeout' };
     for (let round = 0; round < 20; round++) {
