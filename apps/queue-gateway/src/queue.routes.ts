@@ -119,7 +119,17 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
         return ok({ responses: ids.map((messageId) => ({ messageId })), ...(page.cursor ? { cursor: page.cursor } : {}) });
       },
     },
-    { method: 'GET', path: 'dlq/', exact: false, write: false, name: 'dlq', run: async (c) => ok(dlqView(await s.dlqEntry(c.session, pathId(c.rest, 'DLQ id')))) },
+    {
+      method: 'GET',
+      path: 'dlq/',
+      exact: false,
+      write: false,
+      name: 'dlq',
+      run: async (c) => {
+        const entry = await s.dlqEntry(c.session, pathId(c.rest, 'DLQ id'));
+        return ok(dlqView(entry, (await s.failureCallbackStates(c.session, [entry])).get(entry.dlqId)));
+      },
+    },
     {
       method: 'DELETE',
       path: 'dlq/',
@@ -146,7 +156,8 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
         const query = new URLSearchParams([...c.query].filter(([key]) => key !== 'source'));
         const page = await s.dlqList(c.session, parseDlqPage(query));
         const items = source === 'workflow' ? page.items.filter((entry) => entry.message.workflow !== undefined) : page.items;
-        return ok({ messages: items.map(dlqView), ...(page.cursor ? { cursor: page.cursor } : {}) });
+        const callbacks = await s.failureCallbackStates(c.session, items);
+        return ok({ messages: items.map((entry) => dlqView(entry, callbacks.get(entry.dlqId))), ...(page.cursor ? { cursor: page.cursor } : {}) });
       },
     },
     {

@@ -7,6 +7,7 @@ import { type Page, Publisher, QueueStore, UrlGroupStore, type WorkflowRun, Work
 import {
   type CancelRequest,
   type DlqEntry,
+  type FailureCallbackState,
   type InvokeOutcome,
   type ListFilter,
   type MessageEvent,
@@ -16,6 +17,7 @@ import {
   QueueError,
   type RunMessageState,
   dlqIdOf,
+  failureCallbackState,
   newMessageId,
 } from '@restash/queue/util-message';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
@@ -111,7 +113,7 @@ export class QueueService implements OnApplicationShutdown {
   }
 
   /** `GET /v2/messages/{id}`. @throws QueueError 404 for an unknown (or expired) message */
-  async message(session: Session, messageId: string): Promise<QueueMessage> {
+  async message(session: ProjectScope, messageId: string): Promise<QueueMessage> {
     const found = await this.backend(session.tenant, () => this.store.message(session.project.id, messageId));
     if (!found) throw new QueueError(404, `message ${messageId} not found`);
     return found.message;
@@ -130,6 +132,7 @@ export class QueueService implements OnApplicationShutdown {
     return Promise.all(
       open.map(async ({ message, status, retried }) => {
         const entry = status === 'failed' ? await this.backend(session.tenant, () => this.store.dlqEntry(project, dlqIdOf(message))) : null;
+        const callbackState = entry ? (await this.failureCallbackStates(session, [entry])).get(entry.dlqId) : undefined;
         const failure = entry
           ? {
               dlqId: entry.dlqId,
@@ -138,6 +141,9 @@ export class QueueService implements OnApplicationShutdown {
               body: Buffer.from(entry.responseBody ?? '', 'base64').toString('utf8'),
               ...(entry.error === undefined ? {} : { error: entry.error }),
               time: entry.failedAt,
+              ...(entry.failureCallbackMessageId && message.failureCallback && callbackState
+                ? { callback: { messageId: entry.failureCallbackMessageId, url: message.failureCallback, state: callbackState } }
+                : {}),
             }
           : undefined;
         return { messageId: message.messageId, status, retried, ...(failure ? { failure } : {}) };
@@ -191,6 +197,28 @@ export class QueueService implements OnApplicationShutdown {
     const entry = await this.backend(session.tenant, () => this.store.dlqEntry(session.project.id, dlqId));
     if (!entry) throw new QueueError(404, `dlq message ${dlqId} not found`);
     return entry;
+  }
+
+  /**
+   * Where the failure callback of each entry that sent one stands, by DLQ id; one not found (not enqueued yet: the
+   * worker writes the entry first; or expired: messages are kept MESSAGE_RETENTION_MS) is left out.
+   */
+  async failureCallbackStates(session: ProjectScope, entries: readonly DlqEntry[]): Promise<Map<string, FailureCallbackState>> {
+    const states = new Map<string, FailureCallbackState>();
+    await Promise.all(
+      entries.map(async (entry) => {
+        if (!entry.failureCallbackMessageId) return;
+        const id = entry.failureCallbackMessageId;
+        const found = await this.backend(session.tenant, () => this.store.message(session.project.id, id));
+        if (found) states.set(entry.dlqId, failureCallbackState(found.status));
+      }),
+    );
+    return states;
+  }
+
+  /** Notes the failure callback sent again for a DLQ entry (the workflow DLQ's failure-callback retry). */
+  async noteFailureCallback(session: ProjectScope, entry: DlqEntry, messageId: string): Promise<void> {
+    await this.backend(session.tenant, () => this.store.putDlq({ ...entry, failureCallbackMessageId: messageId }));
   }
 
   /** Deletes DLQ entries. @returns how many existed */

@@ -175,6 +175,18 @@ describe('workflows with the official @upstash/workflow SDK', () => {
       return found;
     }, 20_000);
     expect(failed.dlqId).toBe(entry.dlqId);
+    // The logs find a run by one of its messages, and filter by state and URL.
+    const failedMessageId = next?.steps[0]?.messageId ?? '';
+    expect((await client.logs({ filter: { messageId: failedMessageId } })).runs.map((r) => r.workflowRunId)).toEqual([workflowRunId]);
+    expect((await client.logs({ filter: { state: 'RUN_FAILED', workflowUrl: url } })).runs.map((r) => r.workflowRunId)).toContain(workflowRunId);
+    expect((await client.logs({ filter: { state: 'RUN_SUCCESS', workflowUrl: url } })).runs).toEqual([]);
+    // The failure function's call: in the run's log and in the DLQ entry, delivered.
+    await eventually(async () => {
+      const [logged] = (await client.logs({ workflowRunId })).runs;
+      const listed = (await client.dlq.list()).messages.find((m) => m.dlqId === entry.dlqId);
+      expect(logged?.failureFunction).toMatchObject({ url, state: 'CALLBACK_SUCCESS', failStatus: 500, dlqId: entry.dlqId });
+      expect(listed?.failureCallbackInfo).toEqual({ state: 'CALLBACK_SUCCESS' });
+    }, 20_000);
     await expect(client.dlq.retryFailureFunction({ dlqId: entry.dlqId })).resolves.toMatchObject({ workflowRunId });
     await eventually(() => {
       if (failures.length < 2) throw new Error('no second failure call yet');

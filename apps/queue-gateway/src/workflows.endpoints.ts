@@ -1,17 +1,20 @@
 import type { RunCursor, WorkflowRun } from '@restash/queue/data-access-store';
 import {
   QueueError,
+  type RunLogSubject,
   type WorkflowRunLog,
   bulkParameters,
   headerRecord,
   headerText,
   isWorkflowEventId,
   isWorkflowRunId,
+  matchesWorkflowLogsFilter,
   newMessageId,
   parseDlqBulk,
   parseFlowControl,
   parsePublish,
   parseRetries,
+  parseWorkflowLogsFilter,
   pathId,
   publishDestination,
   workflowRunLog,
@@ -199,30 +202,31 @@ export function parseRunsCancel(query: URLSearchParams): { runIds: string[] } | 
 }
 
 /**
- * `GET /v2/workflows/logs` and `/v2/workflows/events` (the SDK's `Client.logs`): filters `workflowRunId` (one run),
- * `state`, `workflowUrl`, `label`; `count` (default 10) and `cursor` (`<createdAt>:<runId>` of the last run shown) page it.
+ * `GET /v2/workflows/logs` and `/v2/workflows/events` (the SDK's `Client.logs`): the filters of
+ * {@link parseWorkflowLogsFilter}; `count` (default 10) and `cursor` (`<createdAt>:<runId>` of the last run shown) page it.
  */
 async function logs(s: WorkflowsService, session: Session, query: URLSearchParams) {
   const rawCount = query.get('count');
   const count = rawCount === null || rawCount === '' ? LOGS_DEFAULT_COUNT : Number(rawCount);
   if (!(Number.isSafeInteger(count) && count >= 1)) throw QueueError.badRequest(`invalid count: ${JSON.stringify(rawCount)} (expected a whole number from 1)`);
   const cursor = parseRunCursor(query.get('cursor'));
-  const runId = query.get('workflowRunId');
-  const state = query.get('state');
-  const url = query.get('workflowUrl');
-  const labels = query.getAll('label');
-  const wanted = (run: WorkflowRun) =>
-    (!state || run.state === state) && (!url || run.url === url) && (labels.length === 0 || labels.some((l) => run.config.labels?.includes(l)));
-  if (runId) {
-    const found = await s.one(session, runId);
-    return { runs: found && wanted(found.run) ? [runLog(found)] : [] };
+  const filter = parseWorkflowLogsFilter(query);
+  if (filter.messageId !== undefined) {
+    const runId = await s.runOfMessage(session, filter.messageId);
+    if (runId === undefined || (filter.runId !== undefined && filter.runId !== runId)) return { runs: [] };
+    filter.runId = runId;
+  }
+  const wanted = (found: RunPage['runs'][number]) => matchesWorkflowLogsFilter(filter, runSubject(found.run));
+  if (filter.runId !== undefined) {
+    const found = await s.one(session, filter.runId);
+    return { runs: found && wanted(found) ? [runLog(found)] : [] };
   }
   const runs: unknown[] = [];
   let next: RunCursor | undefined = cursor;
   // Filters apply to pages of runs: read on until `count` runs match or the runs end.
   do {
     const page = await s.page(session, Math.min(count, LOGS_MAX_COUNT), next);
-    for (const found of page.runs) if (wanted(found.run) && runs.length < count) runs.push(runLog(found));
+    for (const found of page.runs) if (wanted(found) && runs.length < count) runs.push(runLog(found));
     next = page.cursor;
   } while (next !== undefined && runs.length < count);
   return { runs, ...(next === undefined ? {} : { cursor: `${next.createdAt}:${next.runId}` }) };
@@ -252,11 +256,24 @@ function parseRunCursor(value: string | null): RunCursor | undefined {
 
 /** A run as `GET /v2/workflows/logs` shows it (util-message `workflowRunLog`). */
 function runLog({ run, steps, undelivered }: RunPage['runs'][number]): WorkflowRunLog {
+  return workflowRunLog(runSubject(run), steps, undelivered);
+}
+
+/** What the logs show and filter of a stored run. */
+function runSubject(run: WorkflowRun): RunLogSubject {
   const { runId, url, state, createdAt, endedAt, result, config } = run;
   const invoker = config.invoker ? { runId: config.invoker.runId, url: config.invoker.url, createdAt: config.invoker.createdAt } : undefined;
-  return workflowRunLog(
-    { runId, url, state, createdAt, endedAt, result, labels: config.labels, maxRetries: config.maxRetries, retryDelayExpression: config.retryDelayExpression, invoker },
-    steps,
-    undelivered,
-  );
+  return {
+    runId,
+    url,
+    state,
+    createdAt,
+    endedAt,
+    result,
+    labels: config.labels,
+    maxRetries: config.maxRetries,
+    retryDelayExpression: config.retryDelayExpression,
+    flowControlKey: config.flowControl?.key,
+    invoker,
+  };
 }

@@ -164,6 +164,16 @@ export class WorkflowsService {
     return { runs, ...(page.cursor === undefined ? {} : { cursor: page.cursor }) };
   }
 
+  /** The run a message of the project belongs to, or undefined (unknown or expired, or of no run). */
+  async runOfMessage(session: ProjectScope, messageId: string): Promise<string | undefined> {
+    try {
+      return (await this.queue.message(session, messageId)).workflow?.runId;
+    } catch (error) {
+      if (error instanceof QueueError && error.status === 404) return undefined;
+      throw error;
+    }
+  }
+
   /** One run of the project with its recorded steps and messages not delivered, or null. */
   async one(session: ProjectScope, runId: string): Promise<RunPage['runs'][number] | null> {
     const run = await this.backend(session, () => this.runs.get(session.project.id, runId));
@@ -340,7 +350,9 @@ export class WorkflowsService {
     const workflowCreatedAt = workflow.createdAt ?? run?.createdAt ?? 0;
     Object.assign(payload, { workflowRunId: workflow.runId, workflowCreatedAt, ...(run ? { sourceBody: run.initialBody } : {}) });
     const { messageId: _id, project: _project, ...message } = callbackMessage(entry.message, 'failure-callback', payload, context.nowMs, session.project.retries.default);
-    await this.queue.publish(session, [{ message }]);
+    const [sent] = await this.queue.publish(session, [{ message }]);
+    // The entry's failure callback is this one now (the DLQ's failureCallbackInfo and the run's log follow it).
+    if (sent && !Array.isArray(sent)) await this.queue.noteFailureCallback(session, entry, sent.messageId);
     return { workflowRunId: workflow.runId, workflowCreatedAt };
   }
 

@@ -10,6 +10,7 @@ import {
   type MessageEvent,
   type QueueMessage,
   callbackMessage,
+  callbackMessageId,
   callbackPayload,
   deliveryDecision,
   deliveryRequest,
@@ -335,6 +336,8 @@ export class DeliveryProcessor {
         ...(response
           ? { responseStatus: response.status, responseHeader: response.header, responseBody: response.body.toString('base64') }
           : { error }),
+        // The failure callback enqueued below (its id is fixed per message).
+        ...(message.failureCallback ? { failureCallbackMessageId: callbackMessageId(message.messageId, 'failure-callback') } : {}),
       }),
     );
     const workflow = message.workflow;

@@ -105,6 +105,21 @@ export interface DlqEntry {
   responseBody?: string;
   /** Why the last attempt failed, when the destination gave no answer (timeout, refused address, …). */
   error?: string;
+  /** The failure callback sent for it, the latest (the DLQ's failure-callback retry sends another). */
+  failureCallbackMessageId?: string;
+}
+
+/** Where a DLQ entry's failure callback stands (QStash's `failureCallbackInfo.state`). */
+export type FailureCallbackState = 'CALLBACK_INPROGRESS' | 'CALLBACK_SUCCESS' | 'CALLBACK_FAIL' | 'CALLBACK_CANCELED';
+
+/**
+ * The failure callback state of a failure callback message's status (data-access-store `MessageStatus`): pending or
+ * being delivered is in progress, delivered a success, failed for good (in the DLQ) a failure.
+ */
+export function failureCallbackState(status: 'pending' | 'active' | 'delivered' | 'failed' | 'cancelled'): FailureCallbackState {
+  if (status === 'delivered') return 'CALLBACK_SUCCESS';
+  if (status === 'failed') return 'CALLBACK_FAIL';
+  return status === 'cancelled' ? 'CALLBACK_CANCELED' : 'CALLBACK_INPROGRESS';
 }
 
 /**

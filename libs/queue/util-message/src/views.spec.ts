@@ -72,6 +72,11 @@ describe('dlqView', () => {
     expect(dlqView({ ...entry, error: 'connect ECONNREFUSED' })).toEqual({ ...messageView(entry.message), dlqId: '1000-abc', error: 'connect ECONNREFUSED' });
   });
 
+  it('adds the failure callback state when given', () => {
+    expect(dlqView(entry, 'CALLBACK_FAIL')).toEqual({ ...messageView(entry.message), dlqId: '1000-abc', failureCallbackInfo: { state: 'CALLBACK_FAIL' } });
+    expect(dlqView(entry)).not.toHaveProperty('failureCallbackInfo');
+  });
+
   it('gives a binary response body as responseBodyBase64', () => {
     const binary = Buffer.from([0xc3, 0x28]).toString('base64');
     const view = dlqView({ ...entry, responseBody: binary });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { DlqEntry, HeaderMap, MessageEvent, QueueMessage, Redaction } from './message';
+import type { DlqEntry, FailureCallbackState, HeaderMap, MessageEvent, QueueMessage, Redaction } from './message';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -81,9 +81,10 @@ export function messageView(m: QueueMessage): Record<string, unknown> {
  * A DLQ entry as `GET /v2/dlq` lists it (README, "Queue: message, DLQ entry and event shapes"): {@link messageView} of the
  * message plus `dlqId`, `responseStatus?`, `responseHeader?`, `responseBody` (UTF-8 text) or
  * `responseBodyBase64` (other bytes; neither for an empty body), `error?` (why the last attempt
- * got no answer), and for a message of a workflow run `workflowRunId`, `workflowCreatedAt`, `workflowUrl`.
+ * got no answer), for a message of a workflow run `workflowRunId`, `workflowCreatedAt`, `workflowUrl`, and
+ * `failureCallbackInfo: {state}` when its failure callback's state is given.
  */
-export function dlqView(e: DlqEntry): Record<string, unknown> {
+export function dlqView(e: DlqEntry, failureCallback?: FailureCallbackState): Record<string, unknown> {
   const view = messageView(e.message);
   view.dlqId = e.dlqId;
   if (e.responseStatus !== undefined) view.responseStatus = e.responseStatus;
@@ -97,6 +98,7 @@ export function dlqView(e: DlqEntry): Record<string, unknown> {
     if (workflow.createdAt !== undefined) view.workflowCreatedAt = workflow.createdAt;
     if (workflow.url !== undefined) view.workflowUrl = workflow.url;
   }
+  if (failureCallback !== undefined) view.failureCallbackInfo = { state: failureCallback };
   return view;
 }
 

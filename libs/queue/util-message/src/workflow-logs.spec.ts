@@ -1,4 +1,4 @@
-import { type RunLogSubject, type RunMessageState, workflowRunLog } from './workflow-logs';
+import { type RunLogSubject, type RunMessageState, matchesWorkflowLogsFilter, parseWorkflowLogsFilter, workflowRunLog } from './workflow-logs';
 import type { WorkflowRawStep } from './workflow';
 
 const run: RunLogSubject = { runId: 'wfr_a', url: 'http://app/wf', state: 'RUN_STARTED', createdAt: 1_000, maxRetries: 3 };
@@ -48,6 +48,7 @@ describe('workflowRunLog', () => {
     ];
     const log = workflowRunLog({ ...run, state: 'RUN_FAILED', retryDelayExpression: '1000' }, [raw('msg_0', '')], messages);
     expect(log.dlqId).toBe('dlq_c');
+    expect(log).not.toHaveProperty('failureFunction');
     expect(log.steps.at(-1)).toEqual({
       type: 'next',
       steps: [
@@ -65,6 +66,14 @@ describe('workflowRunLog', () => {
     });
   });
 
+  it('shows the failure function of a failed run: its message, state and the failure it was called with', () => {
+    const callback = { messageId: 'msg_c_fcb', url: 'http://app/wf', state: 'CALLBACK_SUCCESS' as const };
+    const failure = { dlqId: 'dlq_c', status: 500, header: { 'Upstash-Error-Step-Name': ['charge'] }, body: 'boom', time: 9_000, callback };
+    const log = workflowRunLog({ ...run, state: 'RUN_FAILED' }, [raw('msg_0', '')], [{ messageId: 'msg_c', status: 'failed', retried: 0, failure }]);
+    expect(log.failureFunction).toEqual({ ...callback, failHeaders: failure.header, failStatus: 500, failResponse: 'boom', dlqId: 'dlq_c' });
+    expect(log.steps.at(-1)?.steps[0]).toMatchObject({ stepName: 'charge', state: 'STEP_FAILED' });
+  });
+
   it('shows cancelled messages as STEP_CANCELED only for a cancelled run, and no next group when nothing is open', () => {
     const cancelled: RunMessageState[] = [{ messageId: 'msg_d', status: 'cancelled', retried: 0 }];
     expect(workflowRunLog({ ...run, state: 'RUN_CANCELED' }, [raw('msg_0', '')], cancelled).steps.at(-1)).toEqual({ type: 'next', steps: [{ messageId: 'msg_d', state: 'STEP_CANCELED', retries: 3 }] });
@@ -75,5 +84,37 @@ describe('workflowRunLog', () => {
     const log = workflowRunLog({ ...run, invoker: { runId: 'wfr_p', url: 'http://app/parent', createdAt: 500 } }, [raw('msg_0', ''), raw('msg_1', 'not json')], []);
     expect(log.steps[1]?.steps[0]).toMatchObject({ stepName: 'unknown', stepType: 'unknown', out: 'not json', createdAt: 1_000 });
     expect(log.invoker).toEqual({ workflowRunId: 'wfr_p', workflowUrl: 'http://app/parent', workflowRunCreatedAt: 500 });
+  });
+});
+
+describe('parseWorkflowLogsFilter', () => {
+  const matches = (query: string, subject: Partial<RunLogSubject> = {}) => matchesWorkflowLogsFilter(parseWorkflowLogsFilter(new URLSearchParams(query)), { ...run, ...subject });
+
+  it('matches runs by id, state, URL, host, path, label, flow-control key and creation time', () => {
+    expect(matches('groupBy=workflowRunId')).toBe(true);
+    expect(matches('workflowRunId=wfr_a')).toBe(true);
+    expect(matches('workflowRunId=wfr_b')).toBe(false);
+    expect(matches('state=RUN_FAILED,RUN_STARTED')).toBe(true);
+    expect(matches('state=run_success')).toBe(false);
+    expect(matches('workflowUrl=http://app/other&workflowUrl=http://app/wf')).toBe(true);
+    expect(matches('workflowUrl=http://app/other')).toBe(false);
+    expect(matches('host=app&path=/wf')).toBe(true);
+    expect(matches('path=/other')).toBe(false);
+    expect(matches('label=a', { labels: ['b', 'a'] })).toBe(true);
+    expect(matches('label=a')).toBe(false);
+    expect(matches('flowControlKey=k', { flowControlKey: 'k' })).toBe(true);
+    expect(matches('flowControlKey=k')).toBe(false);
+    expect(matches('fromDate=1000&toDate=1000')).toBe(true);
+    expect(matches('fromDate=1001')).toBe(false);
+    expect(matches('workflowCreatedAt=1000')).toBe(true);
+    expect(matches('workflowCreatedAt=999')).toBe(false);
+    expect(parseWorkflowLogsFilter(new URLSearchParams('messageId=msg_x'))).toMatchObject({ messageId: 'msg_x' });
+  });
+
+  it('refuses malformed values, naming the parameter', () => {
+    expect(() => parseWorkflowLogsFilter(new URLSearchParams('state=DONE'))).toThrow(/invalid state: "DONE"/);
+    expect(() => parseWorkflowLogsFilter(new URLSearchParams('workflowCreatedAt=yesterday'))).toThrow(/invalid workflowCreatedAt/);
+    expect(() => parseWorkflowLogsFilter(new URLSearchParams('fromDate=-1'))).toThrow(/fromDate/);
+    expect(() => parseWorkflowLogsFilter(new URLSearchParams(`workflowRunId=${encodeURIComponent('a/b')}`))).toThrow(/invalid workflowRunId/);
   });
 });

@@ -1,4 +1,8 @@
-import type { WorkflowRawStep } from './workflow';
+import { QueueError } from './errors';
+import { matchesFilter } from './filters';
+import type { FailureCallbackState } from './message';
+import { type ListFilter, parseListFilter, queryValues } from './requests';
+import { type WorkflowRawStep, isWorkflowRunId } from './workflow';
 
 /**
  * A run as the logs show it: what the store keeps of it (data-access-store `WorkflowRun`), without its initial
@@ -17,6 +21,7 @@ export interface RunLogSubject {
   labels?: string[];
   /** The retries of each step message. */
   maxRetries: number;
+  flowControlKey?: string;
   retryDelayExpression?: string;
   invoker?: { runId: string; url: string; createdAt: number };
 }
@@ -28,7 +33,16 @@ export interface RunMessageState {
   /** Its attempts that failed so far. */
   retried: number;
   /** A failed message's DLQ entry: its id and last answer (status 0 and `error` when there was none). */
-  failure?: { dlqId: string; status: number; header: Record<string, string[]>; body: string; error?: string; time: number };
+  failure?: {
+    dlqId: string;
+    status: number;
+    header: Record<string, string[]>;
+    body: string;
+    error?: string;
+    time: number;
+    /** The failure callback (the workflow's failure function or failureUrl) sent for it, and where it stands. */
+    callback?: { messageId: string; url: string; state: FailureCallbackState };
+  };
 }
 
 /** A step of a run's log (the SDK's `StepLog`, `@upstash/workflow` `src/client/types.ts`). */
@@ -46,6 +60,8 @@ export interface WorkflowRunLog {
   label?: string;
   invoker?: { workflowRunId: string; workflowUrl: string; workflowRunCreatedAt: number };
   dlqId?: string;
+  /** The failure function's call (the SDK's `FailureFunctionLog`). */
+  failureFunction?: { messageId: string; url: string; state: FailureCallbackState; failHeaders: Record<string, string[]>; failStatus: number; failResponse: string; dlqId: string };
   steps: Array<{ type: 'sequential' | 'parallel'; steps: StepLog[] } | { type: 'next'; steps: Array<Record<string, unknown>> }>;
 }
 
@@ -57,8 +73,8 @@ const ERROR_STEP_NAME = 'upstash-error-step-name';
  * steps in order, the initial request first, each `STEP_SUCCESS`; the branches of a `Promise.all` (steps with
  * `concurrent` > 1) one `parallel` group, a branch only planned so far `STEP_PROGRESS` without `out`; then a `next`
  * group of the run's messages not delivered yet: `STEP_PROGRESS` (not attempted), `STEP_RETRY` (attempts failed),
- * `STEP_FAILED` (in the DLQ: the run's `dlqId`, its errors, the step name the SDK answered with), `STEP_CANCELED`
- * (the run was cancelled).
+ * `STEP_FAILED` (in the DLQ: the run's `dlqId`, its errors, the step name the SDK answered with; its failure
+ * callback the run's `failureFunction`), `STEP_CANCELED` (the run was cancelled).
  * @param steps the run's recorded steps in order (data-access-store `WorkflowRunStore.recordedSteps`)
  * @param messages the run's messages that are not delivered, oldest first
  */
@@ -118,6 +134,7 @@ export function workflowRunLog(run: RunLogSubject, steps: readonly WorkflowRawSt
     ...(run.labels && run.labels.length > 0 ? { labels: run.labels, label: run.labels[0] } : {}),
     ...(run.invoker ? { invoker: { workflowRunId: run.invoker.runId, workflowUrl: run.invoker.url, workflowRunCreatedAt: run.invoker.createdAt } } : {}),
     ...(run.state === 'RUN_FAILED' && failed?.failure ? { dlqId: failed.failure.dlqId } : {}),
+    ...(failed?.failure?.callback ? { failureFunction: failureFunctionLog(failed.failure, failed.failure.callback) } : {}),
     steps: groups,
   };
 }
@@ -147,7 +164,67 @@ function stepLog(run: RunLogSubject, raw: WorkflowRawStep, initial: boolean): St
   };
 }
 
+function failureFunctionLog(failure: NonNullable<RunMessageState['failure']>, callback: NonNullable<NonNullable<RunMessageState['failure']>['callback']>) {
+  return { ...callback, failHeaders: failure.header, failStatus: failure.status, failResponse: failure.body, dlqId: failure.dlqId };
+}
+
 function withoutOut(step: StepLog): StepLog {
   const { out: _out, ...rest } = step;
   return rest as StepLog;
+}
+
+/** The states a run can be in (`workflowState`). */
+const RUN_STATES = ['RUN_STARTED', 'RUN_SUCCESS', 'RUN_FAILED', 'RUN_CANCELED'] as const;
+
+/** Which runs `GET /v2/workflows/logs` shows ({@link parseWorkflowLogsFilter}). */
+export interface WorkflowLogsFilter {
+  runId?: string;
+  /** The run a message of it belongs to (looked up by the caller). */
+  messageId?: string;
+  states?: Array<RunLogSubject['state']>;
+  /** The run's creation time, Unix ms, exactly. */
+  createdAt?: number;
+  /** The rest: `workflowUrl` as `url`, `host`, `path`, `label`, `flowControlKey`, `fromDate`/`toDate` (creation time). */
+  list: ListFilter;
+}
+
+/**
+ * The filter of `GET /v2/workflows/logs` and `/v2/workflows/events` (the SDK's `Client.logs`: its
+ * `WorkflowLogsListFilters`): `workflowRunId`, `messageId`, `state` (run states), `workflowUrl`, `workflowCreatedAt`,
+ * `host`, `path`, `label`, `flowControlKey`, `fromDate`, `toDate`; repeated or comma-joined values match any.
+ * `callerIp` matches no run (a run does not keep it). Other parameters are ignored (the SDK sends `groupBy`).
+ * @throws QueueError 400 naming the parameter that is malformed
+ */
+export function parseWorkflowLogsFilter(query: URLSearchParams): WorkflowLogsFilter {
+  const runId = query.get('workflowRunId')?.trim() || undefined;
+  if (runId !== undefined && !isWorkflowRunId(runId)) throw QueueError.badRequest(`invalid workflowRunId: ${JSON.stringify(runId)}`);
+  const messageId = query.get('messageId')?.trim() || undefined;
+  const states = queryValues(query, 'state')?.map((state) => {
+    const upper = state.toUpperCase();
+    if (!(RUN_STATES as readonly string[]).includes(upper)) throw QueueError.badRequest(`invalid state: ${JSON.stringify(state)} (expected one of ${RUN_STATES.join(', ')})`);
+    return upper as RunLogSubject['state'];
+  });
+  const createdAtText = query.get('workflowCreatedAt')?.trim() || undefined;
+  const createdAt = createdAtText === undefined ? undefined : Number(createdAtText);
+  if (createdAt !== undefined && !(Number.isSafeInteger(createdAt) && createdAt >= 0)) {
+    throw QueueError.badRequest(`invalid workflowCreatedAt: ${JSON.stringify(createdAtText)} (expected a Unix time in ms)`);
+  }
+  const rest = new URLSearchParams();
+  for (const key of ['host', 'path', 'label', 'flowControlKey', 'callerIp', 'fromDate', 'toDate']) for (const value of query.getAll(key)) rest.append(key, value);
+  for (const value of query.getAll('workflowUrl')) rest.append('url', value);
+  return {
+    ...(runId === undefined ? {} : { runId }),
+    ...(messageId === undefined ? {} : { messageId }),
+    ...(states === undefined ? {} : { states }),
+    ...(createdAt === undefined ? {} : { createdAt }),
+    list: parseListFilter(rest),
+  };
+}
+
+/** Whether a run passes a logs filter (its `messageId` already resolved to `runId` by the caller). */
+export function matchesWorkflowLogsFilter(filter: WorkflowLogsFilter, run: RunLogSubject): boolean {
+  if (filter.runId !== undefined && run.runId !== filter.runId) return false;
+  if (filter.states && !filter.states.includes(run.state)) return false;
+  if (filter.createdAt !== undefined && run.createdAt !== filter.createdAt) return false;
+  return matchesFilter(filter.list, { messageId: '', url: run.url, time: run.createdAt, labels: run.labels, flowControlKey: run.flowControlKey });
 }
