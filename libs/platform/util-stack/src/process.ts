@@ -188,24 +188,43 @@ export async function restartable(start: () => Promise<Running>, cleanup: () => 
   };
 }
 
-/** A TCP port that was free on 127.0.0.1 a moment ago. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports are picked below Linux's ephemeral range (32768–60999, `/proc/sys/net/ipv4/ip_local_port_range`) and below
+ * Kubernetes' NodePort range (30000–32767): a port taken from the ephemeral range can be handed to any outgoing
+ * connection between the check and the service's bind ("Address already in use", seen in CI with several services
+ * starting at once). Each port is handed out once per process.
+ */
+const PORT_RANGE = { from: 20_000, to: 29_999 };
+const handedOut = new Set<number>();
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/**
+ * A TCP port of 127.0.0.1 that was free a moment ago, never one this process handed out before.
+ * @throws Error when no port of 20000–29999 is free after 200 tries
+ */
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from + 1));
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port in ${PORT_RANGE.from}-${PORT_RANGE.to} after 200 tries`);
 }
 
 /** `count` distinct ports that were free on 127.0.0.1 a moment ago. */
 export async function freePorts(count: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < count) ports.add(await freePort());
-  return [...ports];
+  const ports: number[] = [];
+  while (ports.length < count) ports.push(await freePort());
+  return ports;
 }
 
 /** One GET on 127.0.0.1 without keep-alive (nothing may linger after a refused connect): is it a 200? */
