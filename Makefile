@@ -11,7 +11,7 @@ NODE_HOME := $(RESTASH_CACHE)/node-$(NODE_VERSION)
 export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
 
-.PHONY: runtime install images dev dev-k8s k8s-install k8s-down crds build lint typecheck unit integration engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue bench-workflow
+.PHONY: runtime install images dev dev-k8s k8s-install k8s-down crds build lint typecheck check unit integration e2e engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue bench-workflow
 
 runtime: ## the pinned Node, when missing
 	bash deploy/local/node.sh
@@ -56,18 +56,28 @@ REPORT_FAILURES := { echo '== failed tests, in full =='; cat $(FAILURES) 2>/dev/
 	echo '== their first error lines, by count =='; grep -A1 '^✕' $(FAILURES) 2>/dev/null | grep -v '^✕\|^--$$' | sort | uniq -c | sort -rn | head -n 5; \
 	echo '== the first failure again (CI shows the end of the output) =='; awk 'BEGIN { RS = "" } NR == 1' $(FAILURES) 2>/dev/null; exit 1; }
 
-unit: install k8s-install ## the unit tests of every project (the chart's template tests run the cluster build's helm), cached by Nx; failed tests listed at the end
+unit: install ## the pure tests of every project (`test` targets: no engine, no helm, no cluster), cached by Nx; failed tests listed at the end
 	mkdir -p .restash && rm -f $(FAILURES)
 	RESTASH_TEST_FAILURES=$(FAILURES) npx nx run-many -t test --outputStyle=static || $(REPORT_FAILURES)
 
-integration: build k8s-install ## the integration tests against real engines (the apps and the test cluster's binaries built first, outside any test's timeout; the chart's test builds the images), never cached; the KV tests twice: on Redis 8.2 with modules (test-integration) and on Valkey 9.1 (test-integration-valkey: KV_ENGINE=valkey)
+# What changed: against CHECK_BASE (main by default) plus the working tree's uncommitted and untracked files.
+CHECK_BASE ?= main
+check: install ## lint, typecheck and pure tests of the projects a change touches (nx affected against $(CHECK_BASE) and the working tree): the inner loop
+	mkdir -p .restash && rm -f $(FAILURES)
+	RESTASH_TEST_FAILURES=$(FAILURES) npx nx affected -t lint typecheck test --base=$(CHECK_BASE) --outputStyle=static || $(REPORT_FAILURES)
+
+integration: build k8s-install ## the integration tests against real engines (`test-integration`; the chart's template tests run the test cluster's helm), never cached; the KV tests twice: on Redis 8.2 with modules (test-integration) and on Valkey 9.1 (test-integration-valkey: KV_ENGINE=valkey)
 	mkdir -p .restash && rm -f $(FAILURES)
 	RESTASH_TEST_FAILURES=$(FAILURES) npx nx run-many -t test-integration test-integration-valkey --parallel=1 --outputStyle=static --skip-nx-cache || $(REPORT_FAILURES)
+
+e2e: build k8s-install ## the tests on the test cluster (`test-e2e`: the operator, the CRDs, the Kubernetes client, the chart with its images), never cached, one at a time
+	mkdir -p .restash && rm -f $(FAILURES)
+	RESTASH_TEST_FAILURES=$(FAILURES) npx nx run-many -t test-e2e --parallel=1 --outputStyle=static --skip-nx-cache || $(REPORT_FAILURES)
 
 engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/embedder-local)
 	for dir in deploy/qdrant-local deploy/embedder-local; do .cache/python/venv/bin/python -m unittest discover -s $$dir -p 'test_*.py' || exit 1; done
 
-test: lint typecheck unit integration engines bench-smoke ## what CI runs
+test: lint typecheck unit integration e2e engines bench-smoke ## what CI runs (.ci/run)
 
 bench: bench-kv bench-vector bench-stream bench-queue bench-workflow
 

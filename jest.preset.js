@@ -7,19 +7,22 @@ const moduleNameMapper = Object.fromEntries(
 );
 
 /**
+ * The test tiers (README, "Layout"): `unit` is `*.spec.ts` beside the code, pure (no engine, no helm, no cluster);
+ * `integration` is `*.integration.spec.ts`, starting real engines and tools; `e2e` is `*.e2e.spec.ts`, on the
+ * test cluster.
  * @param {string} projectDir absolute path of the project
- * @param {'unit'|'integration'} kind unit tests are `*.spec.ts` beside the code; integration tests
- *   are `*.integration.spec.ts` and start real engines.
+ * @param {'unit'|'integration'|'e2e'} kind
  */
 function jestConfig(projectDir, kind) {
+  const match = { unit: '<rootDir>/src/**/*.spec.ts', integration: '<rootDir>/src/**/*.integration.spec.ts', e2e: '<rootDir>/src/**/*.e2e.spec.ts' };
   return {
     displayName: `${relativeName(projectDir)}:${kind}`,
     rootDir: projectDir,
     testEnvironment: 'node',
     transform: { '^.+\\.ts$': ['@swc/jest', swcOptions({ withPaths: false })] },
     moduleNameMapper,
-    testMatch: kind === 'unit' ? ['<rootDir>/src/**/*.spec.ts'] : ['<rootDir>/src/**/*.integration.spec.ts'],
-    testPathIgnorePatterns: kind === 'unit' ? ['\\.integration\\.spec\\.ts$'] : [],
+    testMatch: [match[kind]],
+    testPathIgnorePatterns: kind === 'unit' ? ['\\.(integration|e2e)\\.spec\\.ts$'] : [],
     testTimeout: kind === 'unit' ? 10_000 : 60_000,
     reporters: ['default', join(root, 'tools/jest-failure-log.cjs')],
   };

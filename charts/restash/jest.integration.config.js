@@ -1,4 +1,4 @@
-// The chart on the real test cluster (e2e/*.integration.spec.ts: helm install, resources, SDK Jobs, upgrade, uninstall).
+// Template tests: `helm template`/`helm lint` of the chart with the test cluster's helm, no cluster (tests/*.integration.spec.ts).
 const base = require('../../jest.preset.js').jestConfig(__dirname, 'integration');
 
-module.exports = { ...base, testMatch: ['<rootDir>/e2e/**/*.integration.spec.ts'] };
+module.exports = { ...base, testMatch: ['<rootDir>/tests/**/*.integration.spec.ts'] };

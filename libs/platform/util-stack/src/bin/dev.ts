@@ -66,9 +66,14 @@ async function main(): Promise<void> {
   await writeFile(
     join(state, 'local.env'),
     `# Written by make dev: \`source .restash/local.env\`, then any Upstash SDK program talks to the local stack.
-# The registry and the key of its sealed secrets, for bin/tenants (apply, delete) from another shell:
+# What bin/tenants (apply, delete) needs from another shell: the registry, the key of its sealed secrets,
+# the queue's Redis, the engines a resources file puts resources on and the \${NAME}s of deploy/local/tenants.yaml:
 export CONTROL_REDIS_URL=${controlUrl}
 export REGISTRY_SEAL_KEY=${stack.registrySealKey}
+export QUEUE_REDIS_URL=${(stack.queueRedis ?? stack.control).url}
+${Object.entries(stack.tenantEnv)
+  .map(([name, value]) => `export ${name}=${value}`)
+  .join('\n')}
 export UPSTASH_REDIS_REST_URL=${kv}
 export UPSTASH_REDIS_REST_TOKEN=${demo.kv.main?.standard}
 export UPSTASH_REDIS_REST_READONLY_TOKEN=${demo.kv.main?.readonly}
