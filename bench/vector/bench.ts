@@ -66,7 +66,7 @@ type Case = keyof typeof INDEXES;
 const CASES = Object.keys(INDEXES) as Case[];
 /**
  * Candidates each side of a direct hybrid query fetches before the fusion: the gateway's fusion depth
- * (FUSION_DEPTH of apps/vector-gateway's vector.service.ts), so that direct gives the same answer.
+ * (FUSION_DEPTH of libs/vector/feature-index/src/search.ts), so that direct gives the same answer.
  */
 const HYBRID_PREFETCH = '100';
 

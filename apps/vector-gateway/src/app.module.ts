@@ -1,10 +1,32 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
-import { TenancyModule } from '@restash/shared/feature-tenancy';
+import type { Redis } from 'ioredis';
+import { Agent } from 'undici';
+import { CONTROL_REDIS, TenancyModule, TenantGate } from '@restash/shared/feature-tenancy';
+import { API_ERRORS, ObservabilityModule, guardedConnector } from '@restash/shared/util-http';
+import { OpenAiEmbedder, refusedAddress } from '@restash/vector/data-access-embedder';
+import { IndexState, VectorIndexService } from '@restash/vector/feature-index';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
+import { IndexSessions } from './index-sessions';
 import { VectorMetrics } from './vector-metrics';
 import { VECTOR_ERRORS, VectorRoutes } from './vector.routes';
-import { VectorService } from './vector.service';
+
+/**
+ * The Vector API's logic (libs/vector/feature-index) over its ports: the index state in the control Redis, the
+ * embedders (an index's own provider URL reached only through the SSRF guard, addressVerdict with
+ * EMBEDDING_ALLOWLIST, so that a tenant's URL reaches no internal address), the metrics, the tenant gate.
+ */
+function vectorIndexService(control: Redis, gate: TenantGate, config: VectorGatewayConfig, metrics: VectorMetrics): VectorIndexService {
+  const guarded = new Agent({ connect: guardedConnector(config.embeddingAllowlist, { timeoutMs: config.embedderTimeoutMs, refuse: refusedAddress }) });
+  return new VectorIndexService({
+    state: new IndexState(control),
+    embedders: ({ url, model, apiKey, platform }) =>
+      new OpenAiEmbedder({ url, model, ...(apiKey ? { apiKey } : {}), timeoutMs: config.embedderTimeoutMs, ...(platform ? {} : { dispatcher: guarded }) }),
+    observer: metrics,
+    registryCall: (tenant, run) => gate.registryCall(tenant, run),
+    limits: { filterScanLimit: config.filterScanLimit },
+    sparseVectorCacheBytes: config.sparseVectorCacheBytes,
+  });
+}
 
 /** vector-gateway: the Vector REST API (README, "What the Vector API does") over Qdrant collections. */
 @Module({})
@@ -17,7 +39,8 @@ export class AppModule {
         { provide: VECTOR_CONFIG, useValue: config },
         { provide: API_ERRORS, useValue: VECTOR_ERRORS },
         VectorMetrics,
-        VectorService,
+        { provide: VectorIndexService, inject: [CONTROL_REDIS, TenantGate, VECTOR_CONFIG, VectorMetrics], useFactory: vectorIndexService },
+        IndexSessions,
         VectorRoutes,
       ],
     };

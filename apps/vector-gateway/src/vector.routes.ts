@@ -33,7 +33,8 @@ import {
 } from '@restash/vector/util-query';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { VectorMetrics } from './vector-metrics';
-import { type Session, VectorService } from './vector.service';
+import { VectorIndexService } from '@restash/vector/feature-index';
+import { IndexSessions, type Session } from './index-sessions';
 
 /**
  * The methods that reach the Vector API's routes, which answer each endpoint's own 405 with `Allow` (PUT
@@ -98,9 +99,9 @@ const SUCCESS = resultJson('"Success"');
 function vectorOperation<R>(
   name: string,
   shape: Shape,
-  run: (service: VectorService, session: Session, call: Call) => Promise<R>,
+  run: (service: VectorIndexService, session: Session, call: Call) => Promise<R>,
   encode: (result: R) => string,
-): (service: VectorService) => ApiOperation<Session> {
+): (service: VectorIndexService) => ApiOperation<Session> {
   const methods = shape.also === 'GET' ? ['GET', 'HEAD', 'POST'] : shape.also === 'DELETE' ? ['POST', 'DELETE'] : ['POST'];
   return (service) =>
     operation<Session, string, string, R>({
@@ -224,7 +225,8 @@ export class VectorRoutes implements OnModuleInit {
 
   constructor(
     private readonly adapterHost: HttpAdapterHost,
-    private readonly service: VectorService,
+    private readonly service: VectorIndexService,
+    private readonly sessions: IndexSessions,
     private readonly gate: TenantGate,
     private readonly metrics: VectorMetrics,
     @Inject(VECTOR_CONFIG) private readonly config: VectorGatewayConfig,
@@ -235,7 +237,7 @@ export class VectorRoutes implements OnModuleInit {
       errors: VECTOR_ERRORS,
       credentials: { scheme: 'bearer' },
       operations: OPERATIONS.map((op) => op(this.service)),
-      open: (credentials) => this.service.authenticate(credentials),
+      open: (credentials) => this.sessions.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,
       logger: this.logger,

@@ -1,0 +1,3 @@
+export * from './ports';
+export * from './index-state';
+export * from './vector-index.service';
