@@ -1,4 +1,4 @@
-# restash — the commands of README.md.
+# restash — the commands of README.md (every one: docs/development.md, "Commands").
 SHELL := /bin/bash
 export NX_DAEMON := false
 export NX_NO_CLOUD := true
@@ -11,7 +11,7 @@ NODE_HOME := $(RESTASH_CACHE)/node-$(NODE_VERSION)
 export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
 
-.PHONY: runtime install images dev dev-k8s k8s-install k8s-down crds build lint typecheck check unit integration e2e engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue bench-workflow
+.PHONY: runtime install images dev dev-k8s k8s-install k8s-down crds config-doc build lint typecheck check unit integration e2e engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue bench-workflow
 
 runtime: ## the pinned Node, when missing
 	bash deploy/local/node.sh
@@ -28,6 +28,9 @@ dev: build ## the whole local stack in the foreground (libs/platform/util-stack)
 
 crds: ## deploy/crds/restash.dev_<plural>.yaml and the chart's copy (charts/restash/files/crds/) from the zod schemas of libs/shared/util-resources (unit tests fail while they differ)
 	$(RUN_TS) libs/shared/util-resources/src/bin/crds.ts
+
+config-doc: ## the environment tables of docs/configuration.md from each app's zod schema (docs/tools/config-doc.ts; its unit test fails while they differ)
+	$(RUN_TS) docs/tools/config-doc.ts
 
 k8s-install: ## the test cluster's binaries (etcd, Kubernetes, kubectl, helm: about 15 minutes cold) and apt packages, when missing
 	bash deploy/k8s/install.sh

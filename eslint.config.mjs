@@ -70,9 +70,10 @@ export default [
     rules: { '@nx/enforce-module-boundaries': boundaries({ test: true }), 'no-restricted-imports': 'off' },
   },
   {
-    // The chart's tests (type:e2e) check its Deployments against each app's env schema: they import
-    // apps/<app>/src/config.ts, which Nx otherwise refuses (apps are not importable, nor by relative path).
-    files: ['charts/restash/tests/**/*.ts'],
+    // The chart's tests (type:e2e) check its Deployments against each app's env schema, and docs/tools (type:e2e)
+    // writes docs/configuration.md's tables from them: both import apps/<app>/src/config.ts, which Nx otherwise
+    // refuses (apps are not importable, nor by relative path).
+    files: ['charts/restash/tests/**/*.ts', 'docs/tools/**/*.ts'],
     rules: { '@nx/enforce-module-boundaries': boundaries({ test: true, allow: ['^(\\.\\./)+apps/[a-z-]+/src/config$'] }) },
   },
   {

@@ -1,2 +1,3 @@
 export * from './load-config';
 export * from './redis-url';
+export * from './env-doc';
