@@ -15,7 +15,7 @@
 // After a warm-up, every round runs each case with the clients in turn (gateway, direct,
 // redis-benchmark, gateway, ...); the table reports the median of the rounds, with the CPU time per
 // request of the gateway (/proc) and of the data server (INFO), and is written to bench/kv/results.md
-// (results-valkey.md) and README.md (load.mjs, report.mjs). Nothing is asserted: targets are printed
+// (results-valkey.md) and docs/benchmarks.md (load.mjs, report.mjs). Nothing is asserted: targets are printed
 // as met or not.
 //
 // env: BENCH_DURATION seconds per run (5), BENCH_WARMUP seconds per case (2), BENCH_ROUNDS (3),

@@ -1,15 +1,18 @@
 // The table of bench/kv (bench.ts): medians over the rounds of the records load.mjs wrote (with the CPU
 // per request the harness added), the ratios against their targets, printed and written as markdown
-// to OUT.md and to README.md between <!-- bench-kv:start --> and <!-- bench-kv:end --> for the
-// `redis` engine; for `valkey`, to OUT-valkey.md and between the bench-kv-valkey markers.
+// to OUT.md and to docs/benchmarks.md between <!-- bench-kv:start --> and <!-- bench-kv:end --> for the
+// `redis` engine; for `valkey`, to OUT-valkey.md and between the bench-kv-valkey markers. A published run
+// also appends its targeted ratios to bench/kv/history.tsv (history-valkey.tsv) and redraws their chart
+// between the bench-kv-chart (bench-kv-valkey-chart) markers.
 //
-//   node bench/kv/report.mjs RESULTS.jsonl OUT.md [README.md]
+//   node bench/kv/report.mjs RESULTS.jsonl OUT.md [docs/benchmarks.md]
 // env (for the header): BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, KV_ENGINE (redis|valkey),
 //      KV_ENGINE_VERSION, KV_ENGINE_MODULES (non-empty: RedisJSON and RediSearch are loaded)
 import { writeFileSync } from 'node:fs';
-import { CPU_METHOD, cpuMedians, errorText, int, machine, median, ms, readRecords, sumErrors, us, wrap, writeReadmeSection } from '../lib/report.mjs';
+import { dirname, join } from 'node:path';
+import { CPU_METHOD, cpuMedians, errorText, int, machine, median, ms, readRecords, sumErrors, us, wrap, writeDocsSection, recordRatios } from '../lib/report.mjs';
 
-const [input, outputArg, readme] = process.argv.slice(2);
+const [input, outputArg, docs] = process.argv.slice(2);
 const records = readRecords(input);
 const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, KV_ENGINE = 'redis', KV_ENGINE_VERSION, KV_ENGINE_MODULES } = process.env;
 const server = KV_ENGINE === 'valkey' ? 'Valkey' : 'Redis';
@@ -41,8 +44,12 @@ for (const [kase, caseName] of Object.entries(CASES)) {
 }
 
 lines.push('', '| ratio | value | target |', '|---|---:|---|');
-const ratio = (label, value, target) =>
+/** The targeted ratios, for the history and its chart. */
+const history = [];
+const ratio = (label, value, target) => {
   lines.push(`| ${label} | ${value.toFixed(2)} | ${target ? `≥ ${target}: ${value >= target ? 'met' : 'NOT met'}` : ''} |`);
+  if (target) history.push({ series: label, ratio: value, target });
+};
 for (const kase of ['set', 'get']) {
   const gw = results[`gateway/${kase}`].rps;
   ratio(`${CASES[kase]}: gateway / redis-benchmark (req/s)`, gw / results[`redis-benchmark/${kase}`].rps, 0.4);
@@ -86,12 +93,15 @@ ${table}
 `,
 );
 
-if (readme) {
+if (docs) {
   const setup =
     `${serverText} (KV_ENGINE=${KV_ENGINE}): measured ${date.slice(0, 10)} on this project's machine (${machine()}, Node ${process.versions.node}) with ` +
     `\`make bench-kv\`: the gateway alone on core 0, ${server} and the load generators (autocannon, ioredis, redis-benchmark) on core 1, ` +
     `${BENCH_CONCURRENCY} connections or requests in flight for every client, median of ${BENCH_ROUNDS} interleaved ${BENCH_DURATION} s rounds; ` +
     `CPU time per request from each process's own accounting (gateway: /proc; ${server}: INFO).`;
-  writeReadmeSection(readme, KV_ENGINE === 'redis' ? 'kv' : `kv-${KV_ENGINE}`, `${wrap(setup)}\n\n${table}`);
+  const marker = KV_ENGINE === 'redis' ? 'kv' : `kv-${KV_ENGINE}`;
+  writeDocsSection(docs, marker, `${wrap(setup)}\n\n${table}`);
+  const historyFile = join(dirname(outputArg), KV_ENGINE === 'redis' ? 'history.tsv' : `history-${KV_ENGINE}.tsv`);
+  recordRatios(docs, marker, historyFile, `KV on ${server}: gateway / direct`, date, history);
 }
-process.stdout.write(`\nwritten to ${output}${readme ? ` and ${readme}` : ''}\n`);
+process.stdout.write(`\nwritten to ${output}${docs ? ` and ${docs}` : ''}\n`);

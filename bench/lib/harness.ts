@@ -2,7 +2,7 @@
 // bench/<name>/bench.ts declares its stack, its load runs and its report; this file starts the stack
 // through libs/platform/util-stack, pins the CPUs, warms up, runs interleaved rounds, measures the CPU
 // time of the gateway and of the engine around every run, and hands the records to the bench's
-// report.mjs (medians, results.md, README markers).
+// report.mjs (medians, results.md, its section of docs/benchmarks.md, the history of its ratios and their chart).
 //
 // CPU placement (2 cores): the services under test (the gateway; queue-worker, ...) alone on core 0,
 // the engines and the load generators on core 1, so that the engine has the same CPU for a direct run
@@ -24,13 +24,16 @@
 // nothing written but a scratch report; exits non-zero unless every run of the round produced
 // requests, a CPU time per request and no errors.
 // A full run with any setting overridden (e.g. BENCH_CASES=sparse) prints its table but leaves
-// README.md and bench/<name>/results.md alone: only the bench's own settings publish.
+// docs/benchmarks.md, bench/<name>/results.md and bench/<name>/history*.tsv alone: only the bench's own settings publish.
 import { execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { type ProcessSpec, type Running, type Stack, type StackOptions, processCpuSeconds, repoRoot, startProcess, startStack } from '@restash/platform/util-stack';
+
+/** Where a published run writes its results and the chart of its ratios (bench/lib/report.mjs, writeDocsSection). */
+const BENCHMARKS_PAGE = 'docs/benchmarks.md';
 
 /** A bench's settings: the environment variable, its value for a full run, and for a smoke run. */
 export type Settings = Record<string, { full: string; smoke: string }>;
@@ -250,11 +253,11 @@ async function main(bench: Bench): Promise<number> {
       .map(([name]) => name);
     if (overridden.length > 0) {
       await runScript(report, [results, join(tmp, 'results.md')], reportEnv, undefined, (line) => say(line));
-      say(`\nsettings overridden (${overridden.join(', ')}): results printed above, README.md and bench/${bench.name}/results.md left as they were`);
+      say(`\nsettings overridden (${overridden.join(', ')}): results printed above, docs/benchmarks.md and bench/${bench.name}/ left as they were`);
       return failed ? 1 : 0;
     }
-    await runScript(report, [results, join('bench', bench.name, 'results.md'), 'README.md'], reportEnv, undefined, (line) => say(line));
-    say(`\nresults in bench/${bench.name}/ and README.md (between the bench-${bench.name} markers)`);
+    await runScript(report, [results, join('bench', bench.name, 'results.md'), BENCHMARKS_PAGE], reportEnv, undefined, (line) => say(line));
+    say(`\nresults in bench/${bench.name}/ (results, history) and ${BENCHMARKS_PAGE} (between the bench-${bench.name} markers, and the chart)`);
     return failed ? 1 : 0;
   } finally {
     process.off('SIGINT', onSignal);

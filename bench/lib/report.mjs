@@ -1,7 +1,7 @@
 // Shared by the report.mjs of every benchmark: reading the records the harness wrote (bench/lib/
-// harness.ts), medians, number formats, the CPU per request columns, and the README section between a
-// bench's markers.
-import { readFileSync, writeFileSync } from 'node:fs';
+// harness.ts), medians, number formats, the CPU per request columns, the section of docs/benchmarks.md
+// between a bench's markers, and the history of its ratios (bench/<name>/history*.tsv) with its chart.
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
 /** The JSON records of a results.jsonl file. */
@@ -64,17 +64,105 @@ export function wrap(text, width = 100) {
     .join('\n');
 }
 
+/** `text` with the part between `<!-- <marker>:start -->` and `<!-- <marker>:end -->` replaced by `body`; undefined without the markers. */
+export function replaceMarked(text, marker, body) {
+  const START = `<!-- ${marker}:start -->`;
+  const END = `<!-- ${marker}:end -->`;
+  const from = text.indexOf(START);
+  const to = text.indexOf(END);
+  if (from < 0 || to < from) return undefined;
+  return `${text.slice(0, from)}${START}\n${body}\n${END}${text.slice(to + END.length)}`;
+}
+
 /**
- * Replaces README's section between `<!-- bench-<name>:start -->` and `<!-- bench-<name>:end -->` with
- * `body`; leaves README alone, with a warning, when it lacks the markers.
+ * Replaces the section of `docs` (docs/benchmarks.md) between `<!-- bench-<name>:start -->` and
+ * `<!-- bench-<name>:end -->` with `body`; leaves the file alone, with a warning, when it lacks the markers.
  */
-export function writeReadmeSection(readme, name, body) {
-  const START = `<!-- bench-${name}:start -->`;
-  const END = `<!-- bench-${name}:end -->`;
-  const text = readFileSync(readme, 'utf8');
-  if (!text.includes(START) || !text.includes(END) || text.indexOf(START) > text.indexOf(END)) {
-    process.stderr.write(`\nwarning: ${readme} has no ${START} … ${END} section; left untouched\n`);
+export function writeDocsSection(docs, name, body) {
+  const text = replaceMarked(readFileSync(docs, 'utf8'), `bench-${name}`, body);
+  if (text === undefined) {
+    process.stderr.write(`\nwarning: ${docs} has no <!-- bench-${name}:start --> … <!-- bench-${name}:end --> section; left untouched\n`);
     return;
   }
-  writeFileSync(readme, `${text.slice(0, text.indexOf(START))}${START}\n${body}\n${END}${text.slice(text.indexOf(END) + END.length)}`);
+  writeFileSync(docs, text);
+}
+
+const HISTORY_HEADER = 'date\tseries\tratio';
+
+/** The rows of a history file (`date`, `series`, `ratio` separated by tabs, a header first): `{date, series, ratio}`; [] when absent. */
+export function readHistory(file) {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .slice(1)
+    .filter(Boolean)
+    .map((line) => {
+      const [date, series, ratio] = line.split('\t');
+      return { date, series, ratio: Number(ratio) };
+    });
+}
+
+/** Appends one run's ratios (`[{series, ratio}]`, NaN ones left out) to a history file, under `date` (ISO). */
+export function appendHistory(file, date, ratios) {
+  const lines = ratios.filter((r) => Number.isFinite(r.ratio)).map((r) => `${date}\t${r.series}\t${r.ratio.toFixed(3)}\n`);
+  if (!existsSync(file)) appendFileSync(file, `${HISTORY_HEADER}\n`);
+  appendFileSync(file, lines.join(''));
+}
+
+/** The lines' colours, in order: Mermaid's xychart has no legend, so the text under a chart names them. */
+export const CHART_COLOURS = [
+  ['blue', '#1f77b4'],
+  ['orange', '#ff7f0e'],
+  ['green', '#2ca02c'],
+  ['red', '#d62728'],
+  ['purple', '#9467bd'],
+  ['brown', '#8c564b'],
+];
+
+/**
+ * A Mermaid `xychart-beta` line chart of a history (readHistory's rows): one line per series of the latest run, over
+ * the last `runs` runs that have every one of them (a run is a distinct date), x labels `MM-DD HH:MM` (UTC), then a
+ * line naming each series with its colour and, from `targets` ({series: number}), its target. '' for no history.
+ */
+export function ratioChart(title, rows, { targets = {}, runs = 20 } = {}) {
+  const byDate = new Map();
+  for (const row of rows) {
+    if (!byDate.has(row.date)) byDate.set(row.date, new Map());
+    byDate.get(row.date).set(row.series, row.ratio);
+  }
+  const dates = [...byDate.keys()].sort();
+  if (dates.length === 0) return '';
+  const series = [...byDate.get(dates[dates.length - 1]).keys()].slice(0, CHART_COLOURS.length);
+  const shown = dates.filter((d) => series.every((s) => byDate.get(d).has(s))).slice(-runs);
+  const values = shown.flatMap((d) => series.map((s) => byDate.get(d).get(s)));
+  const top = Math.max(1, Math.ceil(Math.max(...values) * 10) / 10);
+  const label = (d) => `"${d.slice(5, 10)} ${d.slice(11, 16)}"`.replace(/ "$/, '"');
+  const chart = [
+    '```mermaid',
+    '---',
+    'config:',
+    '  themeVariables:',
+    '    xyChart:',
+    `      plotColorPalette: "${CHART_COLOURS.slice(0, series.length).map(([, hex]) => hex).join(', ')}"`,
+    '---',
+    'xychart-beta',
+    `  title "${title.replace(/"/g, "'")}"`,
+    `  x-axis [${shown.map(label).join(', ')}]`,
+    `  y-axis "ratio" 0 --> ${top}`,
+    ...series.map((s) => `  line [${shown.map((d) => byDate.get(d).get(s)).join(', ')}]`),
+    '```',
+  ];
+  const legend = series.map((s, i) => `${CHART_COLOURS[i][0]}: ${s}${targets[s] === undefined ? '' : ` (target ≥ ${targets[s]})`}`);
+  return `${chart.join('\n')}\n\n${shown.length} runs; ${legend.join('; ')}.`;
+}
+
+/**
+ * After a published run: appends its ratios to `history` (bench/<name>/history*.tsv) and writes the chart of them into
+ * `docs` between `<!-- bench-<marker>-chart:start -->` and `<!-- bench-<marker>-chart:end -->`.
+ * @param ratios `[{series, ratio, target?}]`
+ */
+export function recordRatios(docs, marker, history, title, date, ratios) {
+  appendHistory(history, date, ratios);
+  const targets = Object.fromEntries(ratios.filter((r) => r.target !== undefined).map((r) => [r.series, r.target]));
+  writeDocsSection(docs, `${marker}-chart`, ratioChart(title, readHistory(history), { targets }));
 }

@@ -44,7 +44,7 @@
 // BENCH_MESSAGES. Every run also records the CPU per message of queue-gateway, the worker and the queue
 // Redis (the harness), and of the load generator (load.mjs), to tell where the time goes.
 // After a warm-up, every round runs gateway, direct, then floor; the table reports the median of the rounds
-// (report.mjs) and is written to bench/queue/results.md and README.md (between the bench-queue
+// (report.mjs) and is written to bench/queue/results.md and docs/benchmarks.md (between the bench-queue
 // markers). Nothing is asserted: the targets (gateway messages/s over direct: >= 0.6 single, >= 0.8
 // batch; queued and flow have none) are printed as met or not.
 //

@@ -1,16 +1,18 @@
 // The table of bench/queue (bench.ts): per case, medians over the rounds of the records load.mjs wrote
 // (with the CPU per message the harness added), the gateway's ratio to its direct run against the case's
 // target and, for single and batch, the floor run (raw BullMQ with the HTTP delivery) with its ratio;
-// printed and written as markdown to OUT.md and to README.md between <!-- bench-queue:start --> and
-// <!-- bench-queue:end -->.
+// printed and written as markdown to OUT.md and to docs/benchmarks.md between <!-- bench-queue:start --> and
+// <!-- bench-queue:end -->; a published run also appends each case's ratio to bench/queue/history.tsv and redraws
+// their chart between the bench-queue-chart markers.
 //
-//   node bench/queue/report.mjs RESULTS.jsonl OUT.md [README.md]
+//   node bench/queue/report.mjs RESULTS.jsonl OUT.md [docs/benchmarks.md]
 // env (for the header): BENCH_MESSAGES, BENCH_ROUNDS, BENCH_CONCURRENCY, BENCH_BATCH, BENCH_BATCH_CONCURRENCY,
 //      BENCH_PARALLELISM, BENCH_WORKER_CONCURRENCY, REDIS_VERSION, BULLMQ_VERSION, IOREDIS_VERSION
 import { writeFileSync } from 'node:fs';
-import { CPU_METHOD, cpuMedians, int, machine, median, readRecords, sumErrors, us, wrap, writeReadmeSection } from '../lib/report.mjs';
+import { dirname, join } from 'node:path';
+import { CPU_METHOD, cpuMedians, int, machine, median, readRecords, sumErrors, us, wrap, writeDocsSection, recordRatios } from '../lib/report.mjs';
 
-const [input, output, readme] = process.argv.slice(2);
+const [input, output, docs] = process.argv.slice(2);
 const records = readRecords(input);
 const {
   BENCH_MESSAGES,
@@ -134,7 +136,7 @@ ${table}
 `,
 );
 
-if (readme) {
+if (docs) {
   const setup =
     `Measured ${date.slice(0, 10)} on this project's machine (${machine()}, Node ${process.versions.node}, redis-server ` +
     `${REDIS_VERSION} with AOF everysec, bullmq ${BULLMQ_VERSION}) with \`make bench-queue\`: queue-gateway and queue-worker ` +
@@ -145,5 +147,7 @@ if (readme) {
     `direct is BullMQ Queue.add (addBulk) to a Worker processor on the same Redis; ` +
     `floor is the same with a processor that POSTs the body to the sink (the HTTP delivery alone); ` +
     `CPU time per message from each process's own accounting (/proc; Redis: INFO).`;
-  writeReadmeSection(readme, 'queue', `${wrap(setup)}\n\n${table}`);
+  writeDocsSection(docs, 'queue', `${wrap(setup)}\n\n${table}`);
+  const history = measured.map((c) => ({ series: c.case, ratio: c.ratio, target: c.target }));
+  recordRatios(docs, 'queue', join(dirname(output), 'history.tsv'), 'Queue: gateway + worker / raw BullMQ (msg/s)', date, history);
 }

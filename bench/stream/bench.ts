@@ -37,7 +37,7 @@
 // which client reads a partition without a consumer group through its public API (what the REST Fetch
 // API needs). After a warm-up, every round runs each case for the gateway then each direct client; the
 // table reports the median of the rounds (report.mjs) and is written to bench/stream/results.md and
-// README.md (between the bench-stream markers). Nothing is asserted: targets (produce100 >= 0.8 and
+// docs/benchmarks.md (between the bench-stream markers). Nothing is asserted: targets (produce100 >= 0.8 and
 // consume >= 0.7 of the fastest direct client, messages/s) are printed as met or not.
 //
 // env: BENCH_DURATION seconds per produce run (8), BENCH_WARMUP seconds per produce client (5),

@@ -1,18 +1,20 @@
 // The tables of bench/stream/bench.ts: medians over the rounds of the records load.mjs wrote (with the
 // CPU time the harness measured around each run), the gateway's ratio against the fastest direct client
 // of the run and its targets, and the direct clients side by side (with groupless.mjs's answer); printed
-// and written as markdown to OUT.md and to README.md between <!-- bench-stream:start --> and
-// <!-- bench-stream:end -->.
+// and written as markdown to OUT.md and to docs/benchmarks.md between <!-- bench-stream:start --> and
+// <!-- bench-stream:end -->; a published run also appends each case's ratio to bench/stream/history.tsv and
+// redraws their chart between the bench-stream-chart markers.
 //
-//   node bench/stream/report.mjs RESULTS.jsonl OUT.md [README.md]
+//   node bench/stream/report.mjs RESULTS.jsonl OUT.md [docs/benchmarks.md]
 // env (for the header): BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY1, BENCH_CONCURRENCY100,
 //      BENCH_MESSAGES, NPROC, KAFKA_VERSION
 import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import os from 'node:os';
-import { CPU_METHOD, int, machine, median, ms, readRecords, sumErrors, us, wrap, writeReadmeSection } from '../lib/report.mjs';
+import { CPU_METHOD, int, machine, median, ms, readRecords, sumErrors, us, wrap, writeDocsSection, recordRatios } from '../lib/report.mjs';
 import { DIRECT } from './common.mjs';
 
-const [input, output, readme] = process.argv.slice(2);
+const [input, output, docs] = process.argv.slice(2);
 const records = readRecords(input);
 const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY1, BENCH_CONCURRENCY100, BENCH_MESSAGES, KAFKA_VERSION } = process.env;
 
@@ -62,10 +64,14 @@ const rows = [
   `| case | REST gateway, msg/s | ${DIRECT.map((t) => `${t}, msg/s`).join(' | ')} | ratio to the fastest direct | target | CPU µs/msg: gateway; broker via gateway / direct | p50 / p99 ms, gateway |`,
   `|---|---:|${DIRECT.map(() => '---:|').join('')}---:|---|---|---:|`,
 ];
+/** Each case's ratio to the fastest direct client, and its name in bench/stream/history.tsv. */
+const ratios = {};
+const SERIES = { produce1: 'produce 1/request', produce100: 'produce 100/request', consume: 'consume' };
 for (const { kind, label, min } of CASES) {
   const gateway = results[kind].gateway;
   const best = fastest(kind);
   const ratio = best ? gateway.mps / results[kind][best].mps : NaN;
+  ratios[kind] = ratio;
   const gatewayLatency = kind === 'consume' ? `${latency(gateway)} (~${int(gateway.perBatch)} msgs each)` : latency(gateway);
   const cpu = `${us(gateway.gatewayCpu)}; ${us(gateway.brokerCpu)} / ${best ? us(results[kind][best].brokerCpu) : 'n/a'}`;
   rows.push(
@@ -130,7 +136,7 @@ ${clientTable}
 `,
 );
 
-if (readme) {
+if (docs) {
   const versions = measured.map((t) => `${t} ${CASES.map(({ kind }) => results[kind][t].version).find(Boolean)}`).join(', ');
   const setup =
     `Measured ${new Date().toISOString().slice(0, 10)} on this project's ${os.cpus().length}-core machine (${os.cpus()[0]?.model ?? 'unknown CPU'}, ` +
@@ -140,5 +146,7 @@ if (readme) {
     `pre-filled messages with a fresh group); direct clients: ${versions}` +
     (skipped.length ? ` (${skipped.join(', ')} not built, skipped)` : '') +
     '; the ratio is against the fastest of them in each case. CPU per message from /proc of the gateway and the broker.';
-  writeReadmeSection(readme, 'stream', `${wrap(setup)}\n\n${table}`);
+  writeDocsSection(docs, 'stream', `${wrap(setup)}\n\n${table}`);
+  const history = CASES.map(({ kind, min }) => ({ series: SERIES[kind], ratio: ratios[kind], target: min }));
+  recordRatios(docs, 'stream', join(dirname(output), 'history.tsv'), 'Stream: gateway / the fastest direct client (msg/s)', new Date().toISOString(), history);
 }

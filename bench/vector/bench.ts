@@ -46,7 +46,7 @@
 //                by Qdrant's RRF with Upstash's k 60), cycling through the queries.
 // After a warm-up, every round runs gateway then direct for each case; the table reports the median of
 // the rounds, with the CPU time per query of the gateway and of qdrant-local (/proc), and is written to
-// bench/vector/results.md and README.md (between the bench-vector markers). Nothing is asserted:
+// bench/vector/results.md and docs/benchmarks.md (between the bench-vector markers). Nothing is asserted:
 // targets (recall@10 >= 0.95 for dense and sparse and each hybrid side, gateway QPS >= 0.8 of direct
 // for every case) are printed as met or not.
 //

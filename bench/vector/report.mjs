@@ -1,15 +1,17 @@
 // The table of bench/vector (bench.ts): the records of prepare.mjs and load.mjs (query load: medians
 // over the rounds, with the CPU per query the harness added), the ratios against their targets,
-// printed and written as markdown to OUT.md and to README.md between <!-- bench-vector:start --> and
-// <!-- bench-vector:end -->.
+// printed and written as markdown to OUT.md and to docs/benchmarks.md between <!-- bench-vector:start --> and
+// <!-- bench-vector:end -->; a published run also appends its query ratios to bench/vector/history.tsv and redraws
+// their chart between the bench-vector-chart markers.
 //
-//   node bench/vector/report.mjs RESULTS.jsonl OUT.md [README.md]
+//   node bench/vector/report.mjs RESULTS.jsonl OUT.md [docs/benchmarks.md]
 // env (for the header): BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, BENCH_UPSERT_BATCH, QDRANT_EDGE_VERSION,
 //      HYBRID_PREFETCH
 import { writeFileSync } from 'node:fs';
-import { CPU_METHOD, cpuMedians, int, machine, median, ms, readRecords, sumErrors, us, wrap, writeReadmeSection } from '../lib/report.mjs';
+import { dirname, join } from 'node:path';
+import { CPU_METHOD, cpuMedians, int, machine, median, ms, readRecords, sumErrors, us, wrap, writeDocsSection, recordRatios } from '../lib/report.mjs';
 
-const [input, output, readme] = process.argv.slice(2);
+const [input, output, docs] = process.argv.slice(2);
 const records = readRecords(input);
 const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, BENCH_UPSERT_BATCH, QDRANT_EDGE_VERSION, HYBRID_PREFETCH } = process.env;
 
@@ -101,7 +103,7 @@ ${table}
 `,
 );
 
-if (readme) {
+if (docs) {
   const setup =
     `Measured ${date.slice(0, 10)} on this project's machine (${machine()}, Node ${process.versions.node}, ` +
     `qdrant-local over qdrant-edge-py ${QDRANT_EDGE_VERSION}) with \`make bench-vector\`: ${int(dense?.vectors ?? NaN)} real sentences ` +
@@ -110,5 +112,7 @@ if (readme) {
     `the gateway alone on core 0, qdrant-local and the load generator on core 1; ${BENCH_CONCURRENCY} queries in flight ` +
     `for both, median of ${BENCH_ROUNDS} interleaved ${BENCH_DURATION} s rounds; direct sends qdrant-local the equivalent Qdrant ` +
     `query (hybrid: prefetch of both sides and Qdrant's RRF, k 60); CPU time per query from each process's own accounting (/proc).`;
-  writeReadmeSection(readme, 'vector', `${wrap(setup)}\n\n${table}`);
+  writeDocsSection(docs, 'vector', `${wrap(setup)}\n\n${table}`);
+  const history = cases.map((kase) => ({ series: `query ${kase}`, ratio: q[kase].gateway.rps / q[kase].direct.rps, target: 0.8 }));
+  recordRatios(docs, 'vector', join(dirname(output), 'history.tsv'), 'Vector queries: gateway / qdrant-local direct (req/s)', date, history);
 }

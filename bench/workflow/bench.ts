@@ -18,7 +18,7 @@
 // Each round runs single then workflow; the report gives the medians of the rounds, the ratio of workflow steps/s
 // to single messages/s (target >= 0.4: a step costs one delivery and one publish, where a message costs one publish
 // and one delivery), and the CPU per step and per message of each service and of the queue's Redis. Nothing is
-// asserted: the target is printed as met or not. Results: bench/workflow/results.md and README.md between the
+// asserted: the target is printed as met or not. Results: bench/workflow/results.md and docs/benchmarks.md between the
 // bench-workflow markers.
 //
 // env: BENCH_MESSAGES (20000), BENCH_CONCURRENCY (64), BENCH_RUNS (1000), BENCH_STEPS (10), BENCH_CONCURRENT_RUNS

@@ -1,15 +1,17 @@
 // The table of bench/workflow (bench.ts): medians over the rounds of the records load.mjs wrote (with the CPU per
 // request the harness added), the ratio of workflow steps/s to single messages/s against the target (>= 0.4), and
-// the CPU per step and per message of each service; printed and written as markdown to OUT.md and to README.md
-// between <!-- bench-workflow:start --> and <!-- bench-workflow:end -->.
+// the CPU per step and per message of each service; printed and written as markdown to OUT.md and to
+// docs/benchmarks.md between <!-- bench-workflow:start --> and <!-- bench-workflow:end -->; a published run also
+// appends the ratio to bench/workflow/history.tsv and redraws its chart between the bench-workflow-chart markers.
 //
-//   node bench/workflow/report.mjs RESULTS.jsonl OUT.md [README.md]
+//   node bench/workflow/report.mjs RESULTS.jsonl OUT.md [docs/benchmarks.md]
 // env (for the header): BENCH_MESSAGES, BENCH_RUNS, BENCH_STEPS, BENCH_CONCURRENT_RUNS, BENCH_ROUNDS,
 //      BENCH_WORKER_CONCURRENCY, REDIS_VERSION, WORKFLOW_VERSION, BULLMQ_VERSION
 import { writeFileSync } from 'node:fs';
-import { CPU_METHOD, cpuMedians, errorText, int, machine, median, readRecords, sumErrors, us, wrap, writeReadmeSection } from '../lib/report.mjs';
+import { dirname, join } from 'node:path';
+import { CPU_METHOD, cpuMedians, errorText, int, machine, median, readRecords, sumErrors, us, wrap, writeDocsSection, recordRatios } from '../lib/report.mjs';
 
-const [input, output, readme] = process.argv.slice(2);
+const [input, output, docs] = process.argv.slice(2);
 const records = readRecords(input);
 const { BENCH_MESSAGES, BENCH_RUNS, BENCH_STEPS, BENCH_CONCURRENT_RUNS, BENCH_ROUNDS, BENCH_WORKER_CONCURRENCY, REDIS_VERSION, WORKFLOW_VERSION, BULLMQ_VERSION } = process.env;
 const TARGET = 0.4;
@@ -52,4 +54,8 @@ const lines = [
 const text = lines.join('\n');
 process.stdout.write(`${text}\n`);
 writeFileSync(output, `# bench/workflow results\n\n${text}\n`);
-if (readme) writeReadmeSection(readme, 'workflow', text);
+if (docs) {
+  writeDocsSection(docs, 'workflow', text);
+  const history = [{ series: 'workflow steps / single messages', ratio, target: TARGET }];
+  recordRatios(docs, 'workflow', join(dirname(output), 'history.tsv'), 'Workflow: steps/s over single messages/s', new Date().toISOString(), history);
+}
