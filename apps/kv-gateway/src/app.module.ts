@@ -1,16 +1,33 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { Redis } from 'ioredis';
 import { KvBackends } from '@restash/kv/data-access-redis';
+import { KvBackendFailures, KvCommands, KvSessions } from '@restash/kv/feature-database';
+import { RegistryReader, RegistrySeal, RegistryWriter, serverRunId } from '@restash/shared/data-access-registry';
+import { CONTROL_REDIS, TenancyModule, TenantGate } from '@restash/shared/feature-tenancy';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
-import { TenancyModule } from '@restash/shared/feature-tenancy';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
-import { KV_ERRORS, KvRoutes } from './kv.routes';
-import { KvService } from './kv.service';
+import { KV_ERRORS, KvRoutes, type Sessions } from './kv.routes';
 
-/** kv-gateway: the KV REST API (README, "What the KV API does") over tenant Redis databases. */
+/** Follows registry changes from start, and closes the databases' connections at shutdown. */
+@Injectable()
+class SessionsLifecycle implements OnModuleInit, OnApplicationShutdown {
+  constructor(@Inject(KvSessions) private readonly sessions: Sessions) {}
+
+  onModuleInit(): void {
+    this.sessions.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.sessions.close();
+  }
+}
+
+/** kv-gateway: the KV REST API (README, "What the KV API does") over tenant Redis databases, its logic in libs/kv/feature-database. */
 @Module({})
 export class AppModule {
   static forRoot(config: KvGatewayConfig): DynamicModule {
+    const limits = { sessionTtlMs: config.registryCacheTtlMs, scriptTimeoutMs: config.scriptTimeoutMs, replicaAckTimeoutMs: config.replicaAckTimeoutMs };
     return {
       module: AppModule,
       imports: [ObservabilityModule, TenancyModule.forRoot(config)],
@@ -19,7 +36,28 @@ export class AppModule {
         { provide: API_ERRORS, useValue: KV_ERRORS },
         { provide: KvBackends, useFactory: () => new KvBackends(config.backend) },
         KvMetrics,
-        KvService,
+        { provide: KvBackendFailures, inject: [KvMetrics], useFactory: (metrics: KvMetrics) => new KvBackendFailures(metrics) },
+        {
+          provide: KvSessions,
+          inject: [TenantGate, RegistryReader, CONTROL_REDIS, RegistrySeal, KvBackends, KvBackendFailures],
+          useFactory: (gate: TenantGate, registry: RegistryReader, control: Redis, seal: RegistrySeal, backends: KvBackends, failures: KvBackendFailures): Sessions =>
+            new KvSessions({
+              openGrant: (credentials) => gate.open('kv', credentials),
+              registry,
+              records: new RegistryWriter(control, seal),
+              registryCall: (tenant, run) => gate.registryCall(tenant, run),
+              backends,
+              controlServerRunId: () => serverRunId(control),
+              failures,
+              limits,
+            }),
+        },
+        {
+          provide: KvCommands,
+          inject: [KvSessions, KvBackendFailures, KvMetrics],
+          useFactory: (sessions: Sessions, failures: KvBackendFailures, metrics: KvMetrics) => new KvCommands(sessions.aclUsers, failures, metrics, config.scriptTimeoutMs),
+        },
+        SessionsLifecycle,
         KvRoutes,
       ],
     };

@@ -35,7 +35,13 @@ import {
 } from '@restash/shared/feature-tenancy';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
-import { type Answered, KvService, type Session } from './kv.service';
+import { type Answered, KvCommands, KvSessions, type KvSession } from '@restash/kv/feature-database';
+import type { Grant } from '@restash/shared/feature-tenancy';
+
+/** An authenticated request's session, granted by the tenant gate. */
+type Session = KvSession<Grant<'kv'>>;
+/** The sessions of KV tokens (libs/kv/feature-database) as this app makes them. */
+export type Sessions = KvSessions<Grant<'kv'>>;
 
 /**
  * Methods the KV API takes on every endpoint (README, "KV: request forms"). Any other gets 405 from the
@@ -109,7 +115,7 @@ interface ParsedCommand {
 
 /**
  * The HTTP surface of the KV API (README, "What the KV API does"): its operations on the shared tenant
- * API routes; commands are KvService's. Routes are registered on Fastify directly (Fastify's router
+ * API routes; commands are KvCommands' (libs/kv/feature-database). Routes are registered on Fastify directly (Fastify's router
  * finds `/`, `/pipeline`, `/multi-exec`, `/subscribe/*`, `/psubscribe/*`, and the command-in-path form
  * takes any other path) rather than through Nest controllers: this is the hot path of every SDK call.
  */
@@ -121,7 +127,8 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
 
   constructor(
     private readonly adapterHost: HttpAdapterHost,
-    private readonly service: KvService,
+    private readonly service: KvCommands,
+    @Inject(KvSessions) private readonly sessions: Sessions,
     private readonly gate: TenantGate,
     private readonly metrics: KvMetrics,
     @Inject(KV_CONFIG) private readonly config: KvGatewayConfig,
@@ -132,7 +139,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       errors: KV_ERRORS,
       credentials: { scheme: 'bearer', queryToken: '_token' },
       operations: this.operations(),
-      open: (credentials) => this.service.authenticate(credentials),
+      open: (credentials) => this.sessions.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,
       logger: this.logger,

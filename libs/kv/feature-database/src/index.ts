@@ -1,0 +1,5 @@
+export * from './ports';
+export * from './backend-failures';
+export * from './acl-users';
+export * from './kv-sessions';
+export * from './kv-commands';
