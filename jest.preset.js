@@ -7,7 +7,7 @@ const moduleNameMapper = Object.fromEntries(
 );
 
 /**
- * The test tiers (README, "Layout"): `unit` is `*.spec.ts` beside the code, pure (no engine, no helm, no cluster);
+ * The test tiers (docs/development.md, "Test tiers"): `unit` is `*.spec.ts` beside the code, pure (no engine, no helm, no cluster);
  * `integration` is `*.integration.spec.ts`, starting real engines and tools; `e2e` is `*.e2e.spec.ts`, on the
  * test cluster.
  * @param {string} projectDir absolute path of the project

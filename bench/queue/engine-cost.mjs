@@ -1,7 +1,7 @@
 // What the queue engine alone costs the queue Redis per message: BullMQ (add, then a Worker's fetch and
 // completion, as in the `direct` cases of bench.ts) against a Redis Streams consumer group (XADD, then
 // XREADGROUP of up to BATCH entries and one XACK + XDEL per read batch). Evidence for the engine choice behind
-// bench/queue's targets (README "Benchmarks: Queue", bench/queue/profile.md "Seventh pass"), not a bench case.
+// bench/queue's targets (docs/benchmarks.md, "Queue", bench/queue/profile.md "Seventh pass"), not a bench case.
 //
 //   node bench/queue/engine-cost.mjs [MESSAGES]        (after `make install`; from the repository root)
 //

@@ -1,4 +1,4 @@
-// What lanes cost one queue-worker replica (README, "Queue: queues and flow control"): publishes one message to
+// What lanes cost one queue-worker replica (docs/queue.md, "Queue: queues and flow control"): publishes one message to
 // each of KEYS flow-control keys (default 500) straight to the store, waits for every delivery, then for the
 // lanes' idle ticks, and prints the queue Redis's connected clients and the worker's RSS and CPU at rest, before
 // the publishes, once all are delivered, and after the idle ticks.

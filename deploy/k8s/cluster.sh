@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The single-node test cluster (README "Test cluster"; why it is built this way: deploy/k8s/README.md).
+# The single-node test cluster (docs/development.md, "Test cluster"; why it is built this way: deploy/k8s/README.md).
 #
 #   cluster.sh up [--control-plane-only]   install.sh, images.sh, the bridge, then etcd, kube-apiserver,
 #                                          kube-controller-manager (and, unless --control-plane-only: containerd,

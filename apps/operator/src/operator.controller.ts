@@ -47,7 +47,7 @@ const REGISTRY_CHECK_TIMEOUT_MS = 1_000;
  * `/readyz` checks `kubernetes`: the informers have listed everything (a standby replica is ready: it serves
  * health and metrics and waits for the Lease).
  *
- * The registry heals itself (README, "Architecture: tenant registry"): every second the leader looks for the
+ * The registry heals itself (docs/architecture.md, "Architecture: tenant registry"): every second the leader looks for the
  * registry's marker. When the control Redis does not answer within 1 s, every resource is marked
  * `Ready=False`/`RegistryUnavailable` at once, and every namespace is queued when it answers again; when it
  * answers without the marker (restarted empty, wiped), every namespace is marked the same way and queued at once, and
@@ -56,11 +56,11 @@ const REGISTRY_CHECK_TIMEOUT_MS = 1_000;
  *
  * The registry's change announcements (RegistryReader.onChange) are watched too: when a queue project's record
  * holds other signing keys than its Secret was written with (`POST /v2/keys/rotate`), its namespace is queued at
- * once, so the Secret follows a rotation without waiting for the periodic resync (README, "Queue: signing-key
+ * once, so the Secret follows a rotation without waiting for the periodic resync (docs/queue.md, "Queue: signing-key
  * rotation").
  *
  * Backups run beside (BackupLoop, kv-feature-backup's BackupController): KvBackups on a work queue of their own, and
- * each KvDatabase's schedule looked at when it changes and at its next time (README, "KV databases: backups and
+ * each KvDatabase's schedule looked at when it changes and at its next time (docs/operations.md, "KV databases: backups and
  * restore"); each replicated KvDatabase's servers are looked at every 10 s (ReplicationLoop: primary, replicas,
  * `Degraded`).
  */

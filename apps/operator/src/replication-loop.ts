@@ -60,7 +60,7 @@ export async function probeReplication(url: string): Promise<ReplicationInfo> {
 export const FAILOVER_PAUSE_MS = 15_000;
 
 /**
- * A planned failover of the Sentinel deployment at `url` (a rolling upgrade's, README "KV databases: upgrades"), losing
+ * A planned failover of the Sentinel deployment at `url` (a rolling upgrade's, docs/operations.md, "KV databases: upgrades"), losing
  * no acknowledged write: `CLIENT PAUSE … WRITE` on the primary (writes wait, reads go on), until every replica's
  * offset reached the primary's; then `SENTINEL FAILOVER` (the sentinels promote the best replica, which has everything);
  * once a sentinel names the new primary, the old one is made its replica at once (`REPLICAOF`, as the sentinels would

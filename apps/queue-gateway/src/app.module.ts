@@ -12,7 +12,7 @@ import { UrlGroupsService } from './url-groups.service';
 import { LanesService } from './lanes.service';
 import { WorkflowsService } from './workflows.service';
 
-/** queue-gateway: the queue API (QStash v2; README, "What the Queue API does") over BullMQ; queue-worker delivers. */
+/** queue-gateway: the queue API (QStash v2; docs/queue.md, "What the Queue API does") over BullMQ; queue-worker delivers. */
 @Module({})
 export class AppModule {
   static forRoot(config: QueueGatewayConfig): DynamicModule {

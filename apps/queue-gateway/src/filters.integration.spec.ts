@@ -7,7 +7,7 @@ import { type Sink, atLeast, nonEmpty, startSink } from './testing/sink';
 const redacted = (text: string) => `REDACTED:${createHash('sha256').update(text).digest('hex')}`;
 
 /**
- * Bulk cancel, DLQ and log filters, log states and `Upstash-Redact-Fields` (README, "Queue: endpoints") with the
+ * Bulk cancel, DLQ and log filters, log states and `Upstash-Redact-Fields` (docs/queue.md, "Queue: endpoints") with the
  * official `@upstash/qstash` Client against queue-gateway + queue-worker on real Redis servers.
  */
 describe('filters, log states and redaction with the official @upstash/qstash Client', () => {

@@ -47,7 +47,7 @@ export function parseUnpin(query: URLSearchParams): { parallelism: boolean; rate
 }
 
 /**
- * The flow-control endpoints (README, "Queue: queues and flow control"; compat §4.3 "Flow control";
+ * The flow-control endpoints (docs/queue.md, "Queue: queues and flow control";
  * `client.flowControl` of `@upstash/qstash`): `GET /v2/flowControl?search=`, `GET /v2/flowControl/{key}`,
  * `POST /v2/flowControl/{key}/pause|resume|resetRate|pin|unpin`, `GET /v2/globalParallelism`. A key is known
  * once a message was published with it; an unknown key is 404.

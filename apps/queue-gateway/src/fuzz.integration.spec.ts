@@ -25,7 +25,7 @@ import {
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
 import { type Sink, nonEmpty, startSink } from './testing/sink';
 
-// Issue 11: malformed requests of every kind against the Queue API (README, "What the Queue API does")
+// Issue 11: malformed requests of every kind against the Queue API (docs/queue.md, "What the Queue API does")
 // with the worker running. Every answer must be a complete HTTP response, never 5xx, errors exactly
 // {"error": string}; afterwards the gateway is ready, serves, and the other tenant's message and
 // events are intact. Deterministic: fast-check with a fixed seed.
@@ -206,7 +206,7 @@ const BAD_HEADERS: Array<[string, string]> = [
   ['Upstash-Failure-Callback-Retry-Delay', 'require("fs")'],
 ];
 
-/** Hand-written cases: every kind the issue lists, adapted to the Queue endpoints, with the status the issue or the README demands where known (README, "Queue: requests and errors"). */
+/** Hand-written cases: every kind the issue lists, adapted to the Queue endpoints, with the status the issue or its docs page demands where known (docs/queue.md, "Queue: requests and errors"). */
 const CASES: Array<[string, () => FuzzCase]> = [
   // bad Upstash-* headers on publish
   ...BAD_HEADERS.map(([name, value]): [string, () => FuzzCase] => [`publish with ${name}: ${value.slice(0, 40)}`, () => ({ request: publish(DEST, { [name]: value }), expect: 400 })]),

@@ -8,7 +8,7 @@ import type { Session } from './queue.service';
 import { logEvent } from '@restash/shared/util-http';
 
 /**
- * A queue project's request-signing keys in the registry (README, "Queue: signing-key rotation"): rotation
+ * A queue project's request-signing keys in the registry (docs/queue.md, "Queue: signing-key rotation"): rotation
  * goes through the same {@link RegistryWriter} the appliers use, and its announcement makes every gateway and
  * worker drop the cached record (the registry cache TTL bounds it should the announcement be lost).
  */

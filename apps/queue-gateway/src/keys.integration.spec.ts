@@ -4,7 +4,7 @@ import { type QueueStack, startQueueStack } from './testing/queue-stack';
 import { type Sink, type SinkRequest, atLeast, startSink } from './testing/sink';
 
 /**
- * `POST /v2/keys/rotate` (README, "Queue: signing-key rotation") against queue-gateway and queue-worker on real
+ * `POST /v2/keys/rotate` (docs/queue.md, "Queue: signing-key rotation") against queue-gateway and queue-worker on real
  * Redis servers: the worker signs with the new current key, and the official Receiver verifies across the switch.
  * `@upstash/qstash` 2.x has no keys API: the endpoints are called over HTTP, as QStash's docs show.
  */

@@ -9,7 +9,7 @@ import { type GaugeSink, startGaugeSink } from './testing/gauge-sink';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Lane Workers only for lanes with work (README, "Queue: queues and flow control"): a queue-worker replica
+ * Lane Workers only for lanes with work (docs/queue.md, "Queue: queues and flow control"): a queue-worker replica
  * closes a lane's Worker (its blocking Redis connection) once the lane has had no work for a tick (5 s), a
  * publish to the lane starts it again at once, a delayed message to an idle lane wakes it when due (no Worker
  * meanwhile), and a paused lane with waiting messages needs none until resumed. Workers are counted with

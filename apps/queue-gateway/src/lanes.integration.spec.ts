@@ -11,7 +11,7 @@ import { type GaugeSink, startGaugeSink } from './testing/gauge-sink';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Queues and flow control (README, "Queue: queues and flow control") through the official `@upstash/qstash`
+ * Queues and flow control (docs/queue.md, "Queue: queues and flow control") through the official `@upstash/qstash`
  * Client, against queue-gateway and two queue-worker processes on real Redis servers: the limits are
  * measured at the destination (requests it holds at once, arrivals per period).
  */

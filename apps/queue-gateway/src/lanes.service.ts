@@ -9,7 +9,7 @@ import { QUEUE_REDIS, type PublishResult, QueueService, type Session } from './q
 import { storeCall } from './store-call';
 import { engineErrorListener } from '@restash/shared/util-http';
 
-/** `GET /v2/globalParallelism` (README, "Queue: queues and flow control"). */
+/** `GET /v2/globalParallelism` (docs/queue.md, "Queue: queues and flow control"). */
 export interface GlobalParallelism {
   /** The summed concurrency (WORKER_CONCURRENCY) of the worker replicas alive now. */
   parallelismMax: number;
@@ -18,8 +18,7 @@ export interface GlobalParallelism {
 }
 
 /**
- * Queues and flow-control keys of the queue API (README, "Queue: queues and flow control"; compat §4.3
- * "Queues" and "Flow control") over {@link LaneStore}, each scoped to the session's project. Backend
+ * Queues and flow-control keys of the queue API (docs/queue.md, "Queue: queues and flow control") over {@link LaneStore}, each scoped to the session's project. Backend
  * failures become {@link QueueError} 503; an unknown queue or key in a path is 404.
  */
 @Injectable()

@@ -46,7 +46,7 @@ import { RegistryReader } from '@restash/shared/data-access-registry';
 
 /**
  * The endpoints the official `@upstash/qstash` Client calls for publishing, messages, the DLQ, logs and keys
- * (README, "Queue: endpoints"). Longer prefixes come first; destinations stay raw (their `//` and query survive).
+ * (docs/queue.md, "Queue: endpoints"). Longer prefixes come first; destinations stay raw (their `//` and query survive).
  */
 export function messageEndpoints(s: QueueService): Endpoint[] {
   return [
@@ -59,7 +59,7 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
       run: async (c) => {
         const destination = publishDestination(c.rest, c.request.url, c.query);
         const [result] = await s.publish(c.session, [parsePublish({ ...publishContext(c), destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body })]);
-        // A URL group answers an array, one per endpoint (compat §4.3).
+        // A URL group answers an array, one per endpoint (docs/queue.md, "Queue: endpoints").
         return { status: !Array.isArray(result) && result?.deduplicated ? 202 : 201, value: result };
       },
     },
@@ -192,7 +192,7 @@ export function messageEndpoints(s: QueueService): Endpoint[] {
  */
 export const QUEUE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
-/** The queue API's answers to the tenant gate's denials (README, "Queue: requests and errors"). */
+/** The queue API's answers to the tenant gate's denials (docs/queue.md, "Queue: requests and errors"). */
 export const QUEUE_DENIALS: DenialTable = {
   missing: [401, 'Unauthorized: send the token as Authorization: Bearer <QSTASH_TOKEN>'],
   unknown: [401, 'Unauthorized: unknown token'],
@@ -203,7 +203,7 @@ export const QUEUE_DENIALS: DenialTable = {
 
 const NOT_FOUND = (path: string) => new QueueError(404, `Not found: ${path} is not an endpoint of the queue API (v2)`);
 
-/** How the queue API answers errors: `{"error": <message>}` (README, "Queue: requests and errors"). */
+/** How the queue API answers errors: `{"error": <message>}` (docs/queue.md, "Queue: requests and errors"). */
 export const QUEUE_ERRORS: TenantApiErrors = {
   methods: QUEUE_METHODS,
   encode: (_status, message) => encodeQueueError(message),

@@ -40,7 +40,7 @@ export interface Session {
 /** What a call on a project's data needs of its session: the tenant (metrics, logs) and the project. */
 export type ProjectScope = Pick<Session, 'tenant' | 'project'>;
 
-/** What publish answers (README, "Queue: endpoints"): the message id and destination; `deduplicated` for a duplicate. */
+/** What publish answers (docs/queue.md, "Queue: endpoints"): the message id and destination; `deduplicated` for a duplicate. */
 export interface PublishResult {
   messageId: string;
   url: string;
@@ -48,7 +48,7 @@ export interface PublishResult {
 }
 
 /**
- * The queue API's operations over {@link QueueStore} (README, "Queue: endpoints"): publish,
+ * The queue API's operations over {@link QueueStore} (docs/queue.md, "Queue: endpoints"): publish,
  * messages, the DLQ, events and signing keys, each scoped to the session's project. queue-worker delivers.
  * Backend failures become {@link QueueError} 503; client mistakes are raised by the parsers before.
  */
@@ -83,7 +83,7 @@ export class QueueService implements OnApplicationShutdown {
   }
 
   /**
-   * Finds the queue project of a bearer token (README, "Queue: requests and errors").
+   * Finds the queue project of a bearer token (docs/queue.md, "Queue: requests and errors").
    * @throws TenantDenied for a missing or unknown token, or when the registry cannot be reached
    */
   async authenticate(credentials: Credentials | undefined): Promise<Session> {

@@ -12,7 +12,7 @@ import { type Endpoint, ok, publishContext } from './endpoint';
 import type { LanesService } from './lanes.service';
 
 /**
- * The body of `POST /v2/queues`: `{queueName, parallelism?, paused?}` (compat §4.3 "Queues"; the SDK's
+ * The body of `POST /v2/queues`: `{queueName, parallelism?, paused?}` (docs/queue.md, "Queue: queues and flow control"; the SDK's
  * `queue.upsert` always sends all three). parallelism is an integer from 1 to {@link MAX_QUEUE_PARALLELISM},
  * 1 by default; paused a boolean, false by default.
  * @throws QueueError 400 naming the field
@@ -35,7 +35,7 @@ export function parseUpsertQueue(body: Buffer): { name: string; parallelism: num
 }
 
 /**
- * The queue endpoints (README, "Queue: queues and flow control"; `client.queue(...)` of `@upstash/qstash`):
+ * The queue endpoints (docs/queue.md, "Queue: queues and flow control"; `client.queue(...)` of `@upstash/qstash`):
  * `POST /v2/enqueue/{queue}/{destination}`, `POST /v2/queues` (upsert), `GET /v2/queues`,
  * `GET`/`DELETE /v2/queues/{name}`, `POST /v2/queues/{name}/pause|resume`. A queue name in a path is
  * percent-decoded and validated (400); an unknown queue is 404.

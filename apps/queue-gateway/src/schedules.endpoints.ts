@@ -13,7 +13,7 @@ function scheduleIdOf(rest: string, action?: string): string {
 }
 
 /**
- * The schedule endpoints of `@upstash/qstash`'s `client.schedules` (README, "Queue: schedules"):
+ * The schedule endpoints of `@upstash/qstash`'s `client.schedules` (docs/queue.md, "Queue: schedules"):
  * `POST /v2/schedules/<destination>` (raw destination as in publish) answers `{scheduleId}`;
  * `GET /v2/schedules` a list, `GET|DELETE /v2/schedules/{id}`, and `PATCH` (the SDK) or `POST` (QStash's
  * OpenAPI) `/v2/schedules/{id}/pause|resume`, which answer an empty 200.

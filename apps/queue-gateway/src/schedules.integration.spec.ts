@@ -11,7 +11,7 @@ const PREFIX = 'restash:queue';
 
 /**
  * Schedules through the official `@upstash/qstash` Client (`client.schedules`) against queue-gateway and
- * queue-worker on real Redis servers (README, "Queue: schedules"). Ticks come from BullMQ job schedulers: one
+ * queue-worker on real Redis servers (docs/queue.md, "Queue: schedules"). Ticks come from BullMQ job schedulers: one
  * test waits for a real cron minute; the others switch a schedule created through the API to a 1-second
  * `every` in the store (a test hook the API cannot reach) to see many ticks quickly.
  */

@@ -13,7 +13,7 @@ const EVERY_MS = 1000;
 const KILL_OFFSETS_MS = [1, 3, 6, 10, 20];
 
 /**
- * Reliability of schedule ticks (README, "Queue: schedules"): two queue-worker processes, a schedule ticking
+ * Reliability of schedule ticks (docs/queue.md, "Queue: schedules"): two queue-worker processes, a schedule ticking
  * every second, and one worker SIGKILLed right at a tick, again and again (restarted after each kill). Every
  * tick must publish exactly one message: the tick jobs BullMQ ran form an unbroken run of tick times, and the
  * sink receives exactly one distinct message per tick. Redelivery of a message whose delivery was cut by a

@@ -12,7 +12,7 @@ import { engineErrorListener } from '@restash/shared/util-http';
 const RUN_STATES: Record<MessageStatus, ScheduleMessageState> = { pending: 'IN_PROGRESS', active: 'IN_PROGRESS', delivered: 'SUCCESS', failed: 'FAIL', cancelled: 'FAIL' };
 
 /**
- * The schedules of the session's project (README, "Queue: schedules"): create or replace, read, list,
+ * The schedules of the session's project (docs/queue.md, "Queue: schedules"): create or replace, read, list,
  * delete, pause, resume, over {@link ScheduleStore}; queue-worker turns their ticks into messages.
  * Backend failures become QueueError 503; unknown schedules 404.
  */

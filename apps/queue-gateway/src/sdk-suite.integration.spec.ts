@@ -410,7 +410,7 @@ describe('the official @upstash/qstash test suite against the queue API', () => 
     it('should reset rate for a flow control key', async () => {
       const key = `fc-reset-${Date.now()}`;
       await publishSlow(key);
-      // A lane starts the message a few ms after the publish answers (README, "Queue: differences from Upstash"); upstream
+      // A lane starts the message a few ms after the publish answers (docs/queue.md, "Queue: differences from Upstash"); upstream
       // resets right after publishing, which here can land before that start. Reset once it started, as upstream means.
       await activated(key);
       expect((await client.flowControl.get(key)).rateCount).toBe(1);

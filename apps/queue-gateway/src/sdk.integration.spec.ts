@@ -5,7 +5,7 @@ import { type Sink, type SinkRequest, atLeast, nonEmpty, startSink } from './tes
 
 /**
  * The official `@upstash/qstash` Client against queue-gateway + queue-worker on real Redis servers; a local
- * destination checks every request with the official Receiver (README, "Queue: signature").
+ * destination checks every request with the official Receiver (docs/queue.md, "Queue: signature").
  */
 describe('queue API with the official @upstash/qstash Client', () => {
   let stack: QueueStack;

@@ -7,7 +7,7 @@ import type { QueueMetrics } from './queue-metrics';
 const failures = new RepeatLimiter();
 
 /**
- * Runs a request's call on the queue's Redis (README, "Queue: requests and errors"): a {@link QueueError}
+ * Runs a request's call on the queue's Redis (docs/queue.md, "Queue: requests and errors"): a {@link QueueError}
  * (a client mistake found on the way) passes unchanged; any other failure is counted as a queue backend
  * error of the tenant, logged (`engine.call-failed`, engine `queue-redis`), and answered 503 `Service unavailable: the queue store cannot be reached`.
  * @throws QueueError

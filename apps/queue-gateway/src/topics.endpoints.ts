@@ -3,7 +3,7 @@ import { type Endpoint, ok } from './endpoint';
 import type { UrlGroupsService } from './url-groups.service';
 
 /**
- * The URL-group endpoints (`/v2/topics`, README "Queue: URL groups"; `client.urlGroups` of `@upstash/qstash`):
+ * The URL-group endpoints (`/v2/topics`, docs/queue.md, "Queue: URL groups"; `client.urlGroups` of `@upstash/qstash`):
  * add and remove endpoints (`{endpoints: [{name?, url}]}`), list, get and delete groups.
  */
 export function topicsEndpoints(s: UrlGroupsService): Endpoint[] {

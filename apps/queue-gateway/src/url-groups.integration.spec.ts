@@ -16,7 +16,7 @@ async function statusOf(call: Promise<unknown>): Promise<number | string> {
 }
 
 /**
- * URL groups (README, "Queue: URL groups") with the official `@upstash/qstash` Client: `client.urlGroups`, and
+ * URL groups (docs/queue.md, "Queue: URL groups") with the official `@upstash/qstash` Client: `client.urlGroups`, and
  * publish/batch to a group fanning out one message per endpoint, against queue-gateway + queue-worker.
  */
 describe('URL groups with the official @upstash/qstash Client', () => {

@@ -8,7 +8,7 @@ import { QUEUE_REDIS, type Session } from './queue.service';
 import { storeCall } from './store-call';
 
 /**
- * The URL-group operations of the queue API (`/v2/topics`, README "Queue: URL groups") over
+ * The URL-group operations of the queue API (`/v2/topics`, docs/queue.md, "Queue: URL groups") over
  * {@link UrlGroupStore}, each scoped to the session's project. Backend failures become {@link QueueError} 503;
  * an unknown group in a path is 404.
  */

@@ -26,7 +26,7 @@ function hookTarget(url: string): { userId: string; runId: string; eventId: stri
 }
 
 /**
- * The webhooks of workflow runs (README, "What workflows do"), outside the token-checked API: a webhook's caller has
+ * The webhooks of workflow runs (docs/workflow.md, "What workflows do"), outside the token-checked API: a webhook's caller has
  * no token; the URL names the project (the `UserID` of its tokens, generateQueueToken), the run and the event, and the
  * run id and event id are random (the SDK's nanoids), so the URL is the capability, as on QStash. A body is read only
  * once the project is known (at most `bodyLimitBytes`); a URL that names no project, run or webhook answers 404.

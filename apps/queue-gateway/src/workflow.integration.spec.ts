@@ -10,7 +10,7 @@ import { type Sink, startSink } from './testing/sink';
 import { type WorkflowApp, startWorkflowApp } from './testing/workflow-app';
 
 /**
- * `@upstash/workflow` unchanged against queue-gateway + queue-worker on real Redis servers (README, "What workflows do"): the
+ * `@upstash/workflow` unchanged against queue-gateway + queue-worker on real Redis servers (docs/workflow.md, "What workflows do"): the
  * SDK's `serve` behind a local HTTP server, its `Client` triggering, reading logs and cancelling.
  */
 describe('workflows with the official @upstash/workflow SDK', () => {

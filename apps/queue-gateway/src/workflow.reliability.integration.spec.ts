@@ -6,7 +6,7 @@ import { type Sink, atLeast, startSink } from './testing/sink';
 import { type WorkflowApp, startWorkflowApp } from './testing/workflow-app';
 
 /**
- * Workflows while services fail (README, "What workflows do"): steps are at least once, a step's result is recorded
+ * Workflows while services fail (docs/workflow.md, "What workflows do"): steps are at least once, a step's result is recorded
  * once. The official SDK's `serve` runs the workflows; queue-worker is SIGKILLed in the middle of them.
  */
 describe('workflows while queue-worker is killed', () => {

@@ -28,7 +28,7 @@ const LOGS_DEFAULT_COUNT = 10;
 const LOGS_MAX_COUNT = 100;
 
 /**
- * The workflow endpoints the `@upstash/workflow` SDK calls (README, "What workflows do"): a run's steps (its lazy fetch), the
+ * The workflow endpoints the `@upstash/workflow` SDK calls (docs/workflow.md, "What workflows do"): a run's steps (its lazy fetch), the
  * end of a run (success or cancel), the bulk cancel, the logs, and waiting for and notifying events.
  */
 export function workflowEndpoints(s: WorkflowsService): Endpoint[] {

@@ -68,7 +68,7 @@ export interface RunPage {
 }
 
 /**
- * The workflow side of the queue API (README, "What workflows do"), over {@link WorkflowRunStore} and {@link WorkflowWaiterStore}
+ * The workflow side of the queue API (docs/workflow.md, "What workflows do"), over {@link WorkflowRunStore} and {@link WorkflowWaiterStore}
  * on the queue Redis; messages are published and cancelled through {@link QueueService}, as every message is.
  * Backend failures become QueueError 503.
  */

@@ -91,7 +91,7 @@ export function tenantOfProject(project: string): string {
 }
 
 /**
- * One delivery attempt of one message (README, "Queue"): each BullMQ job is one message; an attempt sends it
+ * One delivery attempt of one message (docs/queue.md, "What the Queue API does"): each BullMQ job is one message; an attempt sends it
  * signed (`Upstash-Signature`, the project's current key) through the SSRF-guarded client, then
  * {@link deliveryDecision} says delivered, retry after a delay, or DLQ. Every answered attempt enqueues
  * the callback, if any; a message that goes to the DLQ enqueues its failure callback.
@@ -437,7 +437,7 @@ export class DeliveryProcessor {
   }
 
   /**
-   * Writes an event of the message (README, "Queue: message, DLQ entry and event shapes"). After an attempt
+   * Writes an event of the message (docs/queue.md, "Queue: message, DLQ entry and event shapes"). After an attempt
    * (`activeAt` given) it goes in one round trip after the attempt's ACTIVE event (timed `activeAt`, written
    * with the outcome so that an attempt costs no extra Redis round trip) and, for a failed attempt (`error`
    * given), an ERROR event with the error and the answer's status.

@@ -15,7 +15,7 @@ export const LANE_RESYNC_MS = 5_000;
 const HEARTBEAT_TTL_MS = 3 * LANE_RESYNC_MS;
 
 /**
- * The BullMQ Workers of the lanes (README, "Queue: queues and flow control"): one Worker per queue or
+ * The BullMQ Workers of the lanes (docs/queue.md, "Queue: queues and flow control"): one Worker per queue or
  * flow-control key in the store's set of *busy* lanes (the lanes with work), all with the same
  * {@link DeliveryProcessor} and settings as the `deliveries` Worker. BullMQ enforces each lane's limits
  * across replicas (its global concurrency, rate limit and pause are read by the `moveToActive` script), so a

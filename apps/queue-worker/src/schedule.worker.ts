@@ -12,7 +12,7 @@ import { tenantOfProject } from './delivery.processor';
 const TICK_CONCURRENCY = 10;
 
 /**
- * Turns schedule ticks into messages (README, "Queue: schedules"). BullMQ's job schedulers on the
+ * Turns schedule ticks into messages (docs/queue.md, "Queue: schedules"). BullMQ's job schedulers on the
  * `schedules` queue make one tick job per run time; one worker of one replica takes it (a replica that dies
  * holding it lets its lock lapse, and another takes it again). A tick reads the schedule's definition (an
  * upsert applies from the next tick; a deleted or paused schedule's leftover tick publishes nothing), then

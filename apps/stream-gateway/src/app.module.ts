@@ -6,7 +6,7 @@ import { StreamMetrics } from './stream-metrics';
 import { STREAM_ERRORS, StreamRoutes } from './stream.routes';
 import { StreamService } from './stream.service';
 
-/** stream-gateway: the Stream REST API (spec 002 part A) over Kafka. */
+/** stream-gateway: the Stream REST API (docs/stream.md, "What the Stream API does") over Kafka. */
 @Module({})
 export class AppModule {
   static forRoot(config: StreamGatewayConfig): DynamicModule {

@@ -1,6 +1,6 @@
 import type { GroupConsumer } from '@restash/stream/data-access-kafka';
 
-/** A consumer instance of spec 002 (Consume) as this gateway holds it. */
+/** A consumer instance (docs/stream.md, "Stream: consumer instances") as this gateway holds it. */
 export interface ConsumerInstance {
   tenant: string;
   /** The stream cluster's registry id. */

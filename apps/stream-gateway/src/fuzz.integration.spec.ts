@@ -21,7 +21,7 @@ import {
 } from '@restash/shared/util-testing';
 import { type StreamStack, type TestCredentials, basicAuth, startStreamStack } from './testing/stream-stack';
 
-// Issue 11: malformed requests of every kind against the Stream API (spec 002 part A) on a real
+// Issue 11: malformed requests of every kind against the Stream API (docs/stream.md, "What the Stream API does") on a real
 // broker. Every answer must be a complete HTTP response, never 5xx, errors exactly
 // {"error": string, "status": <the HTTP status>}; afterwards the gateway is ready, serves, and the
 // other tenant's messages are intact. Deterministic: fast-check with a fixed seed.
@@ -95,7 +95,7 @@ afterAll(() => stack?.stop());
 
 const ENDPOINTS = ['topics', 'consumers', 'produce', 'produce/orders', 'produce/orders/hello', 'fetch', 'offsets/latest', 'committed/g/i', 'commit/g/i', 'delete-consumer/g/i', 'webhook?topic=orders', 'consume/fz-head/i/orders'];
 
-/** Hand-written cases: every kind the issue lists, adapted to the Stream endpoints, with the status the issue or spec 002 demands where known. */
+/** Hand-written cases: every kind the issue lists, adapted to the Stream endpoints, with the status the issue or docs/stream.md, "Stream: errors" demands where known. */
 const CASES: Array<[string, () => FuzzCase]> = [
   // malformed JSON, empty bodies
   ['truncated JSON on produce', () => ({ request: raw('/produce', '{"topic":"orders","value":'), expect: 400 })],

@@ -63,7 +63,7 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
 const fieldOf = (group: string, name: string) => JSON.stringify([group, name]);
 
 /**
- * Which stream-gateway replica holds each consumer instance (README, "Stream: consumer instances"), kept in the
+ * Which stream-gateway replica holds each consumer instance (docs/stream.md, "Stream: consumer instances"), kept in the
  * control Redis where every replica sees it: per stream cluster a hash (`registryKeys.streamInstances`) from
  * `[group, instance]` to the holder's {@link Holder} entry. The holder renews its entries (every `leaseMs / 3`
  * through {@link claim}) and deletes them when it closes the instance; an entry not renewed within `leaseMs`

@@ -54,7 +54,7 @@ export function peerHost(configured: string | undefined, bound: string): string 
 }
 
 /**
- * Forwards consumer-instance operations to the replica holding the instance (README, "Stream: consumer
+ * Forwards consumer-instance operations to the replica holding the instance (docs/stream.md, "Stream: consumer
  * instances"). A holder that cannot be connected to within `connectTimeoutMs`, or that answers it is not the
  * replica meant (a restarted process at the same address), is `gone`: the caller then takes the instance over.
  */

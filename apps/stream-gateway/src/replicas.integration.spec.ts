@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { call, eventually } from '@restash/shared/util-testing';
 import { type GatewayProcess, type StreamStack, type TestCredentials, basicAuth, gatewayProcess, startStreamStack } from './testing/stream-stack';
 
-// Any replica serves any request (issue 31; README, "Stream: consumer instances"): behind a round-robin Service
+// Any replica serves any request (issue 31; docs/stream.md, "Stream: consumer instances"): behind a round-robin Service
 // with no session affinity, a consumer instance's consume, commit, committed, delete-consumer and GET /consumers
 // work whichever stream-gateway replica answers; when the replica holding it dies, the next request re-creates
 // it on a live one, resuming from the committed offsets.

@@ -66,7 +66,7 @@ function groupArgs(args: string[]): [string, string] {
 }
 
 /**
- * Every endpoint by its first path segment (spec 002 part A, Endpoints; upstash-compat.md §3.2).
+ * Every endpoint by its first path segment (docs/stream.md, "Stream: endpoints").
  * Operations return the value to answer as JSON.
  */
 const ENDPOINTS: Record<string, Endpoint> = {
@@ -153,7 +153,7 @@ const ENDPOINTS: Record<string, Endpoint> = {
   },
 };
 
-/** The Stream API's answers to the tenant gate's denials (spec 002 part A, Authentication and Limits). */
+/** The Stream API's answers to the tenant gate's denials (docs/stream.md, "Stream: credentials" and "Stream: errors"). */
 export const STREAM_DENIALS: DenialTable = {
   missing: [401, 'Unauthorized: send the credentials with HTTP Basic authentication'],
   unknown: [401, 'Unauthorized: wrong username or password'],
@@ -170,7 +170,7 @@ export const STREAM_DENIALS: DenialTable = {
  */
 export const STREAM_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'TRACE', 'QUERY'];
 
-/** How the Stream API answers errors: `{"error", "status"}` (spec 002, Errors 1). */
+/** How the Stream API answers errors: `{"error", "status"}` (docs/stream.md, "Stream: errors"). */
 export const STREAM_ERRORS: TenantApiErrors = {
   methods: STREAM_METHODS,
   encode: encodeError,

@@ -80,7 +80,7 @@ function instanceFields(instance: ConsumerInstance): { tenant: string; cluster: 
 }
 
 /**
- * The Stream REST API (spec 002 part A and what `@upstash/kafka` calls) between HTTP and Kafka:
+ * The Stream REST API (docs/stream.md, "What the Stream API does") between HTTP and Kafka:
  * opens the cluster of Basic credentials through the tenant gate, maps the tenant's topic and group
  * names onto the broker's prefixed ones and back, and runs each operation on the cluster's Kafka
  * clients. Admission, encoding and HTTP stay in StreamRoutes.
@@ -278,7 +278,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Finds the stream cluster of Basic credentials (spec 002, Authentication): the password is the token;
+   * Finds the stream cluster of Basic credentials (docs/stream.md, "Stream: credentials"): the password is the token;
    * the user name must be the one issued with it.
    * @throws TenantDenied for missing or wrong credentials, or when the registry cannot be reached
    */
@@ -297,7 +297,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Produces messages in one batch with acks=all (spec 002, Produce); partitions left out are chosen by
+   * Produces messages in one batch with acks=all (docs/stream.md, "Stream: produce"); partitions left out are chosen by
    * Kafka's default partitioner. Nothing is written when any message names an unknown topic or partition,
    * when one partition's messages have timestamps more than 2^31-1 ms apart from its first, or when one
    * partition's batch is over its topic's `max.message.bytes` (KafkaCluster.produce).
@@ -318,7 +318,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
     return produced.map((p, i) => ({ topic: messages[i]?.topic ?? '', partition: p.partition, offset: p.offset, timestamp: p.timestamp }));
   }
 
-  /** `/fetch`: messages from each given offset on, with no consumer group (spec 002, Fetch). */
+  /** `/fetch`: messages from each given offset on, with no consumer group (docs/stream.md, "Stream: endpoints"). */
   async fetch(session: ClusterView, request: FetchRequest): Promise<RestMessage[]> {
     const counts = await this.partitionCounts(session, request.partitions.map((p) => p.topic));
     for (const p of request.partitions) checkPartition(p.topic, p.partition, counts.get(p.topic) ?? 0);
@@ -336,7 +336,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * `/consume`: the messages the group has assigned to this instance and not yet returned, waiting up to
-   * the request's timeout (spec 002, Consume). The first request creates the instance with the header
+   * the request's timeout (docs/stream.md, "Stream: consumer instances"). The first request creates the instance with the header
    * configuration and waits for the group to assign partitions (at most CONSUMER_JOIN_WAIT_MS); a
    * request naming other topics than the instance's subscription replaces the instance.
    *
@@ -392,7 +392,7 @@ export class StreamService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * `/commit`: commits the given offsets for the instance's group, or with none what the instance has
-   * returned so far (spec 002, Commit).
+   * returned so far (docs/stream.md, "Stream: consumer instances").
    * @throws StreamError 404 for an unknown instance
    */
   async commit(session: ClusterView, group: string, name: string, offsets: TopicPartitionOffset[]): Promise<void> {
@@ -684,7 +684,7 @@ function checkPartition(topic: string, partition: number, count: number): void {
 }
 
 /**
- * The API's answer to a produce refused before anything was written (README, "Stream: produce"): 400
+ * The API's answer to a produce refused before anything was written (docs/stream.md, "Stream: produce"): 400
  * naming the message whose timestamp lies too far from its partition's first, 413 for a partition's
  * batch over its topic's `max.message.bytes`.
  */

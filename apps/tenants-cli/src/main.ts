@@ -37,7 +37,7 @@ cannot be deleted, the command names it and exits with 1; run it again to finish
 tenant cannot be applied again.`;
 
 /**
- * The local applier (README, "Architecture: tenant registry"): writes tenants, their KV databases,
+ * The local applier (docs/architecture.md, "Architecture: tenant registry"): writes tenants, their KV databases,
  * vector indexes, stream clusters, queue projects and token digests into the registry, as the operator
  * does in a cluster, and deletes tenants with their data (libs/platform/feature-teardown).
  */

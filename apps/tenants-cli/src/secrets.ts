@@ -15,7 +15,7 @@ export interface SigningKeys {
  *
  * A queue project in the registry has the registry's signing keys (`registered`, by project name: `POST
  * /v2/keys/rotate` changes them there), written to the file in place of the ones it held; the file's keys (or
- * new ones) only seed a project that is not registered yet (README, "Queue: signing-key rotation").
+ * new ones) only seed a project that is not registered yet (docs/queue.md, "Queue: signing-key rotation").
  *
  * @returns the tokens, and the names of the queue projects whose keys in the file were replaced by the registry's
  * @throws Error when the file exists and cannot be read

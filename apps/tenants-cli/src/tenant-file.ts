@@ -11,12 +11,12 @@ import {
 } from '@restash/shared/data-access-registry';
 
 /**
- * Reads a resources file (README, "Tenants file") into the registry's tenant documents: one per
+ * Reads a resources file (docs/kubernetes.md, "Tenants file") into the registry's tenant documents: one per
  * namespace that holds a resource (the namespace is the tenant), with the file's Secrets resolved and
  * the shared engines from the environment (QDRANT_URL, QDRANT_API_KEY, KAFKA_BROKERS, EMBEDDING_URL,
  * EMBEDDING_API_KEY: backendsEnv). `${NAME}` in the file is replaced by the environment variable NAME.
  *
- * Tenants of one file may not share a KV database's Redis server (README, "KV: one Redis server per
+ * Tenants of one file may not share a KV database's Redis server (docs/kv.md, "KV: one Redis server per
  * database"), so that no tenant of the file is applied before another one is refused.
  *
  * @throws ConfigError when a backend variable is malformed; Error listing every problem of the file

@@ -105,7 +105,7 @@ function sentinelRetry(times: number): number {
 
 function baseOptions(options: KvBackendOptions): RedisOptions {
   return {
-    // RESP2 on the wire: the REST API promises RESP2 shapes (README, "KV: replies and errors"), and
+    // RESP2 on the wire: the REST API promises RESP2 shapes (docs/kv.md, "KV: replies and errors"), and
     // ioredis 6 would otherwise speak RESP3 (HELLO 3) and reshape replies client-side.
     protocol: 2,
     lazyConnect: false,
@@ -215,7 +215,7 @@ async function runTransaction(client: Redis, commands: CommandArgs[], wait?: Rep
 }
 
 /**
- * The connections of one KV database (README, "KV: one Redis server per database"): a few multiplexed connections for single
+ * The connections of one KV database (docs/kv.md, "KV: one Redis server per database"): a few multiplexed connections for single
  * commands and pipelines, a pool of dedicated connections for transactions, one connection per
  * ACL user that holds a REST token, and one connection per subscription. Everything connects with
  * the URL of the database (the gateway's admin user and the logical database).
@@ -280,7 +280,7 @@ export class KvBackend implements CommandRunner {
 
   /**
    * A connection to the database's server: the URL's one server, or the primary of its Sentinel deployment (openRedis,
-   * README "Configuration: Redis URLs and Redis Sentinel"), which ioredis asks the sentinels for on every (re)connect,
+   * docs/configuration.md, "Redis URLs and Redis Sentinel"), which ioredis asks the sentinels for on every (re)connect,
    * so that after a failover the shared connections come back to the new primary (whose other run_id recheckServer
    * reports) and every connection opened later goes there. A Sentinel connection that reaches a server no longer the
    * primary (READONLY: a demoted primary) drops the connection to ask the sentinels again; the command that got
@@ -502,7 +502,7 @@ export class KvBackend implements CommandRunner {
   }
 
   /**
-   * MONITOR of this database's server on a connection of its own (README, "KV: monitor"): `command`
+   * MONITOR of this database's server on a connection of its own (docs/kv.md, "KV: monitor"): `command`
    * gets every command the server runs on logical database `db` (time as `<seconds>.<micros>`,
    * arguments as text), until the returned subscription is closed or the connection ends.
    * @throws the error reply when Redis refuses MONITOR, or a connection error

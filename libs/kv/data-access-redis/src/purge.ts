@@ -2,7 +2,7 @@ import { type KvDatabaseRecord, openRedis, serverRunId } from '@restash/shared/d
 
 /**
  * Wipes what a KV database left on its Redis server, for tenant deletion: every key of every logical
- * database (FLUSHALL: the server backs only this database, README, "KV: one Redis server per database"), the script cache, every
+ * database (FLUSHALL: the server backs only this database, docs/kv.md, "KV: one Redis server per database"), the script cache, every
  * function library, and the ACL users the tenant created (named `<database id>:<user>`, see the
  * command policy's prefix; deleting them also disconnects their clients). The gateway's own user and
  * the server's configuration stay. Connects once with `record.redisUrl` (the gateway's admin user; for a Sentinel

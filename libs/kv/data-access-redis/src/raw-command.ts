@@ -5,7 +5,7 @@ import type { CommandArgs, Reply } from '@restash/kv/util-command';
  * An ioredis command that hands back the reply exactly as Redis sent it (RESP2): bulk and status
  * strings as Buffers, no per-command reshaping. ioredis reshapes some replies by command name
  * (HGETALL into an object, ZRANGE … WITHSCORES into pairs), which would break the RESP2 shapes the
- * REST API promises (README, "KV: replies and errors"), so its reply transformers are bypassed here.
+ * REST API promises (docs/kv.md, "KV: replies and errors"), so its reply transformers are bypassed here.
  */
 export class RawCommand extends Command {
   constructor(args: CommandArgs) {
@@ -43,7 +43,7 @@ export function isReplyError(error: unknown): error is Error {
 }
 
 /**
- * What a write of a database with `durability: replicated` waits for (README, "KV databases: durability"): Redis's
+ * What a write of a database with `durability: replicated` waits for (docs/operations.md, "KV databases: durability"): Redis's
  * `WAIT <replicas> <timeoutMs>`, sent on the write's own connection right after it (one socket write), which returns
  * once that many replicas acknowledged every write sent on that connection before it, or the timeout passed.
  */

@@ -90,7 +90,7 @@ class BackupRefused extends Error {
 const toTime = (at: Date) => at.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /**
- * KV database backups (issue 32; README, "KV databases: backups and restore"), modelled on CloudNativePG's Backup and
+ * KV database backups (issue 32; docs/operations.md, "KV databases: backups and restore"), modelled on CloudNativePG's Backup and
  * ScheduledBackup: a KvBackup names a database; its pass takes an RDB snapshot of the database's Redis through the
  * replication protocol (no pause, no disk of the operator's beyond a temporary file) and uploads it to the bucket of
  * the database's `spec.backup.s3`, under `<prefix><backup>.rdb`, then records phase, times, size, SHA-256 and the

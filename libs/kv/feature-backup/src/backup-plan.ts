@@ -5,7 +5,7 @@ import type { KvBackup, KvDatabase } from '@restash/shared/util-resources';
 const AGE_UNITS_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
 
 /**
- * An age such as `30d` or `12h` in milliseconds (`spec.backup.retention.maxAge`, README "KV databases: backups and restore").
+ * An age such as `30d` or `12h` in milliseconds (`spec.backup.retention.maxAge`, docs/operations.md, "KV databases: backups and restore").
  * @throws TypeError when `age` is not a count and a unit of s, m, h, d, w
  */
 export function ageMs(age: string): number {

@@ -13,7 +13,7 @@ export interface CommandSpec {
 /**
  * The command table of one Redis server, built from its own `COMMAND` reply, so that
  * classification (read-only, administration, blocking) follows the server actually reached and
- * never a hand-kept list (README, "KV command rules").
+ * never a hand-kept list (docs/kv.md, "KV command rules").
  */
 export class CommandTable {
   private constructor(private readonly specs: ReadonlyMap<string, CommandSpec>) {}

@@ -9,7 +9,7 @@ export interface ReplyRunner {
 
 /**
  * A command the gateway answers itself, with none or several commands on the tenant's server, where
- * Upstash's documented behaviour differs from Redis's (README, "KV: where Upstash and Redis differ").
+ * Upstash's documented behaviour differs from Redis's (docs/kv.md, "KV: where Upstash and Redis differ").
  * Never part of a `/multi-exec` transaction: there the command goes to Redis as sent.
  */
 export interface CompositeCommand {

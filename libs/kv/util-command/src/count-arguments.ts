@@ -39,7 +39,7 @@ const magnitude = (n: bigint): bigint => (n < 0n ? -n : n);
 
 /**
  * Refuses, before Redis sees it, a count argument that would make a reply pass what the database may answer,
- * or make the server allocate without bound (README, "KV: limits"; issue 30). Two families, found by going
+ * or make the server allocate without bound (docs/kv.md, "KV: limits"; issue 30). Two families, found by going
  * through the command tables of Redis 8.2 (with RedisJSON and RediSearch) and Valkey 9.1:
  * - SRANDMEMBER, ZRANDMEMBER, HRANDFIELD and VRANDMEMBER with a negative count answer |count| elements (twice as
  *   many WITHSCORES / WITHVALUES) from a key of one member: `-9223372036854775807` made Redis allocate until the

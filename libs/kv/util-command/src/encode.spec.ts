@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { encodeBatch, encodeError, encodeReply, encodeResp2, encodeResult, type Reply } from './encode';
 
-/** What @upstash/redis does with a base64 reply (README, "KV: response encoding"), for checking round trips. */
+/** What @upstash/redis does with a base64 reply (docs/kv.md, "KV: response encoding"), for checking round trips. */
 function sdkDecode(value: unknown, topLevel = true): unknown {
   if (typeof value === 'string') {
     if (topLevel && value === 'OK') return 'OK';

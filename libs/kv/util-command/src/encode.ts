@@ -12,7 +12,7 @@ const OK = Buffer.from('OK');
 const INTEGER = /^-?\d+$/;
 
 /**
- * JSON text of a reply (README, "KV: response encoding").
+ * JSON text of a reply (docs/kv.md, "KV: response encoding").
  * - `base64`: every string is base64, except a top-level `OK` (the SDK keeps that one as is).
  * - otherwise: UTF-8 text, each invalid byte replaced by U+FFFD.
  * Integers are JSON numbers; nil is null; nested errors become their text.
@@ -59,7 +59,7 @@ export function encodeBatch(items: BatchItem[], base64: boolean): string {
 const CRLF = '\r\n';
 
 /**
- * The RESP2 wire form of replies, for `Upstash-Response-Format: resp2` (README, "KV: response
+ * The RESP2 wire form of replies, for `Upstash-Response-Format: resp2` (docs/kv.md, "KV: response
  * encoding"): bulk strings (status replies too: the data-access layer does not tell them apart),
  * integers, nil as the null bulk string, arrays, nested errors as error lines. Several replies (a
  * `/pipeline`) are written one after the other; a failed pipeline item is its error line.

@@ -19,7 +19,7 @@ export const READONLY_REDIS_USER = 'restash-readonly';
 
 /**
  * The ACL rules of {@link READONLY_REDIS_USER} on a server with this command table: reads only (`-@write`), and
- * not the reads a read-only token is refused (KEYS, SCAN, PUBLISH; README, "KV: tokens"), so that Redis refuses
+ * not the reads a read-only token is refused (KEYS, SCAN, PUBLISH; docs/kv.md, "KV: tokens"), so that Redis refuses
  * them inside the scripts and functions the token runs too. Module commands that change state though RediSearch
  * flags them `readonly` (FT.ALIASADD …, FT.DICTADD …) and FT.CONFIG are denied by name when the server has them
  * (an ACL rule naming a command the server lacks is an error). FT.CURSOR DEL cannot be told from FT.CURSOR READ
@@ -31,7 +31,7 @@ export function readonlyUserRules(table: CommandTable): string[] {
 }
 
 /**
- * The redis.conf lines that bound the memory of a KV database's server (README, "KV: limits"): `maxmemory`, three
+ * The redis.conf lines that bound the memory of a KV database's server (docs/kv.md, "KV: limits"): `maxmemory`, three
  * quarters of `memoryBytes`, never evicting (writes past it get Redis's own `OOM` error, as Upstash's databases at
  * their size limit), and the output-buffer limit of normal clients, a quarter of it: a client whose unread replies
  * pass it is closed and its replies dropped (Redis 7.0 and 8.2 then also stop building the reply), as Redis cuts a

@@ -1,5 +1,5 @@
 /**
- * The one error model of the KV API (README, "KV: replies and errors"): an HTTP status and a native-looking error
+ * The one error model of the KV API (docs/kv.md, "KV: replies and errors"): an HTTP status and a native-looking error
  * text, sent as `{"error": "<text>"}`. Statuses: 400 client or command error, 401 authentication,
  * 405 method, 413 body over the server's hard limit, 503 backend unreachable.
  */

@@ -5,7 +5,7 @@ import type { Reply } from './encode';
 import { KvError } from './kv-error';
 import { type Arg, type CommandArgs, commandName } from './request';
 
-/** What a token may do (README, "KV: tokens"): everything supported, reads only, or as a Redis ACL user. */
+/** What a token may do (docs/kv.md, "KV: tokens"): everything supported, reads only, or as a Redis ACL user. */
 export type TokenRole = 'standard' | 'readonly' | 'acl';
 
 export interface PolicyContext {
@@ -35,7 +35,7 @@ export interface RedisCommand {
   rewrite?: ReplyRewrite;
 }
 
-/** `ACL RESTTOKEN <user> <password>` (README, "KV: tokens"): answered by the gateway, not by Redis. */
+/** `ACL RESTTOKEN <user> <password>` (docs/kv.md, "KV: tokens"): answered by the gateway, not by Redis. */
 export interface RestTokenCommand {
   kind: 'acl-resttoken';
   label: 'acl|resttoken';
@@ -54,7 +54,7 @@ const CLUSTER = 'cluster commands are not supported';
 const OUTSIDE = 'it reaches outside this database';
 const PROCESS = 'it acts on or reports the server process, not the data';
 
-/** Commands outside the coverage of the KV API (README, "KV: command coverage"), or that would escape the tenant's database. */
+/** Commands outside the coverage of the KV API (docs/kv.md, "KV: command coverage"), or that would escape the tenant's database. */
 const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
   ...['blpop', 'brpop', 'brpoplpush', 'blmove', 'blmpop', 'bzpopmax', 'bzpopmin', 'bzmpop', 'wait', 'waitaof'].map(
     (n) => [n, BLOCKING] as const,
@@ -87,7 +87,7 @@ const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
 export const MODULE_WRITES: ReadonlySet<string> = new Set(['ft.aliasadd', 'ft.aliasupdate', 'ft.aliasdel', 'ft.dictadd', 'ft.dictdel']);
 
 /**
- * INFO fields that identify or locate the server process, its files or other servers (README,
+ * INFO fields that identify or locate the server process, its files or other servers (docs/kv.md,
  * "KV command rules"): removed from every INFO reply. Counters and settings stay.
  */
 const INFO_HIDDEN = /^(?:run_id|process_id|process_supervised|executable|config_file|tcp_port|listener\d+|master_replid2?|master_host|master_port|slave\d+|os|gcc_version):/;
@@ -103,7 +103,7 @@ const TENANT_ACL: ReadonlyMap<string, ReplyRewrite | undefined> = new Map([
 ]);
 
 /**
- * Reads a public read-only token may not run (README, "KV: tokens"), commands that change
+ * Reads a public read-only token may not run (docs/kv.md, "KV: tokens"), commands that change
  * state without a `write` flag, and ACL reads that would show users' rules and password hashes.
  */
 const READONLY_REFUSED: ReadonlySet<string> = new Set([
@@ -131,7 +131,7 @@ const READONLY_VARIANT: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * Checks a command against the KV API's coverage (README, "KV: command coverage") and the token's
+ * Checks a command against the KV API's coverage (docs/kv.md, "KV: command coverage") and the token's
  * role, and rewrites it for the tenant's scope: `FLUSHALL` becomes `FLUSHDB`, ACL user names and
  * Pub/Sub channels get the database prefix, scripts of read-only tokens become `*_RO`.
  *
@@ -142,7 +142,7 @@ const READONLY_VARIANT: ReadonlyMap<string, string> = new Map([
  * (CLIENT, SCRIPT DEBUG, MEMORY STATS/DOCTOR/MALLOC-STATS/PURGE); for read-only tokens, everything
  * Redis flags `write`, plus SCAN, KEYS and PUBLISH; counts that would make a reply pass the database's limit or
  * the server allocate without bound (checkCountArguments); a tenant ACL user without a password. INFO replies lose the lines that identify or
- * locate the process (README, "KV command rules": a tenant owns its data, not the server).
+ * locate the process (docs/kv.md, "KV command rules": a tenant owns its data, not the server).
  *
  * @throws KvError 400 with a native-looking error text when refused
  */
@@ -184,7 +184,7 @@ export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: Poli
   return scope(command, ctx.prefix, tenantAcl ? TENANT_ACL.get(label) : undefined);
 }
 
-/** Where Upstash's documented behaviour differs from Redis's (README, "KV: where Upstash and Redis differ"). */
+/** Where Upstash's documented behaviour differs from Redis's (docs/kv.md, "KV: where Upstash and Redis differ"). */
 function upstashBehaviour(name: string, args: CommandArgs): CompositeCommand | undefined {
   switch (name) {
     case 'copy':
@@ -237,7 +237,7 @@ function scope(command: RedisCommand, prefix: string, rewrite: ReplyRewrite | un
 }
 
 /**
- * The rules of a tenant's `ACL SETUSER`, scoped like its commands (README, "KV: tokens"): channel patterns
+ * The rules of a tenant's `ACL SETUSER`, scoped like its commands (docs/kv.md, "KV: tokens"): channel patterns
  * (`&chan`, `allchannels`, also inside selectors `(…)`) get the database prefix that PUBLISH and SUBSCRIBE add,
  * and {@link TENANT_USER_DENIED} ends the root rules and every selector, so that whatever the tenant grants, its
  * users never get server administration (`@admin`: CONFIG, ACL on other users, DEBUG, MODULE, SHUTDOWN,
@@ -273,7 +273,7 @@ function scopeAclRules(rules: CommandArgs, prefix: string): CommandArgs {
 
 /**
  * The rules added at the root of every tenant `ACL SETUSER`, after {@link TENANT_USER_DENIED}: `WAIT`, which the
- * gateway sends after a user's writes on its connection when the database's durability is `replicated` (README, "KV
+ * gateway sends after a user's writes on its connection when the database's durability is `replicated` (docs/operations.md, "KV
  * databases: durability"); it only blocks that connection.
  */
 export const TENANT_USER_GRANTED: readonly string[] = ['+wait'];

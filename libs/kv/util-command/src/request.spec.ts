@@ -89,7 +89,7 @@ it('measures commands in bytes', () => {
   expect(commandBytes(['set', 'é', Buffer.alloc(10)])).toBe(3 + 2 + 10);
 });
 
-describe('request size of a command (README, "KV: limits")', () => {
+describe('request size of a command (docs/kv.md, "KV: limits")', () => {
   it('counts a command in the path once: its arguments, as the JSON form counts them less the quoting', () => {
     const key = 'k'.repeat(520);
     const inPath = commandBytes(commandFromPath(`/set/${key}/v`, undefined, q('_token=t')));

@@ -3,7 +3,7 @@ import { KvError } from './kv-error';
 /** One command argument as sent to Redis: text, or raw bytes (a POSTed value). */
 export type Arg = string | Buffer;
 
-/** A command: its name followed by its arguments, in native order (README, "KV: request forms"). */
+/** A command: its name followed by its arguments, in native order (docs/kv.md, "KV: request forms"). */
 export type CommandArgs = Arg[];
 
 /** A JSON number of a command body, as its text in the body (`9007199254740993`, `1.0`, `1e3`). */
@@ -12,7 +12,7 @@ export class JsonNumber {
 }
 
 /**
- * Parses a request body that must be JSON (README, "KV: request forms"). In a body holding a number that
+ * Parses a request body that must be JSON (docs/kv.md, "KV: request forms"). In a body holding a number that
  * is not a safe integer (a fraction, or beyond 2^53), numbers come back as {@link JsonNumber}s holding
  * their text, so that such an argument reaches Redis as the client wrote it (`9007199254740993` would
  * otherwise lose its last digit, `0.0000001` become `1e-7`). Safe integers stay numbers, whose text
@@ -43,7 +43,7 @@ function holdsInexactNumber(value: unknown, depth: number): boolean {
 
 /**
  * A command given as a JSON array, `["SET", "k", "v", "EX", 100]`. Strings are kept; numbers and
- * booleans become their JSON text, as `@upstash/redis` sends them (README, "KV: request forms").
+ * booleans become their JSON text, as `@upstash/redis` sends them (docs/kv.md, "KV: request forms").
  *
  * @param position for error texts in batches: the 1-based index of the command
  * @throws KvError 400 when the value is not a non-empty array of strings, numbers and booleans
@@ -70,7 +70,7 @@ export function commandFromJson(value: unknown, position?: number): CommandArgs 
 }
 
 /**
- * The body of `/pipeline` and `/multi-exec`: a JSON array of commands (README, "KV: request forms").
+ * The body of `/pipeline` and `/multi-exec`: a JSON array of commands (docs/kv.md, "KV: request forms").
  * @throws KvError 400 for anything else, or an empty array
  */
 export function commandsFromJson(value: unknown): CommandArgs[] {
@@ -81,7 +81,7 @@ export function commandsFromJson(value: unknown): CommandArgs[] {
 }
 
 /**
- * A command in the path (README, "KV: request forms"): `/<command>/<arg1>/…`, each segment percent-decoded; a
+ * A command in the path (docs/kv.md, "KV: request forms"): `/<command>/<arg1>/…`, each segment percent-decoded; a
  * request body, when present, is the last argument, followed by the query parameters as
  * `NAME VALUE` pairs (`?EX=100` → `EX 100`; a parameter without value is one argument).
  * `_token` is not an argument.

@@ -1,5 +1,5 @@
 /**
- * One server-sent event as `@upstash/redis` subscribe parses it (README, "KV: subscribe"): a `data:`
+ * One server-sent event as `@upstash/redis` subscribe parses it (docs/kv.md, "KV: subscribe"): a `data:`
  * line whose payload is the comma-joined parts, e.g. `message,<channel>,<payload>`. Payloads are
  * raw text, never base64. Line breaks inside a part would end the event early, so they are sent
  * as `\n` escapes.

@@ -71,9 +71,9 @@ export function managedRedisLabels(database: string): Record<string, string> {
 }
 
 /**
- * The redis.conf of a managed Redis: AOF every second (README, "KV: durability"), no RDB snapshots, never
+ * The redis.conf of a managed Redis: AOF every second (docs/operations.md, "KV databases: durability"), no RDB snapshots, never
  * evict (Upstash's default), users from the mounted ACL file only, and `maxmemory` and the normal clients'
- * output-buffer limit as parts of the container's memory limit (kvServerMemoryConfig, README "KV: limits"), so that
+ * output-buffer limit as parts of the container's memory limit (kvServerMemoryConfig, docs/kv.md, "KV: limits"), so that
  * Redis refuses writes and cuts an oversized reply before the kernel kills the container.
  * @param memoryLimit the container's memory limit, a Kubernetes quantity (`256Mi`)
  */
@@ -120,7 +120,7 @@ export function spreadOver(selector: Record<string, string>): V1Affinity {
 }
 
 /**
- * The objects of a KV database's managed Redis (DESIGN.md, KV; issue 13 "What backs each resource"), each
+ * The objects of a KV database's managed Redis (docs/kubernetes.md, "Operator"; issue 13 "What backs each resource"), each
  * owned by the KvDatabase (so Kubernetes' garbage collector removes them with it): the config Secret (redis.conf
  * and the ACL file, mounted read-only), the headless Service the StatefulSet needs, a ClusterIP Service the
  * gateways connect to (a stable address that works without cluster DNS, also from outside the pod network), and a

@@ -32,7 +32,7 @@ export function podHost(pod: string, headless: string, namespace: string): strin
 export type ServerRole = { role: 'primary' } | { role: 'replica'; of: string } | { role: 'wait'; reason: string };
 
 /**
- * What a server of a replicated database starts as, from what the sentinels say (README, "KV databases: replicas and
+ * What a server of a replicated database starts as, from what the sentinels say (docs/operations.md, "KV databases: replicas and
  * failover"): the primary they name is followed; the server they name itself starts as the primary only with the data
  * it had (a volume without an append-only file lost it: it waits for the failover rather than start an empty primary
  * its replicas would copy); when no sentinel knows a primary yet (a new database), the first pod is the primary.
@@ -93,7 +93,7 @@ export function sentinelConfig(input: { me: string; database: string; primary: s
 }
 
 /**
- * The Redis Sentinels of a replicated managed database (replicas 2 to 5; README, "KV databases: replicas and
+ * The Redis Sentinels of a replicated managed database (replicas 2 to 5; docs/operations.md, "KV databases: replicas and
  * failover"), each owned by the KvDatabase: a headless Service (stable DNS names, ready or not), a ClusterIP Service
  * the gateways ask for the primary (`redis+sentinel://…`), a StatefulSet of {@link SENTINEL_COUNT} sentinels spread
  * over nodes (the Redis image with `--sentinel`; its configuration written by the `configure` init container into an

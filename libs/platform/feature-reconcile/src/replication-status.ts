@@ -65,7 +65,7 @@ export interface DegradedCondition {
 const podName = (host: string) => host.split('.')[0] ?? host;
 
 /**
- * What a replicated database's status says of its servers (README, "KV databases: replicas and failover"): the
+ * What a replicated database's status says of its servers (docs/operations.md, "KV databases: replicas and failover"): the
  * primary's pod, each replica's pod, state and lag, and the `Degraded` condition: `True` when no primary is known
  * (`PrimaryUnknown`: the probe failed), fewer replicas are online than `replicas - 1` (`ReplicaMissing`), or one
  * acknowledged nothing for over {@link REPLICA_LAG_LIMIT_SECONDS} (`ReplicaLagging`); `False` (`Replicated`) otherwise.
@@ -122,7 +122,7 @@ export const REPLICATION_CHECK_MS = 10_000;
 export const UPGRADE_CHECK_MS = 2_000;
 
 /**
- * Keeps a replicated database's status true to its servers (README, "KV databases: replicas and failover"): every
+ * Keeps a replicated database's status true to its servers (docs/operations.md, "KV databases: replicas and failover"): every
  * {@link REPLICATION_CHECK_MS} it asks the sentinels for the primary and the primary for its replicas, and writes the
  * primary, the replicas with their lag (as of the last write), and the `Degraded` condition (replicationStatusOf) when
  * the primary, a replica's state or the condition changed. The `Ready` condition stays the tenant pass's.

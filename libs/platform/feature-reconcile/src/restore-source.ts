@@ -12,7 +12,7 @@ export interface RestoreReads {
 export type RestoreSource = { secret: V1Secret } | { refused: string } | { waiting: string };
 
 /**
- * The restore Secret of a new managed KvDatabase with `spec.restore` (README, "KV databases: backups and restore"): the
+ * The restore Secret of a new managed KvDatabase with `spec.restore` (docs/operations.md, "KV databases: backups and restore"): the
  * snapshot's place (RESTORE_ENDPOINT, RESTORE_REGION, RESTORE_BUCKET, RESTORE_KEY, RESTORE_FORCE_PATH_STYLE, and
  * RESTORE_SHA256 for a KvBackup's) and the credentials that read it (RESTORE_ACCESS_KEY_ID, RESTORE_SECRET_ACCESS_KEY),
  * copied from the Secrets the source names, so that a backup of another namespace needs no access to that namespace

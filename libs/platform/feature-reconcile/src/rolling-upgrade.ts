@@ -34,7 +34,7 @@ const ordinal = (pod: string) => Number(pod.slice(pod.lastIndexOf('-') + 1));
 
 /**
  * The next step of rolling a replicated database's servers onto their StatefulSet's current template (a new Redis
- * image, new settings; issue 32, README "KV databases: upgrades"), one pod at a time, never the primary while a replica
+ * image, new settings; issue 32, docs/operations.md, "KV databases: upgrades"), one pod at a time, never the primary while a replica
  * is outdated: replicas first (the highest ordinal first; each is deleted and the StatefulSet, `updateStrategy:
  * OnDelete`, makes it again from the current template), then a failover that makes an upgraded replica the primary,
  * then the old primary, a replica by then. Nothing is done while a server is not ready, a replica is not `online` (it

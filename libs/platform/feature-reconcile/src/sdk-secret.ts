@@ -35,7 +35,7 @@ export interface SigningKeys {
  * ({@link ROTATE_ANNOTATION} differs from the Secret's {@link ROTATED_FOR_ANNOTATION}). A rotation keeps a
  * queue project's signing keys (QStash rotates those through its API).
  *
- * A queue project's signing keys (README, "Queue: signing-key rotation"): once the project is in the registry,
+ * A queue project's signing keys (docs/queue.md, "Queue: signing-key rotation"): once the project is in the registry,
  * its record's (`registered`, changed there by `POST /v2/keys/rotate`); before that, the Secret's, or new ones.
  * The Secret's keys only seed a new project.
  *
@@ -140,7 +140,7 @@ export function aclStateSecretName(resource: RestashResource): string {
 /**
  * The Secret that keeps a KvDatabase's run-time ACL state (RegistryWriter.kvAclState: its ACL RESTTOKEN token records,
  * digests and sealed passwords only, and its tenant ACL users' sealed rules), owned by the KvDatabase, so that a
- * registry that lost it gets it back (README, "Architecture: tenant registry").
+ * registry that lost it gets it back (docs/architecture.md, "Architecture: tenant registry").
  */
 export function aclStateSecretOf(resource: RestashResource, state: KvAclState): V1Secret {
   const { namespace, uid } = resource.metadata;

@@ -494,7 +494,7 @@ export class TenantReconciler {
   }
 
   /**
-   * Grows the volumes of a managed database whose `storage` grew (README, "KV databases: replicas and failover"): each
+   * Grows the volumes of a managed database whose `storage` grew (docs/operations.md, "KV databases: replicas and failover"): each
    * server's claim smaller than `storage` is asked for `storage` when its StorageClass allows expansion.
    * @returns why a volume cannot grow (its StorageClass does not allow expansion: a Warning Event says so, and the
    *   database is served at its old size), or undefined

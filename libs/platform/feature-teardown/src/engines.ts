@@ -28,7 +28,7 @@ export function enginePurgers(queueStore: () => QueueStore): ResourcePurgers {
 }
 
 /**
- * `purgers` for an operator whose managed KV databases keep their data on volumes (README, "Kubernetes resources":
+ * `purgers` for an operator whose managed KV databases keep their data on volumes (docs/kubernetes.md, "Kubernetes resources":
  * deleting a database deletes its data). A KV database's Redis that cannot be reached while `volumesGo(record)` holds
  * (a managed database whose StatefulSet is gone or being deleted, as when its namespace is deleted: Kubernetes removes
  * the pods before the operator's finalizer runs) counts as purged: its data goes with its volumes, which the operator

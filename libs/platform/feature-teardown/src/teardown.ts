@@ -120,7 +120,7 @@ export function formatFailures(report: TeardownReport, finish: string): string {
 }
 
 /**
- * Deletes what tenants own (issue 11; README, "Architecture: tenant registry"): their registry entries
+ * Deletes what tenants own (issue 11; docs/architecture.md, "Architecture: tenant registry"): their registry entries
  * and the data of their KV databases, vector indexes, stream clusters and queue projects, with the
  * control-Redis state of each (quota counters, vector namespaces, resumable queries). The local applier
  * (`tenants`) and the operator's finalizer call it.

@@ -72,7 +72,7 @@ export const KV_SERVER_ADDRESS_SPACE_BYTES = 4 * 1024 ** 3;
 /**
  * What a KV database's server of the local stack runs with, beside its redis.conf lines: the gateway's user
  * ({@link gatewayUserConfig}), the memory bounds of {@link KV_SERVER_MEMORY_BYTES} and the address-space ceiling
- * {@link KV_SERVER_ADDRESS_SPACE_BYTES} (README, "KV: limits").
+ * {@link KV_SERVER_ADDRESS_SPACE_BYTES} (docs/kv.md, "KV: limits").
  */
 export function kvServerOptions(password: string): { config: string[]; addressSpaceBytes: number } {
   return { config: [...gatewayUserConfig(password), ...kvServerMemoryConfig(KV_SERVER_MEMORY_BYTES)], addressSpaceBytes: KV_SERVER_ADDRESS_SPACE_BYTES };

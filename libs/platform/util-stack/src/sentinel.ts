@@ -53,7 +53,7 @@ function ask(port: number, command: string): Promise<string> {
 
 /**
  * Starts Redis Sentinel on loopback as a platform team's replicated control or queue Redis would be (the tests of
- * README "Configuration: Redis Sentinel"): a primary and a replica (`redis-server` from PATH, no persistence), and
+ * docs/configuration.md, "Redis URLs and Redis Sentinel"): a primary and a replica (`redis-server` from PATH, no persistence), and
  * three sentinels (`redis-server --sentinel`, quorum 2) that mark a primary down after 1 s without answers and
  * promote the replica. With `options`, the servers are another engine with more configuration (a KV database's:
  * kv-gateway's sentinel.integration.spec.ts).

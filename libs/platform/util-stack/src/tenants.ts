@@ -111,7 +111,7 @@ interface TenantInput {
 }
 
 /**
- * Tenant documents as a resources file (README, "Tenants file"): per tenant (namespace) a KvDatabase
+ * Tenant documents as a resources file (docs/kubernetes.md, "Tenants file"): per tenant (namespace) a KvDatabase
  * with an external Redis whose URL is in the namespace's Secret `stack-secrets`, and a VectorIndex,
  * StreamCluster or QueueProject per resource, with the resource's other fields as its spec (the tenants
  * command refuses those a resources file does not have, e.g. a Qdrant collection). What the documents

@@ -2,7 +2,7 @@ import { CoreV1Api, type KubeConfig, type KubernetesObject, type V1Pod, type V1S
 import ipaddr from 'ipaddr.js';
 
 /**
- * The addresses each Kubernetes namespace owns, for queue projects with `destinations.inNamespace` (README, "What
+ * The addresses each Kubernetes namespace owns, for queue projects with `destinations.inNamespace` (docs/workflow.md, "What
  * workflows do", apps inside the cluster): a pod's own addresses (not a `hostNetwork` pod's: those are its node's), and the cluster
  * IPs of Services with a selector (their endpoints are pods of the same namespace, which the endpoint controller
  * chooses; a Service without a selector could point anywhere, so it counts for nothing). Namespaces in `refused` (the

@@ -54,7 +54,7 @@ interface Pending {
 }
 
 /**
- * The projects' event logs (README, "Queue: message, DLQ entry and event shapes"): a Redis stream per project,
+ * The projects' event logs (docs/queue.md, "Queue: message, DLQ entry and event shapes"): a Redis stream per project,
  * one entry per event (field `e`, the event's JSON), trimmed to about `maxLength` entries.
  *
  * Writes are gathered: every {@link append} of one turn of the event loop (its I/O callbacks, e.g. the answers of

@@ -25,7 +25,7 @@ function message(key: string, delayMs = 0): QueueMessage {
 /**
  * The busy-lane bookkeeping of LaneStore on a real Redis, with no worker running: which lanes a publish marks
  * busy, which the idle check (`retireIdle`, one script per lane) removes, the wake-ups it sets from BullMQ's
- * delayed scores, and `wakeDue` moving them back (README, "Queue: queues and flow control").
+ * delayed scores, and `wakeDue` moving them back (docs/queue.md, "Queue: queues and flow control").
  */
 describe('LaneStore busy lanes and wake-ups', () => {
   let server: RedisServer;

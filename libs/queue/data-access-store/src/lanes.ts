@@ -13,7 +13,7 @@ export interface LaneRef {
   name: string;
 }
 
-/** A user queue as `GET /v2/queues/{name}` answers it (compat §4.3 "Queues"); times in Unix ms. */
+/** A user queue as `GET /v2/queues/{name}` answers it (docs/queue.md, "Queue: queues and flow control"); times in Unix ms. */
 export interface QueueInfo {
   name: string;
   createdAt: number;
@@ -24,7 +24,7 @@ export interface QueueInfo {
   paused: boolean;
 }
 
-/** A flow-control key as `GET /v2/flowControl/{key}` answers it (compat §4.3 "Flow control"). */
+/** A flow-control key as `GET /v2/flowControl/{key}` answers it (docs/queue.md, "Queue: queues and flow control"). */
 export interface FlowControlInfo {
   flowControlKey: string;
   /** Messages waiting to start: waiting, paused, delayed. */
@@ -189,7 +189,7 @@ interface LaneScripts {
 }
 
 /**
- * Queues and flow-control keys ("lanes", README, "Queue: queues and flow control"), in the queue Redis.
+ * Queues and flow-control keys ("lanes", docs/queue.md, "Queue: queues and flow control"), in the queue Redis.
  * Every lane is its own BullMQ queue ({@link laneQueueName}) whose limits BullMQ enforces across worker
  * replicas inside its `moveToActive` script: `setGlobalConcurrency` (no job starts while the lane's active
  * list holds that many), `setGlobalRateLimit` (a fixed window: a counter that expires after the period) and

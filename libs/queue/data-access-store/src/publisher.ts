@@ -37,7 +37,7 @@ import type { WorkflowRun, WorkflowRunStore } from './workflow-runs';
  * and DLQ entry, `url` the endpoint's, `topicName` the group and `endpointName` the endpoint's name (when it
  * has one). Deduplication applies per endpoint message: the deduplication id gets the endpoint URL appended.
  *
- * Workflow runs (README, "What workflows do"; `runs` given): a run's first message (`workflow.init`) creates the run with the
+ * Workflow runs (docs/workflow.md, "What workflows do"; `runs` given): a run's first message (`workflow.init`) creates the run with the
  * message's retries, retry delay, flow control, failure callback, labels and forwarded headers as the run's configuration; a run id
  * already taken answers the first message's id as a duplicate and publishes nothing (but for the SDK's own start of a run
  * that `POST /v2/trigger` made: `workflow.triggeredBySdk`). Every other message of a run (a first message that the

@@ -57,7 +57,7 @@ const SCAN_LIMIT = 10_000;
 const INDEX_PAGE = 500;
 
 /**
- * The queue's storage on its Redis (AOF and `noeviction`, README, "Queue: at-least-once delivery"): messages are BullMQ jobs of
+ * The queue's storage on its Redis (AOF and `noeviction`, docs/queue.md, "Queue: at-least-once delivery"): messages are BullMQ jobs of
  * {@link DELIVERY_QUEUE} with the message id as job id (so a cancel finds them and a re-added callback
  * is a no-op); the DLQ is a sorted set plus a hash per project; events are a Redis stream per project;
  * deduplication is BullMQ's (throttle mode, {@link DEDUPLICATION_WINDOW_MS}). `<prefix>:pending:<project>` indexes
@@ -152,7 +152,7 @@ export class QueueStore {
    * Cancels a message that is not delivered yet. A pending message is removed; one being delivered gets a
    * cancel request, which stops its retries (the attempt under way finishes). A removed message's deduplication id
    * stays taken for the rest of its {@link DEDUPLICATION_WINDOW_MS}, as it does for a delivered or failed one
-   * (README, "Queue: publish headers"): a publish with that id answers the cancelled message's id and enqueues nothing.
+   * (docs/queue.md, "Queue: publish headers"): a publish with that id answers the cancelled message's id and enqueues nothing.
    * @returns false when there is no such pending or active message
    */
   async cancel(project: string, messageId: string): Promise<boolean> {

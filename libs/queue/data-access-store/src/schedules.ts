@@ -24,7 +24,7 @@ export interface LastTick {
 const TICK_ATTEMPTS = 8;
 
 /**
- * The schedules of every project (README, "Queue: schedules"), on the queue Redis:
+ * The schedules of every project (docs/queue.md, "Queue: schedules"), on the queue Redis:
  * - definitions in a hash per project, `<prefix>:schedule-defs:<project>` (field: schedule id), paused ones too;
  * - the last tick of each in `<prefix>:schedule-ticks:<project>`;
  * - one BullMQ job scheduler per running schedule on the shared {@link SCHEDULE_QUEUE} queue, id

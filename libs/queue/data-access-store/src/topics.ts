@@ -22,7 +22,7 @@ if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[4]) else redis.call('HSET
 return 1`;
 
 /**
- * A project's URL groups ("topics", README "Queue: URL groups") in the queue Redis: one hash per project,
+ * A project's URL groups ("topics", docs/queue.md, "Queue: URL groups") in the queue Redis: one hash per project,
  * {@link urlGroupsKey} (deleted by `QueueStore.purgeProject`). Every method is scoped by the project id, so a
  * project never reads or changes another's groups. Endpoint changes are compare-and-set, retried.
  */

@@ -13,7 +13,7 @@ interface RunScripts {
 export type WorkflowRunState = 'RUN_STARTED' | 'RUN_SUCCESS' | 'RUN_FAILED' | 'RUN_CANCELED';
 
 /**
- * The configuration a run was triggered with, applied to every step message of the run (README, "What workflows do": the SDK
+ * The configuration a run was triggered with, applied to every step message of the run (docs/workflow.md, "What workflows do": the SDK
  * sends retries, retry delay, flow control, failure URL, labels and the caller's headers with the first message only).
  */
 export interface WorkflowRunConfig {
@@ -120,8 +120,8 @@ return state
 `;
 
 /**
- * The workflow runs of every project, on the queue Redis (README, "What workflows do"; DESIGN.md, "Mapping each API onto its
- * engine"): per run `<prefix>:wf:<project>:run:<runId>` (hash: url, createdAt, state, endedAt, initialBody,
+ * The workflow runs of every project, on the queue Redis (docs/workflow.md, "What workflows do";
+ * docs/architecture.md, "Each API on its engine"): per run `<prefix>:wf:<project>:run:<runId>` (hash: url, createdAt, state, endedAt, initialBody,
  * initialMessageId, config, result), `…:steps:<runId>` (list of {@link WorkflowRawStep} JSON, the initial request
  * first), `…:seen:<runId>` (hash: step key → the message that recorded it), `…:msgs:<runId>` (set of the run's
  * message ids, for a cancel) and `…:waits:<runId>` (set of the events it waited for); per project `<prefix>:wf-runs:<project>` (sorted set of run ids by createdAt). A run

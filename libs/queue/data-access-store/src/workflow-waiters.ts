@@ -60,7 +60,7 @@ return 1
 `;
 
 /**
- * The waiters of workflow runs (README, "What workflows do"), on the queue Redis: per project and event
+ * The waiters of workflow runs (docs/workflow.md, "What workflows do"), on the queue Redis: per project and event
  * `<prefix>:wf:<project>:waiters:<eventId>` (hash: `<runId>|<step key>` → {@link Waiter} JSON) and `…:claims:<eventId>`
  * (hash: field → who took the waiter: `notify`, or the timeout message's id), and per run and event
  * `…:lookback:<length of runId>:<runId>:<eventId>` (list of event data, base64, notified for the run before it waited). A waiter is taken exactly

@@ -8,7 +8,7 @@ export interface AttemptOutcome {
 }
 
 /**
- * The JSON body of a callback or failure callback (README, "Queue: callbacks"): `status`, `header`
+ * The JSON body of a callback or failure callback (docs/queue.md, "Queue: callbacks"): `status`, `header`
  * ({Name: [values]}) and `body` (base64, cut to `maxBodyBytes` bytes) of the destination's response;
  * `retried` and `maxRetries`; `sourceMessageId` and, with the same value, the old documentation's
  * spelling `sourceMessasgeId`; the source's `url`, `method`, `sourceHeader` ({Name: [values]}),
@@ -49,7 +49,7 @@ export function callbackPayload(
 }
 
 /**
- * The message that POSTs `payload` to the source's callback or failure callback (README,
+ * The message that POSTs `payload` to the source's callback or failure callback (docs/queue.md,
  * "Queue: callbacks": a message of its own, signed and retried), tuned by the source's `callbackSettings` /
  * `failureCallbackSettings`: id {@link callbackMessageId}(source, kind, attempt) so that a redone attempt enqueues
  * it once; the source's project and callerIp; method `settings.method` or POST; header

@@ -32,7 +32,7 @@ export type DeadLetterReason = 'non-retryable' | 'retries-exhausted';
 export type DeliveryDecision = { kind: 'delivered' } | { kind: 'retry'; delayMs: number } | { kind: 'dead-letter'; reason: DeadLetterReason };
 
 /**
- * The retry/DLQ decision after one delivery attempt (README, "Queue: retries and Retry-After"):
+ * The retry/DLQ decision after one delivery attempt (docs/queue.md, "Queue: retries and Retry-After"):
  * - a 2xx answer is `delivered`;
  * - a 489 with `Upstash-NonRetryable-Error: true` (name ignoring case, value trimmed, ignoring case) is
  *   `dead-letter` `non-retryable` at once, whatever retries are left;

@@ -18,7 +18,7 @@ export interface SignedRequest {
 const UNFORWARDABLE = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'content-length', 'host']);
 
 /**
- * The request of one delivery attempt (README, "Queue: delivery request"):
+ * The request of one delivery attempt (docs/queue.md, "Queue: delivery request"):
  * - method and URL of the message, body exactly as published (base64-decoded; empty stays empty, also
  *   for GET and DELETE — the caller's HTTP client must not send a body with GET when it is empty);
  * - every stored header (forwarded ones and `Content-Type`), its values joined with `, `, except names

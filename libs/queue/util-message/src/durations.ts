@@ -3,14 +3,14 @@ import { QueueError } from './errors';
 /** The longest delay, timeout or not-before horizon a message may ask for: 365 days, in ms. */
 export const MAX_DURATION_MS = 365 * 86_400_000;
 
-/** Retry-After style headers are honoured up to one day (README, "Queue: retries and Retry-After"), in ms. */
+/** Retry-After style headers are honoured up to one day (docs/queue.md, "Queue: retries and Retry-After"), in ms. */
 export const MAX_RETRY_AFTER_MS = 86_400_000;
 
 const DURATION_UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /**
  * Parses a QStash duration header (`Upstash-Delay`, `Upstash-Timeout`, `Upstash-Callback-Delay`, …;
- * README, "Queue: publish headers"): one or more `<integer><s|m|h|d>` parts summed (`90s`, `10d`, `1d10h30m`),
+ * docs/queue.md, "Queue: publish headers"): one or more `<integer><s|m|h|d>` parts summed (`90s`, `10d`, `1d10h30m`),
  * or a bare non-negative integer meaning seconds (`"30"`). Surrounding whitespace is ignored.
  * @param header the header's name as users know it, for the error message (e.g. `Upstash-Delay`)
  * @returns milliseconds, an integer from 0 to {@link MAX_DURATION_MS}
@@ -47,7 +47,7 @@ const EPOCH_SECONDS_THRESHOLD = 1_000_000_000;
 /**
  * How long a destination asked to wait before the next attempt, from one of the `Retry-After`,
  * `X-RateLimit-Reset`, `X-RateLimit-Reset-Requests` or `X-RateLimit-Reset-Tokens` response headers
- * (README, "Queue: retries and Retry-After": seconds, an HTTP date or `6m5s`, at most a day). Accepted forms:
+ * (docs/queue.md, "Queue: retries and Retry-After": seconds, an HTTP date or `6m5s`, at most a day). Accepted forms:
  * - integer or decimal seconds (`120`, `1.5`). A number of at least 1e9 is taken as a Unix timestamp
  *   in seconds (as GitHub and others send `X-RateLimit-Reset`), i.e. the time left until then;
  * - an HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT`, also the RFC 850 and asctime forms): the time left

@@ -1,7 +1,7 @@
 /**
  * An error of the queue (QStash) API, answered with that HTTP status and the body
  * {@link encodeQueueError}. The official SDK throws `QstashError(<raw body text>, status)`
- * (README, "Queue: requests and errors"), so `message` is what users read.
+ * (docs/queue.md, "Queue: requests and errors"), so `message` is what users read.
  */
 export class QueueError extends Error {
   constructor(
@@ -18,7 +18,7 @@ export class QueueError extends Error {
   }
 }
 
-/** QStash's error body: `{"error": <message>}` (README, "Queue: requests and errors"). */
+/** QStash's error body: `{"error": <message>}` (docs/queue.md, "Queue: requests and errors"). */
 export function encodeQueueError(message: string): string {
   return JSON.stringify({ error: message });
 }

@@ -39,7 +39,7 @@ export function eventSubject(e: MessageEvent): FilterSubject {
 }
 
 /**
- * Whether `s` passes `filter` (compat §4.3): within a key any value matches (labels: any of the subject's), and
+ * Whether `s` passes `filter` (docs/queue.md, "Queue: endpoints"): within a key any value matches (labels: any of the subject's), and
  * every given key must match; `host` is the URL's host name (with `:port` when the URL has one: either form
  * matches), `path` its path; `fromDate`/`toDate` bound `time` inclusively; `api` matches nothing (no message of
  * ours is a QStash API call).

@@ -55,7 +55,7 @@ export function parsePeriod(value: string, field: string): number {
 }
 
 /**
- * The flow control of a publish (compat §4.2): `Upstash-Flow-Control-Key` (1 to 256 characters) and
+ * The flow control of a publish (docs/queue.md, "Queue: publish headers"): `Upstash-Flow-Control-Key` (1 to 256 characters) and
  * `Upstash-Flow-Control-Value`, comma-separated `parallelism=<n>`, `rate=<n>` and `period=<duration or
  * seconds>` parts in any order and case (`parallelism=3, rate=5, period=1m`). At least one of parallelism
  * and rate; a period needs a rate (it defaults to 1 second); each part at most once. `ratePerSecond=<n>`
@@ -99,7 +99,7 @@ export function parseFlowControl(key: string | undefined, value: string | undefi
 
 /**
  * Puts a parsed message into a queue (`/v2/enqueue/{queue}/…`, a batch item's `queue`). A queue and a
- * flow-control key exclude each other (README, "Queue: queues and flow control"): the queue's parallelism
+ * flow-control key exclude each other (docs/queue.md, "Queue: queues and flow control"): the queue's parallelism
  * already limits its deliveries.
  * @throws QueueError 400 for a bad queue name, or when the message has a flow-control key
  */

@@ -5,7 +5,7 @@ import type { HeaderMap } from './message';
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
 /**
- * A header name as QStash reports it: Go's `textproto.CanonicalMIMEHeaderKey` (README,
+ * A header name as QStash reports it: Go's `textproto.CanonicalMIMEHeaderKey` (docs/queue.md,
  * "Queue: publish headers", canonical MIME names): the first letter and every letter after a `-`
  * upper-case, the others lower-case (`test-header` → `Test-Header`, `CONTENT-TYPE` → `Content-Type`).
  * Like Go, a name that is not an HTTP token (a space, `:`, non-ASCII, empty) is returned unchanged.

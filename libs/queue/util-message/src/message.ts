@@ -10,7 +10,7 @@ export type HeaderMap = Record<string, string[]>;
 
 /**
  * How a callback or failure callback is delivered, from the `Upstash-Callback-*` /
- * `Upstash-Failure-Callback-*` headers of the source message (README, "Queue: publish headers"). Unset fields
+ * `Upstash-Failure-Callback-*` headers of the source message (docs/queue.md, "Queue: publish headers"). Unset fields
  * take the defaults of a published message (POST, the service's default retries, no timeout).
  */
 export interface CallbackSettings {
@@ -26,7 +26,7 @@ export interface CallbackSettings {
 }
 
 /**
- * A message of the queue API (README, "Queue: message, DLQ entry and event shapes"), as stored in the BullMQ
+ * A message of the queue API (docs/queue.md, "Queue: message, DLQ entry and event shapes"), as stored in the BullMQ
  * job that delivers it. Times are Unix milliseconds; the body is kept base64 so any bytes survive JSON.
  */
 export interface QueueMessage {
@@ -72,7 +72,7 @@ export interface QueueMessage {
   flowControl?: FlowControl;
   /** `Upstash-Redact-Fields`: what views, logs and the DLQ show redacted (delivery is unchanged). */
   redact?: Redaction;
-  /** A message of a workflow run (`Upstash-Workflow-*` headers; README, "What workflows do"). */
+  /** A message of a workflow run (`Upstash-Workflow-*` headers; docs/workflow.md, "What workflows do"). */
   workflow?: WorkflowFields;
 }
 
@@ -93,7 +93,7 @@ export interface Redaction {
   header?: true | string[];
 }
 
-/** A message that retries could not deliver, with the last answer of its destination (README, "Queue: message, DLQ entry and event shapes"). */
+/** A message that retries could not deliver, with the last answer of its destination (docs/queue.md, "Queue: message, DLQ entry and event shapes"). */
 export interface DlqEntry {
   dlqId: string;
   message: QueueMessage;
@@ -123,7 +123,7 @@ export function failureCallbackState(status: 'pending' | 'active' | 'delivered' 
 }
 
 /**
- * Message states of the events (logs) endpoint (README, "Queue: message, DLQ entry and event shapes"), QStash's
+ * Message states of the events (logs) endpoint (docs/queue.md, "Queue: message, DLQ entry and event shapes"), QStash's
  * list. Written: CREATED (published), ACTIVE (an attempt started; written with the attempt's outcome, timed at
  * its start), ERROR (an attempt failed: no answer or not 2xx; before its RETRY, FAILED or CANCELLED), RETRY
  * (another attempt follows), DELIVERED, FAILED (to the DLQ), CANCEL_REQUESTED, CANCELLED. IN_PROGRESS is QStash's state of a message
@@ -132,7 +132,7 @@ export function failureCallbackState(status: 'pending' | 'active' | 'delivered' 
 export const MESSAGE_STATES = ['CREATED', 'ACTIVE', 'RETRY', 'ERROR', 'DELIVERED', 'FAILED', 'CANCEL_REQUESTED', 'CANCELLED', 'IN_PROGRESS'] as const;
 export type MessageState = (typeof MESSAGE_STATES)[number];
 
-/** One entry of `GET /v2/events` (README, "Queue: message, DLQ entry and event shapes"). */
+/** One entry of `GET /v2/events` (docs/queue.md, "Queue: message, DLQ entry and event shapes"). */
 export interface MessageEvent {
   time: number;
   state: MessageState;

@@ -73,7 +73,7 @@ export function parseHttpUrl(value: string, what: string): URL {
 }
 
 /**
- * An `Upstash-Method` value: GET POST PUT PATCH DELETE in any case (README, "Queue: publish headers").
+ * An `Upstash-Method` value: GET POST PUT PATCH DELETE in any case (docs/queue.md, "Queue: publish headers").
  * @returns the upper-case method
  * @throws QueueError 400 naming `header` for any other value
  */
@@ -131,7 +131,7 @@ function forwarded(headers: RequestHeaders, prefix: string): HeaderMap | undefin
 
 /**
  * The `<prefix>{method,timeout,retries,delay,retry-delay}` and `<prefix>forward-*` headers of a callback
- * kind (README, "Queue: publish headers"); undefined when none is present.
+ * kind (docs/queue.md, "Queue: publish headers"); undefined when none is present.
  * @param prefix `upstash-callback-` or `upstash-failure-callback-`
  * @param display the same prefix as users write it, for error messages
  */
@@ -175,7 +175,7 @@ function contentDeduplicationId(url: string, method: HttpMethod, header: HeaderM
 }
 
 /**
- * Parses a publish request, `POST /v2/publish/<destination>` (README, "Queue: endpoints" and
+ * Parses a publish request, `POST /v2/publish/<destination>` (docs/queue.md, "Queue: endpoints" and
  * "Queue: publish headers"), into the message to store. Header rules (names matched ignoring case;
  * a blank control header counts as absent):
  * - destination: an absolute http(s) URL, kept exactly as given, or a URL-group name (letters, digits, `-`,

@@ -8,7 +8,7 @@ import { type ParsedPublish, type PublishInput, parsePublish } from './publish';
 
 /**
  * What the list and bulk endpoints (`DELETE /v2/messages`, `/v2/dlq`, `/v2/events`, `/v2/logs`) filter by, from
- * their query parameters (README, "Queue: endpoints", compat §4.3). Values of one key: any matches (OR); keys
+ * their query parameters (docs/queue.md, "Queue: endpoints"). Values of one key: any matches (OR); keys
  * given: every one must match (AND). `host` and `path` are the destination URL's; `fromDate`/`toDate` are Unix
  * ms, inclusive; `state` is upper-case, `CANCELED` stands for `CANCELLED`. The queue store takes it as is.
  */
@@ -99,7 +99,7 @@ export function headerRecord(rawHeaders: readonly string[]): Record<string, stri
 
 /**
  * `POST /v2/batch`: `[{destination, headers, body?, queue?}]`; every item is checked before any is published; an item with `queue` is enqueued to that queue ({@link inQueue}).
- * The body is a string (README, "Queue: endpoints"); `null` for `headers`, `body` or `queue` means absent
+ * The body is a string (docs/queue.md, "Queue: endpoints"); `null` for `headers`, `body` or `queue` means absent
  * (qstash-py sends it so).
  * @throws QueueError 400 for a body that is no non-empty JSON array of messages, or any malformed item
  */
@@ -291,7 +291,7 @@ const PAGING = ['count', 'cursor', 'order'];
 type BulkTarget = { ids: string[] } | { filter: true } | { all: true };
 
 /**
- * What a bulk request names (README, "Queue: endpoints"), checked so that a mistake never widens it to every
+ * What a bulk request names (docs/queue.md, "Queue: endpoints"), checked so that a mistake never widens it to every
  * message: every parameter must be one the endpoint takes (the ids, the filters, `all`, `count`, `cursor`, `order`;
  * `qstash_token` is gone already), every id or filter value non-empty, `all` `true` or `false` and alone, `order`
  * `earliestFirst` or `latestFirst` (taken as QStash's API reference lists it, not applied: pages are newest first).
@@ -357,7 +357,7 @@ const DLQ_SPEC: BulkSpec = {
 export type CancelRequest = { messageIds: string[] } | { filter: ListFilter };
 
 /**
- * `DELETE /v2/messages?…` (compat §4.3), its parameters checked by {@link bulkTarget}: `messageIds` (repeated or
+ * `DELETE /v2/messages?…` (docs/queue.md, "Queue: endpoints"), its parameters checked by {@link bulkTarget}: `messageIds` (repeated or
  * comma-joined; `[]` in a JSON body cancels nothing), else the filters of {@link parseListFilter} but `messageId`,
  * `state` and `responseStatus`, else every pending message when asked for explicitly. A filter cancels every match,
  * as QStash does: `count` is checked (a whole number from 1) and otherwise ignored, as `@upstash/qstash` 2.12

@@ -11,7 +11,7 @@ export const MAX_RETRY_DELAY_MS = 86_400_000;
 export const MAX_RETRY_DELAY_EXPRESSION_LENGTH = 500;
 
 /**
- * QStash's default backoff (README, "Queue: retries and Retry-After"): `min(86400, e^(2.5*n))`
+ * QStash's default backoff (docs/queue.md, "Queue: retries and Retry-After"): `min(86400, e^(2.5*n))`
  * seconds, n = failed attempts so far (1 → 12.18 s, 2 → 148.4 s, 3 → 1808 s, 4 → 6 h 7 min, 5+ → 24 h).
  * @param retries failed attempts so far, ≥ 1 (smaller values, NaN included, count as 1)
  * @returns milliseconds, rounded to an integer
@@ -21,7 +21,7 @@ export function defaultBackoffMs(retries: number): number {
   return Math.round(Math.min(86_400, Math.exp(2.5 * n)) * 1000);
 }
 
-/** The only functions a retry-delay expression may call (README, "Queue: publish headers", `Upstash-Retry-Delay`). */
+/** The only functions a retry-delay expression may call (docs/queue.md, "Queue: publish headers", `Upstash-Retry-Delay`). */
 const ALLOWED_FUNCTIONS = new Set(['pow', 'exp', 'sqrt', 'abs', 'floor', 'ceil', 'round', 'min', 'max', 'log']);
 /** mathjs operator functions of `+ - * / ^ %` (and `mod`), binary and unary minus/plus. */
 const ALLOWED_OPERATORS = new Set(['add', 'subtract', 'multiply', 'divide', 'pow', 'mod', 'unaryMinus', 'unaryPlus']);
@@ -62,7 +62,7 @@ function clampDelay(result: unknown): number {
 }
 
 /**
- * Compiles an `Upstash-Retry-Delay` expression (README, "Queue: publish headers"): milliseconds as arithmetic over
+ * Compiles an `Upstash-Retry-Delay` expression (docs/queue.md, "Queue: publish headers"): milliseconds as arithmetic over
  * the variable `retried` (0 before the first retry), e.g. `1000 * pow(2, retried)`. The mathjs parse tree
  * may hold only numbers, the symbol `retried`, `+ - * / ^ %` (`mod`, unary `-`/`+`, implicit
  * multiplication, postfix percent), parentheses, and calls of pow exp sqrt abs floor ceil round min max
@@ -103,7 +103,7 @@ export function compileRetryDelay(expression: string, header = 'Upstash-Retry-De
   };
 }
 
-/** Response headers that set the next delay, in the order they are consulted (README, "Queue: retries and Retry-After"). */
+/** Response headers that set the next delay, in the order they are consulted (docs/queue.md, "Queue: retries and Retry-After"). */
 export const RETRY_AFTER_HEADERS = ['Retry-After', 'X-RateLimit-Reset', 'X-RateLimit-Reset-Requests', 'X-RateLimit-Reset-Tokens'] as const;
 
 const COMPILED_CACHE_LIMIT = 1000;
@@ -125,7 +125,7 @@ function cachedRetryDelay(expression: string): ((retried: number) => number) | n
 }
 
 /**
- * The wait before the next attempt of a message that just failed (README, "Queue: retries and Retry-After"):
+ * The wait before the next attempt of a message that just failed (docs/queue.md, "Queue: retries and Retry-After"):
  * 1. the first of {@link RETRY_AFTER_HEADERS} in the destination's response whose value
  *    {@link parseRetryAfter} understands (names matched ignoring case; at most one day);
  * 2. else the message's `Upstash-Retry-Delay` expression with `retried = failedAttempts - 1`

@@ -19,7 +19,7 @@ export interface ScheduleCron {
 export type ScheduleTemplate = Omit<ParsedPublish['message'], 'notBefore' | 'createdAt'>;
 
 /**
- * A schedule as the store keeps it (README, "Queue: schedules"): its cron, the message template every tick
+ * A schedule as the store keeps it (docs/queue.md, "Queue: schedules"): its cron, the message template every tick
  * publishes (destination URL or URL-group name, method, headers, body, retries, callbacks, labels, queue,
  * flow control, redaction), its delay and whether it is paused. Times are Unix ms.
  */
@@ -111,13 +111,13 @@ function isTimeZone(zone: string): boolean {
 }
 
 /**
- * Parses `POST /v2/schedules/<destination>` (QStash's schedules; README, "Queue: schedules") into a
+ * Parses `POST /v2/schedules/<destination>` (QStash's schedules; docs/queue.md, "Queue: schedules") into a
  * definition: `Upstash-Cron` ({@link parseCron}); `Upstash-Schedule-Id` ({@link parseScheduleId}; a new
  * `scd_…` id without it); every publish header with the rules of {@link parsePublish} (method, forwarded
  * headers and Content-Type, retries, retry delay, `Upstash-Delay` as the delay of each produced message,
  * timeout, callbacks, labels, redaction, flow control); `Upstash-Queue-Name` ({@link parseQueueName}: the
  * produced messages go to that queue; a flow-control key sent with it is kept and shown, and the queue's
- * parallelism applies, README "Queue: queues and flow control"). `Upstash-Not-Before` and deduplication
+ * parallelism applies, docs/queue.md, "Queue: queues and flow control"). `Upstash-Not-Before` and deduplication
  * headers are refused: they make no sense for a message published at every tick.
  * @throws QueueError 400 naming the header or the destination
  */

@@ -4,7 +4,7 @@ import { createHmac, hash, randomUUID } from 'node:crypto';
 export const SIGNATURE_TTL_SEC = 300;
 
 /**
- * The `Upstash-Signature` JWT of a delivery (README, "Queue: signature"):
+ * The `Upstash-Signature` JWT of a delivery (docs/queue.md, "Queue: signature"):
  * HS256 keyed with the UTF-8 bytes of `signingKey`, header `{"alg":"HS256","typ":"JWT"}`, claims
  * `iss: "Upstash"`, `sub: url`, `iat = nbf = nowSec`, `exp = nowSec + 300`, `jti: "jwt_<32 hex>"` and
  * `body`: base64url(SHA-256(body)) without padding. `@upstash/qstash`'s `Receiver.verify` accepts it.

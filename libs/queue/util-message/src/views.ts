@@ -37,7 +37,7 @@ export function redactHeader(header: HeaderMap, redact: Redaction | undefined): 
 }
 
 /**
- * A message as `GET /v2/messages/{id}` answers it (README, "Queue: message, DLQ entry and event shapes"; what
+ * A message as `GET /v2/messages/{id}` answers it (docs/queue.md, "Queue: message, DLQ entry and event shapes"; what
  * `@upstash/qstash`'s `messages.get` parses): `messageId, url, method, header ({Name:[values]}),
  * body` (UTF-8 text) or `bodyBase64` (bytes that are not valid UTF-8; neither for an empty body),
  * `maxRetries, retryDelayExpression?, notBefore, createdAt` (Unix ms numbers), `callback?,
@@ -63,7 +63,7 @@ export function messageView(m: QueueMessage): Record<string, unknown> {
   if (m.queueName !== undefined) view.queueName = m.queueName;
   if (m.scheduleId !== undefined) view.scheduleId = m.scheduleId;
   if (m.flowControl) {
-    // QStash's names (compat §4.3 "Messages"): the key and the limits this message was published with; period in seconds.
+    // QStash's names (docs/queue.md, "Queue: message, DLQ entry and event shapes"): the key and the limits this message was published with; period in seconds.
     view.flowControlKey = m.flowControl.key;
     if (m.flowControl.parallelism !== undefined) view.parallelism = m.flowControl.parallelism;
     if (m.flowControl.rate !== undefined) view.rate = m.flowControl.rate;
@@ -78,7 +78,7 @@ export function messageView(m: QueueMessage): Record<string, unknown> {
 }
 
 /**
- * A DLQ entry as `GET /v2/dlq` lists it (README, "Queue: message, DLQ entry and event shapes"): {@link messageView} of the
+ * A DLQ entry as `GET /v2/dlq` lists it (docs/queue.md, "Queue: message, DLQ entry and event shapes"): {@link messageView} of the
  * message plus `dlqId`, `responseStatus?`, `responseHeader?`, `responseBody` (UTF-8 text) or
  * `responseBodyBase64` (other bytes; neither for an empty body), `error?` (why the last attempt
  * got no answer), for a message of a workflow run `workflowRunId`, `workflowCreatedAt`, `workflowUrl`, and
@@ -103,7 +103,7 @@ export function dlqView(e: DlqEntry, failureCallback?: FailureCallbackState): Re
 }
 
 /**
- * An event as `GET /v2/events` lists it (README, "Queue: message, DLQ entry and event shapes"): `time, state,
+ * An event as `GET /v2/events` lists it (docs/queue.md, "Queue: message, DLQ entry and event shapes"): `time, state,
  * messageId, url`, and when set `topicName, endpointName, queueName, scheduleId, flowControlKey, nextDeliveryTime, error, header, body` (base64, as
  * stored; redacted as in {@link messageView}),
  * `label` (the first label) with `labels`, and `responseStatus`. Absent fields are left out.

@@ -69,7 +69,7 @@ export interface WorkflowRunLog {
 const ERROR_STEP_NAME = 'upstash-error-step-name';
 
 /**
- * The log of a run (`GET /v2/workflows/logs`, the SDK's `Client.logs`; README, "What workflows do"): its recorded
+ * The log of a run (`GET /v2/workflows/logs`, the SDK's `Client.logs`; docs/workflow.md, "What workflows do"): its recorded
  * steps in order, the initial request first, each `STEP_SUCCESS`; the branches of a `Promise.all` (steps with
  * `concurrent` > 1) one `parallel` group, a branch only planned so far `STEP_PROGRESS` without `out`; then a `next`
  * group of the run's messages not delivered yet: `STEP_PROGRESS` (not attempted), `STEP_RETRY` (attempts failed),

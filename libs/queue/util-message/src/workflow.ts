@@ -3,7 +3,7 @@ import { QueueError } from './errors';
 import { parseHttpUrl } from './publish';
 
 /**
- * What a message of a workflow run carries (README, "What workflows do"; the `Upstash-Workflow-*` headers the
+ * What a message of a workflow run carries (docs/workflow.md, "What workflows do"; the `Upstash-Workflow-*` headers the
  * `@upstash/workflow` SDK sends, its `src/constants.ts` and `src/qstash/headers.ts`): the run it belongs to and how
  * its delivery is made. Published with `Upstash-Workflow-*`, or for a callback / failure callback with
  * `Upstash-Callback-Workflow-*` / `Upstash-Failure-Callback-Workflow-*`.
@@ -191,7 +191,7 @@ export interface WorkflowRawStep {
 }
 
 /**
- * The message a workflow delivery sends (README, "What workflows do"): the stored message with the headers the SDK reads from
+ * The message a workflow delivery sends (docs/workflow.md, "What workflows do"): the stored message with the headers the SDK reads from
  * QStash's deliveries (`Upstash-Workflow-RunId`, `Upstash-Workflow-Url` when known, `Upstash-Workflow-CreatedAt` in
  * Unix ms when known) and, for a step, the run's steps so far as the body: the JSON array of {@link WorkflowRawStep}
  * whose first entry is the initial request (`@upstash/workflow` `src/workflow-parser.ts`, `processRawSteps`).

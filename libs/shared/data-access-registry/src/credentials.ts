@@ -2,7 +2,7 @@ import { createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
 import { aesGcmOpen, aesGcmSeal } from './sealed';
 
 /**
- * Credentials as the registry keeps them: only SHA-256 digests of tokens (README,
+ * Credentials as the registry keeps them: only SHA-256 digests of tokens (docs/architecture.md,
  * "Architecture: credentials"), and, for ACL tokens, the Redis user's password sealed with a key that
  * only the token derives.
  */

@@ -25,7 +25,7 @@ const CONSUME_SHA = createHash('sha1').update(CONSUME).digest('hex');
 
 /**
  * Per-resource daily request limits, counted in the control Redis so that every gateway replica
- * shares one count (README, "Architecture: limits"). Days are UTC calendar days.
+ * shares one count (docs/architecture.md, "Architecture: limits"). Days are UTC calendar days.
  */
 export class DailyQuota {
   constructor(private readonly redis: Redis) {}

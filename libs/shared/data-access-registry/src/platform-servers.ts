@@ -3,7 +3,7 @@ import { type EventLogger, logEvent } from '@restash/shared/util-http';
 import { REGISTRY_CHANNEL, registryKeys } from './records';
 
 /**
- * The Redis servers the platform itself keeps data on (README, "KV: one Redis server per database"): the control
+ * The Redis servers the platform itself keeps data on (docs/kv.md, "KV: one Redis server per database"): the control
  * Redis (the registry) and the queue's Redis (every project's messages, DLQ and events). No KV database may be
  * served from one, nor wiped on one, whatever its URL calls it (`localhost` for `127.0.0.1`, a DNS alias, another
  * logical database: FLUSHALL empties them all).
@@ -43,7 +43,7 @@ export async function serverRunId(client: Redis): Promise<string> {
  * tried again every {@link CLAIM_RETRY_MS} until it is made; a KV database found bound to the server (served from it
  * before the claim) is logged as `platform.claim.taken-over` (error: its tenant could read the platform's data, so a
  * platform engineer should drop that database and check the server) and announced on {@link REGISTRY_CHANNEL}, so that
- * kv-gateway stops serving it at once. Events: README, "Configuration: Logs".
+ * kv-gateway stops serving it at once. Events: docs/operations.md, "Logs".
  * @returns a function that stops claiming (at shutdown)
  */
 export function claimPlatformServer(control: Redis, server: Redis, role: PlatformRole, log: EventLogger): () => void {

@@ -25,7 +25,7 @@ import { z } from 'zod';
  * The registry is a projection of what the appliers own (the resources in a cluster, the tenants file locally): a
  * control Redis restarted empty or wiped loses it, never a tenant. The marker tells readers which: a token the
  * registry lacks is unknown (401) only while the marker is there; without it the registry is missing (503) until an
- * applier has written every tenant again and then the marker (README, "Architecture: tenant registry").
+ * applier has written every tenant again and then the marker (docs/architecture.md, "Architecture: tenant registry").
  *
  * Secrets a platform team provides (a KV database's Redis URL, a Qdrant API key, an embedding provider's key) are
  * stored sealed under REGISTRY_SEAL_KEY (sealed.ts): the writer seals them, the reader opens them.
@@ -42,7 +42,7 @@ const KV_ACL_RULES = `${REGISTRY_PREFIX}kv:acl-rules:`;
 export const registryKeys = {
   token: (digest: string) => `${REGISTRY_PREFIX}token:${digest}`,
   kvDatabase: (id: string) => `${REGISTRY_PREFIX}kv:database:${id}`,
-  /** The KV database a Redis server (by its `run_id`) backs: a server backs at most one (README, "KV: one Redis server per database"). */
+  /** The KV database a Redis server (by its `run_id`) backs: a server backs at most one (docs/kv.md, "KV: one Redis server per database"). */
   kvServer: (runId: string) => `${REGISTRY_PREFIX}kv:server:${runId}`,
   /** Announced (never stored) when a tenant changes a Redis ACL user, so every gateway drops its connections. */
   kvAclUser: (id: string, user: string) => `${KV_ACL_USER}${id}:${user}`,
@@ -145,7 +145,7 @@ export const kvDatabaseRecordSchema = z.object({
   /** Commands per UTC day across all gateway replicas; 0 means unlimited. */
   dailyRequestLimit: z.number().int().nonnegative(),
   /**
-   * When a write is acknowledged (README, "KV databases: durability"): `async` once the primary has it; `replicated`
+   * When a write is acknowledged (docs/operations.md, "KV databases: durability"): `async` once the primary has it; `replicated`
    * once a replica has it too (the gateway sends `WAIT 1 <timeout>` after it, and answers 503 when none confirms).
    * Records written before this field read as `async`.
    */
@@ -153,7 +153,7 @@ export const kvDatabaseRecordSchema = z.object({
 });
 export type KvDatabaseRecord = z.infer<typeof kvDatabaseRecordSchema>;
 
-/** Upstash's similarity functions; each maps onto a Qdrant distance (README, "Vector: storage in Qdrant"). */
+/** Upstash's similarity functions; each maps onto a Qdrant distance (docs/vector.md, "Vector: storage in Qdrant"). */
 export const SIMILARITY_FUNCTIONS = ['COSINE', 'EUCLIDEAN', 'DOT_PRODUCT'] as const;
 export type SimilarityFunction = (typeof SIMILARITY_FUNCTIONS)[number];
 
@@ -165,12 +165,12 @@ export const embedderRecordSchema = z.object({
   model: z.string(),
   /** The endpoint's API key (sent as a Bearer token), if it needs one (sealed in the registry). */
   apiKey: z.string().optional(),
-  /** The platform's provider (the applier's EMBEDDING_URL), reached without the SSRF guard (README, "Vector: embeddings"). */
+  /** The platform's provider (the applier's EMBEDDING_URL), reached without the SSRF guard (docs/vector.md, "Vector: embeddings"). */
   platform: z.boolean().optional(),
 });
 export type EmbedderRecord = z.infer<typeof embedderRecordSchema>;
 
-/** Upstash Vector's index types (README, "Vector: index types"): dense vectors, sparse vectors, or both. */
+/** Upstash Vector's index types (docs/vector.md, "Vector: index types"): dense vectors, sparse vectors, or both. */
 export const VECTOR_INDEX_TYPES = ['DENSE', 'SPARSE', 'HYBRID'] as const;
 export type VectorIndexType = (typeof VECTOR_INDEX_TYPES)[number];
 

@@ -2,7 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { parseSentinelUrl } from '@restash/shared/util-config';
 
 /**
- * A connection to the Redis a URL names (README, "Configuration"): `redis://` and `rediss://` as ioredis reads
+ * A connection to the Redis a URL names (docs/configuration.md, "Redis URLs and Redis Sentinel"): `redis://` and `rediss://` as ioredis reads
  * them, or a Redis Sentinel deployment (`redis+sentinel://…`, parseSentinelUrl) through ioredis's own Sentinel
  * support: it asks the sentinels for the primary, and after a failover it reconnects to the new one, without a
  * restart of the process. `options` apply to the connection either way (`duplicate()` keeps both).

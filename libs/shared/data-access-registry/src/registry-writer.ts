@@ -309,7 +309,7 @@ export class RegistryWriter {
   }
 
   /**
-   * Binds a Redis server, by its `run_id`, to the one KV database it backs (README,
+   * Binds a Redis server, by its `run_id`, to the one KV database it backs (docs/kv.md,
    * "KV: one Redis server per database"), atomically across gateway replicas. A binding to a database
    * that is no longer in the registry is stale and is taken over; a platform server's (claimPlatformServer) never is.
    * @returns null when the server is (now) bound to `databaseId`; else the id of the other database it backs, or

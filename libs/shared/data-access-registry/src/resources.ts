@@ -25,7 +25,7 @@ export interface Backends {
 const httpUrl = z.string().regex(/^https?:\/\//, 'must be an http:// or https:// URL');
 
 /**
- * The applier's variables of the backends (README, "Tenants file" and "operator"), to spread into a config
+ * The applier's variables of the backends (docs/kubernetes.md, "Tenants file" and "operator"), to spread into a config
  * schema: QDRANT_URL (needed once a VectorIndex exists), QDRANT_API_KEY, KAFKA_BROKERS (comma-separated
  * host:port, needed once a StreamCluster exists), EMBEDDING_URL and EMBEDDING_API_KEY (defaults of
  * `spec.embedding`). All optional: a missing backend is a problem of the resources that need it.
@@ -99,7 +99,7 @@ class Problem extends Error {
  *
  * A resource that cannot be resolved is left out of the document with a problem: SecretNotFound (a
  * referenced Secret or key is missing), InvalidSpec (a value, e.g. the URL read from a Secret, is not
- * valid), StorageConflict (a second KV database on one Redis server; README, "KV: one Redis server per
+ * valid), StorageConflict (a second KV database on one Redis server; docs/kv.md, "KV: one Redis server per
  * database"), NotSupported (a managed KV database without `managedKvUrl`, or a backend the applier is
  * not configured with). Resources of other namespaces are ignored.
  */

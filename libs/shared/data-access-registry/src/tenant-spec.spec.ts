@@ -21,7 +21,7 @@ describe('kvServerEndpoint', () => {
   });
 });
 
-describe('a tenant document (a Redis server backs at most one KV database: README, "KV: one Redis server per database")', () => {
+describe('a tenant document (a Redis server backs at most one KV database: docs/kv.md, "KV: one Redis server per database")', () => {
   it('accepts KV databases on different servers', () => {
     expect(tenantDocumentSchema.safeParse(tenant('redis://a:1@127.0.0.1:6391/0', 'redis://a:1@127.0.0.1:6392/0')).success).toBe(true);
   });

@@ -22,7 +22,7 @@ const limitsSchema = z
 export const KV_REDIS_URL_FORMS = 'must be a valid redis:// or rediss:// URL, or redis+sentinel://[[user]:password@]host[:port][,host[:port]…]/<primary name>[/<db>]';
 
 /**
- * Whether `url` is a Redis URL a KV database may name (README, "Configuration: Redis URLs and Redis Sentinel"): a
+ * Whether `url` is a Redis URL a KV database may name (docs/configuration.md, "Redis URLs and Redis Sentinel"): a
  * `redis://` or `rediss://` URL of one server, or a Redis Sentinel deployment's primary (`redis+sentinel://`,
  * `rediss+sentinel://`, as util-config parseSentinelUrl reads them), which kv-gateway follows across failovers.
  */
@@ -45,7 +45,7 @@ export const kvDatabaseSpecSchema = z.object({
     url: z.string().refine(isKvRedisUrl, KV_REDIS_URL_FORMS),
   }),
   limits: limitsSchema,
-  /** When a write is acknowledged: once the primary has it (`async`), or once a replica has it too (`replicated`; README, "KV databases: durability"). */
+  /** When a write is acknowledged: once the primary has it (`async`), or once a replica has it too (`replicated`; docs/operations.md, "KV databases: durability"). */
   durability: z.enum(['async', 'replicated']).default('async'),
 });
 export type KvDatabaseSpec = z.infer<typeof kvDatabaseSpecSchema>;
@@ -55,7 +55,7 @@ export type KvDatabaseSpec = z.infer<typeof kvDatabaseSpecSchema>;
  * 6379 when the URL gives none); `sentinel:<host:port>,…/<primary name>` for a Sentinel URL (its sentinels sorted,
  * hosts lower-cased, ports given), the primary being whichever server Sentinel promotes. The logical db number and
  * the credentials do not count, since Redis does not isolate logical databases (a Redis server backs at most one KV
- * database: README, "KV: one Redis server per database"). Two URLs naming one Sentinel deployment through different
+ * database: docs/kv.md, "KV: one Redis server per database"). Two URLs naming one Sentinel deployment through different
  * sets of its sentinels, or one through its sentinels and the other through a server's own address, get different
  * endpoints: kv-gateway's check by `run_id` refuses those.
  * @throws TypeError when `url` is not a URL; Error when it is a malformed sentinel URL
@@ -78,7 +78,7 @@ export function kvServerShared(database: string, other: string, endpoint: string
 export const vectorIndexSpecSchema = z
   .object({
     name: dnsLabel,
-    /** DENSE (default), SPARSE or HYBRID (README, "Vector: index types"). */
+    /** DENSE (default), SPARSE or HYBRID (docs/vector.md, "Vector: index types"). */
     type: z.enum(VECTOR_INDEX_TYPES).default('DENSE'),
     /** Components of the dense vectors: required for DENSE and HYBRID, absent for SPARSE. */
     dimension: z.number().int().min(1).max(65_536).optional(),
@@ -114,7 +114,7 @@ export const vectorIndexSpecSchema = z
 export type VectorIndexSpec = z.infer<typeof vectorIndexSpecSchema>;
 
 /**
- * What an index type rules out (README, "Vector: index types"): a SPARSE index has no dimension and no
+ * What an index type rules out (docs/vector.md, "Vector: index types"): a SPARSE index has no dimension and no
  * dense embedding model; DENSE and HYBRID need a dimension; a DENSE index has no sparse model.
  * @returns each problem with the field it is about; none when the index is consistent
  */
@@ -218,7 +218,7 @@ export const tenantDocumentSchema = z.object({
         });
       };
       unique(spec.kv.databases.map((d) => d.name), ['kv', 'databases'], 'database');
-      // A Redis server backs at most one KV database (README, "KV: one Redis server per database").
+      // A Redis server backs at most one KV database (docs/kv.md, "KV: one Redis server per database").
       const servers = new Map<string, string>();
       spec.kv.databases.forEach((d, i) => {
         let endpoint: string;

@@ -9,7 +9,7 @@ export interface Credentials {
 }
 
 /**
- * Where an API takes its credentials from (README, "Architecture: credentials"):
+ * Where an API takes its credentials from (docs/architecture.md, "Architecture: credentials"):
  * - `bearer`: `Authorization: Bearer <token>`, else the query parameter `queryToken` when given
  *   (KV `_token`, QStash `qstash_token`). An empty token counts as none.
  * - `basic`: `Authorization: Basic base64(user:password)` (the password is the token), else the

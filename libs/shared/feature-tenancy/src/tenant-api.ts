@@ -290,7 +290,7 @@ const registryFailures = new RepeatLimiter();
 
 /**
  * The API's answer to its own error or a denial (a registry failure is counted and logged: `registry.unavailable`, or
- * `registry.missing` while the registry has no marker; README, "Configuration: Logs"). A daily-limit
+ * `registry.missing` while the registry has no marker; docs/operations.md, "Logs"). A daily-limit
  * denial carries `RateLimit-Limit`, `RateLimit-Remaining: 0` and `RateLimit-Reset` (Unix seconds of the next
  * UTC midnight, when the count starts again), as QStash answers its daily limit (the SDK reads them into
  * `QstashDailyRatelimitError`). @throws anything else

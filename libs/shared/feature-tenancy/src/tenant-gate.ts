@@ -31,7 +31,7 @@ export interface Grant<A extends ApiName = ApiName> {
   readOnly: boolean;
 }
 
-/** What a request asks of its grant (README, "Architecture: limits"). */
+/** What a request asks of its grant (docs/architecture.md, "Architecture: limits"). */
 export interface Admission {
   /** The request changes something (denied for read-only tokens). */
   write: boolean;
@@ -109,7 +109,7 @@ const RESOURCES: { [A in ApiName]: (reader: RegistryReader, id: string) => Promi
 };
 
 /**
- * The tenant gate of every API (README, "Architecture: credentials" and "Architecture: limits"): opens
+ * The tenant gate of every API (docs/architecture.md, "Architecture: credentials" and "Architecture: limits"): opens
  * a grant from a request's credentials through the registry, and admits a request under its resource's
  * limits. Every refusal is a {@link TenantDenied}; nothing here knows HTTP or any API's wording.
  */

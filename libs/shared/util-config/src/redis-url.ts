@@ -26,7 +26,7 @@ export function isSentinelUrl(url: string): boolean {
 
 /**
  * Reads a Redis Sentinel URL, the form CONTROL_REDIS_URL and QUEUE_REDIS_URL take for a replicated Redis or Valkey
- * (README, "Configuration"): `redis+sentinel://[[user]:password@]host[:port][,host[:port]…]/<primary name>[/<db>]`,
+ * (docs/configuration.md, "Redis URLs and Redis Sentinel"): `redis+sentinel://[[user]:password@]host[:port][,host[:port]…]/<primary name>[/<db>]`,
  * optionally `?sentinelUsername=…&sentinelPassword=…`; a sentinel's port defaults to 26379. The user info and the
  * query values are percent-decoded. This is the convention of redis-py's and Lettuce's sentinel URLs, which ioredis
  * lacks (it takes the same fields as options).
@@ -74,7 +74,7 @@ export interface RedisUrlAuth {
 
 /**
  * The logical database and the credentials of a Redis URL of either form a KV database's URL, CONTROL_REDIS_URL and
- * QUEUE_REDIS_URL take (README, "Configuration: Redis URLs and Redis Sentinel"): `redis://` and `rediss://`, whose
+ * QUEUE_REDIS_URL take (docs/configuration.md, "Redis URLs and Redis Sentinel"): `redis://` and `rediss://`, whose
  * path is the database (`/2`) and whose user info the user and password, as ioredis reads them; or a Sentinel URL
  * (parseSentinelUrl), whose user info is the primary's credentials (not the sentinels').
  * @throws TypeError when a `redis://` URL is not a URL; Error naming what is wrong with a sentinel URL

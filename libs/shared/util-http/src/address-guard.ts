@@ -115,7 +115,7 @@ function judgeIPv4(address: ipaddr.IPv4, suffix = ''): AddressVerdict {
 }
 
 /**
- * Whether an outgoing request may connect to `address` (README, "Queue: SSRF guard": the queue worker asks
+ * Whether an outgoing request may connect to `address` (docs/queue.md, "Queue: SSRF guard": the queue worker asks
  * this for every address a destination host resolves to, and for IP-literal hosts; vector-gateway for an
  * index's own embedding provider). Pure: no lookup, no
  * socket. Rules:

@@ -20,7 +20,7 @@ export interface ApiErrors {
 }
 
 /**
- * Logs an unexpected failure answered 500 (README, "Configuration: Logs"): event `http.failed` at `error` with the
+ * Logs an unexpected failure answered 500 (docs/operations.md, "Logs"): event `http.failed` at `error` with the
  * request id, method and route, the error's message and code, and its stack frames as a JSON array of strings (a
  * bug's only trace; still one JSON line, never raw stack lines).
  */
@@ -79,7 +79,7 @@ const METHOD_TOKEN = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) /;
  * A handler of Node's `clientError` event (Fastify's `clientErrorHandler` option): what Node's HTTP
  * parser refuses is answered in the API's error shape, then the connection is closed — 431 for headers
  * over the limit, 408 for a request not received in time, 405 with `Allow` for a well-formed method
- * token Node does not know (e.g. `FROBNICATE`; README, "Architecture: error shapes"), 400 for
+ * token Node does not know (e.g. `FROBNICATE`; docs/architecture.md, "Architecture: error shapes"), 400 for
  * anything malformed. When the refused bytes follow a request still being answered on the connection
  * (pipelined: `POST … {"id":1}XYZ`), its answer is sent first and the error after it, and so are the answers
  * node:http has queued behind it on the socket by then. Left open: with two pipelined requests before the

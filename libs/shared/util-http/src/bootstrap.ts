@@ -37,12 +37,12 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /**
  * Starts a NestJS application on Fastify with what every restash gateway shares: JSON logs (libraries' console output
- * too, as `console.output` events until it closes: routeConsole; README, "Configuration: Logs"), a
+ * too, as `console.output` events until it closes: routeConsole; docs/operations.md, "Logs"), a
  * request id (the caller's `x-request-id` when well-formed, else a UUID, echoed in the response),
  * a body size limit, no built-in body parsing (each API parses its own bodies), shutdown hooks,
  * and a separate management server so that probes and scrapes never queue behind tenant traffic.
  *
- * Every answer of the API port is in the API's error shape ({@link API_ERRORS}; README,
+ * Every answer of the API port is in the API's error shape ({@link API_ERRORS}; docs/architecture.md,
  * "Architecture: error shapes"), also those that never reach its routes: what Node's HTTP parser
  * refuses (400, 408, 431; written to the socket, then the connection is closed), a malformed URL
  * (400, e.g. a bad `%` escape), a method the API does not serve (405 with `Allow`, CONNECT

@@ -1,7 +1,7 @@
 import { format } from 'node:util';
 import { ConsoleLogger, type ConsoleLoggerOptions, type LogLevel, type LoggerService } from '@nestjs/common';
 
-/** The engines a restash service talks to, as a log line's `engine` field names them (README, "Configuration: Logs"). */
+/** The engines a restash service talks to, as a log line's `engine` field names them (docs/operations.md, "Logs"). */
 export type EngineName = 'control-redis' | 'queue-redis' | 'kv-redis' | 'kafka' | 'qdrant' | 'embedder' | 'kubernetes' | 'object-store';
 
 /** A Nest log level: the logger method {@link logEvent} calls. */
@@ -49,7 +49,7 @@ export function errorFields(error: unknown): ErrorFields {
  * Logs one event: the JSON line's `message` (Nest ConsoleLogger in JSON mode, as startHttpService sets it up) is
  * `{ event, ...fields, error?: {message, code?}, text? }`, e.g.
  * `{"level":"warn","pid":1,"timestamp":…,"message":{"event":"engine.error","engine":"control-redis","error":{"message":"connect ECONNREFUSED 127.0.0.1:6379","code":"ECONNREFUSED"}},"context":"TenancyModule"}`.
- * `event` is a dotted name of the vocabulary in README, "Configuration: Logs" (stable: alerts and queries match on it).
+ * `event` is a dotted name of the vocabulary in docs/operations.md, "Logs" (stable: alerts and queries match on it).
  * A level the logger lacks (`fatal`, `debug`, `verbose` of a bare LoggerService) is logged as `log`.
  */
 export function logEvent(logger: EventLogger, level: EventLevel, event: string, fields: EventFields = {}): void {

@@ -7,7 +7,7 @@ type Check = () => Promise<unknown>;
  * Readiness checks of a service. `/readyz` on the management port answers 200 when every gating check passes, 503
  * with the failures otherwise; a failing reported check is listed under `degraded` and leaves the answer 200: a
  * backend the service answers for in each API's own shape (503 while the control Redis or the registry is away,
- * README "Architecture: tenant registry"), so that Kubernetes keeps routing to it rather than to nothing.
+ * docs/architecture.md, "Architecture: tenant registry"), so that Kubernetes keeps routing to it rather than to nothing.
  */
 @Injectable()
 export class Readiness {

@@ -623,7 +623,7 @@ export const KINDS: Record<KindName, KindInfo> = {
 /** The kind names, in the order of KINDS. */
 export const KIND_NAMES = Object.keys(KINDS) as KindName[];
 
-/** KvBackup (issue 32; README, "KV databases: backups and restore"), modelled on CloudNativePG's Backup. */
+/** KvBackup (issue 32; docs/operations.md, "KV databases: backups and restore"), modelled on CloudNativePG's Backup. */
 export const KV_BACKUP_KIND: CrdInfo = {
   kind: 'KvBackup',
   plural: 'kvbackups',
@@ -669,7 +669,7 @@ export function streamClusterUsername(namespace: string, name: string, role: 'st
 }
 
 /**
- * The string data of a resource's Secret, under the names the official SDKs read (README, "Kubernetes
+ * The string data of a resource's Secret, under the names the official SDKs read (docs/kubernetes.md, "Kubernetes
  * resources"): the gateway's URL and the resource's tokens.
  * @throws Error when `urls` lacks the kind's gateway URL, or a queue project's tokens lack signing keys
  */

@@ -46,7 +46,7 @@ export interface ResourceFile {
 }
 
 /**
- * Reads a resources file (README, "Tenants file"): YAML documents separated by `---`, each a restash
+ * Reads a resources file (docs/kubernetes.md, "Tenants file"): YAML documents separated by `---`, each a restash
  * resource (KvDatabase, VectorIndex, StreamCluster, QueueProject; apiVersion restash.dev/v1alpha1,
  * `metadata.namespace` the tenant) or a v1 Secret that the resources' secret references read.
  * `${NAME}` in any string is replaced by the environment variable NAME, so that credentials stay out

@@ -52,7 +52,7 @@ const RESPONSE_MAX_BYTES = 50 * 1024 * 1024;
 const RETRY_DELAY_MS = 1000;
 
 /**
- * One consumer instance (README, "Stream: consumer instances"): a member of a Kafka consumer group (@platformatic/kafka's
+ * One consumer instance (docs/stream.md, "Stream: consumer instances"): a member of a Kafka consumer group (@platformatic/kafka's
  * Consumer joins, heartbeats, rejoins and commits) whose partitions this class fetches itself through
  * Consumer.fetch, on a connection pool of its own so that a waiting fetch does not hold up heartbeats.
  * Records wait in a buffer until a REST consume request takes them.

@@ -23,7 +23,7 @@ export interface OutgoingMessage {
   headers: readonly Header[];
 }
 
-/** Where a produced message landed (README, "Stream: messages": Metadata), broker-side topic name. */
+/** Where a produced message landed (docs/stream.md, "Stream: messages": Metadata), broker-side topic name. */
 export interface ProducedMetadata {
   topic: string;
   partition: number;
@@ -163,7 +163,7 @@ export class KafkaCluster {
   }
 
   /**
-   * Produces the messages in one call and waits for all in-sync replicas (acks=all; README, "Stream: produce").
+   * Produces the messages in one call and waits for all in-sync replicas (acks=all; docs/stream.md, "Stream: produce").
    * The request holds one record batch per partition, which the broker writes or refuses on its own; so
    * that a request is written whole or not at all, what would make the broker (or the client) fail one
    * batch is refused first, before anything is sent: a record whose timestamp lies more than
@@ -244,7 +244,7 @@ export class KafkaCluster {
   }
 
   /**
-   * The offset of each partition at a point (`/offsets`, README "Stream: endpoints"): earliest (log start), latest (log
+   * The offset of each partition at a point (`/offsets`, docs/stream.md, "Stream: endpoints"): earliest (log start), latest (log
    * end, of committed records), or the first offset whose timestamp is at or after `timestamp` ms (the
    * log end if none is).
    */

@@ -45,7 +45,7 @@ interface Request {
 }
 
 /**
- * Reads partitions from given offsets with no consumer group: `/fetch` (README, "Stream: endpoints"),
+ * Reads partitions from given offsets with no consumer group: `/fetch` (docs/stream.md, "Stream: endpoints"),
  * through @platformatic/kafka's public Consumer.fetch (one Fetch request to the partition's leader; the
  * consumer never joins its group). Call {@link close} when done.
  *

@@ -1,6 +1,7 @@
 /**
- * An error of the Stream REST API, answered as `{error, status}` with that HTTP status (spec 002,
- * Errors 1). The official SDK throws `UpstashError(body.error)`, so `message` is what users read.
+ * An error of the Stream REST API, answered as `{error, status}` with that HTTP status
+ * (docs/stream.md, "Stream: errors"). The official SDK throws `UpstashError(body.error)`, so `message` is what users
+ * read.
  */
 export class StreamError extends Error {
   constructor(

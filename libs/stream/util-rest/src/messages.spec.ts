@@ -3,7 +3,7 @@ import { restMessage, webhookHeaders } from './messages';
 describe('restMessage', () => {
   const b = (text: string) => Buffer.from(text);
 
-  it('shapes a record as spec 002’s Message: "" for no key, [] for no headers', () => {
+  it('shapes a record as a Message of docs/stream.md, "Stream: messages": "" for no key, [] for no headers', () => {
     expect(restMessage('t', 2, 41, 1_700_000_000_000, null, b('v'), [])).toEqual({
       topic: 't',
       partition: 2,

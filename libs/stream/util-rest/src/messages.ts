@@ -5,7 +5,7 @@ import type { Header } from './requests';
 export type KafkaHeader = readonly [Buffer | null, Buffer | null];
 
 /**
- * A Message (read) of spec 002: `key` is "" when absent, `headers` [] when none, bytes read as UTF-8.
+ * A Message (read) (docs/stream.md, "Stream: messages"): `key` is "" when absent, `headers` [] when none, bytes read as UTF-8.
  * Its fields are in the order the API writes them, so that JSON.stringify gives the response as it is.
  */
 export interface RestMessage {
@@ -64,7 +64,7 @@ export function restMessage(
 
 /**
  * Request headers that are part of HTTP itself, of proxies or of browsers (RFC 9110, RFC 9111, Fetch);
- * the webhook keeps every other header as a message header (spec 002, Webhook).
+ * the webhook keeps every other header as a message header (docs/stream.md, "Stream: webhook").
  */
 const STANDARD_HEADERS = new Set([
   'accept', 'accept-charset', 'accept-encoding', 'accept-language', 'authorization', 'cache-control', 'connection',
@@ -79,7 +79,7 @@ const STANDARD_HEADERS = new Set([
 /**
  * The message headers of a webhook call: every request header that is not a standard one (nor `sec-*`),
  * in request order, with the name as the client spelled it and the value read as UTF-8 text when its
- * bytes are UTF-8, else as latin1 (README, "Stream: messages").
+ * bytes are UTF-8, else as latin1 (docs/stream.md, "Stream: messages").
  *
  * @param rawHeaders Node's `IncomingMessage.rawHeaders`: name, value, name, value, …, each byte of the
  *   request one character (Node reads header bytes as latin1)

@@ -1,8 +1,8 @@
 import { StreamError } from './errors';
 
 /**
- * Parsers of the Stream REST API's request bodies, path segments, query values and headers (spec 002
- * part A, Resources and Endpoints; what `@upstash/kafka` sends, upstash-compat.md §3.2). Every parser
+ * Parsers of the Stream REST API's request bodies, path segments, query values and headers
+ * (docs/stream.md, "Stream: endpoints" and "Stream: messages"; what `@upstash/kafka` sends). Every parser
  * throws {@link StreamError} 400 naming the offending field, so nothing reaches the broker half-checked.
  * Numbers may be JSON numbers or decimal strings (the Java REST servers accept both).
  */
@@ -48,7 +48,7 @@ export interface ConsumeRequest {
 /** Where a new group starts reading when it has no committed offset. */
 export type OffsetReset = 'earliest' | 'latest' | 'none';
 
-/** Configuration of a consumer instance, from the request that creates it (spec 002, Consume). */
+/** Configuration of a consumer instance, from the request that creates it (docs/stream.md, "Stream: consumer instances"). */
 export interface ConsumerConfig {
   autoCommit: boolean;
   autoCommitIntervalMs: number;
@@ -58,9 +58,9 @@ export interface ConsumerConfig {
 /** The `/offsets/<…>` path segment: a timestamp (ms since the epoch) or the literal earliest/latest. */
 export type OffsetsAt = { timestamp: number } | 'earliest' | 'latest';
 
-/** Fetch and consume wait at most this long by default (spec 002, Limits). */
+/** Fetch and consume wait at most this long by default (docs/stream.md, "Stream: timeouts and checks"). */
 export const DEFAULT_FETCH_TIMEOUT_MS = 1000;
-/** Committed and offsets wait at most this long by default (spec 002, Limits). */
+/** Committed and offsets wait at most this long by default (docs/stream.md, "Stream: timeouts and checks"). */
 export const DEFAULT_METADATA_TIMEOUT_MS = 10_000;
 /** Longer `timeout` values are cut to this, so that no request holds a connection for long. */
 export const MAX_TIMEOUT_MS = 30_000;
@@ -75,7 +75,7 @@ export const MIN_METADATA_TIMEOUT_MS = 100;
  * (INVALID_TIMESTAMP). Past timestamps are accepted (`log.message.timestamp.before.max.ms` is unbounded).
  */
 export const MAX_TIMESTAMP_AHEAD_MS = 60 * 60 * 1000;
-/** Default auto-commit interval (spec 002, Limits). */
+/** Default auto-commit interval (docs/stream.md, "Stream: consumer instances"). */
 export const DEFAULT_AUTO_COMMIT_INTERVAL_MS = 5000;
 
 const MAX_INT32 = 2 ** 31 - 1;
@@ -168,7 +168,7 @@ function headers(value: unknown, field: string): readonly Header[] {
 }
 
 /**
- * Produce bodies: one Message or an array of them (spec 002, Produce). With `pathTopic` (`/produce/<topic>`)
+ * Produce bodies: one Message or an array of them (docs/stream.md, "Stream: produce"). With `pathTopic` (`/produce/<topic>`)
  * every message goes to that topic; otherwise each needs its own `topic`. A message's field names in
  * errors (`message[3].value`) are only built for a message that has the field or fails.
  *
@@ -207,7 +207,7 @@ function topicPartitionOffset(value: unknown, field: string): TopicPartitionOffs
 }
 
 /**
- * A FetchRequest: `topic`/`partition`/`offset`, `topicPartitionOffsets`, or both (spec 002, Fetch).
+ * A FetchRequest: `topic`/`partition`/`offset`, `topicPartitionOffsets`, or both (docs/stream.md, "Stream: endpoints").
  * @throws StreamError 400 when it names no partition or a field is malformed
  */
 export function parseFetch(body: unknown): FetchRequest {
@@ -258,7 +258,7 @@ export function parseTopicPartitions(body: unknown): TopicPartition[] {
 
 /**
  * A commit body: one TopicPartitionOffset, an array of them, or nothing (empty list: commit what the
- * instance has returned so far; spec 002, Commit).
+ * instance has returned so far; docs/stream.md, "Stream: consumer instances").
  * @throws StreamError 400 for a malformed entry
  */
 export function parseCommit(body: unknown): TopicPartitionOffset[] {
@@ -298,7 +298,7 @@ function setting(headers: Record<string, string | string[] | undefined>, name: s
 }
 
 /**
- * The consumer configuration headers (spec 002, Consume): `Stream-Enable-Auto-Commit`,
+ * The consumer configuration headers (docs/stream.md, "Stream: consumer instances"): `Stream-Enable-Auto-Commit`,
  * `Stream-Auto-Commit-Interval`, `Stream-Auto-Offset-Reset`, or the same with `Kafka-`; defaults when absent.
  *
  * @param headers request headers with lower-case names (Node's IncomingHttpHeaders)
