@@ -2,12 +2,14 @@ import { type DynamicModule, Inject, Injectable, Module, type OnApplicationShutd
 import type { Redis } from 'ioredis';
 import { KvBackends } from '@restash/kv/data-access-redis';
 import { KvBackendFailures, KvCommands, KvSessions } from '@restash/kv/feature-database';
-import { RegistryReader, RegistrySeal, RegistryWriter, serverRunId } from '@restash/shared/data-access-registry';
+import { RegistryReader, RegistrySeal, RegistryWriter } from '@restash/shared/data-access-registry';
+import { serverRunId } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule, TenantGate } from '@restash/shared/feature-tenancy';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
-import { KV_ERRORS, KvRoutes, type Sessions } from './kv.routes';
+import type { Sessions } from './kv-http';
+import { KV_ERRORS, KvRoutes } from './kv.routes';
 
 /** Follows registry changes from start, and closes the databases' connections at shutdown. */
 @Injectable()
@@ -23,7 +25,7 @@ class SessionsLifecycle implements OnModuleInit, OnApplicationShutdown {
   }
 }
 
-/** kv-gateway: the KV REST API (README, "What the KV API does") over tenant Redis databases, its logic in libs/kv/feature-database. */
+/** kv-gateway: the KV REST API (docs/kv.md, "What the KV API does") over tenant Redis databases, its logic in libs/kv/feature-database. */
 @Module({})
 export class AppModule {
   static forRoot(config: KvGatewayConfig): DynamicModule {

@@ -7,7 +7,7 @@ import { KV_TEST_ADMIN, type KvStack, startKvStack } from './testing/kv-stack';
 const ACK_TIMEOUT_MS = 300;
 
 /**
- * Issue 32, `spec.durability` (README, "KV databases: durability"): a database with `durability: replicated`
+ * Issue 32, `spec.durability` (docs/operations.md, "KV databases: durability"): a database with `durability: replicated`
  * acknowledges a write only once a replica has it (the gateway sends `WAIT 1 <REPLICA_ACK_TIMEOUT_MS>` after it on the
  * same connection) and answers 503 with Redis's NOREPLICAS error when no replica confirms; reads never wait. Real
  * Redis 8.2 servers on loopback: a primary with a replica, and the replica detached (`REPLICAOF NO ONE`) and attached

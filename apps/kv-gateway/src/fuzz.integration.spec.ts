@@ -22,7 +22,7 @@ import {
 } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';
 
-// Issue 11: malformed requests of every kind against the KV API (README, "What the KV API does").
+// Issue 11: malformed requests of every kind against the KV API (docs/kv.md, "What the KV API does").
 // Every answer must be a complete HTTP response, never 5xx, errors exactly {"error": string};
 // afterwards the gateway is ready, serves, and the other tenant's data is intact. Deterministic:
 // fast-check with a fixed seed.
@@ -113,7 +113,7 @@ const COUNT_OPTIONS: string[][] = [
   ['OBJECT', 'FREQ'],
 ];
 
-/** Hand-written cases: every kind the issue lists, adapted to the KV endpoints, with the status the README demands where it says one (README, "KV: replies and errors"). */
+/** Hand-written cases: every kind the issue lists, adapted to the KV endpoints, with the status its docs page demands where it says one (docs/kv.md, "KV: replies and errors"). */
 const CASES: Array<[string, () => FuzzCase]> = [
   // malformed JSON, empty bodies, wrong types, arrays where objects go and vice versa
   ['truncated JSON command', () => ({ request: raw('/', '["SET","k"'), expect: 400 })],
@@ -165,7 +165,7 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['a pipeline of 5000 commands within the limit', () => ({ request: json('/pipeline', Array.from({ length: 5000 }, () => ['PING'])), expect: 200 })],
   ['a transaction of 2000 commands within the limit', () => ({ request: json('/multi-exec', Array.from({ length: 2000 }, () => ['INCR', 'many'])), expect: 200 })],
   ['a command with 5000 arguments', () => ({ request: json('/', ['MGET', ...Array.from({ length: 5000 }, (_, i) => `${i}`)]), expect: 200 })],
-  // A command over the maximum request size is a 400 and discards the batch (README, "KV: limits").
+  // A command over the maximum request size is a 400 and discards the batch (docs/kv.md, "KV: limits").
   ['a body over the database limit', () => ({ request: json('/', ['SET', 'big', 'x'.repeat(70 * 1024)]), expect: 400 })],
   ['a path over the header limit', () => ({ request: get(`/set/big/${'x'.repeat(70 * 1024)}`), expect: [400, 414, 431] })],
   ['a transaction over the database limit', () => ({ request: json('/multi-exec', Array.from({ length: 2000 }, (_, i) => ['SET', `k${i}`, 'x'.repeat(40)])), expect: 400 })],

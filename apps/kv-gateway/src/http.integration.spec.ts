@@ -1,11 +1,12 @@
 import { connect } from 'node:net';
 import { Redis } from 'ioredis';
-import { claimPlatformServer, platformOwner, registryKeys, serverRunId } from '@restash/shared/data-access-registry';
+import { claimPlatformServer, platformOwner, registryKeys } from '@restash/shared/data-access-registry';
+import { serverRunId } from '@restash/shared/data-access-redis';
 import { call, eventually } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';
 
 /**
- * Every rule of the KV API (README, "What the KV API does") that the SDK cannot express, over raw
+ * Every rule of the KV API (docs/kv.md, "What the KV API does") that the SDK cannot express, over raw
  * HTTP, against real Redis. Effects are checked on Redis directly (as the gateway's admin user), not
  * only through the gateway.
  */

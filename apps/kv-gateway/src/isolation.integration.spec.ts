@@ -7,7 +7,7 @@ import { KV_TEST_ADMIN, type KvStack, startKvStack } from './testing/kv-stack';
  * Issue 11, KV: a hostile tenant (acme) tries every known way to reach a neighbour (rival) through
  * the gateway, with its standard, read-only and ACL tokens. Redis does not isolate logical
  * databases, so the invariant is "a Redis server backs at most one KV database"
- * (README, "KV: one Redis server per database"): each of these tenants has a server of its own, the
+ * (docs/kv.md, "KV: one Redis server per database"): each of these tenants has a server of its own, the
  * gateway refuses a database whose server already backs another, and the neighbour's data is
  * checked on its own server.
  */
@@ -174,7 +174,7 @@ describe('kv-gateway tenant isolation', () => {
   });
 
   describe('what the server reports', () => {
-    it('INFO is never an ACL user’s, even one made with +@all: every tenant user is denied @dangerous (README, "KV: tokens")', async () => {
+    it('INFO is never an ACL user’s, even one made with +@all: every tenant user is denied @dangerous (docs/kv.md, "KV: tokens")', async () => {
       const response = await as(hostile.acl, ['INFO', 'everything']);
       expect(response.status).toBe(400);
       expect((response.body as { error: string }).error).toMatch(/^NOPERM/);

@@ -3,7 +3,7 @@ import { call } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';
 
 /**
- * Issue 11, KV: the read-only token is meant for clients where it is public (README,
+ * Issue 11, KV: the read-only token is meant for clients where it is public (docs/kv.md,
  * "KV: tokens"), so a hostile holder sweeps the server's whole command table with it. Every
  * command and subcommand the server lists in `COMMAND` is sent, with arguments of the arity Redis
  * declares and with more, alone and again in one pipeline; nothing of the database or the server

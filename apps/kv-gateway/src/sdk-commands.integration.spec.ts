@@ -444,8 +444,7 @@ describe(`@upstash/redis commands on ${engine}`, () => {
     expect(await redis.functions.call('sdk_set', ['fn:key'], ['stored'])).toBe('OK');
     expect(await redis.functions.call('sdk_get', ['fn:key'])).toBe('stored');
     expect(await redis.functions.callRo('sdk_get', ['fn:key'])).toBe('stored');
-    // Upstash runs FCALL_RO of a function without the no-writes flag read-only (README, "KV: differences
-    // from Upstash"), where Redis refuses it: reads work, a write inside fails.
+    // Upstash runs FCALL_RO of a function without the no-writes flag read-only (docs/kv.md, "KV: where Upstash and Redis differ"), where Redis refuses it: reads work, a write inside fails.
     expect(await redis.functions.callRo('sdk_peek', ['fn:key'])).toBe('stored');
     await expect(redis.functions.callRo('sdk_set', ['fn:key'], ['x'])).rejects.toThrow('Write commands are not allowed from read-only scripts');
     expect(await redis.get('fn:key')).toBe('stored');
@@ -474,7 +473,7 @@ describe(`@upstash/redis commands on ${engine}`, () => {
     expect(await redis.clientSetinfo('LIB-NAME', 'restash-test')).toBe('OK');
   });
 
-  // No self-hosted server has Upstash's array type or VECTOR.* indexes (README, "KV: where Upstash and Redis differ").
+  // No self-hosted server has Upstash's array type or VECTOR.* indexes (docs/kv.md, "KV: where Upstash and Redis differ").
   it("Upstash-only commands (AR* arrays, VECTOR.* indexes) answer the server's unknown-command error", async () => {
     await expect(redis.arinsert('ar:key', 'a')).rejects.toThrow(/ERR unknown command 'arinsert'/i);
     await expect(redis.arlen('ar:key')).rejects.toThrow(/ERR unknown command 'arlen'/i);

@@ -4,7 +4,7 @@ import { type KvStack, startKvStack } from './testing/kv-stack';
 
 /**
  * The official @upstash/redis SDK against a real kv-gateway and real Redis, one test per command
- * group of the command coverage (README, "KV: command coverage"), plus what the SDK itself relies on.
+ * group of the command coverage (docs/kv.md, "KV: command coverage"), plus what the SDK itself relies on.
  */
 describe('kv-gateway with @upstash/redis', () => {
   let stack: KvStack;

@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { type SentinelGroup, gatewayUserConfig, startSentinelGroup } from '@restash/platform/util-stack';
 import { purgeKvDatabase } from '@restash/kv/data-access-redis';
-import { registryKeys, serverRunId } from '@restash/shared/data-access-registry';
+import { registryKeys } from '@restash/shared/data-access-registry';
+import { serverRunId } from '@restash/shared/data-access-redis';
 import { call, eventually } from '@restash/shared/util-testing';
 import { KV_TEST_ADMIN, type KvStack, startKvStack } from './testing/kv-stack';
 
@@ -18,8 +19,7 @@ interface Answer {
 const UNAVAILABLE = { error: 'ERR the database is unavailable, retry later' };
 
 /**
- * Issue 31: an external KV database's URL may name a Redis Sentinel deployment (README, "Configuration: Redis URLs and
- * Redis Sentinel"). A real one on loopback (Redis 8.2 servers as a KV database's: default user off, the gateway's user
+ * Issue 31: an external KV database's URL may name a Redis Sentinel deployment (docs/configuration.md, "Redis URLs and Redis Sentinel"). A real one on loopback (Redis 8.2 servers as a KV database's: default user off, the gateway's user
  * on; three sentinels): the tenants command applies it, kv-gateway serves it, the primary is killed with SIGKILL, and
  * the same gateway follows Sentinel to the promoted replica: 503 (never 401, 500 or "already backs another") during
  * the failover, the replicated data readable after it, writes, the read-only token and the tenant's ACL token working
@@ -54,7 +54,7 @@ describe('kv-gateway on a KV database that is a Redis Sentinel deployment', () =
     const keys = Array.from({ length: 50 }, (_, i) => `before:${i}`);
     expect((await call(`${stack.url}/pipeline`, { token, body: keys.map((k, i) => ['SET', k, `v${i}`]) })).body).toEqual(keys.map(() => ({ result: 'OK' })));
     expect((await call(stack.url, { token: readonly, body: ['GET', 'before:7'] })).body).toEqual({ result: 'v7' });
-    // A tenant ACL user and its token (ACL RESTTOKEN): Redis does not replicate ACL users (README, same section).
+    // A tenant ACL user and its token (ACL RESTTOKEN): Redis does not replicate ACL users (docs/configuration.md, same section).
     expect((await call(stack.url, { token, body: ['ACL', 'SETUSER', 'app', 'on', '>app-password', '~*', '+@read'] })).body).toEqual({ result: 'OK' });
     const aclToken = ((await call(stack.url, { token, body: ['ACL', 'RESTTOKEN', 'app', 'app-password'] })).body as { result: string }).result;
     expect((await call(stack.url, { token: aclToken, body: ['GET', 'before:1'] })).body).toEqual({ result: 'v1' });

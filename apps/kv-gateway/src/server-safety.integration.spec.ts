@@ -6,7 +6,7 @@ import { type KvStack, startKvStack } from './testing/kv-stack';
 const INT64_EDGES = ['-9223372036854775808', '-9223372036854775807', '-4611686018427387904', '-2147483648', '2147483647', '9223372036854775807'];
 
 /**
- * Issue 30: what one tenant's command can do to its database's server (README, "KV: limits" and "KV: tokens").
+ * Issue 30: what one tenant's command can do to its database's server (docs/kv.md, "KV: limits" and "KV: tokens").
  * A count may not make Redis build a reply or an allocation without bound, a tenant's ACL user never gets the
  * server's administration or logs in without a password, and a script that outlives its time is killed.
  * Every check reads the server directly afterwards: it is alive, and its memory is what it was.

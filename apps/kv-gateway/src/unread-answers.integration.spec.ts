@@ -3,7 +3,7 @@ import { call, eventually } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';
 
 /**
- * A tenant whose clients ask for large answers and do not read them (README, "KV: limits"): the gateway
+ * A tenant whose clients ask for large answers and do not read them (docs/kv.md, "KV: limits"): the gateway
  * holds at most UNREAD_ANSWER_BYTES of one tenant's answers, so that such clients cannot exhaust the
  * memory every tenant's requests share. Here 50 MB, and answers of about 42 MB (7 MB of zero bytes, each
  * `\u0000` in JSON), far more than the loopback socket buffers take.

@@ -4,7 +4,7 @@ import { eventually } from '@restash/shared/util-testing';
 import { KV_TEST_ADMIN, type KvStack, startKvStack } from './testing/kv-stack';
 
 /**
- * Where Upstash's documented behaviour differs from Redis's and the gateway follows Upstash (README,
+ * Where Upstash's documented behaviour differs from Redis's and the gateway follows Upstash (docs/kv.md,
  * "KV: where Upstash and Redis differ"), on the engine KV_ENGINE names, with the official SDK
  * where it exposes the behaviour and with raw HTTP where it does not.
  */

@@ -1,7 +1,8 @@
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { ObservabilityModule, engineErrorListener } from '@restash/shared/util-http';
-import { RegistryReader, RegistrySeal, RegistryWriter, openRedis } from '@restash/shared/data-access-registry';
+import { RegistryReader, RegistrySeal, RegistryWriter } from '@restash/shared/data-access-registry';
+import { openRedis } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { QueueStore } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers, volumeBackedPurgers } from '@restash/platform/feature-teardown';

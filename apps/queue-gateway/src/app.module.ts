@@ -1,5 +1,5 @@
 import { type DynamicModule, Logger, Module } from '@nestjs/common';
-import { openRedis } from '@restash/shared/data-access-registry';
+import { openRedis } from '@restash/shared/data-access-redis';
 import { API_ERRORS, ObservabilityModule, engineErrorListener } from '@restash/shared/util-http';
 import { TenancyModule } from '@restash/shared/feature-tenancy';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';

@@ -1,6 +1,7 @@
 import { Client, QstashDailyRatelimitError } from '@upstash/qstash';
 import { Redis } from 'ioredis';
-import { platformOwner, registryKeys, serverRunId } from '@restash/shared/data-access-registry';
+import { platformOwner, registryKeys } from '@restash/shared/data-access-registry';
+import { serverRunId } from '@restash/shared/data-access-redis';
 import { call, eventually } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
 import { type Sink, atLeast, nonEmpty, startSink } from './testing/sink';

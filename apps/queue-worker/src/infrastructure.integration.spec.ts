@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
-import { platformOwner, queueProjectId, registryKeys, serverRunId } from '@restash/shared/data-access-registry';
+import { platformOwner, queueProjectId, registryKeys } from '@restash/shared/data-access-registry';
+import { serverRunId } from '@restash/shared/data-access-redis';
 import { eventually } from '@restash/shared/util-testing';
 import type { AppProcess, RedisServer } from '@restash/platform/util-stack';
 import type { QueueStore } from '@restash/queue/data-access-store';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { openRedis } from '@restash/shared/data-access-registry';
+import { openRedis } from '@restash/shared/data-access-redis';
 import { RepeatLimiter, engineErrorListener, logEvent } from '@restash/shared/util-http';
 import { QueueStore } from '@restash/queue/data-access-store';
 import type { QueueMessage } from '@restash/queue/util-message';

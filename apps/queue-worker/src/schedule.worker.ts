@@ -1,7 +1,8 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { RegistryReader, openRedis } from '@restash/shared/data-access-registry';
+import { RegistryReader } from '@restash/shared/data-access-registry';
+import { openRedis } from '@restash/shared/data-access-redis';
 import { engineErrorListener, logEvent } from '@restash/shared/util-http';
 import { QueueStore, SCHEDULE_QUEUE, type ScheduleTick, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { type QueueMessage, fanOut, tickMessage, tickMessageId } from '@restash/queue/util-message';

@@ -2,7 +2,8 @@ import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown 
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Readiness, ObservabilityModule, engineErrorListener, logEvent, parseAllowlist } from '@restash/shared/util-http';
-import { claimPlatformServer, openRedis } from '@restash/shared/data-access-registry';
+import { claimPlatformServer } from '@restash/shared/data-access-registry';
+import { openRedis } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { DELIVERY_QUEUE, Publisher, QueueStore, ScheduleStore, UrlGroupStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import { KubeConfig } from '@kubernetes/client-node';

@@ -5,7 +5,8 @@ import { z } from 'zod';
 import { loadConfig } from '@restash/shared/util-config';
 import { QueueStore, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers, formatFailures } from '@restash/platform/feature-teardown';
-import { RegistryWriter, openRedis, queueProjectId, registrySealFromEnv } from '@restash/shared/data-access-registry';
+import { RegistryWriter, queueProjectId, registrySealFromEnv } from '@restash/shared/data-access-registry';
+import { openRedis } from '@restash/shared/data-access-redis';
 import { type SigningKeys, ensureTenantTokens, removeTenantTokens } from './secrets';
 import { readTenants } from './tenant-file';
 

@@ -28,7 +28,7 @@ function vectorIndexService(control: Redis, gate: TenantGate, config: VectorGate
   });
 }
 
-/** vector-gateway: the Vector REST API (README, "What the Vector API does") over Qdrant collections. */
+/** vector-gateway: the Vector REST API (docs/vector.md, "What the Vector API does") over Qdrant collections. */
 @Module({})
 export class AppModule {
   static forRoot(config: VectorGatewayConfig): DynamicModule {

@@ -23,7 +23,7 @@ import {
 import { type VectorStack, startVectorStack } from './testing/vector-stack';
 
 // Issue 11: malformed requests of every kind against the Vector API
-// (README, "What the Vector API does") over qdrant-local and embedder-local. Every answer must be a
+// (docs/vector.md, "What the Vector API does") over qdrant-local and embedder-local. Every answer must be a
 // complete HTTP response, never 5xx, errors exactly {"error": string, "status": <the HTTP status>};
 // afterwards the gateway is ready, serves, and the other tenant's vectors are intact. Deterministic:
 // fast-check with a fixed seed.
@@ -188,7 +188,7 @@ describe('metadata growth through a merge patch', () => {
 
 const ENDPOINTS = ['upsert', 'upsert-data', 'update', 'delete', 'fetch', 'query', 'query-data', 'resumable-query', 'resumable-query-data', 'resumable-query-next', 'resumable-query-end', 'range', 'random', 'info', 'list-namespaces', 'delete-namespace/ns', 'reset/nothing-here'];
 
-/** Hand-written cases: every kind the issue lists, adapted to the Vector endpoints, with the status the issue or the README demands where known (README, "Vector: errors"). */
+/** Hand-written cases: every kind the issue lists, adapted to the Vector endpoints, with the status the issue or its docs page demands where known (docs/vector.md, "Vector: errors"). */
 const CASES: Array<[string, () => FuzzCase]> = [
   // malformed JSON, empty bodies
   ['truncated JSON on upsert', () => ({ request: raw('/upsert', '{"id": "a", "vector": [1,2'), expect: 400 })],

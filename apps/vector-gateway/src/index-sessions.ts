@@ -13,7 +13,7 @@ export interface Session extends IndexSession {
 }
 
 /**
- * Opens a bearer token's index (README, "Vector: requests") through the tenant gate, with this replica's Qdrant
+ * Opens a bearer token's index (docs/vector.md, "Vector: requests") through the tenant gate, with this replica's Qdrant
  * store of the index, and drops what the replica holds for an index whose registry record changes.
  */
 @Injectable()

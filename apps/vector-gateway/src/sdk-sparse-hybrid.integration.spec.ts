@@ -25,7 +25,7 @@ async function call(stack: VectorStack, token: string, path: string, body: unkno
 
 /**
  * The official `@upstash/vector` SDK against vector-gateway and qdrant-local on SPARSE and HYBRID
- * indexes (README, "Vector: index types"): the SDK's own expected scores (upstash-compat.md §2.4),
+ * indexes (docs/vector.md, "Vector: index types"): the SDK's own expected scores (docs/vector.md, "Vector: index types"),
  * BM25 data on the engine, query modes, fusion, resumable queries, namespaces and rename.
  */
 describe('vector-gateway sparse and hybrid indexes with the official SDK', () => {

@@ -5,7 +5,7 @@ type Meta = Record<string, unknown>;
 
 /**
  * The official `@upstash/vector` SDK against a running vector-gateway, qdrant-local (Qdrant Edge)
- * and the local embedding model: every endpoint the SDK calls (README, "Vector: endpoints" and
+ * and the local embedding model: every endpoint the SDK calls (docs/vector.md, "Vector: endpoints" and
  * "Vector: records and results").
  */
 describe('vector-gateway with the official @upstash/vector SDK', () => {

@@ -2,39 +2,18 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import {
-  type ApiOperation,
   type DenialTable,
   type TenantApiErrors,
   TenantGate,
   limitDenials,
-  operation,
   registerTenantApi,
 } from '@restash/shared/feature-tenancy';
-import type { StoredVector } from '@restash/vector/data-access-qdrant';
-import {
-  type Includes,
-  VectorError,
-  type VectorView,
-  checkNamespace,
-  encodeError,
-  parseDelete,
-  parseFetch,
-  parseJson,
-  parseQueries,
-  parseRange,
-  parseRenameNamespace,
-  parseResumableEnd,
-  parseResumableNext,
-  parseResumableStart,
-  parseUpdate,
-  parseUpsert,
-  resultJson,
-  vectorJson,
-} from '@restash/vector/util-query';
+import { VectorError, encodeError } from '@restash/vector/util-query';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { VectorMetrics } from './vector-metrics';
 import { VectorIndexService } from '@restash/vector/feature-index';
-import { IndexSessions, type Session } from './index-sessions';
+import { IndexSessions } from './index-sessions';
+import { VECTOR_OPERATIONS } from './vector.operations';
 
 /**
  * The methods that reach the Vector API's routes, which answer each endpoint's own 405 with `Allow` (PUT
@@ -43,13 +22,13 @@ import { IndexSessions, type Session } from './index-sessions';
 export const VECTOR_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /**
- * The methods whose request bodies are read (README, "Vector: requests"): the SDK's POST, PUT and
+ * The methods whose request bodies are read (docs/vector.md, "Vector: requests"): the SDK's POST, PUT and
  * PATCH, and DELETE, which Upstash documents with a body (`curl -X DELETE …/delete -d '{"ids": […]}'`).
  * GET and HEAD bodies are not read: the GET forms suit the endpoints that need no body.
  */
 export const VECTOR_BODY_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'];
 
-/** The Vector API's answers to the tenant gate's denials (README, "Vector: requests" and "Vector: limits"). */
+/** The Vector API's answers to the tenant gate's denials (docs/vector.md, "Vector: requests" and "Vector: limits"). */
 export const VECTOR_DENIALS: DenialTable = {
   missing: [401, 'Unauthorized: send the token as Authorization: Bearer <token>'],
   unknown: [401, 'Unauthorized: Invalid auth token'],
@@ -58,7 +37,7 @@ export const VECTOR_DENIALS: DenialTable = {
   'registry-unavailable': [503, 'Service unavailable: the platform registry cannot be reached; retry later'],
 };
 
-/** How the Vector API answers errors: `{"error", "status"}` (README, "Vector: errors"). */
+/** How the Vector API answers errors: `{"error", "status"}` (docs/vector.md, "Vector: errors"). */
 export const VECTOR_ERRORS: TenantApiErrors = {
   methods: VECTOR_METHODS,
   encode: encodeError,
@@ -68,152 +47,6 @@ export const VECTOR_ERRORS: TenantApiErrors = {
   notAllowed: (method, _path, allowed, name) => new VectorError(405, `Method ${method} is not allowed on /${name}; use ${allowed.join(' or ')}`),
   allowHeader: true,
 };
-
-/** What an operation runs on: the namespace from the path, the JSON body (parsed after admission), the query string. */
-interface Call {
-  namespace: string;
-  body: unknown;
-  query: URLSearchParams;
-}
-
-/** Where an operation is found and what it may do. */
-interface Shape {
-  /** Refused for read-only tokens. */
-  write: boolean;
-  /**
-   * HTTP methods besides POST (which the SDK sends for everything): GET (and HEAD) only for reads,
-   * DELETE only for the documented deletes. A safe method never changes the index.
-   */
-  also?: 'GET' | 'DELETE';
-  /** Whether a namespace may follow the operation in the path. */
-  namespaced: boolean;
-}
-
-const SUCCESS = resultJson('"Success"');
-
-/**
- * An operation at `/<name>[/<namespace>]` (README, "Vector: endpoints"). The SDK POSTs
- * all of them; the documented GET (info, random, fetch, range, list-namespaces) and DELETE (reset,
- * delete, delete-namespace) are accepted too. Any other method is 405 with an `Allow` header.
- */
-function vectorOperation<R>(
-  name: string,
-  shape: Shape,
-  run: (service: VectorIndexService, session: Session, call: Call) => Promise<R>,
-  encode: (result: R) => string,
-): (service: VectorIndexService) => ApiOperation<Session> {
-  const methods = shape.also === 'GET' ? ['GET', 'HEAD', 'POST'] : shape.also === 'DELETE' ? ['POST', 'DELETE'] : ['POST'];
-  return (service) =>
-    operation<Session, string, string, R>({
-      name,
-      methods,
-      write: shape.write,
-      match: (path) => {
-        const slash = path.indexOf('/', 1);
-        if ((slash < 0 ? path.slice(1) : path.slice(1, slash)) !== name) return undefined;
-        return slash < 0 ? '' : path.slice(slash + 1);
-      },
-      prepare: (call) => {
-        const namespace = decodeNamespace(call.params);
-        if (namespace !== '' && !shape.namespaced) throw new VectorError(404, `Not found: ${name} takes no namespace`);
-        return namespace;
-      },
-      run: (session, namespace, call) => run(service, session, { namespace, body: parseJson(call.body), query: call.query }),
-      encode: (result) => ({ status: 200, body: encode(result) }),
-    });
-}
-
-const WRITE = { write: true, namespaced: true };
-const READ = { write: false, namespaced: true };
-
-/** Every operation of the Vector API. */
-const OPERATIONS = [
-  vectorOperation('upsert', WRITE, (s, session, c) => s.upsert(session, c.namespace, parseUpsert(c.body, false, session.index.indexType)), () => SUCCESS),
-  vectorOperation('upsert-data', WRITE, (s, session, c) => s.upsert(session, c.namespace, parseUpsert(c.body, true, session.index.indexType)), () => SUCCESS),
-  vectorOperation('update', WRITE, (s, session, c) => s.update(session, c.namespace, parseUpdate(c.body, session.index.indexType)), (n) => resultJson(`{"updated":${n}}`)),
-  vectorOperation('delete', { ...WRITE, also: 'DELETE' }, (s, session, c) => s.delete(session, c.namespace, parseDelete(c.body)), (n) => resultJson(`{"deleted":${n}}`)),
-  vectorOperation(
-    'fetch',
-    { ...READ, also: 'GET' },
-    async (s, session, c) => {
-      const input = parseFetch(c.body);
-      return { include: input.include, vectors: await s.fetch(session, c.namespace, input) };
-    },
-    ({ include, vectors }) => resultJson(`[${vectors.map((v) => (v ? vectorJson(v, include) : 'null')).join(',')}]`),
-  ),
-  ...['query', 'query-data'].map((name) =>
-    vectorOperation(
-      name,
-      READ,
-      async (s, session, c) => {
-        const { queries, many } = parseQueries(c.body, session.index.indexType);
-        return { queries, many, results: await s.query(session, c.namespace, queries) };
-      },
-      // A batch of one answers flat, as Upstash does.
-      ({ queries, many, results }) => {
-        const hits = results.map((r, i) => hitsJson(r, (queries[i] as { include: Includes }).include));
-        return resultJson(many && hits.length > 1 ? `[${hits.join(',')}]` : (hits[0] as string));
-      },
-    ),
-  ),
-  ...['resumable-query', 'resumable-query-data'].map((name) =>
-    vectorOperation(
-      name,
-      READ,
-      async (s, session, c) => {
-        const input = parseResumableStart(c.body, session.index.indexType);
-        return { include: input.include, ...(await s.resumableStart(session, c.namespace, input)) };
-      },
-      ({ include, uuid, hits }) => resultJson(`{"uuid":${JSON.stringify(uuid)},"scores":${hitsJson(hits, include)}}`),
-    ),
-  ),
-  vectorOperation(
-    'resumable-query-next',
-    { write: false, namespaced: false },
-    (s, session, c) => {
-      const { uuid, additionalK } = parseResumableNext(c.body);
-      return s.resumableNext(session, uuid, additionalK);
-    },
-    ({ hits, include }) => resultJson(hitsJson(hits, include)),
-  ),
-  vectorOperation('resumable-query-end', { write: false, namespaced: false }, (s, session, c) => s.resumableEnd(session, parseResumableEnd(c.body).uuid), () => SUCCESS),
-  vectorOperation(
-    'range',
-    { ...READ, also: 'GET' },
-    async (s, session, c) => {
-      const input = parseRange(c.body);
-      return { include: input.include, ...(await s.range(session, c.namespace, input)) };
-    },
-    ({ include, nextCursor, vectors }) =>
-      resultJson(`{"nextCursor":${JSON.stringify(nextCursor)},"vectors":[${vectors.map((v) => vectorJson(v, include)).join(',')}]}`),
-  ),
-  vectorOperation(
-    'random',
-    { ...READ, also: 'GET' },
-    (s, session, c) => s.random(session, c.namespace),
-    (v: StoredVector | null) => resultJson(v ? vectorJson(v, { metadata: false, vectors: true, data: false }) : 'null'),
-  ),
-  vectorOperation('reset', { ...WRITE, also: 'DELETE' }, (s, session, c) => s.reset(session, c.namespace, c.query.has('all')), () => SUCCESS),
-  vectorOperation('info', { write: false, also: 'GET', namespaced: false }, (s, session) => s.info(session), (info) => resultJson(JSON.stringify(info))),
-  vectorOperation(
-    'list-namespaces',
-    { write: false, also: 'GET', namespaced: false },
-    (s, session) => s.listNamespaces(session),
-    (names) => resultJson(JSON.stringify(names)),
-  ),
-  vectorOperation('delete-namespace', { ...WRITE, also: 'DELETE' }, (s, session, c) => s.deleteNamespace(session, c.namespace), () => SUCCESS),
-  vectorOperation(
-    'rename-namespace',
-    { write: true, namespaced: false },
-    (s, session, c) => s.renameNamespace(session, parseRenameNamespace(c.body)),
-    (renamed) => resultJson(`{"renamed":${renamed}}`),
-  ),
-];
-
-/** Query hits as JSON, each with its score (float32). */
-function hitsJson(hits: Array<VectorView & { rawScore: number }>, include: Includes): string {
-  return `[${hits.map((h) => vectorJson(h, include, h.rawScore)).join(',')}]`;
-}
 
 /**
  * The HTTP surface of the Vector API: its operations on the shared tenant API routes (bearer tokens,
@@ -236,7 +69,7 @@ export class VectorRoutes implements OnModuleInit {
     registerTenantApi(this.adapterHost.httpAdapter.getInstance<FastifyInstance>(), {
       errors: VECTOR_ERRORS,
       credentials: { scheme: 'bearer' },
-      operations: OPERATIONS.map((op) => op(this.service)),
+      operations: VECTOR_OPERATIONS.map((op) => op(this.service)),
       open: (credentials) => this.sessions.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,
@@ -246,18 +79,4 @@ export class VectorRoutes implements OnModuleInit {
       bodyMethods: VECTOR_BODY_METHODS,
     });
   }
-}
-
-/**
- * The namespace path suffix: the SDK sends it un-encoded, HTTP clients may percent-encode it.
- * @throws VectorError 400 for bad percent-encoding, NUL or a lone surrogate (checkNamespace)
- */
-function decodeNamespace(segment: string): string {
-  let namespace: string;
-  try {
-    namespace = decodeURIComponent(segment);
-  } catch {
-    throw VectorError.badRequest(`Invalid namespace in the path: ${segment}`);
-  }
-  return checkNamespace(namespace);
 }

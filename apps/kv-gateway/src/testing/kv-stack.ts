@@ -6,7 +6,7 @@ import { type RedisServer, type ResourceTokens, type Stack, startStack } from '@
 import { AppModule } from '../app.module';
 import { loadKvGatewayConfig } from '../config';
 
-/** A KV database of a test tenant: a Redis server of its own (README, "KV: one Redis server per database"), and its limits. */
+/** A KV database of a test tenant: a Redis server of its own (docs/kv.md, "KV: one Redis server per database"), and its limits. */
 export interface TestDatabase {
   name: string;
   /** The logical database on its server (default 0). */
@@ -27,7 +27,7 @@ export interface TestDatabase {
   url?: string;
   maxRequestBytes?: number;
   dailyRequests?: number;
-  /** `replicated`: writes wait for a replica (README, "KV databases: durability"); `async` by default. */
+  /** `replicated`: writes wait for a replica (docs/operations.md, "KV databases: durability"); `async` by default. */
   durability?: 'async' | 'replicated';
 }
 

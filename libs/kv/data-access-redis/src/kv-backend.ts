@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import { CommandTable, type CommandArgs, READONLY_REDIS_USER, type Reply, readonlyUserRules } from '@restash/kv/util-command';
-import { openRedis, serverRunId } from '@restash/shared/data-access-registry';
+import { openRedis, serverRunId } from '@restash/shared/data-access-redis';
 import { isSentinelUrl, redisUrlAuth } from '@restash/shared/util-config';
 import { RawCommand, type ReplicaWait, ReplyTooLarge, awaitReplicas, isReplyError } from './raw-command';
 

@@ -1,4 +1,5 @@
-import { type KvDatabaseRecord, openRedis, serverRunId } from '@restash/shared/data-access-registry';
+import { type KvDatabaseRecord } from '@restash/shared/data-access-registry';
+import { openRedis, serverRunId } from '@restash/shared/data-access-redis';
 
 /**
  * Wipes what a KV database left on its Redis server, for tenant deletion: every key of every logical

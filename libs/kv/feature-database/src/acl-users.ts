@@ -8,7 +8,7 @@ import type { KvBackendFailures } from './backend-failures';
 import type { KvRegistry, KvRuntimeRecords, KvSession, RegistryCall } from './ports';
 
 /**
- * A tenant's Redis ACL users and ACL RESTTOKEN tokens (README, "KV: tokens"): what the gateway records in the
+ * A tenant's Redis ACL users and ACL RESTTOKEN tokens (docs/kv.md, "KV: tokens"): what the gateway records in the
  * registry when a tenant changes its users, so that every replica drops stale connections and a server that
  * lacks a user (a promoted replica) gets it again.
  */
@@ -25,7 +25,7 @@ export class AclUsers {
   /**
    * Sets a tenant's Redis ACL user again, from the rules the registry recorded (RegistryWriter.putKvAclUser), on a
    * server that does not have it: Redis does not replicate ACL users, so a replica Sentinel promoted lacks them
-   * (README, "Configuration: Redis URLs and Redis Sentinel").
+   * (docs/configuration.md, "Redis URLs and Redis Sentinel").
    * @returns whether the user was set; false when the server has the user (its password changed) or none is recorded
    * @throws Error when Redis or the control Redis cannot be reached
    */

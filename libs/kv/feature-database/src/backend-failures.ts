@@ -8,7 +8,7 @@ import type { KvObserver } from './ports';
 export type KvEngine = 'kv-redis' | 'control-redis';
 
 /**
- * The KV API's one wrapper around Redis (README, "Architecture: when an engine fails"): what a call on a tenant's
+ * The KV API's one wrapper around Redis (docs/operations.md, "When an engine fails"): what a call on a tenant's
  * Redis (or the control Redis) throws becomes 503 in the API's shape, `ERR the database is unavailable, retry
  * later`, or Redis's own NOREPLICAS text for a write no replica acknowledged; each is counted and logged, a
  * failure repeating alike once per 10 s. KvErrors pass through.

@@ -41,14 +41,14 @@ const SCRIPT_KINDS: ReadonlyMap<string, 'script' | 'function'> = new Map([
 /** How often a kill is sent again while the server answers NOTBUSY (the script has not started, or Redis does not read yet). */
 const KILL_RETRY_MS = 250;
 
-/** What a command, pipeline or transaction answered, with the `upstash-sync-token` of that answer (README, "KV: read-your-writes"). */
+/** What a command, pipeline or transaction answered, with the `upstash-sync-token` of that answer (docs/kv.md, "KV: read-your-writes"). */
 export interface Answered<T> {
   result: T;
   syncToken: string;
 }
 
 /**
- * The KV API's commands (README, "KV: request forms"): single commands, pipelines, transactions, subscriptions and
+ * The KV API's commands (docs/kv.md, "KV: request forms"): single commands, pipelines, transactions, subscriptions and
  * MONITOR of an authenticated session (KvSessions), through the command policy (libs/kv/util-command), returning
  * Redis's replies as the tenant sees them with each answer's `upstash-sync-token`. Admission, encoding and HTTP
  * stay in the app's routes.
@@ -59,7 +59,7 @@ export interface Answered<T> {
 export class KvCommands {
   private readonly logger = new Logger('KvCommands');
   /**
-   * Read-your-writes (README, "KV: read-your-writes"): this process's id and, per database, a counter
+   * Read-your-writes (docs/kv.md, "KV: read-your-writes"): this process's id and, per database, a counter
    * bumped by every request that writes; each answer carries the count its own request produced.
    */
   private readonly instance = randomBytes(6).toString('hex');
@@ -87,7 +87,7 @@ export class KvCommands {
   }
 
   /**
-   * One command (README, "KV: request forms").
+   * One command (docs/kv.md, "KV: request forms").
    * @returns its reply, as the tenant sees it (database prefix removed)
    * @throws KvError 400 for a refused or failed command, 503 when Redis cannot be reached
    */
@@ -115,7 +115,7 @@ export class KvCommands {
 
   /**
    * The command policy for one command of a session, and the gateway's own commands: SEARCH.*
-   * (Upstash Search over the Redis Query Engine, README "KV: Search").
+   * (Upstash Search over the Redis Query Engine, docs/kv.md, "KV: Search").
    * @throws KvError 400 when refused
    */
   private prepare(session: KvSession, args: CommandArgs, transaction = false): PreparedCommand {
@@ -129,7 +129,7 @@ export class KvCommands {
   }
 
   /**
-   * `/pipeline` (README, "KV: request forms"): in order, not atomic; a refused or failing command
+   * `/pipeline` (docs/kv.md, "KV: request forms"): in order, not atomic; a refused or failing command
    * yields its own `{error}` item and the others still run.
    */
   async pipeline(session: KvSession, commands: CommandArgs[]): Promise<Answered<BatchItem[]>> {
@@ -197,7 +197,7 @@ export class KvCommands {
   }
 
   /**
-   * `/multi-exec` (README, "KV: request forms"): atomic. Discarded as a whole, with one error and
+   * `/multi-exec` (docs/kv.md, "KV: request forms"): atomic. Discarded as a whole, with one error and
    * nothing run, when any command is refused or fails to queue; a command failing at run time yields
    * its `{error}` item.
    * @throws KvError 400 when discarded
@@ -230,7 +230,7 @@ export class KvCommands {
   }
 
   /**
-   * SUBSCRIBE or PSUBSCRIBE for a server-sent-event stream (README, "KV: subscribe"), in the database's
+   * SUBSCRIBE or PSUBSCRIBE for a server-sent-event stream (docs/kv.md, "KV: subscribe"), in the database's
    * channel scope and, for ACL tokens, as the ACL user.
    * @param channel the channel or pattern as the tenant names it
    * @throws KvError 400 when Redis refuses, 503 when it cannot be reached
@@ -246,7 +246,7 @@ export class KvCommands {
   }
 
   /**
-   * MONITOR of the database for a server-sent-event stream (README, "KV: monitor"): the commands run
+   * MONITOR of the database for a server-sent-event stream (docs/kv.md, "KV: monitor"): the commands run
    * on the database's own server and logical database, for standard tokens only.
    * @throws KvError 400 for read-only and ACL tokens, 503 when Redis cannot be reached
    */
@@ -268,7 +268,7 @@ export class KvCommands {
 
   /**
    * Waits for `work`, which runs the commands `labels` name. When one of them runs a script or function that is
-   * still running after REDIS_SCRIPT_TIMEOUT_MS, the server is asked to kill it (README, "KV: limits"), again every
+   * still running after REDIS_SCRIPT_TIMEOUT_MS, the server is asked to kill it (docs/kv.md, "KV: limits"), again every
    * 250 ms while it answers NOTBUSY, until `work` settles: the caller then gets Redis's own error (400), where a
    * script such as `while true do end` would otherwise leave every client of the database answered BUSY until
    * someone sent SCRIPT KILL. A script that already wrote cannot be killed (UNKILLABLE): its caller gets the

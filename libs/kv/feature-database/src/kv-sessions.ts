@@ -35,7 +35,7 @@ export interface KvSessionsDeps<G extends KvGrant> {
 }
 
 /**
- * The KV API's sessions (README, "KV: tokens"): opens a token's database through the tenant gate, with its Redis
+ * The KV API's sessions (docs/kv.md, "KV: tokens"): opens a token's database through the tenant gate, with its Redis
  * connections, command table and, for ACL tokens, user; checks the database's server (never the control Redis or
  * a platform server, one database per server); keeps each token's session until the registry changes or the
  * registry cache TTL passes, and closes a database's connections when its record moves or goes.
@@ -183,14 +183,14 @@ export class KvSessions<G extends KvGrant = KvGrant> {
 
   /**
    * The checks of a database's server, by `run_id`: never the control Redis or another server the platform
-   * claimed (the queue's Redis), and a server backs at most one KV database (README, "KV: one Redis server per
+   * claimed (the queue's Redis), and a server backs at most one KV database (docs/kv.md, "KV: one Redis server per
    * database"); a server failing them has its backend closed.
    * @throws KvError 503 when the server fails them; TenantDenied when the registry cannot be reached
    */
   private async checkServer(database: KvDatabaseRecord, backend: KvBackend, runId: string): Promise<void> {
     const about = { engine: 'kv-redis', tenant: database.tenant, database: database.id, runId } as const;
     if (runId === (await this.failures.call(database.tenant, () => this.controlRunId(), 'control-redis'))) {
-      // Tenant data never shares a server with the registry, or FLUSHDB and scripts could reach it (README, "Architecture: tenant registry").
+      // Tenant data never shares a server with the registry, or FLUSHDB and scripts could reach it (docs/architecture.md, "Architecture: tenant registry").
       this.failures.repeats.logEvent(this.logger, 'error', 'kv.server.refused', { ...about, reason: 'control-redis', text: 'the database points at the control Redis; refusing to serve it' });
       throw new KvError(503, 'ERR this database is misconfigured: it points at the platform control Redis');
     }

@@ -3,7 +3,7 @@ import type { CommandTable, PolicyContext, TokenRole } from '@restash/kv/util-co
 import type { KvDatabaseRecord, RegistryReader, RegistryWriter, TokenRecord } from '@restash/shared/data-access-registry';
 
 /**
- * The ports of the KV API's logic (README, "What the KV API does"): what KvSessions and KvCommands need from the
+ * The ports of the KV API's logic (docs/kv.md, "What the KV API does"): what KvSessions and KvCommands need from the
  * world, injected by apps/kv-gateway/src/app.module.ts and faked in unit tests (src/testing/fakes.ts).
  */
 
@@ -30,14 +30,14 @@ export interface KvSession<G extends KvGrant = KvGrant> {
   policy: PolicyContext;
   /** For ACL tokens: the Redis user the commands run as. */
   user?: { username: string; password: string };
-  /** What a write waits for: set for a database with `durability: replicated` (README, "KV databases: durability"). */
+  /** What a write waits for: set for a database with `durability: replicated` (docs/operations.md, "KV databases: durability"). */
   wait?: ReplicaWait;
 }
 
 /** The registry as the KV API reads it (RegistryReader): database records, recorded ACL users, change announcements. */
 export type KvRegistry = Pick<RegistryReader, 'kvDatabase' | 'kvAclUserRules' | 'onChange'>;
 
-/** What the KV API records in the registry at run time (README, "Architecture: tenant registry"): server bindings, ACL users and tokens. */
+/** What the KV API records in the registry at run time (docs/architecture.md, "Architecture: tenant registry"): server bindings, ACL users and tokens. */
 export type KvRuntimeRecords = Pick<RegistryWriter, 'bindKvServer' | 'putKvAclUser' | 'announce' | 'putRuntimeToken'>;
 
 /** The databases' Redis connections (KvBackends of libs/kv/data-access-redis). */

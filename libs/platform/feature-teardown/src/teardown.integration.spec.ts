@@ -2,21 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { QdrantClient } from '@qdrant/js-client-rest';
 import { Redis } from 'ioredis';
 import { type Admin, Kafka, logLevel } from 'kafkajs';
-import {
-  DailyQuota,
-  RegistrySeal,
-  type TenantDocument,
-  type TenantTokens,
-  generateSigningKey,
-  generateToken,
-  defaultCollection,
-  registryKeys,
-  claimPlatformServer,
-  platformOwner,
-  serverRunId,
-  tenantDocumentSchema,
-  tokenDigest,
-} from '@restash/shared/data-access-registry';
+import { DailyQuota, RegistrySeal, type TenantDocument, type TenantTokens, generateSigningKey, generateToken, defaultCollection, registryKeys, claimPlatformServer, platformOwner, tenantDocumentSchema, tokenDigest } from '@restash/shared/data-access-registry';
+import { serverRunId } from '@restash/shared/data-access-redis';
 import { eventually } from '@restash/shared/util-testing';
 import { type KafkaBroker, type QdrantLocal, type RedisServer, startKafka, startQdrantLocal, startRedisServer } from '@restash/platform/util-stack';
 import { QueueStore } from '@restash/queue/data-access-store';

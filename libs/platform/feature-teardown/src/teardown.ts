@@ -1,23 +1,6 @@
 import type { Redis } from 'ioredis';
-import {
-  type KvDatabaseRecord,
-  type QueueProjectRecord,
-  RegistryWriter,
-  type RegistrySeal,
-  type RetiredResource,
-  type StreamClusterRecord,
-  type TenantDocument,
-  type TenantTeardownRecord,
-  type TenantTokens,
-  type VectorIndexRecord,
-  defaultCollection,
-  kvServerEndpoint,
-  platformOwner,
-  registryKeys,
-  serverRunId,
-  tenantTeardownRecordSchema,
-  vectorCollectionOf,
-} from '@restash/shared/data-access-registry';
+import { type KvDatabaseRecord, type QueueProjectRecord, RegistryWriter, type RegistrySeal, type RetiredResource, type StreamClusterRecord, type TenantDocument, type TenantTeardownRecord, type TenantTokens, type VectorIndexRecord, defaultCollection, kvServerEndpoint, platformOwner, registryKeys, tenantTeardownRecordSchema, vectorCollectionOf } from '@restash/shared/data-access-registry';
+import { serverRunId } from '@restash/shared/data-access-redis';
 
 /** Deletes one resource's data in its engine. Each must be idempotent: a teardown that stopped runs it again. */
 export interface ResourcePurgers {

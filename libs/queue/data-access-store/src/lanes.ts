@@ -1,6 +1,6 @@
 import { type Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { execOrThrow } from '@restash/shared/data-access-registry';
+import { execOrThrow } from '@restash/shared/data-access-redis';
 import type { QueueMessage } from '@restash/queue/util-message';
 
 /** A lane is a user queue (`q`) or a flow-control key (`fc`). */

@@ -1,6 +1,6 @@
 import { Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { execOrThrow } from '@restash/shared/data-access-registry';
+import { execOrThrow } from '@restash/shared/data-access-redis';
 import { ScheduleStore } from './schedules';
 import {
   type DlqEntry,

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { execOrThrow } from '@restash/shared/data-access-registry';
+import { execOrThrow } from '@restash/shared/data-access-redis';
 import { type ScheduleDefinition, nextCronTime } from '@restash/queue/util-message';
 
 /** Name of the BullMQ queue whose job schedulers tick every project's schedules. */

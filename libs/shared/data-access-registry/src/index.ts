@@ -7,4 +7,3 @@ export * from './registry-writer';
 export * from './daily-quota';
 export * from './resources';
 export * from './platform-servers';
-export * from './redis-connection';

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { serverRunId } from '@restash/shared/data-access-redis';
 import { type EventLogger, logEvent } from '@restash/shared/util-http';
 import { REGISTRY_CHANNEL, registryKeys } from './records';
 
@@ -21,18 +22,6 @@ export function platformOwner(role: PlatformRole): string {
 /** The platform role a server binding names (see {@link platformOwner}), or undefined when it names a KV database (or nothing). */
 export function platformRoleOf(owner: string | null | undefined): PlatformRole | undefined {
   return owner?.startsWith(PLATFORM_OWNER) ? (owner.slice(PLATFORM_OWNER.length) as PlatformRole) : undefined;
-}
-
-/**
- * The `run_id` of the server a client is connected to (`INFO server`): the same id means the same Redis process
- * (a restart makes a new one).
- * @throws Error when the server cannot be reached, or its INFO has no run_id
- */
-export async function serverRunId(client: Redis): Promise<string> {
-  const info = await client.info('server');
-  const match = /^run_id:(\w+)/m.exec(info);
-  if (!match?.[1]) throw new Error('INFO server has no run_id');
-  return match[1];
 }
 
 /**

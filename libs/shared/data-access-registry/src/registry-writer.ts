@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { execOrThrow } from '@restash/shared/data-access-redis';
 import type { z } from 'zod';
 import { generateSigningKey, tokenDigest } from './credentials';
 import { type RegistrySeal, SealError } from './sealed';
@@ -579,17 +580,6 @@ if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
 if ARGV[3] ~= '' then redis.call('PUBLISH', ARGV[3], KEYS[1]) end
 return 1`;
-
-/**
- * Runs a MULTI/EXEC and returns each command's result.
- * @throws the first command's error, or an Error when the transaction was discarded (EXEC answered null)
- */
-export async function execOrThrow(tx: ReturnType<Redis['multi']>): Promise<unknown[]> {
-  const results = await tx.exec();
-  const failed = results?.find(([err]) => err);
-  if (!results || failed) throw failed?.[0] ?? new Error('transaction was discarded');
-  return results.map(([, value]) => value);
-}
 
 /** JSON text parsed, or undefined when it is not JSON (such a record is treated as unreadable). */
 function parseJson(text: string): unknown {

@@ -8,7 +8,8 @@ import { type KvAclState, RegistryWriter } from './registry-writer';
 import { type TenantDocument, tenantDocumentSchema } from './tenant-spec';
 import { generateSigningKey, generateToken, tokenDigest } from './credentials';
 import { RegistrySeal, SealError } from './sealed';
-import { claimPlatformServer, platformOwner, serverRunId } from './platform-servers';
+import { claimPlatformServer, platformOwner } from './platform-servers';
+import { serverRunId } from '@restash/shared/data-access-redis';
 
 function tenant(name: string, databases: string[]): TenantDocument {
   return tenantDocumentSchema.parse({

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { type SentinelGroup, startSentinelGroup } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 import { generateSigningKey, generateToken } from './credentials';
-import { openRedis } from './redis-connection';
+import { openRedis } from '@restash/shared/data-access-redis';
 import { RegistryReader } from './registry-reader';
 import { RegistryWriter } from './registry-writer';
 import { RegistrySeal } from './sealed';

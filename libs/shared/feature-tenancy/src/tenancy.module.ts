@@ -1,6 +1,7 @@
 import { type DynamicModule, Inject, Injectable, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { DailyQuota, RegistryMissingError, RegistryReader, RegistrySeal, openRedis } from '@restash/shared/data-access-registry';
+import { DailyQuota, RegistryMissingError, RegistryReader, RegistrySeal } from '@restash/shared/data-access-registry';
+import { openRedis } from '@restash/shared/data-access-redis';
 import { Readiness, engineErrorListener, logEvent } from '@restash/shared/util-http';
 import { TenantGate } from './tenant-gate';
 

@@ -1,5 +1,5 @@
 import { type Dispatcher, type Response, fetch } from 'undici';
-/** Turns texts into vectors for the `*-data` endpoints (README, "Vector: embeddings"). */
+/** Turns texts into vectors for the `*-data` endpoints (docs/vector.md, "Vector: embeddings"). */
 export interface Embedder {
   /** The model name, reported by `info` as the index's embedding model. */
   readonly model: string;

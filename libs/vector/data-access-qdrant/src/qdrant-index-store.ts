@@ -7,7 +7,7 @@ export type QdrantFilter = Record<string, unknown>;
 /**
  * Where an index lives and how its collection is shaped. `type` DENSE (the default) has one unnamed
  * vector; SPARSE has the named sparse vector `sparse` (Qdrant's IDF modifier); HYBRID has the named
- * vectors `dense` and `sparse` (README, "Vector: storage in Qdrant").
+ * vectors `dense` and `sparse` (docs/vector.md, "Vector: storage in Qdrant").
  */
 export interface IndexLocation {
   url: string;
@@ -77,7 +77,7 @@ export class EngineUnavailableError extends Error {
 }
 
 /**
- * Payload layout of a point (README, "Vector: storage in Qdrant"): the namespace is a keyword-indexed partition, the
+ * Payload layout of a point (docs/vector.md, "Vector: storage in Qdrant"): the namespace is a keyword-indexed partition, the
  * string id and the insertion number are kept beside metadata and data. For COSINE indexes Qdrant
  * stores the vector normalised, so the vector as given is kept in the payload too: `fetch` must
  * give back what was upserted.

@@ -5,7 +5,7 @@ import { VectorError } from '@restash/vector/util-query';
 import type { IndexSession, RegistryCall, VectorObserver } from './ports';
 
 /**
- * The Vector API's one wrapper around its backends (README, "Architecture: when an engine fails"): a Qdrant call that cannot reach or
+ * The Vector API's one wrapper around its backends (docs/operations.md, "When an engine fails"): a Qdrant call that cannot reach or
  * fails on the engine becomes 503 in the API's shape; a control-Redis call goes through the tenant gate's
  * registryCall (503 `registry-unavailable`); each failure is counted and logged, a failure repeating alike
  * once per 10 s.

@@ -5,7 +5,7 @@ import type { BackendCalls } from './backend-calls';
 import type { EmbedderFactory, IndexSession } from './ports';
 
 /**
- * The embedding of an index's `data` (README, "Vector: index types"): one embedder per index record, made by the
+ * The embedding of an index's `data` (docs/vector.md, "Vector: index types"): one embedder per index record, made by the
  * app's factory (OpenAI-compatible, an index's own URL through the SSRF guard), dropped when the record changes.
  */
 export class IndexEmbedding {
@@ -53,7 +53,7 @@ export class IndexEmbedding {
       const answered = error.status === undefined ? 'could not be reached or gave no usable answer' : `answered HTTP ${error.status}`;
       throw new VectorError(502, `Embedding failed: the embedding provider ${answered}`);
     }
-    // The provider's vectors pass the rules a request's vectors pass (README, "Vector: errors"), or
+    // The provider's vectors pass the rules a request's vectors pass (docs/vector.md, "Vector: errors"), or
     // nothing is written: the provider's fault (502), not the engine's (503) nor the client's.
     const wrong = vectors.find((v) => v.length !== index.dimension);
     if (wrong) throw new VectorError(502, `The embedding model returned ${wrong.length} dimensions; this index has ${index.dimension}`);

@@ -15,7 +15,7 @@ export function byScoreThenId(a: ScoredVector, b: ScoredVector): number {
 }
 
 /**
- * Parses a filter (README, "Vector: filters").
+ * Parses a filter (docs/vector.md, "Vector: filters").
  * @throws VectorError 400 saying where the filter is wrong, or that it is empty
  */
 export function prepareFilter(text: string): PreparedFilter {

@@ -5,7 +5,7 @@ import type { IndexSession, IndexStatePort } from './ports';
 /** Bound on the namespaces whose IDF statistics are cached; past it the cache starts over. */
 const MAX_IDF_CACHE = 10_000;
 
-/** What IDF needs of a namespace (upstash-compat.md §2.4), as of one version of its content. */
+/** What IDF needs of a namespace (docs/vector.md, "Vector: index types"), as of one version of its content. */
 interface IdfStats {
   version: string;
   /** Vectors in the namespace (N). */
@@ -30,7 +30,7 @@ export interface IdfWeights {
 
 
 /**
- * The IDF statistics of sparse queries (upstash-compat.md §2.4), per replica, versioned by each namespace's
+ * The IDF statistics of sparse queries (docs/vector.md, "Vector: index types"), per replica, versioned by each namespace's
  * write counter in the control Redis (IndexState.versions), so that a query usually costs one control-Redis read.
  */
 export class IdfStatistics {

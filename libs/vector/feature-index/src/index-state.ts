@@ -11,7 +11,7 @@ const ANY_WRITE = '\0any';
  */
 const EPOCH = '\0epoch';
 
-/** A resumable query between its calls (README, "Vector: records and results"). */
+/** A resumable query between its calls (docs/vector.md, "Vector: records and results"). */
 export interface ResumableState {
   index: string;
   namespace: string;

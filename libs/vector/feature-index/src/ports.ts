@@ -4,7 +4,7 @@ import type { QdrantIndexStore } from '@restash/vector/data-access-qdrant';
 import type { IndexState } from './index-state';
 
 /**
- * The ports of the Vector API's logic (README, "What the Vector API does"): what VectorIndexService needs from
+ * The ports of the Vector API's logic (docs/vector.md, "What the Vector API does"): what VectorIndexService needs from
  * the world, injected by the app (apps/vector-gateway/src/app.module.ts) and faked in unit tests
  * (src/testing/fakes.ts).
  */

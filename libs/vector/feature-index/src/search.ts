@@ -52,7 +52,7 @@ interface Plan {
 }
 
 /**
- * The Vector API's queries (README, "Vector: index types", "Vector: scores and number formatting"): `/query`,
+ * The Vector API's queries (docs/vector.md, "Vector: index types", "Vector: scores and number formatting"): `/query`,
  * `/query-data` and resumable queries on the dense, sparse or both sides of an index, with hits in a total order,
  * scores as Upstash computes them, filters applied exactly.
  *
@@ -89,7 +89,7 @@ export class VectorSearch {
    * `/resumable-query[-data]`: the first `topK` results and a handle for more. A query on both sides
    * of a hybrid index fuses the best `topK` of each side; each later page fuses the vectors not yet
    * handed out among the best `returned + additionalK` of each side (what reproduces the SDK's
-   * expected scores: upstash-compat.md §2.4), so no vector comes twice.
+   * expected scores: docs/vector.md, "Vector: index types"), so no vector comes twice.
    */
   async resumableStart(session: IndexSession, namespace: string, input: ResumableStartInput): Promise<{ uuid: string; hits: ScoredVector[] }> {
     const plan = await this.plan(session, input);
@@ -154,7 +154,7 @@ export class VectorSearch {
   }
 
   /**
-   * What a query searches (README, "Vector: index types"): a DENSE index its dense side, a SPARSE index
+   * What a query searches (docs/vector.md, "Vector: index types"): a DENSE index its dense side, a SPARSE index
    * its sparse side, a HYBRID index the sides its vectors (or `queryMode`) name; `data` is embedded for
    * the sides searched, the sparse side by BM25 on the engine.
    * @throws VectorError 400 when `queryMode` names a side the query has no vector for; 422 when data cannot be embedded
@@ -193,7 +193,7 @@ export class VectorSearch {
 
   /**
    * A query on both sides of a hybrid index: the best `depth` hits of each side, less the ids in
-   * `seen`, fused with the query's algorithm (RRF by default; README, "Vector: index types"); the
+   * `seen`, fused with the query's algorithm (RRF by default; docs/vector.md, "Vector: index types"); the
    * first `take` of the fused list, `rawScore` being the fused score. DBSF fuses dense scores
    * computed in float32 from the stored vectors, as Upstash does (float32Score). An RRF query whose
    * sides the engine ranks as Upstash does (a text query's sparse side, BM25 on the engine, or an IDF
@@ -239,7 +239,7 @@ export class VectorSearch {
       .map((c) => ({ ...(byId.get(c.id) as ScoredVector), rawScore: c.score }));
   }
 
-  /** The best `limit` hits of the dense side, scores normalised (README, "Vector: scores and number formatting"), in total order. */
+  /** The best `limit` hits of the dense side, scores normalised (docs/vector.md, "Vector: scores and number formatting"), in total order. */
   private async denseSide(session: IndexSession, namespace: string, vector: number[], filter: PreparedFilter | undefined, limit: number, want: Want): Promise<ScoredVector[]> {
     const hits = await this.rawHits(session, namespace, { dense: vector }, filter, limit, want);
     const similarity = session.index.similarityFunction;
@@ -250,7 +250,7 @@ export class VectorSearch {
   /**
    * The best `limit` hits of the sparse side, in total order, scored exactly as Upstash does: the inner
    * product over shared dimensions, with `weightingStrategy: "IDF"` each query value times the
-   * namespace's IDF of its dimension (upstash-compat.md §2.4). Qdrant ranks with its IDF modifier over
+   * namespace's IDF of its dimension (docs/vector.md, "Vector: index types"). Qdrant ranks with its IDF modifier over
    * the whole collection, so a sparse vector query reads more candidates than it needs and rescores them:
    * {@link SPARSE_OVERFETCH} times more (at least {@link SPARSE_MIN_CANDIDATES}); only
    * {@link SPARSE_EXACT_MARGIN} more when the query asks for IDF and the namespace is the whole collection
@@ -328,7 +328,7 @@ export class VectorSearch {
   /**
    * Recomputes in float64 the scores of hits within float32 noise of either end of [0, 1], so that
    * a vector identical to the query scores exactly 1 (and an opposite one exactly 0) as on Upstash
-   * (README, "Vector: scores and number formatting"): Qdrant's float32 cosine of a vector with
+   * (docs/vector.md, "Vector: scores and number formatting"): Qdrant's float32 cosine of a vector with
    * itself comes out as 0.9999999. Costs one extra read, and only when such a hit exists.
    */
   private async rescoreNearMatches(session: IndexSession, namespace: string, query: number[], hits: ScoredVector[]): Promise<ScoredVector[]> {

@@ -8,7 +8,7 @@ const BYTES_PER_VECTOR = 200;
 
 /**
  * The stored sparse vectors of recent sparse-query hits, per replica, so that exact rescoring
- * (upstash-compat.md §2.4: the inner product in float32, IDF-weighted) does not ask Qdrant to send
+ * (docs/vector.md, "Vector: index types": the inner product in float32, IDF-weighted) does not ask Qdrant to send
  * the vectors of candidates it sent before. An entry is keyed by the collection, the namespace, the
  * namespace's content version (IndexState.versions: every write bumps it, after the write reached
  * Qdrant) and the vector id, so a write makes the namespace's entries unreachable; they age out of the

@@ -27,7 +27,7 @@ import { VectorSearch } from './search';
 /** How long a cached sparse vector may be used (ms): bounds staleness if a write's version bump was lost (SparseVectorCache). */
 const SPARSE_VECTOR_CACHE_TTL_MS = 60_000;
 
-/** `/info` (README, "Vector: endpoints"). */
+/** `/info` (docs/vector.md, "Vector: endpoints"). */
 export interface IndexInfo {
   vectorCount: number;
   pendingVectorCount: number;
@@ -54,7 +54,7 @@ export interface VectorIndexDeps {
 }
 
 /**
- * The Vector API (README, "What the Vector API does") between HTTP and Qdrant: runs each operation of an
+ * The Vector API (docs/vector.md, "What the Vector API does") between HTTP and Qdrant: runs each operation of an
  * authenticated request on its index's store (IndexSession), returning vectors, hits and counts; the app's routes
  * encode them (numbers print as float32) and admit requests. Queries are VectorSearch's.
  *
@@ -105,7 +105,7 @@ export class VectorIndexService {
 
   /**
    * `/upsert` and `/upsert-data`: writes the records, embedding `data` where there are no vectors: the
-   * dense side with the index's embedding model, the sparse side with BM25 on the engine (README,
+   * dense side with the index's embedding model, the sparse side with BM25 on the engine (docs/vector.md,
    * "Vector: index types").
    */
   async upsert(session: IndexSession, namespace: string, records: VectorInput[]): Promise<void> {
@@ -224,7 +224,7 @@ export class VectorIndexService {
     return { nextCursor, vectors: page.slice(0, input.limit) };
   }
 
-  /** `/random`: one vector of the namespace, or null when it is empty (README, "Vector: endpoints"). */
+  /** `/random`: one vector of the namespace, or null when it is empty (docs/vector.md, "Vector: endpoints"). */
   random(session: IndexSession, namespace: string): Promise<StoredVector | null> {
     return this.calls.engine(session, () => session.store.random(namespace, { vector: true, metadata: false, data: false }));
   }
@@ -278,7 +278,7 @@ export class VectorIndexService {
   }
 
   /**
-   * `/info` (README, "Vector: endpoints"), with the SDK's `namespaces`, `indexType` and `denseIndex`.
+   * `/info` (docs/vector.md, "Vector: endpoints"), with the SDK's `namespaces`, `indexType` and `denseIndex`.
    * `namespaces` holds exactly the namespaces `list-namespaces` answers, each with its vector count;
    * `vectorCount` counts every vector of the index's collection.
    */

@@ -1,5 +1,5 @@
 /**
- * An error of the Vector API, answered as `{error, status}` with that HTTP status (README,
+ * An error of the Vector API, answered as `{error, status}` with that HTTP status (docs/vector.md,
  * "Vector: errors"). The official SDK throws `UpstashError(body.error)`, so `message` is what users
  * read.
  */
@@ -18,7 +18,7 @@ export class VectorError extends Error {
   }
 }
 
-/** The Vector API's error body: `{"error": <string>, "status": <integer>}` (README, "Vector: errors"). */
+/** The Vector API's error body: `{"error": <string>, "status": <integer>}` (docs/vector.md, "Vector: errors"). */
 export function encodeError(status: number, message: string): string {
   return JSON.stringify({ error: message, status });
 }

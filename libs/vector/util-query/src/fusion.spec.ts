@@ -31,7 +31,7 @@ function sparseList(query: { indices: number[]; values: number[] }, weights?: Ma
     .sort((a, b) => b.score - a.score);
 }
 
-describe('fusion and sparse scores match the official SDK expectations (upstash-compat.md §2.4)', () => {
+describe('fusion and sparse scores match the official SDK expectations (docs/vector.md, "Vector: index types")', () => {
   it('RRF ranks from 0 with k = 60: first in both lists scores 2/60, dense #2 and sparse #0 scores 1/62 + 1/60', () => {
     const both = fuseRrf([denseList([0.1, 0.1]), sparseList({ indices: [3, 4], values: [0.1, 0.2] })]);
     expect(both[0]?.id).toBe('id2');

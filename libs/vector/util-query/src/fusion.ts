@@ -1,6 +1,5 @@
 /**
- * Fusion of a hybrid query's dense and sparse results (README, "Vector: index types";
- * upstash-compat.md §2.4, checked against the official SDK's expected scores). Pure functions: the
+ * Fusion of a hybrid query's dense and sparse results (docs/vector.md, "Vector: index types", checked against the official SDK's expected scores). Pure functions: the
  * gateway runs both searches and fuses their candidate lists here whenever Qdrant's native fusion
  * would differ: Qdrant's DBSF uses the population deviation, and Qdrant ranks sparse hits by its
  * collection-wide IDF, not Upstash's per-namespace one. (Qdrant's RRF with `k: 60`, 0-based ranks, is

@@ -1,7 +1,7 @@
 import { VectorError } from './errors';
 
 /**
- * Limits on what a vector may carry, checked before anything reaches the engine (README, "Vector: limits").
+ * Limits on what a vector may carry, checked before anything reaches the engine (docs/vector.md, "Vector: limits").
  *
  * - `metadataDepth`: objects and arrays nested at most this deep (`{}` is 1). Qdrant's storage reads
  *   payloads back with serde_json's recursion limit of 128, which also counts the WAL entry around

@@ -1,6 +1,6 @@
 /**
  * RFC 7396 JSON merge patch: what `update` with `metadataUpdateMode: "PATCH"` does to metadata
- * (README, "Vector: update"). Members of `patch` set to null are removed; objects merge recursively;
+ * (docs/vector.md, "Vector: update"). Members of `patch` set to null are removed; objects merge recursively;
  * anything else replaces. Neither argument is modified (unchanged members are shared, not copied).
  *
  * Iterative, so a patch of any depth cannot overflow the stack; callers still check the result's

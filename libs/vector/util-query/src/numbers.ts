@@ -12,7 +12,7 @@ export function roundsToFloat32(x: number): boolean {
 /**
  * Why `values` cannot be stored as the components of a float32 vector, or undefined when it can
  * (every element a number that {@link roundsToFloat32}). The same rule serves a request's vectors
- * (400, README "Vector: scores and number formatting") and the vectors an embedding provider
+ * (400, docs/vector.md, "Vector: scores and number formatting") and the vectors an embedding provider
  * answers (502). The length is not checked (checkDimension does that).
  * @returns the first problem, worded to follow a field name: `[3] must be a finite number` or
  *   `[0] is outside the float32 range`
@@ -33,7 +33,7 @@ const EXACT_INTEGERS = 2 ** 24;
  * The shortest decimal that reads back as the same float32 as `x` (e.g. 0.1 → "0.1", not
  * "0.10000000149011612"; the largest float32 → "3.4028235e+38", not "3.4028234663852886e+38").
  * Upstash stores vectors and computes scores in float32 and prints them this way; the official
- * SDK's tests compare with `toEqual` (README, "Vector: scores and number formatting").
+ * SDK's tests compare with `toEqual` (docs/vector.md, "Vector: scores and number formatting").
  *
  * @param x a number that {@link roundsToFloat32}; it is rounded to float32 first. So that an answer
  *   is always valid JSON, a finite `x` beyond the float32 range (only a vector stored before that rule

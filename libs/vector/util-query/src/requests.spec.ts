@@ -29,7 +29,7 @@ describe('request parsing', () => {
     );
   });
 
-  it('checks the dimension with the status and text of README, "Vector: errors"', () => {
+  it('checks the dimension with the status and text of docs/vector.md, "Vector: errors"', () => {
     const e = error(() => checkDimension([1, 2], 3));
     expect([e.status, e.message]).toEqual([422, 'Invalid vector dimension: 2, expected: 3']);
   });

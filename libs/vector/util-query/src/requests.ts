@@ -5,12 +5,12 @@ import { float32Problem } from './numbers';
 import { type SparseVector, parseSparseVector } from './sparse';
 
 /**
- * Request bodies of the Vector API (what `@upstash/vector` sends; README, "Vector: endpoints"),
+ * Request bodies of the Vector API (what `@upstash/vector` sends; docs/vector.md, "Vector: endpoints"),
  * validated into plain shapes. Every function throws {@link VectorError} 400 naming the offending
  * field; nothing is half-applied because nothing is written before validation ends.
  */
 
-/** Upstash's index types (README, "Vector: index types"): dense vectors, sparse vectors, or both on every vector. */
+/** Upstash's index types (docs/vector.md, "Vector: index types"): dense vectors, sparse vectors, or both on every vector. */
 export const INDEX_TYPES = ['DENSE', 'SPARSE', 'HYBRID'] as const;
 export type IndexType = (typeof INDEX_TYPES)[number];
 
@@ -21,7 +21,7 @@ export type QueryMode = (typeof QUERY_MODES)[number];
 /** Largest upsert batch, fetch by ids, topK and range page (Upstash's published limits). */
 export const LIMITS = { batch: 1000, topK: 1000, fetch: 1000, page: 1000 } as const;
 
-/** One record of an upsert (README, "Vector: records and results"), plus the SDK's `data` text. */
+/** One record of an upsert (docs/vector.md, "Vector: records and results"), plus the SDK's `data` text. */
 export interface VectorInput {
   id: string;
   vector?: number[];
@@ -38,7 +38,7 @@ export interface Includes {
 }
 
 /**
- * A query (README, "Vector: endpoints" and "Vector: index types"): by `vector` and/or `sparseVector`
+ * A query (docs/vector.md, "Vector: endpoints" and "Vector: index types"): by `vector` and/or `sparseVector`
  * (as the index type allows), or by `data` to embed first.
  */
 export interface QueryInput {
@@ -150,7 +150,7 @@ export function parseQueries(body: unknown, type: IndexType = 'DENSE'): { querie
  * One query body; `at` prefixes field names in errors. A DENSE index is queried by `vector`, a SPARSE
  * one by `sparseVector`, a HYBRID one by either or both (one side only when just one is given), and
  * every type by `data`. `weightingStrategy`, `fusionAlgorithm` and `queryMode` are checked on every
- * type and matter only where there is a sparse side (README, "Vector: index types").
+ * type and matter only where there is a sparse side (docs/vector.md, "Vector: index types").
  */
 export function parseQuery(body: unknown, at = '', type: IndexType = 'DENSE'): QueryInput {
   const q = object(body, `the query body${at}`);
@@ -215,7 +215,7 @@ export function parseFetch(body: unknown): FetchInput {
 }
 
 /**
- * `/range`: `{cursor, limit, prefix?}` and what to include (README, "Vector: records and results"). An
+ * `/range`: `{cursor, limit, prefix?}` and what to include (docs/vector.md, "Vector: records and results"). An
  * empty prefix matches every id, so it is the same as none (and pages as fast).
  */
 export function parseRange(body: unknown): RangeInput {
@@ -299,7 +299,7 @@ function optionalEnum<T extends string>(value: unknown, field: string, allowed: 
 }
 
 /**
- * The dimension rule (README, "Vector: errors"): status 422, `Invalid vector dimension: <given>, expected: <dimension>`.
+ * The dimension rule (docs/vector.md, "Vector: errors"): status 422, `Invalid vector dimension: <given>, expected: <dimension>`.
  * @throws VectorError 422 when the lengths differ
  */
 export function checkDimension(vector: number[], dimension: number): void {

@@ -1,4 +1,4 @@
-/** Upstash's similarity functions (README, "Vector: scores and number formatting"). */
+/** Upstash's similarity functions (docs/vector.md, "Vector: scores and number formatting"). */
 export type SimilarityFunction = 'COSINE' | 'EUCLIDEAN' | 'DOT_PRODUCT';
 
 /** Qdrant's distance for each similarity function. */
@@ -10,7 +10,7 @@ export const QDRANT_DISTANCE: Record<SimilarityFunction, 'Cosine' | 'Euclid' | '
 
 /**
  * Turns Qdrant's raw score into Upstash's normalised score in [0, 1], closer to 1 meaning more similar
- * (README, "Vector: scores and number formatting"; Upstash docs, similarity functions):
+ * (docs/vector.md, "Vector: scores and number formatting"; Upstash docs, similarity functions):
  * - COSINE: Qdrant gives the cosine similarity c; the score is (1 + c) / 2.
  * - EUCLIDEAN: Qdrant gives the distance d (not squared); the score is 1 / (1 + d²).
  * - DOT_PRODUCT: Qdrant gives the dot product p; the score is (1 + p) / 2.

@@ -14,7 +14,7 @@ export interface VectorView {
 /**
  * One fetched, ranged or queried vector as JSON: `id`, then `score` when given, then only the parts
  * the request asked for and the vector has (absent parts are omitted, never null: the SDK's tests
- * compare with toEqual, README, "Vector: records and results"). Numbers print as float32 (float32String).
+ * compare with toEqual, docs/vector.md, "Vector: records and results"). Numbers print as float32 (float32String).
  */
 export function vectorJson(v: VectorView, include: Includes, score?: number): string {
   let out = `{"id":${JSON.stringify(v.id)}`;
@@ -28,7 +28,7 @@ export function vectorJson(v: VectorView, include: Includes, score?: number): st
   return `${out}}`;
 }
 
-/** The Vector API's success body, `{"result": <json>}` (README, "Vector: requests"), around an already-encoded JSON value. */
+/** The Vector API's success body, `{"result": <json>}` (docs/vector.md, "Vector: requests"), around an already-encoded JSON value. */
 export function resultJson(json: string): string {
   return `{"result":${json}}`;
 }

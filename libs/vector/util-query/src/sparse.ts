@@ -14,7 +14,7 @@ export const MAX_SPARSE_INDEX = 0xffff_ffff;
 export const MAX_SPARSE_ENTRIES = 1000;
 
 /**
- * Validates a `sparseVector` field (README, "Vector: index types"): an object `{indices, values}` of
+ * Validates a `sparseVector` field (docs/vector.md, "Vector: index types"): an object `{indices, values}` of
  * the same non-zero length (at most {@link MAX_SPARSE_ENTRIES}); indices are unique integers in
  * [0, 2^32 - 1]; values are numbers that round to a finite float32 ({@link float32Problem}).
  * @param field how errors name the value, e.g. `sparseVector` or `[2]sparseVector`
@@ -49,7 +49,7 @@ export function parseSparseVector(value: unknown, field: string): SparseVector {
 }
 
 /**
- * Upstash's inverse document frequency of one dimension (upstash-compat.md §2.4, the SDK's
+ * Upstash's inverse document frequency of one dimension (docs/vector.md, "Vector: index types", the SDK's
  * `WeightingStrategy.IDF`): `ln(1 + (N - n + 0.5) / (n + 0.5))`, N vectors in the namespace, n of
  * them non-zero in that dimension. Always positive.
  */

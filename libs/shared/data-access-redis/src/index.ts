@@ -1,0 +1,3 @@
+export * from './redis-connection';
+export * from './server-run-id';
+export * from './transactions';
