@@ -1,0 +1,186 @@
+import type { FastifyRequest } from 'fastify';
+import { type ApiOperation, type CredentialScheme, type Grant, operation } from '@restash/shared/feature-tenancy';
+import type { StreamSession, StreamSessions } from '@restash/stream/feature-cluster';
+import {
+  DEFAULT_METADATA_TIMEOUT_MS,
+  SUCCESS_JSON,
+  StreamError,
+  parseCommit,
+  parseConsume,
+  parseFetch,
+  parseGroupId,
+  parseJson,
+  parseOffsetsAt,
+  parseProduce,
+  parseTimeoutQuery,
+  parseTopicPartitions,
+  webhookHeaders,
+} from '@restash/stream/util-rest';
+
+/** An authenticated request's view of its stream cluster, granted by the tenant gate. */
+export type Session = StreamSession<Grant<'stream'>>;
+/** The Stream API's logic (libs/stream/feature-cluster) as this app makes it. */
+export type Sessions = StreamSessions<Grant<'stream'>>;
+
+/** What an operation gets: the session, the path segments after the operation's name (decoded), the JSON body, the request. */
+interface Call {
+  session: Session;
+  args: string[];
+  body: unknown;
+  query: URLSearchParams;
+  request: FastifyRequest;
+}
+
+/** An endpoint at `/<name>/<segments…>`, answered with what `run` returns as JSON (undefined: Success). */
+interface Endpoint {
+  methods: string[];
+  /** Path segments after the name: at least `min`, at most `max`. */
+  min: number;
+  max: number;
+  /** Refused for read-only credentials. */
+  write: boolean;
+  /** Credentials may also come as `user`/`pass` query parameters (webhook only). */
+  queryAuth?: boolean;
+  run(sessions: Sessions, call: Call): Promise<unknown>;
+}
+
+const GET_POST = ['GET', 'POST'];
+
+/**
+ * `/<name>/<group>/<instance>`: both ids, required; the group id without whitespace.
+ * @throws StreamError 400 for a group id with whitespace (parseGroupId)
+ */
+function groupArgs(args: string[]): [string, string] {
+  return [parseGroupId(args[0] ?? ''), args[1] ?? ''];
+}
+
+/**
+ * Every endpoint by its first path segment (docs/stream.md, "Stream: endpoints").
+ * Operations return the value to answer as JSON.
+ */
+const ENDPOINTS: Record<string, Endpoint> = {
+  topics: { methods: ['GET'], min: 0, max: 0, write: false, run: (s, c) => s.service.topics(c.session) },
+  consumers: { methods: ['GET'], min: 0, max: 0, write: false, run: (s, c) => s.consumers.consumers(c.session) },
+  committed: {
+    methods: GET_POST,
+    min: 2,
+    max: 2,
+    write: false,
+    run: (s, c) => s.service.committed(c.session, groupArgs(c.args)[0], parseTopicPartitions(c.body), parseTimeoutQuery(c.query, DEFAULT_METADATA_TIMEOUT_MS)),
+  },
+  offsets: {
+    methods: GET_POST,
+    min: 1,
+    max: 1,
+    write: false,
+    run: (s, c) =>
+      s.service.offsets(c.session, parseOffsetsAt(c.args[0] ?? ''), parseTopicPartitions(c.body), parseTimeoutQuery(c.query, DEFAULT_METADATA_TIMEOUT_MS)),
+  },
+  produce: {
+    methods: GET_POST,
+    min: 0,
+    max: Infinity,
+    write: true,
+    run: async (s, c) => {
+      const [topic, ...message] = c.args;
+      if (topic !== undefined && message.length > 0) {
+        // GET /produce/<topic>/<message>?key=: one message from the path, answered with one Metadata.
+        const key = c.query.get('key') ?? undefined;
+        const [metadata] = await s.service.produce(c.session, [{ topic, value: message.join('/'), headers: [], ...(key !== undefined ? { key } : {}) }]);
+        return metadata;
+      }
+      return s.service.produce(c.session, parseProduce(c.body, topic));
+    },
+  },
+  fetch: { methods: GET_POST, min: 0, max: 0, write: false, run: (s, c) => s.service.fetch(c.session, parseFetch(c.body)) },
+  consume: {
+    methods: GET_POST,
+    min: 2,
+    max: 3,
+    write: false,
+    run: (s, c) => {
+      const [group, name] = groupArgs(c.args);
+      const request = parseConsume(c.body, c.args[2], c.query);
+      return s.consumers.consume(c.session, group, name, request, c.request.headers);
+    },
+  },
+  commit: {
+    methods: GET_POST,
+    min: 2,
+    max: 2,
+    write: false,
+    run: async (s, c) => {
+      const [group, name] = groupArgs(c.args);
+      await s.consumers.commit(c.session, group, name, parseCommit(c.body));
+      return undefined;
+    },
+  },
+  'delete-consumer': {
+    methods: ['POST', 'DELETE'],
+    min: 2,
+    max: 2,
+    write: false,
+    run: async (s, c) => {
+      const [group, name] = groupArgs(c.args);
+      await s.consumers.deleteConsumer(c.session, group, name);
+      return undefined;
+    },
+  },
+  webhook: {
+    methods: GET_POST,
+    min: 0,
+    max: 0,
+    write: true,
+    queryAuth: true,
+    run: async (s, c) => {
+      const topic = c.query.get('topic');
+      if (!topic) throw StreamError.badRequest('Illegal argument: the webhook needs a topic query parameter');
+      const raw = c.request.body as Buffer | undefined;
+      const [metadata] = await s.service.produce(c.session, [{ topic, value: raw?.toString('utf8') ?? '', headers: webhookHeaders(c.request.raw.rawHeaders) }]);
+      return metadata;
+    },
+  },
+};
+
+/** The webhook also takes Basic credentials as `user` and `pass` query parameters. */
+const BASIC_OR_QUERY: CredentialScheme = { scheme: 'basic', queryUser: 'user', queryPassword: 'pass' };
+
+/**
+ * The operation of an endpoint: found by its name and segment count (404 otherwise), the request's
+ * size is its body and URL, the body is parsed as JSON once admitted (the webhook's is the message).
+ */
+function streamOperation(name: string, endpoint: Endpoint, sessions: Sessions): ApiOperation<Session> {
+  return operation<Session, string[], undefined, unknown>({
+    name,
+    methods: endpoint.methods,
+    write: endpoint.write,
+    ...(endpoint.queryAuth ? { credentials: BASIC_OR_QUERY } : {}),
+    match: (path) => {
+      const [first, ...rest] = path.slice(1).split('/');
+      if (first !== name) return undefined;
+      const args = rest.map(decodeSegment);
+      // A trailing slash ends the path, but that of a produced message (`/produce/<topic>/<message>`) is the message's.
+      if (args.at(-1) === '' && (name !== 'produce' || args.length <= 2)) args.pop();
+      const named = name === 'produce' ? args.slice(0, 1) : args; // a produced message may hold '/' and be empty
+      return args.length < endpoint.min || args.length > endpoint.max || named.some((a) => a === '') ? undefined : args;
+    },
+    bytes: (call) => (call.body?.length ?? 0) + call.request.url.length,
+    run: (session, _input, call) =>
+      endpoint.run(sessions, { session, args: call.params, body: name === 'webhook' ? undefined : parseJson(call.body), query: call.query, request: call.request }),
+    encode: (result) => ({ status: 200, body: result === undefined ? SUCCESS_JSON : JSON.stringify(result) }),
+  });
+}
+
+/** The Stream API's operations (docs/stream.md, "Stream: endpoints") on the feature's sessions, for registerTenantApi. */
+export function streamOperations(sessions: Sessions): Array<ApiOperation<Session>> {
+  return Object.entries(ENDPOINTS).map(([name, endpoint]) => streamOperation(name, endpoint, sessions));
+}
+
+/** A path segment, percent-decoded (the SDK sends group and instance ids as they are). */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw StreamError.badRequest(`Illegal argument: malformed path segment ${segment}`);
+  }
+}
