@@ -2,7 +2,7 @@ import { type DynamicModule, Inject, Injectable, Module, type OnApplicationShutd
 import type { Redis } from 'ioredis';
 import { KvBackends } from '@restash/kv/data-access-redis';
 import { KvBackendFailures, KvCommands, KvSessions } from '@restash/kv/feature-database';
-import { RegistryReader, RegistrySeal, RegistryWriter } from '@restash/shared/data-access-registry';
+import { RegistryReader, RegistrySeal, RuntimeStore } from '@restash/shared/data-access-registry';
 import { serverRunId } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule, TenantGate } from '@restash/shared/feature-tenancy';
 import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
@@ -46,7 +46,7 @@ export class AppModule {
             new KvSessions({
               openGrant: (credentials) => gate.open('kv', credentials),
               registry,
-              records: new RegistryWriter(control, seal),
+              records: new RuntimeStore(control, seal),
               registryCall: (tenant, run) => gate.registryCall(tenant, run),
               backends,
               controlServerRunId: () => serverRunId(control),

@@ -1,7 +1,7 @@
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { ObservabilityModule, engineErrorListener } from '@restash/shared/util-http';
-import { RegistryReader, RegistrySeal, RegistryWriter } from '@restash/shared/data-access-registry';
+import { RegistryReader, RegistrySeal, RegistryWriter, RuntimeStore } from '@restash/shared/data-access-registry';
 import { openRedis } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { QueueStore } from '@restash/queue/data-access-store';
@@ -26,10 +26,10 @@ interface LazyQueueStore {
 
 /**
  * The reconciler's registry side on the control Redis: the tenant's registered keys (its index record), the
- * queue projects' signing keys (RegistryWriter.queueSigningKeys), the KV databases' run-time ACL state, and
+ * queue projects' signing keys (RuntimeStore.queueSigningKeys), the KV databases' run-time ACL state, and
  * TenantTeardown's apply and delete, the code `tenants apply -f` and `tenants delete` run.
  */
-function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: RegistryWriter): TenantRegistry {
+function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: RegistryWriter, runtime: RuntimeStore): TenantRegistry {
   return {
     reachable: async () => (await control.ping().catch(() => undefined)) === 'PONG',
     complete: () => writer.isComplete(),
@@ -38,11 +38,11 @@ function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: Regist
       const raw = await control.get(registryKeys.tenant(tenant));
       return new Set(raw ? tenantIndexRecordSchema.parse(JSON.parse(raw)).keys : []);
     },
-    queueSigningKeys: (ids) => writer.queueSigningKeys(ids),
+    queueSigningKeys: (ids) => runtime.queueSigningKeys(ids),
     apply: (document, tokens) => teardown.applyTenant(document, tokens),
     delete: (tenant) => teardown.deleteTenant(tenant),
-    kvAclState: (tenant, database) => writer.kvAclState(tenant, database),
-    restoreKvAclState: (tenant, database, state) => writer.restoreKvAclState(tenant, database, state),
+    kvAclState: (tenant, database) => runtime.kvAclState(tenant, database),
+    restoreKvAclState: (tenant, database, state) => runtime.restoreKvAclState(tenant, database, state),
   };
 }
 
@@ -91,7 +91,7 @@ export class OperatorModule implements OnApplicationShutdown {
           inject: [CONTROL_REDIS, QUEUE_STORE, RegistrySeal, KUBERNETES_CLIENT],
           useFactory: (control: Redis, queueStore: LazyQueueStore, seal: RegistrySeal, client: KubernetesClient) => {
             const purgers = volumeBackedPurgers(enginePurgers(() => queueStore.get()), managedVolumesGo(client));
-            return tenantRegistry(control, new TenantTeardown(control, purgers, { seal }), new RegistryWriter(control, seal));
+            return tenantRegistry(control, new TenantTeardown(control, purgers, { seal }), new RegistryWriter(control, seal), new RuntimeStore(control, seal));
           },
         },
         { provide: ENGINE_ADMIN, useFactory: () => engineAdmin({ qdrantTimeoutMs: 10_000 }) },

@@ -1,24 +1,24 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { RegistrySeal, RegistryWriter } from '@restash/shared/data-access-registry';
+import { RegistrySeal, RuntimeStore } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS } from '@restash/shared/feature-tenancy';
 import { QueueError } from '@restash/queue/util-message';
 import { type Endpoint, ok } from './endpoint';
-import type { Session } from './queue.service';
+import type { Session } from './endpoint';
 import { logEvent } from '@restash/shared/util-http';
 
 /**
  * A queue project's request-signing keys in the registry (docs/queue.md, "Queue: signing-key rotation"): rotation
- * goes through the same {@link RegistryWriter} the appliers use, and its announcement makes every gateway and
+ * goes through the registry's {@link RuntimeStore} (a compare-and-set that a later apply keeps), and its announcement makes every gateway and
  * worker drop the cached record (the registry cache TTL bounds it should the announcement be lost).
  */
 @Injectable()
 export class SigningKeysService {
   private readonly logger = new Logger(SigningKeysService.name);
-  private readonly writer: RegistryWriter;
+  private readonly runtime: RuntimeStore;
 
   constructor(@Inject(CONTROL_REDIS) control: Redis, seal: RegistrySeal) {
-    this.writer = new RegistryWriter(control, seal);
+    this.runtime = new RuntimeStore(control, seal);
   }
 
   /**
@@ -29,7 +29,7 @@ export class SigningKeysService {
   async rotate(session: Session): Promise<{ current: string; next: string }> {
     let keys: { current: string; next: string } | null;
     try {
-      keys = await this.writer.rotateQueueSigningKeys(session.project.id);
+      keys = await this.runtime.rotateQueueSigningKeys(session.project.id);
     } catch (error) {
       logEvent(this.logger, 'warn', 'engine.call-failed', { engine: 'control-redis', tenant: session.tenant, project: session.project.id, call: 'rotate-signing-keys', error });
       throw new QueueError(503, 'Service unavailable: the tenant registry cannot be reached');

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { RegistryWriter, queueProjectId, registryKeys, registrySealFromEnv } from '@restash/shared/data-access-registry';
+import { RuntimeStore, queueProjectId, registryKeys, registrySealFromEnv } from '@restash/shared/data-access-registry';
 import { type RedisServer, repoRoot, startRedisServer } from '@restash/platform/util-stack';
 
 const ADMIN = { username: 'restash-gateway', password: 'test-admin-password' };
@@ -131,16 +131,16 @@ metadata: { name: jobs, namespace: acme }
     // Two rotations (what POST /v2/keys/rotate runs): the file's keys of creation no longer verify anything.
     const registry = new Redis(control.url);
     try {
-      const writer = new RegistryWriter(registry, registrySealFromEnv(env));
+      const runtime = new RuntimeStore(registry, registrySealFromEnv(env));
       const id = queueProjectId('rota', 'jobs');
-      await writer.rotateQueueSigningKeys(id);
-      const rotated = await writer.rotateQueueSigningKeys(id);
+      await runtime.rotateQueueSigningKeys(id);
+      const rotated = await runtime.rotateQueueSigningKeys(id);
 
       const applied = await tenants(['apply', '-f', projectFile, ...secrets], env);
       expect(applied).toMatchObject({ code: 0, stderr: '' });
       expect(applied.stdout).toContain(`queue project jobs: signing keys rotated since the last apply; ${join(dir, 'rotation-secrets')}/rota.json holds the registry's`);
       expect(await fileKeys()).toEqual({ ...created, currentSigningKey: rotated?.current, nextSigningKey: rotated?.next });
-      expect((await writer.queueSigningKeys([id])).get(id)).toEqual(rotated);
+      expect((await runtime.queueSigningKeys([id])).get(id)).toEqual(rotated);
 
       // Nothing changed since: the next apply says nothing about keys.
       const again = await tenants(['apply', '-f', projectFile, ...secrets], env);

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { loadConfig } from '@restash/shared/util-config';
 import { QueueStore, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers, formatFailures } from '@restash/platform/feature-teardown';
-import { RegistryWriter, queueProjectId, registrySealFromEnv } from '@restash/shared/data-access-registry';
+import { RegistryWriter, RuntimeStore, queueProjectId, registrySealFromEnv } from '@restash/shared/data-access-registry';
 import { openRedis } from '@restash/shared/data-access-redis';
 import { type SigningKeys, ensureTenantTokens, removeTenantTokens } from './secrets';
 import { readTenants } from './tenant-file';
@@ -62,12 +62,12 @@ async function main(argv: string[]): Promise<number> {
   const secretsDir = values['secrets-dir'];
   if (verb === 'apply' && values.file) {
     const tenants = readTenants(await readFile(values.file, 'utf8'), process.env);
-    return withTeardown(url, async (teardown, writer) => {
+    return withTeardown(url, async (teardown, writer, runtime) => {
       let code = 0;
       for (const tenant of tenants) {
         const name = tenant.metadata.name;
         const projects = tenant.spec.queue.projects.map((p) => p.name);
-        const stored = await writer.queueSigningKeys(projects.map((p) => queueProjectId(name, p)));
+        const stored = await runtime.queueSigningKeys(projects.map((p) => queueProjectId(name, p)));
         const registered = new Map<string, SigningKeys>();
         for (const project of projects) {
           const keys = stored.get(queueProjectId(name, project));
@@ -118,8 +118,8 @@ function usage(code: number): number {
   return code;
 }
 
-/** Runs `work` with a teardown and a registry writer on the control Redis; the queue store is opened only if a queue project is purged. */
-async function withTeardown(url: string, work: (teardown: TenantTeardown, writer: RegistryWriter) => Promise<number>): Promise<number> {
+/** Runs `work` with a teardown, the registry writer and its runtime store on the control Redis; the queue store is opened only if a queue project is purged. */
+async function withTeardown(url: string, work: (teardown: TenantTeardown, writer: RegistryWriter, runtime: RuntimeStore) => Promise<number>): Promise<number> {
   const queue = loadConfig(z.object(queueStoreEnv()).transform(queueStoreConfig), { QUEUE_REDIS_URL: url, ...process.env });
   const redis = openRedis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
   redis.on('error', () => undefined); // the failing command reports it
@@ -136,7 +136,7 @@ async function withTeardown(url: string, work: (teardown: TenantTeardown, writer
   try {
     await redis.connect();
     const seal = registrySealFromEnv(process.env);
-    return await work(new TenantTeardown(redis, enginePurgers(queueStore), { seal }), new RegistryWriter(redis, seal));
+    return await work(new TenantTeardown(redis, enginePurgers(queueStore), { seal }), new RegistryWriter(redis, seal), new RuntimeStore(redis, seal));
   } finally {
     await store?.store.close().catch(() => undefined);
     store?.redis.disconnect();

@@ -962,7 +962,7 @@ class SdkLoad {
   }
 }
 
-/** The pod IP of the stream-gateway replica holding a consumer instance, from its entry in the control Redis (apps/stream-gateway/src/instance-directory.ts). */
+/** The pod IP of the stream-gateway replica holding a consumer instance, from its entry in the control Redis (libs/stream/feature-cluster/src/instance-directory.ts). */
 async function streamHolderIp(group: string, instance: string): Promise<string> {
   const svc = JSON.parse(await kubectl('get', 'svc', 'redis', '-n', ENGINES, '-o', 'json')) as { spec: { clusterIP: string } };
   const control = new IORedis({ host: svc.spec.clusterIP, port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });

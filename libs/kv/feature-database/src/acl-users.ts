@@ -23,7 +23,7 @@ export class AclUsers {
   ) {}
 
   /**
-   * Sets a tenant's Redis ACL user again, from the rules the registry recorded (RegistryWriter.putKvAclUser), on a
+   * Sets a tenant's Redis ACL user again, from the rules the registry recorded (RuntimeStore.putKvAclUser), on a
    * server that does not have it: Redis does not replicate ACL users, so a replica Sentinel promoted lacks them
    * (docs/configuration.md, "Redis URLs and Redis Sentinel").
    * @returns whether the user was set; false when the server has the user (its password changed) or none is recorded

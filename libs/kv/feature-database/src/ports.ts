@@ -1,6 +1,6 @@
 import type { CommandRunner, KvBackend, KvBackends, ReplicaWait } from '@restash/kv/data-access-redis';
 import type { CommandTable, PolicyContext, TokenRole } from '@restash/kv/util-command';
-import type { KvDatabaseRecord, RegistryReader, RegistryWriter, TokenRecord } from '@restash/shared/data-access-registry';
+import type { KvDatabaseRecord, RegistryReader, RuntimeStore, TokenRecord } from '@restash/shared/data-access-registry';
 
 /**
  * The ports of the KV API's logic (docs/kv.md, "What the KV API does"): what KvSessions and KvCommands need from the
@@ -38,7 +38,7 @@ export interface KvSession<G extends KvGrant = KvGrant> {
 export type KvRegistry = Pick<RegistryReader, 'kvDatabase' | 'kvAclUserRules' | 'onChange'>;
 
 /** What the KV API records in the registry at run time (docs/architecture.md, "Architecture: tenant registry"): server bindings, ACL users and tokens. */
-export type KvRuntimeRecords = Pick<RegistryWriter, 'bindKvServer' | 'putKvAclUser' | 'announce' | 'putRuntimeToken'>;
+export type KvRuntimeRecords = Pick<RuntimeStore, 'bindKvServer' | 'putKvAclUser' | 'announce' | 'putRuntimeToken'>;
 
 /** The databases' Redis connections (KvBackends of libs/kv/data-access-redis). */
 export type KvBackendPool = Pick<KvBackends, 'get' | 'find' | 'drop' | 'close'>;

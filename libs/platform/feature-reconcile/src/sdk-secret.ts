@@ -138,7 +138,7 @@ export function aclStateSecretName(resource: RestashResource): string {
 }
 
 /**
- * The Secret that keeps a KvDatabase's run-time ACL state (RegistryWriter.kvAclState: its ACL RESTTOKEN token records,
+ * The Secret that keeps a KvDatabase's run-time ACL state (RuntimeStore.kvAclState: its ACL RESTTOKEN token records,
  * digests and sealed passwords only, and its tenant ACL users' sealed rules), owned by the KvDatabase, so that a
  * registry that lost it gets it back (docs/architecture.md, "Architecture: tenant registry").
  */

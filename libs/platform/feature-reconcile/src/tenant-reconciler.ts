@@ -83,13 +83,13 @@ export interface TenantRegistry {
   /** Writes the marker, once every namespace was written again (RegistryWriter.markComplete). @returns whether it was written */
   markComplete(): Promise<boolean>;
   registeredKeys(tenant: string): Promise<Set<string>>;
-  /** The signing keys the registry holds for these queue projects (ids, queueProjectId), by id; those not registered are absent (RegistryWriter.queueSigningKeys). */
+  /** The signing keys the registry holds for these queue projects (ids, queueProjectId), by id; those not registered are absent (RuntimeStore.queueSigningKeys). */
   queueSigningKeys(ids: string[]): Promise<Map<string, SigningKeys>>;
   apply(document: TenantDocument, tokens: TenantTokens): Promise<PurgeReport>;
   delete(tenant: string): Promise<PurgeReport>;
-  /** A KV database's run-time ACL state (RegistryWriter.kvAclState). */
+  /** A KV database's run-time ACL state (RuntimeStore.kvAclState). */
   kvAclState(tenant: string, database: string): Promise<KvAclState>;
-  /** Writes back what of it the registry lacks (RegistryWriter.restoreKvAclState). @returns how many items */
+  /** Writes back what of it the registry lacks (RuntimeStore.restoreKvAclState). @returns how many items */
   restoreKvAclState(tenant: string, database: string, state: KvAclState): Promise<number>;
 }
 

@@ -4,6 +4,7 @@ export * from './sealed';
 export * from './tenant-spec';
 export * from './registry-reader';
 export * from './registry-writer';
+export * from './runtime-store';
 export * from './daily-quota';
 export * from './resources';
 export * from './platform-servers';

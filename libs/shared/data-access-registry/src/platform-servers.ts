@@ -26,7 +26,7 @@ export function platformRoleOf(owner: string | null | undefined): PlatformRole |
 
 /**
  * Claims `server` for the platform in the registry on `control`: its binding becomes `platform:<role>`, which
- * kv-gateway never serves a KV database from and a tenant's teardown never wipes (RegistryWriter.bindKvServer
+ * kv-gateway never serves a KV database from and a tenant's teardown never wipes (RuntimeStore.bindKvServer
  * does not take it over). Claimed now when `server` is ready, and again after every reconnect, since a restarted
  * server has a new `run_id`. A claim that fails (either Redis down) is logged as `platform.claim.failed` (warn) and
  * tried again every {@link CLAIM_RETRY_MS} until it is made; a KV database found bound to the server (served from it

@@ -9,12 +9,12 @@ import { z } from 'zod';
  * |-------------------------------------|----------------------------------------|
  * | `restash:v1:token:<sha256 hex>`     | {@link TokenRecord}                    |
  * | `restash:v1:kv:database:<id>`       | {@link KvDatabaseRecord}               |
- * | `restash:v1:kv:server:<run_id>`     | the id of the KV database that Redis server backs (bound by kv-gateway, RegistryWriter.bindKvServer), or `platform:<role>` for a server the platform keeps its own data on (claimPlatformServer) |
+ * | `restash:v1:kv:server:<run_id>`     | the id of the KV database that Redis server backs (bound by kv-gateway, RuntimeStore.bindKvServer), or `platform:<role>` for a server the platform keeps its own data on (claimPlatformServer) |
  * | `restash:v1:vector:index:<id>`      | {@link VectorIndexRecord}              |
  * | `restash:v1:vector:namespaces:<id>` | Redis hash: namespace → next insertion sequence number (index state, kept by vector-gateway) |
  * | `restash:v1:vector:resumable:<uuid>` | a resumable query's state, with the query's idle timeout as TTL |
  * | `restash:v1:stream:cluster:<id>`    | {@link StreamClusterRecord}            |
- * | `restash:v1:stream:instances:<id>`  | Redis hash: JSON `[group, instance]` → the stream-gateway replica holding that consumer instance, `{boot, peer, expires}` (kept by stream-gateway, apps/stream-gateway/src/instance-directory.ts) |
+ * | `restash:v1:stream:instances:<id>`  | Redis hash: JSON `[group, instance]` → the stream-gateway replica holding that consumer instance, `{boot, peer, expires}` (kept by stream-gateway, libs/stream/feature-cluster/src/instance-directory.ts) |
  * | `restash:v1:queue:project:<id>`     | {@link QueueProjectRecord}             |
  * | `restash:v1:tenant:<name>`          | {@link TenantIndexRecord}              |
  * | `restash:v1:tenant:<name>:acl-tokens` | Redis set of token keys minted at run time |
@@ -90,7 +90,7 @@ export class RegistryMissingError extends Error {
 }
 
 /**
- * Thrown by RegistryWriter.restoreKvAclState when the copy to restore holds items that are not the database's own
+ * Thrown by RuntimeStore.restoreKvAclState when the copy to restore holds items that are not the database's own
  * (another database's tokens, users without its prefix): the copy is writable by the namespace's users, so it is
  * refused whole and the registry's state wins.
  */

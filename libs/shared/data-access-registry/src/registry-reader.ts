@@ -148,7 +148,7 @@ export class RegistryReader {
   }
 
   /**
-   * The rules of a tenant's Redis ACL user of a KV database as last recorded (RegistryWriter.putKvAclUser), never
+   * The rules of a tenant's Redis ACL user of a KV database as last recorded (RuntimeStore.putKvAclUser), never
    * cached; null when none are recorded.
    * @throws Error when the control Redis cannot be reached or the record does not open (SealError)
    */

@@ -2,11 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { execOrThrow } from '@restash/shared/data-access-redis';
 import type { z } from 'zod';
-import { generateSigningKey, tokenDigest } from './credentials';
+import { tokenDigest } from './credentials';
 import { type RegistrySeal, SealError } from './sealed';
-import { PLATFORM_OWNER } from './platform-servers';
+import { COMPARE_AND_SET, attempt, storedQueueProjects } from './stored-records';
 import {
-  AclStateRefused,
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
   type QueueProjectRecord,
@@ -19,14 +18,12 @@ import {
   kvDatabaseId,
   kvDatabaseRecordSchema,
   queueProjectId,
-  queueProjectRecordSchema,
   registryKeys,
   retiredResourceSchema,
   streamClusterId,
   streamPrefix,
   tenantIndexRecordSchema,
   tenantTeardownRecordSchema,
-  tokenRecordSchema,
   vectorIndexId,
   vectorIndexRecordSchema,
 } from './records';
@@ -41,17 +38,10 @@ import {
   vectorCollectionShared,
 } from './tenant-spec';
 
-/** A KV database's run-time ACL state (RegistryWriter.kvAclState): no applier owns it, so the operator keeps a copy. */
-export interface KvAclState {
-  /** Its ACL RESTTOKEN tokens' records (role `acl`), by digest order. */
-  tokens: TokenRecord[];
-  /** Its tenant ACL users: Redis user name → rules, sealed as stored (RegistryWriter.putKvAclUser). */
-  users: Record<string, string>;
-}
-
 /**
- * Writes the registry (records.ts). Used by the local applier (`tenants apply`), the operator, and by the
- * KV gateway for tokens minted with `ACL RESTTOKEN`. Resource records go in and come out with their
+ * The appliers' writes of the registry (records.ts): the local applier (`tenants apply`) and the operator apply
+ * tenants, retire and tear down their resources, and keep the completeness marker. What gateways record at run
+ * time (server bindings, ACL users and tokens, rotated signing keys) is RuntimeStore's (runtime-store.ts). Resource records go in and come out with their
  * user-provided secrets in plain text; the registry holds them sealed under the platform key (sealed.ts).
  */
 export class RegistryWriter {
@@ -145,7 +135,7 @@ export class RegistryWriter {
       addTokens('stream', id, cluster.name, tokens.stream[cluster.name]);
     }
     // A project already in the registry keeps its signing keys: `POST /v2/keys/rotate` changes them there only.
-    const stored = await this.storedQueueProjects(doc.spec.queue.projects.map((p) => queueProjectId(tenant, p.name)));
+    const stored = await storedQueueProjects(this.redis, doc.spec.queue.projects.map((p) => queueProjectId(tenant, p.name)));
     for (const project of doc.spec.queue.projects) {
       const id = queueProjectId(tenant, project.name);
       const secrets = tokens.queue[project.name];
@@ -310,18 +300,6 @@ export class RegistryWriter {
   }
 
   /**
-   * Binds a Redis server, by its `run_id`, to the one KV database it backs (docs/kv.md,
-   * "KV: one Redis server per database"), atomically across gateway replicas. A binding to a database
-   * that is no longer in the registry is stale and is taken over; a platform server's (claimPlatformServer) never is.
-   * @returns null when the server is (now) bound to `databaseId`; else the id of the other database it backs, or
-   *   `platform:<role>` for a platform server (platformRoleOf)
-   */
-  async bindKvServer(runId: string, databaseId: string): Promise<string | null> {
-    const bound = await this.redis.eval(BIND_KV_SERVER, 1, registryKeys.kvServer(runId), databaseId, registryKeys.kvDatabase(''), PLATFORM_OWNER);
-    return typeof bound === 'string' ? bound : null;
-  }
-
-  /**
    * Refuses what would let two tenants' resources share storage: a KV database of `doc` on the server
    * (kvServerEndpoint) of another tenant's KV database, or a vector index of `doc` on the Qdrant
    * collection (vectorCollectionOf) of another tenant's index. Within one document the schema refuses it.
@@ -383,130 +361,6 @@ export class RegistryWriter {
     return found;
   }
 
-  /**
-   * Rotates a queue project's request-signing keys (QStash `POST /v2/keys/rotate`): `next` becomes `current` and
-   * a new `next` is made ({@link generateSigningKey}). Atomic against concurrent rotations and applies (a
-   * compare-and-set on the stored record, retried); announced, so readers drop their cached record.
-   * A later {@link applyTenant} keeps the rotated keys.
-   * @returns the keys after the rotation, or null when the project is not in the registry
-   * @throws Error when the control Redis fails or the record keeps changing under the rotation
-   */
-  async rotateQueueSigningKeys(projectId: string): Promise<QueueProjectRecord['signingKeys'] | null> {
-    const key = registryKeys.queueProject(projectId);
-    for (let attempt = 0; attempt < 10; attempt++) {
-      const raw = await this.redis.get(key);
-      if (!raw) return null;
-      const record = queueProjectRecordSchema.parse(JSON.parse(raw));
-      const signingKeys = { current: record.signingKeys.next, next: generateSigningKey() };
-      const swapped = await this.redis.eval(COMPARE_AND_SET, 1, key, raw, JSON.stringify({ ...record, signingKeys }), REGISTRY_CHANNEL);
-      if (swapped === 1) return signingKeys;
-    }
-    throw new Error(`queue project ${projectId}: its registry record kept changing during the key rotation`);
-  }
-
-  /**
-   * The request-signing keys the registry holds for these queue projects (ids, queueProjectId), by project id:
-   * the keys their applications must verify with once the projects exist (a rotation changes them there only).
-   * Projects not in the registry (or whose record cannot be read) are absent from the map.
-   * @throws Error when the control Redis fails
-   */
-  async queueSigningKeys(ids: string[]): Promise<Map<string, QueueProjectRecord['signingKeys']>> {
-    const stored = await this.storedQueueProjects(ids);
-    return new Map([...stored].flatMap(([id, s]) => (s.signingKeys ? [[id, s.signingKeys] as const] : [])));
-  }
-
-  /**
-   * These queue projects' records as stored, by project id: the registry key, the raw JSON ('' when absent: a
-   * compare-and-set against it requires the key to stay absent) and the signing keys of a readable record.
-   */
-  private async storedQueueProjects(ids: string[]): Promise<Map<string, { key: string; raw: string; signingKeys?: QueueProjectRecord['signingKeys'] }>> {
-    const found = new Map<string, { key: string; raw: string; signingKeys?: QueueProjectRecord['signingKeys'] }>();
-    if (ids.length === 0) return found;
-    const keys = ids.map((id) => registryKeys.queueProject(id));
-    const values = await this.redis.mget(...keys);
-    ids.forEach((id, i) => {
-      const raw = values[i] ?? '';
-      const record = raw ? queueProjectRecordSchema.safeParse(parseJson(raw)) : undefined;
-      found.set(id, { key: keys[i] ?? '', raw, ...(record?.success ? { signingKeys: record.data.signingKeys } : {}) });
-    });
-    return found;
-  }
-
-  /**
-   * Stores a token minted at run time (ACL RESTTOKEN) and files it under its tenant; announces the token and the
-   * tenant's `acl-tokens` set (the operator copies a tenant's run-time ACL state into Kubernetes: kvAclState).
-   */
-  async putRuntimeToken(record: TokenRecord): Promise<void> {
-    const key = registryKeys.token(record.digest);
-    const filed = registryKeys.tenantAclTokens(record.tenant);
-    await execOrThrow(this.redis.multi().set(key, JSON.stringify(record)).sadd(filed, key).publish(REGISTRY_CHANNEL, key).publish(REGISTRY_CHANNEL, filed));
-  }
-
-  /**
-   * The run-time ACL state of KV database `database` of `tenant`, which no applier owns: its ACL RESTTOKEN token
-   * records and its tenant ACL users' rules (sealed, as stored: putKvAclUser). The operator keeps a copy in
-   * Kubernetes and gives it back with {@link restoreKvAclState} after the control Redis lost it.
-   * @throws Error when the control Redis fails
-   */
-  async kvAclState(tenant: string, database: string): Promise<KvAclState> {
-    const keys = (await this.redis.smembers(registryKeys.tenantAclTokens(tenant))).filter((key) => key.startsWith(registryKeys.token('')));
-    const values = keys.length > 0 ? await this.redis.mget(...keys) : [];
-    const tokens = values.flatMap((raw) => {
-      const record = raw ? tokenRecordSchema.safeParse(parseJson(raw)) : undefined;
-      return record?.success && record.data.resource === database && record.data.role === 'acl' ? [record.data] : [];
-    });
-    return { tokens: tokens.sort((a, b) => a.digest.localeCompare(b.digest)), users: await this.redis.hgetall(registryKeys.kvAclRules(database)) };
-  }
-
-  /**
-   * Writes back what of a KV database's run-time ACL state the registry lacks (tokens by digest, users by name;
-   * what it holds wins), filed under the tenant, and announces it. For a registry that lost it (the control Redis
-   * restarted empty). The copy lives where the tenant's own users may write: only tokens of this database whose
-   * Redis user is one of the tenant's (`<database>:` prefix) and users of that prefix are taken.
-   * @returns how many tokens and users were written back
-   * @throws Error when the control Redis fails; AclStateRefused when `state` holds items that are not this database's own
-   */
-  async restoreKvAclState(tenant: string, database: string, state: KvAclState): Promise<number> {
-    const tenantUser = (user: string | undefined) => user !== undefined && user.startsWith(`${database}:`);
-    const foreign = [...state.tokens.filter((t) => t.tenant !== tenant || t.resource !== database || t.role !== 'acl' || !tenantUser(t.aclUser)).map((t) => t.digest), ...Object.keys(state.users).filter((u) => !tenantUser(u))];
-    if (foreign.length > 0) throw new AclStateRefused(database, foreign);
-    const have = await this.kvAclState(tenant, database);
-    const digests = new Set(have.tokens.map((t) => t.digest));
-    const tokens = state.tokens.filter((t) => !digests.has(t.digest));
-    const users = Object.entries(state.users).filter(([user]) => !(user in have.users));
-    if (tokens.length + users.length === 0) return 0;
-    const filed = registryKeys.tenantAclTokens(tenant);
-    const tx = this.redis.multi();
-    for (const token of tokens) {
-      const key = registryKeys.token(token.digest);
-      tx.set(key, JSON.stringify(tokenRecordSchema.parse(token)), 'NX').sadd(filed, key).publish(REGISTRY_CHANNEL, key);
-    }
-    for (const [user, sealed] of users) tx.hsetnx(registryKeys.kvAclRules(database), user, sealed);
-    if (users.length > 0) tx.sadd(filed, registryKeys.kvAclRules(database));
-    tx.publish(REGISTRY_CHANNEL, filed);
-    await execOrThrow(tx);
-    return tokens.length + users.length;
-  }
-
-  /**
-   * Records a tenant's Redis ACL user of KV database `database` as the server now has it (after `ACL SETUSER`), or
-   * forgets it (`rules` null: after `ACL DELUSER`, or when the server no longer has it). The rules are sealed; the
-   * hash is filed under the tenant, so that deleting the tenant or the database deletes it.
-   * @param rules the user's rules as `ACL LIST` prints them, after the user name (e.g. `on`, `#<sha256>`, `~*`, `+@read`)
-   * @throws Error when the control Redis fails
-   */
-  async putKvAclUser(tenant: string, database: string, user: string, rules: string[] | null): Promise<void> {
-    const key = registryKeys.kvAclRules(database);
-    const filed = registryKeys.tenantAclTokens(tenant);
-    const tx = rules === null ? this.redis.multi().hdel(key, user) : this.redis.multi().hset(key, user, this.seal.seal(JSON.stringify(rules))).sadd(filed, key);
-    await execOrThrow(tx.publish(REGISTRY_CHANNEL, filed));
-  }
-
-  /** Announces a change of something the registry does not store (e.g. a Redis ACL user). */
-  async announce(key: string): Promise<void> {
-    await this.redis.publish(REGISTRY_CHANNEL, key);
-  }
-
   /** The KV, vector, stream and queue records among these registry keys. */
   private async retiredRecords(keys: string[]): Promise<RetiredResource[]> {
     const prefixes: Array<[RetiredResource['api'], string]> = [
@@ -559,38 +413,3 @@ function retiredKey(resource: RetiredResource): string {
   return `${resource.api}:${resource.record.id}`;
 }
 
-/**
- * KEYS[1] the server's binding key; ARGV[1] the database id; ARGV[2] the key prefix of KV database
- * records; ARGV[3] the prefix of platform bindings (never taken over). Returns the other existing database (or `platform:<role>`) the server is bound to, else binds it and
- * returns nil.
- */
-const BIND_KV_SERVER = `
-local bound = redis.call('GET', KEYS[1])
-if bound == ARGV[1] then return false end
-if bound and (string.sub(bound, 1, #ARGV[3]) == ARGV[3] or redis.call('EXISTS', ARGV[2] .. bound) == 1) then return bound end
-redis.call('SET', KEYS[1], ARGV[1])
-return false`;
-
-/**
- * KEYS[1] a record; ARGV[1] the value read ('' for a key that was absent); ARGV[2] the new value; ARGV[3] the
- * change channel ('' announces nothing). Sets (and announces) it only if unchanged: 1, else 0.
- */
-const COMPARE_AND_SET = `
-if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2])
-if ARGV[3] ~= '' then redis.call('PUBLISH', ARGV[3], KEYS[1]) end
-return 1`;
-
-/** JSON text parsed, or undefined when it is not JSON (such a record is treated as unreadable). */
-function parseJson(text: string): unknown {
-  return attempt(() => JSON.parse(text) as unknown);
-}
-
-/** The value of `make`, or undefined when it throws (a malformed URL in a stored record backs nothing). */
-function attempt<T>(make: () => T): T | undefined {
-  try {
-    return make();
-  } catch {
-    return undefined;
-  }
-}

@@ -4,7 +4,8 @@ import { eventually } from '@restash/shared/util-testing';
 import { DailyQuota } from './daily-quota';
 import { AclStateRefused, REGISTRY_CHANNEL, RegistryMissingError, kvDatabaseId, queueProjectId, registryKeys } from './records';
 import { RegistryReader } from './registry-reader';
-import { type KvAclState, RegistryWriter } from './registry-writer';
+import { RegistryWriter } from './registry-writer';
+import { type KvAclState, RuntimeStore } from './runtime-store';
 import { type TenantDocument, tenantDocumentSchema } from './tenant-spec';
 import { generateSigningKey, generateToken, tokenDigest } from './credentials';
 import { RegistrySeal, SealError } from './sealed';
@@ -30,12 +31,14 @@ describe('tenant registry on a real Redis', () => {
   let readerRedis: Redis;
   let reader: RegistryReader;
   let writer: RegistryWriter;
+  let runtime: RuntimeStore;
   const seal = new RegistrySeal(RegistrySeal.generateKey());
 
   beforeAll(async () => {
     server = await startRedisServer();
     redis = new Redis(server.url);
     writer = new RegistryWriter(redis, seal);
+    runtime = new RuntimeStore(redis, seal);
     readerRedis = new Redis(server.url);
     reader = new RegistryReader(readerRedis, { cacheTtlMs: 60_000, seal });
     await reader.start();
@@ -93,14 +96,14 @@ describe('tenant registry on a real Redis', () => {
     const tokens = tokensFor(['one', 'two']);
     await writer.applyTenant(tenant('gamma', ['one', 'two']), tokens);
     const aclToken = generateToken();
-    await writer.putRuntimeToken({ digest: tokenDigest(aclToken), tenant: 'gamma', api: 'kv', resource: 'gamma.two', role: 'acl', aclUser: 'u' });
+    await runtime.putRuntimeToken({ digest: tokenDigest(aclToken), tenant: 'gamma', api: 'kv', resource: 'gamma.two', role: 'acl', aclUser: 'u' });
     expect(await reader.resolveToken(aclToken)).not.toBeNull();
     // Tenant ACL users' rules, sealed (a password hash is never stored in the clear).
-    for (const db of ['one', 'two']) await writer.putKvAclUser('gamma', `gamma.${db}`, `gamma.${db}:u`, ['on', '#0123abcd', '~*', '+@read']);
+    for (const db of ['one', 'two']) await runtime.putKvAclUser('gamma', `gamma.${db}`, `gamma.${db}:u`, ['on', '#0123abcd', '~*', '+@read']);
     expect(await reader.kvAclUserRules('gamma.two', 'gamma.two:u')).toEqual(['on', '#0123abcd', '~*', '+@read']);
     expect(await redis.hget(registryKeys.kvAclRules('gamma.two'), 'gamma.two:u')).not.toContain('0123abcd');
-    await writer.putKvAclUser('gamma', 'gamma.one', 'gamma.one:v', ['off']);
-    await writer.putKvAclUser('gamma', 'gamma.one', 'gamma.one:v', null);
+    await runtime.putKvAclUser('gamma', 'gamma.one', 'gamma.one:v', ['off']);
+    await runtime.putKvAclUser('gamma', 'gamma.one', 'gamma.one:v', null);
     expect(await reader.kvAclUserRules('gamma.one', 'gamma.one:v')).toBeNull();
 
     await writer.applyTenant(tenant('gamma', ['one']), { kv: { one: tokens.kv.one }, vector: {}, stream: {}, queue: {} });
@@ -120,17 +123,17 @@ describe('tenant registry on a real Redis', () => {
   it("gives a KV database's run-time ACL state back to a registry that lost it, and refuses items of another database or user", async () => {
     await writer.applyTenant(tenant('eta', ['main']), tokensFor(['main']));
     const token = { digest: tokenDigest(generateToken()), tenant: 'eta', api: 'kv' as const, resource: 'eta.main', role: 'acl' as const, aclUser: 'eta.main:app', sealedPassword: 'sealed' };
-    await writer.putRuntimeToken(token);
-    await writer.putKvAclUser('eta', 'eta.main', 'eta.main:app', ['on', '#00ff', '~*', '+@read']);
-    const kept = await writer.kvAclState('eta', 'eta.main');
+    await runtime.putRuntimeToken(token);
+    await runtime.putKvAclUser('eta', 'eta.main', 'eta.main:app', ['on', '#00ff', '~*', '+@read']);
+    const kept = await runtime.kvAclState('eta', 'eta.main');
     expect(kept.tokens).toEqual([token]);
     expect(Object.keys(kept.users)).toEqual(['eta.main:app']);
 
     await redis.del(registryKeys.token(token.digest), registryKeys.kvAclRules('eta.main'), registryKeys.tenantAclTokens('eta'));
-    expect(await writer.kvAclState('eta', 'eta.main')).toEqual({ tokens: [], users: {} });
-    expect(await writer.restoreKvAclState('eta', 'eta.main', kept)).toBe(2);
-    expect(await writer.kvAclState('eta', 'eta.main')).toEqual(kept);
-    expect(await writer.restoreKvAclState('eta', 'eta.main', kept)).toBe(0);
+    expect(await runtime.kvAclState('eta', 'eta.main')).toEqual({ tokens: [], users: {} });
+    expect(await runtime.restoreKvAclState('eta', 'eta.main', kept)).toBe(2);
+    expect(await runtime.kvAclState('eta', 'eta.main')).toEqual(kept);
+    expect(await runtime.restoreKvAclState('eta', 'eta.main', kept)).toBe(0);
 
     // A copy altered to reach another database's user, or the gateway's own, is refused whole.
     const alterations: KvAclState[] = [
@@ -139,9 +142,9 @@ describe('tenant registry on a real Redis', () => {
       { tokens: [], users: { 'restash-readonly': Object.values(kept.users)[0] ?? '' } },
     ];
     for (const altered of alterations) {
-      await expect(writer.restoreKvAclState('eta', 'eta.main', altered)).rejects.toThrow(AclStateRefused);
+      await expect(runtime.restoreKvAclState('eta', 'eta.main', altered)).rejects.toThrow(AclStateRefused);
     }
-    expect(await writer.kvAclState('eta', 'eta.main')).toEqual(kept);
+    expect(await runtime.kvAclState('eta', 'eta.main')).toEqual(kept);
     await writer.deleteTenant('eta');
   });
 
@@ -262,7 +265,7 @@ describe('tenant registry on a real Redis', () => {
     const id = queueProjectId('rota', 'main');
     expect((await reader.queueProject(id))?.signingKeys).toEqual({ current: secrets.currentSigningKey, next: secrets.nextSigningKey });
 
-    const rotated = await writer.rotateQueueSigningKeys(id);
+    const rotated = await runtime.rotateQueueSigningKeys(id);
     expect(rotated?.current).toBe(secrets.nextSigningKey);
     expect(rotated?.next).toMatch(/^sig_/);
     expect(rotated?.next).not.toBe(secrets.nextSigningKey);
@@ -271,7 +274,7 @@ describe('tenant registry on a real Redis', () => {
 
     await writer.applyTenant(doc, tokens);
     expect((await reader.queueProject(id))?.signingKeys).toEqual(rotated);
-    expect(await writer.rotateQueueSigningKeys(queueProjectId('rota', 'none'))).toBeNull();
+    expect(await runtime.rotateQueueSigningKeys(queueProjectId('rota', 'none'))).toBeNull();
   });
 
   it('keeps a rotation that lands between an apply\'s read of the record and its write, and still applies the new spec', async () => {
@@ -289,14 +292,14 @@ describe('tenant registry on a real Redis', () => {
 
     // A writer whose first MGET (the apply reading the stored project records) is followed by a rotation.
     const racing = new Redis(server.url);
-    const rotations: Array<Awaited<ReturnType<RegistryWriter['rotateQueueSigningKeys']>>> = [];
+    const rotations: Array<Awaited<ReturnType<RuntimeStore['rotateQueueSigningKeys']>>> = [];
     const mget = racing.mget.bind(racing) as (...keys: string[]) => Promise<Array<string | null>>;
     let rotateAfterRead = true;
     (racing as unknown as { mget: (...keys: string[]) => Promise<Array<string | null>> }).mget = async (...keys: string[]) => {
       const values = await mget(...keys);
       if (rotateAfterRead) {
         rotateAfterRead = false;
-        rotations.push(await writer.rotateQueueSigningKeys(id));
+        rotations.push(await runtime.rotateQueueSigningKeys(id));
       }
       return values;
     };
@@ -310,7 +313,7 @@ describe('tenant registry on a real Redis', () => {
     expect(rotations[0]?.current).toBe(secrets.nextSigningKey);
     expect(stored.signingKeys).toEqual(rotations[0]);
     expect(stored.maxRequestBytes).toBe(2048);
-    expect(await writer.queueSigningKeys([id, queueProjectId('race', 'none')])).toEqual(new Map([[id, rotations[0]]]));
+    expect(await runtime.queueSigningKeys([id, queueProjectId('race', 'none')])).toEqual(new Map([[id, rotations[0]]]));
   });
 
   it("claims the queue's Redis for the platform again after each restart, and no KV database binds a claimed server", async () => {
@@ -322,7 +325,7 @@ describe('tenant registry on a real Redis', () => {
       const first = await serverRunId(queueRedis);
       // A tenant's database was served from it before the platform claimed it (first install): reported, announced
       // (kv-gateway drops its sessions at any announcement, and checks the server again), then claimed.
-      expect(await writer.bindKvServer(first, kvDatabaseId('early', 'main'))).toBeNull();
+      expect(await runtime.bindKvServer(first, kvDatabaseId('early', 'main'))).toBeNull();
       await writer.applyTenant(tenant('early', ['main']), tokensFor(['main']));
       const announced: string[] = [];
       reader.onChange((key) => announced.push(key));
@@ -342,13 +345,13 @@ describe('tenant registry on a real Redis', () => {
       ]);
       await eventually(() => expect(announced).toContain(registryKeys.kvServer(first)));
       // The binding is never taken over, even by a database that exists (a stale one would be).
-      expect(await writer.bindKvServer(first, kvDatabaseId('early', 'main'))).toBe('platform:queue');
+      expect(await runtime.bindKvServer(first, kvDatabaseId('early', 'main'))).toBe('platform:queue');
 
       await queueServer.restart(); // a new run_id, claimed at the reconnect
       const second = await serverRunId(queueRedis);
       expect(second).not.toBe(first);
       await eventually(async () => expect(await redis.get(registryKeys.kvServer(second))).toBe(platformOwner('queue')));
-      expect(await writer.bindKvServer(second, kvDatabaseId('early', 'main'))).toBe('platform:queue');
+      expect(await runtime.bindKvServer(second, kvDatabaseId('early', 'main'))).toBe('platform:queue');
       expect(logged).toHaveLength(1);
       stop();
     } finally {

@@ -145,7 +145,7 @@ export class RecordingObserver implements KvObserver {
   }
 }
 
-/** Records the registry writes of the KV API, and binds servers as RegistryWriter.bindKvServer does (first come). */
+/** Records the registry writes of the KV API, and binds servers as RuntimeStore.bindKvServer does (first come). */
 export class FakeRuntimeRecords implements KvRuntimeRecords {
   readonly bindings = new Map<string, string>();
   readonly aclUsers: Array<[string, string | null]> = [];
