@@ -1,13 +1,9 @@
-import { randomBytes } from 'node:crypto';
-// Not re-exported by the package's index; the Kubernetes quantity grammar is the library's to parse.
-import { quantityToScalar } from '@kubernetes/client-node/dist/util.js';
-import type { KubernetesObject, V1PersistentVolumeClaim, V1Secret, V1Service, V1StatefulSet } from '@kubernetes/client-node';
+// The tenant reconciler: one pass over a namespace and its restash resources (TenantReconciler), the registry key of
+// a resource. What it works on (KubeAccess, TenantRegistry, EngineAdmin) is in tenant-ports.ts, the errors a pass throws
+// in reconcile-errors.ts (both exported from here), the managed Redis servers in managed-redis-servers.ts.
 import {
   AclStateRefused,
-  type Backends,
-  type KvAclState,
   type RetiredResource,
-  type TenantDocument,
   type TenantTokens,
   kvDatabaseId,
   queueProjectId,
@@ -17,13 +13,10 @@ import {
   streamPrefix,
   vectorIndexId,
 } from '@restash/shared/data-access-registry';
-import { type ConditionReason, type GatewayUrls, KINDS, type KvBackup, MAX_MANAGED_REPLICAS, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
+import { type ConditionReason, KINDS, type RestashResource, type ResourceStatus } from '@restash/shared/util-resources';
 import { type Condition, type ReconcileResult, setCondition, statusChanged } from '@restash/operator/util-controller';
 import type { DeclaredTopic } from '@restash/stream/data-access-kafka';
-import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
-import { GATEWAY_PASSWORD_KEY, MANAGED_REDIS_PORT, type ManagedRedisSettings, SENTINEL_PASSWORD_KEY, managedRedisNames, managedRedisObjects } from './managed-redis';
-import { SENTINEL_PORT, SENTINEL_QUORUM, managedSentinelObjects, sentinelNames } from './managed-sentinel';
-import { restoreSourceOf } from './restore-source';
+import { ManagedRedisServers } from './managed-redis-servers';
 import {
   SecretSigningKeys,
   type SigningKeys,
@@ -36,77 +29,14 @@ import {
   secretUpToDate,
   tokensFor,
 } from './sdk-secret';
+import { RegistryUnavailable, ResourcesNotReady } from './reconcile-errors';
+import type { EngineAdmin, KubeAccess, PurgeReport, TenantReconcilerOptions, TenantRegistry } from './tenant-ports';
 
 /** The finalizer on every restash resource: its data is deleted (the code `tenants delete` uses) before it goes. */
 export const TEARDOWN_FINALIZER = 'restash.dev/teardown';
 
-/** What the reconciler reads and writes in Kubernetes (apps/operator implements it on @kubernetes/client-node). */
-export interface KubeAccess {
-  /** Every restash resource of a namespace, from the informers' caches, those being deleted included. */
-  resources(namespace: string): RestashResource[];
-  getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
-  getService(namespace: string, name: string): Promise<V1Service | undefined>;
-  getStatefulSet(namespace: string, name: string): Promise<V1StatefulSet | undefined>;
-  /** A KvBackup, read from the API server (the source of a restore). */
-  getKvBackup(namespace: string, name: string): Promise<KvBackup | undefined>;
-  getPersistentVolumeClaim(namespace: string, name: string): Promise<V1PersistentVolumeClaim | undefined>;
-  /** Whether a StorageClass allows volume expansion (`allowVolumeExpansion`); undefined when it does not exist. */
-  storageClassExpands(name: string): Promise<boolean | undefined>;
-  /** Asks for a larger volume: merge-patches the claim's `spec.resources.requests.storage`. */
-  resizePersistentVolumeClaim(namespace: string, name: string, storage: string): Promise<void>;
-  /** Server-side apply (field manager restash-operator, forced). */
-  apply(object: KubernetesObject): Promise<void>;
-  /** Deletes an object; one that does not exist is no error. */
-  remove(apiVersion: string, kind: string, namespace: string, name: string): Promise<void>;
-  /** Writes `status` on the resource's status subresource. */
-  patchStatus(resource: RestashResource, status: ResourceStatus): Promise<void>;
-  /** Replaces the resource's finalizers (checked against its resourceVersion). */
-  setFinalizers(resource: RestashResource, finalizers: string[]): Promise<void>;
-  /** A Kubernetes Event about the resource. */
-  event(resource: RestashResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
-}
-
-/** What an apply or delete left behind: the resources (by registry API and id) whose data could not be purged, and why. */
-export interface PurgeReport {
-  failed: Array<{ api: RetiredResource['api']; id: string; reason: string }>;
-}
-
-/**
- * The registry side: the keys a tenant has, and the teardown-aware apply and delete `tenants` uses
- * (apps/operator gives libs/platform/feature-teardown's TenantTeardown, whose reports are PurgeReports).
- */
-export interface TenantRegistry {
-  /** Whether the control Redis answers: a registry call that failed while it does not is {@link RegistryUnavailable}. */
-  reachable(): Promise<boolean>;
-  /** Whether the registry's marker is there (RegistryWriter.isComplete): false after the control Redis lost its data. */
-  complete(): Promise<boolean>;
-  /** Writes the marker, once every namespace was written again (RegistryWriter.markComplete). @returns whether it was written */
-  markComplete(): Promise<boolean>;
-  registeredKeys(tenant: string): Promise<Set<string>>;
-  /** The signing keys the registry holds for these queue projects (ids, queueProjectId), by id; those not registered are absent (RuntimeStore.queueSigningKeys). */
-  queueSigningKeys(ids: string[]): Promise<Map<string, SigningKeys>>;
-  apply(document: TenantDocument, tokens: TenantTokens): Promise<PurgeReport>;
-  delete(tenant: string): Promise<PurgeReport>;
-  /** A KV database's run-time ACL state (RuntimeStore.kvAclState). */
-  kvAclState(tenant: string, database: string): Promise<KvAclState>;
-  /** Writes back what of it the registry lacks (RuntimeStore.restoreKvAclState). @returns how many items */
-  restoreKvAclState(tenant: string, database: string, state: KvAclState): Promise<number>;
-}
-
-/** The engines' admin side: a vector index's collection, a stream cluster's topics. */
-export interface EngineAdmin {
-  ensureCollection(index: TenantDocument['spec']['vector']['indexes'][number], tenant: string): Promise<void>;
-  reconcileTopics(brokers: string[], prefix: string, topics: DeclaredTopic[]): Promise<unknown>;
-}
-
-export interface TenantReconcilerOptions {
-  backends: Backends;
-  urls: GatewayUrls;
-  managedRedis: ManagedRedisSettings;
-  /** How soon a tenant whose managed Redis is not ready yet is looked at again (ms, default 2000). */
-  pollMs?: number;
-  now?: () => Date;
-}
+export { RegistryUnavailable, ResourcesNotReady } from './reconcile-errors';
+export type { EngineAdmin, KubeAccess, PurgeReport, TenantReconcilerOptions, TenantRegistry } from './tenant-ports';
 
 /** The outcome of one resource in one pass: its Ready condition. */
 interface Outcome {
@@ -165,6 +95,8 @@ export class TenantReconciler {
   private readonly now: () => Date;
   /** The signing keys each queue project's Secret was written with (see {@link secretBehind}). */
   private readonly secretSigningKeys = new SecretSigningKeys();
+  /** The managed Redis of its KvDatabases (steps 3 and 7). */
+  private readonly servers: ManagedRedisServers;
 
   constructor(
     private readonly kube: KubeAccess,
@@ -174,6 +106,7 @@ export class TenantReconciler {
   ) {
     this.pollMs = options.pollMs ?? 2_000;
     this.now = options.now ?? (() => new Date());
+    this.servers = new ManagedRedisServers(kube, options);
   }
 
   /**
@@ -318,7 +251,7 @@ export class TenantReconciler {
     const managedUrls = new Map<string, string>();
     for (const r of usable) {
       if (r.kind !== 'KvDatabase' || r.spec.redis.external) continue;
-      const server = await this.ensureManagedRedis(r);
+      const server = await this.servers.ensureManagedRedis(r);
       if (server.url) managedUrls.set(r.metadata.name, server.url);
       if (server.refused) {
         fail(r, server.refused.reason, server.refused.message);
@@ -391,7 +324,7 @@ export class TenantReconciler {
         requeue = true;
         continue;
       }
-      if (r.kind === 'KvDatabase') await this.removeManagedRedis(r);
+      if (r.kind === 'KvDatabase') await this.servers.removeManagedRedis(r);
       await this.kube.setFinalizers(r, (r.metadata.finalizers ?? []).filter((f) => f !== TEARDOWN_FINALIZER));
     }
 
@@ -421,119 +354,6 @@ export class TenantReconciler {
     return found;
   }
 
-  /**
-   * Applies a managed KvDatabase's Redis objects (managed-redis.ts; with replicas, its sentinels: managed-sentinel.ts)
-   * and reads back its address: the server's ClusterIP, or the sentinels' for a replicated one. A database with
-   * `spec.restore` gets its restore Secret first (restoreSourceOf), once, before its StatefulSet exists: nothing of it
-   * is made while the source is refused or still being taken, so that it never starts empty.
-   * @returns the gateway's URL of it (once the Service has a cluster IP) and whether the server is ready, or why it is refused
-   */
-  private async ensureManagedRedis(
-    db: RestashResource & { kind: 'KvDatabase' },
-  ): Promise<{ url?: string; ready: boolean; message: string; refused?: { reason: ConditionReason; message: string } }> {
-    const { name, namespace, uid } = db.metadata;
-    const names = managedRedisNames(name);
-    const managed = db.spec.redis.managed ?? { storage: '1Gi', replicas: 1, engine: 'redis' as const };
-    const replicated = managed.replicas > 1;
-    if ((db.spec.restore || replicated) && !this.options.managedRedis.initImage) {
-      return { ready: false, message: '', refused: { reason: 'NotSupported', message: "restores and replicas need the operator's MANAGED_REDIS_INIT_IMAGE" } };
-    }
-    const { valkeyImage } = this.options.managedRedis;
-    if (managed.engine === 'valkey' && !valkeyImage) {
-      return { ready: false, message: '', refused: { reason: 'NotSupported', message: "engine valkey needs the operator's MANAGED_VALKEY_IMAGE" } };
-    }
-    const settings = managed.engine === 'valkey' && valkeyImage ? { ...this.options.managedRedis, image: valkeyImage } : this.options.managedRedis;
-    const existing = await this.kube.getStatefulSet(namespace, names.statefulSet);
-    if (db.spec.restore && !existing && !(await this.kube.getSecret(namespace, names.restore))) {
-      const source = await restoreSourceOf(db, this.kube);
-      if ('refused' in source) return { ready: false, message: '', refused: { reason: 'InvalidSpec', message: `spec.restore: ${source.refused}` } };
-      if ('waiting' in source) return { ready: false, message: source.waiting };
-      await this.kube.apply(source.secret);
-    }
-    const config = secretText(await this.kube.getSecret(namespace, names.secret));
-    const password = config[GATEWAY_PASSWORD_KEY] || randomBytes(24).toString('hex');
-    const sentinelPassword = replicated ? config[SENTINEL_PASSWORD_KEY] || randomBytes(24).toString('hex') : undefined;
-    const owner = { apiVersion: db.apiVersion, kind: db.kind, name, namespace, uid: uid ?? '' };
-    // A StatefulSet's volume template never changes: a larger `storage` grows the claims instead (growVolumes).
-    const template = existing?.spec?.volumeClaimTemplates?.[0]?.spec;
-    const storage = template?.resources?.requests?.['storage'] ?? managed.storage;
-    const storageClassName = existing ? template?.storageClassName : managed.storageClassName;
-    const objects = [
-      ...managedRedisObjects(
-        {
-          owner,
-          storage,
-          ...(storageClassName ? { storageClassName } : {}),
-          password,
-          replicas: managed.replicas,
-          ...(sentinelPassword ? { sentinelPassword } : {}),
-          ...(db.spec.restore ? { restore: true } : {}),
-        },
-        settings,
-      ),
-      ...(replicated ? managedSentinelObjects({ owner }, settings) : []),
-    ];
-    for (const object of objects) await this.kube.apply(object);
-    const notGrown = existing ? await this.growVolumes(db, managed.replicas, managed.storage) : undefined;
-    if (notGrown) await this.kube.event(db, 'Warning', 'StorageNotExpanded', notGrown);
-    const set = await this.kube.getStatefulSet(namespace, names.statefulSet);
-    const serving = (set?.status?.readyReplicas ?? 0) >= 1;
-    if (!replicated) {
-      const ip = (await this.kube.getService(namespace, names.service))?.spec?.clusterIP;
-      const url = ip && ip !== 'None' ? `redis://${GATEWAY_REDIS_USER}:${password}@${ip}:${MANAGED_REDIS_PORT}/0` : undefined;
-      const ready = serving && url !== undefined;
-      return { ...(url ? { url } : {}), ready, message: ready ? '' : `waiting for the Redis server (StatefulSet ${names.statefulSet}) to be ready` };
-    }
-    // The gateways ask the sentinels (their ClusterIP Service) for the primary: a failover needs no registry change.
-    const sentinels = sentinelNames(name);
-    const ip = (await this.kube.getService(namespace, sentinels.service))?.spec?.clusterIP;
-    const url = ip && ip !== 'None' ? `redis+sentinel://${GATEWAY_REDIS_USER}:${password}@${ip}:${SENTINEL_PORT}/${name}/0?sentinelPassword=${sentinelPassword}` : undefined;
-    const voters = (await this.kube.getStatefulSet(namespace, sentinels.statefulSet))?.status?.readyReplicas ?? 0;
-    const ready = serving && voters >= SENTINEL_QUORUM && url !== undefined;
-    return { ...(url ? { url } : {}), ready, message: ready ? '' : `waiting for the Redis servers (StatefulSet ${names.statefulSet}) and their sentinels (StatefulSet ${sentinels.statefulSet}) to be ready` };
-  }
-
-  /**
-   * Grows the volumes of a managed database whose `storage` grew (docs/operations.md, "KV databases: replicas and failover"): each
-   * server's claim smaller than `storage` is asked for `storage` when its StorageClass allows expansion.
-   * @returns why a volume cannot grow (its StorageClass does not allow expansion: a Warning Event says so, and the
-   *   database is served at its old size), or undefined
-   */
-  private async growVolumes(db: RestashResource & { kind: 'KvDatabase' }, replicas: number, storage: string): Promise<string | undefined> {
-    const { namespace } = db.metadata;
-    const wanted = Number(quantityToScalar(storage));
-    for (let i = 0; i < replicas; i++) {
-      const name = managedRedisNames(db.metadata.name).pvc.replace(/-0$/, `-${i}`);
-      const claim = await this.kube.getPersistentVolumeClaim(namespace, name);
-      const requested = claim?.spec?.resources?.requests?.['storage'];
-      if (!claim || requested === undefined || Number(quantityToScalar(requested)) >= wanted) continue;
-      const className = claim.spec?.storageClassName ?? '';
-      if ((await this.kube.storageClassExpands(className)) !== true) {
-        return `spec.redis.managed.storage: volume ${name} stays ${requested}: StorageClass '${className}' does not allow volume expansion (allowVolumeExpansion); the database is served at its old size`;
-      }
-      await this.kube.resizePersistentVolumeClaim(namespace, name, storage);
-    }
-    return undefined;
-  }
-
-  /** Deletes a KvDatabase's managed Redis: the StatefulSets (servers, sentinels), the PVCs (its data), the budgets, the Services and the Secrets. */
-  private async removeManagedRedis(db: RestashResource): Promise<void> {
-    const names = managedRedisNames(db.metadata.name);
-    const ns = db.metadata.namespace;
-    const sentinels = sentinelNames(db.metadata.name);
-    await this.kube.remove('apps/v1', 'StatefulSet', ns, sentinels.statefulSet);
-    await this.kube.remove('apps/v1', 'StatefulSet', ns, names.statefulSet);
-    for (let i = 0; i < MAX_MANAGED_REPLICAS; i++) await this.kube.remove('v1', 'PersistentVolumeClaim', ns, names.pvc.replace(/-0$/, `-${i}`));
-    await this.kube.remove('policy/v1', 'PodDisruptionBudget', ns, names.statefulSet);
-    await this.kube.remove('policy/v1', 'PodDisruptionBudget', ns, sentinels.statefulSet);
-    await this.kube.remove('v1', 'Service', ns, sentinels.service);
-    await this.kube.remove('v1', 'Service', ns, sentinels.headless);
-    await this.kube.remove('v1', 'Service', ns, names.service);
-    await this.kube.remove('v1', 'Service', ns, names.headless);
-    await this.kube.remove('v1', 'Secret', ns, names.secret);
-    await this.kube.remove('v1', 'Secret', ns, names.restore);
-  }
-
   /** Writes the resource's status when it differs from what it holds; an Event when it becomes not Ready. */
   private async writeStatus(r: RestashResource, outcome: Outcome): Promise<void> {
     const generation = r.metadata.generation ?? 0;
@@ -552,22 +372,6 @@ export class TenantReconciler {
     if (!outcome.ready && outcome.reason !== 'Reconciling' && (before?.reason !== outcome.reason || before?.message !== outcome.message)) {
       await this.kube.event(r, 'Warning', outcome.reason, outcome.message);
     }
-  }
-}
-
-/** Thrown by a pass that could not read or write the registry because the control Redis does not answer. */
-export class RegistryUnavailable extends Error {
-  constructor(cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause), { cause });
-    this.name = 'RegistryUnavailable';
-  }
-}
-
-/** Thrown after a pass that left resources not Ready for a reason that may pass (a Secret created later, a backend back): the work queue retries with backoff. */
-export class ResourcesNotReady extends Error {
-  constructor(namespace: string, problems: string[]) {
-    super(`namespace ${namespace}: ${problems.join('; ')}`);
-    this.name = 'ResourcesNotReady';
   }
 }
 
