@@ -1,9 +1,29 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { Worker } from 'bullmq';
+import { Worker, type WorkerOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { Readiness, engineErrorListener, logEvent } from '@restash/shared/util-http';
 import { QueueStore } from '@restash/queue/data-access-store';
+import { RetryLater, retryLaterBackoff, tenantOfProject } from '@restash/queue/feature-delivery';
 import type { QueueMessage } from '@restash/queue/util-message';
-import { RetryLater, tenantOfProject } from './delivery.processor';
+import type { QueueWorkerConfig } from './config';
+
+/**
+ * The settings of every BullMQ Worker of deliveries (the `deliveries` queue's and each lane's): not started until
+ * the caller runs it, the worker's concurrency, lock and stall settings (LOCK_DURATION_MS, STALLED_INTERVAL_MS,
+ * MAX_STALLED_COUNT) and {@link retryLaterBackoff}.
+ */
+export function deliveryWorkerOptions(config: QueueWorkerConfig, connection: Redis): WorkerOptions {
+  return {
+    autorun: false,
+    connection,
+    prefix: config.store.options.prefix,
+    concurrency: config.concurrency,
+    lockDuration: config.lockDurationMs,
+    stalledInterval: config.stalledIntervalMs,
+    maxStalledCount: config.maxStalledCount,
+    settings: { backoffStrategy: retryLaterBackoff },
+  };
+}
 
 /** The readiness checks that must pass before the worker takes messages: the registry's Redis and the queue's. */
 export const WORKER_DEPENDENCIES = ['control-redis', 'queue-redis'] as const;

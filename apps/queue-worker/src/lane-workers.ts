@@ -7,7 +7,8 @@ import { RepeatLimiter, engineErrorListener, logEvent } from '@restash/shared/ut
 import { QueueStore } from '@restash/queue/data-access-store';
 import type { QueueMessage } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
-import { DeliveryProcessor, RetryLater, deliveryWorkerOptions, tenantOfProject } from './delivery.processor';
+import { DeliveryProcessor, RetryLater, tenantOfProject } from '@restash/queue/feature-delivery';
+import { deliveryWorkerOptions } from './delivery.worker';
 
 /** How often the lane set is read again (a missed "lanes changed" message) and this replica's entry refreshed, in ms. */
 export const LANE_RESYNC_MS = 5_000;

@@ -7,7 +7,7 @@ import { engineErrorListener, logEvent } from '@restash/shared/util-http';
 import { QueueStore, SCHEDULE_QUEUE, type ScheduleTick, ScheduleStore, UrlGroupStore } from '@restash/queue/data-access-store';
 import { type QueueMessage, fanOut, tickMessage, tickMessageId } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
-import { tenantOfProject } from './delivery.processor';
+import { tenantOfProject } from '@restash/queue/feature-delivery';
 
 /** Ticks processed at once by one replica (a tick only writes to Redis: it is short). */
 const TICK_CONCURRENCY = 10;

@@ -2,13 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '@restash/shared/util-http';
 import { QueueStore } from '@restash/queue/data-access-store';
-import type { InfrastructureOperation } from './infrastructure-retry';
+import type { AttemptOutcome, DeliveryObserver, InfrastructureOperation } from '@restash/queue/feature-delivery';
 
 /** The BullMQ states `restash_queue_jobs` reports. */
 const JOB_STATES = ['waiting', 'delayed', 'prioritized', 'active'] as const;
-
-/** How one delivery attempt ended. */
-export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'cancelled' | 'dropped' | 'requeued';
 
 /**
  * Prometheus metrics of queue-worker:
@@ -26,7 +23,7 @@ export type AttemptOutcome = 'delivered' | 'retry' | 'failed' | 'cancelled' | 'd
  * `failed` attempt puts its message in the project's DLQ.
  */
 @Injectable()
-export class WorkerMetrics {
+export class WorkerMetrics implements DeliveryObserver {
   private readonly attempts: Histogram<'tenant' | 'outcome'>;
   private readonly lag: Histogram<'tenant'>;
   private readonly infrastructureRetries: Counter<'operation'>;

@@ -2,16 +2,16 @@ import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown 
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Readiness, ObservabilityModule, engineErrorListener, logEvent, parseAllowlist } from '@restash/shared/util-http';
-import { claimPlatformServer } from '@restash/shared/data-access-registry';
+import { RegistryReader, claimPlatformServer } from '@restash/shared/data-access-registry';
 import { openRedis } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import { DELIVERY_QUEUE, Publisher, QueueStore, ScheduleStore, UrlGroupStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import { KubeConfig } from '@kubernetes/client-node';
 import { HttpDeliverer, NamespaceAddressBook, type NamespaceWatch, watchNamespaceAddresses } from '@restash/queue/data-access-delivery';
+import { DeliveryProcessor } from '@restash/queue/feature-delivery';
 import type { QueueMessage } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
-import { DeliveryProcessor, deliveryWorkerOptions } from './delivery.processor';
-import { DeliveryWorker } from './delivery.worker';
+import { DeliveryWorker, deliveryWorkerOptions } from './delivery.worker';
 import { ScheduleProcessor, ScheduleWorker } from './schedule.worker';
 import { LaneWorkers } from './lane-workers';
 import { WorkerMetrics } from './worker-metrics';
@@ -22,6 +22,33 @@ export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
 export const WORKER_REDIS = Symbol('WORKER_REDIS');
 /** Injection token of the namespaces' addresses (IN_NAMESPACE_DESTINATIONS), or null when off. */
 export const NAMESPACE_ADDRESSES = Symbol('NAMESPACE_ADDRESSES');
+
+/**
+ * The delivery logic (libs/queue/feature-delivery) over its ports: the registry, the queue's store, the SSRF-guarded
+ * deliverer, the workflow runs and waiters, the publisher (a failed run's invoker), the metrics, and the limits of the
+ * configuration.
+ */
+function deliveryProcessor(
+  config: QueueWorkerConfig,
+  registry: RegistryReader,
+  store: QueueStore,
+  deliverer: HttpDeliverer,
+  metrics: WorkerMetrics,
+  runs: WorkflowRunStore,
+  waiters: WorkflowWaiterStore,
+  publisher: Publisher,
+): DeliveryProcessor {
+  return new DeliveryProcessor({
+    registry,
+    store,
+    deliverer,
+    runs,
+    waiters,
+    invokers: publisher,
+    observer: metrics,
+    limits: { maxResponseBytes: config.maxResponseBytes, callbackRetries: config.callbackRetries, deliveryTimeoutMs: config.deliveryTimeoutMs, lockDurationMs: config.lockDurationMs },
+  });
+}
 
 /**
  * queue-worker: delivers the queue's messages (BullMQ jobs) to their destinations, with retries, callbacks
@@ -113,7 +140,11 @@ export class WorkerModule implements OnApplicationShutdown {
             }),
         },
         WorkerMetrics,
-        DeliveryProcessor,
+        {
+          provide: DeliveryProcessor,
+          inject: [WORKER_CONFIG, RegistryReader, QueueStore, HttpDeliverer, WorkerMetrics, WorkflowRunStore, WorkflowWaiterStore, Publisher],
+          useFactory: deliveryProcessor,
+        },
         {
           provide: Worker,
           inject: [WORKER_REDIS, DeliveryProcessor],
