@@ -1,19 +1,20 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { ApiException, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+// The operator's control loop (OperatorController): leader election, the informers, the work queue and the loops
+// beside it. Its registry check and the registry's announcements are in registry-healing.ts, its logger in operator-log.ts.
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import {
   EventRecorder,
   KubernetesClient,
   LeaderElector,
   type ResourceWatch,
-  kubernetesErrorMessage,
   watchResources,
 } from '@restash/operator/data-access-kubernetes';
-import { type ReconcileReport, WorkQueue } from '@restash/operator/util-controller';
-import { ResourcesNotReady, TenantReconciler, type TenantRegistry, type EngineAdmin } from '@restash/platform/feature-reconcile';
+import { WorkQueue } from '@restash/operator/util-controller';
+import { TenantReconciler, type TenantRegistry, type EngineAdmin } from '@restash/platform/feature-reconcile';
 import { GROUP, KIND_NAMES, KINDS, type KindName, type KvDatabase, type RestashResource, VERSION } from '@restash/shared/util-resources';
 import { BackupController, type BackupEngines } from '@restash/kv/feature-backup';
 import { Readiness, logEvent } from '@restash/shared/util-http';
-import { RegistryReader, kvDatabaseId, parseTenantAclTokensKey, registryKeys } from '@restash/shared/data-access-registry';
+import { RegistryReader, kvDatabaseId } from '@restash/shared/data-access-registry';
 import { OPERATOR_CONFIG, type OperatorConfig } from './config';
 import { kubeAccess } from './kube-access';
 import { OperatorMetrics } from './operator-metrics';
@@ -22,19 +23,8 @@ import { BackupLoop } from './backup-loop';
 import { ReplicationLoop, plannedFailover, probeReplication } from './replication-loop';
 import { replicationKube } from './replication-kube';
 import { backupKube } from './backup-kube';
-
-const logger = new Logger('Operator');
-
-/**
- * An error as a log line takes it (logEvent): a Kubernetes API error in kubernetesErrorMessage's words (its status and
- * the server's message), anything else as is (its message and code, e.g. ECONNREFUSED).
- */
-const loggable = (error: unknown): unknown => (error instanceof ApiException ? kubernetesErrorMessage(error) : error);
-
-/** How often the leader looks for the registry's marker (RegistryWriter.isComplete), in ms. */
-const REGISTRY_CHECK_MS = 1_000;
-/** A registry check not answered within this many ms counts as the control Redis unreachable. */
-const REGISTRY_CHECK_TIMEOUT_MS = 1_000;
+import { loggable, logger } from './operator-log';
+import { RegistryHealing, onRegistryChange } from './registry-healing';
 
 /**
  * The operator's control loop (issue 13, "The operator"): after winning the leader Lease (or at once without
@@ -71,12 +61,8 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
   private queue: WorkQueue<string> | undefined;
   private elector: LeaderElector | undefined;
   private depthTimer: NodeJS.Timeout | undefined;
-  private registryTimer: NodeJS.Timeout | undefined;
-  /** While the registry is written again: the namespaces still to pass, and since when (see {@link checkRegistry}). */
-  private rewriting: { namespaces: Set<string>; since: number } | undefined;
-  /** The last registry check found the control Redis unreachable. */
-  private registryDown = false;
-  private reconciler: TenantReconciler | undefined;
+  /** The registry check (RegistryHealing): marks, requeues and rewrites when the control Redis fails or loses the registry. */
+  private healing: RegistryHealing | undefined;
   private backups: BackupLoop | undefined;
   private replication: ReplicationLoop | undefined;
   private stopping = false;
@@ -131,7 +117,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
   /** Starts the informers and the work queue. */
   private start(): void {
     const events = new EventRecorder(this.client.core, { instance: this.config.leaderElection?.identity ?? 'restash-operator' });
-    const reconciler = (this.reconciler = new TenantReconciler(
+    const reconciler = new TenantReconciler(
       kubeAccess(
         this.client,
         events,
@@ -141,8 +127,16 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
       this.registry,
       this.engines,
       { backends: this.config.backends, urls: this.config.urls, managedRedis: this.config.managedRedis },
-    ));
-    this.reader.onChange((key) => void this.onRegistryChange(reconciler, key));
+    );
+    this.reader.onChange((key) => void onRegistryChange(this.reader, reconciler, (namespace) => this.queue?.add(namespace), key));
+    const healing = (this.healing = new RegistryHealing({
+      registry: this.registry,
+      reconciler,
+      synced: () => Promise.all([...this.watches.values()].map((w) => w.synced)),
+      knownNamespaces: () => this.knownNamespaces(),
+      enqueue: (namespace) => this.queue?.add(namespace),
+      stopping: () => this.stopping,
+    }));
     this.backups = new BackupLoop({
       client: this.client,
       controller: (backups) =>
@@ -181,19 +175,13 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
       },
       onResult: (report) => {
         this.metrics.observe(report);
-        this.rewritten(report);
+        healing.rewritten(report);
         if (report.outcome === 'error') logEvent(logger, 'warn', 'reconcile.failed', { tenant: report.key, error: loggable(report.error), retryInMs: report.retryInMs });
       },
     });
     this.depthTimer = setInterval(() => this.metrics.queueDepth.set(this.queue?.depth ?? 0), 1_000);
     this.depthTimer.unref();
-    let checking = false;
-    this.registryTimer = setInterval(() => {
-      if (checking) return;
-      checking = true;
-      void this.checkRegistry().finally(() => (checking = false));
-    }, REGISTRY_CHECK_MS);
-    this.registryTimer.unref();
+    healing.start();
     for (const kind of KIND_NAMES) {
       const { plural } = KINDS[kind];
       const watch = watchResources<KubernetesObject>({
@@ -216,104 +204,6 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
     }
   }
 
-  /** Queues the namespace of a queue project whose announced record holds signing keys its Secret lacks (TenantReconciler.secretBehind). */
-  private async onRegistryChange(reconciler: TenantReconciler, key: string): Promise<void> {
-    // A tenant's run-time ACL state changed (ACL RESTTOKEN, ACL SETUSER): its pass copies it into Kubernetes now.
-    const tenant = parseTenantAclTokensKey(key);
-    if (tenant) this.queue?.add(tenant);
-    const prefix = registryKeys.queueProject('');
-    if (!key.startsWith(prefix)) return;
-    try {
-      const record = await this.reader.queueProject(key.slice(prefix.length));
-      const namespace = reconciler.secretBehind(key, record?.signingKeys);
-      if (namespace) this.queue?.add(namespace);
-    } catch (error) {
-      // The periodic resync brings the Secret up to date.
-      logEvent(logger, 'warn', 'registry.read-failed', { engine: 'control-redis', key, error: loggable(error) });
-    }
-  }
-
-  /**
-   * When the control Redis answers without the registry's marker, queues every namespace that has resources (once the
-   * informers listed them all) and remembers them; {@link rewritten} writes the marker once each had a pass.
-   */
-  private async checkRegistry(): Promise<void> {
-    if (this.rewriting || this.stopping) return;
-    let timer: NodeJS.Timeout | undefined;
-    const unanswered = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REGISTRY_CHECK_TIMEOUT_MS} ms`)), REGISTRY_CHECK_TIMEOUT_MS)));
-    const complete = await Promise.race([this.registry.complete(), unanswered])
-      .catch((error: unknown) => (this.registryDown ? undefined : this.markRegistryUnavailable(error)))
-      .finally(() => clearTimeout(timer));
-    if (complete === undefined) return;
-    if (complete && !this.registryDown) return;
-    await Promise.all([...this.watches.values()].map((w) => w.synced));
-    const namespaces = this.knownNamespaces();
-    this.registryDown = false;
-    if (complete) {
-      // Back with its data: every namespace at once rather than at the end of its backoff, so that Ready is true again.
-      logEvent(logger, 'log', 'registry.reachable', { engine: 'control-redis', namespaces: namespaces.size, text: 'the control Redis answers again: reconciling every namespace' });
-      for (const namespace of namespaces) this.queue?.add(namespace);
-      return;
-    }
-    logEvent(logger, 'warn', 'registry.missing', {
-      engine: 'control-redis',
-      namespaces: namespaces.size,
-      text: 'the tenant registry is missing (the control Redis restarted empty or was wiped): writing every namespace again',
-    });
-    this.rewriting = { namespaces, since: performance.now() };
-    if (namespaces.size === 0) return this.markComplete();
-    // Not Ready until its pass wrote it again (the gateways answer 503 for its tokens meanwhile): marked, then queued.
-    for (const namespace of namespaces) {
-      await this.markUnavailable(namespace, 'the control Redis answered without it (restarted empty or wiped)');
-      this.queue?.add(namespace);
-    }
-  }
-
-  /**
-   * The control Redis did not answer the registry check: every resource of every namespace is marked
-   * `Ready=False`/`RegistryUnavailable` now, rather than when a pass fails to write (a pass's calls may wait for a
-   * connection for seconds). Awaited by the check, so the passes queued when it answers again come after the marks
-   * and make the resources Ready again.
-   */
-  private async markRegistryUnavailable(error: unknown): Promise<undefined> {
-    this.registryDown = true;
-    const namespaces = this.knownNamespaces();
-    logEvent(logger, 'warn', 'registry.unreachable', { engine: 'control-redis', namespaces: namespaces.size, error: loggable(error), text: 'the control Redis does not answer: marking every resource RegistryUnavailable' });
-    for (const namespace of namespaces) await this.markUnavailable(namespace, error instanceof Error ? error.message : String(error));
-    return undefined;
-  }
-
-  /** Marks the resources of `namespace` `Ready=False`/`RegistryUnavailable` (a refused status write is logged). */
-  private async markUnavailable(namespace: string, cause: string): Promise<void> {
-    await this.reconciler?.markRegistryUnavailable(namespace, cause).catch((failure: unknown) =>
-      logEvent(logger, 'warn', 'status.write-failed', { engine: 'kubernetes', tenant: namespace, error: loggable(failure) }),
-    );
-  }
-
-  /**
-   * A pass that started after the rewrite did (one that ran across it may have written before the wipe) wrote its
-   * namespace unless it failed, ResourcesNotReady aside (the registry was written, some resources have problems of
-   * their own); the last one of a rewrite writes the marker.
-   */
-  private rewritten(report: ReconcileReport<string>): void {
-    const rewrite = this.rewriting;
-    if (!rewrite?.namespaces.has(report.key) || performance.now() - report.durationMs < rewrite.since) return;
-    if (report.outcome === 'error' && !(report.error instanceof ResourcesNotReady)) return;
-    rewrite.namespaces.delete(report.key);
-    if (rewrite.namespaces.size === 0) void this.markComplete();
-  }
-
-  private async markComplete(): Promise<void> {
-    try {
-      await this.registry.markComplete();
-      logEvent(logger, 'log', 'registry.rewritten', { engine: 'control-redis', text: 'the tenant registry is complete again: every namespace was written' });
-    } catch (error) {
-      logEvent(logger, 'warn', 'registry.mark-failed', { engine: 'control-redis', error: loggable(error), text: "the tenant registry's marker could not be written; trying again" });
-    } finally {
-      this.rewriting = undefined;
-    }
-  }
-
   /** The namespaces that have restash resources, from the informers' caches (those listed so far). */
   private knownNamespaces(): Set<string> {
     return new Set([...this.watches.values()].flatMap((w) => w.cache.list().map((o) => o.metadata?.namespace ?? '')).filter((ns) => ns !== ''));
@@ -327,7 +217,7 @@ export class OperatorController implements OnApplicationBootstrap, BeforeApplica
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     clearInterval(this.depthTimer);
-    clearInterval(this.registryTimer);
+    this.healing?.stop();
     await Promise.all([...this.watches.values()].map((w) => w.stop()));
     await Promise.all([this.queue?.shutDown(), this.backups?.stop(), this.replication?.stop()]);
     await this.elector?.stop();
