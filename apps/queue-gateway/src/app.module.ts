@@ -1,18 +1,32 @@
 import { type DynamicModule, Logger, Module } from '@nestjs/common';
+import type { Redis } from 'ioredis';
 import { openRedis } from '@restash/shared/data-access-redis';
 import { API_ERRORS, ObservabilityModule, engineErrorListener } from '@restash/shared/util-http';
-import { TenancyModule } from '@restash/shared/feature-tenancy';
+import { RegistrySeal, RuntimeStore } from '@restash/shared/data-access-registry';
+import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
+import {
+  LanesService,
+  MessagesService,
+  SchedulesService,
+  SigningKeysService,
+  UrlGroupsService,
+  type WorkflowDeps,
+  WorkflowDlq,
+  WorkflowWaits,
+  WorkflowsService,
+} from '@restash/queue/feature-messages';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { QueueMetrics } from './queue-metrics';
 import { QUEUE_ERRORS, QueueRoutes } from './queue.routes';
-import { QUEUE_REDIS, QueueService } from './queue.service';
-import { SigningKeysService } from './keys.endpoints';
-import { SchedulesService } from './schedules.service';
-import { UrlGroupsService } from './url-groups.service';
-import { LanesService } from './lanes.service';
-import { WorkflowsService } from './workflows.service';
+import { QUEUE_REDIS, QueueStores } from './queue-stores';
 
-/** queue-gateway: the queue API (QStash v2; docs/queue.md, "What the Queue API does") over BullMQ; queue-worker delivers. */
+/** The workflow services' ports: the runs and waiters on the queue Redis, the messages service, the metrics. */
+const workflowDeps = (stores: QueueStores, messages: MessagesService, metrics: QueueMetrics): WorkflowDeps => ({ runs: stores.runs, waiters: stores.waiters, messages, observer: metrics });
+
+/**
+ * queue-gateway: the queue API (QStash v2; docs/queue.md, "What the Queue API does") over BullMQ; queue-worker
+ * delivers. The API's logic (libs/queue/feature-messages) runs over the stores of {@link QueueStores} and the metrics.
+ */
 @Module({})
 export class AppModule {
   static forRoot(config: QueueGatewayConfig): DynamicModule {
@@ -34,13 +48,38 @@ export class AppModule {
             return redis;
           },
         },
+        QueueStores,
         QueueMetrics,
-        QueueService,
-        UrlGroupsService,
-        LanesService,
-        SchedulesService,
-        SigningKeysService,
-        WorkflowsService,
+        {
+          provide: MessagesService,
+          inject: [QueueStores, QueueMetrics],
+          useFactory: (stores: QueueStores, metrics: QueueMetrics) => new MessagesService({ store: stores.store, publisher: stores.publisher, observer: metrics }),
+        },
+        {
+          provide: UrlGroupsService,
+          inject: [QueueStores, QueueMetrics],
+          useFactory: (stores: QueueStores, metrics: QueueMetrics) => new UrlGroupsService({ groups: stores.groups, observer: metrics }),
+        },
+        {
+          provide: LanesService,
+          inject: [QueueStores, MessagesService, QueueMetrics],
+          useFactory: (stores: QueueStores, messages: MessagesService, metrics: QueueMetrics) =>
+            new LanesService({ lanes: stores.store.lanes, deliveries: stores.deliveries, messages, observer: metrics }),
+        },
+        {
+          provide: SchedulesService,
+          inject: [QueueStores, QueueMetrics],
+          useFactory: (stores: QueueStores, metrics: QueueMetrics) => new SchedulesService({ schedules: stores.schedules, messages: stores.store, groups: stores.groups, observer: metrics }),
+        },
+        { provide: WorkflowsService, inject: [QueueStores, MessagesService, QueueMetrics], useFactory: (...deps: Parameters<typeof workflowDeps>) => new WorkflowsService(workflowDeps(...deps)) },
+        { provide: WorkflowWaits, inject: [QueueStores, MessagesService, QueueMetrics], useFactory: (...deps: Parameters<typeof workflowDeps>) => new WorkflowWaits(workflowDeps(...deps)) },
+        { provide: WorkflowDlq, inject: [QueueStores, MessagesService, QueueMetrics], useFactory: (...deps: Parameters<typeof workflowDeps>) => new WorkflowDlq(workflowDeps(...deps)) },
+        {
+          // Rotation goes through the registry's RuntimeStore on the control Redis (docs/queue.md, "Queue: signing-key rotation").
+          provide: SigningKeysService,
+          inject: [CONTROL_REDIS, RegistrySeal],
+          useFactory: (control: Redis, seal: RegistrySeal) => new SigningKeysService(new RuntimeStore(control, seal)),
+        },
         QueueRoutes,
       ],
     };

@@ -1,6 +1,12 @@
 import type { FastifyRequest } from 'fastify';
+import type { Grant } from '@restash/shared/feature-tenancy';
+import type { ProjectScope } from '@restash/queue/feature-messages';
 import type { PublishContext } from '@restash/queue/util-message';
-import type { Session } from './queue.service';
+
+/** The queue project a request's token opens: the tenant gate's grant, its tenant and project (a ProjectScope). */
+export interface Session extends ProjectScope {
+  grant: Grant<'queue'>;
+}
 
 /** What an endpoint gets: the session, the path after its prefix (raw), the query, the request, the body. */
 export interface Call {

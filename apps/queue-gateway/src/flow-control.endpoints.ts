@@ -6,7 +6,7 @@ import {
   parsePeriod,
 } from '@restash/queue/util-message';
 import { type Endpoint, ok } from './endpoint';
-import type { LanesService } from './lanes.service';
+import type { LanesService } from '@restash/queue/feature-messages';
 
 /** A flow-control key from a path remainder: percent-decoded, any characters (a `/` included). @throws QueueError 400 */
 function flowControlKey(raw: string): string {

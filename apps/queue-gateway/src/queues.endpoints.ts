@@ -9,7 +9,7 @@ import {
   publishDestination,
 } from '@restash/queue/util-message';
 import { type Endpoint, ok, publishContext } from './endpoint';
-import type { LanesService } from './lanes.service';
+import type { LanesService } from '@restash/queue/feature-messages';
 
 /**
  * The body of `POST /v2/queues`: `{queueName, parallelism?, paused?}` (docs/queue.md, "Queue: queues and flow control"; the SDK's

@@ -1,6 +1,6 @@
 import { QueueError, headerRecord, parseSchedule, parseScheduleId, pathId, publishDestination, scheduleView } from '@restash/queue/util-message';
 import { type Call, type Endpoint, ok, publishContext } from './endpoint';
-import type { SchedulesService } from './schedules.service';
+import type { SchedulesService } from '@restash/queue/feature-messages';
 
 /** The schedule id of `/v2/schedules/{id}` (or `{id}/<action>` when `action` is given). @throws QueueError 404 for another path, 400 for a bad id */
 function scheduleIdOf(rest: string, action?: string): string {

@@ -1,6 +1,6 @@
 import { QueueError, parseEndpointsBody, parseUrlGroupName, pathId } from '@restash/queue/util-message';
 import { type Endpoint, ok } from './endpoint';
-import type { UrlGroupsService } from './url-groups.service';
+import type { UrlGroupsService } from '@restash/queue/feature-messages';
 
 /**
  * The URL-group endpoints (`/v2/topics`, docs/queue.md, "Queue: URL groups"; `client.urlGroups` of `@upstash/qstash`):

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { QueueProjectRecord, RegistryReader } from '@restash/shared/data-access-registry';
 import { useRawBodies } from '@restash/shared/util-http';
 import { QueueError, type HeaderMap, canonicalHeaderName, encodeQueueError, isWorkflowEventId, isWorkflowRunId } from '@restash/queue/util-message';
-import type { WorkflowsService } from './workflows.service';
+import type { WorkflowWaits } from '@restash/queue/feature-messages';
 
 /** Where the webhooks of workflow runs are (`@upstash/workflow` `LazyCreateWebhookStep`): `/v2/workflows/hooks/<UserID>/<runId>/<eventId>`. */
 export const WORKFLOW_HOOKS_PATH = '/v2/workflows/hooks/';
@@ -33,7 +33,7 @@ function hookTarget(url: string): { userId: string; runId: string; eventId: stri
  */
 export function registerWorkflowHooks(
   fastify: FastifyInstance,
-  deps: { registry: RegistryReader; workflows: WorkflowsService; logger: EventLogger; bodyLimitBytes: number },
+  deps: { registry: RegistryReader; waits: WorkflowWaits; logger: EventLogger; bodyLimitBytes: number },
 ): void {
   const projects = new WeakMap<FastifyRequest, Promise<QueueProjectRecord | null>>();
   const project = (request: FastifyRequest): Promise<QueueProjectRecord | null> => {
@@ -71,7 +71,7 @@ export function registerWorkflowHooks(
         for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) header[canonicalHeaderName(name)] = Array.isArray(value) ? value : [value];
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         try {
-          await deps.workflows.webhook(
+          await deps.waits.webhook(
             { tenant: record.tenant, project: record },
             target.runId,
             target.eventId,

@@ -1,9 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import type { Redis } from 'ioredis';
-import { Readiness, engineErrorListener } from '@restash/shared/util-http';
-import { type QueueProjectRecord, claimPlatformServer } from '@restash/shared/data-access-registry';
-import { CONTROL_REDIS, type Credentials, type Grant, TenantGate } from '@restash/shared/feature-tenancy';
-import { type Page, Publisher, QueueStore, UrlGroupStore, type WorkflowRun, WorkflowRunStore } from '@restash/queue/data-access-store';
+import type { Page, WorkflowRun } from '@restash/queue/data-access-store';
 import {
   type CancelRequest,
   type DlqEntry,
@@ -20,25 +15,11 @@ import {
   failureCallbackState,
   newMessageId,
 } from '@restash/queue/util-message';
-import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
-import { QueueMetrics } from './queue-metrics';
-import { storeCall } from './store-call';
-
-/** Injection token of the queue's Redis connection. */
-export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
+import type { MessageStore, ProjectScope, Publishing, QueueObserver } from './ports';
+import { StoreCalls } from './store-calls';
 
 /** How many messages a bulk cancel cancels at once. */
 export const CANCEL_CONCURRENCY = 16;
-
-/** The queue project a request's token opens. */
-export interface Session {
-  grant: Grant<'queue'>;
-  tenant: string;
-  project: QueueProjectRecord;
-}
-
-/** What a call on a project's data needs of its session: the tenant (metrics, logs) and the project. */
-export type ProjectScope = Pick<Session, 'tenant' | 'project'>;
 
 /** What publish answers (docs/queue.md, "Queue: endpoints"): the message id and destination; `deduplicated` for a duplicate. */
 export interface PublishResult {
@@ -47,66 +28,41 @@ export interface PublishResult {
   deduplicated?: true;
 }
 
+/** What MessagesService is built from. */
+export interface MessagesDeps {
+  store: MessageStore;
+  publisher: Publishing;
+  observer: QueueObserver;
+}
+
 /**
- * The queue API's operations over {@link QueueStore} (docs/queue.md, "Queue: endpoints"): publish,
- * messages, the DLQ, events and signing keys, each scoped to the session's project. queue-worker delivers.
- * Backend failures become {@link QueueError} 503; client mistakes are raised by the parsers before.
+ * The queue API's operations over the queue store (docs/queue.md, "Queue: endpoints"): publish, messages, the DLQ
+ * and events, each scoped to the session's project. queue-worker delivers. Backend failures become
+ * {@link QueueError} 503 ({@link StoreCalls}); client mistakes are raised by the parsers before.
  */
-@Injectable()
-export class QueueService implements OnApplicationShutdown {
-  private readonly logger = new Logger(QueueService.name);
-  private readonly store: QueueStore;
-  private readonly publisher: Publisher;
-  private readonly stopClaim: () => void;
+export class MessagesService {
+  private readonly calls: StoreCalls;
 
-  constructor(
-    @Inject(QUEUE_REDIS) private readonly queueRedis: Redis,
-    @Inject(CONTROL_REDIS) control: Redis,
-    private readonly gate: TenantGate,
-    @Inject(QUEUE_CONFIG) config: QueueGatewayConfig,
-    private readonly metrics: QueueMetrics,
-    readiness: Readiness,
-  ) {
-    this.store = new QueueStore(queueRedis, config.store.options);
-    this.store.queue.on('error', engineErrorListener(this.logger, 'queue-redis'));
-    const runs = new WorkflowRunStore(queueRedis, { prefix: config.store.options.prefix, retentionMs: config.store.options.messageRetentionMs });
-    this.publisher = new Publisher(this.store, new UrlGroupStore(queueRedis, config.store.options.prefix), runs);
-    readiness.register('queue-redis', () => queueRedis.ping());
-    // No tenant's KV database may be served from, or wiped on, the queue's Redis.
-    this.stopClaim = claimPlatformServer(control, queueRedis, 'queue', this.logger);
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    this.stopClaim();
-    await this.store.close();
-    this.queueRedis.disconnect();
-  }
-
-  /**
-   * Finds the queue project of a bearer token (docs/queue.md, "Queue: requests and errors").
-   * @throws TenantDenied for a missing or unknown token, or when the registry cannot be reached
-   */
-  async authenticate(credentials: Credentials | undefined): Promise<Session> {
-    const grant = await this.gate.open('queue', credentials);
-    return { grant, tenant: grant.tenant, project: grant.resource };
+  constructor(private readonly deps: MessagesDeps) {
+    this.calls = new StoreCalls(deps.observer, 'QueueService');
   }
 
   /**
    * Publishes parsed messages in order (`/v2/publish` gives one, `/v2/batch` several) through the
-   * {@link Publisher}: each is enqueued for delivery at its notBefore, or answered with the earlier id when it
+   * Publisher: each is enqueued for delivery at its notBefore, or answered with the earlier id when it
    * is a duplicate; a URL-group destination gives an array, one per endpoint.
    * @throws QueueError 400 for an unknown or empty URL group (nothing published)
    */
   async publish(session: ProjectScope, parsed: ParsedPublish[]): Promise<Array<PublishResult | PublishResult[]>> {
-    const results = await this.backend(session.tenant, () => this.publisher.publish(session.project.id, parsed));
-    for (const result of results.flat()) this.metrics.countPublished(session.tenant, result.deduplicated === true);
+    const results = await this.backend(session, () => this.deps.publisher.publish(session.project.id, parsed));
+    for (const result of results.flat()) this.deps.observer.countPublished(session.tenant, result.deduplicated === true);
     return results;
   }
 
   /** Tells the run that invoked `run` how it ended (Publisher.reportToInvoker); a run over meanwhile is told nothing. */
   async reportToInvoker(session: ProjectScope, run: WorkflowRun, outcome: InvokeOutcome, context: PublishContext): Promise<void> {
     try {
-      await this.backend(session.tenant, () => this.publisher.reportToInvoker(run, session.project.id, outcome, context));
+      await this.backend(session, () => this.deps.publisher.reportToInvoker(run, session.project.id, outcome, context));
     } catch (error) {
       if (!(error instanceof QueueError && error.status === 400)) throw error;
     }
@@ -114,7 +70,7 @@ export class QueueService implements OnApplicationShutdown {
 
   /** `GET /v2/messages/{id}`. @throws QueueError 404 for an unknown (or expired) message */
   async message(session: ProjectScope, messageId: string): Promise<QueueMessage> {
-    const found = await this.backend(session.tenant, () => this.store.message(session.project.id, messageId));
+    const found = await this.backend(session, () => this.deps.store.message(session.project.id, messageId));
     if (!found) throw new QueueError(404, `message ${messageId} not found`);
     return found.message;
   }
@@ -126,12 +82,13 @@ export class QueueService implements OnApplicationShutdown {
    */
   async undelivered(session: ProjectScope, messageIds: readonly string[]): Promise<RunMessageState[]> {
     const project = session.project.id;
-    const found = await Promise.all(messageIds.map((id) => this.backend(session.tenant, () => this.store.message(project, id))));
+    const { store } = this.deps;
+    const found = await Promise.all(messageIds.map((id) => this.backend(session, () => store.message(project, id))));
     const open = found.filter((f): f is NonNullable<typeof f> & { status: RunMessageState['status'] } => f !== null && f.status !== 'delivered');
     open.sort((a, b) => a.message.createdAt - b.message.createdAt);
     return Promise.all(
       open.map(async ({ message, status, retried }) => {
-        const entry = status === 'failed' ? await this.backend(session.tenant, () => this.store.dlqEntry(project, dlqIdOf(message))) : null;
+        const entry = status === 'failed' ? await this.backend(session, () => store.dlqEntry(project, dlqIdOf(message))) : null;
         const callbackState = entry ? (await this.failureCallbackStates(session, [entry])).get(entry.dlqId) : undefined;
         const failure = entry
           ? {
@@ -155,7 +112,7 @@ export class QueueService implements OnApplicationShutdown {
    * `DELETE /v2/messages/{id}`: cancels a message not delivered yet.
    * @throws QueueError 404 when there is none, or its cancel was already requested (it is being delivered)
    */
-  async cancel(session: Session, messageId: string): Promise<void> {
+  async cancel(session: ProjectScope, messageId: string): Promise<void> {
     if (!(await this.cancelOne(session, messageId))) throw new QueueError(404, `message ${messageId} not found, already delivered or already cancelled`);
   }
 
@@ -166,7 +123,8 @@ export class QueueService implements OnApplicationShutdown {
    * @returns whether this call cancelled it
    */
   private cancelOne(session: ProjectScope, messageId: string): Promise<boolean> {
-    return this.backend(session.tenant, async () => !(await this.store.cancelRequested(messageId)) && this.store.cancel(session.project.id, messageId));
+    const { store } = this.deps;
+    return this.backend(session, async () => !(await store.cancelRequested(messageId)) && store.cancel(session.project.id, messageId));
   }
 
   /**
@@ -178,7 +136,7 @@ export class QueueService implements OnApplicationShutdown {
     const ids =
       'messageIds' in target
         ? [...new Set(target.messageIds)] // one cancel per message, however often it is named
-        : await this.backend(session.tenant, () => this.store.pendingMessageIds(project, target.filter, Number.POSITIVE_INFINITY));
+        : await this.backend(session, () => this.deps.store.pendingMessageIds(project, target.filter, Number.POSITIVE_INFINITY));
     let cancelled = 0;
     for (let i = 0; i < ids.length; i += CANCEL_CONCURRENCY) {
       const done = await Promise.all(ids.slice(i, i + CANCEL_CONCURRENCY).map((id) => this.cancelOne(session, id)));
@@ -189,12 +147,12 @@ export class QueueService implements OnApplicationShutdown {
 
   /** `GET /v2/dlq`. */
   dlqList(session: ProjectScope, args: { cursor?: string; count: number; filter: ListFilter; dlqIds?: string[] }): Promise<Page<DlqEntry>> {
-    return this.backend(session.tenant, () => this.store.dlqList(session.project.id, args));
+    return this.backend(session, () => this.deps.store.dlqList(session.project.id, args));
   }
 
   /** `GET /v2/dlq/{dlqId}`. @throws QueueError 404 */
-  async dlqEntry(session: Session, dlqId: string): Promise<DlqEntry> {
-    const entry = await this.backend(session.tenant, () => this.store.dlqEntry(session.project.id, dlqId));
+  async dlqEntry(session: ProjectScope, dlqId: string): Promise<DlqEntry> {
+    const entry = await this.backend(session, () => this.deps.store.dlqEntry(session.project.id, dlqId));
     if (!entry) throw new QueueError(404, `dlq message ${dlqId} not found`);
     return entry;
   }
@@ -209,7 +167,7 @@ export class QueueService implements OnApplicationShutdown {
       entries.map(async (entry) => {
         if (!entry.failureCallbackMessageId) return;
         const id = entry.failureCallbackMessageId;
-        const found = await this.backend(session.tenant, () => this.store.message(session.project.id, id));
+        const found = await this.backend(session, () => this.deps.store.message(session.project.id, id));
         if (found) states.set(entry.dlqId, failureCallbackState(found.status));
       }),
     );
@@ -218,12 +176,12 @@ export class QueueService implements OnApplicationShutdown {
 
   /** Notes the failure callback sent again for a DLQ entry (the workflow DLQ's failure-callback retry). */
   async noteFailureCallback(session: ProjectScope, entry: DlqEntry, messageId: string): Promise<void> {
-    await this.backend(session.tenant, () => this.store.putDlq({ ...entry, failureCallbackMessageId: messageId }));
+    await this.backend(session, () => this.deps.store.putDlq({ ...entry, failureCallbackMessageId: messageId }));
   }
 
   /** Deletes DLQ entries. @returns how many existed */
   dlqDelete(session: ProjectScope, dlqIds: string[]): Promise<number> {
-    return this.backend(session.tenant, () => this.store.dlqDelete(session.project.id, dlqIds));
+    return this.backend(session, () => this.deps.store.dlqDelete(session.project.id, dlqIds));
   }
 
   /**
@@ -231,12 +189,12 @@ export class QueueService implements OnApplicationShutdown {
    * them from the DLQ. Unknown ids are skipped.
    * @returns the new message ids, in the order of the entries found
    */
-  async dlqRetry(session: Session, entries: DlqEntry[]): Promise<string[]> {
+  async dlqRetry(session: ProjectScope, entries: DlqEntry[]): Promise<string[]> {
     const now = Date.now();
     const ids: string[] = [];
     for (const entry of entries) {
       const message: QueueMessage = { ...entry.message, messageId: newMessageId(), createdAt: now, notBefore: now };
-      await this.backend(session.tenant, () => this.store.publish(message));
+      await this.backend(session, () => this.deps.store.publish(message));
       await this.dlqDelete(session, [entry.dlqId]);
       ids.push(message.messageId);
     }
@@ -244,11 +202,11 @@ export class QueueService implements OnApplicationShutdown {
   }
 
   /** `GET /v2/events` and `/v2/logs`. */
-  events(session: Session, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
-    return this.backend(session.tenant, () => this.store.events(session.project.id, args));
+  events(session: ProjectScope, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
+    return this.backend(session, () => this.deps.store.events(session.project.id, args));
   }
 
-  private backend<T>(tenant: string, call: () => Promise<T>): Promise<T> {
-    return storeCall(this.metrics, this.logger, tenant, call);
+  private backend<T>(session: ProjectScope, call: () => Promise<T>): Promise<T> {
+    return this.calls.call(session.tenant, call);
   }
 }
