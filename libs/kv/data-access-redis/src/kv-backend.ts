@@ -3,7 +3,9 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { CommandTable, type CommandArgs, READONLY_REDIS_USER, type Reply, readonlyUserRules } from '@restash/kv/util-command';
 import { openRedis, serverRunId } from '@restash/shared/data-access-redis';
 import { isSentinelUrl, redisUrlAuth } from '@restash/shared/util-config';
-import { RawCommand, type ReplicaWait, ReplyTooLarge, awaitReplicas, isReplyError } from './raw-command';
+import type { ReplicaWait } from './raw-command';
+import { type CommandRunner, type MonitorHandlers, type Outcome, type Subscription, type SubscriptionHandlers, type TransactionOutcome, limitReplySize, runOne, runPipeline, runTransaction, send } from './command-runner';
+import { DedicatedConnections, UserConnection } from './user-connections';
 
 export interface KvBackendOptions {
   /** Multiplexed connections for single commands and pipelines (round robin). */
@@ -14,80 +16,6 @@ export interface KvBackendOptions {
   commandTimeoutMs: number;
   /** A connection of an ACL user, or a transaction connection, idle this long is closed. */
   idleTimeoutMs: number;
-}
-
-/**
- * Bounds the reply to a tenant's command ({@link RawCommand}) read on `client`'s connection to `limit()`
- * bytes: when the bytes received since that command came to the head of the queue pass it, it fails with
- * {@link ReplyTooLarge} and the connection is closed (its other pending commands fail at once; shared
- * connections reconnect). RESP replies arrive in command order, so those bytes are the head's reply, give or
- * take the last chunk of the one before. Without it one `GET` of a value built with `SETRANGE` (300 MB) made
- * the gateway abort on out-of-memory, for every tenant.
- */
-function limitReplySize(client: Redis, limit: () => number): void {
-  client.on('connect', () => {
-    const stream = client.stream;
-    let head: unknown;
-    let received = 0;
-    // After ioredis's own listener (prepended): replies this chunk completed have left the queue.
-    stream.on('data', (chunk: Buffer) => {
-      const first = client.commandQueue.peekFront();
-      if (first !== head) {
-        head = first;
-        received = 0;
-      }
-      received += chunk.length;
-      // Only tenants' commands: the gateway's own (COMMAND, INFO) may be larger than a small limit.
-      if (!(first?.command instanceof RawCommand) || received <= limit()) return;
-      const [, ...after] = client.commandQueue.toArray();
-      first.command.reject(new ReplyTooLarge(limit()));
-      // ioredis would leave them pending until the command timeout (it resends nothing: autoResendUnfulfilledCommands).
-      for (const item of after) item.command.reject(new Error('the connection was closed after a reply over the size limit'));
-      stream.destroy();
-    });
-  });
-}
-
-/** A per-command outcome of a pipeline or transaction: the reply, or the error reply of Redis. */
-export type Outcome = { ok: true; reply: Reply } | { ok: false; error: string; tooLarge?: true };
-
-/**
- * The outcome of MULTI … EXEC: discarded as a whole (EXECABORT; the text is the error of the command
- * that failed to queue), or one outcome per command.
- */
-export type TransactionOutcome = { discarded: string } | { outcomes: Outcome[] };
-
-/**
- * Something that runs commands: the database's own connections, or those of an ACL user. With `wait` (a write of a
- * database with `durability: replicated`), `WAIT` follows the commands on their connection, and the call throws
- * NotReplicatedError when too few replicas acknowledged them (they ran on the primary).
- */
-export interface CommandRunner {
-  /** @throws the Redis error reply (see isReplyError), NotReplicatedError, or a connection error */
-  run(args: CommandArgs, wait?: ReplicaWait): Promise<Reply>;
-  /** In order, on one connection, not atomic. @throws NotReplicatedError, or connection errors */
-  pipeline(commands: CommandArgs[], wait?: ReplicaWait): Promise<Outcome[]>;
-  /** MULTI … EXEC on a connection no one else uses meanwhile. @throws NotReplicatedError, or connection errors */
-  transaction(commands: CommandArgs[], wait?: ReplicaWait): Promise<TransactionOutcome>;
-}
-
-/** A live SUBSCRIBE or PSUBSCRIBE on its own connection. */
-export interface Subscription {
-  close(): void;
-}
-
-export interface SubscriptionHandlers {
-  /** A message; `pattern` is set for PSUBSCRIBE. Channel and payload are raw bytes. */
-  message(channel: Buffer, payload: Buffer, pattern?: Buffer): void;
-  /** The connection was lost; no more messages will come. */
-  end(error?: Error): void;
-}
-
-export interface MonitorHandlers {
-  /** A command the server ran: when (`<unix seconds>.<microseconds>`) and its arguments. */
-  command(time: string, args: string[]): void;
-  /** The connection was lost; no more commands will come. */
-  end(): void;
 }
 
 /** ioredis's `reconnectOnError` of Sentinel connections: a READONLY reply means the server was demoted; 1 reconnects, resending nothing. */
@@ -115,102 +43,6 @@ function baseOptions(options: KvBackendOptions): RedisOptions {
     autoResendUnfulfilledCommands: false,
     maxRetriesPerRequest: 1,
     ...(options.commandTimeoutMs > 0 ? { commandTimeout: options.commandTimeoutMs } : {}),
-  };
-}
-
-const corked = new WeakSet<Redis>();
-
-/** How long a retired ACL user's connection ({@link KvBackend.dropUser}) still serves the requests that hold it, in ms. */
-const RETIRED_USER_GRACE_MS = 2_000;
-
-/**
- * Coalesces every command written to `client` until the end of this event-loop turn into one
- * socket write (cork now, uncork in the check phase). Requests that arrive together (one poll
- * phase) then share a syscall, as ioredis's auto-pipelining would do, which is unusable here: it
- * drops the command name of `call`/`sendCommand` (ioredis 6.0.0, utils/Commander.js).
- */
-function corkForThisTurn(client: Redis): void {
-  const stream = (client as unknown as { stream?: NodeJS.WritableStream & { cork(): void; uncork(): void } }).stream;
-  if (!stream || client.status !== 'ready' || corked.has(client)) return;
-  corked.add(client);
-  stream.cork();
-  setImmediate(() => {
-    corked.delete(client);
-    stream.uncork();
-  });
-}
-
-/** Sends one raw command, batched with the others of this turn. */
-function send(client: Redis, args: CommandArgs): Promise<Reply> {
-  corkForThisTurn(client);
-  const command = new RawCommand(args);
-  void client.sendCommand(command);
-  return command.reply();
-}
-
-/** `WAIT` for `wait`, sent in the same turn as the commands it follows (see {@link ReplicaWait}). */
-function sendWait(client: Redis, wait: ReplicaWait): Promise<Reply> {
-  const acknowledged = send(client, ['wait', String(wait.replicas), String(wait.timeoutMs)]);
-  acknowledged.catch(() => undefined); // awaited (awaitReplicas) after the commands' own replies, which may throw first
-  return acknowledged;
-}
-
-/** One command and, with `wait`, its `WAIT`. @throws the command's error, NotReplicatedError, or a connection error */
-async function runOne(client: Redis, args: CommandArgs, wait: ReplicaWait | undefined): Promise<Reply> {
-  const reply = send(client, args);
-  if (!wait) return reply;
-  const acknowledged = sendWait(client, wait);
-  const result = await reply.catch(async (error: unknown) => {
-    // A failed write may have written part (a script): its error still waits for the replicas' word.
-    if (isReplyError(error)) await awaitReplicas(wait, acknowledged);
-    throw error;
-  });
-  await awaitReplicas(wait, acknowledged);
-  return result;
-}
-
-function toOutcome(result: PromiseSettledResult<Reply>): Outcome {
-  if (result.status === 'fulfilled') return { ok: true, reply: result.value };
-  if (result.reason instanceof ReplyTooLarge) return { ok: false, error: result.reason.message, tooLarge: true };
-  if (isReplyError(result.reason)) return { ok: false, error: result.reason.message };
-  throw result.reason;
-}
-
-/**
- * Sends commands back to back on one connection (one socket write, see corkForThisTurn) and
- * collects every reply. Commands on one connection run in order; others' may interleave.
- */
-async function runPipeline(client: Redis, commands: CommandArgs[], wait?: ReplicaWait): Promise<Outcome[]> {
-  const sent = commands.map((args) => send(client, args));
-  const acknowledged = wait && sendWait(client, wait);
-  const settled = await Promise.allSettled(sent);
-  if (wait && acknowledged) await awaitReplicas(wait, acknowledged);
-  const tooLarge = settled.findIndex((s) => s.status === 'rejected' && s.reason instanceof ReplyTooLarge);
-  return settled.map((result, i) =>
-    // The connection closed after an oversized reply: the commands after it may have run, their replies are lost.
-    tooLarge >= 0 && i > tooLarge && result.status === 'rejected' && !isReplyError(result.reason)
-      ? { ok: false, error: 'ERR reply lost: an earlier reply of this request was over the size limit and its connection was closed; this command may have run' }
-      : toOutcome(result),
-  );
-}
-
-async function runTransaction(client: Redis, commands: CommandArgs[], wait?: ReplicaWait): Promise<TransactionOutcome> {
-  const outcomes = await runPipeline(client, [['multi'], ...commands, ['exec']], wait);
-  const exec = outcomes[outcomes.length - 1] as Outcome;
-  if (!exec.ok && exec.tooLarge) {
-    // EXEC ran the commands; only its reply, over the limit, is lost.
-    return { outcomes: commands.map(() => ({ ok: false, error: `${exec.error} (the transaction ran; its reply was not read)` })) };
-  }
-  if (!exec.ok) {
-    // EXECABORT: a command failed to queue (wrong arity, …); its own error says more.
-    const queued = outcomes.slice(1, -1).find((o): o is Extract<Outcome, { ok: false }> => !o.ok);
-    return { discarded: queued?.error ?? exec.error };
-  }
-  const replies = Array.isArray(exec.reply) ? exec.reply : [];
-  return {
-    outcomes: replies.map((reply) =>
-      reply instanceof Error ? { ok: false, error: reply.message } : { ok: true, reply },
-    ),
   };
 }
 
@@ -455,7 +287,7 @@ export class KvBackend implements CommandRunner {
 
   /**
    * Retires this backend's connections authenticated as `username` (its password or rights changed): the next
-   * request opens a new one, and each old one is closed after {@link RETIRED_USER_GRACE_MS}, so that a request
+   * request opens a new one, and each old one is closed after RETIRED_USER_GRACE_MS (user-connections.ts), so that a request
    * authenticated just before the change (it may hold the connection already) still runs, as ordered before the
    * change, instead of failing with a closed connection. Redis applies new rights to open connections itself and
    * closes them on ACL DELUSER; only an old password stays valid on them, for that grace.
@@ -550,144 +382,5 @@ export class KvBackend implements CommandRunner {
     for (const user of this.users.values()) user.then((u) => u.close()).catch(() => undefined);
     this.users.clear();
     this.transactions.close();
-  }
-}
-
-/**
- * One connection authenticated as a Redis ACL user. A batch's commands are written in one
- * synchronous run (runPipeline), so a MULTI … EXEC sent on it never interleaves with another
- * request's commands.
- */
-class UserConnection implements CommandRunner {
-  private idleTimer: NodeJS.Timeout | undefined;
-  private retired = false;
-
-  private constructor(
-    private readonly client: Redis,
-    private readonly idleTimeoutMs: number,
-  ) {}
-
-  static async open(client: Redis, username: string, password: string, idleTimeoutMs: number, onClose: () => void): Promise<UserConnection> {
-    client.once('end', onClose);
-    try {
-      await client.connect();
-      await client.auth(username, password);
-    } catch (error) {
-      client.disconnect();
-      throw error;
-    }
-    const connection = new UserConnection(client, idleTimeoutMs);
-    connection.touch();
-    return connection;
-  }
-
-  private touch(): void {
-    if (this.retired) return;
-    clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => this.close(), this.idleTimeoutMs);
-    this.idleTimer.unref();
-  }
-
-  run(args: CommandArgs, wait?: ReplicaWait): Promise<Reply> {
-    this.touch();
-    return wait ? runOne(this.client, args, wait) : send(this.client, args);
-  }
-
-  pipeline(commands: CommandArgs[], wait?: ReplicaWait): Promise<Outcome[]> {
-    this.touch();
-    return runPipeline(this.client, commands, wait);
-  }
-
-  transaction(commands: CommandArgs[], wait?: ReplicaWait): Promise<TransactionOutcome> {
-    this.touch();
-    return runTransaction(this.client, commands, wait);
-  }
-
-  close(): void {
-    clearTimeout(this.idleTimer);
-    this.client.disconnect();
-  }
-
-  /** Closes the connection after {@link RETIRED_USER_GRACE_MS}, whatever it runs meanwhile. */
-  retire(): void {
-    clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => this.client.disconnect(), RETIRED_USER_GRACE_MS);
-    this.idleTimer.unref();
-    this.retired = true;
-  }
-}
-
-/**
- * Connections lent to one borrower at a time (transactions): at most `max` at once, later
- * borrowers wait; idle ones are reused, and closed after `idleTimeoutMs`. A connection that fails
- * during use is closed, and a failed connect fails the borrower at once. (generic-pool 3.9 was
- * tried first: when its factory fails, it re-dispenses in a loop and acquire() never settles
- * without a timeout, lib/Pool.js `_createResource`, so a Redis outage hung /multi-exec.)
- */
-class DedicatedConnections {
-  private readonly idle: Array<{ client: Redis; timer: NodeJS.Timeout }> = [];
-  private readonly waiting: Array<() => void> = [];
-  private borrowed = 0;
-
-  constructor(
-    private readonly open: () => Promise<Redis>,
-    private readonly max: number,
-    private readonly idleTimeoutMs: number,
-  ) {}
-
-  get borrowedCount(): number {
-    return this.borrowed;
-  }
-
-  get idleCount(): number {
-    return this.idle.length;
-  }
-
-  /** Runs `work` on a connection nobody else uses meanwhile. */
-  async use<T>(work: (client: Redis) => Promise<T>): Promise<T> {
-    while (this.borrowed >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.borrowed++;
-    let client: Redis | undefined;
-    try {
-      client = this.takeIdle() ?? (await this.open());
-      const result = await work(client);
-      this.putIdle(client);
-      return result;
-    } catch (error) {
-      client?.disconnect();
-      throw error;
-    } finally {
-      this.borrowed--;
-      this.waiting.shift()?.();
-    }
-  }
-
-  close(): void {
-    for (const { client, timer } of this.idle.splice(0)) {
-      clearTimeout(timer);
-      client.disconnect();
-    }
-  }
-
-  private takeIdle(): Redis | undefined {
-    for (let entry = this.idle.pop(); entry; entry = this.idle.pop()) {
-      clearTimeout(entry.timer);
-      if (entry.client.status === 'ready') return entry.client;
-      entry.client.disconnect();
-    }
-    return undefined;
-  }
-
-  private putIdle(client: Redis): void {
-    const entry = {
-      client,
-      timer: setTimeout(() => {
-        const at = this.idle.indexOf(entry);
-        if (at >= 0) this.idle.splice(at, 1);
-        client.disconnect();
-      }, this.idleTimeoutMs),
-    };
-    entry.timer.unref();
-    this.idle.push(entry);
   }
 }

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { execOrThrow } from '@restash/shared/data-access-redis';
-import type { z } from 'zod';
 import { tokenDigest } from './credentials';
-import { type RegistrySeal, SealError } from './sealed';
-import { COMPARE_AND_SET, attempt, storedQueueProjects } from './stored-records';
+import type { RegistrySeal } from './sealed';
+import { refuseSharedStorage } from './shared-storage';
+import { COMPARE_AND_SET, storedQueueProjects } from './stored-records';
 import {
   REGISTRY_CHANNEL,
   type KvDatabaseRecord,
@@ -16,7 +16,6 @@ import {
   type TokenRecord,
   type VectorIndexRecord,
   kvDatabaseId,
-  kvDatabaseRecordSchema,
   queueProjectId,
   registryKeys,
   retiredResourceSchema,
@@ -25,17 +24,12 @@ import {
   tenantIndexRecordSchema,
   tenantTeardownRecordSchema,
   vectorIndexId,
-  vectorIndexRecordSchema,
 } from './records';
 import {
   type ResourceTokens,
   type TenantDocument,
   type TenantTokens,
   defaultCollection,
-  kvServerEndpoint,
-  kvServerShared,
-  vectorCollectionOf,
-  vectorCollectionShared,
 } from './tenant-spec';
 
 /**
@@ -153,7 +147,7 @@ export class RegistryWriter {
       addTokens('queue', id, project.name, secrets);
     }
 
-    await this.refuseSharedStorage(doc);
+    await refuseSharedStorage(this.redis, this.seal, doc);
     const indexKey = registryKeys.tenant(tenant);
     const previous = await this.readIndex(indexKey);
     const stale = previous.filter((key) => !records.has(key));
@@ -297,68 +291,6 @@ export class RegistryWriter {
     const left = { ...current, resources };
     await this.redis.set(key, JSON.stringify(left));
     return this.openTeardown(left);
-  }
-
-  /**
-   * Refuses what would let two tenants' resources share storage: a KV database of `doc` on the server
-   * (kvServerEndpoint) of another tenant's KV database, or a vector index of `doc` on the Qdrant
-   * collection (vectorCollectionOf) of another tenant's index. Within one document the schema refuses it.
-   * @throws Error naming the resource and the one it would share with; SealError when another tenant's KV
-   *   database record does not open with this writer's key (its server cannot be told)
-   */
-  private async refuseSharedStorage(doc: TenantDocument): Promise<void> {
-    const { databases } = doc.spec.kv;
-    const { indexes } = doc.spec.vector;
-    if (databases.length === 0 && indexes.length === 0) return;
-    const servers = new Map<string, string>();
-    const collections = new Map<string, string>();
-    const others = <T extends { tenant: string }>(prefix: string, schema: z.ZodType<T>) => this.recordsOfOthers(prefix, schema, doc.metadata.name);
-    if (databases.length > 0) {
-      for (const record of await others(registryKeys.kvDatabase(''), kvDatabaseRecordSchema)) {
-        const { redisUrl } = this.openKvRecord(record);
-        const endpoint = attempt(() => kvServerEndpoint(redisUrl));
-        if (endpoint) servers.set(endpoint, record.id);
-      }
-    }
-    if (indexes.length > 0) {
-      for (const record of await others(registryKeys.vectorIndex(''), vectorIndexRecordSchema)) {
-        const where = attempt(() => vectorCollectionOf(record.qdrantUrl, record.collection));
-        if (where) collections.set(where, record.id);
-      }
-    }
-    const tenant = doc.metadata.name;
-    for (const db of databases) {
-      const endpoint = kvServerEndpoint(db.redis.url);
-      const other = servers.get(endpoint);
-      if (other) throw new Error(`tenant '${tenant}': ${kvServerShared(db.name, other, endpoint)}`);
-    }
-    for (const index of indexes) {
-      const where = vectorCollectionOf(index.qdrant.url, index.qdrant.collection ?? defaultCollection(tenant, index.name));
-      const other = collections.get(where);
-      if (other) throw new Error(`tenant '${tenant}': ${vectorCollectionShared(index.name, other, where)}`);
-    }
-  }
-
-  /** A stored KV database record opened. @throws SealError naming the record when its Redis URL does not open */
-  private openKvRecord(record: KvDatabaseRecord): KvDatabaseRecord {
-    try {
-      return this.seal.openRecord('kv', record);
-    } catch (error) {
-      throw new SealError(`KV database ${record.id} in the registry: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
-
-  /** The records under `prefix` (one kind) that belong to tenants other than `tenant`; malformed ones are skipped. */
-  private async recordsOfOthers<T extends { tenant: string }>(prefix: string, schema: z.ZodType<T>, tenant: string): Promise<T[]> {
-    const found: T[] = [];
-    for await (const keys of this.redis.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) {
-      const values = keys.length > 0 ? await this.redis.mget(...keys) : [];
-      for (const raw of values) {
-        const record = raw ? schema.safeParse(JSON.parse(raw)) : undefined;
-        if (record?.success && record.data.tenant !== tenant) found.push(record.data);
-      }
-    }
-    return found;
   }
 
   /** The KV, vector, stream and queue records among these registry keys. */

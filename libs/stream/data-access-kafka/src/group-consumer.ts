@@ -1,55 +1,17 @@
 import {
-  type BaseOptions,
   ConnectionPool,
   Consumer,
   FetchIsolationLevels,
   type GroupAssignment,
-  ListOffsetTimestamps,
   type fetchV17,
 } from '@platformatic/kafka';
-import type { ConsumerConfig, TopicPartitionOffset } from '@restash/stream/util-rest';
+import type { TopicPartitionOffset } from '@restash/stream/util-rest';
 import { kafkaErrorCode } from './errors';
+import { type GroupConsumerOptions, PARTITION_MAX_BYTES, type Position, RESPONSE_MAX_BYTES, RETRY_DELAY_MS, key, startingPositions } from './group-positions';
 import { type ConsumedRecord, partitionRecords } from './records';
 
 export type { ConsumedRecord } from './records';
-
-export interface GroupConsumerOptions {
-  /** The cluster's client settings (brokers, client id, timeouts, retries). */
-  client: BaseOptions;
-  /** Broker-side consumer group id. */
-  groupId: string;
-  /** Broker-side topic names of the subscription. */
-  topics: string[];
-  config: ConsumerConfig;
-  /** The group drops a member silent this long (ms); also the rebalance timeout. */
-  sessionTimeoutMs: number;
-  /** How long one broker fetch waits for data while the instance is idle (ms). */
-  maxWaitMs: number;
-  /** Fetching waits while this many records wait to be returned. */
-  maxBufferedRecords: number;
-  /**
-   * Fetching waits while the records waiting to be returned hold this many bytes (keys, values and header
-   * values), and a fetch asks the broker for no more than what is left (the broker still sends one batch
-   * whatever its size): records of up to 1 MB would otherwise fill 10 GB before maxBufferedRecords.
-   */
-  maxBufferedBytes: number;
-  /** Called with failures of background work (fetches, auto commit, a failed rejoin). */
-  onError(error: unknown): void;
-}
-
-interface Position {
-  topic: string;
-  partition: number;
-  /** The next offset to fetch. */
-  offset: number;
-}
-
-const key = (topic: string, partition: number) => `${partition}:${topic}`;
-/** Per-partition and per-response byte caps of a fetch (Kafka's consumer defaults). */
-const PARTITION_MAX_BYTES = 1024 * 1024;
-const RESPONSE_MAX_BYTES = 50 * 1024 * 1024;
-/** How long fetching pauses after a failed fetch or offset lookup (ms). */
-const RETRY_DELAY_MS = 1000;
+export type { GroupConsumerOptions } from './group-positions';
 
 /**
  * One consumer instance (docs/stream.md, "Stream: consumer instances"): a member of a Kafka consumer group (@platformatic/kafka's
@@ -255,7 +217,7 @@ export class GroupConsumer {
 
   /** Finds where each assigned partition starts (see the class comment), then starts fetching. */
   private lookUpPositions(assignments: GroupAssignment[], generation: number): void {
-    this.startingPositions(assignments).then(
+    startingPositions(this.consumer, this.delivered, this.options.config.autoOffsetReset, assignments).then(
       (positions) => {
         if (generation !== this.generation) return;
         this.positions = positions;
@@ -267,39 +229,6 @@ export class GroupConsumer {
         this.retryTimer = setTimeout(() => this.lookUpPositions(assignments, generation), RETRY_DELAY_MS);
       },
     );
-  }
-
-  private async startingPositions(assignments: GroupAssignment[]): Promise<Map<string, Position>> {
-    const positions = new Map<string, Position>();
-    const unknown: GroupAssignment[] = [];
-    for (const { topic, partitions } of assignments) {
-      const rest = partitions.filter((partition) => {
-        const delivered = this.delivered.get(key(topic, partition));
-        if (delivered) positions.set(key(topic, partition), { ...delivered });
-        return !delivered;
-      });
-      if (rest.length > 0) unknown.push({ topic, partitions: rest });
-    }
-    if (unknown.length === 0) return positions;
-    const committed = await this.consumer.listCommittedOffsets({ topics: unknown });
-    const reset: Record<string, number[]> = {};
-    for (const { topic, partitions } of unknown) {
-      for (const partition of partitions) {
-        const offset = committed.get(topic)?.[partition] ?? -1n;
-        if (offset >= 0n) positions.set(key(topic, partition), { topic, partition, offset: Number(offset) });
-        else (reset[topic] ??= []).push(partition);
-      }
-    }
-    const topics = Object.keys(reset);
-    if (topics.length === 0) return positions;
-    const timestamp = this.options.config.autoOffsetReset === 'earliest' ? ListOffsetTimestamps.EARLIEST : ListOffsetTimestamps.LATEST;
-    const listed = await this.consumer.listOffsets({ topics, partitions: reset, timestamp });
-    for (const [topic, partitions] of Object.entries(reset)) {
-      for (const partition of partitions) {
-        positions.set(key(topic, partition), { topic, partition, offset: Number(listed.get(topic)?.[partition] ?? 0n) });
-      }
-    }
-    return positions;
   }
 
   /** Starts a fetch on every leader broker of the assigned partitions that has none in flight, unless the buffer is full. */

@@ -1,7 +1,7 @@
 import { QdrantClient } from '@qdrant/js-client-rest';
 import { type QdrantLocal, startQdrantLocal } from '@restash/platform/util-stack';
 import { purgeVectorIndex } from './purge';
-import { QdrantStores } from './qdrant-index-store';
+import { QdrantStores } from './qdrant-stores';
 
 describe('purgeVectorIndex against qdrant-local', () => {
   let qdrant: QdrantLocal;

@@ -1,5 +1,5 @@
 import { type QdrantLocal, startQdrantLocal } from '@restash/platform/util-stack';
-import { QdrantStores } from './qdrant-index-store';
+import { QdrantStores } from './qdrant-stores';
 
 describe('QdrantIndexStore against qdrant-local', () => {
   let qdrant: QdrantLocal;
