@@ -153,31 +153,48 @@ export function registerTenantApi<S extends TenantSession>(fastify: FastifyInsta
     const url = op.route ?? '/*';
     routes.set(url, [...(routes.get(url) ?? []), op]);
   }
-  const sessions = new WeakMap<FastifyRequest, Promise<S>>();
+  const admitted = new WeakMap<FastifyRequest, Admitted<S>>();
   /**
    * A body is read only for a request whose operation exists and whose credentials open a session: anyone
-   * else could make the gateway hold BODY_LIMIT_BYTES per connection without a token. The session opened
-   * here is the one {@link handle} uses, so that it answers what stopped the body (401, 503) and never runs
-   * an operation without the body that was sent.
+   * else could make the gateway hold BODY_LIMIT_BYTES per connection without a token. The operation found and
+   * the session opened here are the ones {@link handle} uses (each request is located and authenticated once),
+   * so that it answers what stopped the body (401, 503) and never runs an operation without the body that was sent.
    */
   const admitBody = async (request: FastifyRequest): Promise<boolean> => {
-    const { op, allowed, search } = locate(routes.get(request.routeOptions.url ?? '') ?? [], request);
+    const found = locate(routes.get(request.routeOptions.url ?? '') ?? [], request);
+    admitted.set(request, { found });
+    const { op, allowed, search } = found;
     if (!op || allowed) return false;
     const session = api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials));
-    sessions.set(request, session);
+    admitted.set(request, { found, session });
     await session;
     return true;
   };
   void fastify.register(async (app) => {
     useRawBodies(app, { bodyLimitBytes: api.bodyLimitBytes, logger: api.logger, encode: errors.encode, admitBody, ...(api.bodyMethods ? { bodyMethods: api.bodyMethods } : {}) });
     for (const [url, operations] of routes) {
-      app.route({ method: [...errors.methods], url, exposeHeadRoute: false, handler: (request, reply) => handle(api, unread, sessions, operations, request, reply) });
+      app.route({ method: [...errors.methods], url, exposeHeadRoute: false, handler: (request, reply) => handle(api, unread, admitted, operations, request, reply) });
     }
   });
 }
 
+/** Where a request goes: its path and query (as sent), the operation serving it and what it took from the path, or the methods allowed. */
+interface Located<S> {
+  op?: ApiOperation<S>;
+  params?: unknown;
+  allowed?: string[];
+  path: string;
+  search: string;
+}
+
+/** What admitting a request's body found: its operation and, when its body was read, its session. */
+interface Admitted<S> {
+  found: Located<S>;
+  session?: Promise<S>;
+}
+
 /** The request's path and query (as sent) and the operation serving it ({@link find}). */
-function locate<S>(operations: readonly ApiOperation<S>[], request: FastifyRequest): { op?: ApiOperation<S>; params?: unknown; allowed?: string[]; path: string; search: string } {
+function locate<S>(operations: readonly ApiOperation<S>[], request: FastifyRequest): Located<S> {
   const at = request.url.indexOf('?');
   const path = at < 0 ? request.url : request.url.slice(0, at);
   const search = at < 0 ? '' : request.url.slice(at + 1);
@@ -226,7 +243,7 @@ export class UnreadAnswers {
 async function handle<S extends TenantSession>(
   api: TenantApi<S>,
   unread: UnreadAnswers,
-  sessions: WeakMap<FastifyRequest, Promise<S>>,
+  admitted: WeakMap<FastifyRequest, Admitted<S>>,
   operations: readonly ApiOperation<S>[],
   request: FastifyRequest,
   reply: FastifyReply,
@@ -237,7 +254,8 @@ async function handle<S extends TenantSession>(
   let input: unknown;
   let answer: ApiAnswer;
   try {
-    const found = locate(operations, request);
+    const before = admitted.get(request);
+    const found = before?.found ?? locate(operations, request);
     const { path, search } = found;
     op = found.op;
     if (!op) throw api.errors.notFound(path);
@@ -246,7 +264,7 @@ async function handle<S extends TenantSession>(
       throw api.errors.notAllowed(request.method, path, found.allowed, op.name);
     }
     const call = new ApiCall(request, reply, path, search, found.params);
-    session = await (sessions.get(request) ?? api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials)));
+    session = await (before?.session ?? api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials)));
     input = op.prepare?.(call, session);
     const bytes = op.bytes ? op.bytes(call, input) : (call.body?.length ?? 0);
     await api.gate.admit(session.grant, { write: op.write, bytes, units: op.units?.(input) ?? 1 });

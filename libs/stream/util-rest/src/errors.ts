@@ -1,22 +1,11 @@
+import { ApiError } from '@restash/shared/util-errors';
+
 /**
  * An error of the Stream REST API, answered as `{error, status}` with that HTTP status
  * (docs/stream.md, "Stream: errors"). The official SDK throws `UpstashError(body.error)`, so `message` is what users
  * read.
  */
-export class StreamError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'StreamError';
-  }
-
-  /** 400: a malformed request or an illegal argument. */
-  static badRequest(message: string): StreamError {
-    return new StreamError(400, message);
-  }
-}
+export class StreamError extends ApiError {}
 
 /** The spec's error body: `{"error": <string>, "status": <integer>}`. */
 export function encodeError(status: number, message: string): string {

@@ -1,22 +1,11 @@
+import { ApiError } from '@restash/shared/util-errors';
+
 /**
  * An error of the Vector API, answered as `{error, status}` with that HTTP status (docs/vector.md,
  * "Vector: errors"). The official SDK throws `UpstashError(body.error)`, so `message` is what users
  * read.
  */
-export class VectorError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'VectorError';
-  }
-
-  /** 400: the request is malformed or breaks a rule of the API. */
-  static badRequest(message: string): VectorError {
-    return new VectorError(400, message);
-  }
-}
+export class VectorError extends ApiError {}
 
 /** The Vector API's error body: `{"error": <string>, "status": <integer>}` (docs/vector.md, "Vector: errors"). */
 export function encodeError(status: number, message: string): string {

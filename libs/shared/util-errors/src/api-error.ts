@@ -1,0 +1,25 @@
+/**
+ * The one error model of the APIs (docs/architecture.md, "Architecture: error shapes"): an error a request is
+ * answered with, carrying its HTTP status; the message is what the official SDK shows its user. Each API's error
+ * extends it (KvError, VectorError, StreamError, QueueError) and its tenant API (registerTenantApi's
+ * TenantApiErrors) writes the body in the API's own shape: `{"error"}` for KV and QStash, `{"error", "status"}` for
+ * Vector and Kafka REST. Anything else a request throws is a bug, answered 500.
+ */
+export class ApiError extends Error {
+  /**
+   * @param status the HTTP status of the answer (4xx for the client's mistakes, 5xx for an engine's failure)
+   * @param message the answer's error text, in the API's words
+   */
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+
+  /** 400: the request is malformed or breaks a rule of the API, as the subclass it is called on. */
+  static badRequest<T extends ApiError>(this: new (status: 400, message: string) => T, message: string): T {
+    return new this(400, message);
+  }
+}
