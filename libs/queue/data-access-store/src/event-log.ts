@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { MessageEvent } from '@restash/queue/util-message';
+import { type ListFilter, type MessageEvent, eventCursor, eventCursorStreamId, eventSubject, matchesFilter } from '@restash/queue/util-message';
+import { type Page, SCAN_LIMIT } from './listing';
 
 /**
  * Event i (from 1): KEYS[3i-2] its stream, KEYS[3i-1] the key that must exist for it to be written (when
@@ -99,6 +100,33 @@ export class EventLog {
         setImmediate(() => this.flush());
       }
     });
+  }
+
+  /**
+   * A page of a project's events (its stream `key`), newest first, filtered. The cursor names the last event returned
+   * ({@link eventCursor}); the next page starts before it. A cursor of neither form starts at the newest.
+   */
+  async page(key: string, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
+    const from = args.cursor === undefined ? undefined : eventCursorStreamId(args.cursor);
+    let end = from ? `(${from}` : '+';
+    const items: MessageEvent[] = [];
+    let scanned = 0;
+    let last: string | undefined;
+    while (items.length < args.count && scanned < SCAN_LIMIT) {
+      const batch = await this.redis.xrevrange(key, end, '-', 'COUNT', 500);
+      if (batch.length === 0) return { items };
+      for (const [id, fields] of batch) {
+        scanned++;
+        last = id;
+        const event = JSON.parse(fields[1] ?? '{}') as MessageEvent;
+        if (matchesFilter(args.filter, eventSubject(event))) items.push(event);
+        if (items.length === args.count) break;
+      }
+      end = `(${last}`;
+    }
+    if (!last) return { items };
+    const older = await this.redis.xrevrange(key, `(${last}`, '-', 'COUNT', 1);
+    return older.length > 0 ? { items, cursor: eventCursor(last) } : { items };
   }
 
   private flush(): void {

@@ -1,25 +1,15 @@
 import { Job, type JobsOptions, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { execOrThrow } from '@restash/shared/data-access-redis';
 import { ScheduleStore } from './schedules';
-import {
-  type DlqEntry,
-  type ListFilter,
-  type MessageEvent,
-  type QueueMessage,
-  dlqCursor,
-  eventCursor,
-  eventCursorStreamId,
-  eventSubject,
-  matchesFilter,
-  messageEvent,
-  messageSubject,
-  parseDlqCursor,
-} from '@restash/queue/util-message';
+import { type DlqEntry, type ListFilter, type MessageEvent, type QueueMessage, messageEvent } from '@restash/queue/util-message';
 import { urlGroupsKey } from './topics';
 import { LaneStore, laneOf } from './lanes';
 import { EventLog, type IndexChange } from './event-log';
 import { WorkflowRunStore } from './workflow-runs';
+import { DlqStore } from './dlq-store';
+import type { Page } from './listing';
+import { PENDING_STATES, PendingIndex } from './pending-index';
+import { globEscape, scanKeys } from './redis-keys';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -42,19 +32,10 @@ export interface QueueStoreOptions {
 /** Where a message stands ({@link messageStatus}). */
 export type MessageStatus = 'pending' | 'active' | 'delivered' | 'failed' | 'cancelled';
 
-/** A page of a listing; `cursor` is absent on the last page (the SDK tests expect undefined). */
-export interface Page<T> {
-  items: T[];
-  cursor?: string;
-}
+export type { Page } from './listing';
 
-const PENDING_STATES = new Set(['waiting', 'delayed', 'prioritized', 'waiting-children', 'paused']);
 /** Every BullMQ job state, for a purge. */
 const ALL_STATES = ['active', 'wait', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
-/** How many stored entries one listing call reads at most while filtering. */
-const SCAN_LIMIT = 10_000;
-/** Entries of a project's pending index read per ZSCAN call (a hint: Redis may return more or fewer). */
-const INDEX_PAGE = 500;
 
 /**
  * The queue's storage on its Redis (AOF and `noeviction`, docs/queue.md, "Queue: at-least-once delivery"): messages are BullMQ jobs of
@@ -63,13 +44,16 @@ const INDEX_PAGE = 500;
  * deduplication is BullMQ's (throttle mode, {@link DEDUPLICATION_WINDOW_MS}). `<prefix>:pending:<project>` indexes
  * the project's messages on {@link DELIVERY_QUEUE} that are not settled yet (sorted set of ids by createdAt, Unix
  * ms): a publish adds its message with its CREATED event, a final event removes it, both in the event log's
- * script; so a bulk cancel reads the project's own messages only, not every project's.
+ * script; so a bulk cancel reads the project's own messages only, not every project's. The DLQ is {@link DlqStore}'s
+ * (dlq-store.ts), the pending index {@link PendingIndex}'s (pending-index.ts), the events {@link EventLog}'s.
  */
 export class QueueStore {
   readonly queue: Queue<QueueMessage>;
   /** Queues and flow-control keys: messages with either go to their lane's BullMQ queue, not {@link DELIVERY_QUEUE}. */
   readonly lanes: LaneStore;
   private readonly eventLog: EventLog;
+  private readonly dlq: DlqStore;
+  private readonly pending: PendingIndex;
 
   constructor(
     private readonly redis: Redis,
@@ -81,6 +65,8 @@ export class QueueStore {
     this.queue.on('error', () => undefined);
     this.lanes = new LaneStore(redis, options);
     this.eventLog = new EventLog(redis, options.eventsPerProject);
+    this.dlq = new DlqStore(redis, options);
+    this.pending = new PendingIndex(redis, this.queue, this.lanes, options);
   }
 
   /**
@@ -193,68 +179,19 @@ export class QueueStore {
   }
 
   /**
-   * The ids of up to `count` of a project's messages that are not delivered yet and match `filter` (`fromDate`/
-   * `toDate` against createdAt), for a bulk cancel: the shared queue's, then the lanes'. Reads only the project's
-   * own messages: the shared queue's through the project's pending index (ZSCAN, pages of about
-   * {@link INDEX_PAGE}; an entry whose message has settled meanwhile, or is gone, is removed from the index), the
-   * lanes' per lane queue.
+   * The ids of up to `count` of a project's messages that are not delivered yet and match `filter`, for a bulk cancel:
+   * the shared queue's (through the project's pending index, PendingIndex.pendingMessageIds), then the lanes'.
    */
-  async pendingMessageIds(project: string, filter: ListFilter, count: number): Promise<string[]> {
-    const ids: string[] = [];
-    const index = this.pendingKey(project);
-    const seen = new Set<string>(); // ZSCAN may return a member twice
-    let cursor = '0';
-    do {
-      const [next, flat] = await this.redis.zscan(index, cursor, 'COUNT', INDEX_PAGE);
-      cursor = next;
-      const members: string[] = [];
-      for (let i = 0; i < flat.length; i += 2) {
-        const id = flat[i] as string;
-        const createdAt = Number(flat[i + 1]);
-        if (seen.has(id) || (filter.fromDate !== undefined && createdAt < filter.fromDate) || (filter.toDate !== undefined && createdAt > filter.toDate)) continue;
-        seen.add(id);
-        members.push(id);
-      }
-      const jobs = await Promise.all(members.map((id) => this.queue.getJob(id)));
-      const states = await Promise.all(jobs.map((job) => job?.getState() ?? 'unknown'));
-      const settled: string[] = [];
-      members.forEach((id, i) => {
-        const m = jobs[i]?.data;
-        if (!m || m.project !== project || !(PENDING_STATES.has(states[i] as string) || states[i] === 'active')) settled.push(id);
-        else if (ids.length < count && matchesFilter(filter, messageSubject(m, m.createdAt))) ids.push(id);
-      });
-      if (settled.length > 0) await this.redis.zrem(index, ...settled);
-    } while (cursor !== '0' && ids.length < count);
-    for (const job of ids.length < count ? await this.lanes.pendingJobs(project) : []) {
-      const m = job.data;
-      if (ids.length < count && matchesFilter(filter, messageSubject(m, m.createdAt))) ids.push(m.messageId);
-    }
-    return ids;
+  pendingMessageIds(project: string, filter: ListFilter, count: number): Promise<string[]> {
+    return this.pending.pendingMessageIds(project, filter, count);
   }
 
   /**
-   * Adds to their projects' pending indexes the pending messages of the shared queue published before the indexes
-   * existed (an upgrade), once per queue Redis: the key `<prefix>:pending-indexed` records that it ran. It reads
-   * every pending job once (pages of 1000 per state); a message that settles meanwhile may stay in an index until a
-   * bulk cancel sees it. Idempotent: replicas running it at once add the same entries.
-   * @returns how many messages it indexed (0 when it had run before)
+   * Adds the pending messages published before the pending indexes existed to their projects' indexes, once per queue
+   * Redis (PendingIndex.indexPending). @returns how many messages it indexed (0 when it had run before)
    */
-  async indexPending(): Promise<number> {
-    const done = `${this.options.prefix}:pending-indexed`;
-    if ((await this.redis.exists(done)) === 1) return 0;
-    let indexed = 0;
-    for (const state of ['active', 'waiting', 'prioritized', 'delayed', 'waiting-children'] as const) {
-      for (let start = 0; ; start += 1000) {
-        const jobs = (await this.queue.getJobs([state], start, start + 999, true)).filter((job) => job?.data?.project);
-        if (jobs.length === 0) break;
-        const pipeline = this.redis.pipeline();
-        for (const { data } of jobs) pipeline.zadd(this.pendingKey(data.project), data.createdAt, data.messageId);
-        await execOrThrow(pipeline);
-        indexed += jobs.length;
-      }
-    }
-    await this.redis.set(done, String(Date.now()));
-    return indexed;
+  indexPending(): Promise<number> {
+    return this.pending.indexPending();
   }
 
   /**
@@ -272,100 +209,24 @@ export class QueueStore {
     return (await this.redis.exists(this.key('cancel', messageId))) === 1;
   }
 
-  /** Stores a DLQ entry (idempotent: the DLQ id is fixed per message) and trims expired entries. */
-  async putDlq(entry: DlqEntry): Promise<void> {
-    const project = entry.message.project;
-    const index = this.key('dlq', project);
-    const entries = this.key('dlq-entries', project);
-    const expired = await this.redis.zrangebyscore(index, '-inf', entry.failedAt - this.options.dlqRetentionMs);
-    const tx = this.redis.multi().zadd(index, entry.failedAt, entry.dlqId).hset(entries, entry.dlqId, JSON.stringify(entry));
-    if (expired.length > 0) tx.zrem(index, ...expired).hdel(entries, ...expired);
-    await execOrThrow(tx);
+  /** Stores a DLQ entry (idempotent: the DLQ id is fixed per message) and trims expired entries ({@link DlqStore}). */
+  putDlq(entry: DlqEntry): Promise<void> {
+    return this.dlq.putDlq(entry);
   }
 
   /** One DLQ entry of a project, or null. */
-  async dlqEntry(project: string, dlqId: string): Promise<DlqEntry | null> {
-    const raw = await this.redis.hget(this.key('dlq-entries', project), dlqId);
-    return raw ? (JSON.parse(raw) as DlqEntry) : null;
+  dlqEntry(project: string, dlqId: string): Promise<DlqEntry | null> {
+    return this.dlq.dlqEntry(project, dlqId);
   }
 
-  /**
-   * A page of a project's DLQ, newest first (by failedAt, then dlqId), filtered. The cursor names the last entry
-   * scanned ({@link dlqCursor}); the next page starts after it, wherever it now is: entries the caller deleted or
-   * retried meanwhile (`DELETE /v2/dlq`, `POST /v2/dlq/retry` in the SDK's cursor loop) shift no later page, and
-   * new failures, which come first, repeat none. A cursor of earlier versions (a position) continues from there;
-   * one of neither form starts at the newest.
-   * @param dlqIds when given, exactly these entries (unknown ids skipped), in the given order
-   */
-  async dlqList(project: string, args: { cursor?: string; count: number; filter: ListFilter; dlqIds?: string[] }): Promise<Page<DlqEntry>> {
-    const entriesKey = this.key('dlq-entries', project);
-    if (args.dlqIds) {
-      const raws = args.dlqIds.length > 0 ? await this.redis.hmget(entriesKey, ...args.dlqIds) : [];
-      return { items: raws.flatMap((raw) => (raw ? [JSON.parse(raw) as DlqEntry] : [])) };
-    }
-    const index = this.key('dlq', project);
-    let after = await this.dlqCursorEntry(index, args.cursor);
-    const items: DlqEntry[] = [];
-    let scanned = 0;
-    while (items.length < args.count && scanned < SCAN_LIMIT) {
-      const batch = await this.dlqAfter(index, after, 500);
-      if (batch.length === 0) return { items };
-      const raws = await this.redis.hmget(entriesKey, ...batch.map((e) => e.member));
-      for (let i = 0; i < batch.length; i++) {
-        after = batch[i];
-        scanned++;
-        const raw = raws[i];
-        if (!raw) continue;
-        const entry = JSON.parse(raw) as DlqEntry;
-        if (matchesFilter(args.filter, messageSubject(entry.message, entry.failedAt, entry.responseStatus))) items.push(entry);
-        if (items.length === args.count) break;
-      }
-    }
-    const more = after !== undefined && (await this.dlqAfter(index, after, 1)).length > 0;
-    return more && after ? { items, cursor: dlqCursor(after.score, after.member) } : { items };
-  }
-
-  /**
-   * Up to `limit` entries of a DLQ index after `after` in its newest-first order (descending score, then
-   * descending member, as ZREVRANGEBYSCORE gives them), from the newest when `after` is undefined.
-   */
-  private async dlqAfter(index: string, after: DlqIndexEntry | undefined, limit: number): Promise<DlqIndexEntry[]> {
-    let offset = 0;
-    if (after) {
-      // The entries of the same score come before `after` down to it: skip them.
-      const ties = await this.redis.zrevrangebyscore(index, after.score, after.score);
-      offset = ties.filter((member) => member >= after.member).length;
-    }
-    const flat = await this.redis.zrevrangebyscore(index, after ? after.score : '+inf', '-inf', 'WITHSCORES', 'LIMIT', offset, limit);
-    const entries: DlqIndexEntry[] = [];
-    for (let i = 0; i < flat.length; i += 2) entries.push({ member: flat[i] as string, score: Number(flat[i + 1]) });
-    return entries;
-  }
-
-  /**
-   * The entry a DLQ cursor names ({@link parseDlqCursor}): the entry of `<failedAt>:<dlqId>`, or for a position (earlier
-   * versions) the entry before it; undefined (the newest first) for position 0, a position past the end, or a cursor of
-   * neither form (the gateway refuses those first).
-   */
-  private async dlqCursorEntry(index: string, cursor: string | undefined): Promise<DlqIndexEntry | undefined> {
-    const parsed = cursor ? parseDlqCursor(cursor) : undefined;
-    if (!parsed) return undefined;
-    if ('dlqId' in parsed) return { score: parsed.failedAt, member: parsed.dlqId };
-    if (parsed.position === 0) return undefined;
-    const [member, score] = await this.redis.zrevrange(index, parsed.position - 1, parsed.position - 1, 'WITHSCORES');
-    return member === undefined ? undefined : { member, score: Number(score) };
+  /** A page of a project's DLQ, newest first, filtered, or exactly the entries `dlqIds` names (DlqStore.dlqList). */
+  dlqList(project: string, args: { cursor?: string; count: number; filter: ListFilter; dlqIds?: string[] }): Promise<Page<DlqEntry>> {
+    return this.dlq.dlqList(project, args);
   }
 
   /** Deletes DLQ entries of a project. @returns how many existed */
-  async dlqDelete(project: string, dlqIds: string[]): Promise<number> {
-    if (dlqIds.length === 0) return 0;
-    const results = await execOrThrow(
-      this.redis
-        .multi()
-        .hdel(this.key('dlq-entries', project), ...dlqIds)
-        .zrem(this.key('dlq', project), ...dlqIds),
-    );
-    return results[0] as number;
+  dlqDelete(project: string, dlqIds: string[]): Promise<number> {
+    return this.dlq.dlqDelete(project, dlqIds);
   }
 
   /** Appends an event to a project's log (trimmed to about `eventsPerProject`). @see addEvents */
@@ -386,32 +247,9 @@ export class QueueStore {
     await this.eventLog.append(this.key('events', project), events, undefined, index);
   }
 
-  /**
-   * A page of a project's events, newest first, filtered. The cursor names the last event returned
-   * ({@link eventCursor}); the next page starts before it. A cursor of neither form starts at the newest.
-   */
-  async events(project: string, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
-    const key = this.key('events', project);
-    const from = args.cursor === undefined ? undefined : eventCursorStreamId(args.cursor);
-    let end = from ? `(${from}` : '+';
-    const items: MessageEvent[] = [];
-    let scanned = 0;
-    let last: string | undefined;
-    while (items.length < args.count && scanned < SCAN_LIMIT) {
-      const batch = await this.redis.xrevrange(key, end, '-', 'COUNT', 500);
-      if (batch.length === 0) return { items };
-      for (const [id, fields] of batch) {
-        scanned++;
-        last = id;
-        const event = JSON.parse(fields[1] ?? '{}') as MessageEvent;
-        if (matchesFilter(args.filter, eventSubject(event))) items.push(event);
-        if (items.length === args.count) break;
-      }
-      end = `(${last}`;
-    }
-    if (!last) return { items };
-    const older = await this.redis.xrevrange(key, `(${last}`, '-', 'COUNT', 1);
-    return older.length > 0 ? { items, cursor: eventCursor(last) } : { items };
+  /** A page of a project's events, newest first, filtered (EventLog.page). */
+  events(project: string, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
+    return this.eventLog.page(this.key('events', project), args);
   }
 
   /**
@@ -460,12 +298,10 @@ export class QueueStore {
       if (Date.now() > deadline) throw new Error(`${busy} message(s) of project ${project} are still being delivered`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    const dlqIds = await this.redis.zrange(this.key('dlq', project), '0', '-1');
-    const dlqEntries = dlqIds.length > 0 ? await this.redis.hmget(this.key('dlq-entries', project), ...dlqIds) : [];
-    for (const raw of dlqEntries) if (raw) messageIds.add((JSON.parse(raw) as DlqEntry).message.messageId);
-    const keys = [this.key('dlq', project), this.key('dlq-entries', project), this.key('events', project), this.pendingKey(project), urlGroupsKey(this.options.prefix, project)];
+    for (const id of await this.dlq.messageIds(project)) messageIds.add(id);
+    const keys = [...this.dlq.keys(project), this.key('events', project), this.pending.key(project), urlGroupsKey(this.options.prefix, project)];
     keys.push(...[...messageIds].map((id) => this.key('cancel', id)));
-    keys.push(...(await this.scanKeys(`${this.options.prefix}:${DELIVERY_QUEUE}:de:${globEscape(project)}:*`)));
+    keys.push(...(await scanKeys(this.redis, `${this.options.prefix}:${DELIVERY_QUEUE}:de:${globEscape(project)}:*`)));
     for (let i = 0; i < keys.length; i += 500) await this.redis.del(...keys.slice(i, i + 500));
     await new WorkflowRunStore(this.redis, { prefix: this.options.prefix, retentionMs: this.options.messageRetentionMs }).purgeProject(project);
     return removed;
@@ -509,20 +345,13 @@ export class QueueStore {
     return found;
   }
 
-  /** Every key matching `pattern` (SCAN through ioredis's scanStream; a key may repeat, as SCAN allows). */
-  private async scanKeys(pattern: string): Promise<string[]> {
-    const keys: string[] = [];
-    for await (const batch of this.redis.scanStream({ match: pattern, count: 1000 }) as AsyncIterable<string[]>) keys.push(...batch);
-    return keys;
-  }
-
   private async requestCancel(messageId: string): Promise<void> {
     await this.redis.set(this.key('cancel', messageId), '1', 'PX', this.options.messageRetentionMs);
   }
 
-  /** The project's index of its pending messages on the shared queue: sorted set of message ids by createdAt (Unix ms). */
+  /** The project's index of its pending messages on the shared queue (PendingIndex). */
   private pendingKey(project: string): string {
-    return this.key('pending', project);
+    return this.pending.key(project);
   }
 
   private key(kind: string, id: string): string {
@@ -545,15 +374,4 @@ export function messageStatus(state: string, returnValue: unknown): MessageStatu
   if (returnValue === 'failed') return 'failed';
   if (returnValue === 'cancelled') return 'cancelled';
   return 'delivered';
-}
-
-/** An entry of a project's DLQ index: its dlqId and its score (failedAt, ms). */
-interface DlqIndexEntry {
-  member: string;
-  score: number;
-}
-
-/** `text` with Redis glob characters escaped, for SCAN MATCH. */
-function globEscape(text: string): string {
-  return text.replace(/[*?[\]\\]/g, '\\$&');
 }

@@ -1,5 +1,6 @@
 import { type FilterSubject, matchesFilter } from './filters';
-import { bulkParameters, parseCancelRequest, parseDlqPage, parseListFilter } from './requests';
+import { bulkParameters, parseCancelRequest } from './bulk-requests';
+import { parseDlqPage, parseListFilter } from './list-requests';
 import { QueueError } from './errors';
 
 const subject: FilterSubject = {

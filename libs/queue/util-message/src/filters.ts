@@ -1,5 +1,5 @@
 import type { MessageEvent, QueueMessage } from './message';
-import type { ListFilter } from './requests';
+import type { ListFilter } from './list-requests';
 
 /** What a {@link ListFilter} is checked against: a message, DLQ entry or event reduced to its filterable fields. */
 export interface FilterSubject {

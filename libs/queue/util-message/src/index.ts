@@ -11,6 +11,8 @@ export * from './delivery';
 export * from './callback';
 export * from './views';
 export * from './requests';
+export * from './list-requests';
+export * from './bulk-requests';
 export * from './cursors';
 export * from './url-groups';
 export * from './filters';

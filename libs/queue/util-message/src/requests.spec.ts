@@ -1,5 +1,7 @@
 import { QueueError } from './errors';
-import { bulkParameters, headerRecord, parseBatch, parseCancelRequest, parseDlqBulk, parseDlqPage, parseEventsPage, parseListFilter, pathId, publishDestination, queryValues } from './requests';
+import { bulkParameters, parseCancelRequest, parseDlqBulk } from './bulk-requests';
+import { parseDlqPage, parseEventsPage, parseListFilter, queryValues } from './list-requests';
+import { headerRecord, parseBatch, pathId, publishDestination } from './requests';
 
 const context = { nowMs: 1_700_000_000_000, callerIp: '203.0.113.9', retries: { default: 3, max: 5 } };
 

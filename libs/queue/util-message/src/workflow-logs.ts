@@ -1,7 +1,7 @@
 import { QueueError } from './errors';
 import { matchesFilter } from './filters';
 import type { FailureCallbackState } from './message';
-import { type ListFilter, parseListFilter, queryValues } from './requests';
+import { type ListFilter, parseListFilter, queryValues } from './list-requests';
 import { type WorkflowRawStep, isWorkflowRunId } from './workflow';
 
 /**
