@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { rejectionOf } from '@restash/shared/util-errors';
 import { NotReplicatedError } from '@restash/kv/data-access-redis';
 import { KvError } from '@restash/kv/util-command';
 import { AclUsers } from './acl-users';
@@ -16,14 +17,7 @@ function setup() {
   return { backend, observer, records, commands, s: session(backend) };
 }
 
-async function failure(promise: Promise<unknown>): Promise<KvError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof KvError)) throw new Error(`expected a KvError, got ${String(error)}`);
-  return error;
-}
+const failure = (promise: Promise<unknown>): Promise<KvError> => rejectionOf(promise, KvError);
 
 describe('KvCommands (over fakes of its ports)', () => {
   beforeAll(() => Logger.overrideLogger(false));

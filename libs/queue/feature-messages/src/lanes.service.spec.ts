@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { rejectionOf } from '@restash/shared/util-errors';
 import type { LastTick } from '@restash/queue/data-access-store';
 import { QueueError, type ScheduleDefinition, type UrlGroup } from '@restash/queue/util-message';
 import { SchedulesService } from './schedules.service';
@@ -7,15 +8,7 @@ import { RecordingObserver, parsed, redisDown, session } from './testing/fakes';
 import { queueApi } from './testing/world';
 import { UrlGroupsService } from './url-groups.service';
 
-/** The QueueError a call rejected with. */
-async function refusal(run: Promise<unknown>): Promise<QueueError> {
-  const error = await run.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof QueueError)) throw new Error(`expected a QueueError, got ${String(error)}`);
-  return error;
-}
+const refusal = (promise: Promise<unknown>): Promise<QueueError> => rejectionOf(promise, QueueError);
 
 describe('LanesService', () => {
   beforeAll(() => Logger.overrideLogger(false));

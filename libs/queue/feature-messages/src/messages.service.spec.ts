@@ -1,17 +1,10 @@
 import { Logger } from '@nestjs/common';
+import { rejectionOf } from '@restash/shared/util-errors';
 import { type DlqEntry, QueueError } from '@restash/queue/util-message';
 import { context, parsed, redisDown, session } from './testing/fakes';
 import { queueApi } from './testing/world';
 
-/** The QueueError a call rejected with. */
-async function refusal(run: Promise<unknown>): Promise<QueueError> {
-  const error = await run.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof QueueError)) throw new Error(`expected a QueueError, got ${String(error)}`);
-  return error;
-}
+const refusal = (promise: Promise<unknown>): Promise<QueueError> => rejectionOf(promise, QueueError);
 
 const entry = (messageId: string, overrides: Partial<DlqEntry> = {}): DlqEntry => ({
   dlqId: `dlq-${messageId}`,

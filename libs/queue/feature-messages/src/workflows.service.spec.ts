@@ -1,18 +1,11 @@
 import { Logger } from '@nestjs/common';
+import { rejectionOf } from '@restash/shared/util-errors';
 import { type DlqEntry, QueueError } from '@restash/queue/util-message';
 import { context, parsed, redisDown, session } from './testing/fakes';
 import { queueApi } from './testing/world';
 import { parseRunCursor, parseRunsCancel, rerunOptions } from './workflow-requests';
 
-/** The QueueError a call rejected with. */
-async function refusal(run: Promise<unknown>): Promise<QueueError> {
-  const error = await run.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof QueueError)) throw new Error(`expected a QueueError, got ${String(error)}`);
-  return error;
-}
+const refusal = (promise: Promise<unknown>): Promise<QueueError> => rejectionOf(promise, QueueError);
 
 const step = { stepId: 3, stepName: 'w', stepType: 'Wait', concurrent: 1 };
 /** A wait request of run `wfr_1` for 90 s, its step delivered to http://a/wf, its timeout to http://a/t. */

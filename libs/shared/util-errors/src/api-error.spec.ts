@@ -1,4 +1,4 @@
-import { ApiError } from './api-error';
+import { ApiError, rejectionOf } from './api-error';
 
 class ShopError extends ApiError {}
 
@@ -9,5 +9,13 @@ describe('ApiError', () => {
     expect(error).toBeInstanceOf(ApiError);
     expect([error.status, error.message, error.name]).toEqual([400, 'bad input', 'ShopError']);
     expect(new ShopError(503, 'down').status).toBe(503);
+  });
+});
+
+describe('rejectionOf', () => {
+  it('gives the error of the expected type, and fails when the promise resolves or rejects with another', async () => {
+    expect((await rejectionOf(Promise.reject(new ShopError(404, 'gone')), ShopError)).status).toBe(404);
+    await expect(rejectionOf(Promise.resolve('ok'), ShopError)).rejects.toThrow('expected a ShopError, but it resolved');
+    await expect(rejectionOf(Promise.reject(new Error('boom')), ShopError)).rejects.toThrow('expected a ShopError, got Error: boom');
   });
 });

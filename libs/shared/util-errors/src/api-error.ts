@@ -23,3 +23,18 @@ export class ApiError extends Error {
     return new this(400, message);
   }
 }
+
+/**
+ * The error a promise rejects with, for tests that assert an API's answer (status, message).
+ * @param type the error class expected (an ApiError subclass, or Error for anything thrown)
+ * @throws Error when the promise resolves, or rejects with something that is not a `type`
+ */
+export async function rejectionOf<E extends Error>(promise: Promise<unknown>, type: abstract new (...args: never[]) => E): Promise<E> {
+  const outcome = await promise.then(
+    (value: unknown) => ({ resolved: value }),
+    (error: unknown) => ({ error }),
+  );
+  if (!('error' in outcome)) throw new Error(`expected a ${type.name}, but it resolved`);
+  if (!(outcome.error instanceof type)) throw new Error(`expected a ${type.name}, got ${String(outcome.error)}`);
+  return outcome.error;
+}

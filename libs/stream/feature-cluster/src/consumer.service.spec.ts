@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { registryKeys } from '@restash/shared/data-access-registry';
+import { rejectionOf } from '@restash/shared/util-errors';
 import { StreamError } from '@restash/stream/util-rest';
 import { PeerGoneError } from './peer-client';
 import { clusterRecord } from './testing/fakes';
@@ -12,11 +13,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
-async function failure(promise: Promise<unknown>): Promise<StreamError> {
-  const error = await rejection(promise);
-  if (!(error instanceof StreamError)) throw new Error(`expected a StreamError, got ${String(error)}`);
-  return error;
-}
+const failure = (promise: Promise<unknown>): Promise<StreamError> => rejectionOf(promise, StreamError);
 
 const consume = { topics: ['orders'], timeoutMs: 10 };
 const headers = { 'stream-auto-offset-reset': 'earliest', 'kafka-enable-auto-commit': 'false', authorization: 'Basic secret' };

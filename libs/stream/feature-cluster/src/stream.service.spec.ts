@@ -1,17 +1,11 @@
 import { Logger } from '@nestjs/common';
+import { rejectionOf } from '@restash/shared/util-errors';
 import { ProduceRefusedError } from '@restash/stream/data-access-kafka';
 import { StreamError } from '@restash/stream/util-rest';
 import { kafkaError } from './testing/fakes';
 import { replica, world } from './testing/world';
 
-async function failure(promise: Promise<unknown>): Promise<StreamError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof StreamError)) throw new Error(`expected a StreamError, got ${String(error)}`);
-  return error;
-}
+const failure = (promise: Promise<unknown>): Promise<StreamError> => rejectionOf(promise, StreamError);
 
 const message = (topic: string, value: string, partition?: number) => ({ topic, value, headers: [], ...(partition !== undefined ? { partition } : {}) });
 

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { rejectionOf } from '@restash/shared/util-errors';
 import { EmbedderError } from '@restash/vector/data-access-embedder';
 import { EngineUnavailableError } from '@restash/vector/data-access-qdrant';
 import { type QueryInput, VectorError } from '@restash/vector/util-query';
@@ -26,14 +27,7 @@ function setup(embed: (text: string) => number[] = () => [1, 0], fails?: Error) 
   return { store, state, observer, service, made, s: session(store) };
 }
 
-async function failure(promise: Promise<unknown>): Promise<VectorError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof VectorError)) throw new Error(`expected a VectorError, got ${String(error)}`);
-  return error;
-}
+const failure = (promise: Promise<unknown>): Promise<VectorError> => rejectionOf(promise, VectorError);
 
 const query = (vector: number[], topK: number): QueryInput => ({ vector, topK, include }) as QueryInput;
 
