@@ -52,13 +52,13 @@ export class KvEventStreams {
    * stream's headers and no body, without subscribing.
    */
   subscribe(kind: 'subscribe' | 'psubscribe'): ApiOperation<Session> {
-    return operation<Session, string, string, Subscription | undefined>({
+    return operation<Session, string, Subscription | undefined>({
       name: kind,
       methods: KV_METHODS,
       route: `/${kind}/*`,
       write: false,
       prepare: (call) => {
-        const name = decodeSegment(call.path.slice(kind.length + 2));
+        const name = decodeSegment(call.rest);
         if (name === '') throw KvError.badRequest(`ERR wrong number of arguments for '${kind}' command`);
         return name;
       },
@@ -94,7 +94,7 @@ export class KvEventStreams {
    * `data: <time> [<db> 0.0.0.0:0] "<arg>" …` (the client address is not shown).
    */
   monitor(): ApiOperation<Session> {
-    return operation<Session, string, undefined, Subscription | undefined>({
+    return operation<Session, undefined, Subscription | undefined>({
       name: 'monitor',
       methods: KV_METHODS,
       route: '/monitor',

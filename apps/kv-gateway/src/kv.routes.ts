@@ -109,8 +109,8 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
   private operations(): ApiOperation<Session>[] {
     const service = this.service;
     /** A single command: a JSON array at the root, or the command in the path (docs/kv.md, "KV: request forms"). */
-    const single = (route: string, parse: (call: ApiCall<string>) => ParsedCommand) =>
-      operation<Session, string, ParsedCommand, Answered<Reply>>({
+    const single = (route: string, parse: (call: ApiCall) => ParsedCommand) =>
+      operation<Session, ParsedCommand, Answered<Reply>>({
         name: 'command',
         methods: KV_METHODS,
         route,
@@ -124,7 +124,7 @@ export class KvRoutes implements OnModuleInit, BeforeApplicationShutdown {
       });
     /** `/pipeline` and `/multi-exec` (docs/kv.md, "KV: request forms"). */
     const batch = (name: 'pipeline' | 'multi-exec', run: (session: Session, commands: CommandArgs[]) => Promise<Answered<BatchItem[]>>) =>
-      operation<Session, string, { commands: CommandArgs[]; format: 'json' | 'resp2' }, Answered<BatchItem[]>>({
+      operation<Session, { commands: CommandArgs[]; format: 'json' | 'resp2' }, Answered<BatchItem[]>>({
         name,
         methods: KV_METHODS,
         route: `/${name}`,

@@ -57,26 +57,26 @@ async function start(options: { registryDown?: boolean } = {}) {
     errors: ERRORS,
     credentials: { scheme: 'bearer' },
     operations: [
-      operation<Session, string, number, string>({
+      operation<Session, number, string>({
         name: 'echo',
         methods: ['POST'],
         write: true,
-        match: (path) => (path.startsWith('/echo/') ? path.slice(6) : undefined),
+        route: ['/echo/*', '/say/it/*'],
         prepare: (call) => {
-          if (call.params === 'bad') throw new DemoError(400, 'bad param');
+          if (call.rest === 'bad') throw new DemoError(400, 'bad param');
           return call.body?.length ?? 0;
         },
         run: async (session, length, call) => {
-          if (call.params === 'boom') throw new Error('unexpected');
-          return `${session.name}:${call.params}:${length}`;
+          if (call.rest === 'boom') throw new Error('unexpected');
+          return `${session.name}:${call.rest}:${length}`;
         },
         encode: (text) => ({ status: 201, body: JSON.stringify({ text }), headers: { 'x-demo': '1' } }),
       }),
-      operation<Session, string, undefined, void>({
+      operation<Session, undefined, void>({
         name: 'peek',
         methods: ['GET'],
         write: false,
-        match: (path) => (path.startsWith('/echo/') ? path.slice(6) : undefined),
+        route: '/echo/*',
         run: async () => undefined,
         encode: () => ({ status: 204 }),
       }),
@@ -147,6 +147,14 @@ describe('registerTenantApi', () => {
     expect(await call('POST', '/echo/x', 'standard', 'abc')).toMatchObject({ status: 201, body: '{"text":"writer:x:3"}', headers: { 'x-demo': '1' } });
     expect(await call('GET', '/echo/x', 'readonly')).toMatchObject({ status: 204, body: '' });
     expect(observed).toEqual(['acme/echo/201', 'acme/peek/204']);
+    await app.close();
+  });
+
+  it('gives an operation the raw path after its route’s static prefix, for each of its routes', async () => {
+    const { app, call } = await start();
+    expect((await call('POST', '/echo/a%2Fb/c', 'standard')).body).toBe('{"text":"writer:a%2Fb/c:0"}');
+    expect((await call('POST', '/say/%69t/x%20y', 'standard')).body).toBe('{"text":"writer:x%20y:0"}');
+    expect((await call('POST', '/echo/', 'standard')).body).toBe('{"text":"writer::0"}');
     await app.close();
   });
 

@@ -6,7 +6,7 @@ import { type CredentialScheme, type Credentials, requestCredentials } from './c
 import { type DenialTable, type Grant, TenantDenied, type TenantGate, denialAnswer } from './tenant-gate';
 
 /** A request as an operation sees it. */
-export class ApiCall<P = unknown> {
+export class ApiCall {
   private parsedQuery: URLSearchParams | undefined;
 
   constructor(
@@ -16,8 +16,11 @@ export class ApiCall<P = unknown> {
     readonly path: string,
     /** The query string, without `?` ('' when there is none). */
     readonly search: string,
-    /** What the operation's `match` took from the path. */
-    readonly params: P,
+    /**
+     * The path as sent after its route's static prefix, for a route ending in `*` (`/upsert/*`: `ns` of
+     * `/upsert/ns`); '' for a route without one. Not percent-decoded: each API decodes what it needs.
+     */
+    readonly rest: string,
   ) {}
 
   /** The query string, parsed on first use. */
@@ -45,46 +48,45 @@ export interface ApiAnswer {
 }
 
 /**
- * One operation of an API: how it is found (route, match, methods), what it asks of the tenant gate
+ * One operation of an API: how it is found (routes, methods), what it asks of the tenant gate
  * (write, bytes, units), how it runs and how its result is answered. Steps run in this order, each
- * only when the previous passed: match (404, 405), credentials and grant (401), `prepare` (the API's
- * 4xx), admission (the API's answers to read-only, size and daily limit), `run`, `encode`.
+ * only when the previous passed: Fastify's route and the method (the API's 404, 405), credentials and
+ * grant (401), `prepare` (the API's 4xx), admission (the API's answers to read-only, size and daily
+ * limit), `run`, `encode`. How to add one: docs/development.md, "Recipes".
  *
  * @typeParam S the API's session (what its `open` makes of a grant)
- * @typeParam P what `match` takes from the path
  * @typeParam I what `prepare` parses before admission
  * @typeParam R what `run` returns, for `encode`
  */
-export interface ApiOperation<S, P = unknown, I = unknown, R = unknown> {
+export interface ApiOperation<S, I = unknown, R = unknown> {
   /** The `operation` label of its requests in the request metrics. */
   name: string;
   /** The methods it answers; another gets the API's 405. */
   methods: readonly string[];
-  /** The Fastify route it is registered under (default `/*`, the API matches paths itself). */
-  route?: string;
   /**
-   * What it takes from the path, or undefined when it does not serve the path (default: every
-   * path, whole). May throw the API's error for a malformed path.
+   * The Fastify routes it serves: static paths, or a static prefix ending in `*` whose remainder is
+   * {@link ApiCall.rest}. Operations may share a route with other methods; a path no route serves
+   * gets the API's 404.
    */
-  match?(path: string): P | undefined;
+  route: string | readonly string[];
   /** Changes something: refused for read-only tokens. */
   write: boolean;
   /** Where its credentials come from, when not where the API's come from (the Stream webhook). */
   credentials?: CredentialScheme;
   /** Parses what admission needs, once the tenant is known (KV: the commands, to count them). */
-  prepare?(call: ApiCall<P>, session: S): I;
+  prepare?(call: ApiCall, session: S): I;
   /** The request's size in bytes against the resource's limit (default: the body's). */
-  bytes?(call: ApiCall<P>, input: I): number;
+  bytes?(call: ApiCall, input: I): number;
   /** Requests it counts as against the daily limit (default 1). */
   units?(input: I): number;
-  run(session: S, input: I, call: ApiCall<P>): R | Promise<R>;
-  encode(result: R, input: I, call: ApiCall<P>): ApiAnswer;
+  run(session: S, input: I, call: ApiCall): R | Promise<R>;
+  encode(result: R, input: I, call: ApiCall): ApiAnswer;
   /** Its metrics label from what is known of the request, when not `name` (KV: the command). */
   label?(session: S | undefined, input: I | undefined): string;
 }
 
 /** Declares an operation, its types inferred from its parts, for an API's list of operations. */
-export function operation<S, P = string, I = undefined, R = unknown>(op: ApiOperation<S, P, I, R>): ApiOperation<S> {
+export function operation<S, I = undefined, R = unknown>(op: ApiOperation<S, I, R>): ApiOperation<S> {
   return op as unknown as ApiOperation<S>;
 }
 
@@ -115,7 +117,7 @@ export interface TenantApi<S extends TenantSession> {
   errors: TenantApiErrors;
   /** Where the API's credentials come from. */
   credentials: CredentialScheme;
-  /** Its operations; for a path, the first that matches it with the request's method runs. */
+  /** Its operations; for a route, the first that takes the request's method runs. */
   operations: readonly ApiOperation<S>[];
   /** The session of a request's credentials. @throws TenantDenied (the gate's open) or the API's error */
   open(credentials: Credentials | undefined): Promise<S>;
@@ -150,9 +152,10 @@ export function registerTenantApi<S extends TenantSession>(fastify: FastifyInsta
   const unread = new UnreadAnswers(api.unreadAnswerBytes);
   const routes = new Map<string, ApiOperation<S>[]>();
   for (const op of api.operations) {
-    const url = op.route ?? '/*';
-    routes.set(url, [...(routes.get(url) ?? []), op]);
+    for (const url of typeof op.route === 'string' ? [op.route] : op.route) routes.set(url, [...(routes.get(url) ?? []), op]);
   }
+  // Every other path: the API's 404, in its own shape.
+  if (!routes.has('/*')) routes.set('/*', []);
   const admitted = new WeakMap<FastifyRequest, Admitted<S>>();
   /**
    * A body is read only for a request whose operation exists and whose credentials open a session: anyone
@@ -161,7 +164,7 @@ export function registerTenantApi<S extends TenantSession>(fastify: FastifyInsta
    * so that it answers what stopped the body (401, 503) and never runs an operation without the body that was sent.
    */
   const admitBody = async (request: FastifyRequest): Promise<boolean> => {
-    const found = locate(routes.get(request.routeOptions.url ?? '') ?? [], request);
+    const found = locate(request.routeOptions.url ?? '/*', routes.get(request.routeOptions.url ?? '') ?? [], request);
     admitted.set(request, { found });
     const { op, allowed, search } = found;
     if (!op || allowed) return false;
@@ -173,16 +176,16 @@ export function registerTenantApi<S extends TenantSession>(fastify: FastifyInsta
   void fastify.register(async (app) => {
     useRawBodies(app, { bodyLimitBytes: api.bodyLimitBytes, logger: api.logger, encode: errors.encode, admitBody, ...(api.bodyMethods ? { bodyMethods: api.bodyMethods } : {}) });
     for (const [url, operations] of routes) {
-      app.route({ method: [...errors.methods], url, exposeHeadRoute: false, handler: (request, reply) => handle(api, unread, admitted, operations, request, reply) });
+      app.route({ method: [...errors.methods], url, exposeHeadRoute: false, handler: (request, reply) => handle(api, unread, admitted, url, operations, request, reply) });
     }
   });
 }
 
-/** Where a request goes: its path and query (as sent), the operation serving it and what it took from the path, or the methods allowed. */
+/** Where a request goes: its path, rest and query (as sent), the operation serving it, or the methods allowed. */
 interface Located<S> {
   op?: ApiOperation<S>;
-  params?: unknown;
   allowed?: string[];
+  rest: string;
   path: string;
   search: string;
 }
@@ -193,12 +196,33 @@ interface Admitted<S> {
   session?: Promise<S>;
 }
 
-/** The request's path and query (as sent) and the operation serving it ({@link find}). */
-function locate<S>(operations: readonly ApiOperation<S>[], request: FastifyRequest): Located<S> {
+/**
+ * The request's path, rest and query (as sent) and the operation of its route taking its method ({@link find}).
+ * The rest is the raw path after as many `/` as the route's static prefix has: Fastify matches a decoded
+ * path, and percent-decoding never makes or removes a `/` (`%2F` stays encoded).
+ */
+function locate<S>(url: string, operations: readonly ApiOperation<S>[], request: FastifyRequest): Located<S> {
   const at = request.url.indexOf('?');
   const path = at < 0 ? request.url : request.url.slice(0, at);
   const search = at < 0 ? '' : request.url.slice(at + 1);
-  return { ...find(operations, request.method, path), path, search };
+  return { ...find(operations, request.method), path, search, rest: url.endsWith('*') ? afterSlashes(path, slashes(url)) : '' };
+}
+
+/** How many `/` a string holds. */
+function slashes(text: string): number {
+  let count = 0;
+  for (let i = text.indexOf('/'); i >= 0; i = text.indexOf('/', i + 1)) count++;
+  return count;
+}
+
+/** What follows the `count`-th `/` of a path ('' when it has fewer). */
+function afterSlashes(path: string, count: number): string {
+  let at = -1;
+  for (let n = 0; n < count; n++) {
+    at = path.indexOf('/', at + 1);
+    if (at < 0) return '';
+  }
+  return path.slice(at + 1);
 }
 
 /** Answers smaller than this are not counted in {@link UnreadAnswers} (the hot path of small answers stays as it is). */
@@ -244,6 +268,7 @@ async function handle<S extends TenantSession>(
   api: TenantApi<S>,
   unread: UnreadAnswers,
   admitted: WeakMap<FastifyRequest, Admitted<S>>,
+  url: string,
   operations: readonly ApiOperation<S>[],
   request: FastifyRequest,
   reply: FastifyReply,
@@ -255,7 +280,7 @@ async function handle<S extends TenantSession>(
   let answer: ApiAnswer;
   try {
     const before = admitted.get(request);
-    const found = before?.found ?? locate(operations, request);
+    const found = before?.found ?? locate(url, operations, request);
     const { path, search } = found;
     op = found.op;
     if (!op) throw api.errors.notFound(path);
@@ -263,7 +288,7 @@ async function handle<S extends TenantSession>(
       if (api.errors.allowHeader) void reply.header('allow', found.allowed.join(', '));
       throw api.errors.notAllowed(request.method, path, found.allowed, op.name);
     }
-    const call = new ApiCall(request, reply, path, search, found.params);
+    const call = new ApiCall(request, reply, path, search, found.rest);
     session = await (before?.session ?? api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials)));
     input = op.prepare?.(call, session);
     const bytes = op.bytes ? op.bytes(call, input) : (call.body?.length ?? 0);
@@ -287,20 +312,13 @@ async function handle<S extends TenantSession>(
 }
 
 /**
- * The first operation serving the path with this method, and what it took from the path; when only
- * other methods are served, the first operation serving the path and the methods allowed.
+ * The first of a route's operations taking this method; when none does, the first of them and the
+ * methods they take (none at all: the API's 404).
  */
-function find<S>(operations: readonly ApiOperation<S>[], method: string, path: string): { op?: ApiOperation<S>; params?: unknown; allowed?: string[] } {
-  const allowed: string[] = [];
-  let first: ApiOperation<S> | undefined;
-  for (const op of operations) {
-    const params = op.match ? op.match(path) : path;
-    if (params === undefined) continue;
-    if (op.methods.includes(method)) return { op, params };
-    first ??= op;
-    for (const m of op.methods) if (!allowed.includes(m)) allowed.push(m);
-  }
-  return first ? { op: first, allowed } : {};
+function find<S>(operations: readonly ApiOperation<S>[], method: string): { op?: ApiOperation<S>; allowed?: string[] } {
+  for (const op of operations) if (op.methods.includes(method)) return { op };
+  const allowed = [...new Set(operations.flatMap((op) => op.methods))];
+  return operations[0] ? { op: operations[0], allowed } : {};
 }
 
 /** Every request fails alike while the control Redis is down: one line per distinct failure per 10 s. */
