@@ -10,6 +10,13 @@ export RESTASH_CACHE ?= $(HOME)/.cache/restash
 NODE_HOME := $(RESTASH_CACHE)/node-$(NODE_VERSION)
 export PATH := $(NODE_HOME)/bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
+# Nx's cache and its record of it live outside the clone, keyed by the Nx version, so that a fresh clone
+# (CI's) reuses what an earlier run computed from the same inputs (nx.json: lint, typecheck, test, build and the
+# integration tests, whose inputs include deploy/ and tools/). FORCE=1 runs the integration tests regardless.
+NX_VERSION := $(shell sed -n 's/.*"nx": "[~^]*\([0-9.]*\)".*/\1/p' package.json | head -n 1)
+export NX_CACHE_DIRECTORY ?= $(RESTASH_CACHE)/nx-$(NX_VERSION)/cache
+export NX_WORKSPACE_DATA_DIRECTORY ?= $(RESTASH_CACHE)/nx-$(NX_VERSION)/workspace-data
+NX_FORCE := $(if $(FORCE),--skip-nx-cache,)
 
 .PHONY: runtime install images dev dev-k8s k8s-install k8s-down crds config-doc build lint typecheck check unit integration e2e engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue bench-workflow
 
@@ -69,9 +76,9 @@ check: install ## lint, typecheck and pure tests of the projects a change touche
 	mkdir -p .restash && rm -f $(FAILURES)
 	RESTASH_TEST_FAILURES=$(FAILURES) npx nx affected -t lint typecheck test --base=$(CHECK_BASE) --outputStyle=static || $(REPORT_FAILURES)
 
-integration: build k8s-install ## the integration tests against real engines (`test-integration`; the chart's template tests run the test cluster's helm), never cached; the KV tests twice: on Redis 8.2 with modules (test-integration) and on Valkey 9.1 (test-integration-valkey: KV_ENGINE=valkey)
+integration: build k8s-install ## the integration tests against real engines (`test-integration`; the chart's template tests run the test cluster's helm); the KV tests twice: on Redis 8.2 with modules (test-integration) and on Valkey 9.1 (test-integration-valkey: KV_ENGINE=valkey); a project whose inputs passed before is not run again (FORCE=1: all)
 	mkdir -p .restash && rm -f $(FAILURES)
-	RESTASH_TEST_FAILURES=$(FAILURES) npx nx run-many -t test-integration test-integration-valkey --parallel=1 --outputStyle=static --skip-nx-cache || $(REPORT_FAILURES)
+	RESTASH_TEST_FAILURES=$(FAILURES) npx nx run-many -t test-integration test-integration-valkey --parallel=1 --outputStyle=static $(NX_FORCE) || $(REPORT_FAILURES)
 
 e2e: build k8s-install ## the tests on the test cluster (`test-e2e`: the operator, the CRDs, the Kubernetes client, the chart with its images), never cached, one at a time
 	mkdir -p .restash && rm -f $(FAILURES)
