@@ -45,7 +45,8 @@ interface Shape {
 const SUCCESS = resultJson('"Success"');
 
 /**
- * An operation at `/<name>[/<namespace>]` (docs/vector.md, "Vector: endpoints"). The SDK POSTs
+ * An operation at `/<name>[/<namespace>]` (docs/vector.md, "Vector: endpoints"): Fastify routes `/<name>` and
+ * `/<name>/*` to it, and {@link pathNamespace} reads the namespace from the rest of the path. The SDK POSTs
  * all of them; the documented GET (info, random, fetch, range, list-namespaces) and DELETE (reset,
  * delete, delete-namespace) are accepted too. Any other method is 405 with an `Allow` header.
  */
@@ -57,23 +58,35 @@ function vectorOperation<R>(
 ): (service: VectorIndexService) => ApiOperation<Session> {
   const methods = shape.also === 'GET' ? ['GET', 'HEAD', 'POST'] : shape.also === 'DELETE' ? ['POST', 'DELETE'] : ['POST'];
   return (service) =>
-    operation<Session, string, string, R>({
+    operation<Session, string, R>({
       name,
       methods,
+      route: [`/${name}`, `/${name}/*`],
       write: shape.write,
-      match: (path) => {
-        const slash = path.indexOf('/', 1);
-        if ((slash < 0 ? path.slice(1) : path.slice(1, slash)) !== name) return undefined;
-        return slash < 0 ? '' : path.slice(slash + 1);
-      },
-      prepare: (call) => {
-        const namespace = decodeNamespace(call.params);
-        if (namespace !== '' && !shape.namespaced) throw new VectorError(404, `Not found: ${name} takes no namespace`);
-        return namespace;
-      },
+      prepare: (call) => pathNamespace(name, shape.namespaced, call.path, call.rest),
       run: (session, namespace, call) => run(service, session, { namespace, body: parseJson(call.body), query: call.query }),
       encode: (result) => ({ status: 200, body: encode(result) }),
     });
+}
+
+/** The Vector API's 404 for a path that is none of its endpoints (docs/vector.md, "Vector: errors"). */
+export function notAnEndpoint(path: string): VectorError {
+  return new VectorError(404, `Not found: ${path} is not an endpoint of the Vector API`);
+}
+
+/**
+ * The namespace of a request that Fastify routed to the operation `name` (docs/vector.md, "Vector: endpoints"):
+ * `rest` is the path as sent after `/<name>/` ('' for `/<name>` and `/<name>/`), percent-decoded once.
+ * `path` is the whole path as sent: one whose operation name is percent-encoded (`/%75psert`, which Fastify
+ * decodes before routing) is no endpoint, as it never was.
+ * @throws VectorError 404 for such a path (before anything else), 400 for a bad namespace (decodeNamespace),
+ * 404 for a namespace on an operation that takes none
+ */
+export function pathNamespace(name: string, namespaced: boolean, path: string, rest: string): string {
+  if (path !== `/${name}` && !path.startsWith(`/${name}/`)) throw notAnEndpoint(path);
+  const namespace = decodeNamespace(rest);
+  if (namespace !== '' && !namespaced) throw new VectorError(404, `Not found: ${name} takes no namespace`);
+  return namespace;
 }
 
 const WRITE = { write: true, namespaced: true };

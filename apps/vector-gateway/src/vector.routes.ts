@@ -13,7 +13,7 @@ import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
 import { VectorMetrics } from './vector-metrics';
 import { VectorIndexService } from '@restash/vector/feature-index';
 import { IndexSessions } from './index-sessions';
-import { VECTOR_OPERATIONS } from './vector.operations';
+import { VECTOR_OPERATIONS, notAnEndpoint } from './vector.operations';
 
 /**
  * The methods that reach the Vector API's routes, which answer each endpoint's own 405 with `Allow` (PUT
@@ -43,14 +43,15 @@ export const VECTOR_ERRORS: TenantApiErrors = {
   encode: encodeError,
   type: VectorError,
   denials: VECTOR_DENIALS,
-  notFound: (path) => new VectorError(404, `Not found: ${path} is not an endpoint of the Vector API`),
+  notFound: notAnEndpoint,
   notAllowed: (method, _path, allowed, name) => new VectorError(405, `Method ${method} is not allowed on /${name}; use ${allowed.join(' or ')}`),
   allowHeader: true,
 };
 
 /**
  * The HTTP surface of the Vector API: its operations on the shared tenant API routes (bearer tokens,
- * limits, `{error, status}` errors, metrics), one catch-all route matched by the operation's name.
+ * limits, `{error, status}` errors, metrics), each at its routes `/<name>` and `/<name>/*` (docs/vector.md,
+ * "Vector: endpoints"); any other path is the API's 404.
  */
 @Injectable()
 export class VectorRoutes implements OnModuleInit {
