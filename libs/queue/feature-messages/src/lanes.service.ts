@@ -2,7 +2,7 @@ import type { FlowControlInfo, QueueInfo } from '@restash/queue/data-access-stor
 import { type ParsedPublish, QueueError } from '@restash/queue/util-message';
 import type { MessagesService, PublishResult } from './messages.service';
 import type { DeliveriesQueue, LanePort, ProjectScope, QueueObserver } from './ports';
-import { StoreCalls } from './store-calls';
+import { StoreService } from './store-calls';
 
 /** `GET /v2/globalParallelism` (docs/queue.md, "Queue: queues and flow control"). */
 export interface GlobalParallelism {
@@ -33,11 +33,9 @@ export interface LanesDeps {
  * each scoped to the session's project. Backend failures become {@link QueueError} 503; an unknown queue or key in a
  * path is 404.
  */
-export class LanesService {
-  private readonly calls: StoreCalls;
-
-  constructor(private readonly deps: LanesDeps) {
-    this.calls = new StoreCalls(deps.observer, 'LanesService');
+export class LanesService extends StoreService<LanesDeps> {
+  constructor(deps: LanesDeps) {
+    super(deps, 'LanesService');
   }
 
   /** `POST /v2/enqueue/{queue}/{destination}`: publishes into the queue (created with parallelism 1 when new). */
@@ -123,9 +121,5 @@ export class LanesService {
       const [parallelismMax, inLanes, active] = await Promise.all([lanes.workersConcurrency(), lanes.activeCount(project), deliveries.getJobs(['active'], 0, -1, true)]);
       return { parallelismMax, parallelismCount: inLanes + active.filter((job) => job?.data?.project === project).length };
     });
-  }
-
-  private backend<T>(session: ProjectScope, call: () => Promise<T>): Promise<T> {
-    return this.calls.call(session.tenant, call);
   }
 }

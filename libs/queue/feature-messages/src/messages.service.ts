@@ -16,7 +16,7 @@ import {
   newMessageId,
 } from '@restash/queue/util-message';
 import type { MessageStore, ProjectScope, Publishing, QueueObserver } from './ports';
-import { StoreCalls } from './store-calls';
+import { StoreService } from './store-calls';
 
 /** How many messages a bulk cancel cancels at once. */
 export const CANCEL_CONCURRENCY = 16;
@@ -40,11 +40,9 @@ export interface MessagesDeps {
  * and events, each scoped to the session's project. queue-worker delivers. Backend failures become
  * {@link QueueError} 503 ({@link StoreCalls}); client mistakes are raised by the parsers before.
  */
-export class MessagesService {
-  private readonly calls: StoreCalls;
-
-  constructor(private readonly deps: MessagesDeps) {
-    this.calls = new StoreCalls(deps.observer, 'QueueService');
+export class MessagesService extends StoreService<MessagesDeps> {
+  constructor(deps: MessagesDeps) {
+    super(deps, 'QueueService');
   }
 
   /**
@@ -204,9 +202,5 @@ export class MessagesService {
   /** `GET /v2/events` and `/v2/logs`. */
   events(session: ProjectScope, args: { cursor?: string; count: number; filter: ListFilter }): Promise<Page<MessageEvent>> {
     return this.backend(session, () => this.deps.store.events(session.project.id, args));
-  }
-
-  private backend<T>(session: ProjectScope, call: () => Promise<T>): Promise<T> {
-    return this.calls.call(session.tenant, call);
   }
 }

@@ -1,7 +1,7 @@
 import type { MessageStatus } from '@restash/queue/data-access-store';
 import { QueueError, type ScheduleDefinition, type ScheduleMessageState, type ScheduleRuns } from '@restash/queue/util-message';
 import type { MessageStore, ProjectScope, QueueObserver, SchedulePort, UrlGroupPort } from './ports';
-import { StoreCalls } from './store-calls';
+import { StoreService } from './store-calls';
 
 /** How `lastScheduleStates` reports a produced message by where it stands: a message in the DLQ, or cancelled while being delivered, is a FAIL. */
 const RUN_STATES: Record<MessageStatus, ScheduleMessageState> = { pending: 'IN_PROGRESS', active: 'IN_PROGRESS', delivered: 'SUCCESS', failed: 'FAIL', cancelled: 'FAIL' };
@@ -21,11 +21,9 @@ export interface SchedulesDeps {
  * delete, pause, resume, over the schedule store; queue-worker turns their ticks into messages.
  * Backend failures become QueueError 503; unknown schedules 404.
  */
-export class SchedulesService {
-  private readonly calls: StoreCalls;
-
-  constructor(private readonly deps: SchedulesDeps) {
-    this.calls = new StoreCalls(deps.observer, 'SchedulesService');
+export class SchedulesService extends StoreService<SchedulesDeps> {
+  constructor(deps: SchedulesDeps) {
+    super(deps, 'SchedulesService');
   }
 
   /**
@@ -85,9 +83,6 @@ export class SchedulesService {
     return runs;
   }
 
-  private backend<T>(session: ProjectScope, call: () => Promise<T>): Promise<T> {
-    return this.calls.call(session.tenant, call);
-  }
 }
 
 function notFound(scheduleId: string): QueueError {

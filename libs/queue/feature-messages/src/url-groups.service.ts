@@ -1,17 +1,15 @@
 import { QueueError, type UrlGroup } from '@restash/queue/util-message';
 import type { ProjectScope, QueueObserver, UrlGroupPort } from './ports';
-import { StoreCalls } from './store-calls';
+import { StoreService } from './store-calls';
 
 /**
  * The URL-group operations of the queue API (`/v2/topics`, docs/queue.md, "Queue: URL groups") over the URL-group
  * store, each scoped to the session's project. Backend failures become {@link QueueError} 503; an unknown group in a
  * path is 404.
  */
-export class UrlGroupsService {
-  private readonly calls: StoreCalls;
-
-  constructor(private readonly deps: { groups: UrlGroupPort; observer: QueueObserver }) {
-    this.calls = new StoreCalls(deps.observer, 'UrlGroupsService');
+export class UrlGroupsService extends StoreService<{ groups: UrlGroupPort; observer: QueueObserver }> {
+  constructor(deps: { groups: UrlGroupPort; observer: QueueObserver }) {
+    super(deps, 'UrlGroupsService');
   }
 
   /** `POST /v2/topics/{name}/endpoints`: creates the group when absent; a repeated URL or name replaces. */
@@ -40,9 +38,5 @@ export class UrlGroupsService {
   /** `DELETE /v2/topics/{name}`. @throws QueueError 404 */
   async delete(session: ProjectScope, name: string): Promise<void> {
     if (!(await this.backend(session, () => this.deps.groups.delete(session.project.id, name)))) throw new QueueError(404, `url group ${name} not found`);
-  }
-
-  private backend<T>(session: ProjectScope, call: () => Promise<T>): Promise<T> {
-    return this.calls.call(session.tenant, call);
   }
 }

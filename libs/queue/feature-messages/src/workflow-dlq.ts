@@ -11,7 +11,7 @@ import {
 } from '@restash/queue/util-message';
 import type { MessagesService } from './messages.service';
 import type { ProjectScope } from './ports';
-import { StoreCalls } from './store-calls';
+import { StoreService } from './store-calls';
 import type { WorkflowDeps } from './workflows.service';
 
 /** What a resume or restart from the workflow DLQ may change of the run (`Upstash-Retries`, `Upstash-Flow-Control-*`). */
@@ -26,16 +26,19 @@ export interface RunStarted {
   workflowCreatedAt: number;
 }
 
+/** The entries of workflow runs, each with its run's reference; entries of plain messages are left out. */
+function ofWorkflowRuns(entries: DlqEntry[]): Array<{ entry: DlqEntry; workflow: NonNullable<DlqEntry['message']['workflow']> }> {
+  return entries.flatMap((entry) => (entry.message.workflow ? [{ entry, workflow: entry.message.workflow }] : []));
+}
+
 /**
  * The workflow DLQ (docs/workflow.md, "What workflows do"; the SDK's `dlq`): the DLQ entries of workflow runs, and
  * what brings their runs back: resume from the failed step, restart from the initial request, or the failure function
  * sent again. Messages are published and the DLQ read through MessagesService. Backend failures become QueueError 503.
  */
-export class WorkflowDlq {
-  private readonly calls: StoreCalls;
-
-  constructor(private readonly deps: WorkflowDeps) {
-    this.calls = new StoreCalls(deps.observer, 'WorkflowsService');
+export class WorkflowDlq extends StoreService<WorkflowDeps> {
+  constructor(deps: WorkflowDeps) {
+    super(deps, 'WorkflowsService');
   }
 
   /** A page of the DLQ's entries of workflow runs (those of plain messages left out of the page). */
@@ -60,9 +63,7 @@ export class WorkflowDlq {
     const project = session.project.id;
     const { runs, messages } = this.deps;
     const resumed: RunStarted[] = [];
-    for (const entry of entries) {
-      const workflow = entry.message.workflow;
-      if (!workflow) continue;
+    for (const { entry, workflow } of ofWorkflowRuns(entries)) {
       let stepKey = 'init';
       try {
         stepKey = workflowStepKey(workflow.init === true, workflow.init ? undefined : parseWorkflowStep(Buffer.from(entry.message.body, 'base64')));
@@ -119,9 +120,7 @@ export class WorkflowDlq {
     const project = session.project.id;
     const { runs, messages } = this.deps;
     const restarted: RunStarted[] = [];
-    for (const entry of entries) {
-      const workflow = entry.message.workflow;
-      if (!workflow) continue;
+    for (const { entry, workflow } of ofWorkflowRuns(entries)) {
       const run = await this.backend(session, () => runs.get(project, workflow.runId, { initialBody: true }));
       if (!run) continue;
       const runId = `wfr_${newMessageId().slice(4)}`;
@@ -148,9 +147,5 @@ export class WorkflowDlq {
       restarted.push({ workflowRunId: runId, workflowCreatedAt: context.nowMs });
     }
     return restarted;
-  }
-
-  private backend<T>(session: ProjectScope, call: () => Promise<T>): Promise<T> {
-    return this.calls.call(session.tenant, call);
   }
 }

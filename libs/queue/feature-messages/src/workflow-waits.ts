@@ -14,7 +14,7 @@ import {
   workflowStepKey,
 } from '@restash/queue/util-message';
 import type { ProjectScope } from './ports';
-import { StoreCalls } from './store-calls';
+import { StoreService } from './store-calls';
 import type { WorkflowDeps } from './workflows.service';
 
 /** A waiter as `GET /v2/waiters/<eventId>` and notify answers show it (the SDK's `Waiter`): deadline in Unix seconds. */
@@ -50,11 +50,9 @@ export interface WebhookRequest {
  * the waiter store on the queue Redis; messages are published and cancelled through MessagesService. Backend failures
  * become QueueError 503.
  */
-export class WorkflowWaits {
-  private readonly calls: StoreCalls;
-
-  constructor(private readonly deps: WorkflowDeps) {
-    this.calls = new StoreCalls(deps.observer, 'WorkflowsService');
+export class WorkflowWaits extends StoreService<WorkflowDeps> {
+  constructor(deps: WorkflowDeps) {
+    super(deps, 'WorkflowsService');
   }
 
   /**
@@ -156,9 +154,6 @@ export class WorkflowWaits {
     return published && !Array.isArray(published) ? published.messageId : '';
   }
 
-  private backend<T>(session: ProjectScope, call: () => Promise<T>): Promise<T> {
-    return this.calls.call(session.tenant, call);
-  }
 }
 
 function headerMap(headers: Record<string, string>): HeaderMap {

@@ -13,7 +13,7 @@ import {
 } from '@restash/queue/util-message';
 import type { MessagesService } from './messages.service';
 import type { ProjectScope, QueueObserver, RunStore, WaiterStore } from './ports';
-import { StoreCalls } from './store-calls';
+import { StoreService } from './store-calls';
 import { LOGS_DEFAULT_COUNT, LOGS_MAX_COUNT, parseRunCursor } from './workflow-requests';
 
 /** A page of runs with their recorded steps and their messages not delivered (`GET /v2/workflows/logs`). */
@@ -37,11 +37,9 @@ export interface WorkflowDeps {
  * through {@link MessagesService}, as every message is. Waits and notifies are {@link WorkflowWaits}', the workflow
  * DLQ {@link WorkflowDlq}'s. Backend failures become QueueError 503.
  */
-export class WorkflowsService {
-  private readonly calls: StoreCalls;
-
-  constructor(private readonly deps: WorkflowDeps) {
-    this.calls = new StoreCalls(deps.observer, 'WorkflowsService');
+export class WorkflowsService extends StoreService<WorkflowDeps> {
+  constructor(deps: WorkflowDeps) {
+    super(deps, 'WorkflowsService');
   }
 
   /** `POST /v2/trigger/<url>`: publishes the run's first message (its run created by the Publisher). */
@@ -180,9 +178,6 @@ export class WorkflowsService {
     return { run, steps, undelivered: await this.deps.messages.undelivered(session, messageIds) };
   }
 
-  private backend<T>(session: ProjectScope, call: () => Promise<T>): Promise<T> {
-    return this.calls.call(session.tenant, call);
-  }
 }
 
 /** A run as `GET /v2/workflows/logs` shows it (util-message `workflowRunLog`). */
