@@ -1,23 +1,21 @@
 import { callbackMessage, callbackPayload } from './callback';
 import type { QueueMessage } from './message';
+import { queueMessage } from './testing/message';
 
 function source(overrides: Partial<QueueMessage> = {}): QueueMessage {
-  return {
+  return queueMessage({
     messageId: 'msg_src',
-    project: 'tenant.queue',
-    url: 'https://example.com/hook',
     method: 'PUT',
     header: { 'Content-Type': ['text/plain'], 'X-A': ['1'] },
     body: Buffer.from('source body').toString('base64'),
     maxRetries: 2,
     notBefore: 1_700_000_001_000,
     createdAt: 1_700_000_000_000,
-    callerIp: '203.0.113.7',
     callback: 'https://cb.example.com/ok',
     failureCallback: 'https://cb.example.com/failed',
     labels: ['l'],
     ...overrides,
-  };
+  });
 }
 
 const outcome = { status: 500, header: { 'Content-Type': ['text/plain'] }, body: Buffer.from('internal error') };

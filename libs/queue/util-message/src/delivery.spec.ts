@@ -2,23 +2,20 @@ import { Receiver } from '@upstash/qstash';
 import { decodeJwt } from 'jose';
 import { deliveryRequest } from './delivery';
 import type { QueueMessage } from './message';
+import { queueMessage } from './testing/message';
 
 const KEY = 'sig_current';
 
 function message(overrides: Partial<QueueMessage> = {}): QueueMessage {
-  return {
+  return queueMessage({
     messageId: 'msg_abc',
-    project: 'tenant.queue',
     url: 'https://example.com/hook?x=1',
-    method: 'POST',
     header: { 'Content-Type': ['application/json'], 'X-Multi': ['a', 'b'], Authorization: ['Bearer t'] },
     body: Buffer.from('{"a":1}').toString('base64'),
-    maxRetries: 3,
     notBefore: 1,
     createdAt: 1,
-    callerIp: '203.0.113.7',
     ...overrides,
-  };
+  });
 }
 
 describe('deliveryRequest', () => {

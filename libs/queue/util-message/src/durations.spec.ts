@@ -3,18 +3,20 @@ import { MAX_DURATION_MS, parseDuration, parseRetryAfter } from './durations';
 import { badRequest } from './testing/bad-request';
 
 describe('parseDuration', () => {
-  it('reads single units, combinations and bare seconds', () => {
-    expect(parseDuration('90s', 'Upstash-Delay')).toBe(90_000);
-    expect(parseDuration('10m', 'Upstash-Delay')).toBe(600_000);
-    expect(parseDuration('2h', 'Upstash-Delay')).toBe(7_200_000);
-    expect(parseDuration('10d', 'Upstash-Delay')).toBe(864_000_000);
-    expect(parseDuration('1d10h30m', 'Upstash-Delay')).toBe(86_400_000 + 36_000_000 + 1_800_000);
-    expect(parseDuration('1h30m15s', 'Upstash-Delay')).toBe(5_415_000);
-    expect(parseDuration('30', 'Upstash-Delay')).toBe(30_000);
-    expect(parseDuration('0', 'Upstash-Delay')).toBe(0);
-    expect(parseDuration('0s', 'Upstash-Delay')).toBe(0);
-    expect(parseDuration(' 5s ', 'Upstash-Delay')).toBe(5000);
-    expect(parseDuration('365d', 'Upstash-Delay')).toBe(MAX_DURATION_MS);
+  it.each([
+    ['90s', 90_000],
+    ['10m', 600_000],
+    ['2h', 7_200_000],
+    ['10d', 864_000_000],
+    ['1d10h30m', 86_400_000 + 36_000_000 + 1_800_000],
+    ['1h30m15s', 5_415_000],
+    ['30', 30_000],
+    ['0', 0],
+    ['0s', 0],
+    [' 5s ', 5000],
+    ['365d', MAX_DURATION_MS],
+  ])('reads single units, combinations and bare seconds: %j is %d ms', (value, ms) => {
+    expect(parseDuration(value, 'Upstash-Delay')).toBe(ms);
   });
 
   it('names the header in the 400 for anything else', () => {
@@ -44,39 +46,41 @@ describe('parseDuration', () => {
 describe('parseRetryAfter', () => {
   const now = Date.parse('2024-01-01T00:00:00Z');
 
-  it('reads integer and decimal seconds', () => {
-    expect(parseRetryAfter('120', now)).toBe(120_000);
-    expect(parseRetryAfter('0', now)).toBe(0);
-    expect(parseRetryAfter('1.5', now)).toBe(1500);
-    expect(parseRetryAfter(' 3 ', now)).toBe(3000);
-  });
+  const waitIs = (value: string, ms: number) => expect(parseRetryAfter(value, now)).toBe(ms);
 
-  it('takes huge numbers as Unix timestamps in seconds', () => {
-    expect(parseRetryAfter(String(now / 1000 + 30), now)).toBe(30_000);
-    expect(parseRetryAfter(String(now / 1000 - 30), now)).toBe(0);
-  });
+  it.each([
+    ['120', 120_000],
+    ['0', 0],
+    ['1.5', 1500],
+    [' 3 ', 3000],
+  ])('reads integer and decimal seconds: %j is %d ms', waitIs);
 
-  it('reads HTTP dates as the time left, 0 when past', () => {
-    expect(parseRetryAfter('Mon, 01 Jan 2024 00:01:00 GMT', now)).toBe(60_000);
-    expect(parseRetryAfter('Monday, 01-Jan-24 00:00:10 GMT', now)).toBe(10_000);
-    expect(parseRetryAfter('Mon Jan  1 00:00:05 2024', now)).toBe(5000);
-    expect(parseRetryAfter('Sun, 31 Dec 2023 23:00:00 GMT', now)).toBe(0);
-  });
+  it.each([
+    [String(now / 1000 + 30), 30_000],
+    [String(now / 1000 - 30), 0],
+  ])('takes huge numbers as Unix timestamps in seconds: %j is %d ms', waitIs);
 
-  it('reads Go durations', () => {
-    expect(parseRetryAfter('6m5s', now)).toBe(365_000);
-    expect(parseRetryAfter('1h', now)).toBe(3_600_000);
-    expect(parseRetryAfter('500ms', now)).toBe(500);
-    expect(parseRetryAfter('1.5s', now)).toBe(1500);
-    expect(parseRetryAfter('1m30.5s', now)).toBe(90_500);
-    expect(parseRetryAfter('1500us', now)).toBe(2);
-  });
+  it.each([
+    ['Mon, 01 Jan 2024 00:01:00 GMT', 60_000],
+    ['Monday, 01-Jan-24 00:00:10 GMT', 10_000],
+    ['Mon Jan  1 00:00:05 2024', 5000],
+    ['Sun, 31 Dec 2023 23:00:00 GMT', 0],
+  ])('reads HTTP dates as the time left, 0 when past: %j is %d ms', waitIs);
 
-  it('caps at one day', () => {
-    expect(parseRetryAfter('86401', now)).toBe(86_400_000);
-    expect(parseRetryAfter('48h', now)).toBe(86_400_000);
-    expect(parseRetryAfter('Wed, 01 Jan 2025 00:00:00 GMT', now)).toBe(86_400_000);
-  });
+  it.each([
+    ['6m5s', 365_000],
+    ['1h', 3_600_000],
+    ['500ms', 500],
+    ['1.5s', 1500],
+    ['1m30.5s', 90_500],
+    ['1500us', 2],
+  ])('reads Go durations: %j is %d ms', waitIs);
+
+  it.each([
+    ['86401', 86_400_000],
+    ['48h', 86_400_000],
+    ['Wed, 01 Jan 2025 00:00:00 GMT', 86_400_000],
+  ])('caps at one day: %j is %d ms', waitIs);
 
   it('is undefined for anything else', () => {
     for (const bad of ['', 'soon', '-5', '5d', '1h 2m', 'Mon, 01 Jan 2024', '2024-01-01T00:00:00Z', '1e3', 'NaN', 'Infinity']) {

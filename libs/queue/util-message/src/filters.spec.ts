@@ -28,27 +28,25 @@ function status(run: () => unknown): number {
 }
 
 describe('list filters', () => {
-  it('ORs the values of a key (repeated or comma-joined) and ANDs the keys', () => {
-    expect(matchesFilter(filter(''), subject)).toBe(true);
-    expect(matchesFilter(filter('topicName=g0,g1&queueName=q1'), subject)).toBe(true);
-    expect(matchesFilter(filter('topicName=g0&topicName=g1'), subject)).toBe(true);
-    expect(matchesFilter(filter('topicName=g1&queueName=q2'), subject)).toBe(false);
-    expect(matchesFilter(filter('urlGroup=g1'), subject)).toBe(true);
-    for (const q of ['scheduleId=s1', 'flowControlKey=k1', 'callerIp=10.0.0.1', 'label=l0,l2', 'state=delivered', 'messageId=msg_1', 'fromDate=1000&toDate=1000']) {
-      expect([q, matchesFilter(filter(q), subject)]).toEqual([q, true]);
-    }
-    for (const q of ['scheduleId=s2', 'flowControlKey=k2', 'callerIp=10.0.0.2', 'label=l3', 'state=FAILED', 'fromDate=1001', 'toDate=999', 'api=llm']) {
-      expect([q, matchesFilter(filter(q), subject)]).toEqual([q, false]);
-    }
-  });
+  const matchIs = (query: string, matches: boolean) => expect(matchesFilter(filter(query), subject)).toBe(matches);
 
-  it('host is the host name (or host:port) and path the path of the URL', () => {
-    expect(matchesFilter(filter('host=api.example'), subject)).toBe(true);
-    expect(matchesFilter(filter('host=api.example:8443'), subject)).toBe(true);
-    expect(matchesFilter(filter('host=other.example'), subject)).toBe(false);
-    expect(matchesFilter(filter('path=/hooks/a'), subject)).toBe(true);
-    expect(matchesFilter(filter('path=/hooks'), subject)).toBe(false);
-  });
+  it.each([
+    ['', true],
+    ['topicName=g0,g1&queueName=q1', true],
+    ['topicName=g0&topicName=g1', true],
+    ['topicName=g1&queueName=q2', false],
+    ['urlGroup=g1', true],
+    ...['scheduleId=s1', 'flowControlKey=k1', 'callerIp=10.0.0.1', 'label=l0,l2', 'state=delivered', 'messageId=msg_1', 'fromDate=1000&toDate=1000'].map((q) => [q, true] as const),
+    ...['scheduleId=s2', 'flowControlKey=k2', 'callerIp=10.0.0.2', 'label=l3', 'state=FAILED', 'fromDate=1001', 'toDate=999', 'api=llm'].map((q) => [q, false] as const),
+  ] as Array<readonly [string, boolean]>)('ORs the values of a key (repeated or comma-joined) and ANDs the keys: %j matches: %s', matchIs);
+
+  it.each([
+    ['host=api.example', true],
+    ['host=api.example:8443', true],
+    ['host=other.example', false],
+    ['path=/hooks/a', true],
+    ['path=/hooks', false],
+  ])('host is the host name (or host:port) and path the path of the URL: %j matches: %s', matchIs);
 
   it('a subject without the field never matches a filter on it', () => {
     expect(matchesFilter(filter('topicName=g1'), { messageId: 'm', url: 'https://x.example', time: 0 })).toBe(false);

@@ -1,20 +1,10 @@
-import { QueueError } from './errors';
 import { inQueue, parseFlowControl, parsePeriod, parseQueueName } from './flow-control';
 import { parsePublish } from './publish';
 import { eventView, messageView } from './views';
 import { callbackPayload } from './callback';
+import { badRequest as messageOf400 } from './testing/bad-request';
 
-const badRequest = (fn: () => unknown, fragment: string) => {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(QueueError);
-    expect((error as QueueError).status).toBe(400);
-    expect((error as QueueError).message).toContain(fragment);
-    return;
-  }
-  throw new Error('expected a 400');
-};
+const badRequest = (fn: () => unknown, fragment: string) => expect(messageOf400(fn)).toContain(fragment);
 
 describe('parseFlowControl', () => {
   it('reads what the SDK sends (comma plus space, numeric period as <n>s)', () => {

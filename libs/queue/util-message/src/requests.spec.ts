@@ -1,19 +1,9 @@
-import { QueueError } from './errors';
 import { bulkParameters, parseCancelRequest, parseDlqBulk } from './bulk-requests';
 import { parseDlqPage, parseEventsPage, parseListFilter, queryValues } from './list-requests';
 import { headerRecord, parseBatch, pathId, publishDestination } from './requests';
+import { refusal } from './testing/bad-request';
 
 const context = { nowMs: 1_700_000_000_000, callerIp: '203.0.113.9', retries: { default: 3, max: 5 } };
-
-function refusal(run: () => unknown): QueueError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof QueueError) return error;
-    throw error;
-  }
-  throw new Error('expected a QueueError');
-}
 
 describe('pathId', () => {
   it('percent-decodes one id, and refuses a deeper path (404) or a malformed escape (400)', () => {

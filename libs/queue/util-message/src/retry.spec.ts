@@ -30,40 +30,38 @@ describe('defaultBackoffMs', () => {
 });
 
 describe('compileRetryDelay', () => {
-  it('evaluates arithmetic over retried, in ms', () => {
-    const delay = compileRetryDelay('1000 * pow(2, retried)');
-    expect(delay(0)).toBe(1000);
-    expect(delay(3)).toBe(8000);
-    expect(compileRetryDelay('1000 * (1 + retried)')(2)).toBe(3000);
-    expect(compileRetryDelay('2^retried * 100')(4)).toBe(1600);
-    expect(compileRetryDelay('retried % 2 * 1000 + 7')(3)).toBe(1007);
-    expect(compileRetryDelay('retried mod 2')(3)).toBe(1);
-    expect(compileRetryDelay('-retried + 5')(2)).toBe(3);
-    expect(compileRetryDelay('+retried')(2)).toBe(2);
-    expect(compileRetryDelay('500')(9)).toBe(500);
-    expect(compileRetryDelay('1e3')(0)).toBe(1000);
-    expect(compileRetryDelay('10 / 4')(0)).toBe(3);
-    expect(compileRetryDelay('2retried')(21)).toBe(42);
-  });
+  const delayIs = (expression: string, retried: number, ms: number) => expect(compileRetryDelay(expression)(retried)).toBe(ms);
 
-  it('allows the whitelisted functions', () => {
-    expect(compileRetryDelay('exp(0) * 100')(0)).toBe(100);
-    expect(compileRetryDelay('sqrt(16)')(0)).toBe(4);
-    expect(compileRetryDelay('abs(-5)')(0)).toBe(5);
-    expect(compileRetryDelay('floor(2.7) + ceil(2.1) + round(2.5)')(0)).toBe(8);
-    expect(compileRetryDelay('min(1000, 100 * retried)')(20)).toBe(1000);
-    expect(compileRetryDelay('max(1000, 100 * retried)')(20)).toBe(2000);
-    expect(compileRetryDelay('log(100, 10)')(0)).toBe(2);
-  });
-
-  it('clamps negative and non-real results to 0 and large ones to a day', () => {
-    expect(compileRetryDelay('retried - 10')(0)).toBe(0);
-    expect(compileRetryDelay('sqrt(retried - 10)')(0)).toBe(0);
-    expect(compileRetryDelay('0 / retried')(0)).toBe(0);
-    expect(compileRetryDelay('1 / retried')(0)).toBe(MAX_RETRY_DELAY_MS);
-    expect(compileRetryDelay('pow(10, retried)')(400)).toBe(MAX_RETRY_DELAY_MS);
-    expect(compileRetryDelay('pow(10, retried)')(12)).toBe(MAX_RETRY_DELAY_MS);
-  });
+  it.each([
+    // arithmetic over retried, in ms
+    ['1000 * pow(2, retried)', 0, 1000],
+    ['1000 * pow(2, retried)', 3, 8000],
+    ['1000 * (1 + retried)', 2, 3000],
+    ['2^retried * 100', 4, 1600],
+    ['retried % 2 * 1000 + 7', 3, 1007],
+    ['retried mod 2', 3, 1],
+    ['-retried + 5', 2, 3],
+    ['+retried', 2, 2],
+    ['500', 9, 500],
+    ['1e3', 0, 1000],
+    ['10 / 4', 0, 3],
+    ['2retried', 21, 42],
+    // the whitelisted functions
+    ['exp(0) * 100', 0, 100],
+    ['sqrt(16)', 0, 4],
+    ['abs(-5)', 0, 5],
+    ['floor(2.7) + ceil(2.1) + round(2.5)', 0, 8],
+    ['min(1000, 100 * retried)', 20, 1000],
+    ['max(1000, 100 * retried)', 20, 2000],
+    ['log(100, 10)', 0, 2],
+    // negative and non-real results clamped to 0, large ones to a day
+    ['retried - 10', 0, 0],
+    ['sqrt(retried - 10)', 0, 0],
+    ['0 / retried', 0, 0],
+    ['1 / retried', 0, MAX_RETRY_DELAY_MS],
+    ['pow(10, retried)', 400, MAX_RETRY_DELAY_MS],
+    ['pow(10, retried)', 12, MAX_RETRY_DELAY_MS],
+  ])('evaluates arithmetic over retried in ms, with the whitelisted functions, clamped to 0 and to a day: %s at retried %d is %d', delayIs);
 
   it.each([
     ['process.exit()', /function call is not allowed/],

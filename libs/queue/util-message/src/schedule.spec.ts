@@ -1,21 +1,10 @@
-import { QueueError } from './errors';
 import { nextCronTime, parseCron, parseSchedule, scheduleView, tickMessage, tickMessageId } from './schedule';
+import { badRequest } from './testing/bad-request';
 
 const NOW = Date.UTC(2026, 10, 23, 4, 30, 15);
 
 function schedule(headers: Record<string, string>, destination = 'https://example.com/job', body: string | Buffer = '') {
   return parseSchedule({ destination, headers, body: Buffer.from(body), nowMs: NOW, callerIp: '10.0.0.1', retries: { default: 3, max: 10 } });
-}
-
-function badRequest(call: () => unknown): string {
-  try {
-    call();
-  } catch (error) {
-    expect(error).toBeInstanceOf(QueueError);
-    expect((error as QueueError).status).toBe(400);
-    return (error as QueueError).message;
-  }
-  throw new Error('no error thrown');
 }
 
 describe('parseCron', () => {

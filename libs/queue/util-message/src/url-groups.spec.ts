@@ -1,16 +1,6 @@
-import { QueueError } from './errors';
 import type { QueueMessage } from './message';
 import { fanOut, isUrlGroupName, parseEndpointsBody, parseUrlGroupName, withEndpoints, withoutEndpoints } from './url-groups';
-
-function badRequest(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof QueueError && error.status === 400) return error.message;
-    throw error;
-  }
-  throw new Error('expected a 400');
-}
+import { badRequest } from './testing/bad-request';
 
 const body = (value: unknown) => Buffer.from(JSON.stringify(value));
 

@@ -1,21 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { DlqEntry, MessageEvent, QueueMessage } from './message';
+import { queueMessage } from './testing/message';
 import { dlqView, eventView, messageView } from './views';
 
 function message(overrides: Partial<QueueMessage> = {}): QueueMessage {
-  return {
-    messageId: 'msg_1',
-    project: 'tenant.queue',
-    url: 'https://example.com/hook',
-    method: 'POST',
+  return queueMessage({
     header: { 'Content-Type': ['application/json'] },
     body: Buffer.from('{"a":1}').toString('base64'),
-    maxRetries: 3,
     notBefore: 2000,
-    createdAt: 1000,
-    callerIp: '203.0.113.7',
     ...overrides,
-  };
+  });
 }
 
 describe('messageView', () => {

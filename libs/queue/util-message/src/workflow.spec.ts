@@ -1,4 +1,3 @@
-import { QueueError } from './errors';
 import { parsePublish } from './publish';
 import {
   DEFAULT_WAIT_TIMEOUT_MS,
@@ -12,16 +11,7 @@ import {
   workflowDelivery,
   workflowStepKey,
 } from './workflow';
-
-const refusal = (fn: () => unknown): QueueError => {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof QueueError) return error;
-    throw error;
-  }
-  throw new Error('not refused');
-};
+import { refusal } from './testing/bad-request';
 
 const fields = (headers: Record<string, string>, prefix = 'upstash-', display = 'Upstash-') => parseWorkflowFields((name) => headers[name], prefix, display);
 

@@ -14,6 +14,9 @@ const istanbul = {
 
 const matches = (filter: string, metadata: unknown = istanbul): boolean => matchesFilter(parseFilter(filter)!, metadata);
 
+/** A table's check: `filter` matches `metadata` or not. */
+const matchIs = (metadata: unknown) => (filter: string, expected: boolean) => expect(matches(filter, metadata)).toBe(expected);
+
 describe('resolvePath', () => {
   it('follows keys and indexes', () => {
     expect(resolvePath(istanbul, ['geography', 'coordinates', 'latitude'])).toEqual({ found: true, value: 41.0082 });
@@ -53,36 +56,37 @@ describe('compareEquals', () => {
 });
 
 describe('matchesFilter', () => {
-  it('evaluates the documented examples', () => {
-    expect(matches("population >= 1000000 AND geography.continent = 'Asia'")).toBe(true);
-    expect(matches("population > 1000000 AND geography.continent = 'Asia'")).toBe(true);
-    expect(matches("population > 1000000 AND geography.continent = 'Europe'")).toBe(false);
-    expect(matches("country = 'Turkey' AND population = 15460000 AND is_capital = false")).toBe(true);
-    expect(matches("country != 'Germany' AND population != 12500000 AND is_capital != true")).toBe(true);
-    expect(matches('population < 20000000 OR geography.coordinates.longitude < 30.0')).toBe(true);
-    expect(matches('population <= 20000000 OR geography.coordinates.longitude <= 30.0')).toBe(true);
-    expect(matches('population > 10000000 OR geography.coordinates.latitude > 39.5')).toBe(true);
-    expect(matches("city GLOB '?[sz]*[^m-z]'")).toBe(true);
-    expect(matches("city NOT GLOB 'A*'")).toBe(true);
-    expect(matches("country IN ('Germany', 'Turkey', 'France')")).toBe(true);
-    expect(matches("economy.currency NOT IN ('USD', 'EUR')")).toBe(true);
-    expect(matches("economy.major_industries CONTAINS 'Tourism'")).toBe(true);
-    expect(matches("economy.major_industries NOT CONTAINS 'Steel Production'")).toBe(true);
-    expect(matches("economy.major_industries[0] = 'Tourism'")).toBe(true);
-    expect(matches("economy.major_industries[#-1] = 'Finance'")).toBe(true);
-    expect(matches("economy.currency != 'USD' AND geography.coordinates.latitude >= 35.0")).toBe(true);
-    expect(matches("country = 'Turkey' AND population > 10000000 OR is_capital = false")).toBe(true);
-    const animal = { tags: ['mammal', 'cat'], diet: 'carnivore' };
-    expect(matches("tags[0] = 'mammal' AND diet = 'carnivore'", animal)).toBe(true);
-    expect(matches("tags[0] = 'cat' AND diet = 'carnivore'", animal)).toBe(false);
-    expect(matches("tags[#-1] = 'cat'", animal)).toBe(true);
-  });
+  it.each([
+    ["population >= 1000000 AND geography.continent = 'Asia'", true],
+    ["population > 1000000 AND geography.continent = 'Asia'", true],
+    ["population > 1000000 AND geography.continent = 'Europe'", false],
+    ["country = 'Turkey' AND population = 15460000 AND is_capital = false", true],
+    ["country != 'Germany' AND population != 12500000 AND is_capital != true", true],
+    ['population < 20000000 OR geography.coordinates.longitude < 30.0', true],
+    ['population <= 20000000 OR geography.coordinates.longitude <= 30.0', true],
+    ['population > 10000000 OR geography.coordinates.latitude > 39.5', true],
+    ["city GLOB '?[sz]*[^m-z]'", true],
+    ["city NOT GLOB 'A*'", true],
+    ["country IN ('Germany', 'Turkey', 'France')", true],
+    ["economy.currency NOT IN ('USD', 'EUR')", true],
+    ["economy.major_industries CONTAINS 'Tourism'", true],
+    ["economy.major_industries NOT CONTAINS 'Steel Production'", true],
+    ["economy.major_industries[0] = 'Tourism'", true],
+    ["economy.major_industries[#-1] = 'Finance'", true],
+    ["economy.currency != 'USD' AND geography.coordinates.latitude >= 35.0", true],
+    ["country = 'Turkey' AND population > 10000000 OR is_capital = false", true],
+  ] as Array<[string, boolean]>)('evaluates the documented examples: %s is %s', matchIs(istanbul));
 
-  it('respects precedence and parentheses', () => {
-    const m = { a: 1, b: 0, c: 0 };
-    expect(matches('a = 1 OR b = 2 AND c = 3', m)).toBe(true);
-    expect(matches('(a = 1 OR b = 2) AND c = 3', m)).toBe(false);
-  });
+  it.each([
+    ["tags[0] = 'mammal' AND diet = 'carnivore'", true],
+    ["tags[0] = 'cat' AND diet = 'carnivore'", false],
+    ["tags[#-1] = 'cat'", true],
+  ] as Array<[string, boolean]>)('evaluates the documented examples on an animal: %s is %s', matchIs({ tags: ['mammal', 'cat'], diet: 'carnivore' }));
+
+  it.each([
+    ['a = 1 OR b = 2 AND c = 3', true],
+    ['(a = 1 OR b = 2) AND c = 3', false],
+  ] as Array<[string, boolean]>)('respects precedence and parentheses: %s is %s', matchIs({ a: 1, b: 0, c: 0 }));
 
   it('is false on missing fields for every operator but HAS NOT FIELD', () => {
     for (const f of ["x = 'a'", "x != 'a'", 'x < 1', 'x <= 1', 'x > 1', 'x >= 1', "x GLOB '*'", "x NOT GLOB 'a'", "x IN ('a')", "x NOT IN ('a')", "x CONTAINS 'a'", "x NOT CONTAINS 'a'", 'HAS FIELD x']) {
@@ -134,30 +138,28 @@ describe('matchesFilter', () => {
     for (const [f, expected] of cases) expect([f, matchesFilter(parseFilter(f)!, m)]).toEqual([f, expected]);
   });
 
-  it('compares numbers numerically', () => {
-    const m = { n: 2.5, i: 10, neg: -3 };
-    expect(matches('n = 2.50', m)).toBe(true);
-    expect(matches('i = 1e1', m)).toBe(true);
-    expect(matches('i > 9.99', m)).toBe(true);
-    expect(matches('i >= 10 AND i <= 10 AND i < 10.0001 AND NOT_THERE != 1 OR neg < -2.9', m)).toBe(true);
-    expect(matches('neg > -3', m)).toBe(false);
-    expect(matches('neg >= -3', m)).toBe(true);
-  });
+  it.each([
+    ['n = 2.50', true],
+    ['i = 1e1', true],
+    ['i > 9.99', true],
+    ['i >= 10 AND i <= 10 AND i < 10.0001 AND NOT_THERE != 1 OR neg < -2.9', true],
+    ['neg > -3', false],
+    ['neg >= -3', true],
+  ] as Array<[string, boolean]>)('compares numbers numerically: %s is %s', matchIs({ n: 2.5, i: 10, neg: -3 }));
 
-  it('evaluates CONTAINS element-wise with the = rules', () => {
-    const m = { xs: ['a', 2, true, null, ['nested']], empty: [] };
-    expect(matches("xs CONTAINS 'a'", m)).toBe(true);
-    expect(matches('xs CONTAINS 2', m)).toBe(true);
-    expect(matches('xs CONTAINS 2.0', m)).toBe(true);
-    expect(matches("xs CONTAINS '2'", m)).toBe(false);
-    expect(matches('xs CONTAINS true', m)).toBe(true);
-    expect(matches('xs CONTAINS 1', m)).toBe(true);
-    expect(matches("xs CONTAINS 'nested'", m)).toBe(false);
-    expect(matches("xs NOT CONTAINS 'b'", m)).toBe(true);
-    expect(matches("xs NOT CONTAINS 'a'", m)).toBe(false);
-    expect(matches("empty NOT CONTAINS 'a'", m)).toBe(true);
-    expect(matches("empty CONTAINS 'a'", m)).toBe(false);
-  });
+  it.each([
+    ["xs CONTAINS 'a'", true],
+    ['xs CONTAINS 2', true],
+    ['xs CONTAINS 2.0', true],
+    ["xs CONTAINS '2'", false],
+    ['xs CONTAINS true', true],
+    ['xs CONTAINS 1', true],
+    ["xs CONTAINS 'nested'", false],
+    ["xs NOT CONTAINS 'b'", true],
+    ["xs NOT CONTAINS 'a'", false],
+    ["empty NOT CONTAINS 'a'", true],
+    ["empty CONTAINS 'a'", false],
+  ] as Array<[string, boolean]>)('evaluates CONTAINS element-wise with the = rules: %s is %s', matchIs({ xs: ['a', 2, true, null, ['nested']], empty: [] }));
 
   it('treats metadata that is not an object as having no fields', () => {
     expect(matches("a = 'x'", undefined)).toBe(false);
