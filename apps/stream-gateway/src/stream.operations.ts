@@ -31,12 +31,13 @@ interface Call {
   request: FastifyRequest;
 }
 
-/** An endpoint at `/<name>/<segments…>`, answered with what `run` returns as JSON (undefined: Success). */
+/** An endpoint at `/<name>[/<segments…>]`, answered with what `run` returns as JSON (undefined: Success). */
 interface Endpoint {
   methods: string[];
-  /** Path segments after the name: at least `min`, at most `max`. */
-  min: number;
-  max: number;
+  /** Its Fastify routes: `/<name>` and `/<name>/` when it takes no segments, `/<name>/*` when it does (`/<name>` too when they are optional). */
+  route: readonly string[];
+  /** The segments after `/<name>/` that a `*` route takes: at least the first, at most the second (none without). */
+  segments?: Segments;
   /** Refused for read-only credentials. */
   write: boolean;
   /** Credentials may also come as `user`/`pass` query parameters (webhook only). */
@@ -44,7 +45,12 @@ interface Endpoint {
   run(sessions: Sessions, call: Call): Promise<unknown>;
 }
 
+/** How many path segments an endpoint takes after its name: at least, at most. */
+type Segments = readonly [min: number, max: number];
+
 const GET_POST = ['GET', 'POST'];
+/** The routes of an endpoint that takes no path segments: `/<name>`, and `/<name>/` (a trailing slash ends the path). */
+const bare = (name: string): string[] => [`/${name}`, `/${name}/`];
 
 /**
  * `/<name>/<group>/<instance>`: both ids, required; the group id without whitespace.
@@ -55,31 +61,31 @@ function groupArgs(args: string[]): [string, string] {
 }
 
 /**
- * Every endpoint by its first path segment (docs/stream.md, "Stream: endpoints").
+ * Every endpoint by its name, the first segment of its path (docs/stream.md, "Stream: endpoints").
  * Operations return the value to answer as JSON.
  */
 const ENDPOINTS: Record<string, Endpoint> = {
-  topics: { methods: ['GET'], min: 0, max: 0, write: false, run: (s, c) => s.service.topics(c.session) },
-  consumers: { methods: ['GET'], min: 0, max: 0, write: false, run: (s, c) => s.consumers.consumers(c.session) },
+  topics: { methods: ['GET'], route: bare('topics'), write: false, run: (s, c) => s.service.topics(c.session) },
+  consumers: { methods: ['GET'], route: bare('consumers'), write: false, run: (s, c) => s.consumers.consumers(c.session) },
   committed: {
     methods: GET_POST,
-    min: 2,
-    max: 2,
+    route: ['/committed/*'],
+    segments: [2, 2],
     write: false,
     run: (s, c) => s.service.committed(c.session, groupArgs(c.args)[0], parseTopicPartitions(c.body), parseTimeoutQuery(c.query, DEFAULT_METADATA_TIMEOUT_MS)),
   },
   offsets: {
     methods: GET_POST,
-    min: 1,
-    max: 1,
+    route: ['/offsets/*'],
+    segments: [1, 1],
     write: false,
     run: (s, c) =>
       s.service.offsets(c.session, parseOffsetsAt(c.args[0] ?? ''), parseTopicPartitions(c.body), parseTimeoutQuery(c.query, DEFAULT_METADATA_TIMEOUT_MS)),
   },
   produce: {
     methods: GET_POST,
-    min: 0,
-    max: Infinity,
+    route: ['/produce', '/produce/*'],
+    segments: [0, Infinity],
     write: true,
     run: async (s, c) => {
       const [topic, ...message] = c.args;
@@ -92,11 +98,11 @@ const ENDPOINTS: Record<string, Endpoint> = {
       return s.service.produce(c.session, parseProduce(c.body, topic));
     },
   },
-  fetch: { methods: GET_POST, min: 0, max: 0, write: false, run: (s, c) => s.service.fetch(c.session, parseFetch(c.body)) },
+  fetch: { methods: GET_POST, route: bare('fetch'), write: false, run: (s, c) => s.service.fetch(c.session, parseFetch(c.body)) },
   consume: {
     methods: GET_POST,
-    min: 2,
-    max: 3,
+    route: ['/consume/*'],
+    segments: [2, 3],
     write: false,
     run: (s, c) => {
       const [group, name] = groupArgs(c.args);
@@ -106,8 +112,8 @@ const ENDPOINTS: Record<string, Endpoint> = {
   },
   commit: {
     methods: GET_POST,
-    min: 2,
-    max: 2,
+    route: ['/commit/*'],
+    segments: [2, 2],
     write: false,
     run: async (s, c) => {
       const [group, name] = groupArgs(c.args);
@@ -117,8 +123,8 @@ const ENDPOINTS: Record<string, Endpoint> = {
   },
   'delete-consumer': {
     methods: ['POST', 'DELETE'],
-    min: 2,
-    max: 2,
+    route: ['/delete-consumer/*'],
+    segments: [2, 2],
     write: false,
     run: async (s, c) => {
       const [group, name] = groupArgs(c.args);
@@ -128,8 +134,7 @@ const ENDPOINTS: Record<string, Endpoint> = {
   },
   webhook: {
     methods: GET_POST,
-    min: 0,
-    max: 0,
+    route: bare('webhook'),
     write: true,
     queryAuth: true,
     run: async (s, c) => {
@@ -146,27 +151,21 @@ const ENDPOINTS: Record<string, Endpoint> = {
 const BASIC_OR_QUERY: CredentialScheme = { scheme: 'basic', queryUser: 'user', queryPassword: 'pass' };
 
 /**
- * The operation of an endpoint: found by its name and segment count (404 otherwise), the request's
- * size is its body and URL, the body is parsed as JSON once admitted (the webhook's is the message).
+ * The operation of an endpoint, at its routes (docs/stream.md, "Stream: endpoints"): its path segments are read
+ * once the credentials are known ({@link pathArgs}: the API's 404 for a wrong count), the request's size is its
+ * body and URL, the body is parsed as JSON once admitted (the webhook's is the message).
  */
 function streamOperation(name: string, endpoint: Endpoint, sessions: Sessions): ApiOperation<Session> {
-  return operation<Session, string[], undefined, unknown>({
+  return operation<Session, string[], unknown>({
     name,
     methods: endpoint.methods,
+    route: endpoint.route,
     write: endpoint.write,
     ...(endpoint.queryAuth ? { credentials: BASIC_OR_QUERY } : {}),
-    match: (path) => {
-      const [first, ...rest] = path.slice(1).split('/');
-      if (first !== name) return undefined;
-      const args = rest.map(decodeSegment);
-      // A trailing slash ends the path, but that of a produced message (`/produce/<topic>/<message>`) is the message's.
-      if (args.at(-1) === '' && (name !== 'produce' || args.length <= 2)) args.pop();
-      const named = name === 'produce' ? args.slice(0, 1) : args; // a produced message may hold '/' and be empty
-      return args.length < endpoint.min || args.length > endpoint.max || named.some((a) => a === '') ? undefined : args;
-    },
+    prepare: (call) => pathArgs(name, endpoint.segments, call.path, call.rest),
     bytes: (call) => (call.body?.length ?? 0) + call.request.url.length,
-    run: (session, _input, call) =>
-      endpoint.run(sessions, { session, args: call.params, body: name === 'webhook' ? undefined : parseJson(call.body), query: call.query, request: call.request }),
+    run: (session, args, call) =>
+      endpoint.run(sessions, { session, args, body: name === 'webhook' ? undefined : parseJson(call.body), query: call.query, request: call.request }),
     encode: (result) => ({ status: 200, body: result === undefined ? SUCCESS_JSON : JSON.stringify(result) }),
   });
 }
@@ -174,6 +173,31 @@ function streamOperation(name: string, endpoint: Endpoint, sessions: Sessions): 
 /** The Stream API's operations (docs/stream.md, "Stream: endpoints") on the feature's sessions, for registerTenantApi. */
 export function streamOperations(sessions: Sessions): Array<ApiOperation<Session>> {
   return Object.entries(ENDPOINTS).map(([name, endpoint]) => streamOperation(name, endpoint, sessions));
+}
+
+/** The Stream API's 404 for a path that is none of its endpoints (docs/stream.md, "Stream: errors"). */
+export function notAnEndpoint(path: string): StreamError {
+  return new StreamError(404, `Not found: ${path} is not an endpoint of the Stream API`);
+}
+
+/**
+ * The percent-decoded path segments of a request that Fastify routed to the endpoint `name` (docs/stream.md,
+ * "Stream: endpoints"): `rest` is the path as sent after `/<name>/`, split at `/`; `segments`, how many it takes
+ * (none without). A trailing slash ends the path, but that of a produced message (`/produce/<topic>/<message>`) is
+ * the message's; a produced message may hold `/` and be empty, every other segment may not. `path` is the whole
+ * path as sent: one whose endpoint name is percent-encoded (`/%74opics`, which Fastify decodes before routing) is
+ * no endpoint, as it never was.
+ * @throws StreamError 404 (the API's, {@link notAnEndpoint}) for such a path, too few or too many segments or an
+ * empty one; 400 for a malformed escape (decodeSegment)
+ */
+export function pathArgs(name: string, segments: Segments | undefined, path: string, rest: string): string[] {
+  if (path !== `/${name}` && !path.startsWith(`/${name}/`)) throw notAnEndpoint(path);
+  if (!segments) return [];
+  const args = rest.split('/').map(decodeSegment);
+  if (args.at(-1) === '' && (name !== 'produce' || args.length <= 2)) args.pop();
+  const named = name === 'produce' ? args.slice(0, 1) : args;
+  if (args.length < segments[0] || args.length > segments[1] || named.some((a) => a === '')) throw notAnEndpoint(path);
+  return args;
 }
 
 /** A path segment, percent-decoded (the SDK sends group and instance ids as they are). */

@@ -7,7 +7,7 @@ import { PEER_GONE, PEER_PATH, PeerGoneError, StreamSessions, isPeer, parsePeerC
 import { StreamError, encodeError } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { StreamMetrics } from './stream-metrics';
-import { type Sessions, streamOperations } from './stream.operations';
+import { type Sessions, notAnEndpoint, streamOperations } from './stream.operations';
 
 /** The Stream API's answers to the tenant gate's denials (docs/stream.md, "Stream: credentials" and "Stream: errors"). */
 export const STREAM_DENIALS: DenialTable = {
@@ -32,15 +32,15 @@ export const STREAM_ERRORS: TenantApiErrors = {
   encode: encodeError,
   type: StreamError,
   denials: STREAM_DENIALS,
-  notFound: (path) => new StreamError(404, `Not found: ${path} is not an endpoint of the Stream API`),
+  notFound: notAnEndpoint,
   notAllowed: (method, _path, _allowed, name) => new StreamError(405, `Method ${method} is not allowed on /${name}`),
   allowHeader: true,
 };
 
 /**
  * The HTTP surface of the Stream API: its endpoints on the shared tenant API routes (Basic
- * authentication, limits, `{error, status}` errors, metrics), one catch-all route matched by the
- * endpoint's name; GET bodies are read too, since the API allows them.
+ * authentication, limits, `{error, status}` errors, metrics), each endpoint at its own routes (`/topics`,
+ * `/produce/*`, …; any other path is the API's 404); GET bodies are read too, since the API allows them.
  */
 @Injectable()
 export class StreamRoutes implements OnModuleInit {
