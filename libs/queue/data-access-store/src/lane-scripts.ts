@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { withScripts } from './redis-keys';
 
 /**
  * After a lane job is added: records the message's lane (KEYS[1] = `lane-of` key, ARGV[1] the lane, for
@@ -80,12 +81,10 @@ export interface LaneScripts {
 
 /** A connection with the lane scripts defined (once per connection: LaneQueues defines them when it is made). */
 export function laneScripts(redis: Redis): Redis & LaneScripts {
-  const scripted = redis as Redis & Partial<LaneScripts>;
-  if (!scripted.restashLaneIdle) {
-    redis.defineCommand('restashLaneAdded', { numberOfKeys: 4, lua: LANE_ADDED_LUA });
-    redis.defineCommand('restashLaneBusy', { numberOfKeys: 1, lua: LANE_BUSY_LUA });
-    redis.defineCommand('restashLaneWake', { numberOfKeys: 2, lua: LANE_WAKE_LUA });
-    redis.defineCommand('restashLaneIdle', { numberOfKeys: 9, lua: LANE_IDLE_LUA });
-  }
-  return redis as Redis & LaneScripts;
+  return withScripts<LaneScripts>(redis, {
+    restashLaneAdded: { numberOfKeys: 4, lua: LANE_ADDED_LUA },
+    restashLaneBusy: { numberOfKeys: 1, lua: LANE_BUSY_LUA },
+    restashLaneWake: { numberOfKeys: 2, lua: LANE_WAKE_LUA },
+    restashLaneIdle: { numberOfKeys: 9, lua: LANE_IDLE_LUA },
+  });
 }

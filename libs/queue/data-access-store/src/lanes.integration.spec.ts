@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { type QueueMessage, newMessageId } from '@restash/queue/util-message';
-import { QUEUE_REDIS_CONFIG, type RedisServer, startRedisServer } from '@restash/platform/util-stack';
 import { laneQueueName } from './lanes';
 import { QueueStore } from './queue-store';
+import { TEST_STORE_OPTIONS, useQueueRedis } from './testing/queue-redis';
 
 /** A message of flow-control key `key` of project `p`, due `delayMs` from now. */
 function message(key: string, delayMs = 0): QueueMessage {
@@ -28,30 +28,23 @@ function message(key: string, delayMs = 0): QueueMessage {
  * delayed scores, and `wakeDue` moving them back (docs/queue.md, "Queue: queues and flow control").
  */
 describe('LaneStore busy lanes and wake-ups', () => {
-  let server: RedisServer;
-  let redis: Redis;
   let subscriber: Redis;
   let store: QueueStore;
   const told: string[] = [];
+  const queueRedis = useQueueRedis(async () => {
+    await store?.close();
+    subscriber?.disconnect();
+  });
 
   beforeAll(async () => {
-    server = await startRedisServer({ config: QUEUE_REDIS_CONFIG });
-    redis = new Redis(server.url);
-    subscriber = new Redis(server.url);
-    store = new QueueStore(redis, { prefix: 'test:queue', messageRetentionMs: 60_000, dlqRetentionMs: 60_000, eventsPerProject: 100 });
+    subscriber = new Redis(queueRedis.server.url);
+    store = new QueueStore(queueRedis.redis, TEST_STORE_OPTIONS);
     subscriber.on('message', (_channel: string, lane: string) => told.push(lane));
     await subscriber.subscribe(store.lanes.changesChannel);
   });
 
-  afterAll(async () => {
-    await store?.close();
-    subscriber?.disconnect();
-    redis?.disconnect();
-    await server?.stop();
-  });
-
   const lane = (key: string) => laneQueueName({ project: 'p', kind: 'fc', name: key });
-  const busy = async () => (await redis.smembers(store.lanes.lanesKey)).sort();
+  const busy = async () => (await queueRedis.redis.smembers(store.lanes.lanesKey)).sort();
   const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
 
   it('marks a lane busy at its first ready message only, and keeps it while a message waits', async () => {
@@ -77,9 +70,9 @@ describe('LaneStore busy lanes and wake-ups', () => {
     await settle();
     expect(await busy()).toEqual([]);
     expect(told.sort()).toEqual([lane('later'), lane('ready')]);
-    const wake = Number(await redis.zscore(store.lanes.wakeKey, lane('later')));
+    const wake = Number(await queueRedis.redis.zscore(store.lanes.wakeKey, lane('later')));
     expect(Math.abs(wake - delayed.notBefore)).toBeLessThan(50);
-    expect(await redis.zscore(store.lanes.wakeKey, lane('ready'))).toBeNull();
+    expect(await queueRedis.redis.zscore(store.lanes.wakeKey, lane('ready'))).toBeNull();
 
     expect(await store.lanes.wakeDue(wake - 1)).toBe(wake); // not due yet: the next wake-up's time
     expect(await busy()).toEqual([]);
@@ -91,11 +84,11 @@ describe('LaneStore busy lanes and wake-ups', () => {
     const first = message('sleepy', 30_000);
     await store.publish(first);
     expect(await busy()).not.toContain(lane('sleepy'));
-    expect(Number(await redis.zscore(store.lanes.wakeKey, lane('sleepy')))).toBe(first.notBefore);
+    expect(Number(await queueRedis.redis.zscore(store.lanes.wakeKey, lane('sleepy')))).toBe(first.notBefore);
     const earlier = message('sleepy', 10_000);
     await store.publish(earlier);
     await store.publish(message('sleepy', 20_000));
-    expect(Number(await redis.zscore(store.lanes.wakeKey, lane('sleepy')))).toBe(earlier.notBefore);
+    expect(Number(await queueRedis.redis.zscore(store.lanes.wakeKey, lane('sleepy')))).toBe(earlier.notBefore);
   });
 
   it('retires a paused lane with waiting messages without a wake-up, and marks it busy on resume', async () => {
@@ -103,7 +96,7 @@ describe('LaneStore busy lanes and wake-ups', () => {
     await store.publish(message('held', 5_000));
     await store.lanes.setFlowControlPaused('p', 'held', true);
     expect(await store.lanes.retireIdle([lane('held')])).toEqual([lane('held')]);
-    expect(await redis.zscore(store.lanes.wakeKey, lane('held'))).toBeNull();
+    expect(await queueRedis.redis.zscore(store.lanes.wakeKey, lane('held'))).toBeNull();
     expect(await busy()).not.toContain(lane('held'));
     await store.lanes.setFlowControlPaused('p', 'held', false);
     expect(await busy()).toContain(lane('held'));
@@ -114,7 +107,7 @@ describe('LaneStore busy lanes and wake-ups', () => {
     await store.publish(message('working'));
     const queue = store.lanes.queue(lane('working'));
     const job = (await queue.getWaiting())[0];
-    await redis.lmove(`test:queue:${lane('working')}:wait`, `test:queue:${lane('working')}:active`, 'LEFT', 'LEFT'); // as BullMQ's moveToActive
+    await queueRedis.redis.lmove(`test:queue:${lane('working')}:wait`, `test:queue:${lane('working')}:active`, 'LEFT', 'LEFT'); // as BullMQ's moveToActive
     expect(job).toBeDefined();
     await store.lanes.setFlowControlPaused('p', 'working', true);
     expect(await store.lanes.retireIdle([lane('working')])).toEqual([]);
@@ -123,9 +116,9 @@ describe('LaneStore busy lanes and wake-ups', () => {
 
   it('forgets the lanes of a purged project', async () => {
     await store.lanes.purgeProject('p', Date.now()).catch(() => undefined); // 'working' holds an active job: purge stops there
-    await redis.del(`test:queue:${lane('working')}:active`);
+    await queueRedis.redis.del(`test:queue:${lane('working')}:active`);
     await store.lanes.purgeProject('p', Date.now());
     expect(await busy()).toEqual([]);
-    expect(await redis.zcard(store.lanes.wakeKey)).toBe(0);
+    expect(await queueRedis.redis.zcard(store.lanes.wakeKey)).toBe(0);
   });
 });

@@ -2,9 +2,9 @@ import { Redis } from 'ioredis';
 import { Worker } from 'bullmq';
 import { type QueueMessage, dlqIdOf, messageEvent, newMessageId } from '@restash/queue/util-message';
 import { eventually } from '@restash/shared/util-testing';
-import { QUEUE_REDIS_CONFIG, type RedisServer, startRedisServer } from '@restash/platform/util-stack';
 import { DELIVERY_QUEUE, QueueStore } from './queue-store';
 import { laneQueueName } from './lanes';
+import { TEST_STORE_OPTIONS, useQueueRedis } from './testing/queue-redis';
 
 /** A message of `project` due in an hour (no worker runs here: it stays pending). */
 function message(project: string, overrides: Partial<QueueMessage> = {}): QueueMessage {
@@ -25,20 +25,11 @@ function message(project: string, overrides: Partial<QueueMessage> = {}): QueueM
 }
 
 describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
-  let server: RedisServer;
-  let redis: Redis;
   let store: QueueStore;
+  const queueRedis = useQueueRedis(() => store?.close());
 
-  beforeAll(async () => {
-    server = await startRedisServer({ config: QUEUE_REDIS_CONFIG });
-    redis = new Redis(server.url);
-    store = new QueueStore(redis, { prefix: 'test:queue', messageRetentionMs: 60_000, dlqRetentionMs: 60_000, eventsPerProject: 100 });
-  });
-
-  afterAll(async () => {
-    await store?.close();
-    redis?.disconnect();
-    await server?.stop();
+  beforeAll(() => {
+    store = new QueueStore(queueRedis.redis, TEST_STORE_OPTIONS);
   });
 
   it('keeps a published message pending, readable by its project only, and deduplicates within the window', async () => {
@@ -58,7 +49,7 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
   it('writes the CREATED events of publishes in the round trip of their adds, none for a duplicate', async () => {
     const warm = message('t.rt');
     await store.publish(warm); // the queue's connection is ready, the scripts are loaded
-    const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await queueRedis.redis.info('commandstats'))?.[1] ?? 0);
     const before = await calls();
     const batch = Array.from({ length: 10 }, () => message('t.rt'));
     await Promise.all(batch.map((m, i) => store.publish(m, i === 9 ? 'rt-dedup' : undefined)));
@@ -72,12 +63,12 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
   });
 
   it('publishes on an auto-pipelining connection (as queue-gateway does), the CREATED events in the round trip of the adds', async () => {
-    const pipelining = new Redis(server.url, { enableAutoPipelining: true });
+    const pipelining = new Redis(queueRedis.server.url, { enableAutoPipelining: true });
     await pipelining.ping(); // ready: commands go to its pipelines at once, not to its offline queue
     const other = new QueueStore(pipelining, { prefix: 'test:queue', messageRetentionMs: 60_000, dlqRetentionMs: 60_000, eventsPerProject: 100 });
     try {
       const batch = Array.from({ length: 10 }, () => message('t.ap'));
-      const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+      const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await queueRedis.redis.info('commandstats'))?.[1] ?? 0);
       await other.publish(batch[0]);
       const before = await calls();
       await Promise.all(batch.slice(1).map((m) => other.publish(m)));
@@ -93,11 +84,11 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
   it('writes the CREATED event in the round trip of the add on a store used at once (its connection not ready yet)', async () => {
     // A fresh connection sends each script's first call as EVAL, then EVALSHA.
     const calls = async () => {
-      const stats = await redis.info('commandstats');
+      const stats = await queueRedis.redis.info('commandstats');
       return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0) + Number(/cmdstat_eval:calls=(\d+)/.exec(stats)?.[1] ?? 0);
     };
     const before = await calls();
-    const fresh = new Redis(server.url);
+    const fresh = new Redis(queueRedis.server.url);
     const other = new QueueStore(fresh, { prefix: 'test:queue', messageRetentionMs: 60_000, dlqRetentionMs: 60_000, eventsPerProject: 100 });
     try {
       const first = message('t.fresh');
@@ -118,7 +109,7 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
   ])('logs CREATED before the ACTIVE of a worker that takes %s at once', async (_, queueName, overrides: Partial<QueueMessage>) => {
     // A BullMQ Worker already waiting on the message's queue, which logs ACTIVE as soon as it gets a job (as
     // queue-worker does): the publish's CREATED must still come first in the log.
-    const connection = new Redis(server.url, { maxRetriesPerRequest: null });
+    const connection = new Redis(queueRedis.server.url, { maxRetriesPerRequest: null });
     const worker = new Worker<QueueMessage>(queueName, async (job) => store.addEvent(job.data.project, messageEvent(job.data, 'ACTIVE', Date.now())), { connection, prefix: 'test:queue', concurrency: 50 });
     try {
       await worker.waitUntilReady();
@@ -143,7 +134,7 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     for (const m of mine) await store.publish(m);
     const [newest, middle, oldest] = mine as [QueueMessage, QueueMessage, QueueMessage];
     await store.cancel('t.small', newest.messageId); // settled: it leaves the index
-    const commands = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1]);
+    const commands = async () => Number(/total_commands_processed:(\d+)/.exec(await queueRedis.redis.info('stats'))?.[1]);
     const before = await commands();
     expect((await store.pendingMessageIds('t.small', {}, 500)).sort()).toEqual([middle.messageId, oldest.messageId].sort());
     // Its two messages' jobs and states, the index and the lanes: not t.big's 300 jobs.
@@ -153,17 +144,17 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     expect(await store.pendingMessageIds('t.small', {}, 1)).toHaveLength(1);
     // A delivered message leaves it with its final event; an entry whose job is gone is dropped when read.
     await store.addEvents('t.small', [messageEvent(middle, 'DELIVERED', Date.now())], true);
-    expect(await redis.zrange('test:queue:pending:t.small', '0', '-1')).toEqual([oldest.messageId]);
+    expect(await queueRedis.redis.zrange('test:queue:pending:t.small', '0', '-1')).toEqual([oldest.messageId]);
     await store.queue.remove(oldest.messageId);
     expect(await store.pendingMessageIds('t.small', {}, 500)).toEqual([]);
-    expect(await redis.zcard('test:queue:pending:t.small')).toBe(0);
+    expect(await queueRedis.redis.zcard('test:queue:pending:t.small')).toBe(0);
   });
 
   it('indexes the pending messages published before the pending indexes, once', async () => {
     const older = [message('t.upgrade'), message('t.upgrade', { notBefore: Date.now() + 7_200_000 }), message('t.upgrade2')];
     for (const m of older) await store.publish(m);
     // As before the index: no entries, no marker.
-    await redis.del('test:queue:pending:t.upgrade', 'test:queue:pending:t.upgrade2', 'test:queue:pending-indexed');
+    await queueRedis.redis.del('test:queue:pending:t.upgrade', 'test:queue:pending:t.upgrade2', 'test:queue:pending-indexed');
     expect(await store.pendingMessageIds('t.upgrade', {}, 500)).toEqual([]);
     expect(await store.indexPending()).toBeGreaterThanOrEqual(3); // the other tests' pending messages too
     expect((await store.pendingMessageIds('t.upgrade', {}, 500)).sort()).toEqual([older[0], older[1]].map((m) => m.messageId).sort());
@@ -196,8 +187,8 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     await expect(store.publish(again, 'id:dd-1')).resolves.toEqual({ messageId: first.messageId, deduplicated: true });
     await expect(store.message(project, again.messageId)).resolves.toBeNull();
     // The key keeps what was left of its expiry (not a new 10 minutes, not forever).
-    const [key] = await redis.keys(`test:queue:*:de:${project}:id:dd-1`);
-    const ttl = await redis.pttl(key as string);
+    const [key] = await queueRedis.redis.keys(`test:queue:*:de:${project}:id:dd-1`);
+    const ttl = await queueRedis.redis.pttl(key as string);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(10 * 60 * 1000);
     // Another id of the project is not held by it.
@@ -206,7 +197,7 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
   });
 
   it('tells a message that went to the DLQ (its job completed, returning "failed") from a delivered one', async () => {
-    const connection = new Redis(server.url, { maxRetriesPerRequest: null });
+    const connection = new Redis(queueRedis.server.url, { maxRetriesPerRequest: null });
     // As queue-worker's processor does: the job completes with how its message ended.
     const worker = new Worker<QueueMessage>(DELIVERY_QUEUE, async (job) => (job.data.url.endsWith('/fail') ? 'failed' : job.data.url.endsWith('/cancel') ? 'cancelled' : 'delivered'), {
       connection,
@@ -228,7 +219,7 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     const now = Date.now();
     // one attempt's events, in one script call: one millisecond of the stream, as the worker writes them
     await store.addEvents('t.page', [messageEvent(m, 'ACTIVE', now), messageEvent(m, 'ERROR', now), messageEvent(m, 'RETRY', now)]);
-    const ids = (await redis.xrange('test:queue:events:t.page', '-', '+')).map(([id]) => id.split('-')[0]);
+    const ids = (await queueRedis.redis.xrange('test:queue:events:t.page', '-', '+')).map(([id]) => id.split('-')[0]);
     expect(new Set(ids).size).toBe(1);
 
     const states: string[] = [];
@@ -245,7 +236,7 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     expect(leading).toHaveLength(2);
     expect(leading[0]).toBeGreaterThan(leading[1] as number);
     // a stream id, the cursor of earlier versions, still continues before its entry
-    const [newest] = await redis.xrevrange('test:queue:events:t.page', '+', '-', 'COUNT', 1);
+    const [newest] = await queueRedis.redis.xrevrange('test:queue:events:t.page', '+', '-', 'COUNT', 1);
     expect((await store.events('t.page', { count: 1, filter: {}, cursor: newest?.[0] })).items.map((e) => e.state)).toEqual(['ERROR']);
   });
 
@@ -256,7 +247,7 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     await store.addEvents('t.ms', [messageEvent(m, 'ACTIVE', t + 5), messageEvent(m, 'DELIVERED', t + 5)]);
     const page = (cursor: number) => store.events('t.ms', { count: 10, filter: {}, cursor: String(cursor) }).then((p) => p.items.map((e) => e.state));
     // the events are stored at the time they are written (now), not at their createdAt: page from now
-    const written = Number((await redis.xrevrange('test:queue:events:t.ms', '+', '-', 'COUNT', 1))[0]?.[0].split('-')[0]);
+    const written = Number((await queueRedis.redis.xrevrange('test:queue:events:t.ms', '+', '-', 'COUNT', 1))[0]?.[0].split('-')[0]);
     await expect(page(written)).resolves.toEqual(['DELIVERED', 'ACTIVE', 'CREATED']);
     await expect(page(Date.now() + 60_000)).resolves.toEqual(['DELIVERED', 'ACTIVE', 'CREATED']);
     await expect(page(t - 60_000)).resolves.toEqual([]);
@@ -332,7 +323,7 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     for (const m of doomed) await expect(store.message('t.g', m.messageId)).resolves.toBeNull();
     await expect(store.dlqList('t.g', { count: 10, filter: {} })).resolves.toEqual({ items: [] });
     await expect(store.events('t.g', { count: 10, filter: {} })).resolves.toEqual({ items: [] });
-    expect(await redis.keys('*t.g*')).toEqual([]);
+    expect(await queueRedis.redis.keys('*t.g*')).toEqual([]);
     // A deduplication id of the purged project no longer holds: publishing again creates a message.
     const again = message('t.g');
     await expect(store.publish(again, `dedup-${doomed[0].messageId}`)).resolves.toEqual({ messageId: again.messageId, deduplicated: false });

@@ -1,29 +1,21 @@
 import { Redis } from 'ioredis';
-import { QUEUE_REDIS_CONFIG, type RedisServer, startRedisServer } from '@restash/platform/util-stack';
 import { type WorkflowStepBody, newMessageId } from '@restash/queue/util-message';
 import { WorkflowRunStore } from './workflow-runs';
 import { type Waiter, WorkflowWaiterStore } from './workflow-waiters';
+import { useQueueRedis } from './testing/queue-redis';
 
 const PROJECT = 'acme.main';
 const step = (stepId: number): WorkflowStepBody => ({ stepId, stepName: `s${stepId}`, stepType: 'Run', out: '1', concurrent: 1 });
 const entry = (messageId: string, body = 'e30=') => ({ messageId, body, callType: 'step' as const });
 
 describe('workflow runs and waiters on a real Redis', () => {
-  let server: RedisServer;
-  let redis: Redis;
+  const queueRedis = useQueueRedis();
   let runs: WorkflowRunStore;
   let waiters: WorkflowWaiterStore;
 
-  beforeAll(async () => {
-    server = await startRedisServer({ config: QUEUE_REDIS_CONFIG });
-    redis = new Redis(server.url);
-    runs = new WorkflowRunStore(redis, { prefix: 'test:queue', retentionMs: 60_000 });
-    waiters = new WorkflowWaiterStore(redis, { prefix: 'test:queue', retentionMs: 60_000 });
-  });
-
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
+  beforeAll(() => {
+    runs = new WorkflowRunStore(queueRedis.redis, { prefix: 'test:queue', retentionMs: 60_000 });
+    waiters = new WorkflowWaiterStore(queueRedis.redis, { prefix: 'test:queue', retentionMs: 60_000 });
   });
 
   const start = async (runId: string) => {
@@ -62,7 +54,7 @@ describe('workflow runs and waiters on a real Redis', () => {
     expect(await runs.get(PROJECT, 'wfr_end')).toMatchObject({ state: 'RUN_SUCCESS', endedAt: 1000, result: 'IjEi' });
     expect(await runs.recordStep(PROJECT, 'wfr_end', 's1', entry(newMessageId()))).toEqual({ kind: 'ended', state: 'RUN_SUCCESS' });
     expect(await runs.steps(PROJECT, 'wfr_end')).toBeNull();
-    expect(await redis.pttl(`test:queue:wf:${PROJECT}:run:wfr_end`)).toBeGreaterThan(0);
+    expect(await queueRedis.redis.pttl(`test:queue:wf:${PROJECT}:run:wfr_end`)).toBeGreaterThan(0);
     expect(await runs.end(PROJECT, 'wfr_unknown', 'RUN_SUCCESS', 1000)).toBeNull();
     expect(await runs.recordStep(PROJECT, 'wfr_unknown', 'init', entry(newMessageId()))).toEqual({ kind: 'unknown' });
   });
@@ -72,7 +64,7 @@ describe('workflow runs and waiters on a real Redis', () => {
     await expect(runs.reconfigure(PROJECT, 'wfr_reconf', { maxRetries: 7, flowControl: { key: 'k', parallelism: 2 } })).resolves.toBe(true);
     expect((await runs.get(PROJECT, 'wfr_reconf'))?.config).toEqual({ maxRetries: 7, flowControl: { key: 'k', parallelism: 2 } });
     await expect(runs.reconfigure(PROJECT, 'wfr_nothing', { maxRetries: 1 })).resolves.toBe(false);
-    expect(await redis.exists(`test:queue:wf:${PROJECT}:run:wfr_nothing`)).toBe(0);
+    expect(await queueRedis.redis.exists(`test:queue:wf:${PROJECT}:run:wfr_nothing`)).toBe(0);
   });
 
   it('gives a waiter to exactly one of many concurrent notifies and timeouts', async () => {
@@ -80,7 +72,7 @@ describe('workflow runs and waiters on a real Redis', () => {
     for (let round = 0; round < 20; round++) {
       const field = WorkflowWaiterStore.field('wfr_race', `s${round}`);
       expect(await waiters.register(PROJECT, `evt_${round}`, field, waiter)).toBeUndefined();
-      const connections = [new Redis(server.url), new Redis(server.url), new Redis(server.url)];
+      const connections = [new Redis(queueRedis.server.url), new Redis(queueRedis.server.url), new Redis(queueRedis.server.url)];
       const stores = connections.map((c) => new WorkflowWaiterStore(c, { prefix: 'test:queue', retentionMs: 60_000 }));
       const claims = await Promise.all([
         stores[0]?.claimForNotify(PROJECT, `evt_${round}`, Buffer.from('data')).then((got) => got.length === 1),
@@ -123,7 +115,7 @@ describe('workflow runs and waiters on a real Redis', () => {
   it('purges every key of a project and none of another', async () => {
     await runs.start('other.p', { runId: 'wfr_kept', url: 'http://127.0.0.1:9/wf', createdAt: 1, initialBody: '', initialMessageId: 'm', config: { maxRetries: 0 } });
     await runs.purgeProject(PROJECT);
-    expect(await redis.keys(`test:queue:wf*${PROJECT}*`)).toEqual([]);
+    expect(await queueRedis.redis.keys(`test:queue:wf*${PROJECT}*`)).toEqual([]);
     expect(await runs.get('other.p', 'wfr_kept')).not.toBeNull();
   });
 });

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { CallbackSettings, FlowControl, HeaderMap, WorkflowInvoker, WorkflowRawStep } from '@restash/queue/util-message';
+import { withScripts } from './redis-keys';
 
 /** The run scripts, defined on the connection (EVALSHA). */
 interface RunScripts {
@@ -135,14 +136,12 @@ export class WorkflowRunStore {
     private readonly options: { prefix: string; retentionMs: number },
   ) {
     // Defined now (EVALSHA, not the script's text per call), before an auto-pipelining connection's first pipeline.
-    const scripted = redis as Redis & Partial<RunScripts>;
-    if (!scripted.restashWorkflowRecord) {
-      scripted.defineCommand('restashWorkflowRecord', { numberOfKeys: 3, lua: RECORD_STEP });
-      scripted.defineCommand('restashWorkflowStart', { numberOfKeys: 2, lua: START_RUN });
-      scripted.defineCommand('restashWorkflowEnd', { numberOfKeys: 1, lua: END_RUN });
-      scripted.defineCommand('restashWorkflowResume', { numberOfKeys: 2, lua: RESUME_RUN });
-    }
-    this.redis = scripted as Redis & RunScripts;
+    this.redis = withScripts<RunScripts>(redis, {
+      restashWorkflowRecord: { numberOfKeys: 3, lua: RECORD_STEP },
+      restashWorkflowStart: { numberOfKeys: 2, lua: START_RUN },
+      restashWorkflowEnd: { numberOfKeys: 1, lua: END_RUN },
+      restashWorkflowResume: { numberOfKeys: 2, lua: RESUME_RUN },
+    });
   }
 
   /**
