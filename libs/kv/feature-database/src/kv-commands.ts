@@ -161,16 +161,7 @@ export class KvCommands {
           let end = start;
           while (end < prepared.length && (prepared[end] as { kind?: string }).kind === 'redis') end++;
           const segment = prepared.slice(start, end) as RedisCommand[];
-          const outcomes = await this.failures.call(session.tenant, () =>
-            this.killingSlowScripts(
-              session,
-              segment.map((c) => c.label),
-              session.runner.pipeline(
-                segment.map((c) => c.args),
-                segment.some((c) => c.write) ? session.wait : undefined,
-              ),
-            ),
-          );
+          const outcomes = await this.runTogether(session, segment, (args, wait) => session.runner.pipeline(args, wait));
           const demoted = outcomes.flatMap((o) => (o.ok ? [] : [o.error])).find(isDemotedReply);
           if (demoted !== undefined) throw this.failures.failure(session.tenant, new ServerDemotedError(demoted));
           await this.aclUsers.afterAclChanges(session, segment);
@@ -184,7 +175,6 @@ export class KvCommands {
     }
     return { result: items, syncToken: this.syncToken(session.database.id, wrote) };
   }
-
 
   private async composite(session: KvSession, command: CompositeCommand): Promise<BatchItem> {
     try {
@@ -210,16 +200,7 @@ export class KvCommands {
       return command;
     });
     for (const command of prepared) this.count(session, command.label);
-    const outcome = await this.failures.call(session.tenant, () =>
-      this.killingSlowScripts(
-        session,
-        prepared.map((c) => c.label),
-        session.runner.transaction(
-          prepared.map((c) => c.args),
-          prepared.some((c) => c.write) ? session.wait : undefined,
-        ),
-      ),
-    );
+    const outcome = await this.runTogether(session, prepared, (args, wait) => session.runner.transaction(args, wait));
     const errors = 'discarded' in outcome ? [outcome.discarded] : outcome.outcomes.flatMap((o) => (o.ok ? [] : [o.error]));
     const demoted = errors.find(isDemotedReply);
     if (demoted !== undefined) throw this.failures.failure(session.tenant, new ServerDemotedError(demoted));
@@ -264,6 +245,24 @@ export class KvCommands {
   private item(session: KvSession, command: RedisCommand, outcome: Outcome | undefined): BatchItem {
     if (!outcome) return { error: 'ERR no reply' };
     return outcome.ok ? { reply: rewriteReply(command.rewrite, outcome.reply, session.policy.prefix) } : { error: outcome.error };
+  }
+
+  /**
+   * Runs `commands` in one call of the session's runner (`run`: a pipeline or a transaction, docs/kv.md, "KV: request
+   * forms"), waiting for the replica when one of them writes, a failure of the backend counted as the tenant's and
+   * slow scripts killed ({@link killingSlowScripts}).
+   */
+  private runTogether<T>(session: KvSession, commands: RedisCommand[], run: (args: CommandArgs[], wait: KvSession['wait']) => Promise<T>): Promise<T> {
+    return this.failures.call(session.tenant, () =>
+      this.killingSlowScripts(
+        session,
+        commands.map((c) => c.label),
+        run(
+          commands.map((c) => c.args),
+          commands.some((c) => c.write) ? session.wait : undefined,
+        ),
+      ),
+    );
   }
 
   /**

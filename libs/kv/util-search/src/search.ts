@@ -43,6 +43,24 @@ function isMissingIndex(error: unknown): boolean {
   return error instanceof Error && !(error instanceof KvError) && /unknown index name|no such index|not found/i.test(error.message);
 }
 
+function isMissingAlias(error: unknown): boolean {
+  return error instanceof Error && !(error instanceof KvError) && /alias does not exist|not found/i.test(error.message);
+}
+
+/**
+ * SEARCH.DROP and SEARCH.ALIASDEL (docs/kv.md, "KV: Search"): 1 once `command` removed the index or alias, 0 when it
+ * failed because there was none (`missing`); any other failure is thrown.
+ */
+async function removed(redis: SearchRunner, command: string[], missing: (error: unknown) => boolean): Promise<1 | 0> {
+  try {
+    await redis.run(command);
+    return 1;
+  } catch (error) {
+    if (missing(error)) return 0;
+    throw error;
+  }
+}
+
 function arity(args: string[], n: number, name: string): void {
   if (args.length !== n) throw bad(`wrong number of arguments for '${name}' command`);
 }
@@ -103,13 +121,7 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
     }
     case 'search.drop': {
       arity(rest, 1, name);
-      try {
-        await redis.run(['FT.DROPINDEX', rest[0] as string]);
-        return 1;
-      } catch (error) {
-        if (isMissingIndex(error)) return 0;
-        throw error;
-      }
+      return removed(redis, ['FT.DROPINDEX', rest[0] as string], isMissingIndex);
     }
     case 'search.describe': {
       arity(rest, 1, name);
@@ -168,13 +180,7 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
     }
     case 'search.aliasdel': {
       arity(rest, 1, name);
-      try {
-        await redis.run(['FT.ALIASDEL', rest[0] as string]);
-        return 1;
-      } catch (error) {
-        if (error instanceof Error && !(error instanceof KvError) && /alias does not exist|not found/i.test(error.message)) return 0;
-        throw error;
-      }
+      return removed(redis, ['FT.ALIASDEL', rest[0] as string], isMissingAlias);
     }
     case 'search.listaliases':
       throw bad('SEARCH.LISTALIASES is not supported on this server (the Redis Query Engine cannot list aliases)');

@@ -136,4 +136,16 @@ describe('runSearchCommand', () => {
     await expect(runSearchCommand(['SEARCH.NOPE'], never, { queryEngine: true })).rejects.toThrow("unknown command 'SEARCH.NOPE'");
     expect(wire(['a', 1, null, ['b']])).toEqual([Buffer.from('a'), 1, null, [Buffer.from('b')]]);
   });
+  it.each([
+    ['SEARCH.DROP', 'FT.DROPINDEX', 'Unknown index name'],
+    ['SEARCH.ALIASDEL', 'FT.ALIASDEL', 'Alias does not exist'],
+  ])('%s: 1 once %s removed it, 0 when there was none, other failures thrown', async (command, ft, missing) => {
+    const sent: string[][] = [];
+    const answering = (failure?: Error) => ({ run: (args: string[]) => (sent.push(args), failure ? Promise.reject(failure) : Promise.resolve('OK')) });
+    const options = { queryEngine: true };
+    expect(await runSearchCommand([command, 'p'], answering(), options)).toBe(1);
+    expect(sent).toEqual([[ft, 'p']]);
+    expect(await runSearchCommand([command, 'p'], answering(new Error(missing)), options)).toBe(0);
+    await expect(runSearchCommand([command, 'p'], answering(new Error('LOADING')), options)).rejects.toThrow('LOADING');
+  });
 });
