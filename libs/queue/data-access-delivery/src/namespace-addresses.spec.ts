@@ -12,6 +12,13 @@ const service = (namespace: string, name: string, clusterIP: string, selector: R
   spec: { clusterIP, clusterIPs: [clusterIP], type, ...(selector ? { selector } : {}) },
 });
 
+/** A book with no platform namespace, `pods` set in this order. */
+function bookOf(...pods: V1Pod[]): NamespaceAddressBook {
+  const book = new NamespaceAddressBook(new Set());
+  for (const p of pods) book.setPod(p);
+  return book;
+}
+
 describe('NamespaceAddressBook', () => {
   it('admits a namespace’s own pods and selector Services, and nothing of another namespace', () => {
     const book = new NamespaceAddressBook(new Set(['restash-system']));
@@ -41,9 +48,7 @@ describe('NamespaceAddressBook', () => {
   });
 
   it('follows changes: an address moved to another pod or namespace, a deleted Service, a reused address', () => {
-    const book = new NamespaceAddressBook(new Set());
-    book.setPod(pod('acme', 'a', '10.42.0.7'));
-    book.setPod(pod('acme', 'a', '10.42.0.8'));
+    const book = bookOf(pod('acme', 'a', '10.42.0.7'), pod('acme', 'a', '10.42.0.8'));
     expect(book.admits('acme', '10.42.0.7')).toBe(false);
     expect(book.admits('acme', '10.42.0.8')).toBe(true);
     book.remove('pod', pod('acme', 'a', ''));
@@ -59,9 +64,7 @@ describe('NamespaceAddressBook', () => {
   });
 
   it('compares addresses in one form (IPv6 spellings, IPv4-mapped)', () => {
-    const book = new NamespaceAddressBook(new Set());
-    book.setPod(pod('acme', 'v6', 'fd00:0:0::7'));
-    book.setPod(pod('acme', 'v4', '10.42.0.7'));
+    const book = bookOf(pod('acme', 'v6', 'fd00:0:0::7'), pod('acme', 'v4', '10.42.0.7'));
     expect(book.admits('acme', 'fd00::7')).toBe(true);
     expect(book.admits('acme', '::ffff:10.42.0.7')).toBe(true);
     expect(book.admits('acme', 'not an address')).toBe(false);

@@ -27,6 +27,13 @@ function setup(embed: (text: string) => number[] = () => [1, 0], fails?: Error) 
   return { store, state, observer, service, made, s: session(store) };
 }
 
+/** {@link setup}, with `vectors` (id → vector, in this order) upserted into the default namespace. */
+async function withVectors(vectors: Record<string, number[]>) {
+  const made = setup();
+  await made.service.upsert(made.s, '', Object.entries(vectors).map(([id, vector]) => ({ id, vector })));
+  return made;
+}
+
 const failure = (promise: Promise<unknown>): Promise<VectorError> => rejectionOf(promise, VectorError);
 
 const query = (vector: number[], topK: number): QueryInput => ({ vector, topK, include }) as QueryInput;
@@ -87,12 +94,7 @@ describe('VectorIndexService (over fakes of its ports)', () => {
   });
 
   it('queries in the total order (score, then id), a smaller topK giving the first hits of a larger one', async () => {
-    const { service, s } = setup();
-    await service.upsert(s, '', [
-      { id: 'b', vector: [1, 0] },
-      { id: 'a', vector: [1, 0] },
-      { id: 'c', vector: [0, 1] },
-    ]);
+    const { service, s } = await withVectors({ b: [1, 0], a: [1, 0], c: [0, 1] });
     const [three] = await service.query(s, '', [query([1, 0], 3)]);
     const [two] = await service.query(s, '', [query([1, 0], 2)]);
     expect(three?.map((h) => h.id)).toEqual(['a', 'b', 'c']);
@@ -101,12 +103,7 @@ describe('VectorIndexService (over fakes of its ports)', () => {
   });
 
   it('hands out a resumable query page by page without repeats, then forgets it (404)', async () => {
-    const { service, s } = setup();
-    await service.upsert(s, '', [
-      { id: 'a', vector: [1, 0] },
-      { id: 'b', vector: [0.9, 0.1] },
-      { id: 'c', vector: [0, 1] },
-    ]);
+    const { service, s } = await withVectors({ a: [1, 0], b: [0.9, 0.1], c: [0, 1] });
     const { uuid, hits } = await service.resumableStart(s, '', { ...query([1, 0], 1), maxIdle: 60 } as never);
     const next = await service.resumableNext(s, uuid, 5);
     expect([...hits, ...next.hits].map((h) => h.id)).toEqual(['a', 'b', 'c']);

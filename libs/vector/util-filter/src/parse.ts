@@ -228,21 +228,21 @@ class Parser {
   }
 
   private or(): FilterNode {
-    const children = [this.and()];
-    while (this.isKeyword(this.token, 'OR')) {
-      this.advance();
-      children.push(this.and());
-    }
-    return combine('or', children);
+    return this.joined('or', () => this.and());
   }
 
   private and(): FilterNode {
-    const children = [this.primary()];
-    while (this.isKeyword(this.token, 'AND')) {
+    return this.joined('and', () => this.primary());
+  }
+
+  /** One `operand`, or several joined by the keyword of `kind` (OR binds looser than AND: `or` joins `and`s). */
+  private joined(kind: 'or' | 'and', operand: () => FilterNode): FilterNode {
+    const children = [operand()];
+    while (this.isKeyword(this.token, kind.toUpperCase())) {
       this.advance();
-      children.push(this.primary());
+      children.push(operand());
     }
-    return combine('and', children);
+    return combine(kind, children);
   }
 
   private primary(): FilterNode {
