@@ -5,7 +5,7 @@ import {
   parseBoundedInt,
   parsePeriod,
 } from '@restash/queue/util-message';
-import { type Endpoint, ok } from './endpoint';
+import { type Endpoint, at, done, ok, under } from './endpoint';
 import type { LanesService } from '@restash/queue/feature-messages';
 
 /** A flow-control key from a path remainder: percent-decoded, any characters (a `/` included). @throws QueueError 400 */
@@ -56,11 +56,10 @@ export function flowControlEndpoints(s: LanesService): Endpoint[] {
   return [
     {
       method: 'POST',
-      path: 'flowControl/',
-      exact: false,
+      route: under('flowControl/'),
       write: true,
       name: 'flowControl',
-      run: async (c) => {
+      run: done(async (c) => {
         const match = /^(.+)\/(pause|resume|resetRate|pin|unpin)$/.exec(c.rest);
         if (!match) throw new QueueError(404, `Not found: /v2/flowControl/${c.rest}`);
         const key = flowControlKey(match[1] as string);
@@ -68,18 +67,16 @@ export function flowControlEndpoints(s: LanesService): Endpoint[] {
         if (kind === 'pin') await s.flowControlAction(c.session, key, { kind, ...parsePin(c.query) });
         else if (kind === 'unpin') await s.flowControlAction(c.session, key, { kind, ...parseUnpin(c.query) });
         else await s.flowControlAction(c.session, key, { kind });
-        return ok();
-      },
+      }),
     },
-    { method: 'GET', path: 'flowControl/', exact: false, write: false, name: 'flowControl', run: async (c) => ok(await s.flowControl(c.session, flowControlKey(c.rest))) },
+    { method: 'GET', route: under('flowControl/'), write: false, name: 'flowControl', run: async (c) => ok(await s.flowControl(c.session, flowControlKey(c.rest))) },
     {
       method: 'GET',
-      path: 'flowControl',
-      exact: true,
+      route: at('flowControl'),
       write: false,
       name: 'flowControl',
       run: async (c) => ok(await s.flowControls(c.session, c.query.get('search') ?? undefined)),
     },
-    { method: 'GET', path: 'globalParallelism', exact: true, write: false, name: 'globalParallelism', run: async (c) => ok(await s.globalParallelism(c.session)) },
+    { method: 'GET', route: at('globalParallelism'), write: false, name: 'globalParallelism', run: async (c) => ok(await s.globalParallelism(c.session)) },
   ];
 }

@@ -3,53 +3,52 @@ import {
   bulkParameters,
   dlqView,
   eventView,
-  headerRecord,
   messageView,
   parseBatch,
   parseCancelRequest,
-  parseDlqBulk,
   parseDlqPage,
   parseEventsPage,
   parsePublish,
   pathId,
-  publishDestination,
 } from '@restash/queue/util-message';
 import type { MessagesService } from '@restash/queue/feature-messages';
-import { type Endpoint, ok, publishContext } from './endpoint';
+import { type Call, type Endpoint, at, cursorOf, dlqBulk, ok, publishContext, publishInput, published, under } from './endpoint';
+
+/** `/v2/dlq/retry`, its slash form and the paths under it: the retry endpoints' routes, where GET and DELETE ask for the DLQ entry `retry…`. */
+const DLQ_RETRY = [...at('dlq/retry'), under('dlq/retry/')];
 
 /**
  * The endpoints the official `@upstash/qstash` Client calls for publishing, messages, the DLQ, logs and keys
- * (docs/queue.md, "Queue: endpoints"). Longer prefixes come first; destinations stay raw (their `//` and query survive).
+ * (docs/queue.md, "Queue: endpoints"). Destinations stay raw (their `//` and query survive). An id left out
+ * (`/v2/messages/`, `/v2/dlq/`, `/v2/dlq/retry/`) is 400, never the bulk endpoint of the same path: the id's
+ * endpoints take that slash form before the bulk ones.
  */
 export function messageEndpoints(s: MessagesService): Endpoint[] {
+  /** `GET /v2/events` (`events`) and `/v2/logs` (`logs`): views of the events with the cursor. */
+  const events = (key: 'events' | 'logs') => async (c: Call) => {
+    const page = await s.events(c.session, parseEventsPage(c.query));
+    return ok({ [key]: page.items.map(eventView), ...cursorOf(page) });
+  };
   return [
     {
       method: 'POST',
-      path: 'publish/',
-      exact: false,
+      route: under('publish/'),
       write: true,
       name: 'publish',
-      run: async (c) => {
-        const destination = publishDestination(c.rest, c.request.url, c.query);
-        const [result] = await s.publish(c.session, [parsePublish({ ...publishContext(c), destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body })]);
-        // A URL group answers an array, one per endpoint (docs/queue.md, "Queue: endpoints").
-        return { status: !Array.isArray(result) && result?.deduplicated ? 202 : 201, value: result };
-      },
+      // A URL group answers an array, one per endpoint (docs/queue.md, "Queue: endpoints").
+      run: async (c) => published((await s.publish(c.session, [parsePublish(publishInput(c))]))[0]),
     },
+    { method: 'POST', route: at('batch'), write: true, name: 'batch', run: async (c) => ok(await s.publish(c.session, parseBatch(c.body, publishContext(c)))) },
     {
-      method: 'POST',
-      path: 'batch',
-      exact: true,
-      write: true,
-      name: 'batch',
-      run: async (c) => ok(await s.publish(c.session, parseBatch(c.body, publishContext(c)))),
+      method: 'GET',
+      route: [under('messages/'), '/v2/messages/'],
+      write: false,
+      name: 'messages',
+      run: async (c) => ok(messageView(await s.message(c.session, pathId(c.rest, 'message id')))),
     },
-    { method: 'GET', path: 'messages/', exact: false, emptyRest: true, write: false, name: 'messages', run: async (c) => ok(messageView(await s.message(c.session, pathId(c.rest, 'message id')))) },
     {
       method: 'DELETE',
-      path: 'messages/',
-      exact: false,
-      emptyRest: true, // `/v2/messages/`: an id left out, never the bulk cancel of `/v2/messages`
+      route: [under('messages/'), '/v2/messages/'],
       write: true,
       name: 'messages',
       run: async (c) => {
@@ -59,20 +58,14 @@ export function messageEndpoints(s: MessagesService): Endpoint[] {
     },
     {
       method: 'DELETE',
-      path: 'messages',
-      exact: true,
+      route: at('messages'),
       write: true,
       name: 'messages',
-      run: async (c) => {
-        const cancelled = await s.cancelMany(c.session, parseCancelRequest(bulkParameters(c.query, c.body)));
-        return ok({ cancelled });
-      },
+      run: async (c) => ok({ cancelled: await s.cancelMany(c.session, parseCancelRequest(bulkParameters(c.query, c.body))) }),
     },
     {
       method: 'POST',
-      path: 'dlq/retry/',
-      exact: false,
-      emptyRest: true, // `/v2/dlq/retry/`: an id left out, never the bulk retry of `/v2/dlq/retry`
+      route: [under('dlq/retry/'), '/v2/dlq/retry/'],
       write: true,
       name: 'dlq',
       run: async (c) => {
@@ -82,20 +75,18 @@ export function messageEndpoints(s: MessagesService): Endpoint[] {
     },
     {
       method: 'POST',
-      path: 'dlq/retry',
-      exact: true,
+      route: at('dlq/retry'),
       write: true,
       name: 'dlq',
       run: async (c) => {
-        const page = await s.dlqList(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
+        const page = await s.dlqList(c.session, dlqBulk(c));
         const ids = await s.dlqRetry(c.session, page.items);
-        return ok({ responses: ids.map((messageId) => ({ messageId })), ...(page.cursor ? { cursor: page.cursor } : {}) });
+        return ok({ responses: ids.map((messageId) => ({ messageId })), ...cursorOf(page) });
       },
     },
     {
       method: 'GET',
-      path: 'dlq/',
-      exact: false,
+      route: [under('dlq/'), ...DLQ_RETRY],
       write: false,
       name: 'dlq',
       run: async (c) => {
@@ -105,9 +96,7 @@ export function messageEndpoints(s: MessagesService): Endpoint[] {
     },
     {
       method: 'DELETE',
-      path: 'dlq/',
-      exact: false,
-      emptyRest: true, // `/v2/dlq/`: an id left out, never the bulk delete of `/v2/dlq`
+      route: [under('dlq/'), '/v2/dlq/', ...DLQ_RETRY],
       write: true,
       name: 'dlq',
       run: async (c) => {
@@ -118,8 +107,7 @@ export function messageEndpoints(s: MessagesService): Endpoint[] {
     },
     {
       method: 'GET',
-      path: 'dlq',
-      exact: true,
+      route: at('dlq'),
       write: false,
       name: 'dlq',
       run: async (c) => {
@@ -130,35 +118,27 @@ export function messageEndpoints(s: MessagesService): Endpoint[] {
         const page = await s.dlqList(c.session, parseDlqPage(query));
         const items = source === 'workflow' ? page.items.filter((entry) => entry.message.workflow !== undefined) : page.items;
         const callbacks = await s.failureCallbackStates(c.session, items);
-        return ok({ messages: items.map((entry) => dlqView(entry, callbacks.get(entry.dlqId))), ...(page.cursor ? { cursor: page.cursor } : {}) });
+        return ok({ messages: items.map((entry) => dlqView(entry, callbacks.get(entry.dlqId))), ...cursorOf(page) });
       },
     },
     {
       method: 'DELETE',
-      path: 'dlq',
-      exact: true,
+      route: at('dlq'),
       write: true,
       name: 'dlq',
       run: async (c) => {
-        const page = await s.dlqList(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
-        const deleted = await s.dlqDelete(c.session, page.items.map((e) => e.dlqId));
-        return ok({ deleted, ...(page.cursor ? { cursor: page.cursor } : {}) });
+        const page = await s.dlqList(c.session, dlqBulk(c));
+        return ok({ deleted: await s.dlqDelete(c.session, page.items.map((e) => e.dlqId)), ...cursorOf(page) });
       },
     },
-    { method: 'GET', path: 'events', exact: true, write: false, name: 'events', run: async (c) => ok(eventsAnswer(await s.events(c.session, parseEventsPage(c.query)), 'events')) },
-    { method: 'GET', path: 'logs', exact: true, write: false, name: 'logs', run: async (c) => ok(eventsAnswer(await s.events(c.session, parseEventsPage(c.query)), 'logs')) },
+    { method: 'GET', route: at('events'), write: false, name: 'events', run: events('events') },
+    { method: 'GET', route: at('logs'), write: false, name: 'logs', run: events('logs') },
     {
       method: 'GET',
-      path: 'keys',
-      exact: true,
+      route: at('keys'),
       write: true,
       name: 'keys',
       run: async (c) => ok({ current: c.session.project.signingKeys.current, next: c.session.project.signingKeys.next }),
-      },
+    },
   ];
-}
-
-/** An events page as `GET /v2/events` (`events`) and `/v2/logs` (`logs`) answer it, views of the events with the cursor. */
-function eventsAnswer(page: Awaited<ReturnType<MessagesService['events']>>, key: 'events' | 'logs') {
-  return { [key]: page.items.map(eventView), ...(page.cursor ? { cursor: page.cursor } : {}) };
 }

@@ -1,21 +1,12 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
-import {
-  type ApiOperation,
-  type Credentials,
-  type DenialTable,
-  type TenantApiErrors,
-  TenantGate,
-  limitDenials,
-  operation,
-  registerTenantApi,
-} from '@restash/shared/feature-tenancy';
+import { type Credentials, type DenialTable, type TenantApiErrors, TenantGate, limitDenials, registerTenantApi } from '@restash/shared/feature-tenancy';
 import { QueueError, encodeQueueError } from '@restash/queue/util-message';
 import { LanesService, MessagesService, SchedulesService, SigningKeysService, UrlGroupsService, WorkflowDlq, WorkflowWaits, WorkflowsService } from '@restash/queue/feature-messages';
 import { RegistryReader } from '@restash/shared/data-access-registry';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
-import { type Answer, type Endpoint, type Session } from './endpoint';
+import { type Session, queueOperations } from './endpoint';
 import { QueueMetrics } from './queue-metrics';
 import { messageEndpoints } from './messages.endpoints';
 import { keyEndpoints } from './keys.endpoints';
@@ -55,29 +46,11 @@ export const QUEUE_ERRORS: TenantApiErrors = {
   allowHeader: true,
 };
 
-/** The operation of an endpoint: found by method and path under `/v2/` (longer prefixes first), answered as JSON. */
-function queueOperation(endpoint: Endpoint): ApiOperation<Session> {
-  const { path } = endpoint;
-  return operation<Session, string, undefined, Answer>({
-    name: endpoint.name,
-    methods: [endpoint.method],
-    write: endpoint.write,
-    match: (full) => {
-      if (!full.startsWith('/v2/')) return undefined;
-      const tail = full.slice(4);
-      if (endpoint.exact) return tail === path || tail === `${path}/` ? '' : undefined;
-      return tail.startsWith(path) && (tail.length > path.length || endpoint.emptyRest === true) ? tail.slice(path.length) : undefined;
-    },
-    run: (session, _input, call) =>
-      endpoint.run({ session, rest: call.params, query: call.query, request: call.request, body: call.body ?? Buffer.alloc(0) }),
-    encode: ({ status, value }) => ({ status, ...(value === undefined ? {} : { body: JSON.stringify(value) }) }),
-  });
-}
-
 /**
- * The HTTP surface of the queue API: its endpoints on the shared tenant API routes (bearer tokens in the
- * header or the `qstash_token` query parameter, per-project limits, `{error}` errors, metrics). One
- * catch-all route, so that raw destination URLs reach the parser untouched.
+ * The HTTP surface of the queue API (docs/queue.md, "Queue: endpoints"): its endpoints on the shared tenant API
+ * routes (bearer tokens in the header or the `qstash_token` query parameter, per-project limits, `{error}` errors,
+ * metrics). Each endpoint declares its Fastify routes; the path after a route's prefix reaches it raw, so that
+ * destination URLs reach the parser untouched.
  */
 @Injectable()
 export class QueueRoutes implements OnModuleInit {
@@ -110,7 +83,7 @@ export class QueueRoutes implements OnModuleInit {
     registerTenantApi(fastify, {
       errors: QUEUE_ERRORS,
       credentials: { scheme: 'bearer', queryToken: 'qstash_token' },
-      operations: [
+      operations: queueOperations([
         ...messageEndpoints(this.messages),
         ...topicsEndpoints(this.urlGroups),
         ...scheduleEndpoints(this.schedules),
@@ -118,7 +91,7 @@ export class QueueRoutes implements OnModuleInit {
         ...queuesEndpoints(this.lanes),
         ...flowControlEndpoints(this.lanes),
         ...workflowEndpoints({ runs: this.workflows, waits: this.waits, dlq: this.workflowDlq }),
-      ].map(queueOperation),
+      ]),
       open: (credentials) => this.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,

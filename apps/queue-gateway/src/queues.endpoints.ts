@@ -1,14 +1,5 @@
-import {
-  MAX_QUEUE_PARALLELISM,
-  QueueError,
-  headerRecord,
-  inQueue,
-  parsePublish,
-  parseQueueName,
-  pathId,
-  publishDestination,
-} from '@restash/queue/util-message';
-import { type Endpoint, ok, publishContext } from './endpoint';
+import { MAX_QUEUE_PARALLELISM, QueueError, inQueue, parsePublish, parseQueueName, pathId } from '@restash/queue/util-message';
+import { type Endpoint, at, done, ok, publishInput, published, under } from './endpoint';
 import type { LanesService } from '@restash/queue/feature-messages';
 
 /**
@@ -45,57 +36,40 @@ export function queuesEndpoints(s: LanesService): Endpoint[] {
   return [
     {
       method: 'POST',
-      path: 'enqueue/',
-      exact: false,
+      route: under('enqueue/'),
       write: true,
       name: 'enqueue',
       run: async (c) => {
         const slash = c.rest.indexOf('/');
         if (slash < 0) throw QueueError.badRequest('expected /v2/enqueue/{queue}/{destination}');
-        const queue = parseQueueName(pathId(c.rest.slice(0, slash), 'queue name'), 'queue name');
-        const destination = publishDestination(c.rest.slice(slash + 1), c.request.url, c.query);
-        const parsed = parsePublish({ ...publishContext(c), destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body });
-        const result = await s.enqueue(c.session, inQueue(parsed, queue, 'queue name'));
-        return { status: !Array.isArray(result) && result?.deduplicated ? 202 : 201, value: result };
+        const queue = queueName(c.rest.slice(0, slash));
+        const parsed = parsePublish(publishInput(c, c.rest.slice(slash + 1)));
+        return published(await s.enqueue(c.session, inQueue(parsed, queue, 'queue name')));
       },
     },
     {
       method: 'POST',
-      path: 'queues/',
-      exact: false,
+      route: under('queues/'),
       write: true,
       name: 'queues',
-      run: async (c) => {
+      run: done(async (c) => {
         const match = /^(.+)\/(pause|resume)$/.exec(c.rest);
         if (!match) throw new QueueError(404, `Not found: /v2/queues/${c.rest}`);
         await s.setQueuePaused(c.session, queueName(match[1] as string), match[2] === 'pause');
-        return ok();
-      },
+      }),
     },
     {
       method: 'POST',
-      path: 'queues',
-      exact: true,
+      route: at('queues'),
       write: true,
       name: 'queues',
-      run: async (c) => {
+      run: done(async (c) => {
         const { name, ...settings } = parseUpsertQueue(c.body);
         await s.upsertQueue(c.session, name, settings);
-        return ok();
-      },
+      }),
     },
-    { method: 'GET', path: 'queues/', exact: false, write: false, name: 'queues', run: async (c) => ok(await s.queue(c.session, queueName(c.rest))) },
-    { method: 'GET', path: 'queues', exact: true, write: false, name: 'queues', run: async (c) => ok(await s.queues(c.session)) },
-    {
-      method: 'DELETE',
-      path: 'queues/',
-      exact: false,
-      write: true,
-      name: 'queues',
-      run: async (c) => {
-        await s.deleteQueue(c.session, queueName(c.rest));
-        return ok();
-      },
-    },
+    { method: 'GET', route: under('queues/'), write: false, name: 'queues', run: async (c) => ok(await s.queue(c.session, queueName(c.rest))) },
+    { method: 'GET', route: at('queues'), write: false, name: 'queues', run: async (c) => ok(await s.queues(c.session)) },
+    { method: 'DELETE', route: under('queues/'), write: true, name: 'queues', run: done((c) => s.deleteQueue(c.session, queueName(c.rest))) },
   ];
 }

@@ -1,5 +1,5 @@
-import { QueueError, headerRecord, parseSchedule, parseScheduleId, pathId, publishDestination, scheduleView } from '@restash/queue/util-message';
-import { type Call, type Endpoint, ok, publishContext } from './endpoint';
+import { QueueError, parseSchedule, parseScheduleId, pathId, scheduleView } from '@restash/queue/util-message';
+import { type Endpoint, at, done, ok, publishInput, under } from './endpoint';
 import type { SchedulesService } from '@restash/queue/feature-messages';
 
 /** The schedule id of `/v2/schedules/{id}` (or `{id}/<action>` when `action` is given). @throws QueueError 404 for another path, 400 for a bad id */
@@ -20,31 +20,26 @@ function scheduleIdOf(rest: string, action?: string): string {
  */
 export function scheduleEndpoints(s: SchedulesService): Endpoint[] {
   /** `{id}/pause` or `{id}/resume`: pauses or resumes. @throws QueueError 404 for any other path */
-  const pauseOrResume = async (c: Call) => {
+  const pauseOrResume = done(async (c) => {
     const action = c.rest.endsWith('/resume') ? 'resume' : 'pause';
     await s.setPaused(c.session, scheduleIdOf(c.rest, action), action === 'pause');
-    return ok();
-  };
+  });
   return [
     {
       method: 'POST',
-      path: 'schedules/',
-      exact: false,
+      route: under('schedules/'),
       write: true,
       name: 'schedules',
       run: async (c) => {
         // `POST /v2/schedules/{id}/pause|resume` (QStash's OpenAPI) lands here too: an id and an action, no URL or URL-group name.
         if (/^[A-Za-z0-9_.%-]+\/(pause|resume)$/.test(c.rest)) return pauseOrResume(c);
-        const destination = publishDestination(c.rest, c.request.url, c.query);
-        const definition = parseSchedule({ ...publishContext(c), destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body });
-        return ok(await s.upsert(c.session, definition));
+        return ok(await s.upsert(c.session, parseSchedule(publishInput(c))));
       },
     },
-    { method: 'PATCH', path: 'schedules/', exact: false, write: true, name: 'schedules', run: pauseOrResume },
+    { method: 'PATCH', route: under('schedules/'), write: true, name: 'schedules', run: pauseOrResume },
     {
       method: 'GET',
-      path: 'schedules/',
-      exact: false,
+      route: under('schedules/'),
       write: false,
       name: 'schedules',
       run: async (c) => {
@@ -52,21 +47,10 @@ export function scheduleEndpoints(s: SchedulesService): Endpoint[] {
         return ok(scheduleView(definition, runs));
       },
     },
-    {
-      method: 'DELETE',
-      path: 'schedules/',
-      exact: false,
-      write: true,
-      name: 'schedules',
-      run: async (c) => {
-        await s.delete(c.session, scheduleIdOf(c.rest));
-        return ok();
-      },
-    },
+    { method: 'DELETE', route: under('schedules/'), write: true, name: 'schedules', run: done((c) => s.delete(c.session, scheduleIdOf(c.rest))) },
     {
       method: 'GET',
-      path: 'schedules',
-      exact: true,
+      route: at('schedules'),
       write: false,
       name: 'schedules',
       run: async (c) => ok((await s.list(c.session)).map(({ definition, runs }) => scheduleView(definition, runs))),

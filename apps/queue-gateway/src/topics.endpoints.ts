@@ -1,5 +1,5 @@
 import { QueueError, parseEndpointsBody, parseUrlGroupName, pathId } from '@restash/queue/util-message';
-import { type Endpoint, ok } from './endpoint';
+import { type Call, type Endpoint, at, done, ok, under } from './endpoint';
 import type { UrlGroupsService } from '@restash/queue/feature-messages';
 
 /**
@@ -7,39 +7,33 @@ import type { UrlGroupsService } from '@restash/queue/feature-messages';
  * add and remove endpoints (`{endpoints: [{name?, url}]}`), list, get and delete groups.
  */
 export function topicsEndpoints(s: UrlGroupsService): Endpoint[] {
-  /** `<name>/endpoints` → the group name, or undefined for any other path. */
-  const endpointsPath = (rest: string) => (rest.endsWith('/endpoints') ? parseUrlGroupName(pathId(rest.slice(0, -'/endpoints'.length), 'url group name')) : undefined);
+  const groupName = (rest: string) => parseUrlGroupName(pathId(rest, 'url group name'));
+  /** `<name>/endpoints` → the group and the body's endpoints (`add` or `remove`), or undefined for any other path. */
+  const endpointsOf = (c: Call, kind: 'add' | 'remove') =>
+    c.rest.endsWith('/endpoints') ? { name: groupName(c.rest.slice(0, -'/endpoints'.length)), endpoints: parseEndpointsBody(c.body, kind) } : undefined;
   return [
     {
       method: 'POST',
-      path: 'topics/',
-      exact: false,
+      route: under('topics/'),
       write: true,
       name: 'topics',
-      run: async (c) => {
-        const name = endpointsPath(c.rest);
-        if (name === undefined) throw new QueueError(404, `Not found: /v2/topics/${c.rest}`);
-        await s.addEndpoints(c.session, name, parseEndpointsBody(c.body, 'add'));
-        return ok();
-      },
+      run: done(async (c) => {
+        const edit = endpointsOf(c, 'add');
+        if (edit === undefined) throw new QueueError(404, `Not found: /v2/topics/${c.rest}`);
+        await s.addEndpoints(c.session, edit.name, edit.endpoints);
+      }),
     },
     {
       method: 'DELETE',
-      path: 'topics/',
-      exact: false,
+      route: under('topics/'),
       write: true,
       name: 'topics',
-      run: async (c) => {
-        const name = endpointsPath(c.rest);
-        if (name !== undefined) {
-          await s.removeEndpoints(c.session, name, parseEndpointsBody(c.body, 'remove'));
-          return ok();
-        }
-        await s.delete(c.session, parseUrlGroupName(pathId(c.rest, 'url group name')));
-        return ok();
-      },
+      run: done(async (c) => {
+        const edit = endpointsOf(c, 'remove');
+        await (edit ? s.removeEndpoints(c.session, edit.name, edit.endpoints) : s.delete(c.session, groupName(c.rest)));
+      }),
     },
-    { method: 'GET', path: 'topics/', exact: false, write: false, name: 'topics', run: async (c) => ok(await s.get(c.session, parseUrlGroupName(pathId(c.rest, 'url group name')))) },
-    { method: 'GET', path: 'topics', exact: true, write: false, name: 'topics', run: async (c) => ok(await s.list(c.session)) },
+    { method: 'GET', route: under('topics/'), write: false, name: 'topics', run: async (c) => ok(await s.get(c.session, groupName(c.rest))) },
+    { method: 'GET', route: at('topics'), write: false, name: 'topics', run: async (c) => ok(await s.list(c.session)) },
   ];
 }

@@ -1,13 +1,4 @@
-import {
-  QueueError,
-  bulkParameters,
-  headerRecord,
-  newMessageId,
-  parseDlqBulk,
-  parsePublish,
-  pathId,
-  publishDestination,
-} from '@restash/queue/util-message';
+import { QueueError, newMessageId, parsePublish, pathId } from '@restash/queue/util-message';
 import {
   type WorkflowDlq,
   type WorkflowWaits,
@@ -18,53 +9,43 @@ import {
   rerunOptions,
   runIdOf,
 } from '@restash/queue/feature-messages';
-import { type Endpoint, ok, publishContext } from './endpoint';
+import { type Call, type Endpoint, at, cursorOf, dlqBulk, done, ok, publishContext, publishInput, under } from './endpoint';
 
 /**
  * The workflow endpoints the `@upstash/workflow` SDK calls (docs/workflow.md, "What workflows do"): a run's steps (its lazy fetch), the
  * end of a run (success or cancel), the bulk cancel, the logs, and waiting for and notifying events.
  */
 export function workflowEndpoints({ runs: s, waits, dlq }: { runs: WorkflowsService; waits: WorkflowWaits; dlq: WorkflowDlq }): Endpoint[] {
+  /** `POST /v2/workflows/dlq/resume|restart`: the runs of the DLQ entries the filter selects, again, with the cursor. */
+  type Entries = Awaited<ReturnType<WorkflowDlq['dlqEntries']>>['items'];
+  const rerun = (again: (c: Call, entries: Entries, options: ReturnType<typeof rerunOptions>) => Promise<unknown>) => async (c: Call) => {
+    const options = rerunOptions(c.request.headers, c.session.project.retries.max);
+    const page = await dlq.dlqEntries(c.session, dlqBulk(c));
+    return ok({ workflowRuns: await again(c, page.items, options), ...cursorOf(page) });
+  };
   return [
     {
       // QStash's REST trigger: a run of the workflow at the destination, started by the SDK itself on its first
       // delivery (`Upstash-Workflow-Unknown-Sdk`); the publish headers apply (retries, failure callback, forwards…).
       method: 'POST',
-      path: 'trigger/',
-      exact: false,
-      emptyRest: true,
+      route: under('trigger/'),
       write: true,
       name: 'workflows',
       run: async (c) => {
-        const destination = publishDestination(c.rest, c.request.url, c.query);
-        const context = publishContext(c);
-        const parsed = parsePublish({ ...context, destination, headers: headerRecord(c.request.raw.rawHeaders), body: c.body });
+        const input = publishInput(c);
+        const parsed = parsePublish(input);
         if (parsed.urlGroup !== undefined) throw QueueError.badRequest('invalid destination: a workflow is triggered at a URL, not a URL group');
-        const given = parsed.message.workflow?.runId;
-        const runId = given ?? `wfr_${newMessageId().slice(4)}`;
-        parsed.message.workflow = { runId, init: true, url: destination, unknownSdk: true };
+        const runId = parsed.message.workflow?.runId ?? `wfr_${newMessageId().slice(4)}`;
+        parsed.message.workflow = { runId, init: true, url: input.destination, unknownSdk: true };
         const [result] = await s.trigger(c.session, parsed);
         if (result && !Array.isArray(result) && result.deduplicated) throw QueueError.badRequest(`workflow run ${runId} already exists`);
-        return ok({ workflowRunId: runId, workflowCreatedAt: context.nowMs });
+        return ok({ workflowRunId: runId, workflowCreatedAt: input.nowMs });
       },
     },
+    { method: 'POST', route: under('wait/'), write: true, name: 'workflows', run: done((c) => waits.wait(c.session, eventIdOf(c.rest), c.request.headers, c.body, publishContext(c))) },
     {
       method: 'POST',
-      path: 'wait/',
-      exact: false,
-      emptyRest: true,
-      write: true,
-      name: 'workflows',
-      run: async (c) => {
-        await waits.wait(c.session, eventIdOf(c.rest), c.request.headers, c.body, publishContext(c));
-        return ok();
-      },
-    },
-    {
-      method: 'POST',
-      path: 'notify/',
-      exact: false,
-      emptyRest: true,
+      route: under('notify/'),
       write: true,
       name: 'workflows',
       run: async (c) => {
@@ -76,65 +57,34 @@ export function workflowEndpoints({ runs: s, waits, dlq }: { runs: WorkflowsServ
         return ok(await waits.notify(c.session, eventId, c.body, publishContext(c), runId));
       },
     },
-    { method: 'GET', path: 'waiters/', exact: false, emptyRest: true, write: false, name: 'workflows', run: async (c) => ok(await waits.waitersOf(c.session, eventIdOf(c.rest))) },
-    {
-      method: 'GET',
-      path: 'workflows/runs/',
-      exact: false,
-      emptyRest: true,
-      write: false,
-      name: 'workflows',
-      run: async (c) => ok(await s.steps(c.session, runIdOf(c.rest))),
-    },
+    { method: 'GET', route: under('waiters/'), write: false, name: 'workflows', run: async (c) => ok(await waits.waitersOf(c.session, eventIdOf(c.rest))) },
+    // `/v2/workflows/runs/` (a run id left out) is the run's endpoints', before the bulk cancel of `/v2/workflows/runs`.
+    { method: 'GET', route: [under('workflows/runs/'), '/v2/workflows/runs/'], write: false, name: 'workflows', run: async (c) => ok(await s.steps(c.session, runIdOf(c.rest))) },
     {
       method: 'DELETE',
-      path: 'workflows/runs/',
-      exact: false,
-      emptyRest: true,
+      route: [under('workflows/runs/'), '/v2/workflows/runs/'],
       write: true,
       name: 'workflows',
-      run: async (c) => {
-        await s.endRun(c.session, runIdOf(c.rest), parseCancel(c.query.get('cancel')), c.body, publishContext(c));
-        return ok();
-      },
+      run: done((c) => s.endRun(c.session, runIdOf(c.rest), parseCancel(c.query.get('cancel')), c.body, publishContext(c))),
     },
     {
       method: 'DELETE',
-      path: 'workflows/runs',
-      exact: true,
+      route: at('workflows/runs'),
       write: true,
       name: 'workflows',
       run: async (c) => ok({ cancelled: await s.cancelRuns(c.session, parseRunsCancel(c.query), publishContext(c)) }),
     },
+    { method: 'POST', route: at('workflows/dlq/resume'), write: true, name: 'workflows', run: rerun((c, entries, options) => dlq.resume(c.session, entries, options)) },
     {
       method: 'POST',
-      path: 'workflows/dlq/resume',
-      exact: true,
+      route: at('workflows/dlq/restart'),
       write: true,
       name: 'workflows',
-      run: async (c) => {
-        const options = rerunOptions(c.request.headers, c.session.project.retries.max);
-        const page = await dlq.dlqEntries(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
-        return ok({ workflowRuns: await dlq.resume(c.session, page.items, options), ...(page.cursor ? { cursor: page.cursor } : {}) });
-      },
+      run: rerun((c, entries, options) => dlq.restart(c.session, entries, publishContext(c), options)),
     },
     {
       method: 'POST',
-      path: 'workflows/dlq/restart',
-      exact: true,
-      write: true,
-      name: 'workflows',
-      run: async (c) => {
-        const options = rerunOptions(c.request.headers, c.session.project.retries.max);
-        const page = await dlq.dlqEntries(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
-        return ok({ workflowRuns: await dlq.restart(c.session, page.items, publishContext(c), options), ...(page.cursor ? { cursor: page.cursor } : {}) });
-      },
-    },
-    {
-      method: 'POST',
-      path: 'workflows/dlq/callback/',
-      exact: false,
-      emptyRest: true,
+      route: under('workflows/dlq/callback/'),
       write: true,
       name: 'workflows',
       run: async (c) => {
@@ -146,16 +96,15 @@ export function workflowEndpoints({ runs: s, waits, dlq }: { runs: WorkflowsServ
     },
     {
       method: 'DELETE',
-      path: 'workflows/dlq',
-      exact: true,
+      route: at('workflows/dlq'),
       write: true,
       name: 'workflows',
       run: async (c) => {
-        const page = await dlq.dlqEntries(c.session, parseDlqBulk(bulkParameters(c.query, c.body)));
-        return ok({ deleted: await dlq.dlqDelete(c.session, page.items), ...(page.cursor ? { cursor: page.cursor } : {}) });
+        const page = await dlq.dlqEntries(c.session, dlqBulk(c));
+        return ok({ deleted: await dlq.dlqDelete(c.session, page.items), ...cursorOf(page) });
       },
     },
-    { method: 'GET', path: 'workflows/logs', exact: true, write: false, name: 'workflows', run: async (c) => ok(await s.logs(c.session, c.query)) },
-    { method: 'GET', path: 'workflows/events', exact: true, write: false, name: 'workflows', run: async (c) => ok(await s.logs(c.session, c.query)) },
+    { method: 'GET', route: at('workflows/logs'), write: false, name: 'workflows', run: async (c) => ok(await s.logs(c.session, c.query)) },
+    { method: 'GET', route: at('workflows/events'), write: false, name: 'workflows', run: async (c) => ok(await s.logs(c.session, c.query)) },
   ];
 }
