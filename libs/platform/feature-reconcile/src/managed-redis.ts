@@ -140,12 +140,7 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
   const names = managedRedisNames(owner.name);
   const labels = managedRedisLabels(owner.name);
   const selector = { 'app.kubernetes.io/name': 'redis', 'app.kubernetes.io/instance': owner.name };
-  const metadata = (name: string) => ({
-    name,
-    namespace: owner.namespace,
-    labels,
-    ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
-  });
+  const metadata = ownedMetadata(owner, labels);
   const port = { name: 'redis', port: MANAGED_REDIS_PORT, targetPort: 'redis', protocol: 'TCP' };
   const root = settings.runAsUser === 0;
   const resources = { requests: { cpu: settings.cpuRequest, memory: settings.memoryRequest }, limits: { memory: settings.memoryLimit } };
@@ -280,6 +275,19 @@ export function managedRedisObjects(input: ManagedRedisInput, settings: ManagedR
     },
     ...(replicated ? [disruptionBudget(metadata(names.statefulSet), selector)] : []),
   ];
+}
+
+/**
+ * The metadata of an object the operator makes for a KvDatabase (docs/kubernetes.md): `name` in the owner's namespace,
+ * with `labels`, and the owner as its controller, so that the object goes with it.
+ */
+export function ownedMetadata(owner: ManagedRedisInput['owner'], labels: Record<string, string>) {
+  return (name: string) => ({
+    name,
+    namespace: owner.namespace,
+    labels,
+    ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
+  });
 }
 
 /** At most one pod of the set down by a voluntary disruption (a drain, an eviction) at a time. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { V1PodDisruptionBudget, V1Service, V1StatefulSet } from '@kubernetes/client-node';
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
-import { MANAGED_REDIS_PORT, type ManagedRedisInput, type ManagedRedisSettings, disruptionBudget, managedRedisNames, replicatedEnv, spreadOver } from './managed-redis';
+import { MANAGED_REDIS_PORT, type ManagedRedisInput, type ManagedRedisSettings, disruptionBudget, managedRedisNames, ownedMetadata, replicatedEnv, spreadOver } from './managed-redis';
 
 /** Where a managed database's Redis Sentinels listen. */
 export const SENTINEL_PORT = 26379;
@@ -107,12 +107,7 @@ export function managedSentinelObjects(input: Pick<ManagedRedisInput, 'owner'>, 
   const names = sentinelNames(owner.name);
   const selector = { 'app.kubernetes.io/name': 'redis-sentinel', 'app.kubernetes.io/instance': owner.name };
   const labels = { ...selector, 'app.kubernetes.io/component': 'kv-database', 'app.kubernetes.io/part-of': 'restash', 'app.kubernetes.io/managed-by': 'restash-operator' };
-  const metadata = (name: string) => ({
-    name,
-    namespace: owner.namespace,
-    labels,
-    ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
-  });
+  const metadata = ownedMetadata(owner, labels);
   const port = { name: 'sentinel', port: SENTINEL_PORT, targetPort: 'sentinel', protocol: 'TCP' };
   const root = settings.runAsUser === 0;
   const resources = { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '64Mi' } };
