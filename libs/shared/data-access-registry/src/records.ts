@@ -133,11 +133,12 @@ export const tokenRecordSchema = z.object({
 });
 export type TokenRecord = z.infer<typeof tokenRecordSchema>;
 
+/** The fields a resource's record starts with: its registry id, its tenant, its name in the tenant (docs/architecture.md#architecture-tenant-registry). */
+const resourceRecordIdentity = { id: z.string(), tenant: z.string(), name: z.string() };
+
 /** A KV database: one Redis endpoint (a server, or a logical database of one) and its limits. */
 export const kvDatabaseRecordSchema = z.object({
-  id: z.string(),
-  tenant: z.string(),
-  name: z.string(),
+  ...resourceRecordIdentity,
   /** Where the gateway connects, as its own admin user: `redis://user:pass@host:port/db` (sealed in the registry). */
   redisUrl: z.string(),
   /** Largest accepted request, in bytes (body plus path). */
@@ -179,9 +180,7 @@ export const SPARSE_EMBEDDING_MODELS = ['BM25'] as const;
 
 /** A vector index: one Qdrant collection (namespaces are a payload partition inside it) and its limits. */
 export const vectorIndexRecordSchema = z.object({
-  id: z.string(),
-  tenant: z.string(),
-  name: z.string(),
+  ...resourceRecordIdentity,
   /** Components of the dense vectors; 0 for a SPARSE index (it has none). */
   dimension: z.number().int().nonnegative(),
   /** The dense side's similarity; a SPARSE index scores by inner product and reports DOT_PRODUCT. */
@@ -208,9 +207,7 @@ export type VectorIndexRecord = z.infer<typeof vectorIndexRecordSchema>;
  * consumer group id carries {@link StreamClusterRecord.prefix} on the broker; tenants never see it.
  */
 export const streamClusterRecordSchema = z.object({
-  id: z.string(),
-  tenant: z.string(),
-  name: z.string(),
+  ...resourceRecordIdentity,
   /** Bootstrap brokers, `host:port`. */
   brokers: z.array(z.string()).min(1),
   /** Prefix of the cluster's Kafka topic names and consumer group ids (see {@link streamPrefix}). */
@@ -229,9 +226,7 @@ export type StreamClusterRecord = z.infer<typeof streamClusterRecordSchema>;
  * DLQ and events live in the queue Redis under the project id.
  */
 export const queueProjectRecordSchema = z.object({
-  id: z.string(),
-  tenant: z.string(),
-  name: z.string(),
+  ...resourceRecordIdentity,
   /**
    * The keys outgoing requests are signed with (`Upstash-Signature`): the worker signs with `current`; receivers
    * accept `current` or `next`, so a rotation (next becomes current) never rejects a request in flight.

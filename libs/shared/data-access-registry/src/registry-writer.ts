@@ -80,15 +80,15 @@ export class RegistryWriter {
         records.set(registryKeys.token(digest), { digest, tenant, api, resource, role });
       }
     };
+    // What every resource's record has: its id, tenant and name first, and its limits.
+    const identity = (id: string, name: string) => ({ id, tenant, name });
+    const limitsOf = ({ limits }: { limits: { maxRequestBytes: number; dailyRequests: number } }) => ({ maxRequestBytes: limits.maxRequestBytes, dailyRequestLimit: limits.dailyRequests });
     for (const db of doc.spec.kv.databases) {
       const id = kvDatabaseId(tenant, db.name);
       const record: KvDatabaseRecord = {
-        id,
-        tenant,
-        name: db.name,
+        ...identity(id, db.name),
         redisUrl: db.redis.url,
-        maxRequestBytes: db.limits.maxRequestBytes,
-        dailyRequestLimit: db.limits.dailyRequests,
+        ...limitsOf(db),
         durability: db.durability,
       };
       records.set(registryKeys.kvDatabase(id), this.seal.sealRecord('kv', record));
@@ -97,9 +97,7 @@ export class RegistryWriter {
     for (const index of doc.spec.vector.indexes) {
       const id = vectorIndexId(tenant, index.name);
       const record: VectorIndexRecord = {
-        id,
-        tenant,
-        name: index.name,
+        ...identity(id, index.name),
         dimension: index.dimension ?? 0,
         similarityFunction: index.type === 'SPARSE' ? 'DOT_PRODUCT' : index.similarityFunction,
         indexType: index.type,
@@ -108,8 +106,7 @@ export class RegistryWriter {
         ...(index.qdrant.apiKey ? { qdrantApiKey: index.qdrant.apiKey } : {}),
         collection: index.qdrant.collection ?? defaultCollection(tenant, index.name),
         ...(index.embedding ? { embedder: index.embedding } : {}),
-        maxRequestBytes: index.limits.maxRequestBytes,
-        dailyRequestLimit: index.limits.dailyRequests,
+        ...limitsOf(index),
       };
       records.set(registryKeys.vectorIndex(id), this.seal.sealRecord('vector', record));
       addTokens('vector', id, index.name, tokens.vector[index.name]);
@@ -117,14 +114,11 @@ export class RegistryWriter {
     for (const cluster of doc.spec.stream.clusters) {
       const id = streamClusterId(tenant, cluster.name);
       records.set(registryKeys.streamCluster(id), {
-        id,
-        tenant,
-        name: cluster.name,
+        ...identity(id, cluster.name),
         brokers: cluster.kafka.brokers,
         prefix: streamPrefix(tenant, cluster.name),
         topics: Object.fromEntries(cluster.topics.map((t) => [t.name, t.partitions])),
-        maxRequestBytes: cluster.limits.maxRequestBytes,
-        dailyRequestLimit: cluster.limits.dailyRequests,
+        ...limitsOf(cluster),
       });
       addTokens('stream', id, cluster.name, tokens.stream[cluster.name]);
     }
@@ -135,13 +129,10 @@ export class RegistryWriter {
       const secrets = tokens.queue[project.name];
       if (!secrets) throw new Error(`no tokens given for queue resource '${project.name}' of tenant '${tenant}'`);
       records.set(registryKeys.queueProject(id), {
-        id,
-        tenant,
-        name: project.name,
+        ...identity(id, project.name),
         signingKeys: stored.get(id)?.signingKeys ?? { current: secrets.currentSigningKey, next: secrets.nextSigningKey },
         retries: project.retries,
-        maxRequestBytes: project.limits.maxRequestBytes,
-        dailyRequestLimit: project.limits.dailyRequests,
+        ...limitsOf(project),
         ...(project.destinations.inNamespace ? { inNamespaceDestinations: true } : {}),
       });
       addTokens('queue', id, project.name, secrets);

@@ -188,26 +188,11 @@ export const tenantDocumentSchema = z.object({
   metadata: z.object({ name: dnsLabel }),
   spec: z
     .object({
-      kv: z
-        .object({
-          databases: z.array(kvDatabaseSpecSchema).default([]),
-        })
-        .default({ databases: [] }),
-      vector: z
-        .object({
-          indexes: z.array(vectorIndexSpecSchema).default([]),
-        })
-        .default({ indexes: [] }),
-      stream: z
-        .object({
-          clusters: z.array(streamClusterSpecSchema).default([]),
-        })
-        .default({ clusters: [] }),
-      queue: z
-        .object({
-          projects: z.array(queueProjectSpecSchema).default([]),
-        })
-        .default({ projects: [] }),
+      // Each API's section holds one list of resources; an absent section or list is empty.
+      kv: z.object({ databases: z.array(kvDatabaseSpecSchema).default([]) }).default({ databases: [] }),
+      vector: z.object({ indexes: z.array(vectorIndexSpecSchema).default([]) }).default({ indexes: [] }),
+      stream: z.object({ clusters: z.array(streamClusterSpecSchema).default([]) }).default({ clusters: [] }),
+      queue: z.object({ projects: z.array(queueProjectSpecSchema).default([]) }).default({ projects: [] }),
     })
     .superRefine((spec, ctx) => {
       const unique = (names: string[], path: Array<string | number>, what: string) => {
