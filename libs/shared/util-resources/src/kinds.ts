@@ -71,6 +71,14 @@ export interface KindInfo extends CrdInfo {
   secretKeys: readonly string[];
 }
 
+/**
+ * The names of a kind's CRD (docs/kubernetes.md): the kind, its plural and its short name as given; the singular
+ * (the kind in lower case) and the list kind (`<Kind>List`) from the kind.
+ */
+function crdNames<K extends CrdInfo['kind']>(kind: K, plural: string, shortName: string) {
+  return { kind, plural, singular: kind.toLowerCase(), shortNames: [shortName], listKind: `${kind}List` };
+}
+
 const SECRET_KEYS = {
   KvDatabase: ['UPSTASH_REDIS_REST_URL', 'UPSTASH_REDIS_REST_TOKEN', 'UPSTASH_REDIS_REST_READONLY_TOKEN'],
   VectorIndex: ['UPSTASH_VECTOR_REST_URL', 'UPSTASH_VECTOR_REST_TOKEN', 'UPSTASH_VECTOR_REST_READONLY_TOKEN'],
@@ -84,15 +92,18 @@ const SECRET_KEYS = {
   QueueProject: ['QSTASH_URL', 'QSTASH_TOKEN', 'QSTASH_READONLY_TOKEN', 'QSTASH_CURRENT_SIGNING_KEY', 'QSTASH_NEXT_SIGNING_KEY'],
 } as const;
 
+/**
+ * A tenant resource's kind (docs/kubernetes.md): its CRD names, its spec, the status most kinds have, the keys of
+ * its Secret.
+ */
+function tenantKind(kind: KindName, plural: string, shortName: string, spec: z.ZodType) {
+  return { ...crdNames(kind, plural, shortName), spec, status: statusSchema, secretKeys: SECRET_KEYS[kind] };
+}
+
 /** The four kinds, by kind name. */
 export const KINDS: Record<KindName, KindInfo> = {
   KvDatabase: {
-    kind: 'KvDatabase',
-    plural: 'kvdatabases',
-    singular: 'kvdatabase',
-    shortNames: ['kvdb'],
-    listKind: 'KvDatabaseList',
-    spec: kvDatabaseSpecSchema,
+    ...tenantKind('KvDatabase', 'kvdatabases', 'kvdb', kvDatabaseSpecSchema),
     status: kvDatabaseStatusSchema,
     description: 'KV database (Upstash Redis REST API)',
     printerColumns: [
@@ -102,7 +113,6 @@ export const KINDS: Record<KindName, KindInfo> = {
       { name: 'Primary', type: 'string', jsonPath: '.status.primary', description: 'The pod of the primary (replicated databases)', priority: 1 },
       { name: 'Degraded', type: 'string', jsonPath: '.status.conditions[?(@.type=="Degraded")].status', description: 'A replica missing or lagging', priority: 1 },
     ],
-    secretKeys: SECRET_KEYS.KvDatabase,
     // A managed database's StatefulSet is `redis-<name>`, and its pods' controller-revision-hash label
     // (`redis-<name>-<10 characters>`) must fit in 63; a replicated one's sentinels' is `sentinel-<name>`.
     nameMaxLength: 45,
@@ -114,43 +124,22 @@ export const KINDS: Record<KindName, KindInfo> = {
     ],
   },
   VectorIndex: {
-    kind: 'VectorIndex',
-    plural: 'vectorindexes',
-    singular: 'vectorindex',
-    shortNames: ['vix'],
-    listKind: 'VectorIndexList',
-    spec: vectorIndexSpecSchema,
-    status: statusSchema,
+    ...tenantKind('VectorIndex', 'vectorindexes', 'vix', vectorIndexSpecSchema),
     description: 'vector index (Upstash Vector API)',
     printerColumns: [
       { name: 'Dimension', type: 'integer', jsonPath: '.spec.dimension' },
       { name: 'Metric', type: 'string', jsonPath: '.spec.similarityFunction' },
     ],
-    secretKeys: SECRET_KEYS.VectorIndex,
   },
   StreamCluster: {
-    kind: 'StreamCluster',
-    plural: 'streamclusters',
-    singular: 'streamcluster',
-    shortNames: ['stc'],
-    listKind: 'StreamClusterList',
-    spec: streamClusterSpecSchema,
-    status: statusSchema,
+    ...tenantKind('StreamCluster', 'streamclusters', 'stc', streamClusterSpecSchema),
     description: 'stream cluster (Upstash Kafka REST API)',
     printerColumns: [{ name: 'Topics', type: 'string', jsonPath: '.spec.topics[*].name' }],
-    secretKeys: SECRET_KEYS.StreamCluster,
   },
   QueueProject: {
-    kind: 'QueueProject',
-    plural: 'queueprojects',
-    singular: 'queueproject',
-    shortNames: ['qp'],
-    listKind: 'QueueProjectList',
-    spec: queueProjectSpecSchema,
-    status: statusSchema,
+    ...tenantKind('QueueProject', 'queueprojects', 'qp', queueProjectSpecSchema),
     description: 'queue project (QStash API)',
     printerColumns: [{ name: 'Retries', type: 'integer', jsonPath: '.spec.retries.max', description: 'Most retries a message may ask for' }],
-    secretKeys: SECRET_KEYS.QueueProject,
   },
 };
 
@@ -159,11 +148,7 @@ export const KIND_NAMES = Object.keys(KINDS) as KindName[];
 
 /** KvBackup (issue 32; docs/operations.md, "KV databases: backups and restore"), modelled on CloudNativePG's Backup. */
 export const KV_BACKUP_KIND: CrdInfo = {
-  kind: 'KvBackup',
-  plural: 'kvbackups',
-  singular: 'kvbackup',
-  shortNames: ['kvbk'],
-  listKind: 'KvBackupList',
+  ...crdNames('KvBackup', 'kvbackups', 'kvbk'),
   spec: kvBackupSpecSchema,
   status: kvBackupStatusSchema,
   description: 'backup of a KvDatabase (an RDB snapshot in an S3-compatible bucket)',
