@@ -419,6 +419,14 @@ def body_dict(body: Any) -> dict[str, Any]:
     return body
 
 
+def string_list(b: dict[str, Any], field: str, what: str) -> list[str]:
+    """The body's `field`, a list of strings (`what` names them in the 400 otherwise)."""
+    values = b.get(field)
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise BadRequest(f"Format error in JSON body: {field} must be a list of {what}")
+    return values
+
+
 class Api:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -475,18 +483,14 @@ class Api:
         if key == ("PUT", "points/vectors"):
             return self.update_vectors(coll, b)
         if key == ("POST", "points/vectors/delete"):
-            names = b.get("vector")
-            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                raise BadRequest("Format error in JSON body: vector must be a list of vector names")
+            names = string_list(b, "vector", "vector names")
             for n in names:
                 coll.schema.check_name(n)
             return self.by_points_or_filter(coll, b, lambda ids: qe.UpdateOperation.delete_vectors(ids, names), lambda f: qe.UpdateOperation.delete_vectors_by_filter(f, names))
         if key == ("POST", "points/payload"):
             return self.set_payload(coll, b)
         if key == ("POST", "points/payload/delete"):
-            keys = b.get("keys")
-            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-                raise BadRequest("Format error in JSON body: keys must be a list of payload keys")
+            keys = string_list(b, "keys", "payload keys")
             return self.by_points_or_filter(coll, b, lambda ids: qe.UpdateOperation.delete_payload(ids, keys), lambda f: qe.UpdateOperation.delete_payload_by_filter(f, keys))
         if key == ("POST", "facet"):
             return self.facet(coll, b)

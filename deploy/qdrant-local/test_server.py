@@ -74,7 +74,9 @@ def pts(n: int, start: int = 0, dim: int = 4) -> list[dict]:
     return [{"id": i, "vector": [float((i * 7 + d) % 5) + 0.5 for d in range(dim)], "payload": {"k": "ab"[i % 2], "n": i}} for i in range(start, start + n)]
 
 
-class QdrantLocalTest(unittest.TestCase):
+class ServerTest(unittest.TestCase):
+    """A qdrant-local of its own for each test, in a new data folder; a server still running must stop cleanly."""
+
     def setUp(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="qdrant-local-test-")
         self.server = Server(self.dir).start()
@@ -84,6 +86,8 @@ class QdrantLocalTest(unittest.TestCase):
             self.assertEqual(self.server.stop(), 0)
         shutil.rmtree(self.dir, ignore_errors=True)
 
+
+class QdrantLocalTest(ServerTest):
     def test_api(self) -> None:
         s = self.server
         self.assertEqual(s.call("GET", "/")[1]["version"], "1.18.0")
@@ -237,16 +241,7 @@ def idf(n_with_term: int, n_docs: int) -> float:
     return math.log((n_docs - n_with_term + 0.5) / (n_with_term + 0.5) + 1)
 
 
-class SparseAndHybridTest(unittest.TestCase):
-    def setUp(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="qdrant-local-test-")
-        self.server = Server(self.dir).start()
-
-    def tearDown(self) -> None:
-        if self.server.proc and self.server.proc.poll() is None:
-            self.assertEqual(self.server.stop(), 0)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
+class SparseAndHybridTest(ServerTest):
     def query(self, coll: str, body: dict) -> list[tuple[object, float]]:
         return [(p["id"], p["score"]) for p in self.server.ok("POST", f"/collections/{coll}/points/query", body)["points"]]
 
