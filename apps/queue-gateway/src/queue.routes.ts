@@ -92,6 +92,8 @@ export class QueueRoutes implements OnModuleInit {
         ...flowControlEndpoints(this.lanes),
         ...workflowEndpoints({ runs: this.workflows, waits: this.waits, dlq: this.workflowDlq }),
       ]),
+      // No destination at all: no endpoint, as before the routes (a publish path always names one).
+      notFound: ['/v2/publish/', '/v2/enqueue/'],
       open: (credentials) => this.authenticate(credentials),
       gate: this.gate,
       metrics: this.metrics,

@@ -93,6 +93,7 @@ async function start(options: { registryDown?: boolean } = {}) {
     logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
     bodyLimitBytes: 1000,
     unreadAnswerBytes: 1 << 20,
+    notFound: ['/say/it/'],
   });
   await app.ready();
   const call = async (method: 'GET' | 'POST' | 'DELETE', url: string, token?: string, payload?: string | Readable) => {
@@ -155,6 +156,15 @@ describe('registerTenantApi', () => {
     expect((await call('POST', '/echo/a%2Fb/c', 'standard')).body).toBe('{"text":"writer:a%2Fb/c:0"}');
     expect((await call('POST', '/say/%69t/x%20y', 'standard')).body).toBe('{"text":"writer:x%20y:0"}');
     expect((await call('POST', '/echo/', 'standard')).body).toBe('{"text":"writer::0"}');
+    // An absolute-form target counts from its path.
+    expect((await call('POST', 'http://gateway:8080/echo/a/b?x=1', 'standard')).body).toBe('{"text":"writer:a/b:0"}');
+    await app.close();
+  });
+
+  it('answers 404 on the paths the API names, although a wildcard route would take them', async () => {
+    const { app, call } = await start();
+    expect(await call('POST', '/say/it/', 'standard')).toMatchObject({ status: 404, body: '{"error":"no /say/it/","status":404}' });
+    expect((await call('POST', '/say/it/x', 'standard')).status).toBe(201);
     await app.close();
   });
 

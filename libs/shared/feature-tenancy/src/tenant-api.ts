@@ -132,6 +132,11 @@ export interface TenantApi<S extends TenantSession> {
   bodyLimitBytes: number;
   /** Most bytes of one tenant's answers held for its clients to read (UNREAD_ANSWER_BYTES); see {@link UnreadAnswers}. */
   unreadAnswerBytes: number;
+  /**
+   * Paths answered with the API's 404 although a route ending in `*` would take them (Fastify's `/a/*` takes
+   * `/a/` too): static routes, which win over wildcards (Queue: `/v2/publish/`, no destination at all).
+   */
+  notFound?: readonly string[];
   /** Methods whose bodies are read (default POST, PUT, PATCH). */
   bodyMethods?: string[];
   /**
@@ -154,8 +159,9 @@ export function registerTenantApi<S extends TenantSession>(fastify: FastifyInsta
   for (const op of api.operations) {
     for (const url of typeof op.route === 'string' ? [op.route] : op.route) routes.set(url, [...(routes.get(url) ?? []), op]);
   }
-  // Every other path: the API's 404, in its own shape.
+  // Every other path, and those the API names: its 404, in its own shape.
   if (!routes.has('/*')) routes.set('/*', []);
+  for (const url of api.notFound ?? []) routes.set(url, []);
   const admitted = new WeakMap<FastifyRequest, Admitted<S>>();
   /**
    * A body is read only for a request whose operation exists and whose credentials open a session: anyone
@@ -202,10 +208,22 @@ interface Admitted<S> {
  * path, and percent-decoding never makes or removes a `/` (`%2F` stays encoded).
  */
 function locate<S>(url: string, operations: readonly ApiOperation<S>[], request: FastifyRequest): Located<S> {
-  const at = request.url.indexOf('?');
-  const path = at < 0 ? request.url : request.url.slice(0, at);
-  const search = at < 0 ? '' : request.url.slice(at + 1);
+  const target = originForm(request.url);
+  const at = target.indexOf('?');
+  const path = at < 0 ? target : target.slice(0, at);
+  const search = at < 0 ? '' : target.slice(at + 1);
   return { ...find(operations, request.method), path, search, rest: url.endsWith('*') ? afterSlashes(path, slashes(url)) : '' };
+}
+
+/**
+ * A request target in origin form (`/path?query`): an absolute-form one (`http://host/path?query`, which
+ * Fastify routes by its path) loses its scheme and authority, so that paths and rests count from the path.
+ */
+function originForm(target: string): string {
+  if (target.startsWith('/')) return target;
+  const authority = target.indexOf('//');
+  const path = authority < 0 ? -1 : target.indexOf('/', authority + 2);
+  return path < 0 ? '/' : target.slice(path);
 }
 
 /** How many `/` a string holds. */
