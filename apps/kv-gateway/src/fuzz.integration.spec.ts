@@ -1,25 +1,7 @@
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
-import { type RegistrySeal, RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
-import {
-  type ForeignTokens,
-  type FuzzCase,
-  type FuzzRequest,
-  describeHttpLevelFuzz,
-  bearer,
-  brokenBody,
-  encodeSegment,
-  foreignTenant,
-  fuzzSeed,
-  hostileHeaderValue,
-  hostileString,
-  mutatedJson,
-  nestedJson,
-  readBack,
-  runCase,
-  runFuzz,
-  summarizeFailures,
-} from '@restash/shared/util-testing';
+import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { type FuzzCase, type FuzzRequest, type ForeignTokens, bearer, brokenBody, encodeSegment, hostileHeaderValue, hostileString, mutatedJson, nestedJson, runCase } from '@restash/shared/util-testing';
+import { announceSeed, describeFuzzCases, describeHttpLevelFuzz, describeRequestFuzz, fuzzClient, fuzzSeed, readingBack, registerForeignTenant } from '@restash/shared/util-testing';
 import { type KvStack, startKvStack } from './testing/kv-stack';
 
 // Issue 11: malformed requests of every kind against the KV API (docs/kv.md, "What the KV API does").
@@ -41,43 +23,21 @@ let foreign: ForeignTokens;
 /** The kinds of token a fuzzed request carries. */
 type Auth = 'standard' | 'readonly' | 'none' | 'garbage' | 'vector' | 'stream' | 'queue';
 
-function authHeader(auth: Auth): Record<string, string> {
-  switch (auth) {
-    case 'standard':
-      return bearer(token);
-    case 'readonly':
-      return bearer(readonly);
-    case 'none':
-      return {};
-    case 'garbage':
-      return bearer('not-a-token');
-    default:
-      return bearer(foreign[auth]);
-  }
-}
-
-const json = (path: string, body: unknown, auth: Auth = 'standard'): FuzzRequest => ({ method: 'POST', path, headers: authHeader(auth), body: JSON.stringify(body) });
-const raw = (path: string, body: string | Buffer, auth: Auth = 'standard', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body });
-const get = (path: string, method = 'GET', auth: Auth = 'standard', headers: Record<string, string> = {}): FuzzRequest => ({ method, path, headers: { ...authHeader(auth), ...headers } });
-
-/** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
-async function registerForeignTenant(controlUrl: string, seal: RegistrySeal): Promise<ForeignTokens> {
-  const registry = new Redis(controlUrl);
-  const foreign = foreignTenant();
-  await new RegistryWriter(registry, seal).applyTenant(tenantDocumentSchema.parse(foreign.document), foreign.tokens as TenantTokens);
-  registry.disconnect();
-  return foreign.standard;
-}
+const own = (auth: Auth) => (auth === 'standard' ? bearer(token) : auth === 'readonly' ? bearer(readonly) : undefined);
+const { authHeader, json, raw, bare: get } = fuzzClient<Auth>({ fallback: 'standard', own, foreign: () => foreign });
 
 beforeAll(async () => {
   stack = await startKvStack({ acme: [{ name: 'main', db: 0, maxRequestBytes: 64 * 1024 }], rival: [{ name: 'main', db: 1 }] });
   ({ standard: token, readonly } = stack.tokens('acme', 'main'));
   rival = stack.tokens('rival', 'main').standard;
-  foreign = await registerForeignTenant(stack.control.url, stack.seal);
+  // Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here.
+  foreign = await registerForeignTenant(stack.control.url, (registry, document, tokens) =>
+    new RegistryWriter(registry, stack.seal).applyTenant(tenantDocumentSchema.parse(document), tokens as TenantTokens),
+  );
   // The other tenant's data, written before the fuzz and checked after it.
   const written = await runCase(stack.url, 'kv', { request: { ...json('/pipeline', [['SET', 'rival:k', 'before'], ['HSET', 'rival:h', 'f', 'v']]), headers: bearer(rival) }, expect: 200 });
   expect(written).toBe('ok');
-  console.log(`kv fuzz seed ${SEED} (FUZZ_SEED=${SEED} repeats this run)`);
+  announceSeed('kv', SEED);
 }, 60_000);
 
 afterAll(() => stack?.stop());
@@ -219,11 +179,7 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['a read-only token on FLUSHDB in the path', () => ({ request: get('/flushdb', 'GET', 'readonly'), expect: 400 })],
 ];
 
-describe('hand-written malformed requests', () => {
-  it.each(CASES)('%s', async (_name, build) => {
-    expect(await runCase(stack.url, 'kv', build(), { timeoutMs: 10_000 })).toBe('ok');
-  });
-});
+describeFuzzCases('kv', () => stack.url, CASES, { timeoutMs: 10_000 });
 
 describe('no half-applied write', () => {
   it('discards a whole transaction when one command is over the limit', async () => {
@@ -306,14 +262,7 @@ const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
     })),
 );
 
-describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
-  it('answers every random malformed request completely, below 500, errors as exactly {error}', async () => {
-    const requests = fc.sample(fuzzRequest, { seed: SEED, numRuns: RUNS });
-    const { failures, statuses } = await runFuzz(stack.url, 'kv', requests, { timeoutMs: 10_000 });
-    console.log(`kv fuzz: answers by status ${JSON.stringify(statuses)}`);
-    expect(summarizeFailures(failures)).toEqual([]);
-  }, 120_000);
-});
+describeRequestFuzz('kv', () => stack.url, fuzzRequest, { seed: SEED, runs: RUNS, timeoutMs: 10_000, testTimeoutMs: 120_000 });
 
 describe('after the fuzz', () => {
   it('is ready and serves', async () => {
@@ -324,12 +273,8 @@ describe('after the fuzz', () => {
   });
 
   it('reads back every key the fuzz wrote, as text and as base64', async () => {
-    const problems: string[] = [];
-    const read = async (command: unknown[], headers: Record<string, string> = {}) => {
-      const answer = await readBack(stack.url, 'kv', { ...json('/', command), headers: { ...bearer(token), ...headers } });
-      if (answer.problem) problems.push(answer.problem);
-      return (answer.body as { result?: unknown } | undefined)?.result;
-    };
+    const back = readingBack(stack.url, 'kv');
+    const read = async (command: unknown[], headers: Record<string, string> = {}) => ((await back.read({ ...json('/', command), headers: { ...bearer(token), ...headers } })) as { result?: unknown } | undefined)?.result;
     const READ: Record<string, string[]> = { string: ['GET'], hash: ['HGETALL'], list: ['LRANGE', '0', '-1'], set: ['SMEMBERS'], zset: ['ZRANGE', '0', '-1', 'WITHSCORES'], stream: ['XRANGE', '-', '+'] };
     await read(['SET', 'readback', 'v']);
     const [, keys] = ((await read(['SCAN', '0', 'COUNT', '10000'])) ?? ['0', []]) as [string, string[]];
@@ -339,7 +284,7 @@ describe('after the fuzz', () => {
       await read([name, key, ...rest]);
       await read([name, key, ...rest], { 'Upstash-Encoding': 'base64' });
     }
-    expect(problems).toEqual([]);
+    expect(back.problems).toEqual([]);
   });
 
   it("left the other tenant's data intact", async () => {

@@ -1,27 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
-import { type RegistrySeal, RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
-import {
-  type ForeignTokens,
-  type FuzzCase,
-  type FuzzRequest,
-  describeHttpLevelFuzz,
-  bearer,
-  brokenBody,
-  encodeSegment,
-  eventually,
-  foreignTenant,
-  fuzzSeed,
-  hostileHeaderValue,
-  hostileString,
-  mutatedJson,
-  nestedJson,
-  readBack,
-  runCase,
-  runFuzz,
-  summarizeFailures,
-} from '@restash/shared/util-testing';
+import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { type FuzzCase, type FuzzRequest, type ForeignTokens, bearer, brokenBody, encodeSegment, eventually, hostileHeaderValue, hostileString, mutatedJson, nestedJson, readBack, runCase } from '@restash/shared/util-testing';
+import { announceSeed, describeFuzzCases, describeHttpLevelFuzz, describeRequestFuzz, fuzzClient, fuzzSeed, readingBack, registerForeignTenant } from '@restash/shared/util-testing';
 import { type QueueStack, startQueueStack } from './testing/queue-stack';
 import { type Sink, nonEmpty, startSink } from './testing/sink';
 
@@ -53,31 +34,9 @@ let foreign: ForeignTokens;
 /** The kinds of token a request carries: kv, vector and stream are real tokens of those APIs. */
 type Auth = 'standard' | 'readonly' | 'none' | 'garbage' | 'unregistered' | 'kv' | 'vector' | 'stream';
 
-function authHeader(auth: Auth): Record<string, string> {
-  switch (auth) {
-    case 'standard':
-      return bearer(token);
-    case 'readonly':
-      return bearer(readonly);
-    case 'none':
-      return {};
-    case 'garbage':
-      return bearer('not-a-token');
-    case 'unregistered':
-      return bearer(randomBytes(32).toString('base64url'));
-    default:
-      return bearer(foreign[auth]);
-  }
-}
-
-/** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
-async function registerForeignTenant(controlUrl: string, seal: RegistrySeal): Promise<ForeignTokens> {
-  const registry = new Redis(controlUrl);
-  const tenant = foreignTenant();
-  await new RegistryWriter(registry, seal).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
-  registry.disconnect();
-  return tenant.standard;
-}
+const own = (auth: Auth) =>
+  auth === 'standard' ? bearer(token) : auth === 'readonly' ? bearer(readonly) : auth === 'unregistered' ? bearer(randomBytes(32).toString('base64url')) : undefined;
+const { authHeader, json, raw, bare } = fuzzClient<Auth>({ fallback: 'standard', own, foreign: () => foreign });
 
 const publish = (destination: string, headers: Record<string, string | Buffer> = {}, body: string | Buffer = 'body', auth: Auth = 'standard'): FuzzRequest => ({
   method: 'POST',
@@ -85,9 +44,6 @@ const publish = (destination: string, headers: Record<string, string | Buffer> =
   headers: { ...authHeader(auth), ...headers },
   body,
 });
-const json = (path: string, body: unknown, auth: Auth = 'standard', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body: JSON.stringify(body) });
-const raw = (path: string, body: string | Buffer, auth: Auth = 'standard', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body });
-const bare = (path: string, method = 'GET', auth: Auth = 'standard'): FuzzRequest => ({ method, path, headers: authHeader(auth) });
 
 /** A request with the rival's token through fetch: status and parsed body. */
 async function asRival(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: unknown }> {
@@ -108,7 +64,10 @@ beforeAll(async () => {
   ]);
   ({ token, readonlyToken: readonly } = stack.secrets('acme', 'main'));
   rival = stack.secrets('rival', 'main').token;
-  foreign = await registerForeignTenant(stack.control.url, stack.seal);
+  // Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here.
+  foreign = await registerForeignTenant(stack.control.url, (registry, document, tokens) =>
+    new RegistryWriter(registry, stack.seal).applyTenant(tenantDocumentSchema.parse(document), tokens as TenantTokens),
+  );
   // The other tenant's message (delayed a day: it stays pending) and events, checked after the fuzz.
   const published = await asRival(`/v2/publish/${DEST}`, { method: 'POST', headers: { 'Upstash-Delay': '1d' }, body: 'rival' });
   expect(published.status).toBe(201);
@@ -122,7 +81,7 @@ beforeAll(async () => {
     nonEmpty((body as { events: Array<{ state: string }> }).events.filter((e) => e.state === 'FAILED'));
     return body;
   }, 15_000);
-  console.log(`queue fuzz seed ${SEED} (FUZZ_SEED=${SEED} repeats this run)`);
+  announceSeed('queue', SEED);
 });
 
 afterAll(async () => {
@@ -324,11 +283,7 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ["cancelling the other tenant's message", () => ({ request: { method: 'DELETE', path: `/v2/messages/${rivalMessage}`, headers: bearer(token) }, expect: 404 })],
 ];
 
-describe('hand-written malformed requests', () => {
-  it.each(CASES)('%s', async (_name, build) => {
-    expect(await runCase(stack.url, 'queue', build(), { timeoutMs: 10_000 })).toBe('ok');
-  });
-});
+describeFuzzCases('queue', () => stack.url, CASES, { timeoutMs: 10_000 });
 
 describeHttpLevelFuzz('queue', () => ({ url: stack.url, authorization: `Bearer ${token}` }), { path: '/v2/events', paths: ['/v2/events', '/v2/dlq', `/v2/publish/${DEST}`, '/v2/batch', '/v2/keys', '/v2/messages/x'], seed: SEED, rawRuns: RAW_RUNS });
 
@@ -392,14 +347,7 @@ const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
     .map(([method, path, body, a]) => ({ ...bare(`/v2/${path}`, method, a), ...(body === null ? {} : { body }) })),
 );
 
-describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
-  it('answers every random malformed request completely, below 500, errors as exactly {error}', async () => {
-    const requests = fc.sample(fuzzRequest, { seed: SEED, numRuns: RUNS });
-    const { failures, statuses } = await runFuzz(stack.url, 'queue', requests, { timeoutMs: 10_000 });
-    console.log(`queue fuzz: answers by status ${JSON.stringify(statuses)}`);
-    expect(summarizeFailures(failures)).toEqual([]);
-  }, 300_000);
-});
+describeRequestFuzz('queue', () => stack.url, fuzzRequest, { seed: SEED, runs: RUNS, timeoutMs: 10_000, testTimeoutMs: 300_000 });
 
 describe('after the fuzz', () => {
   it('is ready, serves, and the worker still delivers (it also took the accepted fuzz messages)', async () => {
@@ -410,18 +358,14 @@ describe('after the fuzz', () => {
   });
 
   it('reads back every message, event and DLQ entry the fuzz left', async () => {
-    const problems: string[] = [];
-    const read = async (path: string, expect = [200]) => {
-      const answer = await readBack(stack.url, 'queue', bare(path), expect);
-      if (answer.problem) problems.push(answer.problem);
-      return answer.body as Record<string, unknown> | undefined;
-    };
+    const back = readingBack(stack.url, 'queue');
+    const read = async (path: string, expect = [200]) => (await back.read(bare(path), expect)) as Record<string, unknown> | undefined;
     const events = ((await read('/v2/events?count=1000'))?.events ?? []) as Array<{ messageId: string }>;
     await read('/v2/logs?count=1000');
     for (const messageId of new Set(events.map((e) => e.messageId))) await read(`/v2/messages/${encodeSegment(messageId)}`, [200, 404]);
     const dlq = ((await read('/v2/dlq?count=1000'))?.messages ?? []) as Array<{ dlqId: string }>;
     for (const { dlqId } of dlq) await read(`/v2/dlq/${encodeSegment(dlqId)}`);
-    expect(problems).toEqual([]);
+    expect(back.problems).toEqual([]);
   });
 
   it("left the other tenant's message and events intact", async () => {

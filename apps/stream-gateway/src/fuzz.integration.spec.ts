@@ -1,24 +1,7 @@
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
-import { type RegistrySeal, RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
-import {
-  type ForeignTokens,
-  type FuzzCase,
-  type FuzzRequest,
-  describeHttpLevelFuzz,
-  brokenBody,
-  encodeSegment,
-  foreignTenant,
-  fuzzSeed,
-  hostileHeaderValue,
-  hostileString,
-  mutatedJson,
-  nestedJson,
-  readBack,
-  runCase,
-  runFuzz,
-  summarizeFailures,
-} from '@restash/shared/util-testing';
+import { RegistryWriter, type TenantTokens, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { type FuzzCase, type FuzzRequest, type ForeignTokens, brokenBody, encodeSegment, hostileHeaderValue, hostileString, mutatedJson, nestedJson, readBack, runCase } from '@restash/shared/util-testing';
+import { announceSeed, describeFuzzCases, describeHttpLevelFuzz, describeRequestFuzz, fuzzClient, fuzzSeed, readingBack, registerForeignTenant, runFuzz, summarizeFailures } from '@restash/shared/util-testing';
 import { type StreamStack, type TestCredentials, basicAuth, startStreamStack } from './testing/stream-stack';
 
 // Issue 11: malformed requests of every kind against the Stream API (docs/stream.md, "What the Stream API does") on a real
@@ -41,34 +24,10 @@ let foreign: ForeignTokens;
 
 type Auth = 'standard' | 'readonly' | 'none' | 'garbage' | 'kv' | 'vector' | 'queue';
 
-function authHeader(auth: Auth): Record<string, string> {
-  switch (auth) {
-    case 'standard':
-      return { Authorization: basicAuth(acme) };
-    case 'readonly':
-      return { Authorization: basicAuth(readonly) };
-    case 'none':
-      return {};
-    case 'garbage':
-      return { Authorization: basicAuth({ username: acme.username, password: 'not-a-password' }) };
-    default:
-      // another API's real token, with acme's user name
-      return { Authorization: basicAuth({ username: acme.username, password: foreign[auth] }) };
-  }
-}
-
-const json = (path: string, body: unknown, auth: Auth = 'standard', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body: JSON.stringify(body) });
-const raw = (path: string, body: string | Buffer, auth: Auth = 'standard', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body });
-const bare = (path: string, method = 'GET', auth: Auth = 'standard', headers: Record<string, string | Buffer> = {}): FuzzRequest => ({ method, path, headers: { ...authHeader(auth), ...headers } });
-
-/** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
-async function registerForeignTenant(controlUrl: string, seal: RegistrySeal): Promise<ForeignTokens> {
-  const registry = new Redis(controlUrl);
-  const tenant = foreignTenant();
-  await new RegistryWriter(registry, seal).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
-  registry.disconnect();
-  return tenant.standard;
-}
+const own = (auth: Auth) => (auth === 'standard' ? { Authorization: basicAuth(acme) } : auth === 'readonly' ? { Authorization: basicAuth(readonly) } : undefined);
+/** A wrong password, or another API's real token, with acme's user name. */
+const secret = (password: string) => ({ Authorization: basicAuth({ username: acme.username, password }) });
+const { authHeader, json, raw, bare } = fuzzClient<Auth>({ fallback: 'standard', own, foreign: () => foreign, secret });
 
 /** A request with the rival's credentials through fetch: status and parsed body. */
 async function asRival(path: string, body: unknown): Promise<{ status: number; body: unknown }> {
@@ -84,11 +43,14 @@ beforeAll(async () => {
   acme = stack.credentials('acme', 'events');
   readonly = stack.credentials('acme', 'events', 'readonly');
   rival = stack.credentials('rival', 'events');
-  foreign = await registerForeignTenant(stack.controlUrl, stack.seal);
+  // Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here.
+  foreign = await registerForeignTenant(stack.controlUrl, (registry, document, tokens) =>
+    new RegistryWriter(registry, stack.seal).applyTenant(tenantDocumentSchema.parse(document), tokens as TenantTokens),
+  );
   // The other tenant's messages, written before the fuzz and checked after it; acme's topic gets data too.
   expect((await asRival('/produce', [{ topic: 'orders', value: 'r1' }, { topic: 'orders', value: 'r2', key: 'k' }])).status).toBe(200);
   expect(await runCase(stack.url, 'stream', { request: json('/produce', [{ topic: 'orders', value: 'a1' }, { topic: 'wide', value: 'w1', partition: 1 }]), expect: 200 })).toBe('ok');
-  console.log(`stream fuzz seed ${SEED} (FUZZ_SEED=${SEED} repeats this run)`);
+  announceSeed('stream', SEED);
 });
 
 afterAll(() => stack?.stop());
@@ -247,11 +209,7 @@ describe('no half-applied write', () => {
   });
 });
 
-describe('hand-written malformed requests', () => {
-  it.each(CASES)('%s', async (_name, build) => {
-    expect(await runCase(stack.url, 'stream', build(), { timeoutMs: 40_000 })).toBe('ok');
-  });
-});
+describeFuzzCases('stream', () => stack.url, CASES, { timeoutMs: 40_000 });
 
 describeHttpLevelFuzz('stream', () => ({ url: stack.url, authorization: basicAuth(acme) }), { path: '/topics', paths: ['/topics', '/consumers', '/produce', '/fetch', '/offsets/latest', '/webhook?topic=orders'], seed: SEED, rawRuns: RAW_RUNS });
 
@@ -290,14 +248,7 @@ const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
     .map(([method, path, body, a]) => ({ ...bare(`/${path}`, method, a), ...(body === null ? {} : { body }) })),
 );
 
-describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
-  it('answers every random malformed request completely, below 500, errors as exactly {error, status}', async () => {
-    const requests = fc.sample(fuzzRequest, { seed: SEED, numRuns: RUNS });
-    const { failures, statuses } = await runFuzz(stack.url, 'stream', requests, { timeoutMs: 20_000 });
-    console.log(`stream fuzz: answers by status ${JSON.stringify(statuses)}`);
-    expect(summarizeFailures(failures)).toEqual([]);
-  }, 600_000);
-});
+describeRequestFuzz('stream', () => stack.url, fuzzRequest, { seed: SEED, runs: RUNS, timeoutMs: 20_000, testTimeoutMs: 600_000 });
 
 /**
  * Consume, commit and committed on one live consumer instance (created first), with mutated bodies
@@ -337,12 +288,7 @@ describe('after the fuzz', () => {
   });
 
   it('reads back every message the fuzz produced', async () => {
-    const problems: string[] = [];
-    const read = async (request: FuzzRequest) => {
-      const answer = await readBack(stack.url, 'stream', request);
-      if (answer.problem) problems.push(answer.problem);
-      return answer.body;
-    };
+    const { read, problems } = readingBack(stack.url, 'stream');
     await read(bare('/topics'));
     await read(bare('/consumers'));
     for (const [topic, partition] of [['orders', 0], ['wide', 0], ['wide', 1]] as const) {

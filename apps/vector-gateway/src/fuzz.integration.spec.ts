@@ -1,25 +1,8 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { type RegistrySeal, RegistryWriter, type TenantTokens, generateToken, tenantDocumentSchema } from '@restash/shared/data-access-registry';
-import {
-  type ForeignTokens,
-  type FuzzCase,
-  type FuzzRequest,
-  describeHttpLevelFuzz,
-  bearer,
-  brokenBody,
-  encodeSegment,
-  foreignTenant,
-  fuzzSeed,
-  hostileString,
-  hostileValue,
-  mutatedJson,
-  nestedJson,
-  readBack,
-  runCase,
-  runFuzz,
-  summarizeFailures,
-} from '@restash/shared/util-testing';
+import { RegistryWriter, type TenantTokens, generateToken, tenantDocumentSchema } from '@restash/shared/data-access-registry';
+import { type FuzzCase, type FuzzRequest, type ForeignTokens, bearer, brokenBody, encodeSegment, hostileString, hostileValue, mutatedJson, nestedJson, readBack, runCase } from '@restash/shared/util-testing';
+import { announceSeed, describeFuzzCases, describeHttpLevelFuzz, describeRequestFuzz, fuzzClient, fuzzSeed, readingBack, registerForeignTenant } from '@restash/shared/util-testing';
 import { type VectorStack, startVectorStack } from './testing/vector-stack';
 
 // Issue 11: malformed requests of every kind against the Vector API
@@ -43,35 +26,8 @@ let foreign: ForeignTokens;
 
 type Auth = 'main' | 'text' | 'readonly' | 'none' | 'garbage' | 'kv' | 'stream' | 'queue';
 
-function authHeader(auth: Auth): Record<string, string> {
-  switch (auth) {
-    case 'main':
-      return bearer(main.standard);
-    case 'text':
-      return bearer(text);
-    case 'readonly':
-      return bearer(main.readonly);
-    case 'none':
-      return {};
-    case 'garbage':
-      return bearer('not-a-token');
-    default:
-      return bearer(foreign[auth]);
-  }
-}
-
-const json = (path: string, body: unknown, auth: Auth = 'main', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body: JSON.stringify(body) });
-const raw = (path: string, body: string | Buffer, auth: Auth = 'main', method = 'POST'): FuzzRequest => ({ method, path, headers: authHeader(auth), body });
-const bare = (path: string, method = 'GET', auth: Auth = 'main'): FuzzRequest => ({ method, path, headers: authHeader(auth) });
-
-/** Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here. */
-async function registerForeignTenant(controlUrl: string, seal: RegistrySeal): Promise<ForeignTokens> {
-  const registry = new Redis(controlUrl);
-  const tenant = foreignTenant();
-  await new RegistryWriter(registry, seal).applyTenant(tenantDocumentSchema.parse(tenant.document), tenant.tokens as TenantTokens);
-  registry.disconnect();
-  return tenant.standard;
-}
+const own = (auth: Auth) => (auth === 'main' ? bearer(main.standard) : auth === 'text' ? bearer(text) : auth === 'readonly' ? bearer(main.readonly) : undefined);
+const { authHeader, json, raw, bare } = fuzzClient<Auth>({ fallback: 'main', own, foreign: () => foreign });
 
 const V = [0.1, 0.2, 0.3, 0.4];
 
@@ -97,11 +53,14 @@ beforeAll(async () => {
   main = stack.tokens('acme', 'main');
   text = stack.tokens('acme', 'text').standard;
   rival = stack.tokens('rival', 'main').standard;
-  foreign = await registerForeignTenant(stack.control.url, stack.seal);
+  // Registers a tenant with one resource of each API, so that the other APIs' real tokens can be tried here.
+  foreign = await registerForeignTenant(stack.control.url, (registry, document, tokens) =>
+    new RegistryWriter(registry, stack.seal).applyTenant(tenantDocumentSchema.parse(document), tokens as TenantTokens),
+  );
   // The other tenant's vectors (default namespace and `a`, the namespace the hostile tenant targets), checked after the fuzz.
   expect(await asRival('/upsert', RIVAL_POINTS)).toEqual({ result: 'Success' });
   expect(await asRival('/upsert/a', RIVAL_POINTS)).toEqual({ result: 'Success' });
-  console.log(`vector fuzz seed ${SEED} (FUZZ_SEED=${SEED} repeats this run)`);
+  announceSeed('vector', SEED);
 });
 
 afterAll(() => stack?.stop());
@@ -308,11 +267,7 @@ const CASES: Array<[string, () => FuzzCase]> = [
   ['a read-only token on delete-namespace', () => ({ request: json('/delete-namespace/ns', [], 'readonly', 'DELETE'), expect: 403 })],
 ];
 
-describe('hand-written malformed requests', () => {
-  it.each(CASES)('%s', async (_name, build) => {
-    expect(await runCase(stack.url, 'vector', build(), { timeoutMs: 20_000 })).toBe('ok');
-  });
-});
+describeFuzzCases('vector', () => stack.url, CASES, { timeoutMs: 20_000 });
 
 describeHttpLevelFuzz('vector', () => ({ url: stack.url, authorization: `Bearer ${main.standard}` }), { path: '/info', paths: ['/info', '/query', '/upsert', '/fetch', '/range', '/reset/nothing-here'], seed: SEED, rawRuns: RAW_RUNS });
 
@@ -396,18 +351,14 @@ const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
     })),
 );
 
-describe(`fast-check (seed ${SEED}, ${RUNS} runs)`, () => {
-  it('answers every random malformed request completely, below 500, errors as exactly {error, status}', async () => {
-    const started = await fetch(`${stack.url}/resumable-query`, { method: 'POST', headers: bearer(main.standard), body: JSON.stringify({ vector: V, topK: 1, maxIdle: 3600 }) });
-    const { uuid } = ((await started.json()) as { result: { uuid: string } }).result;
-    const requests = fc
-      .sample(fuzzRequest, { seed: SEED, numRuns: RUNS })
-      .map((request) => (typeof request.body === 'string' ? { ...request, body: request.body.replaceAll(LIVE_QUERY, uuid) } : request));
-    const { failures, statuses } = await runFuzz(stack.url, 'vector', requests, { timeoutMs: 20_000 });
-    console.log(`vector fuzz: answers by status ${JSON.stringify(statuses)}`);
-    expect(summarizeFailures(failures)).toEqual([]);
-  }, 300_000);
-});
+/** Puts the uuid of a resumable query started now where the sampled requests have {@link LIVE_QUERY}. */
+async function withLiveQuery(requests: FuzzRequest[]): Promise<FuzzRequest[]> {
+  const started = await fetch(`${stack.url}/resumable-query`, { method: 'POST', headers: bearer(main.standard), body: JSON.stringify({ vector: V, topK: 1, maxIdle: 3600 }) });
+  const { uuid } = ((await started.json()) as { result: { uuid: string } }).result;
+  return requests.map((request) => (typeof request.body === 'string' ? { ...request, body: request.body.replaceAll(LIVE_QUERY, uuid) } : request));
+}
+
+describeRequestFuzz('vector', () => stack.url, fuzzRequest, { seed: SEED, runs: RUNS, timeoutMs: 20_000, testTimeoutMs: 300_000, prepare: withLiveQuery });
 
 describe('after the fuzz', () => {
   it('is ready and serves', async () => {
@@ -420,12 +371,8 @@ describe('after the fuzz', () => {
   });
 
   it('reads back everything the fuzz stored, in every namespace, then resets', async () => {
-    const problems: string[] = [];
-    const read = async (request: FuzzRequest) => {
-      const answer = await readBack(stack.url, 'vector', request);
-      if (answer.problem) problems.push(answer.problem);
-      return answer.body as { result?: unknown } | undefined;
-    };
+    const back = readingBack(stack.url, 'vector');
+    const read = async (request: FuzzRequest) => (await back.read(request)) as { result?: unknown } | undefined;
     for (const index of ['main', 'text'] as const) {
       const namespaces = ((await read(json('/list-namespaces', [], index)))?.result ?? []) as string[];
       expect(namespaces).toContain('');
@@ -444,7 +391,7 @@ describe('after the fuzz', () => {
       await read(json('/reset?all', [], index));
       expect(((await read(json('/info', [], index)))?.result as { vectorCount?: number } | undefined)?.vectorCount).toBe(0);
     }
-    expect(problems).toEqual([]);
+    expect(back.problems).toEqual([]);
   });
 
   it("left the other tenant's vectors intact", async () => {
