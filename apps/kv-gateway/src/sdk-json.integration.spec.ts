@@ -1,9 +1,5 @@
-import { Redis } from '@upstash/redis';
-import { type KvStack, startKvStack } from './testing/kv-stack';
-import { kvEngine } from '@restash/platform/util-stack';
-
-/** The tenant data server these tests run against (KV_ENGINE): `redis` (8.2 with RedisJSON and RediSearch) or `valkey` (9.1). */
-const engine = kvEngine().name;
+import type { Redis } from '@upstash/redis';
+import { KV_TEST_ENGINE as engine, acmeDatabase } from './testing/upstash-redis';
 
 /**
  * Every `redis.json.*` method of @upstash/redis 1.39.0 through a real kv-gateway: RedisJSON's
@@ -11,14 +7,11 @@ const engine = kvEngine().name;
  * no JSON module, the server's unknown-command error for each.
  */
 describe(`@upstash/redis JSON on ${engine}`, () => {
-  let stack: KvStack;
+  const acme = acmeDatabase();
   let redis: Redis;
-
-  beforeAll(async () => {
-    stack = await startKvStack({ acme: [{ name: 'main' }] });
-    redis = new Redis({ url: stack.url, token: stack.tokens('acme', 'main').standard, enableTelemetry: false });
+  beforeAll(() => {
+    redis = acme.client();
   });
-  afterAll(() => stack.stop());
 
   if (engine === 'valkey') {
     it('every JSON method answers the unknown-command error of a server without the JSON module', async () => {

@@ -1,9 +1,5 @@
-import { Redis } from '@upstash/redis';
-import { type KvStack, startKvStack } from './testing/kv-stack';
-import { kvEngine } from '@restash/platform/util-stack';
-
-/** The tenant data server these tests run against (KV_ENGINE): `redis` (8.2 with RedisJSON and RediSearch) or `valkey` (9.1). */
-const engine = kvEngine().name;
+import type { Redis } from '@upstash/redis';
+import { KV_TEST_ENGINE as engine, acmeDatabase } from './testing/upstash-redis';
 
 /**
  * Every stream method of @upstash/redis 1.39.0 through a real kv-gateway (XDELEX and XACKDEL are
@@ -11,14 +7,11 @@ const engine = kvEngine().name;
  * beyond what sdk.integration.spec.ts covers.
  */
 describe(`@upstash/redis streams, pipelines and transactions on ${engine}`, () => {
-  let stack: KvStack;
+  const acme = acmeDatabase();
   let redis: Redis;
-
-  beforeAll(async () => {
-    stack = await startKvStack({ acme: [{ name: 'main' }] });
-    redis = new Redis({ url: stack.url, token: stack.tokens('acme', 'main').standard, enableTelemetry: false });
+  beforeAll(() => {
+    redis = acme.client();
   });
-  afterAll(() => stack.stop());
 
   it('streams: XADD options, XRANGE/XREVRANGE, XREAD, XLEN, XTRIM, XDEL', async () => {
     expect(await redis.xadd('x:s', '1-1', { f: 'a' })).toBe('1-1');
@@ -180,7 +173,7 @@ describe(`@upstash/redis streams, pipelines and transactions on ${engine}`, () =
   it('read-your-writes: concurrent writes each get their own sync token, and a read sent with it sees them', async () => {
     const tokens = await Promise.all(
       Array.from({ length: 8 }, async (_, i) => {
-        const client = new Redis({ url: stack.url, token: stack.tokens('acme', 'main').standard, enableTelemetry: false, enableAutoPipelining: false });
+        const client = acme.client({ enableAutoPipelining: false });
         await client.set(`ryw:${i}`, i);
         return client.readYourWritesSyncToken;
       }),
@@ -188,11 +181,11 @@ describe(`@upstash/redis streams, pipelines and transactions on ${engine}`, () =
     expect(new Set(tokens).size).toBe(8);
     for (const token of tokens) expect(token).toMatch(/\S/);
 
-    const shared = new Redis({ url: stack.url, token: stack.tokens('acme', 'main').standard, enableTelemetry: false, enableAutoPipelining: false });
+    const shared = acme.client({ enableAutoPipelining: false });
     await Promise.all(Array.from({ length: 8 }, (_, i) => shared.set(`ryw:shared:${i}`, i)));
     expect(await shared.mget(Array.from({ length: 8 }, (_, i) => `ryw:shared:${i}`))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
 
-    const off = new Redis({ url: stack.url, token: stack.tokens('acme', 'main').standard, enableTelemetry: false, readYourWrites: false });
+    const off = acme.client({ readYourWrites: false });
     await off.set('ryw:off', 1);
     expect(off.readYourWritesSyncToken || undefined).toBeUndefined(); // the SDK keeps no token when told not to
   });

@@ -1,9 +1,5 @@
-import { Redis } from '@upstash/redis';
-import { type KvStack, startKvStack } from './testing/kv-stack';
-import { kvEngine } from '@restash/platform/util-stack';
-
-/** The tenant data server these tests run against (KV_ENGINE): `redis` (8.2 with RedisJSON and RediSearch) or `valkey` (9.1). */
-const engine = kvEngine().name;
+import type { Redis } from '@upstash/redis';
+import { KV_TEST_ENGINE as engine, acmeDatabase } from './testing/upstash-redis';
 
 const products = [
   { name: 'Laptop Pro', description: 'High performance laptop', category: 'electronics', price: 1299.99, stock: 50, active: true, sku: 'LP-1', added: '2024-01-02T00:00:00Z', path: '/tech/computers/laptops', maker: { name: 'John Doe' } },
@@ -33,14 +29,11 @@ const schema = {
  * answers one clear error.
  */
 describe(`@upstash/redis search on ${engine}`, () => {
-  let stack: KvStack;
+  const acme = acmeDatabase();
   let redis: Redis;
-
-  beforeAll(async () => {
-    stack = await startKvStack({ acme: [{ name: 'main' }] });
-    redis = new Redis({ url: stack.url, token: stack.tokens('acme', 'main').standard, enableTelemetry: false });
+  beforeAll(() => {
+    redis = acme.client();
   });
-  afterAll(() => stack.stop());
 
   if (engine === 'valkey') {
     it('answers a clear error: the server has no Redis Query Engine', async () => {

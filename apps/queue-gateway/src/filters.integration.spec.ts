@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Client } from '@upstash/qstash';
 import { eventually } from '@restash/shared/util-testing';
-import { type QueueStack, startQueueStack } from './testing/queue-stack';
-import { type Sink, atLeast, nonEmpty, startSink } from './testing/sink';
+import { queueTestbed } from './testing/queue-testbed';
+import { atLeast, nonEmpty } from './testing/sink';
 
 const redacted = (text: string) => `REDACTED:${createHash('sha256').update(text).digest('hex')}`;
 
@@ -11,27 +11,20 @@ const redacted = (text: string) => `REDACTED:${createHash('sha256').update(text)
  * official `@upstash/qstash` Client against queue-gateway + queue-worker on real Redis servers.
  */
 describe('filters, log states and redaction with the official @upstash/qstash Client', () => {
-  let stack: QueueStack;
-  let sink: Sink;
+  const bed = queueTestbed({ acme: [{ name: 'main' }], mallory: [{ name: 'main' }] });
   let client: Client;
   let mallory: Client;
   let token: string;
 
-  beforeAll(async () => {
-    [stack, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }], mallory: [{ name: 'main' }] }), startSink()]);
-    token = stack.secrets('acme', 'main').token;
-    client = new Client({ baseUrl: stack.url, token });
-    mallory = new Client({ baseUrl: stack.url, token: stack.secrets('mallory', 'main').token });
-  }, 120_000);
-
-  afterAll(async () => {
-    await stack?.stop();
-    await sink?.close();
+  beforeAll(() => {
+    token = bed.stack.secrets('acme', 'main').token;
+    client = bed.client();
+    mallory = bed.client('mallory');
   });
 
   /** Publishes a message delivered in an hour (pending until cancelled). */
   const later = (c: Client, path: string, extra: Record<string, unknown> = {}) =>
-    c.publishJSON({ url: `${sink.url}${path}`, body: {}, delay: 3600, ...extra }) as Promise<{ messageId: string }>;
+    c.publishJSON({ url: `${bed.sink.url}${path}`, body: {}, delay: 3600, ...extra }) as Promise<{ messageId: string }>;
   const pending = async (ids: string[]) => {
     const states = await Promise.all(
       ids.map(async (id) => (await client.logs({ messageIds: [id] })).logs.some((l) => ['CANCELLED', 'CANCEL_REQUESTED'].includes(l.state as string))),
@@ -49,7 +42,7 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     await expect(client.messages.cancel({ filter: { label: 'red', path: '/c/c' } })).resolves.toEqual({ cancelled: 1 });
     expect(await pending([a.messageId, b.messageId, c.messageId])).toEqual([a.messageId, b.messageId]);
     // OR within a key: two URLs.
-    await expect(client.messages.cancel({ filter: { url: [`${sink.url}/c/a`, `${sink.url}/c/b`] } })).resolves.toEqual({ cancelled: 2 });
+    await expect(client.messages.cancel({ filter: { url: [`${bed.sink.url}/c/a`, `${bed.sink.url}/c/b`] } })).resolves.toEqual({ cancelled: 2 });
     expect(await pending([a.messageId, b.messageId])).toEqual([]);
     // The other tenant's message with the same label and URL is still there.
     await expect(mallory.messages.get(other.messageId)).resolves.toMatchObject({ messageId: other.messageId });
@@ -57,7 +50,7 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
   });
 
   it('cancels by host, callerIp, dates and urlGroup; every match whatever count says; a count that is no whole number from 1 is a 400', async () => {
-    await client.urlGroups.addEndpoints({ name: 'g', endpoints: [{ url: `${sink.url}/g/1` }, { url: `${sink.url}/g/2` }] });
+    await client.urlGroups.addEndpoints({ name: 'g', endpoints: [{ url: `${bed.sink.url}/g/1` }, { url: `${bed.sink.url}/g/2` }] });
     await client.publishJSON({ urlGroup: 'g', body: {}, delay: 3600 });
     await expect(client.messages.cancel({ filter: { urlGroup: 'g' } })).resolves.toEqual({ cancelled: 2 });
 
@@ -70,8 +63,8 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     expect(await pending([x.messageId])).toEqual([]);
 
     // More than the count=100 that @upstash/qstash 2.12 sends with every filter (and documents as ignored).
-    await client.batchJSON(Array.from({ length: 130 }, () => ({ url: `${sink.url}/all`, body: {}, delay: 3600 })));
-    await client.batchJSON(Array.from({ length: 3 }, () => ({ url: `${sink.url}/few`, body: {}, delay: 3600 })));
+    await client.batchJSON(Array.from({ length: 130 }, () => ({ url: `${bed.sink.url}/all`, body: {}, delay: 3600 })));
+    await client.batchJSON(Array.from({ length: 3 }, () => ({ url: `${bed.sink.url}/few`, body: {}, delay: 3600 })));
     const mine = await later(mallory, '/all');
     await expect(client.messages.cancel({ filter: { path: '/all' } })).resolves.toEqual({ cancelled: 130 });
     await expect(client.messages.cancel({ all: true, count: 2 })).resolves.toEqual({ cancelled: 3 });
@@ -79,7 +72,7 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     await expect(mallory.messages.get(mine.messageId)).resolves.toMatchObject({ messageId: mine.messageId });
 
     for (const count of ['0', '-1', '1.5', 'x']) {
-      const res = await fetch(`${stack.url}/v2/messages?count=${count}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+      const res = await fetch(`${bed.stack.url}/v2/messages?count=${count}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
       expect([count, res.status, ((await res.json()) as { error: string }).error]).toEqual([count, 400, expect.stringMatching(/^invalid count/)]);
     }
   });
@@ -100,7 +93,7 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
   it('takes bulk filters as a JSON body too (earlier SDK releases send them so): cancels only what they name', async () => {
     // What messages.deleteMany(ids) and messages.delete({label}) of earlier @upstash/qstash releases send.
     const bulk = (body: unknown, as: string = token) =>
-      fetch(`${stack.url}/v2/messages`, { method: 'DELETE', headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${bed.stack.url}/v2/messages`, { method: 'DELETE', headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const [a, b, c] = [await later(client, '/j/a'), await later(client, '/j/b'), await later(client, '/j/c', { label: 'jay' })];
     const theirs = await later(mallory, '/j/a', { label: 'jay' });
     const answer = async (res: Response) => [res.status, await res.json()];
@@ -116,31 +109,31 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
   });
 
   it('filters the DLQ by urlGroup, and deletes DLQ entries by filter', async () => {
-    sink.answer('/dg/1', { status: 500 });
-    sink.answer('/dg/2', { status: 500 });
-    await client.urlGroups.addEndpoints({ name: 'dead', endpoints: [{ name: 'one', url: `${sink.url}/dg/1` }, { url: `${sink.url}/dg/2` }] });
+    bed.sink.answer('/dg/1', { status: 500 });
+    bed.sink.answer('/dg/2', { status: 500 });
+    await client.urlGroups.addEndpoints({ name: 'dead', endpoints: [{ name: 'one', url: `${bed.sink.url}/dg/1` }, { url: `${bed.sink.url}/dg/2` }] });
     const sent = (await client.publishJSON({ urlGroup: 'dead', body: {}, retries: 0 })) as unknown as Array<{ messageId: string }>;
     const entries = await eventually(async () => atLeast((await client.dlq.listMessages({ filter: { urlGroup: 'dead' } })).messages, 2), 15_000);
     expect(entries.map((e) => e.messageId).sort()).toEqual(sent.map((r) => r.messageId).sort());
     expect(entries.every((e) => e.topicName === 'dead' && e.urlGroup === 'dead')).toBe(true);
     expect((await client.dlq.listMessages({ filter: { urlGroup: 'alive' } })).messages).toEqual([]);
     expect((await mallory.dlq.listMessages({ filter: { urlGroup: 'dead' } })).messages).toEqual([]);
-    await expect(client.dlq.delete({ filter: { urlGroup: 'dead', url: `${sink.url}/dg/1` } })).resolves.toMatchObject({ deleted: 1 });
+    await expect(client.dlq.delete({ filter: { urlGroup: 'dead', url: `${bed.sink.url}/dg/1` } })).resolves.toMatchObject({ deleted: 1 });
     const left = (await client.dlq.listMessages({ filter: { urlGroup: 'dead' } })).messages;
-    expect(left.map((e) => e.url)).toEqual([`${sink.url}/dg/2`]);
+    expect(left.map((e) => e.url)).toEqual([`${bed.sink.url}/dg/2`]);
     // The same as a JSON body (earlier SDKs' dlq.delete with a filter): another tenant's filter deletes nothing.
     const byBody = (as: string, topicName: string) =>
-      fetch(`${stack.url}/v2/dlq`, { method: 'DELETE', headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json' }, body: JSON.stringify({ topicName }) }).then((r) => r.json());
+      fetch(`${bed.stack.url}/v2/dlq`, { method: 'DELETE', headers: { authorization: `Bearer ${as}`, 'content-type': 'application/json' }, body: JSON.stringify({ topicName }) }).then((r) => r.json());
     await expect(byBody(token, 'alive')).resolves.toEqual({ deleted: 0 });
-    await expect(byBody(stack.secrets('mallory', 'main').token, 'dead')).resolves.toEqual({ deleted: 0 });
+    await expect(byBody(bed.stack.secrets('mallory', 'main').token, 'dead')).resolves.toEqual({ deleted: 0 });
     await expect(byBody(token, 'dead')).resolves.toEqual({ deleted: 1 });
     expect((await client.dlq.listMessages({ filter: { urlGroup: 'dead' } })).messages).toEqual([]);
   }, 40_000);
 
   it('writes CREATED, ACTIVE, DELIVERED; ACTIVE, ERROR, FAILED for a failed attempt; filters logs and the DLQ', async () => {
-    sink.answer('/states/fail', { status: 500, body: 'no' });
-    const ok = await client.publishJSON({ url: `${sink.url}/states/ok`, body: {}, label: 'states' });
-    const failed = await client.publishJSON({ url: `${sink.url}/states/fail`, body: {}, retries: 0, label: 'states' });
+    bed.sink.answer('/states/fail', { status: 500, body: 'no' });
+    const ok = await client.publishJSON({ url: `${bed.sink.url}/states/ok`, body: {}, label: 'states' });
+    const failed = await client.publishJSON({ url: `${bed.sink.url}/states/fail`, body: {}, retries: 0, label: 'states' });
     const states = (id: string) => eventually(async () => {
       const logs = (await client.logs({ messageIds: [id] })).logs.map((l) => l.state).reverse();
       if (!logs.includes('DELIVERED') && !logs.includes('FAILED')) throw new Error(`so far ${logs.join(',')}`);
@@ -153,7 +146,7 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     expect(byState.logs.map((l) => l.messageId)).toEqual([failed.messageId]);
     const byHost = await client.logs({ filter: { host: '127.0.0.1', path: '/states/ok', state: 'DELIVERED' } });
     expect(byHost.logs.map((l) => l.messageId)).toEqual([ok.messageId]);
-    const res = await fetch(`${stack.url}/v2/logs?state=CANCELED&label=states`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(`${bed.stack.url}/v2/logs?state=CANCELED&label=states`, { headers: { authorization: `Bearer ${token}` } });
     expect(((await res.json()) as { logs: unknown[] }).logs).toEqual([]);
 
     const dlq = await eventually(async () => nonEmpty((await client.dlq.listMessages({ filter: { label: 'states', responseStatus: 500 } })).messages), 15_000);
@@ -162,9 +155,9 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
   }, 40_000);
 
   it('shows redacted fields as REDACTED:<sha256> in the message, logs and DLQ, and delivers them unchanged', async () => {
-    sink.answer('/redact/fail', { status: 500 });
+    bed.sink.answer('/redact/fail', { status: 500 });
     const { messageId } = await client.publish({
-      url: `${sink.url}/redact/ok`,
+      url: `${bed.sink.url}/redact/ok`,
       body: 'secret body',
       headers: { authorization: 'Bearer s3cret', 'x-visible': 'shown' },
       delay: 1,
@@ -174,7 +167,7 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     expect(message.body).toBe(redacted('secret body'));
     expect(message.header).toMatchObject({ Authorization: [redacted('Bearer s3cret')], 'X-Visible': ['shown'] });
 
-    const [delivered] = await eventually(() => nonEmpty(sink.on('/redact/ok')), 15_000);
+    const [delivered] = await eventually(() => nonEmpty(bed.sink.on('/redact/ok')), 15_000);
     expect(delivered.body.toString()).toBe('secret body');
     expect(delivered.headers.authorization).toBe('Bearer s3cret');
 
@@ -182,20 +175,20 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
     expect(created?.body).toBe(redacted('secret body'));
     expect(created?.header).toMatchObject({ Authorization: [redacted('Bearer s3cret')] });
 
-    const failed = await client.publish({ url: `${sink.url}/redact/fail`, body: 'dlq secret', retries: 0, redact: { header: true, body: true } });
+    const failed = await client.publish({ url: `${bed.sink.url}/redact/fail`, body: 'dlq secret', retries: 0, redact: { header: true, body: true } });
     const entry = await eventually(async () => nonEmpty((await client.dlq.listMessages({ filter: { messageId: failed.messageId } })).messages)[0], 15_000);
     expect(entry.body).toBe(redacted('dlq secret'));
     expect(Object.values(entry.header ?? {}).flat().every((v) => v.startsWith('REDACTED:'))).toBe(true);
-    await eventually(() => atLeast(sink.on('/redact/fail'), 1), 5_000);
-    expect(sink.on('/redact/fail')[0]?.body.toString()).toBe('dlq secret');
+    await eventually(() => atLeast(bed.sink.on('/redact/fail'), 1), 5_000);
+    expect(bed.sink.on('/redact/fail')[0]?.body.toString()).toBe('dlq secret');
   }, 40_000);
   it('never widens a mistaken bulk call to everything: an unknown, empty or null parameter, all=false or an empty id in the path is a 400; an empty id list acts on nothing', async () => {
-    sink.answer('/widen/dead', { status: 500 });
+    bed.sink.answer('/widen/dead', { status: 500 });
     const keep = await later(client, '/widen/keep', { label: 'other' });
-    const dead = await client.publishJSON({ url: `${sink.url}/widen/dead`, body: {}, retries: 0 });
+    const dead = await client.publishJSON({ url: `${bed.sink.url}/widen/dead`, body: {}, retries: 0 });
     const [entry] = await eventually(async () => nonEmpty((await client.dlq.listMessages({ filter: { messageId: dead.messageId } })).messages), 15_000);
     const send = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${stack.url}${path}`, {
+      const res = await fetch(`${bed.stack.url}${path}`, {
         method,
         headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -243,7 +236,7 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
 
   it('refuses malformed cursors and counts with 400 naming them, and takes every cursor form handed out', async () => {
     const get = async (path: string): Promise<[number, Record<string, unknown>]> => {
-      const res = await fetch(`${stack.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+      const res = await fetch(`${bed.stack.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
       return [res.status, (await res.json()) as Record<string, unknown>];
     };
     for (const path of ['/v2/events?cursor=abc', '/v2/events?cursor=-1', '/v2/logs?cursor=99999999999999999999', '/v2/dlq?cursor=garbage', '/v2/dlq?cursor=1:2:3']) {
@@ -266,15 +259,15 @@ describe('filters, log states and redaction with the official @upstash/qstash Cl
   });
 
   it('keeps the deduplication id of a cancelled message for its 10 minutes: the same publish answers 202 with the first id', async () => {
-    const first = await client.publishJSON({ url: `${sink.url}/dd`, body: { a: 1 }, deduplicationId: 'dd-cancel', delay: 600 });
+    const first = await client.publishJSON({ url: `${bed.sink.url}/dd`, body: { a: 1 }, deduplicationId: 'dd-cancel', delay: 600 });
     await expect(client.messages.cancel(first.messageId)).resolves.toEqual({ cancelled: 1 });
-    const res = await fetch(`${stack.url}/v2/publish/${sink.url}/dd`, {
+    const res = await fetch(`${bed.stack.url}/v2/publish/${bed.sink.url}/dd`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'upstash-deduplication-id': 'dd-cancel', 'upstash-delay': '600s' },
       body: '{"a":1}',
     });
-    expect([res.status, await res.json()]).toEqual([202, { messageId: first.messageId, url: `${sink.url}/dd`, deduplicated: true }]);
-    expect((await client.logs({ filter: { url: `${sink.url}/dd` } })).logs.map((l) => [l.messageId, l.state])).toEqual([
+    expect([res.status, await res.json()]).toEqual([202, { messageId: first.messageId, url: `${bed.sink.url}/dd`, deduplicated: true }]);
+    expect((await client.logs({ filter: { url: `${bed.sink.url}/dd` } })).logs.map((l) => [l.messageId, l.state])).toEqual([
       [first.messageId, 'CANCELLED'],
       [first.messageId, 'CREATED'],
     ]);

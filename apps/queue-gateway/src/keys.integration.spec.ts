@@ -1,7 +1,7 @@
 import { Client, Receiver } from '@upstash/qstash';
 import { eventually } from '@restash/shared/util-testing';
-import { type QueueStack, startQueueStack } from './testing/queue-stack';
-import { type Sink, type SinkRequest, atLeast, startSink } from './testing/sink';
+import { queueTestbed } from './testing/queue-testbed';
+import { type SinkRequest, atLeast } from './testing/sink';
 
 /**
  * `POST /v2/keys/rotate` (docs/queue.md, "Queue: signing-key rotation") against queue-gateway and queue-worker on real
@@ -9,39 +9,32 @@ import { type Sink, type SinkRequest, atLeast, startSink } from './testing/sink'
  * `@upstash/qstash` 2.x has no keys API: the endpoints are called over HTTP, as QStash's docs show.
  */
 describe('queue signing-key rotation', () => {
-  let stack: QueueStack;
-  let sink: Sink;
+  const bed = queueTestbed({ acme: [{ name: 'main' }], other: [{ name: 'main' }] });
   let client: Client;
   let token: string;
   let readonlyToken: string;
 
-  beforeAll(async () => {
-    [stack, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }], other: [{ name: 'main' }] }), startSink()]);
-    ({ token, readonlyToken } = stack.secrets('acme', 'main'));
-    client = new Client({ baseUrl: stack.url, token });
-  }, 120_000);
-
-  afterAll(async () => {
-    await stack?.stop();
-    await sink?.close();
+  beforeAll(() => {
+    ({ token, readonlyToken } = bed.stack.secrets('acme', 'main'));
+    client = bed.client();
   });
 
   const keysCall = async (method: 'GET' | 'POST', path: string, bearer: string) => {
-    const response = await fetch(`${stack.url}/v2/${path}`, { method, headers: { Authorization: `Bearer ${bearer}` } });
+    const response = await fetch(`${bed.stack.url}/v2/${path}`, { method, headers: { Authorization: `Bearer ${bearer}` } });
     return { status: response.status, body: (await response.json()) as Record<string, string> };
   };
 
   const verify = (receiver: Receiver, request: SinkRequest) =>
-    receiver.verify({ signature: String(request.headers['upstash-signature']), body: request.body.toString(), url: `${sink.url}/signed` }).catch(() => false);
+    receiver.verify({ signature: String(request.headers['upstash-signature']), body: request.body.toString(), url: `${bed.sink.url}/signed` }).catch(() => false);
 
   it('rotates: next becomes current, a new next; the worker signs with the new current; receivers verify across the switch', async () => {
     const before = await keysCall('GET', 'keys', token);
     expect(before.status).toBe(200);
     const old = { current: before.body.current as string, next: before.body.next as string };
-    expect(old).toEqual({ current: stack.secrets('acme', 'main').currentSigningKey, next: stack.secrets('acme', 'main').nextSigningKey });
+    expect(old).toEqual({ current: bed.stack.secrets('acme', 'main').currentSigningKey, next: bed.stack.secrets('acme', 'main').nextSigningKey });
 
-    await client.publish({ url: `${sink.url}/signed`, body: 'first' });
-    await eventually(() => atLeast(sink.on('/signed'), 1), 15_000);
+    await client.publish({ url: `${bed.sink.url}/signed`, body: 'first' });
+    await eventually(() => atLeast(bed.sink.on('/signed'), 1), 15_000);
 
     const rotated = await keysCall('POST', 'keys/rotate', token);
     expect(rotated.status).toBe(200);
@@ -51,8 +44,8 @@ describe('queue signing-key rotation', () => {
     expect(rotated.body.next).not.toBe(old.next);
     await eventually(async () => expect((await keysCall('GET', 'keys', token)).body).toEqual(rotated.body), 5_000);
 
-    await client.publish({ url: `${sink.url}/signed`, body: 'second' });
-    const [first, second] = await eventually(() => atLeast(sink.on('/signed'), 2), 15_000);
+    await client.publish({ url: `${bed.sink.url}/signed`, body: 'second' });
+    const [first, second] = await eventually(() => atLeast(bed.sink.on('/signed'), 2), 15_000);
     const oldReceiver = new Receiver({ currentSigningKey: old.current, nextSigningKey: old.next });
     const newReceiver = new Receiver({ currentSigningKey: rotated.body.current as string, nextSigningKey: rotated.body.next as string });
     // Signed with the old current key, then with the new current key (the old next).
@@ -64,7 +57,7 @@ describe('queue signing-key rotation', () => {
   }, 60_000);
 
   it('refuses read-only tokens (403) and touches only the caller\'s project', async () => {
-    const otherToken = stack.secrets('other', 'main').token;
+    const otherToken = bed.stack.secrets('other', 'main').token;
     const otherBefore = (await keysCall('GET', 'keys', otherToken)).body;
     const mineBefore = (await keysCall('GET', 'keys', token)).body;
 

@@ -1,10 +1,9 @@
 import { Client } from '@upstash/qstash';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { queueProjectId } from '@restash/shared/data-access-registry';
-import { eventually } from '@restash/shared/util-testing';
+import { eventually, startGaugeSink } from '@restash/shared/util-testing';
 import { QueueStore, laneQueueName } from '@restash/queue/data-access-store';
-import { type QueueStack, startQueueStack } from './testing/queue-stack';
-import { type GaugeSink, startGaugeSink } from './testing/gauge-sink';
+import { queueTestbed } from './testing/queue-testbed';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -17,24 +16,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 describe('lane Workers for busy lanes only', () => {
   const project = queueProjectId('acme', 'main');
-  let stack: QueueStack;
-  let sink: GaugeSink;
+  const bed = queueTestbed({ acme: [{ name: 'main' }] }, { destination: () => startGaugeSink(10), timeoutMs: 180_000 });
   let client: Client;
   let redis: Redis;
   let store: QueueStore;
 
-  beforeAll(async () => {
-    [stack, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }] }), startGaugeSink(10)]);
-    client = new Client({ baseUrl: stack.url, token: stack.secrets('acme', 'main').token });
-    redis = new Redis(stack.queueRedis.url, { maxRetriesPerRequest: null });
-    store = new QueueStore(redis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 1000 });
-  }, 180_000);
-
-  afterAll(async () => {
-    await store?.close();
-    redis?.disconnect();
-    await stack?.stop();
-    await sink?.close();
+  beforeAll(() => {
+    client = bed.client();
+    redis = bed.redis(bed.stack.queueRedis.url, { maxRetriesPerRequest: null });
+    store = bed.closes(new QueueStore(redis, { prefix: 'restash:queue', messageRetentionMs: 3_600_000, dlqRetentionMs: 3_600_000, eventsPerProject: 1000 }));
   });
 
   const fcLane = (key: string) => laneQueueName({ project, kind: 'fc', name: key });
@@ -51,8 +41,8 @@ describe('lane Workers for busy lanes only', () => {
     const lane = fcLane('idle-key');
     const flowControl = { key: 'idle-key', parallelism: 1 };
     const clientsBefore = Number(/connected_clients:(\d+)/.exec(await redis.info('clients'))?.[1]);
-    await client.publish({ url: `${sink.url}/idle`, body: 'first', flowControl });
-    await eventually(() => expect(sink.on('/idle').bodies).toEqual(['first']), 10_000);
+    await client.publish({ url: `${bed.sink.url}/idle`, body: 'first', flowControl });
+    await eventually(() => expect(bed.sink.on('/idle').bodies).toEqual(['first']), 10_000);
     expect(await workersOf(lane)).toBe(1);
     const deliveredAt = Date.now();
     await idled(lane);
@@ -62,35 +52,35 @@ describe('lane Workers for busy lanes only', () => {
 
     // A publish to the idle lane marks it busy and tells the workers (pub/sub): delivered without waiting for a tick.
     const sentAt = Date.now();
-    await client.publish({ url: `${sink.url}/idle`, body: 'second', flowControl });
-    await eventually(() => expect(sink.on('/idle').bodies).toEqual(['first', 'second']), 10_000, 20);
-    const latency = (sink.on('/idle').starts[1] as number) - sentAt;
+    await client.publish({ url: `${bed.sink.url}/idle`, body: 'second', flowControl });
+    await eventually(() => expect(bed.sink.on('/idle').bodies).toEqual(['first', 'second']), 10_000, 20);
+    const latency = (bed.sink.on('/idle').starts[1] as number) - sentAt;
     process.stdout.write(`publish to an idle lane delivered after ${latency} ms\n`);
     expect(latency).toBeLessThan(4_500); // under a tick (5 s): started by the publish, not by the resync
     // The listing does not depend on the busy set.
     await idled(lane);
     expect((await client.flowControl.get('idle-key')).flowControlKey).toBe('idle-key');
-    const listed = await fetch(`${stack.url}/v2/flowControl`, { headers: { authorization: `Bearer ${stack.secrets('acme', 'main').token}` } });
+    const listed = await fetch(`${bed.stack.url}/v2/flowControl`, { headers: { authorization: `Bearer ${bed.stack.secrets('acme', 'main').token}` } });
     expect(((await listed.json()) as Array<{ flowControlKey: string }>).map((k) => k.flowControlKey)).toContain('idle-key');
   }, 60_000);
 
   it('wakes an idle lane for its delayed message when due, with no Worker meanwhile', async () => {
     const lane = fcLane('sleepy');
     const flowControl = { key: 'sleepy', parallelism: 1 };
-    await client.publish({ url: `${sink.url}/sleepy`, body: 'warm', flowControl });
-    await eventually(() => expect(sink.on('/sleepy').bodies).toEqual(['warm']), 10_000);
+    await client.publish({ url: `${bed.sink.url}/sleepy`, body: 'warm', flowControl });
+    await eventually(() => expect(bed.sink.on('/sleepy').bodies).toEqual(['warm']), 10_000);
     await idled(lane);
 
     const sentAt = Date.now();
-    await client.publish({ url: `${sink.url}/sleepy`, body: 'later', flowControl, delay: 3 });
+    await client.publish({ url: `${bed.sink.url}/sleepy`, body: 'later', flowControl, delay: 3 });
     expect(Number(await redis.zscore(store.lanes.wakeKey, lane))).toBeGreaterThanOrEqual(sentAt + 3_000);
     const workerSeen: number[] = [];
-    while (sink.on('/sleepy').bodies.length < 2 && Date.now() - sentAt < 10_000) {
+    while (bed.sink.on('/sleepy').bodies.length < 2 && Date.now() - sentAt < 10_000) {
       if ((await workersOf(lane)) > 0 || (await busy(lane))) workerSeen.push(Date.now() - sentAt);
       await sleep(100);
     }
-    expect(sink.on('/sleepy').bodies).toEqual(['warm', 'later']);
-    const late = (sink.on('/sleepy').starts[1] as number) - sentAt - 3_000;
+    expect(bed.sink.on('/sleepy').bodies).toEqual(['warm', 'later']);
+    const late = (bed.sink.on('/sleepy').starts[1] as number) - sentAt - 3_000;
     process.stdout.write(`delayed 3 s message on an idle lane delivered ${late} ms after due; lane busy first seen ${workerSeen[0] ?? '-'} ms after the publish\n`);
     expect(late).toBeGreaterThanOrEqual(0);
     expect(late).toBeLessThan(4_500); // woken by the replica's wake-up timer, not by the next 5 s tick
@@ -105,39 +95,39 @@ describe('lane Workers for busy lanes only', () => {
     const queue = client.queue({ queueName: 'held' });
     await queue.upsert({ parallelism: 1 });
     await queue.pause();
-    await queue.enqueue({ url: `${sink.url}/held`, body: 'a' });
-    await queue.enqueue({ url: `${sink.url}/held`, body: 'b' });
+    await queue.enqueue({ url: `${bed.sink.url}/held`, body: 'a' });
+    await queue.enqueue({ url: `${bed.sink.url}/held`, body: 'b' });
     await idled(lane);
     expect(await queue.get()).toMatchObject({ paused: true, lag: 2 });
-    expect(sink.on('/held').bodies).toEqual([]);
+    expect(bed.sink.on('/held').bodies).toEqual([]);
 
     const resumedAt = Date.now();
     await queue.resume();
-    await eventually(() => expect(sink.on('/held').bodies).toEqual(['a', 'b']), 10_000, 20);
-    process.stdout.write(`paused queue resumed: its 2 messages delivered ${(sink.on('/held').starts[1] as number) - resumedAt} ms later\n`);
+    await eventually(() => expect(bed.sink.on('/held').bodies).toEqual(['a', 'b']), 10_000, 20);
+    process.stdout.write(`paused queue resumed: its 2 messages delivered ${(bed.sink.on('/held').starts[1] as number) - resumedAt} ms later\n`);
     await idled(lane);
 
     // Flow-control pause and resume the same way.
     const fc = fcLane('held-key');
-    await client.publish({ url: `${sink.url}/held-key`, body: 'x', flowControl: { key: 'held-key', parallelism: 1 } });
-    await eventually(() => expect(sink.on('/held-key').bodies).toEqual(['x']), 10_000);
+    await client.publish({ url: `${bed.sink.url}/held-key`, body: 'x', flowControl: { key: 'held-key', parallelism: 1 } });
+    await eventually(() => expect(bed.sink.on('/held-key').bodies).toEqual(['x']), 10_000);
     await client.flowControl.pause('held-key');
-    await client.publish({ url: `${sink.url}/held-key`, body: 'y', flowControl: { key: 'held-key', parallelism: 1 } });
+    await client.publish({ url: `${bed.sink.url}/held-key`, body: 'y', flowControl: { key: 'held-key', parallelism: 1 } });
     await idled(fc);
-    expect(sink.on('/held-key').bodies).toEqual(['x']);
+    expect(bed.sink.on('/held-key').bodies).toEqual(['x']);
     await client.flowControl.resume('held-key');
-    await eventually(() => expect(sink.on('/held-key').bodies).toEqual(['x', 'y']), 10_000, 20);
+    await eventually(() => expect(bed.sink.on('/held-key').bodies).toEqual(['x', 'y']), 10_000, 20);
   }, 90_000);
 
   it('keeps a rate-limited lane Worker while messages wait for the next period', async () => {
     const lane = fcLane('slow');
     const flowControl = { key: 'slow', rate: 1, period: 8 };
-    await Promise.all(['1', '2'].map((body) => client.publish({ url: `${sink.url}/slow`, body, flowControl })));
-    await eventually(() => expect(sink.on('/slow').bodies).toHaveLength(1), 10_000);
+    await Promise.all(['1', '2'].map((body) => client.publish({ url: `${bed.sink.url}/slow`, body, flowControl })));
+    await eventually(() => expect(bed.sink.on('/slow').bodies).toHaveLength(1), 10_000);
     // The second waits up to 8 s for the next period: two ticks and more, with its lane busy and its Worker open.
     await sleep(6_000);
     expect(await busy(lane)).toBe(true);
     expect(await workersOf(lane)).toBe(1);
-    await eventually(() => expect(sink.on('/slow').bodies).toHaveLength(2), 15_000);
+    await eventually(() => expect(bed.sink.on('/slow').bodies).toHaveLength(2), 15_000);
   }, 60_000);
 });

@@ -3,10 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@upstash/qstash';
 import { Redis } from 'ioredis';
 import { queueProjectId } from '@restash/shared/data-access-registry';
-import { eventually } from '@restash/shared/util-testing';
+import { eventually, startGaugeSink } from '@restash/shared/util-testing';
 import { QueueStore } from '@restash/queue/data-access-store';
-import { type QueueStack, startQueueStack } from './testing/queue-stack';
-import { type GaugeSink, startGaugeSink } from './testing/gauge-sink';
+import { queueTestbed } from './testing/queue-testbed';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -16,27 +15,20 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * measured at the destination (requests it holds at once, arrivals per period).
  */
 describe('queues and flow control with the official @upstash/qstash Client', () => {
-  let stack: QueueStack;
-  let sink: GaugeSink;
+  const bed = queueTestbed({ acme: [{ name: 'main' }], mallory: [{ name: 'main' }] }, { destination: () => startGaugeSink(150), workerEnv: { WORKER_CONCURRENCY: '20' }, timeoutMs: 180_000 });
   let client: Client;
   let other: Client;
   let token: string;
 
   beforeAll(async () => {
-    [stack, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }], mallory: [{ name: 'main' }] }, { WORKER_CONCURRENCY: '20' }), startGaugeSink(150)]);
-    await stack.startWorker();
-    token = stack.secrets('acme', 'main').token;
-    client = new Client({ baseUrl: stack.url, token });
-    other = new Client({ baseUrl: stack.url, token: stack.secrets('mallory', 'main').token });
-  }, 180_000);
-
-  afterAll(async () => {
-    await stack?.stop();
-    await sink?.close();
-  });
+    await bed.stack.startWorker();
+    token = bed.stack.secrets('acme', 'main').token;
+    client = bed.client();
+    other = bed.client('mallory');
+  }, 60_000);
 
   const api = (method: string, path: string, init: { body?: string; headers?: Record<string, string> } = {}) =>
-    fetch(`${stack.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...init.headers }, ...(init.body !== undefined ? { body: init.body } : {}) });
+    fetch(`${bed.stack.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...init.headers }, ...(init.body !== undefined ? { body: init.body } : {}) });
 
   it('creates, reads, lists, pauses, resumes and deletes queues', async () => {
     const queue = client.queue({ queueName: 'upstash-queue' });
@@ -74,7 +66,7 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
       ['POST', '/v2/queues', '{"queueName":"q","paused":"yes"}', 'paused'],
       ['POST', '/v2/queues', 'nope', 'body'],
       ['GET', '/v2/queues/bad%20name', undefined, 'queue name'],
-      ['POST', `/v2/enqueue/bad%3Aname/${sink.url}/x`, 'x', 'queue name'],
+      ['POST', `/v2/enqueue/bad%3Aname/${bed.sink.url}/x`, 'x', 'queue name'],
     ];
     for (const [method, path, body, field] of cases) {
       const response = await api(method, path, body === undefined ? {} : { body });
@@ -82,13 +74,13 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
       expect(((await response.json()) as { error: string }).error).toContain(field);
     }
     expect(await client.queue().list()).toEqual([]);
-    const both = await api('POST', `/v2/enqueue/q1/${sink.url}/x`, {
+    const both = await api('POST', `/v2/enqueue/q1/${bed.sink.url}/x`, {
       body: 'x',
       headers: { 'upstash-flow-control-key': 'k', 'upstash-flow-control-value': 'parallelism=1' },
     });
     expect(both.status).toBe(400);
     expect(((await both.json()) as { error: string }).error).toContain('Upstash-Flow-Control-Key');
-    const noValue = await api('POST', `/v2/publish/${sink.url}/x`, { body: 'x', headers: { 'upstash-flow-control-key': 'k' } });
+    const noValue = await api('POST', `/v2/publish/${bed.sink.url}/x`, { body: 'x', headers: { 'upstash-flow-control-key': 'k' } });
     expect(noValue.status).toBe(400);
     expect(((await noValue.json()) as { error: string }).error).toContain('Upstash-Flow-Control-Key');
     expect(await client.queue().list()).toEqual([]);
@@ -99,18 +91,18 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
   it('delivers a queue in order, one at a time across two workers (parallelism 1), the enqueue creating the queue', async () => {
     const queue = client.queue({ queueName: 'ordered' });
     const ids: string[] = [];
-    for (let i = 0; i < 12; i++) ids.push((await queue.enqueue({ url: `${sink.url}/ordered`, body: String(i) })).messageId);
+    for (let i = 0; i < 12; i++) ids.push((await queue.enqueue({ url: `${bed.sink.url}/ordered`, body: String(i) })).messageId);
     const message = await client.messages.get(ids[0] as string);
     expect(message.queueName).toBe('ordered');
     expect(await queue.get()).toMatchObject({ name: 'ordered', parallelism: 1 });
-    const gauge = sink.on('/ordered');
+    const gauge = bed.sink.on('/ordered');
     await eventually(() => expect(gauge.bodies).toHaveLength(12), 30_000);
     expect(gauge.bodies).toEqual(Array.from({ length: 12 }, (_, i) => String(i)));
     expect(gauge.maxInFlight).toBe(1);
     // A batch into a new queue keeps its order too (its items are published concurrently).
-    await client.batch(Array.from({ length: 10 }, (_, i) => ({ queueName: 'ordered-batch', url: `${sink.url}/ordered-batch`, body: String(i) })));
-    await eventually(() => expect(sink.on('/ordered-batch').bodies).toEqual(Array.from({ length: 10 }, (_, i) => String(i))), 30_000);
-    expect(sink.on('/ordered-batch').maxInFlight).toBe(1);
+    await client.batch(Array.from({ length: 10 }, (_, i) => ({ queueName: 'ordered-batch', url: `${bed.sink.url}/ordered-batch`, body: String(i) })));
+    await eventually(() => expect(bed.sink.on('/ordered-batch').bodies).toEqual(Array.from({ length: 10 }, (_, i) => String(i))), 30_000);
+    expect(bed.sink.on('/ordered-batch').maxInFlight).toBe(1);
   }, 60_000);
 
   it('holds a queue while its message waits for a retry, as QStash does; a cancel releases it, a deletion ends it', async () => {
@@ -162,13 +154,13 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
   it('holds a queue until the callbacks and failure callbacks of its message are delivered, as QStash does', async () => {
     // The sink answers 150 ms after a request arrives: a message may start only once the callback before it was answered.
     const queue = client.queue({ queueName: 'with-callbacks' });
-    for (const body of ['0', '1']) await queue.enqueue({ url: `${sink.url}/cbq`, body, callback: `${sink.url}/cbq-callback` });
+    for (const body of ['0', '1']) await queue.enqueue({ url: `${bed.sink.url}/cbq`, body, callback: `${bed.sink.url}/cbq-callback` });
     // Nothing listens on port 1: no retries, so it goes to the DLQ and its failure callback is posted.
-    await queue.enqueue({ url: 'http://127.0.0.1:1/closed', body: 'fails', retries: 0, failureCallback: `${sink.url}/cbq-failure` });
-    await queue.enqueue({ url: `${sink.url}/cbq`, body: '2' });
-    const messages = sink.on('/cbq');
-    const callbacks = sink.on('/cbq-callback');
-    const failures = sink.on('/cbq-failure');
+    await queue.enqueue({ url: 'http://127.0.0.1:1/closed', body: 'fails', retries: 0, failureCallback: `${bed.sink.url}/cbq-failure` });
+    await queue.enqueue({ url: `${bed.sink.url}/cbq`, body: '2' });
+    const messages = bed.sink.on('/cbq');
+    const callbacks = bed.sink.on('/cbq-callback');
+    const failures = bed.sink.on('/cbq-failure');
     await eventually(() => expect([messages.bodies, callbacks.bodies.length, failures.bodies.length]).toEqual([['0', '1', '2'], 2, 1]), 30_000);
     const sourceBodies = callbacks.bodies.map((b) => Buffer.from((JSON.parse(b) as { sourceBody: string }).sourceBody, 'base64').toString());
     expect(sourceBodies).toEqual(['0', '1']);
@@ -183,15 +175,15 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
   }, 60_000);
 
   it('keeps a waiting lane message findable past the retention; once settled its lane record expires with the job', async () => {
-    const redis = new Redis(stack.queueRedis.url);
+    const redis = new Redis(bed.stack.queueRedis.url);
     try {
       const recordTtl = (messageId: string) => redis.pttl(`restash:queue:lane-of:${queueProjectId('acme', 'main')}:${messageId}`);
       const retentionMs = 86_400_000; // MESSAGE_RETENTION_MS's default
-      const later = await client.queue({ queueName: 'later' }).enqueue({ url: `${sink.url}/later`, body: 'x', delay: 3 * 86_400 });
+      const later = await client.queue({ queueName: 'later' }).enqueue({ url: `${bed.sink.url}/later`, body: 'x', delay: 3 * 86_400 });
       expect(await recordTtl(later.messageId)).toBeGreaterThan(3 * 86_400_000 + retentionMs);
       expect(await client.messages.get(later.messageId)).toMatchObject({ queueName: 'later' });
-      const now = await client.queue({ queueName: 'later' }).enqueue({ url: `${sink.url}/now`, body: 'y' });
-      await eventually(() => expect(sink.on('/now').bodies).toEqual(['y']), 15_000);
+      const now = await client.queue({ queueName: 'later' }).enqueue({ url: `${bed.sink.url}/now`, body: 'y' });
+      await eventually(() => expect(bed.sink.on('/now').bodies).toEqual(['y']), 15_000);
       await eventually(async () => expect(await recordTtl(now.messageId)).toBeLessThanOrEqual(retentionMs), 5_000);
       expect(await client.messages.get(now.messageId)).toMatchObject({ queueName: 'later' });
       await client.messages.delete(later.messageId);
@@ -203,8 +195,8 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
   it('holds at most `parallelism` deliveries of a queue in flight across two workers', async () => {
     const queue = client.queue({ queueName: 'wide' });
     await queue.upsert({ parallelism: 3 });
-    await client.batch(Array.from({ length: 30 }, (_, i) => ({ queueName: 'wide', url: `${sink.url}/wide`, body: String(i) })));
-    const gauge = sink.on('/wide');
+    await client.batch(Array.from({ length: 30 }, (_, i) => ({ queueName: 'wide', url: `${bed.sink.url}/wide`, body: String(i) })));
+    const gauge = bed.sink.on('/wide');
     await eventually(() => expect(gauge.bodies).toHaveLength(30), 30_000);
     expect(gauge.maxInFlight).toBe(3);
     expect((await queue.get()).lag).toBe(0);
@@ -213,23 +205,23 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
   it('keeps a paused queue waiting (lag counts it) until resumed', async () => {
     const queue = client.queue({ queueName: 'held' });
     await queue.upsert({ parallelism: 2, paused: true });
-    await queue.enqueueJSON({ url: `${sink.url}/held`, body: { n: 1 } });
-    await queue.enqueueJSON({ url: `${sink.url}/held`, body: { n: 2 } });
+    await queue.enqueueJSON({ url: `${bed.sink.url}/held`, body: { n: 1 } });
+    await queue.enqueueJSON({ url: `${bed.sink.url}/held`, body: { n: 2 } });
     await sleep(1_500);
-    expect(sink.on('/held').bodies).toHaveLength(0);
+    expect(bed.sink.on('/held').bodies).toHaveLength(0);
     expect(await queue.get()).toMatchObject({ paused: true, lag: 2 });
     await queue.resume();
-    await eventually(() => expect(sink.on('/held').bodies).toHaveLength(2), 15_000);
+    await eventually(() => expect(bed.sink.on('/held').bodies).toHaveLength(2), 15_000);
   }, 30_000);
 
   it('enforces a flow-control key\'s parallelism across two workers, and reports it', async () => {
     const flowControl = { key: 'fc-parallel', parallelism: 2 };
-    const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => client.publish({ url: `${sink.url}/fc-parallel`, body: String(i), flowControl })));
+    const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => client.publish({ url: `${bed.sink.url}/fc-parallel`, body: String(i), flowControl })));
     const message = await client.messages.get(ids[0]?.messageId as string);
     expect(message).toMatchObject({ flowControlKey: 'fc-parallel', parallelism: 2 });
     const info = await client.flowControl.get('fc-parallel');
     expect(info).toMatchObject({ flowControlKey: 'fc-parallel', parallelismMax: 2, rateMax: 0, isPaused: false, isPinnedParallelism: false, isPinnedRate: false });
-    const gauge = sink.on('/fc-parallel');
+    const gauge = bed.sink.on('/fc-parallel');
     await eventually(() => expect(gauge.bodies).toHaveLength(20), 30_000);
     expect(gauge.maxInFlight).toBe(2);
     // The last delivery's job completes once its outcome is stored, a moment after the sink answered.
@@ -239,9 +231,9 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
   it('enforces a flow-control key\'s rate (5 per 2 s) across two workers', async () => {
     const flowControl = { key: 'fc-rate', rate: 5, period: 2 };
     const started = Date.now();
-    const ids = await Promise.all(Array.from({ length: 15 }, (_, i) => client.publish({ url: `${sink.url}/fc-rate`, body: String(i), flowControl })));
+    const ids = await Promise.all(Array.from({ length: 15 }, (_, i) => client.publish({ url: `${bed.sink.url}/fc-rate`, body: String(i), flowControl })));
     expect(await client.messages.get(ids[0]?.messageId as string)).toMatchObject({ flowControlKey: 'fc-rate', rate: 5, period: 2 });
-    const gauge = sink.on('/fc-rate');
+    const gauge = bed.sink.on('/fc-rate');
     await eventually(() => expect(gauge.bodies).toHaveLength(15), 30_000);
     // Fixed windows of 2 s, each starting with its first delivery: 15 deliveries need three windows, so the
     // last starts two periods after the first (less the first delivery's extra latency: a cold registry
@@ -262,24 +254,24 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
   it('pauses, resumes, pins, unpins and resets a flow-control key; lists keys with search', async () => {
     const flowControl = { key: 'fc-admin', parallelism: 5, rate: 10, period: '1m' as const };
     expect((await api('POST', '/v2/flowControl/fc-admin/pause')).status).toBe(404);
-    await client.publish({ url: `${sink.url}/fc-admin`, body: 'first', flowControl });
-    await eventually(() => expect(sink.on('/fc-admin').bodies).toHaveLength(1), 15_000);
+    await client.publish({ url: `${bed.sink.url}/fc-admin`, body: 'first', flowControl });
+    await eventually(() => expect(bed.sink.on('/fc-admin').bodies).toHaveLength(1), 15_000);
     expect(await client.flowControl.get('fc-admin')).toMatchObject({ rateMax: 10, rateCount: 1, ratePeriod: 60, parallelismMax: 5 });
     expect((await client.flowControl.get('fc-admin')).ratePeriodStart).toBeGreaterThan(Date.now() - 60_000);
 
     await client.flowControl.pause('fc-admin');
     expect((await client.flowControl.get('fc-admin')).isPaused).toBe(true);
-    await client.publish({ url: `${sink.url}/fc-admin`, body: 'second', flowControl });
+    await client.publish({ url: `${bed.sink.url}/fc-admin`, body: 'second', flowControl });
     await sleep(1_000);
-    expect(sink.on('/fc-admin').bodies).toHaveLength(1);
+    expect(bed.sink.on('/fc-admin').bodies).toHaveLength(1);
     expect((await client.flowControl.get('fc-admin')).waitListSize).toBe(1);
     await client.flowControl.resume('fc-admin');
-    await eventually(() => expect(sink.on('/fc-admin').bodies).toHaveLength(2), 15_000);
+    await eventually(() => expect(bed.sink.on('/fc-admin').bodies).toHaveLength(2), 15_000);
 
     await client.flowControl.pin('fc-admin', { parallelism: 3, rate: 20, period: 120 });
     expect(await client.flowControl.get('fc-admin')).toMatchObject({ isPinnedParallelism: true, isPinnedRate: true, parallelismMax: 3, rateMax: 20, ratePeriod: 120 });
     // A publish with other limits does not change pinned ones.
-    await client.publish({ url: `${sink.url}/fc-admin`, body: 'third', flowControl: { key: 'fc-admin', parallelism: 1 } });
+    await client.publish({ url: `${bed.sink.url}/fc-admin`, body: 'third', flowControl: { key: 'fc-admin', parallelism: 1 } });
     expect(await client.flowControl.get('fc-admin')).toMatchObject({ parallelismMax: 3, rateMax: 20 });
     await client.flowControl.unpin('fc-admin', { parallelism: true });
     // Unpinned, the latest publish's parallelism applies; the rate stays pinned.
@@ -288,7 +280,7 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
     expect(await client.flowControl.get('fc-admin')).toMatchObject({ isPinnedRate: false, rateMax: 0 });
 
     await client.flowControl.pin('fc-admin', { rate: 2, period: 60 });
-    await eventually(() => expect(sink.on('/fc-admin').bodies).toHaveLength(3), 15_000);
+    await eventually(() => expect(bed.sink.on('/fc-admin').bodies).toHaveLength(3), 15_000);
     await client.flowControl.resetRate('fc-admin');
     expect((await client.flowControl.get('fc-admin')).rateCount).toBe(0);
 
@@ -307,17 +299,17 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
     await eventually(async () => expect(await client.flowControl.getGlobalParallelism()).toEqual({ parallelismMax: 40, parallelismCount: 0 }), 15_000);
     const queue = client.queue({ queueName: 'busy' });
     await queue.upsert({ parallelism: 2 });
-    await client.batch(Array.from({ length: 16 }, (_, i) => ({ queueName: 'busy', url: `${sink.url}/busy`, body: String(i) })));
+    await client.batch(Array.from({ length: 16 }, (_, i) => ({ queueName: 'busy', url: `${bed.sink.url}/busy`, body: String(i) })));
     await eventually(async () => expect((await client.flowControl.getGlobalParallelism()).parallelismCount).toBe(2), 10_000, 20);
     expect((await other.flowControl.getGlobalParallelism()).parallelismCount).toBe(0);
-    await eventually(() => expect(sink.on('/busy').bodies).toHaveLength(16), 15_000);
+    await eventually(() => expect(bed.sink.on('/busy').bodies).toHaveLength(16), 15_000);
     await eventually(async () => expect((await client.flowControl.getGlobalParallelism()).parallelismCount).toBe(0), 5_000);
   }, 40_000);
 
   it('keeps a tenant out of another project\'s queues, keys and lane messages', async () => {
     await client.queue({ queueName: 'private' }).upsert({ parallelism: 1, paused: true });
-    const { messageId } = await client.queue({ queueName: 'private' }).enqueue({ url: `${sink.url}/private`, body: 'secret' });
-    await client.publish({ url: `${sink.url}/private-key`, body: 'x', flowControl: { key: 'private-key', parallelism: 1 } });
+    const { messageId } = await client.queue({ queueName: 'private' }).enqueue({ url: `${bed.sink.url}/private`, body: 'secret' });
+    await client.publish({ url: `${bed.sink.url}/private-key`, body: 'x', flowControl: { key: 'private-key', parallelism: 1 } });
     expect(await other.queue().list()).toEqual([]);
     await expect(other.queue({ queueName: 'private' }).get()).rejects.toThrow(/not found/);
     await expect(other.queue({ queueName: 'private' }).resume()).rejects.toThrow(/not found/);
@@ -327,9 +319,9 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
     await expect(other.messages.get(messageId)).rejects.toThrow(/not found/);
     await expect(other.messages.delete(messageId)).rejects.toThrow(/not found/);
     // The same queue name in the other project is its own queue.
-    await other.queue({ queueName: 'private' }).enqueue({ url: `${sink.url}/mallory`, body: 'mine' });
-    await eventually(() => expect(sink.on('/mallory').bodies).toEqual(['mine']), 15_000);
-    expect(sink.on('/private').bodies).toEqual([]);
+    await other.queue({ queueName: 'private' }).enqueue({ url: `${bed.sink.url}/mallory`, body: 'mine' });
+    await eventually(() => expect(bed.sink.on('/mallory').bodies).toEqual(['mine']), 15_000);
+    expect(bed.sink.on('/private').bodies).toEqual([]);
     expect(await client.queue({ queueName: 'private' }).get()).toMatchObject({ paused: true, lag: 1 });
     // Its owner can cancel it in its lane.
     await client.messages.delete(messageId);
@@ -338,8 +330,8 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
 
   it('purges a project\'s queues, keys and lane messages (teardown), leaving other projects\'', async () => {
     await client.queue({ queueName: 'doomed' }).upsert({ parallelism: 1, paused: true });
-    await client.queue({ queueName: 'doomed' }).enqueue({ url: `${sink.url}/doomed`, body: 'x' });
-    const redis = new Redis(stack.queueRedis.url, { maxRetriesPerRequest: null });
+    await client.queue({ queueName: 'doomed' }).enqueue({ url: `${bed.sink.url}/doomed`, body: 'x' });
+    const redis = new Redis(bed.stack.queueRedis.url, { maxRetriesPerRequest: null });
     const store = new QueueStore(redis, { prefix: 'restash:queue', messageRetentionMs: 86_400_000, dlqRetentionMs: 86_400_000, eventsPerProject: 1000 });
     try {
       const project = queueProjectId('acme', 'main');

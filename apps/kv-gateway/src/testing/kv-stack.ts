@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { RegistrySeal } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
+import { gatewayTestEnv, required, tenantDocuments, testLimits } from '@restash/shared/util-testing';
 import { type RedisServer, type ResourceTokens, type Stack, startStack } from '@restash/platform/util-stack';
 import { AppModule } from '../app.module';
 import { loadKvGatewayConfig } from '../config';
@@ -78,34 +79,21 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
         databases.set(key, { server, db });
         return `redis://${credentials}@${d.onServerOf ? 'localhost' : '127.0.0.1'}:${server.port}/${db}`;
       };
-      return Object.entries(tenants).map(([tenant, list]) => ({
-        apiVersion: 'restash.dev/v1alpha1',
-        kind: 'Tenant',
-        metadata: { name: tenant },
-        spec: {
-          kv: {
-            databases: list.map((d) => ({
-              name: d.name,
-              redis: { url: urlOf(`${tenant}/${d.name}`, d) },
-              limits: { maxRequestBytes: d.maxRequestBytes ?? 1024 * 1024, dailyRequests: d.dailyRequests ?? 0 },
-              ...(d.durability ? { durability: d.durability } : {}),
-            })),
-          },
+      return tenantDocuments(tenants, (list, tenant) => ({
+        kv: {
+          databases: list.map((d) => ({
+            name: d.name,
+            redis: { url: urlOf(`${tenant}/${d.name}`, d) },
+            limits: testLimits(d),
+            ...(d.durability ? { durability: d.durability } : {}),
+          })),
         },
       }));
     },
   });
   const { control } = stack;
 
-  const config = loadKvGatewayConfig({
-    CONTROL_REDIS_URL: control.url,
-    REGISTRY_SEAL_KEY: stack.registrySealKey,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    MANAGEMENT_PORT: '0',
-    LOG_LEVEL: 'fatal',
-    ...env,
-  });
+  const config = loadKvGatewayConfig({ ...gatewayTestEnv(stack), ...env });
   const service: HttpService = await startHttpService(AppModule.forRoot(config), config.http);
   const replicas: HttpService[] = [];
   const admins: Redis[] = [];
@@ -120,11 +108,7 @@ export async function startKvStack(tenants: Record<string, TestDatabase[]>, env:
     control,
     seal: new RegistrySeal(stack.registrySealKey),
     server: (tenant, name) => database(tenant, name).server,
-    tokens: (tenant, name) => {
-      const found = stack.tokens(tenant).kv[name];
-      if (!found) throw new Error(`no database ${tenant}/${name}`);
-      return found;
-    },
+    tokens: (tenant, name) => required(stack.tokens(tenant).kv[name], `database ${tenant}/${name}`),
     admin: (tenant, name) => {
       const { server, db } = database(tenant, name);
       const client = new Redis({ port: server.port, host: '127.0.0.1', db, ...KV_TEST_ADMIN });

@@ -1,6 +1,7 @@
 import { RegistrySeal } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
 import { type AppProcess, type RedisServer, startApp, startStack } from '@restash/platform/util-stack';
+import { gatewayTestEnv, required, tenantDocuments, testLimits } from '@restash/shared/util-testing';
 import { AppModule } from '../app.module';
 import { loadQueueGatewayConfig } from '../config';
 
@@ -58,35 +59,13 @@ export async function startQueueStack(tenants: Record<string, TestProject[]>, wo
   const stack = await startStack({
     from: 'source',
     queueRedis: true,
-    tenants: () =>
-      Object.entries(tenants).map(([tenant, projects]) => ({
-        apiVersion: 'restash.dev/v1alpha1',
-        kind: 'Tenant',
-        metadata: { name: tenant },
-        spec: {
-          queue: {
-            projects: projects.map((p) => ({
-              name: p.name,
-              ...(p.retries ? { retries: p.retries } : {}),
-              limits: { maxRequestBytes: p.maxRequestBytes ?? 1024 * 1024, dailyRequests: p.dailyRequests ?? 0 },
-            })),
-          },
-        },
-      })),
+    tenants: () => tenantDocuments(tenants, (projects) => ({ queue: { projects: projects.map((p) => ({ name: p.name, ...(p.retries ? { retries: p.retries } : {}), limits: testLimits(p) })) } })),
     apps: ['queue-worker'],
     appEnv: { 'queue-worker': { ...WORKER_TEST_ENV, ...workerEnv } },
   });
   const control = stack.control;
   const queueRedis = stack.queueRedis as RedisServer;
-  const config = loadQueueGatewayConfig({
-    CONTROL_REDIS_URL: control.url,
-    REGISTRY_SEAL_KEY: stack.registrySealKey,
-    QUEUE_REDIS_URL: queueRedis.url,
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'fatal',
-    PORT: '0',
-    MANAGEMENT_PORT: '0',
-  });
+  const config = loadQueueGatewayConfig({ ...gatewayTestEnv(stack), QUEUE_REDIS_URL: queueRedis.url });
   const gateway: HttpService = await startHttpService(AppModule.forRoot(config), config.http);
   const extraWorkers: AppProcess[] = [];
   return {
@@ -105,8 +84,7 @@ export async function startQueueStack(tenants: Record<string, TestProject[]>, wo
       return worker;
     },
     secrets: (tenant, project) => {
-      const found = stack.tokens(tenant).queue[project];
-      if (!found) throw new Error(`no queue project ${tenant}/${project}`);
+      const found = required(stack.tokens(tenant).queue[project], `queue project ${tenant}/${project}`);
       return { token: found.standard, readonlyToken: found.readonly, currentSigningKey: found.currentSigningKey, nextSigningKey: found.nextSigningKey };
     },
     stop: async () => {

@@ -1,6 +1,7 @@
 import { RegistrySeal, streamClusterId, streamUsername } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
 import { type AppProcess, type KafkaBroker, startApp, startStack } from '@restash/platform/util-stack';
+import { gatewayTestEnv, required, tenantDocuments, testLimits } from '@restash/shared/util-testing';
 import { AppModule } from '../app.module';
 import { loadStreamGatewayConfig } from '../config';
 
@@ -53,35 +54,21 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
     from: 'source',
     kafka: true,
     tenants: ({ kafka }) =>
-      Object.entries(tenants).map(([tenant, clusters]) => ({
-        apiVersion: 'restash.dev/v1alpha1',
-        kind: 'Tenant',
-        metadata: { name: tenant },
-        spec: {
-          stream: {
-            clusters: clusters.map((c) => ({
-              name: c.name,
-              kafka: { brokers: kafka?.brokers },
-              topics: Object.entries(c.topics).map(([name, partitions]) => ({ name, partitions })),
-              limits: { maxRequestBytes: c.maxRequestBytes ?? 1024 * 1024, dailyRequests: c.dailyRequests ?? 0 },
-            })),
-          },
+      tenantDocuments(tenants, (clusters) => ({
+        stream: {
+          clusters: clusters.map((c) => ({
+            name: c.name,
+            kafka: { brokers: kafka?.brokers },
+            topics: Object.entries(c.topics).map(([name, partitions]) => ({ name, partitions })),
+            limits: testLimits(c),
+          })),
         },
       })),
   });
   const { control } = engines;
   const kafka = engines.kafka as KafkaBroker;
 
-  const config = loadStreamGatewayConfig({
-    CONTROL_REDIS_URL: control.url,
-    REGISTRY_SEAL_KEY: engines.registrySealKey,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    MANAGEMENT_PORT: '0',
-    LOG_LEVEL: 'fatal',
-    ...TEST_ENV,
-    ...env,
-  });
+  const config = loadStreamGatewayConfig({ ...gatewayTestEnv(engines), ...TEST_ENV, ...env });
   let service: HttpService = await startHttpService(AppModule.forRoot(config), config.http);
   const replicas: HttpService[] = [];
   const stack: StreamStack = {
@@ -92,8 +79,7 @@ export async function startStreamStack(tenants: Record<string, TestCluster[]>, e
     seal: new RegistrySeal(engines.registrySealKey),
     registrySealKey: engines.registrySealKey,
     credentials: (tenant, cluster, role = 'standard') => {
-      const found = engines.tokens(tenant).stream[cluster];
-      if (!found) throw new Error(`no cluster ${tenant}/${cluster}`);
+      const found = required(engines.tokens(tenant).stream[cluster], `cluster ${tenant}/${cluster}`);
       return { username: streamUsername(streamClusterId(tenant, cluster), role), password: found[role] };
     },
     restartGateway: async () => {

@@ -1,6 +1,7 @@
 import { RegistrySeal, type SimilarityFunction } from '@restash/shared/data-access-registry';
 import { type HttpService, startHttpService } from '@restash/shared/util-http';
 import { LOCAL_MODEL, type QdrantLocal, type RedisServer, type ResourceTokens, startStack } from '@restash/platform/util-stack';
+import { gatewayTestEnv, required, tenantDocuments, testLimits } from '@restash/shared/util-testing';
 import { AppModule } from '../app.module';
 import { loadVectorGatewayConfig } from '../config';
 
@@ -48,38 +49,28 @@ export async function startVectorStack(tenants: Record<string, TestIndex[]>, env
     qdrant: true,
     embedder: needsEmbedder,
     tenants: ({ qdrant, embedder }) =>
-      Object.entries(tenants).map(([tenant, indexes]) => ({
-        apiVersion: 'restash.dev/v1alpha1',
-        kind: 'Tenant',
-        metadata: { name: tenant },
-        spec: {
-          vector: {
-            indexes: indexes.map((i) => ({
-              name: i.name,
-              ...(i.type ? { type: i.type } : {}),
-              ...(i.dimension === undefined ? {} : { dimension: i.dimension }),
-              similarityFunction: i.similarityFunction ?? 'COSINE',
-              ...(i.bm25 ? { sparseEmbedding: { model: 'BM25' } } : {}),
-              qdrant: { url: qdrant?.url },
-              ...(i.embedding && embedder ? { embedding: { url: embedder.url, model: LOCAL_MODEL } } : {}),
-              ...(i.embeddingUrl && qdrant
-                ? { embedding: { url: typeof i.embeddingUrl === 'string' ? i.embeddingUrl : i.embeddingUrl(qdrant.url), model: LOCAL_MODEL } }
-                : {}),
-              limits: { maxRequestBytes: i.maxRequestBytes ?? 1024 * 1024, dailyRequests: i.dailyRequests ?? 0 },
-            })),
-          },
+      tenantDocuments(tenants, (indexes) => ({
+        vector: {
+          indexes: indexes.map((i) => ({
+            name: i.name,
+            ...(i.type ? { type: i.type } : {}),
+            ...(i.dimension === undefined ? {} : { dimension: i.dimension }),
+            similarityFunction: i.similarityFunction ?? 'COSINE',
+            ...(i.bm25 ? { sparseEmbedding: { model: 'BM25' } } : {}),
+            qdrant: { url: qdrant?.url },
+            ...(i.embedding && embedder ? { embedding: { url: embedder.url, model: LOCAL_MODEL } } : {}),
+            ...(i.embeddingUrl && qdrant
+              ? { embedding: { url: typeof i.embeddingUrl === 'string' ? i.embeddingUrl : i.embeddingUrl(qdrant.url), model: LOCAL_MODEL } }
+              : {}),
+            limits: testLimits(i),
+          })),
         },
       })),
   });
   const { control, qdrant } = stack as typeof stack & { qdrant: QdrantLocal };
 
   const config = loadVectorGatewayConfig({
-    CONTROL_REDIS_URL: control.url,
-    REGISTRY_SEAL_KEY: stack.registrySealKey,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    MANAGEMENT_PORT: '0',
-    LOG_LEVEL: 'fatal',
+    ...gatewayTestEnv(stack),
     EMBEDDING_ALLOWLIST: '127.0.0.0/8,::1', // the local embedder and the tests' stub providers
     ...env,
   });
@@ -90,11 +81,7 @@ export async function startVectorStack(tenants: Record<string, TestIndex[]>, env
     control,
     seal: new RegistrySeal(stack.registrySealKey),
     qdrant,
-    tokens: (tenant, index) => {
-      const found = stack.tokens(tenant).vector[index];
-      if (!found) throw new Error(`no index ${tenant}/${index}`);
-      return found;
-    },
+    tokens: (tenant, index) => required(stack.tokens(tenant).vector[index], `index ${tenant}/${index}`),
     stop: async () => {
       await service.close();
       await stack.stop();
