@@ -1,8 +1,9 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from './paths';
 
@@ -283,4 +284,40 @@ export function processCpuSeconds(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields 14 and 15 (utime, stime) of proc(5); fields[0] here is field 3.
   return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+}
+
+/**
+ * Whether a process of that id exists (signal 0), for the tests and the benchmarks that check what a
+ * stack left running (docs/development.md#test-tiers).
+ */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Runs `start` with a new temporary folder `<tmpdir>/<prefix>XXXXXX` for a server's configuration and data
+ * (docs/development.md#test-tiers): the folder is removed when `start` throws, and by the `stop` of what it
+ * resolves with, after that server's own `stop`.
+ */
+export async function inTemporaryDir<T extends { stop(): Promise<void> }>(prefix: string, start: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const remove = () => rm(dir, { recursive: true, force: true });
+  try {
+    const started = await start(dir);
+    return {
+      ...started,
+      stop: async () => {
+        await started.stop();
+        await remove();
+      },
+    };
+  } catch (error) {
+    await remove();
+    throw error;
+  }
 }

@@ -10,6 +10,14 @@ import { type ServiceName, type Stack, startStack } from './stack';
 const TENANTS = ['alpha', 'beta'] as const;
 const SERVICES: ServiceName[] = ['kv-gateway', 'vector-gateway', 'stream-gateway', 'queue-gateway', 'queue-worker'];
 
+/** Each tenant's restash resources after its Secret: kind, name and spec lines (each with the same limits). */
+const KINDS: Array<[kind: string, name: string, spec: string[]]> = [
+  ['KvDatabase', 'main', ['redis: { external: { urlSecretRef: { name: main-redis, key: url } } }']],
+  ['VectorIndex', 'docs', ['dimension: 4', 'similarityFunction: COSINE']],
+  ['StreamCluster', 'events', ['topics: [{ name: orders, partitions: 1 }]']],
+  ['QueueProject', 'main', ['retries: { default: 0, max: 3 }']],
+];
+
 /** Each tenant: a KV database on its own Redis server, a vector index (no embedding), a stream cluster, a queue project. */
 const resources = (tenant: string) => `
 apiVersion: v1
@@ -17,36 +25,14 @@ kind: Secret
 metadata: { name: main-redis, namespace: ${tenant} }
 stringData:
   url: redis://restash-gateway:\${RESTASH_DATA_REDIS_PASSWORD}@127.0.0.1:\${${tenant.toUpperCase()}_PORT}/0
----
+${KINDS.map(
+  ([kind, name, spec]) => `---
 apiVersion: restash.dev/v1alpha1
-kind: KvDatabase
-metadata: { name: main, namespace: ${tenant} }
+kind: ${kind}
+metadata: { name: ${name}, namespace: ${tenant} }
 spec:
-  redis: { external: { urlSecretRef: { name: main-redis, key: url } } }
-  limits: { maxRequestBytes: 65536, dailyRequests: 0 }
----
-apiVersion: restash.dev/v1alpha1
-kind: VectorIndex
-metadata: { name: docs, namespace: ${tenant} }
-spec:
-  dimension: 4
-  similarityFunction: COSINE
-  limits: { maxRequestBytes: 65536, dailyRequests: 0 }
----
-apiVersion: restash.dev/v1alpha1
-kind: StreamCluster
-metadata: { name: events, namespace: ${tenant} }
-spec:
-  topics: [{ name: orders, partitions: 1 }]
-  limits: { maxRequestBytes: 65536, dailyRequests: 0 }
----
-apiVersion: restash.dev/v1alpha1
-kind: QueueProject
-metadata: { name: main, namespace: ${tenant} }
-spec:
-  retries: { default: 0, max: 3 }
-  limits: { maxRequestBytes: 65536, dailyRequests: 0 }
-`;
+${[...spec, 'limits: { maxRequestBytes: 65536, dailyRequests: 0 }'].map((line) => `  ${line}\n`).join('')}`,
+).join('')}`;
 
 describe('Prometheus scraping the local stack (libs/platform/util-stack prometheus.ts)', () => {
   let stack: Stack | undefined;

@@ -1,9 +1,8 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { answers200, freePort, startProcess } from './process';
+import { answers200, freePort, inTemporaryDir, startProcess } from './process';
 
 /** Debian's Prometheus server and its tool (package `prometheus`, installed by deploy/prometheus/install.sh). */
 export const PROMETHEUS_BIN = '/usr/bin/prometheus';
@@ -90,7 +89,6 @@ export interface PrometheusServer {
 export async function startPrometheus(options: PrometheusOptions = {}): Promise<PrometheusServer> {
   requirePrometheus();
   const interval = `${options.intervalSeconds ?? 1}s`;
-  const dir = await mkdtemp(join(tmpdir(), 'restash-prometheus-'));
   const jobs = new Map<string, PrometheusTarget[]>();
   for (const target of options.targets ?? []) jobs.set(target.job, [...(jobs.get(target.job) ?? []), target]);
   const config = {
@@ -109,7 +107,7 @@ export async function startPrometheus(options: PrometheusOptions = {}): Promise<
       ...(options.scrapeConfigs ?? []),
     ],
   };
-  try {
+  return inTemporaryDir('restash-prometheus-', async (dir) => {
     const configFile = join(dir, 'prometheus.yml');
     // JSON is YAML: Prometheus reads it as is.
     await writeFile(configFile, JSON.stringify(config, null, 2));
@@ -160,15 +158,9 @@ export async function startPrometheus(options: PrometheusOptions = {}): Promise<
           await new Promise((r) => setTimeout(r, 500));
         }
       },
-      stop: async () => {
-        await running.stop();
-        await rm(dir, { recursive: true, force: true });
-      },
+      stop: () => running.stop(),
     };
-  } catch (error) {
-    await rm(dir, { recursive: true, force: true });
-    throw error;
-  }
+  });
 }
 
 /**

@@ -1,9 +1,8 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { repoRoot } from './paths';
-import { answers200, freePorts, installOnce, startProcess } from './process';
+import { answers200, freePorts, inTemporaryDir, installOnce, startProcess } from './process';
 
 /** SeaweedFS's `weed`, built by deploy/seaweedfs/install.sh into the cache the clone's .cache/seaweedfs points at. */
 export function weedBin(): string {
@@ -40,8 +39,7 @@ export async function startS3Server(options: { credentials?: S3Credentials; logF
   await installOnce('deploy/seaweedfs/install.sh');
   const bin = weedBin();
   if (!existsSync(bin)) throw new Error(`${bin} is missing: run bash deploy/seaweedfs/install.sh`);
-  const dir = await mkdtemp(join(tmpdir(), 'restash-s3-'));
-  try {
+  return inTemporaryDir('restash-s3-', async (dir) => {
     const [master, masterGrpc, volume, volumeGrpc, filer, filerGrpc, s3, s3Grpc, admin, adminGrpc, metrics, debug, iceberg, lance] = await freePorts(14);
     const args = [
       'mini',
@@ -85,13 +83,7 @@ export async function startS3Server(options: { credentials?: S3Credentials; logF
       endpoint: `http://127.0.0.1:${s3}`,
       region: 'us-east-1',
       credentials: options.credentials,
-      stop: async () => {
-        await running.stop();
-        await rm(dir, { recursive: true, force: true });
-      },
+      stop: () => running.stop(),
     };
-  } catch (error) {
-    await rm(dir, { recursive: true, force: true });
-    throw error;
-  }
+  });
 }

@@ -4,17 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { call } from '@restash/shared/util-testing';
-import { processCpuSeconds } from './process';
+import { processAlive as alive, processCpuSeconds } from './process';
 import { type Stack, startStack } from './stack';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('startStack', () => {
   let stack: Stack | undefined;
