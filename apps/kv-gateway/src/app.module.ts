@@ -1,41 +1,26 @@
-import { type DynamicModule, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { KvBackends } from '@restash/kv/data-access-redis';
 import { KvBackendFailures, KvCommands, KvSessions } from '@restash/kv/feature-database';
 import { RegistryReader, RegistrySeal, RuntimeStore } from '@restash/shared/data-access-registry';
 import { serverRunId } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule, TenantGate } from '@restash/shared/feature-tenancy';
-import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
+import { lifecycleOf, serviceModule } from '@restash/shared/util-http';
 import { KV_CONFIG, type KvGatewayConfig } from './config';
 import { KvMetrics } from './kv-metrics';
 import type { Sessions } from './kv-http';
 import { KV_ERRORS, KvRoutes } from './kv.routes';
-
-/** Follows registry changes from start, and closes the databases' connections at shutdown. */
-@Injectable()
-class SessionsLifecycle implements OnModuleInit, OnApplicationShutdown {
-  constructor(@Inject(KvSessions) private readonly sessions: Sessions) {}
-
-  onModuleInit(): void {
-    this.sessions.start();
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.sessions.close();
-  }
-}
 
 /** kv-gateway: the KV REST API (docs/kv.md, "What the KV API does") over tenant Redis databases, its logic in libs/kv/feature-database. */
 @Module({})
 export class AppModule {
   static forRoot(config: KvGatewayConfig): DynamicModule {
     const limits = { sessionTtlMs: config.registryCacheTtlMs, scriptTimeoutMs: config.scriptTimeoutMs, replicaAckTimeoutMs: config.replicaAckTimeoutMs };
-    return {
-      module: AppModule,
-      imports: [ObservabilityModule, TenancyModule.forRoot(config)],
+    return serviceModule(AppModule, {
+      config: { token: KV_CONFIG, value: config },
+      errors: KV_ERRORS,
+      imports: [TenancyModule.forRoot(config)],
       providers: [
-        { provide: KV_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: KV_ERRORS },
         { provide: KvBackends, useFactory: () => new KvBackends(config.backend) },
         KvMetrics,
         { provide: KvBackendFailures, inject: [KvMetrics], useFactory: (metrics: KvMetrics) => new KvBackendFailures(metrics) },
@@ -59,9 +44,10 @@ export class AppModule {
           inject: [KvSessions, KvBackendFailures, KvMetrics],
           useFactory: (sessions: Sessions, failures: KvBackendFailures, metrics: KvMetrics) => new KvCommands(sessions.aclUsers, failures, metrics, config.scriptTimeoutMs),
         },
-        SessionsLifecycle,
+        // Follows registry changes from start, and closes the databases' connections at shutdown.
+        lifecycleOf(KvSessions),
         KvRoutes,
       ],
-    };
+    });
   }
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/shared/util-config';
+import { configLoader, env, httpServiceConfig, httpServiceEnv, registryConfig, registryEnv } from '@restash/shared/util-config';
 
 /**
  * Environment of kv-gateway. Every variable is checked at boot; all problems are reported at once.
@@ -25,8 +25,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  */
 export const kvGatewayEnvSchema = z
   .object({
-    CONTROL_REDIS_URL: env.redisUrl(),
-    REGISTRY_SEAL_KEY: env.key256(),
+    ...registryEnv(),
     ...httpServiceEnv(8080, 9080),
     REDIS_POOL_SIZE: env.positiveInt(2),
     REDIS_TRANSACTION_POOL_SIZE: env.positiveInt(8),
@@ -47,7 +46,7 @@ export const kvGatewayEnvSchema = z
   })
   .transform((e) => ({
     http: httpServiceConfig('kv-gateway', e),
-    controlRedisUrl: e.CONTROL_REDIS_URL,
+    ...registryConfig(e),
     backend: {
       poolSize: e.REDIS_POOL_SIZE,
       transactionPoolSize: e.REDIS_TRANSACTION_POOL_SIZE,
@@ -56,8 +55,6 @@ export const kvGatewayEnvSchema = z
     },
     scriptTimeoutMs: e.REDIS_SCRIPT_TIMEOUT_MS,
     replicaAckTimeoutMs: e.REPLICA_ACK_TIMEOUT_MS,
-    registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
-    registrySealKey: e.REGISTRY_SEAL_KEY,
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
   }));
 
@@ -66,7 +63,5 @@ export type KvGatewayConfig = z.output<typeof kvGatewayEnvSchema>;
 /** Injection token of {@link KvGatewayConfig}. */
 export const KV_CONFIG = Symbol('KV_CONFIG');
 
-/** @throws ConfigError listing every invalid variable */
-export function loadKvGatewayConfig(source: NodeJS.ProcessEnv = process.env): KvGatewayConfig {
-  return loadConfig(kvGatewayEnvSchema, source);
-}
+/** Reads and checks the environment (docs/configuration.md); throws ConfigError listing every invalid variable. */
+export const loadKvGatewayConfig: (source?: NodeJS.ProcessEnv) => KvGatewayConfig = configLoader(kvGatewayEnvSchema);

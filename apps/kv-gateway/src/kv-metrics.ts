@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Counter, Gauge, type Registry } from 'prom-client';
-import { METRICS_REGISTRY, RequestMetrics, labelChildren } from '@restash/shared/util-http';
+import { Gauge, type Registry } from 'prom-client';
+import { METRICS_REGISTRY, RequestMetrics, labelledCounter } from '@restash/shared/util-http';
 import { KvBackends } from '@restash/kv/data-access-redis';
 
 /**
@@ -17,14 +17,7 @@ export class KvMetrics extends RequestMetrics<'connection' | 'replication' | 're
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry, backends: KvBackends) {
     super(registry, { api: 'kv', title: 'KV REST', backends: { connection: 'a tenant Redis', replication: "a tenant Redis's replicas", registry: 'the control Redis' } });
-    this.command = labelChildren(
-      new Counter({
-        name: 'restash_kv_commands_total',
-        help: 'Redis commands run for tenants, including those inside pipelines and transactions',
-        labelNames: ['tenant', 'command'],
-        registers: [registry],
-      }),
-    );
+    this.command = labelledCounter(registry, 'restash_kv_commands_total', 'Redis commands run for tenants, including those inside pipelines and transactions', ['tenant', 'command']);
     new Gauge<'database' | 'role' | 'status'>({
       name: 'restash_kv_connections',
       help: 'Connections to tenant Redis servers by database, role and status',

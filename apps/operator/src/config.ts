@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { env, loadConfig } from '@restash/shared/util-config';
+import { env, loadConfig, registryEnv, workerServiceConfig, workerServiceEnv } from '@restash/shared/util-config';
 import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 import { backendsConfig, backendsEnv } from '@restash/shared/data-access-registry';
 
@@ -37,8 +37,7 @@ const httpUrl = z.string().regex(/^https?:\/\//, 'must be an http:// or https://
  */
 export const operatorEnvSchema = z
   .object({
-    CONTROL_REDIS_URL: env.redisUrl(),
-    REGISTRY_SEAL_KEY: env.key256(),
+    ...registryEnv(),
     KV_GATEWAY_URL: httpUrl,
     VECTOR_GATEWAY_URL: httpUrl,
     STREAM_GATEWAY_URL: httpUrl,
@@ -59,13 +58,11 @@ export const operatorEnvSchema = z
     RESYNC_SECONDS: env.positiveInt(300),
     WORKERS: env.positiveInt(2),
     BACKUP_WORKERS: env.positiveInt(2),
-    HOST: z.string().default('0.0.0.0'),
-    MANAGEMENT_PORT: env.port(9085),
-    LOG_LEVEL: env.logLevel(),
+    ...workerServiceEnv(9085),
     ...queueStoreEnv(),
   })
   .transform((e) => ({
-    service: { service: 'operator', host: e.HOST, managementPort: e.MANAGEMENT_PORT, logLevel: e.LOG_LEVEL },
+    service: workerServiceConfig('operator', e),
     controlRedisUrl: e.CONTROL_REDIS_URL,
     registrySealKey: e.REGISTRY_SEAL_KEY,
     urls: { kv: e.KV_GATEWAY_URL, vector: e.VECTOR_GATEWAY_URL, stream: e.STREAM_GATEWAY_URL, queue: e.QUEUE_GATEWAY_URL },

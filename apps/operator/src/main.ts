@@ -1,14 +1,9 @@
 import 'reflect-metadata';
-import { logStartFailure, startWorkerService } from '@restash/shared/util-http';
+import { runWorkerService } from '@restash/shared/util-http';
 import { loadOperatorConfig } from './config';
 import { OperatorModule } from './operator.module';
 import { redisConfigCommand } from './redis-config-command';
 import { restoreCommand } from './restore-command';
-
-async function main(): Promise<void> {
-  const config = loadOperatorConfig();
-  await startWorkerService(OperatorModule.forRoot(config), config.service);
-}
 
 // The init containers of managed KV databases run the operator's image with a command (managed-redis.ts).
 const [command, argument] = process.argv.slice(2);
@@ -17,8 +12,5 @@ if (command === 'restore') {
 } else if (command === 'redis-config') {
   void redisConfigCommand(argument).then((code) => process.exit(code));
 } else {
-  main().catch((error: unknown) => {
-    logStartFailure('operator', error);
-    process.exit(1);
-  });
+  void runWorkerService('operator', loadOperatorConfig, (config) => OperatorModule.forRoot(config));
 }

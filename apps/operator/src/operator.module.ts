@@ -1,6 +1,6 @@
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { ObservabilityModule, engineErrorListener } from '@restash/shared/util-http';
+import { engineErrorListener, serviceModule } from '@restash/shared/util-http';
 import { RegistryReader, RegistrySeal, RegistryWriter, RuntimeStore } from '@restash/shared/data-access-registry';
 import { openRedis } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
@@ -56,14 +56,10 @@ export class OperatorModule implements OnApplicationShutdown {
   constructor(@Inject(QUEUE_STORE) private readonly queueStore: LazyQueueStore) {}
 
   static forRoot(config: OperatorConfig): DynamicModule {
-    return {
-      module: OperatorModule,
-      imports: [
-        ObservabilityModule,
-        TenancyModule.forRoot({ controlRedisUrl: config.controlRedisUrl, registryCacheTtlMs: 30_000, registrySealKey: config.registrySealKey }),
-      ],
+    return serviceModule(OperatorModule, {
+      config: { token: OPERATOR_CONFIG, value: config },
+      imports: [TenancyModule.forRoot({ controlRedisUrl: config.controlRedisUrl, registryCacheTtlMs: 30_000, registrySealKey: config.registrySealKey })],
       providers: [
-        { provide: OPERATOR_CONFIG, useValue: config },
         {
           provide: QUEUE_STORE,
           useFactory: (): LazyQueueStore => {
@@ -99,7 +95,7 @@ export class OperatorModule implements OnApplicationShutdown {
         OperatorMetrics,
         OperatorController,
       ],
-    };
+    });
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,7 +1,7 @@
 import { type DynamicModule, Logger, Module } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { openRedis } from '@restash/shared/data-access-redis';
-import { API_ERRORS, ObservabilityModule, engineErrorListener } from '@restash/shared/util-http';
+import { engineErrorListener, serviceModule } from '@restash/shared/util-http';
 import { RegistrySeal, RuntimeStore } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
 import {
@@ -30,12 +30,11 @@ const workflowDeps = (stores: QueueStores, messages: MessagesService, metrics: Q
 @Module({})
 export class AppModule {
   static forRoot(config: QueueGatewayConfig): DynamicModule {
-    return {
-      module: AppModule,
-      imports: [ObservabilityModule, TenancyModule.forRoot(config)],
+    return serviceModule(AppModule, {
+      config: { token: QUEUE_CONFIG, value: config },
+      errors: QUEUE_ERRORS,
+      imports: [TenancyModule.forRoot(config)],
       providers: [
-        { provide: QUEUE_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: QUEUE_ERRORS },
         // Auto-pipelining: the commands of concurrent publishes go out in one socket write per event-loop turn.
         // Each batch's pipeline costs about 55 µs (ioredis copies BullMQ's scripts into it), but a socket write
         // per command cost more here (bench/queue/profile.md), unlike in queue-worker.
@@ -82,6 +81,6 @@ export class AppModule {
         },
         QueueRoutes,
       ],
-    };
+    });
   }
 }

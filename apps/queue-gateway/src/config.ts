@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/shared/util-config';
+import { configLoader, env, httpServiceConfig, httpServiceEnv, registryConfig, registryEnv } from '@restash/shared/util-config';
 import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 
 /**
@@ -22,18 +22,15 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
  */
 export const queueGatewayEnvSchema = z
   .object({
-    CONTROL_REDIS_URL: env.redisUrl(),
-    REGISTRY_SEAL_KEY: env.key256(),
+    ...registryEnv(),
     ...httpServiceEnv(8083, 9083),
     ...queueStoreEnv(),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
   })
   .transform((e) => ({
     http: httpServiceConfig('queue-gateway', e),
-    controlRedisUrl: e.CONTROL_REDIS_URL,
+    ...registryConfig(e),
     store: queueStoreConfig(e),
-    registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
-    registrySealKey: e.REGISTRY_SEAL_KEY,
   }));
 
 export type QueueGatewayConfig = z.output<typeof queueGatewayEnvSchema>;
@@ -41,7 +38,5 @@ export type QueueGatewayConfig = z.output<typeof queueGatewayEnvSchema>;
 /** Injection token of {@link QueueGatewayConfig}. */
 export const QUEUE_CONFIG = Symbol('QUEUE_CONFIG');
 
-/** @throws ConfigError listing every invalid variable */
-export function loadQueueGatewayConfig(source: NodeJS.ProcessEnv = process.env): QueueGatewayConfig {
-  return loadConfig(queueGatewayEnvSchema, source);
-}
+/** Reads and checks the environment (docs/configuration.md); throws ConfigError listing every invalid variable. */
+export const loadQueueGatewayConfig: (source?: NodeJS.ProcessEnv) => QueueGatewayConfig = configLoader(queueGatewayEnvSchema);

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Counter, type Registry } from 'prom-client';
-import { METRICS_REGISTRY, RequestMetrics, labelChildren } from '@restash/shared/util-http';
+import type { Registry } from 'prom-client';
+import { METRICS_REGISTRY, RequestMetrics, labelledCounter } from '@restash/shared/util-http';
 
 /**
  * Prometheus metrics of queue-gateway: those of {@link RequestMetrics} (`restash_queue_request_duration_seconds`,
@@ -14,14 +14,7 @@ export class QueueMetrics extends RequestMetrics<'queue' | 'registry'> {
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     super(registry, { api: 'queue', title: 'Queue API', backends: { queue: 'the queue Redis', registry: 'the control Redis' } });
-    this.published = labelChildren(
-      new Counter({
-        name: 'restash_queue_published_total',
-        help: 'Messages published: created, or answered with an earlier message id (duplicate)',
-        labelNames: ['tenant', 'outcome'],
-        registers: [registry],
-      }),
-    );
+    this.published = labelledCounter(registry, 'restash_queue_published_total', 'Messages published: created, or answered with an earlier message id (duplicate)', ['tenant', 'outcome']);
   }
 
   /** Counts one published message. */

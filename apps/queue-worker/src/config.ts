@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, loadConfig } from '@restash/shared/util-config';
+import { configLoader, env, registryConfig, registryEnv, workerServiceConfig, workerServiceEnv } from '@restash/shared/util-config';
 import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 
 /**
@@ -29,11 +29,8 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
  */
 export const queueWorkerEnvSchema = z
   .object({
-    CONTROL_REDIS_URL: env.redisUrl(),
-    REGISTRY_SEAL_KEY: env.key256(),
-    HOST: z.string().default('0.0.0.0'),
-    MANAGEMENT_PORT: env.port(9084),
-    LOG_LEVEL: env.logLevel(),
+    ...registryEnv(),
+    ...workerServiceEnv(9084),
     ...queueStoreEnv(),
     WORKER_CONCURRENCY: env.positiveInt(100),
     DELIVERY_TIMEOUT_MS: env.positiveInt(30_000),
@@ -55,8 +52,8 @@ export const queueWorkerEnvSchema = z
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
   })
   .transform((e) => ({
-    service: { service: 'queue-worker', host: e.HOST, managementPort: e.MANAGEMENT_PORT, logLevel: e.LOG_LEVEL },
-    controlRedisUrl: e.CONTROL_REDIS_URL,
+    service: workerServiceConfig('queue-worker', e),
+    ...registryConfig(e),
     store: queueStoreConfig(e),
     concurrency: e.WORKER_CONCURRENCY,
     deliveryTimeoutMs: e.DELIVERY_TIMEOUT_MS,
@@ -69,8 +66,6 @@ export const queueWorkerEnvSchema = z
     lockDurationMs: e.LOCK_DURATION_MS,
     stalledIntervalMs: e.STALLED_INTERVAL_MS,
     maxStalledCount: e.MAX_STALLED_COUNT,
-    registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
-    registrySealKey: e.REGISTRY_SEAL_KEY,
   }));
 
 export type QueueWorkerConfig = z.output<typeof queueWorkerEnvSchema>;
@@ -78,7 +73,5 @@ export type QueueWorkerConfig = z.output<typeof queueWorkerEnvSchema>;
 /** Injection token of {@link QueueWorkerConfig}. */
 export const WORKER_CONFIG = Symbol('WORKER_CONFIG');
 
-/** @throws ConfigError listing every invalid variable */
-export function loadQueueWorkerConfig(source: NodeJS.ProcessEnv = process.env): QueueWorkerConfig {
-  return loadConfig(queueWorkerEnvSchema, source);
-}
+/** Reads and checks the environment (docs/configuration.md); throws ConfigError listing every invalid variable. */
+export const loadQueueWorkerConfig: (source?: NodeJS.ProcessEnv) => QueueWorkerConfig = configLoader(queueWorkerEnvSchema);

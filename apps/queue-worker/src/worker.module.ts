@@ -1,7 +1,7 @@
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { Readiness, ObservabilityModule, engineErrorListener, logEvent, parseAllowlist } from '@restash/shared/util-http';
+import { Readiness, engineErrorListener, logEvent, parseAllowlist, serviceModule } from '@restash/shared/util-http';
 import { RegistryReader, claimPlatformServer } from '@restash/shared/data-access-registry';
 import { openRedis } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
@@ -77,11 +77,10 @@ export class WorkerModule implements OnApplicationShutdown {
   }
 
   static forRoot(config: QueueWorkerConfig): DynamicModule {
-    return {
-      module: WorkerModule,
-      imports: [ObservabilityModule, TenancyModule.forRoot({ controlRedisUrl: config.controlRedisUrl, registryCacheTtlMs: config.registryCacheTtlMs, registrySealKey: config.registrySealKey })],
+    return serviceModule(WorkerModule, {
+      config: { token: WORKER_CONFIG, value: config },
+      imports: [TenancyModule.forRoot(config)],
       providers: [
-        { provide: WORKER_CONFIG, useValue: config },
         {
           provide: QUEUE_REDIS,
           inject: [Readiness],
@@ -181,7 +180,7 @@ export class WorkerModule implements OnApplicationShutdown {
         ScheduleWorker,
         LaneWorkers,
       ],
-    };
+    });
   }
 
   /** Closes the store, the deliverer and the queue Redis connections (TenancyModule closes the control Redis). */

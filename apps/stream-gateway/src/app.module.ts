@@ -1,9 +1,9 @@
-import { type DynamicModule, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import { RegistryReader } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS, TenancyModule, TenantGate } from '@restash/shared/feature-tenancy';
-import { API_ERRORS, ObservabilityModule } from '@restash/shared/util-http';
+import { lifecycleOf, serviceModule } from '@restash/shared/util-http';
 import { KafkaCluster } from '@restash/stream/data-access-kafka';
 import { InstanceDirectory, PeerClient, StreamSessions, peerHost, peerSecret } from '@restash/stream/feature-cluster';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
@@ -40,39 +40,25 @@ function streamSessions(gate: TenantGate, registry: RegistryReader, control: Red
   });
 }
 
-/** Follows registry changes from start; closes the consumer instances, then the Kafka clients, at shutdown. */
-@Injectable()
-class SessionsLifecycle implements OnModuleInit, OnApplicationShutdown {
-  constructor(@Inject(StreamSessions) private readonly sessions: Sessions) {}
-
-  onModuleInit(): void {
-    this.sessions.start();
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.sessions.close();
-  }
-}
-
 /** stream-gateway: the Stream REST API (docs/stream.md, "What the Stream API does") over Kafka, its logic in libs/stream/feature-cluster. */
 @Module({})
 export class AppModule {
   static forRoot(config: StreamGatewayConfig): DynamicModule {
-    return {
-      module: AppModule,
-      imports: [ObservabilityModule, TenancyModule.forRoot(config)],
+    return serviceModule(AppModule, {
+      config: { token: STREAM_CONFIG, value: config },
+      errors: STREAM_ERRORS,
+      imports: [TenancyModule.forRoot(config)],
       providers: [
-        { provide: STREAM_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: STREAM_ERRORS },
         StreamMetrics,
         {
           provide: StreamSessions,
           inject: [TenantGate, RegistryReader, CONTROL_REDIS, HttpAdapterHost, STREAM_CONFIG, StreamMetrics],
           useFactory: streamSessions,
         },
-        SessionsLifecycle,
+        // Follows registry changes from start; closes the consumer instances, then the Kafka clients, at shutdown.
+        lifecycleOf(StreamSessions),
         StreamRoutes,
       ],
-    };
+    });
   }
 }

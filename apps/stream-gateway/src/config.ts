@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/shared/util-config';
+import { configLoader, env, httpServiceConfig, httpServiceEnv, registryConfig, registryEnv } from '@restash/shared/util-config';
 
 /**
  * Environment of stream-gateway. Every variable is checked at boot; all problems are reported at once.
@@ -26,8 +26,7 @@ import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/sha
  */
 export const streamGatewayEnvSchema = z
   .object({
-    CONTROL_REDIS_URL: env.redisUrl(),
-    REGISTRY_SEAL_KEY: env.key256(),
+    ...registryEnv(),
     ...httpServiceEnv(8082, 9082),
     KAFKA_REQUEST_TIMEOUT_MS: env.positiveInt(30_000),
     CONSUMER_IDLE_TIMEOUT_MS: env.positiveInt(120_000),
@@ -44,7 +43,7 @@ export const streamGatewayEnvSchema = z
   })
   .transform((e) => ({
     http: httpServiceConfig('stream-gateway', e),
-    controlRedisUrl: e.CONTROL_REDIS_URL,
+    ...registryConfig(e),
     kafkaRequestTimeoutMs: e.KAFKA_REQUEST_TIMEOUT_MS,
     consumer: {
       idleTimeoutMs: e.CONSUMER_IDLE_TIMEOUT_MS,
@@ -54,8 +53,6 @@ export const streamGatewayEnvSchema = z
       maxBufferedBytes: e.CONSUMER_MAX_BUFFERED_BYTES,
       joinWaitMs: e.CONSUMER_JOIN_WAIT_MS,
     },
-    registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
-    registrySealKey: e.REGISTRY_SEAL_KEY,
     peerHost: e.PEER_HOST,
   }));
 
@@ -64,7 +61,5 @@ export type StreamGatewayConfig = z.output<typeof streamGatewayEnvSchema>;
 /** Injection token of {@link StreamGatewayConfig}. */
 export const STREAM_CONFIG = Symbol('STREAM_CONFIG');
 
-/** @throws ConfigError listing every invalid variable */
-export function loadStreamGatewayConfig(source: NodeJS.ProcessEnv = process.env): StreamGatewayConfig {
-  return loadConfig(streamGatewayEnvSchema, source);
-}
+/** Reads and checks the environment (docs/configuration.md); throws ConfigError listing every invalid variable. */
+export const loadStreamGatewayConfig: (source?: NodeJS.ProcessEnv) => StreamGatewayConfig = configLoader(streamGatewayEnvSchema);

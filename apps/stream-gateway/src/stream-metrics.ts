@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Counter, Gauge, type Registry } from 'prom-client';
-import { METRICS_REGISTRY, RequestMetrics, labelChildren } from '@restash/shared/util-http';
+import { Gauge, type Registry } from 'prom-client';
+import { METRICS_REGISTRY, RequestMetrics, labelledCounter } from '@restash/shared/util-http';
 
 /**
  * Prometheus metrics of stream-gateway: those of {@link RequestMetrics} (`restash_stream_request_duration_seconds`,
@@ -17,14 +17,7 @@ export class StreamMetrics extends RequestMetrics<'broker' | 'registry'> {
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     super(registry, { api: 'stream', title: 'Stream REST', backends: { broker: 'Kafka', registry: 'the control Redis' } });
-    this.messages = labelChildren(
-      new Counter({
-        name: 'restash_stream_messages_total',
-        help: 'Messages produced (in) and returned by fetch and consume (out)',
-        labelNames: ['tenant', 'direction'],
-        registers: [registry],
-      }),
-    );
+    this.messages = labelledCounter(registry, 'restash_stream_messages_total', 'Messages produced (in) and returned by fetch and consume (out)', ['tenant', 'direction']);
     this.instances = new Gauge({
       name: 'restash_stream_consumer_instances',
       help: 'Open consumer instances on this gateway',

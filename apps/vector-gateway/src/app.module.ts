@@ -2,7 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { Agent } from 'undici';
 import { CONTROL_REDIS, TenancyModule, TenantGate } from '@restash/shared/feature-tenancy';
-import { API_ERRORS, ObservabilityModule, guardedConnector } from '@restash/shared/util-http';
+import { guardedConnector, serviceModule } from '@restash/shared/util-http';
 import { OpenAiEmbedder, refusedAddress } from '@restash/vector/data-access-embedder';
 import { IndexState, VectorIndexService } from '@restash/vector/feature-index';
 import { VECTOR_CONFIG, type VectorGatewayConfig } from './config';
@@ -32,17 +32,16 @@ function vectorIndexService(control: Redis, gate: TenantGate, config: VectorGate
 @Module({})
 export class AppModule {
   static forRoot(config: VectorGatewayConfig): DynamicModule {
-    return {
-      module: AppModule,
-      imports: [ObservabilityModule, TenancyModule.forRoot(config)],
+    return serviceModule(AppModule, {
+      config: { token: VECTOR_CONFIG, value: config },
+      errors: VECTOR_ERRORS,
+      imports: [TenancyModule.forRoot(config)],
       providers: [
-        { provide: VECTOR_CONFIG, useValue: config },
-        { provide: API_ERRORS, useValue: VECTOR_ERRORS },
         VectorMetrics,
         { provide: VectorIndexService, inject: [CONTROL_REDIS, TenantGate, VECTOR_CONFIG, VectorMetrics], useFactory: vectorIndexService },
         IndexSessions,
         VectorRoutes,
       ],
-    };
+    });
   }
 }

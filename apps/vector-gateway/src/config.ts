@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { env, httpServiceConfig, httpServiceEnv, loadConfig } from '@restash/shared/util-config';
+import { configLoader, env, httpServiceConfig, httpServiceEnv, registryConfig, registryEnv } from '@restash/shared/util-config';
 import { parseAllowlist } from '@restash/shared/util-http';
 
 /**
@@ -26,8 +26,7 @@ import { parseAllowlist } from '@restash/shared/util-http';
  */
 export const vectorGatewayEnvSchema = z
   .object({
-    CONTROL_REDIS_URL: env.redisUrl(),
-    REGISTRY_SEAL_KEY: env.key256(),
+    ...registryEnv(),
     ...httpServiceEnv(8081, 9081),
     QDRANT_TIMEOUT_MS: env.positiveInt(30_000),
     EMBEDDER_TIMEOUT_MS: env.positiveInt(30_000),
@@ -48,14 +47,12 @@ export const vectorGatewayEnvSchema = z
   })
   .transform((e) => ({
     http: httpServiceConfig('vector-gateway', e),
-    controlRedisUrl: e.CONTROL_REDIS_URL,
+    ...registryConfig(e),
     qdrantTimeoutMs: e.QDRANT_TIMEOUT_MS,
     embedderTimeoutMs: e.EMBEDDER_TIMEOUT_MS,
     embeddingAllowlist: e.EMBEDDING_ALLOWLIST,
     filterScanLimit: e.FILTER_SCAN_LIMIT,
-    registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
     sparseVectorCacheBytes: e.SPARSE_VECTOR_CACHE_BYTES,
-    registrySealKey: e.REGISTRY_SEAL_KEY,
   }));
 
 export type VectorGatewayConfig = z.output<typeof vectorGatewayEnvSchema>;
@@ -63,7 +60,5 @@ export type VectorGatewayConfig = z.output<typeof vectorGatewayEnvSchema>;
 /** Injection token of {@link VectorGatewayConfig}. */
 export const VECTOR_CONFIG = Symbol('VECTOR_CONFIG');
 
-/** @throws ConfigError listing every invalid variable */
-export function loadVectorGatewayConfig(source: NodeJS.ProcessEnv = process.env): VectorGatewayConfig {
-  return loadConfig(vectorGatewayEnvSchema, source);
-}
+/** Reads and checks the environment (docs/configuration.md); throws ConfigError listing every invalid variable. */
+export const loadVectorGatewayConfig: (source?: NodeJS.ProcessEnv) => VectorGatewayConfig = configLoader(vectorGatewayEnvSchema);

@@ -10,6 +10,11 @@ export class ConfigError extends Error {
     super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     this.name = 'ConfigError';
   }
+
+  /** The variables its problems name, in order (each problem's text before its first `:`). */
+  get variables(): string[] {
+    return this.problems.map((problem) => problem.split(':')[0] ?? problem);
+  }
 }
 
 /**
@@ -63,33 +68,94 @@ export const env = {
 };
 
 /**
- * The variables every HTTP service reads, to spread into its schema: HOST (0.0.0.0), PORT,
- * MANAGEMENT_PORT, BODY_LIMIT_BYTES (100 MiB, the hard cap on any body), UNREAD_ANSWER_BYTES (64 MiB per
- * tenant, see registerTenantApi) and LOG_LEVEL (log).
+ * The variables of the tenant registry that every service reads first (docs/configuration.md): CONTROL_REDIS_URL
+ * (the control Redis) and REGISTRY_SEAL_KEY (the key that opens the registry's sealed secrets).
  */
-export function httpServiceEnv(port: number, managementPort: number) {
+export function registryEnv() {
+  return {
+    CONTROL_REDIS_URL: env.redisUrl(),
+    REGISTRY_SEAL_KEY: env.key256(),
+  };
+}
+
+/**
+ * What a service's TenancyModule takes (the control Redis, the cache TTL of registry records, the seal key), from the
+ * {@link registryEnv} variables and REGISTRY_CACHE_TTL_MS (docs/configuration.md).
+ */
+export function registryConfig(e: { CONTROL_REDIS_URL: string; REGISTRY_SEAL_KEY: string; REGISTRY_CACHE_TTL_MS: number }) {
+  return {
+    controlRedisUrl: e.CONTROL_REDIS_URL,
+    registryCacheTtlMs: e.REGISTRY_CACHE_TTL_MS,
+    registrySealKey: e.REGISTRY_SEAL_KEY,
+  };
+}
+
+/**
+ * The variables of a service without an API port (queue-worker, the operator; docs/configuration.md), to spread into
+ * its schema: HOST (0.0.0.0), MANAGEMENT_PORT and LOG_LEVEL (log).
+ */
+export function workerServiceEnv(managementPort: number) {
   return {
     HOST: z.string().default('0.0.0.0'),
-    PORT: env.port(port),
     MANAGEMENT_PORT: env.port(managementPort),
-    BODY_LIMIT_BYTES: env.positiveInt(100 * 1024 * 1024),
-    UNREAD_ANSWER_BYTES: env.positiveInt(64 * 1024 * 1024),
     LOG_LEVEL: env.logLevel(),
   };
 }
 
-/** The `http` section of a service's config (what `startHttpService` takes), from the {@link httpServiceEnv} variables. */
-export function httpServiceConfig(
-  service: string,
-  e: { HOST: string; PORT: number; MANAGEMENT_PORT: number; BODY_LIMIT_BYTES: number; UNREAD_ANSWER_BYTES: number; LOG_LEVEL: z.output<ReturnType<typeof env.logLevel>> },
-) {
+/** The variables {@link workerServiceEnv} and {@link httpServiceEnv} share, as the service's config reads them. */
+interface ServiceVariables {
+  HOST: string;
+  MANAGEMENT_PORT: number;
+  LOG_LEVEL: z.output<ReturnType<typeof env.logLevel>>;
+}
+
+/**
+ * The `service` section of a worker's config (what `startWorkerService` takes), from the {@link workerServiceEnv}
+ * variables (docs/configuration.md).
+ */
+export function workerServiceConfig(service: string, e: ServiceVariables) {
+  return { service, host: e.HOST, managementPort: e.MANAGEMENT_PORT, logLevel: e.LOG_LEVEL };
+}
+
+/**
+ * The variables every HTTP service reads, to spread into its schema (docs/configuration.md): HOST (0.0.0.0), PORT,
+ * MANAGEMENT_PORT, BODY_LIMIT_BYTES (100 MiB, the hard cap on any body), UNREAD_ANSWER_BYTES (64 MiB per
+ * tenant, see registerTenantApi) and LOG_LEVEL (log).
+ */
+export function httpServiceEnv(port: number, managementPort: number) {
+  const { HOST, MANAGEMENT_PORT, LOG_LEVEL } = workerServiceEnv(managementPort);
+  return {
+    HOST,
+    PORT: env.port(port),
+    MANAGEMENT_PORT,
+    BODY_LIMIT_BYTES: env.positiveInt(100 * 1024 * 1024),
+    UNREAD_ANSWER_BYTES: env.positiveInt(64 * 1024 * 1024),
+    LOG_LEVEL,
+  };
+}
+
+/**
+ * The `http` section of a service's config (what `startHttpService` takes), from the {@link httpServiceEnv} variables
+ * (docs/configuration.md).
+ */
+export function httpServiceConfig(service: string, e: ServiceVariables & { PORT: number; BODY_LIMIT_BYTES: number; UNREAD_ANSWER_BYTES: number }) {
+  const { host, managementPort, logLevel } = workerServiceConfig(service, e);
   return {
     service,
-    host: e.HOST,
+    host,
     port: e.PORT,
-    managementPort: e.MANAGEMENT_PORT,
+    managementPort,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     unreadAnswerBytes: e.UNREAD_ANSWER_BYTES,
-    logLevel: e.LOG_LEVEL,
+    logLevel,
   };
+}
+
+/**
+ * The `load<App>Config` function of an app (docs/configuration.md): {@link loadConfig} of its schema, on
+ * `process.env` unless given another source.
+ * @returns a loader that throws ConfigError listing every invalid variable
+ */
+export function configLoader<S extends z.ZodType>(schema: S): (source?: NodeJS.ProcessEnv) => z.output<S> {
+  return (source = process.env) => loadConfig(schema, source);
 }

@@ -3,6 +3,13 @@ import { LOOPBACK_ALLOWLIST_ENTRIES, addressVerdict, parseAllowlist } from './ad
 
 const none = parseAllowlist([]);
 
+/** Expects `address` refused with no allowlist, for a reason that contains `reason`. */
+function refuses(address: string, reason: string): void {
+  const verdict = addressVerdict(address, none);
+  expect(verdict.allowed ? '' : verdict.reason).toContain(reason);
+  expect(verdict.allowed).toBe(false);
+}
+
 describe('addressVerdict', () => {
   it.each(['93.184.216.34', '8.8.8.8', '1.1.1.1', '2606:4700::1111', '2001:4860:4860::8888', '[2606:4700::1111]', ' 8.8.8.8 '])('allows the public address %s', (address) => {
     expect(addressVerdict(address, none)).toEqual({ allowed: true });
@@ -47,11 +54,7 @@ describe('addressVerdict', () => {
     ['fec0::1', 'site-local address fec0::1'],
     ['100::1', 'discard-only address 100::1'],
     ['4000::1', 'reserved address 4000::1 (outside 2000::/3)'],
-  ])('refuses %s', (address, reason) => {
-    const verdict = addressVerdict(address, none);
-    expect(verdict.allowed).toBe(false);
-    expect(verdict.allowed ? '' : verdict.reason).toContain(reason);
-  });
+  ])('refuses %s', refuses);
 
   it.each([
     ['::ffff:127.0.0.1', 'loopback address 127.0.0.1'],
@@ -63,10 +66,7 @@ describe('addressVerdict', () => {
     ['::7f00:1', 'loopback address 127.0.0.1'],
     ['64:ff9b::127.0.0.1', 'loopback address 127.0.0.1'],
     ['64:ff9b::a9fe:a9fe', 'link-local address 169.254.169.254'],
-  ])('judges %s as its embedded IPv4 address', (address, reason) => {
-    const verdict = addressVerdict(address, none);
-    expect(verdict.allowed ? '' : verdict.reason).toContain(reason);
-  });
+  ])('judges %s as its embedded IPv4 address', refuses);
 
   it('allows IPv6 forms embedding a public IPv4 address', () => {
     expect(addressVerdict('::ffff:8.8.8.8', none)).toEqual({ allowed: true });

@@ -1,5 +1,6 @@
 export * from './observability.module';
 export * from './bootstrap';
+export * from './service';
 export * from './raw-body';
 export * from './api-errors';
 export * from './request-metrics';

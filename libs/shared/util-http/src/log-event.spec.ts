@@ -18,44 +18,40 @@ function captured(run: () => void): Array<{ stream: 'stdout' | 'stderr'; raw: st
   return lines;
 }
 
+/** The one line `run` writes, which must go to `stream`. */
+function oneLine(stream: 'stdout' | 'stderr', run: () => void): { raw: string; line: Record<string, unknown> } {
+  const lines = captured(run);
+  expect(lines.map((l) => l.stream)).toEqual([stream]);
+  return lines[0] as { raw: string; line: Record<string, unknown> };
+}
+
+/** A line of a JSON ConsoleLogger of this process: its level, context and message. */
+const jsonLine = (level: string, context: string, message: Record<string, unknown>) => ({ level, pid: process.pid, timestamp: expect.any(Number), context, message });
+
 const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED', errno: -111, syscall: 'connect' });
 
 describe('logEvent', () => {
   const json = () => new ConsoleLogger('TestService', { json: true });
 
   it('writes one JSON line whose message is the event with its fields, the error reduced to message and code', () => {
-    const lines = captured(() => logEvent(json(), 'warn', 'engine.error', { engine: 'control-redis', tenant: 'acme', error: refused(), text: 'control Redis unreachable' }));
-    expect(lines).toHaveLength(1);
-    expect(lines[0]?.stream).toBe('stdout');
-    expect(lines[0]?.line).toEqual({
-      level: 'warn',
-      pid: process.pid,
-      timestamp: expect.any(Number),
-      context: 'TestService',
-      message: {
+    const { line, raw } = oneLine('stdout', () => logEvent(json(), 'warn', 'engine.error', { engine: 'control-redis', tenant: 'acme', error: refused(), text: 'control Redis unreachable' }));
+    expect(line).toEqual(
+      jsonLine('warn', 'TestService', {
         event: 'engine.error',
         engine: 'control-redis',
         tenant: 'acme',
         error: { message: 'connect ECONNREFUSED 127.0.0.1:6379', code: 'ECONNREFUSED' },
         text: 'control Redis unreachable',
-      },
-    });
-    expect(lines[0]?.raw).not.toMatch(/\bat .+:\d+:\d+/); // no stack frame anywhere
+      }),
+    );
+    expect(raw).not.toMatch(/\bat .+:\d+:\d+/); // no stack frame anywhere
   });
 
   it('writes errors to stderr with no stack field, through a Nest Logger with a context as the services use it', () => {
     Logger.overrideLogger(json());
     try {
-      const lines = captured(() => logEvent(new Logger('TenancyModule'), 'error', 'registry.unreadable', { key: 'restash:v1:token:x', error: new TypeError('bad seal') }));
-      expect(lines).toHaveLength(1);
-      expect(lines[0]?.stream).toBe('stderr');
-      expect(lines[0]?.line).toEqual({
-        level: 'error',
-        pid: process.pid,
-        timestamp: expect.any(Number),
-        context: 'TenancyModule',
-        message: { event: 'registry.unreadable', key: 'restash:v1:token:x', error: { message: 'bad seal' } },
-      });
+      const { line } = oneLine('stderr', () => logEvent(new Logger('TenancyModule'), 'error', 'registry.unreadable', { key: 'restash:v1:token:x', error: new TypeError('bad seal') }));
+      expect(line).toEqual(jsonLine('error', 'TenancyModule', { event: 'registry.unreadable', key: 'restash:v1:token:x', error: { message: 'bad seal' } }));
     } finally {
       Logger.overrideLogger(new ConsoleLogger());
     }

@@ -1,5 +1,5 @@
 import { Counter, Registry } from 'prom-client';
-import { RequestMetrics, labelChildren } from './request-metrics';
+import { RequestMetrics, labelChildren, labelledCounter } from './request-metrics';
 
 describe('RequestMetrics', () => {
   it('names every API’s request histogram and backend error counter alike, with the operation label', async () => {
@@ -17,16 +17,20 @@ describe('RequestMetrics', () => {
   });
 });
 
-describe('labelChildren', () => {
-  it('hands out one child per label values, created once', async () => {
+describe('labelChildren and labelledCounter', () => {
+  it('hand out one child per label values, created once, of a counter (labelledCounter registers its own)', async () => {
     const registry = new Registry();
-    const counter = new Counter({ name: 'demo_total', help: 'demo', labelNames: ['a', 'b'], registers: [registry] });
-    const child = labelChildren(counter);
+    const child = labelChildren(new Counter({ name: 'demo_total', help: 'demo', labelNames: ['a', 'b'], registers: [registry] }));
+    const count = labelledCounter(registry, 'demo_events_total', 'Demo events', ['tenant', 'kind']);
     expect(child('x', 'y')).toBe(child('x', 'y'));
+    expect(count('acme', 'x')).toBe(count('acme', 'x'));
     child('x y', '').inc();
     child('x', ' y').inc(2);
+    count('acme', 'x').inc(3);
     const text = await registry.metrics();
     expect(text).toContain('demo_total{a="x y",b=""} 1');
     expect(text).toContain('demo_total{a="x",b=" y"} 2');
+    expect(text).toContain('# HELP demo_events_total Demo events');
+    expect(text).toContain('demo_events_total{tenant="acme",kind="x"} 3');
   });
 });

@@ -24,6 +24,14 @@ export function labelChildren<C>(metric: { labels(...values: string[]): C }): (.
   };
 }
 
+/**
+ * A counter registered in `registry`, handed out by its label values through {@link labelChildren}: how the API
+ * metrics (docs/operations.md, "Metrics (management port)") count by tenant.
+ */
+export function labelledCounter(registry: Registry, name: string, help: string, labelNames: readonly string[]): (...values: string[]) => { inc(value?: number): void } {
+  return labelChildren(new Counter({ name, help, labelNames, registers: [registry] }));
+}
+
 export interface RequestMetricsOptions<Kind extends string> {
   /** The API's short name in metric names: `restash_<api>_…`. */
   api: string;
@@ -57,14 +65,7 @@ export class RequestMetrics<Kind extends string> {
       }),
     );
     const kinds = Object.entries<string>(options.backends).map(([kind, what]) => `${what} (${kind})`);
-    this.backendFailure = labelChildren(
-      new Counter({
-        name: `restash_${options.api}_backend_errors_total`,
-        help: `Failures of ${kinds.join(', ')}`,
-        labelNames: ['tenant', 'kind'],
-        registers: [registry],
-      }),
-    );
+    this.backendFailure = labelledCounter(registry, `restash_${options.api}_backend_errors_total`, `Failures of ${kinds.join(', ')}`, ['tenant', 'kind']);
   }
 
   /** Records one request and its latency in seconds. */
