@@ -1,5 +1,5 @@
 import { StreamError } from '@restash/stream/util-rest';
-import { pathArgs, streamOperations } from './stream.operations';
+import { STREAM_NOT_FOUND, pathArgs, streamOperations } from './stream.operations';
 
 /** What pathArgs throws: [status, message]. */
 function thrown(run: () => unknown): [number, string] {
@@ -82,6 +82,15 @@ describe('streamOperations', () => {
       'delete-consumer': ['/delete-consumer/*'],
       webhook: ['/webhook', '/webhook/'],
     });
+  });
+
+  it('names /<name>/ of the endpoints that need a segment as no endpoint, which their /<name>/* route would take', () => {
+    expect(STREAM_NOT_FOUND).toEqual(['/committed/', '/offsets/', '/consume/', '/commit/', '/delete-consumer/']);
+    for (const path of STREAM_NOT_FOUND) {
+      const name = path.slice(1, -1);
+      const op = streamOperations({} as never).find((o) => o.name === name);
+      expect(op?.route).toEqual([`/${name}/*`]);
+    }
   });
 
   it('takes the webhook’s credentials from Basic or the user and pass query parameters, and no other endpoint’s', () => {

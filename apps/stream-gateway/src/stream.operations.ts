@@ -175,6 +175,15 @@ export function streamOperations(sessions: Sessions): Array<ApiOperation<Session
   return Object.entries(ENDPOINTS).map(([name, endpoint]) => streamOperation(name, endpoint, sessions));
 }
 
+/**
+ * `/<name>/` of the endpoints that need a path segment (offsets, committed, …): their `/<name>/*` route would take it,
+ * but it names no endpoint, so it is answered the API's 404 before credentials as every such path (registerTenantApi's
+ * `notFound`; docs/stream.md, "Stream: endpoints").
+ */
+export const STREAM_NOT_FOUND: readonly string[] = Object.entries(ENDPOINTS)
+  .filter(([, endpoint]) => (endpoint.segments?.[0] ?? 0) > 0)
+  .map(([name]) => `/${name}/`);
+
 /** The Stream API's 404 for a path that is none of its endpoints (docs/stream.md, "Stream: errors"). */
 export function notAnEndpoint(path: string): StreamError {
   return new StreamError(404, `Not found: ${path} is not an endpoint of the Stream API`);

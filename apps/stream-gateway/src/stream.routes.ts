@@ -7,7 +7,7 @@ import { PEER_GONE, PEER_PATH, PeerGoneError, StreamSessions, isPeer, parsePeerC
 import { StreamError, encodeError } from '@restash/stream/util-rest';
 import { STREAM_CONFIG, type StreamGatewayConfig } from './config';
 import { StreamMetrics } from './stream-metrics';
-import { type Sessions, notAnEndpoint, streamOperations } from './stream.operations';
+import { STREAM_NOT_FOUND, type Sessions, notAnEndpoint, streamOperations } from './stream.operations';
 
 /** The Stream API's answers to the tenant gate's denials (docs/stream.md, "Stream: credentials" and "Stream: errors"). */
 export const STREAM_DENIALS: DenialTable = {
@@ -67,6 +67,7 @@ export class StreamRoutes implements OnModuleInit {
       logger: this.logger,
       bodyLimitBytes: this.config.http.bodyLimitBytes,
       unreadAnswerBytes: this.config.http.unreadAnswerBytes,
+      notFound: STREAM_NOT_FOUND,
       bodyMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     });
   }
