@@ -3,8 +3,8 @@ import { Redis } from 'ioredis';
 import { QueueStore, ScheduleStore } from '@restash/queue/data-access-store';
 import { RegistryWriter } from '@restash/shared/data-access-registry';
 import { eventually } from '@restash/shared/util-testing';
-import { type QueueStack, startQueueStack } from './testing/queue-stack';
-import { type Sink, atLeast, nonEmpty, startSink } from './testing/sink';
+import { queueTestbed } from './testing/queue-testbed';
+import { atLeast, nonEmpty } from './testing/sink';
 
 /** The default QUEUE_PREFIX, which the stack's gateway and worker use. */
 const PREFIX = 'restash:queue';
@@ -16,8 +16,7 @@ const PREFIX = 'restash:queue';
  * `every` in the store (a test hook the API cannot reach) to see many ticks quickly.
  */
 describe('queue schedules with the official @upstash/qstash Client', () => {
-  let stack: QueueStack;
-  let sink: Sink;
+  const bed = queueTestbed({ acme: [{ name: 'main' }], evil: [{ name: 'main' }], gone: [{ name: 'main' }] });
   let client: Client;
   let other: Client;
   let readOnly: Client;
@@ -28,26 +27,17 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
   let minuteCreatedAt: number;
 
   beforeAll(async () => {
-    [stack, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }], evil: [{ name: 'main' }], gone: [{ name: 'main' }] }), startSink()]);
-    const secrets = stack.secrets('acme', 'main');
-    client = new Client({ baseUrl: stack.url, token: secrets.token });
-    readOnly = new Client({ baseUrl: stack.url, token: secrets.readonlyToken });
-    other = new Client({ baseUrl: stack.url, token: stack.secrets('evil', 'main').token });
-    receiver = new Receiver({ currentSigningKey: secrets.currentSigningKey, nextSigningKey: secrets.nextSigningKey });
-    redis = new Redis(stack.queueRedis.url);
-    store = new ScheduleStore(redis, { prefix: PREFIX });
+    client = bed.client();
+    readOnly = bed.client('acme', 'main', 'readonlyToken');
+    other = bed.client('evil');
+    receiver = bed.receiver();
+    redis = bed.redis(bed.stack.queueRedis.url);
+    store = bed.closes(new ScheduleStore(redis, { prefix: PREFIX }));
     store.queue.on('error', () => undefined); // the stack's Redis stops before this connection closes
     // Created first, so that its wait for the next minute overlaps the other tests; checked by the last one.
     minuteCreatedAt = Date.now();
-    ({ scheduleId: minuteScheduleId } = await client.schedules.create({ destination: `${sink.url}/minute`, cron: '* * * * *', body: 'tick' }));
-  }, 120_000);
-
-  afterAll(async () => {
-    await store?.close();
-    redis?.disconnect();
-    await stack?.stop();
-    await sink?.close();
-  });
+    ({ scheduleId: minuteScheduleId } = await client.schedules.create({ destination: `${bed.sink.url}/minute`, cron: '* * * * *', body: 'tick' }));
+  }, 30_000);
 
   /** Makes a stored schedule tick every `everyMs` (test hook: the API only takes crons). */
   const tickEvery = async (project: string, scheduleId: string, everyMs: number) => {
@@ -58,7 +48,7 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
 
   it('creates a schedule with the publish settings and shows it as the SDK expects; the same id replaces it', async () => {
     const { scheduleId } = await client.schedules.create({
-      destination: `${sink.url}/report?kind=daily`,
+      destination: `${bed.sink.url}/report?kind=daily`,
       cron: 'CRON_TZ=Europe/Berlin 0 9 * * 1-5 ',
       scheduleId: 'daily-report',
       body: '{"report":true}',
@@ -67,8 +57,8 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
       retries: 2,
       delay: 30,
       timeout: 10,
-      callback: `${sink.url}/cb`,
-      failureCallback: `${sink.url}/fcb`,
+      callback: `${bed.sink.url}/cb`,
+      failureCallback: `${bed.sink.url}/fcb`,
       label: ['reports', 'daily'],
       retryDelay: '1000',
     });
@@ -77,13 +67,13 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
     expect(schedule).toMatchObject({
       scheduleId: 'daily-report',
       cron: 'CRON_TZ=Europe/Berlin 0 9 * * 1-5',
-      destination: `${sink.url}/report?kind=daily`,
+      destination: `${bed.sink.url}/report?kind=daily`,
       method: 'PUT',
       body: '{"report":true}',
       retries: 2,
       delay: 30,
-      callback: `${sink.url}/cb`,
-      failureCallback: `${sink.url}/fcb`,
+      callback: `${bed.sink.url}/cb`,
+      failureCallback: `${bed.sink.url}/fcb`,
       isPaused: false,
       label: 'reports',
       labels: ['reports', 'daily'],
@@ -97,9 +87,9 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
     expect(next.getUTCMinutes()).toBe(0);
     expect([1, 2, 3, 4, 5]).toContain(next.getUTCDay() === 0 ? 7 : next.getUTCDay());
 
-    await client.schedules.create({ destination: `${sink.url}/report`, cron: '*/10 * * * * ', scheduleId: 'daily-report' });
+    await client.schedules.create({ destination: `${bed.sink.url}/report`, cron: '*/10 * * * * ', scheduleId: 'daily-report' });
     const replaced = await client.schedules.get('daily-report');
-    expect(replaced).toMatchObject({ cron: '*/10 * * * *', method: 'POST', retries: 3, destination: `${sink.url}/report` });
+    expect(replaced).toMatchObject({ cron: '*/10 * * * *', method: 'POST', retries: 3, destination: `${bed.sink.url}/report` });
     expect(replaced.body).toBeUndefined();
     expect(replaced.labels).toBeUndefined();
     expect(replaced.header).toEqual({ 'Content-Type': ['application/json'] });
@@ -111,63 +101,63 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
   });
 
   it('pauses (no ticks) and resumes a schedule; deleting it stops its ticks', async () => {
-    const { scheduleId } = await client.schedules.create({ destination: `${sink.url}/paused`, cron: '0 0 1 1 *' });
+    const { scheduleId } = await client.schedules.create({ destination: `${bed.sink.url}/paused`, cron: '0 0 1 1 *' });
     await tickEvery('acme.main', scheduleId, 500);
-    await eventually(() => nonEmpty(sink.on('/paused')), 15_000);
+    await eventually(() => nonEmpty(bed.sink.on('/paused')), 15_000);
 
     await client.schedules.pause({ schedule: scheduleId });
     expect((await client.schedules.get(scheduleId)).isPaused).toBe(true);
     await new Promise((r) => setTimeout(r, 1000)); // a tick already taken may still land
-    const whilePaused = sink.on('/paused').length;
+    const whilePaused = bed.sink.on('/paused').length;
     await new Promise((r) => setTimeout(r, 2000));
-    expect(sink.on('/paused')).toHaveLength(whilePaused);
+    expect(bed.sink.on('/paused')).toHaveLength(whilePaused);
 
     await client.schedules.resume({ schedule: scheduleId });
     const resumed = await client.schedules.get(scheduleId);
     expect(resumed.isPaused).toBe(false);
-    await eventually(() => atLeast(sink.on('/paused'), whilePaused + 2), 15_000);
+    await eventually(() => atLeast(bed.sink.on('/paused'), whilePaused + 2), 15_000);
 
     await client.schedules.delete(scheduleId);
     await new Promise((r) => setTimeout(r, 1000));
-    const afterDelete = sink.on('/paused').length;
+    const afterDelete = bed.sink.on('/paused').length;
     await new Promise((r) => setTimeout(r, 2000));
-    expect(sink.on('/paused')).toHaveLength(afterDelete);
+    expect(bed.sink.on('/paused')).toHaveLength(afterDelete);
     expect(await redis.exists(`${PREFIX}:schedules:repeat:acme.main/${scheduleId}`)).toBe(0);
   }, 60_000);
 
   it('each tick publishes a signed message with scheduleId, and the schedule shows its last run', async () => {
     const { scheduleId } = await client.schedules.create({
-      destination: `${sink.url}/ticks`,
+      destination: `${bed.sink.url}/ticks`,
       cron: '0 0 1 1 *',
       body: 'hello',
-      callback: `${sink.url}/tick-callback`,
+      callback: `${bed.sink.url}/tick-callback`,
       label: 'ticked',
     });
     await tickEvery('acme.main', scheduleId, 1000);
-    const ticks = await eventually(() => atLeast(sink.on('/ticks'), 2), 20_000);
+    const ticks = await eventually(() => atLeast(bed.sink.on('/ticks'), 2), 20_000);
     await client.schedules.delete(scheduleId);
     for (const request of ticks) {
       expect(request.headers['upstash-schedule-id']).toBe(scheduleId);
       expect(request.body.toString()).toBe('hello');
-      await expect(receiver.verify({ signature: String(request.headers['upstash-signature']), body: 'hello', url: `${sink.url}/ticks` })).resolves.toBe(true);
+      await expect(receiver.verify({ signature: String(request.headers['upstash-signature']), body: 'hello', url: `${bed.sink.url}/ticks` })).resolves.toBe(true);
     }
     const ids = ticks.map((r) => String(r.headers['upstash-message-id']));
     expect(new Set(ids).size).toBe(ids.length);
     const message = await client.messages.get(ids[0] as string);
-    expect(message).toMatchObject({ messageId: ids[0], url: `${sink.url}/ticks`, labels: ['ticked'] });
+    expect(message).toMatchObject({ messageId: ids[0], url: `${bed.sink.url}/ticks`, labels: ['ticked'] });
 
-    const [callback] = await eventually(() => nonEmpty(sink.on('/tick-callback')), 15_000);
+    const [callback] = await eventually(() => nonEmpty(bed.sink.on('/tick-callback')), 15_000);
     expect(JSON.parse(callback.body.toString())).toMatchObject({ scheduleId });
   }, 60_000);
 
   it('reports a tick message that went to the DLQ as FAIL in lastScheduleStates, a delivered one as SUCCESS', async () => {
-    sink.answer('/tick-fails', { status: 500, body: 'no' });
-    const failing = await client.schedules.create({ destination: `${sink.url}/tick-fails`, cron: '0 0 1 1 *', retries: 0 });
-    const passing = await client.schedules.create({ destination: `${sink.url}/tick-passes`, cron: '0 0 1 1 *', retries: 0 });
+    bed.sink.answer('/tick-fails', { status: 500, body: 'no' });
+    const failing = await client.schedules.create({ destination: `${bed.sink.url}/tick-fails`, cron: '0 0 1 1 *', retries: 0 });
+    const passing = await client.schedules.create({ destination: `${bed.sink.url}/tick-passes`, cron: '0 0 1 1 *', retries: 0 });
     await tickEvery('acme.main', failing.scheduleId, 1000);
     await tickEvery('acme.main', passing.scheduleId, 1000);
-    await eventually(() => nonEmpty(sink.on('/tick-fails')), 15_000);
-    await eventually(() => nonEmpty(sink.on('/tick-passes')), 15_000);
+    await eventually(() => nonEmpty(bed.sink.on('/tick-fails')), 15_000);
+    await eventually(() => nonEmpty(bed.sink.on('/tick-passes')), 15_000);
     // Paused, the last tick stays the last; its messages settle (every one of them fails, or is delivered).
     await client.schedules.pause({ schedule: failing.scheduleId });
     await client.schedules.pause({ schedule: passing.scheduleId });
@@ -188,12 +178,12 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
 
   it('a schedule to a URL group publishes one message per endpoint at each tick; an unknown group is a 400', async () => {
     await expect(client.schedules.create({ destination: 'no-such-group', cron: '* * * * *' })).rejects.toThrow(/destination/);
-    await client.urlGroups.addEndpoints({ name: 'sched-group', endpoints: [{ name: 'a', url: `${sink.url}/group-a` }, { url: `${sink.url}/group-b` }] });
+    await client.urlGroups.addEndpoints({ name: 'sched-group', endpoints: [{ name: 'a', url: `${bed.sink.url}/group-a` }, { url: `${bed.sink.url}/group-b` }] });
     const { scheduleId } = await client.schedules.create({ destination: 'sched-group', cron: '0 0 1 1 *', body: 'fan' });
     expect((await client.schedules.get(scheduleId)).destination).toBe('sched-group');
     await tickEvery('acme.main', scheduleId, 1000);
-    const [a] = await eventually(() => nonEmpty(sink.on('/group-a')), 15_000);
-    const [b] = await eventually(() => nonEmpty(sink.on('/group-b')), 15_000);
+    const [a] = await eventually(() => nonEmpty(bed.sink.on('/group-a')), 15_000);
+    const [b] = await eventually(() => nonEmpty(bed.sink.on('/group-b')), 15_000);
     await client.schedules.delete(scheduleId);
     for (const request of [a, b]) {
       expect(request.headers['upstash-schedule-id']).toBe(scheduleId);
@@ -207,17 +197,17 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
   it('refuses bad crons, zones, ids and headers with 400 naming them, writing nothing', async () => {
     const before = (await client.schedules.list()).length;
     const attempts: Array<[Parameters<Client['schedules']['create']>[0], RegExp]> = [
-      [{ destination: `${sink.url}/x`, cron: '* * * *' }, /Upstash-Cron/],
-      [{ destination: `${sink.url}/x`, cron: '61 * * * *' }, /Upstash-Cron/],
-      [{ destination: `${sink.url}/x`, cron: 'CRON_TZ=Nowhere/Atlantis 0 * * * *' }, /Upstash-Cron/],
-      [{ destination: `${sink.url}/x`, cron: '* * * * *', scheduleId: 'bad id!' }, /Upstash-Schedule-Id/],
-      [{ destination: `${sink.url}/x`, cron: '* * * * *', retries: -1 }, /Upstash-Retries/],
+      [{ destination: `${bed.sink.url}/x`, cron: '* * * *' }, /Upstash-Cron/],
+      [{ destination: `${bed.sink.url}/x`, cron: '61 * * * *' }, /Upstash-Cron/],
+      [{ destination: `${bed.sink.url}/x`, cron: 'CRON_TZ=Nowhere/Atlantis 0 * * * *' }, /Upstash-Cron/],
+      [{ destination: `${bed.sink.url}/x`, cron: '* * * * *', scheduleId: 'bad id!' }, /Upstash-Schedule-Id/],
+      [{ destination: `${bed.sink.url}/x`, cron: '* * * * *', retries: -1 }, /Upstash-Retries/],
       [{ destination: 'ftp://example.com/x', cron: '* * * * *' }, /destination/],
     ];
     for (const [request, error] of attempts) {
       await expect(client.schedules.create(request)).rejects.toThrow(error);
     }
-    const raw = await fetch(`${stack.url}/v2/schedules/${sink.url}/x`, { method: 'POST', headers: { Authorization: `Bearer ${stack.secrets('acme', 'main').token}` } });
+    const raw = await fetch(`${bed.stack.url}/v2/schedules/${bed.sink.url}/x`, { method: 'POST', headers: { Authorization: `Bearer ${bed.stack.secrets('acme', 'main').token}` } });
     expect(raw.status).toBe(400);
     expect(await raw.json()).toEqual({ error: expect.stringContaining('Upstash-Cron') });
     expect(await client.schedules.list()).toHaveLength(before);
@@ -227,19 +217,19 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
   });
 
   it('keeps projects apart: another tenant cannot see, pause or delete a schedule, and read-only tokens cannot write', async () => {
-    const { scheduleId } = await client.schedules.create({ destination: `${sink.url}/mine`, cron: '0 0 1 1 *', scheduleId: 'shared-name' });
+    const { scheduleId } = await client.schedules.create({ destination: `${bed.sink.url}/mine`, cron: '0 0 1 1 *', scheduleId: 'shared-name' });
     await expect(other.schedules.get(scheduleId)).rejects.toThrow(/not found/);
     await expect(other.schedules.pause({ schedule: scheduleId })).rejects.toThrow(/not found/);
     await expect(other.schedules.delete(scheduleId)).rejects.toThrow(/not found/);
     expect(await other.schedules.list()).toEqual([]);
     // The same id in another project is another schedule.
-    await other.schedules.create({ destination: `${sink.url}/theirs`, cron: '0 0 2 1 *', scheduleId: 'shared-name' });
-    expect((await client.schedules.get('shared-name')).destination).toBe(`${sink.url}/mine`);
-    expect((await other.schedules.get('shared-name')).destination).toBe(`${sink.url}/theirs`);
+    await other.schedules.create({ destination: `${bed.sink.url}/theirs`, cron: '0 0 2 1 *', scheduleId: 'shared-name' });
+    expect((await client.schedules.get('shared-name')).destination).toBe(`${bed.sink.url}/mine`);
+    expect((await other.schedules.get('shared-name')).destination).toBe(`${bed.sink.url}/theirs`);
     await other.schedules.delete('shared-name');
     expect((await client.schedules.get('shared-name')).isPaused).toBe(false);
 
-    await expect(readOnly.schedules.create({ destination: `${sink.url}/ro`, cron: '* * * * *' })).rejects.toThrow(/read-only/);
+    await expect(readOnly.schedules.create({ destination: `${bed.sink.url}/ro`, cron: '* * * * *' })).rejects.toThrow(/read-only/);
     await expect(readOnly.schedules.pause({ schedule: scheduleId })).rejects.toThrow(/read-only/);
     await expect(readOnly.schedules.delete(scheduleId)).rejects.toThrow(/read-only/);
     expect((await readOnly.schedules.get(scheduleId)).scheduleId).toBe(scheduleId);
@@ -247,18 +237,18 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
   });
 
   it('goes with its project: teardown removes its schedulers, definitions and last runs, and no tick follows', async () => {
-    const gone = new Client({ baseUrl: stack.url, token: stack.secrets('gone', 'main').token });
-    const { scheduleId } = await gone.schedules.create({ destination: `${sink.url}/gone`, cron: '0 0 1 1 *' });
-    await gone.schedules.create({ destination: `${sink.url}/gone-paused`, cron: '0 0 1 1 *', scheduleId: 'paused-one' });
+    const gone = new Client({ baseUrl: bed.stack.url, token: bed.stack.secrets('gone', 'main').token });
+    const { scheduleId } = await gone.schedules.create({ destination: `${bed.sink.url}/gone`, cron: '0 0 1 1 *' });
+    await gone.schedules.create({ destination: `${bed.sink.url}/gone-paused`, cron: '0 0 1 1 *', scheduleId: 'paused-one' });
     await gone.schedules.pause({ schedule: 'paused-one' });
     await tickEvery('gone.main', scheduleId, 500);
-    await eventually(() => nonEmpty(sink.on('/gone')), 15_000);
-    const mine = await client.schedules.create({ destination: `${sink.url}/kept`, cron: '0 0 1 1 *' });
+    await eventually(() => nonEmpty(bed.sink.on('/gone')), 15_000);
+    const mine = await client.schedules.create({ destination: `${bed.sink.url}/kept`, cron: '0 0 1 1 *' });
 
-    const control = new Redis(stack.control.url);
+    const control = new Redis(bed.stack.control.url);
     const messages = new QueueStore(redis, { prefix: PREFIX, messageRetentionMs: 86_400_000, dlqRetentionMs: 86_400_000, eventsPerProject: 1000 });
     try {
-      await new RegistryWriter(control, stack.seal).deleteTenant('gone'); // as `tenants delete` does, before the purge
+      await new RegistryWriter(control, bed.stack.seal).deleteTenant('gone'); // as `tenants delete` does, before the purge
       await messages.purgeProject('gone.main');
     } finally {
       await messages.close();
@@ -268,15 +258,15 @@ describe('queue schedules with the official @upstash/qstash Client', () => {
     expect(await redis.exists(`${PREFIX}:schedules:repeat:gone.main/${scheduleId}`)).toBe(0);
     expect((await store.queue.getJobSchedulers(0, -1)).filter((s) => (s.id ?? s.key).startsWith('gone.main/'))).toEqual([]);
     await new Promise((r) => setTimeout(r, 1000)); // a tick already taken may still land
-    const after = sink.on('/gone').length;
+    const after = bed.sink.on('/gone').length;
     await new Promise((r) => setTimeout(r, 1500));
-    expect(sink.on('/gone')).toHaveLength(after);
-    expect((await client.schedules.get(mine.scheduleId)).destination).toBe(`${sink.url}/kept`);
+    expect(bed.sink.on('/gone')).toHaveLength(after);
+    expect((await client.schedules.get(mine.scheduleId)).destination).toBe(`${bed.sink.url}/kept`);
     await client.schedules.delete(mine.scheduleId);
   }, 40_000);
 
   it('ticks on the cron: a `* * * * *` schedule fires at the next minute', async () => {
-    const [request] = await eventually(() => nonEmpty(sink.on('/minute')), 75_000, 200);
+    const [request] = await eventually(() => nonEmpty(bed.sink.on('/minute')), 75_000, 200);
     expect(request.headers['upstash-schedule-id']).toBe(minuteScheduleId);
     expect(request.at).toBeGreaterThanOrEqual(Math.ceil((minuteCreatedAt + 1) / 60_000) * 60_000 - 1000);
     const schedule = await client.schedules.get(minuteScheduleId);

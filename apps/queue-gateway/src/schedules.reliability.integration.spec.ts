@@ -1,10 +1,9 @@
 import { Client } from '@upstash/qstash';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { AppProcess } from '@restash/platform/util-stack';
 import { SCHEDULE_QUEUE, ScheduleStore, schedulerId } from '@restash/queue/data-access-store';
 import { eventually } from '@restash/shared/util-testing';
-import { type QueueStack, startQueueStack } from './testing/queue-stack';
-import { type Sink, startSink } from './testing/sink';
+import { queueTestbed } from './testing/queue-testbed';
 
 const PREFIX = 'restash:queue';
 /** Tick period of the measured schedule (the store's test hook), ms. */
@@ -20,35 +19,26 @@ const KILL_OFFSETS_MS = [1, 3, 6, 10, 20];
  * kill is at-least-once delivery, counted separately. The counts are printed.
  */
 describe('schedule ticks across worker SIGKILLs', () => {
-  let stack: QueueStack;
-  let sink: Sink;
+  const bed = queueTestbed({ acme: [{ name: 'main' }] });
   let redis: Redis;
   let store: ScheduleStore;
   let second: AppProcess;
 
   beforeAll(async () => {
-    [stack, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }] }), startSink()]);
-    second = await stack.startWorker();
-    redis = new Redis(stack.queueRedis.url);
-    store = new ScheduleStore(redis, { prefix: PREFIX });
+    second = await bed.stack.startWorker();
+    redis = bed.redis(bed.stack.queueRedis.url);
+    store = bed.closes(new ScheduleStore(redis, { prefix: PREFIX }));
     store.queue.on('error', () => undefined); // the stack's Redis stops before this connection closes
-  }, 180_000);
-
-  afterAll(async () => {
-    await store?.close();
-    redis?.disconnect();
-    await stack?.stop();
-    await sink?.close();
-  });
+  }, 60_000);
 
   it('loses and doubles no tick while workers are killed at ticks', async () => {
-    const client = new Client({ baseUrl: stack.url, token: stack.secrets('acme', 'main').token });
-    const { scheduleId } = await client.schedules.create({ destination: `${sink.url}/tick`, cron: '0 0 1 1 *', body: 'tick' });
+    const client = new Client({ baseUrl: bed.stack.url, token: bed.stack.secrets('acme', 'main').token });
+    const { scheduleId } = await client.schedules.create({ destination: `${bed.sink.url}/tick`, cron: '0 0 1 1 *', body: 'tick' });
     const definition = await store.get('acme.main', scheduleId);
     if (!definition) throw new Error('schedule not stored');
     await store.upsert('acme.main', { ...definition, everyMs: EVERY_MS });
 
-    const workers = [stack.worker, second];
+    const workers = [bed.stack.worker, second];
     for (const [i, offset] of KILL_OFFSETS_MS.entries()) {
       const victim = workers[i % 2] as AppProcess;
       const now = Date.now();
@@ -72,7 +62,7 @@ describe('schedule ticks across worker SIGKILLs', () => {
         const active = await store.queue.getJobs(['active', 'wait'], 0, -1);
         if (active.some((j) => j.id?.startsWith(prefix))) throw new Error('ticks still running');
         const times = await tickTimes();
-        const delivered = new Set(sink.on('/tick').map((r) => String(r.headers['upstash-message-id'])));
+        const delivered = new Set(bed.sink.on('/tick').map((r) => String(r.headers['upstash-message-id'])));
         if (delivered.size < times.length) throw new Error(`${delivered.size} of ${times.length} ticks delivered`);
         return times.sort((a, b) => a - b);
       },
@@ -81,7 +71,7 @@ describe('schedule ticks across worker SIGKILLs', () => {
     );
     await new Promise((r) => setTimeout(r, 1000));
 
-    const requests = sink.on('/tick');
+    const requests = bed.sink.on('/tick');
     const messageIds = requests.map((r) => String(r.headers['upstash-message-id']));
     const distinct = new Set(messageIds);
     const first = settled[0] as number;

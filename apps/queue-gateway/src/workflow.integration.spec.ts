@@ -5,8 +5,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { freePorts, pythonWorkflowVenv } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
-import { type QueueStack, startQueueStack } from './testing/queue-stack';
-import { type Sink, startSink } from './testing/sink';
+import { queueTestbed } from './testing/queue-testbed';
 import { type WorkflowApp, startWorkflowApp } from './testing/workflow-app';
 
 /**
@@ -14,28 +13,18 @@ import { type WorkflowApp, startWorkflowApp } from './testing/workflow-app';
  * SDK's `serve` behind a local HTTP server, its `Client` triggering, reading logs and cancelling.
  */
 describe('workflows with the official @upstash/workflow SDK', () => {
-  let stack: QueueStack;
+  const bed = queueTestbed({ acme: [{ name: 'main' }] });
   let app: WorkflowApp;
-  let sink: Sink;
   let qstash: QStashClient;
   let receiver: Receiver;
   let client: WorkflowClient;
   let token: string;
 
   beforeAll(async () => {
-    [stack, app, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }] }), startWorkflowApp(), startSink()]);
-    const secrets = stack.secrets('acme', 'main');
-    token = secrets.token;
-    qstash = new QStashClient({ baseUrl: stack.url, token });
-    receiver = new Receiver({ currentSigningKey: secrets.currentSigningKey, nextSigningKey: secrets.nextSigningKey });
-    client = new WorkflowClient({ baseUrl: stack.url, token });
-  }, 120_000);
-
-  afterAll(async () => {
-    await stack?.stop();
-    await app?.close();
-    await sink?.close();
-  });
+    app = bed.closes(await startWorkflowApp());
+    token = bed.stack.secrets('acme', 'main').token;
+    ({ qstash, receiver, client } = bed.workflowClients());
+  }, 60_000);
 
   /** What the SDK reported as warnings and errors (shown when a run does not reach its state). */
   const reported: string[] = [];
@@ -129,15 +118,15 @@ describe('workflows with the official @upstash/workflow SDK', () => {
   }, 60_000);
 
   it('calls a third-party URL with context.call and hands its answer to the workflow', async () => {
-    sink.answer('/api', { status: 201, headers: { 'content-type': 'application/json' }, body: '{"answer":42}' });
+    bed.sink.answer('/api', { status: 201, headers: { 'content-type': 'application/json' }, body: '{"answer":42}' });
     const url = route('/call', async (context) => {
-      const response = await context.call<{ answer: number }>('ask', { url: `${sink.url}/api`, method: 'POST', body: JSON.stringify({ question: 'six times seven' }), headers: { 'x-test': 'yes' } });
+      const response = await context.call<{ answer: number }>('ask', { url: `${bed.sink.url}/api`, method: 'POST', body: JSON.stringify({ question: 'six times seven' }), headers: { 'x-test': 'yes' } });
       return await context.run('use', () => ({ status: response.status, answer: response.body.answer }));
     });
     const { workflowRunId } = await client.trigger({ url, body: {} });
     const run = await runIn(workflowRunId, 'RUN_SUCCESS');
     expect(JSON.parse(run.workflowRunResponse ?? 'null')).toEqual({ status: 201, answer: 42 });
-    const [asked] = sink.on('/api');
+    const [asked] = bed.sink.on('/api');
     expect(JSON.parse(asked?.body.toString() ?? 'null')).toEqual({ question: 'six times seven' });
     expect(asked?.headers['x-test']).toBe('yes');
   }, 60_000);
@@ -318,7 +307,7 @@ describe('workflows with the official @upstash/workflow SDK', () => {
       if (hooks.length === 0) throw new Error('no webhook yet');
       return hooks;
     }, 20_000);
-    expect(hook).toMatch(new RegExp(`^${stack.url}/v2/workflows/hooks/acme\\.main/${workflowRunId}/evt_`));
+    expect(hook).toMatch(new RegExp(`^${bed.stack.url}/v2/workflows/hooks/acme\\.main/${workflowRunId}/evt_`));
     // No token: the URL is the capability.
     const called = await fetch(hook as string, { method: 'POST', body: 'ping', headers: { 'x-test': 'yes' } });
     expect(called.status).toBe(200);
@@ -326,14 +315,14 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     expect(JSON.parse(run.workflowRunResponse ?? 'null')).toEqual({ timeout: false, method: 'POST', body: 'ping', url: hook, test: 'yes' });
     // Over: its webhook answers 404, as does a URL naming no project.
     expect((await fetch(hook as string, { method: 'POST', body: 'late' })).status).toBe(404);
-    expect((await fetch(`${stack.url}/v2/workflows/hooks/nobody.none/${workflowRunId}/evt_x`, { method: 'POST', body: 'x' })).status).toBe(404);
+    expect((await fetch(`${bed.stack.url}/v2/workflows/hooks/nobody.none/${workflowRunId}/evt_x`, { method: 'POST', body: 'x' })).status).toBe(404);
   }, 60_000);
 
   it('runs a workflow of the Python SDK (upstash-workflow) configured by the environment alone', async () => {
     const [python, [port]] = await Promise.all([pythonWorkflowVenv(), freePorts(1)]);
-    const secrets = stack.secrets('acme', 'main');
+    const secrets = bed.stack.secrets('acme', 'main');
     const app = spawn(python, [join(__dirname, 'testing/python_workflow_app.py')], {
-      env: { PORT: String(port), QSTASH_URL: stack.url, QSTASH_TOKEN: token, QSTASH_CURRENT_SIGNING_KEY: secrets.currentSigningKey, QSTASH_NEXT_SIGNING_KEY: secrets.nextSigningKey },
+      env: { PORT: String(port), QSTASH_URL: bed.stack.url, QSTASH_TOKEN: token, QSTASH_CURRENT_SIGNING_KEY: secrets.currentSigningKey, QSTASH_NEXT_SIGNING_KEY: secrets.nextSigningKey },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -404,14 +393,14 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     expect((await runIn(workflowRunId, 'RUN_SUCCESS')).workflowRunResponse).toBe('"ok"');
     expect(attempts).toBe(4);
     // A malformed Upstash-Retries is refused, naming it, before anything changes.
-    const response = await fetch(`${stack.url}/v2/workflows/dlq/resume?dlqIds=${entry.dlqId}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'upstash-retries': 'many' } });
+    const response = await fetch(`${bed.stack.url}/v2/workflows/dlq/resume?dlqIds=${entry.dlqId}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'upstash-retries': 'many' } });
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: string }).error).toMatch(/Upstash-Retries/);
   }, 60_000);
 
   it('triggers a run by the REST trigger (POST /v2/trigger/<url>): the SDK starts it under the same id', async () => {
     const url = route<{ n: number }>('/rest-trigger', async (context) => await context.run('double', () => context.requestPayload.n * 2));
-    const response = await fetch(`${stack.url}/v2/trigger/${url}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ n: 21 }) });
+    const response = await fetch(`${bed.stack.url}/v2/trigger/${url}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ n: 21 }) });
     expect(response.status).toBe(200);
     const { workflowRunId, workflowCreatedAt } = (await response.json()) as { workflowRunId: string; workflowCreatedAt: number };
     expect(workflowRunId).toMatch(/^wfr_/);
@@ -425,7 +414,7 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     const failures: string[] = [];
     const handler = serve(
       async (context) => {
-        await context.call('ask', { url: `${sink.url}/api-ok`, method: 'GET' });
+        await context.call('ask', { url: `${bed.sink.url}/api-ok`, method: 'GET' });
       },
       { qstashClient: qstash, receiver, disableTelemetry: true, failureFunction: async ({ context }) => void failures.push(context.workflowRunId) },
     ).handler;
@@ -440,7 +429,7 @@ describe('workflows with the official @upstash/workflow SDK', () => {
 
   it('answers 404 for an unknown run and 400 for a malformed step, writing nothing', async () => {
     const call = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
-      fetch(`${stack.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers }, ...(body === undefined ? {} : { body }) });
+      fetch(`${bed.stack.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers }, ...(body === undefined ? {} : { body }) });
     const unknown = await call('GET', '/v2/workflows/runs/wfr_unknown');
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toEqual({ error: expect.stringContaining('wfr_unknown') });

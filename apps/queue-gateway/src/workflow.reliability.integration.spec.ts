@@ -1,8 +1,8 @@
 import { Client as QStashClient, Receiver } from '@upstash/qstash';
 import { Client as WorkflowClient, type WorkflowRunLog, serve } from '@upstash/workflow';
 import { eventually } from '@restash/shared/util-testing';
-import { type QueueStack, startQueueStack } from './testing/queue-stack';
-import { type Sink, atLeast, startSink } from './testing/sink';
+import { queueTestbed } from './testing/queue-testbed';
+import { atLeast } from './testing/sink';
 import { type WorkflowApp, startWorkflowApp } from './testing/workflow-app';
 
 /**
@@ -10,26 +10,16 @@ import { type WorkflowApp, startWorkflowApp } from './testing/workflow-app';
  * once. The official SDK's `serve` runs the workflows; queue-worker is SIGKILLed in the middle of them.
  */
 describe('workflows while queue-worker is killed', () => {
-  let stack: QueueStack;
+  const bed = queueTestbed({ acme: [{ name: 'main' }] });
   let app: WorkflowApp;
-  let sink: Sink;
   let qstash: QStashClient;
   let receiver: Receiver;
   let client: WorkflowClient;
 
   beforeAll(async () => {
-    [stack, app, sink] = await Promise.all([startQueueStack({ acme: [{ name: 'main' }] }), startWorkflowApp(), startSink()]);
-    const secrets = stack.secrets('acme', 'main');
-    qstash = new QStashClient({ baseUrl: stack.url, token: secrets.token });
-    receiver = new Receiver({ currentSigningKey: secrets.currentSigningKey, nextSigningKey: secrets.nextSigningKey });
-    client = new WorkflowClient({ baseUrl: stack.url, token: secrets.token });
-  }, 120_000);
-
-  afterAll(async () => {
-    await stack?.stop();
-    await app?.close();
-    await sink?.close();
-  });
+    app = bed.closes(await startWorkflowApp());
+    ({ qstash, receiver, client } = bed.workflowClients());
+  }, 60_000);
 
   const route = (path: string, fn: Parameters<typeof serve>[0]) => {
     app.route(path, serve(fn, { qstashClient: qstash, receiver, disableTelemetry: true }).handler);
@@ -76,9 +66,9 @@ describe('workflows while queue-worker is killed', () => {
     await eventually(() => {
       if (executions.size < 40) throw new Error(`${executions.size} steps so far`);
     }, 30_000, 10);
-    await stack.worker.kill();
+    await bed.stack.worker.kill();
     const atKill = executions.size;
-    await stack.worker.start();
+    await bed.stack.worker.start();
     const runs = await allOver(runIds, 90_000);
     const again = [...executions.values()].filter((n) => n > 1).length;
     process.stdout.write(`workflow SIGKILL: 10 runs × 20 steps, ${atKill} steps executed at the kill, ${again} executed more than once\n`);
@@ -91,15 +81,15 @@ describe('workflows while queue-worker is killed', () => {
   }, 180_000);
 
   it('completes context.call runs through a SIGKILL during the calls, each call recorded once', async () => {
-    sink.answer('/slow-api', { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}', delayMs: 1500 });
+    bed.sink.answer('/slow-api', { status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}', delayMs: 1500 });
     const url = route('/slow-call', async (context) => {
-      const response = await context.call<{ ok: boolean }>('slow', { url: `${sink.url}/slow-api`, method: 'GET' });
+      const response = await context.call<{ ok: boolean }>('slow', { url: `${bed.sink.url}/slow-api`, method: 'GET' });
       return await context.run('after', () => response.body.ok);
     });
     const runIds = (await client.trigger(Array.from({ length: 5 }, () => ({ url, body: {} })))).map((r) => r.workflowRunId);
-    await eventually(() => atLeast(sink.on('/slow-api'), 5), 30_000, 10);
-    await stack.worker.kill();
-    await stack.worker.start();
+    await eventually(() => atLeast(bed.sink.on('/slow-api'), 5), 30_000, 10);
+    await bed.stack.worker.kill();
+    await bed.stack.worker.start();
     const runs = await allOver(runIds, 60_000);
     for (const run of runs) {
       expect(run.workflowState).toBe('RUN_SUCCESS');
@@ -121,9 +111,9 @@ describe('workflows while queue-worker is killed', () => {
         if ((await client.getWaiters({ eventId: `patient-${key}` })).length === 0) throw new Error('no waiter yet');
       }, 20_000);
     }
-    await stack.worker.kill();
-    await stack.queueRedis.restart();
-    await stack.worker.start();
+    await bed.stack.worker.kill();
+    await bed.stack.queueRedis.restart();
+    await bed.stack.worker.start();
     for (const key of keys) {
       const notified = await eventually(() => client.notify({ eventId: `patient-${key}`, eventData: key }), 20_000);
       expect(notified).toHaveLength(1);
@@ -137,7 +127,7 @@ describe('workflows while queue-worker is killed', () => {
   }, 120_000);
 
   it('fires each wait timeout once with two workers', async () => {
-    await stack.startWorker();
+    await bed.stack.startWorker();
     const url = route('/timeouts', async (context) => {
       const { timeout } = await context.waitForEvent('wait', `nobody-${context.workflowRunId}`, { timeout: 1 });
       return await context.run('after', () => timeout);

@@ -205,17 +205,21 @@ describe('vector-gateway sparse and hybrid indexes with the official SDK', () =>
   });
 
   it('resumes sparse and hybrid queries with the SDK’s expected scores, without repeats', async () => {
+    /** Everything included, IDF and DBSF, an hour's idle time: the options both resumable queries share. */
+    const RESUMED = {
+      includeVectors: true,
+      includeMetadata: true,
+      includeData: true,
+      weightingStrategy: WeightingStrategy.IDF,
+      fusionAlgorithm: FusionAlgorithm.DBSF,
+      maxIdle: 3600,
+    } as const;
     await sparse.upsert(SPARSE_DATA, { namespace: 'resumable-sparse' });
     const s = await sparse.resumableQuery(
       {
         sparseVector: { indices: [0, 1], values: [0.1, 0.2] },
         topK: 1,
-        includeVectors: true,
-        includeMetadata: true,
-        includeData: true,
-        weightingStrategy: WeightingStrategy.IDF,
-        fusionAlgorithm: FusionAlgorithm.DBSF,
-        maxIdle: 3600,
+        ...RESUMED,
       },
       { namespace: 'resumable-sparse' },
     );
@@ -230,12 +234,7 @@ describe('vector-gateway sparse and hybrid indexes with the official SDK', () =>
         vector: [0.1, 0.1],
         sparseVector: { indices: [0], values: [0.1] },
         topK: 2,
-        includeVectors: true,
-        includeMetadata: true,
-        includeData: true,
-        weightingStrategy: WeightingStrategy.IDF,
-        fusionAlgorithm: FusionAlgorithm.DBSF,
-        maxIdle: 3600,
+        ...RESUMED,
       },
       { namespace: 'resumable-hybrid' },
     );
