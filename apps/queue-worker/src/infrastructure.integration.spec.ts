@@ -60,19 +60,34 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     return Number(line?.split(' ')[1] ?? 0);
   };
 
-  it('delivers once, no attempt spent, when the control Redis stops while the destination answers', async () => {
-    sink.hold('/control-outage');
-    const messageId = await publish('/control-outage', 3);
-    await eventually(() => expect(sink.on('/control-outage')).toHaveLength(1), 15_000);
-    const before = await retriesCounted('registry');
-    await control.kill();
-    sink.release('/control-outage'); // the project check after the answer fails, and is retried in place
-    await eventually(async () => expect(await retriesCounted('registry')).toBeGreaterThan(before), 15_000, 100);
-    await control.start();
+  /** Starts `server` again: the message to `path` is then delivered once, on its first attempt, with no attempt spent. */
+  const deliveredOnceWhenBack = async (server: RedisServer, path: string, messageId: string) => {
+    await server.start();
     expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
-    const requests = sink.on('/control-outage');
+    const requests = sink.on(path);
     expect(requests).toHaveLength(1);
     expect(requests[0]?.['upstash-retried']).toBe('0');
+  };
+
+  /**
+   * Publishes to `path` (3 retries) with the destination holding its answer, stops `server` once the request arrived,
+   * then lets the destination answer: the call to that server after the answer fails and is retried in place (counted
+   * by `operation`) until the server is back, so the message is delivered once and no attempt is spent.
+   */
+  const outageWhileAnswering = async (path: string, server: RedisServer, operation: string) => {
+    sink.hold(path);
+    const messageId = await publish(path, 3);
+    await eventually(() => expect(sink.on(path)).toHaveLength(1), 15_000);
+    const before = await retriesCounted(operation);
+    await server.kill();
+    sink.release(path);
+    await eventually(async () => expect(await retriesCounted(operation)).toBeGreaterThan(before), 15_000, 100);
+    await deliveredOnceWhenBack(server, path, messageId);
+  };
+
+  it('delivers once, no attempt spent, when the control Redis stops while the destination answers', async () => {
+    // the project check after the answer fails, and is retried in place
+    await outageWhileAnswering('/control-outage', control, 'registry');
   }, 60_000);
 
   it('does not lose a message without retries that comes due while the control Redis is down', async () => {
@@ -82,10 +97,7 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     // The worker took it and retries the project lookup in place.
     await eventually(async () => expect(await retriesCounted('registry')).toBeGreaterThan(before), 15_000, 100);
     expect(sink.on('/due-during-outage')).toHaveLength(0);
-    await control.start();
-    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
-    expect(sink.on('/due-during-outage')).toHaveLength(1);
-    expect(sink.on('/due-during-outage')[0]?.['upstash-retried']).toBe('0');
+    await deliveredOnceWhenBack(control, '/due-during-outage', messageId);
   }, 60_000);
 
   it('puts a message back in the queue, no attempt spent, when the control Redis stays down past the in-place retries', async () => {
@@ -95,25 +107,12 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     const requeued = /^restash_queue_delivery_duration_seconds_count\{tenant="",outcome="requeued"\} [1-9]/m;
     await eventually(async () => expect(await (await fetch(`${worker.managementUrl}/metrics`)).text()).toMatch(requeued), 60_000, 500);
     expect(sink.on('/long-outage')).toHaveLength(0);
-    await control.start();
-    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
-    expect(sink.on('/long-outage')).toHaveLength(1);
-    expect(sink.on('/long-outage')[0]?.['upstash-retried']).toBe('0');
+    await deliveredOnceWhenBack(control, '/long-outage', messageId);
   }, 90_000);
 
   it('delivers once, no attempt spent, when the queue Redis stops while the destination answers', async () => {
-    const before = await retriesCounted('store');
-    sink.hold('/store-outage');
-    const messageId = await publish('/store-outage', 3);
-    await eventually(() => expect(sink.on('/store-outage')).toHaveLength(1), 15_000);
-    await queueRedis.kill();
-    sink.release('/store-outage'); // storing the outcome fails, and is retried in place
-    await eventually(async () => expect(await retriesCounted('store')).toBeGreaterThan(before), 15_000, 100);
-    await queueRedis.start();
-    expect(await delivered(messageId)).toEqual({ attempts: 1, states: ['CREATED', 'ACTIVE', 'DELIVERED'] });
-    const requests = sink.on('/store-outage');
-    expect(requests).toHaveLength(1);
-    expect(requests[0]?.['upstash-retried']).toBe('0');
+    // storing the outcome fails, and is retried in place
+    await outageWhileAnswering('/store-outage', queueRedis, 'store');
   }, 60_000);
 
   it("has claimed the queue's Redis for the platform, again after it restarted with a new run_id", async () => {

@@ -1,39 +1,7 @@
-import { type Server, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { AppProcess } from '@restash/platform/util-stack';
-import { eventually } from '@restash/shared/util-testing';
+import { type GaugeSink, eventually, startGaugeSink } from '@restash/shared/util-testing';
 import { laneQueueName } from '@restash/queue/data-access-store';
 import { type WorkerTestbed, startWorkerTestbed } from './testing/testbed';
-
-/** A destination on 127.0.0.1 answering 200 after `answerAfterMs`; it counts bodies and the requests it holds at once. */
-async function startGaugeSink(answerAfterMs: number) {
-  const bodies: string[] = [];
-  const state = { inFlight: 0, maxInFlight: 0 };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      bodies.push(Buffer.concat(chunks).toString('utf8'));
-      state.inFlight++;
-      state.maxInFlight = Math.max(state.maxInFlight, state.inFlight);
-      setTimeout(() => {
-        state.inFlight--;
-        res.end('ok');
-      }, answerAfterMs);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    bodies,
-    state,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 /**
  * A flow-controlled key (parallelism 2) delivered by two queue-worker processes, one of which is killed
@@ -44,7 +12,7 @@ async function startGaugeSink(answerAfterMs: number) {
 describe('queue-worker lanes when a worker is killed', () => {
   let bed: WorkerTestbed;
   let workers: AppProcess[];
-  let sink: Awaited<ReturnType<typeof startGaugeSink>>;
+  let sink: GaugeSink;
 
   beforeAll(async () => {
     [bed, sink] = await Promise.all([startWorkerTestbed(), startGaugeSink(40)]);
@@ -59,11 +27,12 @@ describe('queue-worker lanes when a worker is killed', () => {
 
   it('loses no message and never exceeds the parallelism when one of two workers is SIGKILLed', async () => {
     const total = 300;
+    const gauge = sink.on('/fc');
     for (let i = 0; i < total; i++) {
       const message = bed.message(`${sink.url}/fc`, { body: Buffer.from(String(i)).toString('base64'), flowControl: { key: 'sigkill', parallelism: 2 } });
       await bed.store.publish(message);
     }
-    await eventually(() => expect(sink.bodies.length).toBeGreaterThanOrEqual(60), 30_000);
+    await eventually(() => expect(gauge.bodies.length).toBeGreaterThanOrEqual(60), 30_000);
     // The worker killed is the one that has delivered more of the key's messages (which of the two takes the
     // lane's slots is BullMQ's race), so that it dies holding some.
     const deliveredBy = async (worker: AppProcess) => {
@@ -74,19 +43,19 @@ describe('queue-worker lanes when a worker is killed', () => {
     const victim = (counts[0] ?? 0) >= (counts[1] ?? 0) ? 0 : 1;
     const killedDelivered = counts[victim] ?? 0;
     expect(killedDelivered).toBeGreaterThan(0);
-    const beforeKill = sink.bodies.length;
+    const beforeKill = gauge.bodies.length;
     await (workers[victim] as AppProcess).kill();
-    await eventually(() => expect(new Set(sink.bodies).size).toBe(total), 90_000, 100);
+    await eventually(() => expect(new Set(gauge.bodies).size).toBe(total), 90_000, 100);
     const lane = bed.store.lanes.queue(laneQueueName({ project: bed.project, kind: 'fc', name: 'sigkill' }));
     await eventually(async () => expect(await lane.getJobCounts('completed', 'active', 'wait', 'delayed', 'failed')).toEqual({ completed: total, active: 0, wait: 0, delayed: 0, failed: 0 }), 15_000);
-    const unique = new Set(sink.bodies).size;
-    const redelivered = sink.bodies.length - unique;
+    const unique = new Set(gauge.bodies).size;
+    const redelivered = gauge.bodies.length - unique;
     process.stdout.write(
       `SIGKILL after ${beforeKill} deliveries (${killedDelivered} by the killed worker): ${unique}/${total} delivered (0 lost), ${redelivered} delivered twice (the dead worker's in-flight ones), ` +
-        `max ${sink.state.maxInFlight} in flight at the destination (parallelism 2)\n`,
+        `max ${gauge.maxInFlight} in flight at the destination (parallelism 2)\n`,
     );
     expect(unique).toBe(total);
     expect(redelivered).toBeLessThanOrEqual(2);
-    expect(sink.state.maxInFlight).toBe(2);
+    expect(gauge.maxInFlight).toBe(2);
   }, 150_000);
 });
