@@ -23,6 +23,7 @@
 //      BENCH_GATEWAY_NODE_OPTIONS is the gateway's NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
 import { kvEngine } from '@restash/platform/util-stack';
 import { type LoadRun, runBench } from '../lib/harness';
+import { BENCH_LIMITS, benchTenant, profiledAppEnv } from '../lib/stack';
 
 const CASES = ['set', 'get', 'pipeline-set', 'pipeline-get'];
 const DATABASE = 'bench.main';
@@ -32,33 +33,19 @@ runBench({
   name: 'kv',
   settings: {
     BENCH_DURATION: { full: '5', smoke: '1' },
-    BENCH_WARMUP: { full: '2', smoke: '0' },
-    BENCH_ROUNDS: { full: '3', smoke: '1' },
-    BENCH_CONCURRENCY: { full: '50', smoke: '50' },
+    BENCH_WARMUP: '2',
+    BENCH_CONCURRENCY: '50',
   },
   stack: () => ({
     kvEngine: engine.name,
     kvDatabases: [{ id: DATABASE }],
     tenants: ({ kvRedis, dataRedisAuth: { username, password } }) => [
-      {
-        apiVersion: 'restash.dev/v1alpha1',
-        kind: 'Tenant',
-        metadata: { name: 'bench' },
-        spec: {
-          kv: {
-            databases: [
-              {
-                name: 'main',
-                redis: { url: `redis://${username}:${password}@127.0.0.1:${kvRedis.get(DATABASE)?.port}/0` },
-                limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },
-              },
-            ],
-          },
-        },
-      },
+      benchTenant({
+        kv: { databases: [{ name: 'main', redis: { url: `redis://${username}:${password}@127.0.0.1:${kvRedis.get(DATABASE)?.port}/0` }, limits: BENCH_LIMITS }] },
+      }),
     ],
     apps: ['kv-gateway'],
-    appEnv: process.env.BENCH_GATEWAY_NODE_OPTIONS ? { 'kv-gateway': { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } } : {},
+    appEnv: profiledAppEnv(['kv-gateway']),
   }),
   gateway: ['kv-gateway'],
   engine: { process: `kv-redis-${DATABASE}`, redis: true },

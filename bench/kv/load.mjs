@@ -16,6 +16,7 @@
 import { spawnSync } from 'node:child_process';
 import autocannon from 'autocannon';
 import Redis from 'ioredis';
+import { closedLoop } from '../lib/load.mjs';
 
 const PIPELINE = 10;
 const [tool, kase, seconds] = process.argv.slice(2);
@@ -54,22 +55,7 @@ async function direct() {
         for (const [error] of await redis.pipeline(Array(PIPELINE).fill(command)).exec()) if (error) throw error;
       }
     : () => redis.call(...command);
-  let stop = false;
-  setTimeout(() => (stop = true), duration * 1000);
-  const started = performance.now();
-  const worker = async () => {
-    while (!stop) {
-      const t = performance.now();
-      try {
-        await send();
-        latencies.push(performance.now() - t);
-      } catch (error) {
-        fail(error.message);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  const elapsed = (performance.now() - started) / 1000;
+  const elapsed = await closedLoop({ seconds: duration, concurrency, send, latencies, fail: (error) => fail(error.message) });
   redis.disconnect();
   return { requests: latencies.length, seconds: elapsed };
 }

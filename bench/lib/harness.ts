@@ -30,13 +30,19 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { type ProcessSpec, type Running, type Stack, type StackOptions, processCpuSeconds, repoRoot, startProcess, startStack } from '@restash/platform/util-stack';
+import { type ProcessSpec, type Running, type Stack, type StackOptions, processAlive as alive, processCpuSeconds, repoRoot, startProcess, startStack } from '@restash/platform/util-stack';
 
 /** Where a published run writes its results and the chart of its ratios (bench/lib/report.mjs, writeDocsSection). */
 const BENCHMARKS_PAGE = 'docs/benchmarks.md';
 
-/** A bench's settings: the environment variable, its value for a full run, and for a smoke run. */
-export type Settings = Record<string, { full: string; smoke: string }>;
+/**
+ * A bench's settings: the environment variable, its value for a full run and for a smoke run, or one value for
+ * both (docs/benchmarks.md). A smoke run has no warm-up, so the warm-up's settings need no smoke value.
+ */
+export type Settings = Record<string, string | { full: string; smoke: string }>;
+
+/** A setting's values for a full and for a smoke run. */
+const valuesOf = (setting: Settings[string]) => (typeof setting === 'string' ? { full: setting, smoke: setting } : setting);
 
 /** One load process: `node bench/<name>/load.mjs ...args`, printing one JSON record per run on stdout. */
 export interface LoadRun {
@@ -44,6 +50,9 @@ export interface LoadRun {
   /** More environment for this run (e.g. CONCURRENCY). */
   env?: Record<string, string>;
 }
+
+/** The settings every bench has unless it declares its own: BENCH_ROUNDS interleaved rounds (3; one in a smoke run). */
+const DEFAULT_SETTINGS: Settings = { BENCH_ROUNDS: { full: '3', smoke: '1' } };
 
 /** What a bench's hooks get: the stack, the settings in force, where to write scratch files. */
 export interface BenchContext {
@@ -63,6 +72,7 @@ export interface BenchContext {
 export interface Bench {
   /** bench/<name>, `make bench-<name>`. */
   name: string;
+  /** Its settings; BENCH_ROUNDS, when it has none, is {@link DEFAULT_SETTINGS}'s. */
   settings: Settings;
   /** Runs before the stack starts (e.g. the vector corpus and its embeddings); resolves with more environment for the scripts. */
   before?(context: Omit<BenchContext, 'stack'>): Promise<Record<string, string>>;
@@ -130,8 +140,9 @@ async function main(bench: Bench): Promise<number> {
   const root = repoRoot();
   process.chdir(root);
   const smoke = process.env.BENCH_SMOKE === '1';
+  const declared = Object.entries({ ...DEFAULT_SETTINGS, ...bench.settings }).map(([name, setting]) => [name, valuesOf(setting)] as const);
   const settings = Object.fromEntries(
-    Object.entries(bench.settings).map(([name, values]) => [name, smoke ? values.smoke : (process.env[name] ?? values.full)]),
+    declared.map(([name, values]) => [name, smoke ? values.smoke : (process.env[name] ?? values.full)]),
   );
   if (smoke) settings.BENCH_ROUNDS = '1';
   const nproc = cpus().length;
@@ -248,7 +259,7 @@ async function main(bench: Bench): Promise<number> {
       return 0;
     }
     // Only a run with the bench's own settings is the published table; one with overrides just prints.
-    const overridden = Object.entries(bench.settings)
+    const overridden = declared
       .filter(([name, values]) => process.env[name] !== undefined && process.env[name] !== values.full)
       .map(([name]) => name);
     if (overridden.length > 0) {
@@ -331,15 +342,6 @@ const cpuOf = (pid: number | undefined) => {
     return pid === undefined ? NaN : processCpuSeconds(pid);
   } catch {
     return NaN;
-  }
-};
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 };
 

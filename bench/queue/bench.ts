@@ -62,40 +62,24 @@
 import { createRequire } from 'node:module';
 import { answers200, freePorts, repoRoot } from '@restash/platform/util-stack';
 import { type LoadRun, redisVersion, runBench } from '../lib/harness';
+import { queueBenchStack } from '../lib/stack';
 
-const profiling = process.env.BENCH_GATEWAY_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } : {};
 const casesOf = (settings: Record<string, string>) => (settings.BENCH_CASES ?? '').split(',').filter(Boolean);
 
 runBench({
   name: 'queue',
   settings: {
     BENCH_MESSAGES: { full: '20000', smoke: '2000' },
-    BENCH_WARMUP_MESSAGES: { full: '5000', smoke: '0' },
-    BENCH_ROUNDS: { full: '3', smoke: '1' },
-    BENCH_CASES: { full: 'single,batch,queued,flow', smoke: 'single,batch,queued,flow' },
-    BENCH_CONCURRENCY: { full: '64', smoke: '64' },
-    BENCH_BATCH: { full: '100', smoke: '100' },
-    BENCH_BATCH_CONCURRENCY: { full: '8', smoke: '8' },
-    BENCH_PARALLELISM: { full: '10', smoke: '10' },
-    BENCH_WORKER_CONCURRENCY: { full: '100', smoke: '100' },
+    BENCH_WARMUP_MESSAGES: '5000',
+    BENCH_CASES: 'single,batch,queued,flow',
+    BENCH_CONCURRENCY: '64',
+    BENCH_BATCH: '100',
+    BENCH_BATCH_CONCURRENCY: '8',
+    BENCH_PARALLELISM: '10',
+    BENCH_WORKER_CONCURRENCY: '100',
     BENCH_STALL_SECONDS: { full: '30', smoke: '10' },
   },
-  stack: (settings) => ({
-    queueRedis: true,
-    tenants: () => [
-      {
-        apiVersion: 'restash.dev/v1alpha1',
-        kind: 'Tenant',
-        metadata: { name: 'bench' },
-        spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 } }] } },
-      },
-    ],
-    apps: ['queue-gateway', 'queue-worker'],
-    appEnv: {
-      'queue-gateway': { ...profiling },
-      'queue-worker': { WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100', ...profiling },
-    },
-  }),
+  stack: queueBenchStack,
   gateway: ['queue-gateway', 'queue-worker', 'direct-worker'],
   engine: { process: 'queue-redis', redis: true },
   env: async (stack, settings) => {

@@ -146,6 +146,21 @@ async function listenSink() {
   return { waitForAll, close };
 }
 
+/**
+ * Waits until the sink has every accepted message of `ids` (message i -> its id); the run's close closes the
+ * publisher (the gateway's HTTP client, the floor's queue), then the sink.
+ */
+async function untilDelivered(sink, ids, accepted, publisher) {
+  await sink.waitForAll(ids, accepted);
+  return {
+    accepted,
+    close: async () => {
+      await publisher.close();
+      sink.close();
+    },
+  };
+}
+
 async function runGateway() {
   const ids = new Array(total); // message i -> messageId
   const sink = await listenSink();
@@ -172,14 +187,7 @@ async function runGateway() {
       ids[i] = answer.messageId;
     });
   }
-  await sink.waitForAll(ids, accepted);
-  return {
-    accepted,
-    close: async () => {
-      await http.close();
-      sink.close();
-    },
-  };
+  return untilDelivered(sink, ids, accepted, http);
 }
 
 /**
@@ -214,14 +222,7 @@ async function runFloor() {
   const run = randomBytes(6).toString('hex');
   const ids = Array.from({ length: total }, (_, n) => `${run}-${n}`);
   const accepted = await queue.addAll(run);
-  await sink.waitForAll(ids, accepted);
-  return {
-    accepted,
-    close: async () => {
-      await queue.close();
-      sink.close();
-    },
-  };
+  return untilDelivered(sink, ids, accepted, queue);
 }
 
 async function runDirect() {

@@ -55,6 +55,7 @@ import { join } from 'node:path';
 import { streamClusterId, streamUsername } from '@restash/shared/data-access-registry';
 import { repoRoot } from '@restash/platform/util-stack';
 import { type LoadRun, runBench } from '../lib/harness';
+import { BENCH_LIMITS, benchTenant, profiledAppEnv } from '../lib/stack';
 
 const CONFLUENT_VERSION = '1.10.1'; // as common.mjs and install-confluent.sh (and its directory, CONFLUENT_DIR there)
 const CASES = ['produce1', 'produce100'] as const;
@@ -73,12 +74,11 @@ runBench({
   name: 'stream',
   settings: {
     BENCH_DURATION: { full: '8', smoke: '1' },
-    BENCH_WARMUP: { full: '5', smoke: '0' },
-    BENCH_ROUNDS: { full: '3', smoke: '1' },
-    BENCH_CONCURRENCY1: { full: '64', smoke: '64' },
-    BENCH_CONCURRENCY100: { full: '8', smoke: '8' },
+    BENCH_WARMUP: '5',
+    BENCH_CONCURRENCY1: '64',
+    BENCH_CONCURRENCY100: '8',
     BENCH_MESSAGES: { full: '500000', smoke: '5000' },
-    BENCH_WARMUP_MESSAGES: { full: '50000', smoke: '0' },
+    BENCH_WARMUP_MESSAGES: '50000',
   },
   before: async ({ say }) => {
     if (process.env.BENCH_CONFLUENT === '1' && confluentMissing()) {
@@ -90,26 +90,14 @@ runBench({
   stack: () => ({
     kafka: true,
     tenants: ({ kafka }) => [
-      {
-        apiVersion: 'restash.dev/v1alpha1',
-        kind: 'Tenant',
-        metadata: { name: 'bench' },
-        spec: {
-          stream: {
-            clusters: [
-              {
-                name: 'events',
-                kafka: { brokers: kafka?.brokers ?? [] },
-                topics: TOPICS.map((name) => ({ name, partitions: 3 })),
-                limits: { maxRequestBytes: 10_485_760, dailyRequests: 0 },
-              },
-            ],
-          },
+      benchTenant({
+        stream: {
+          clusters: [{ name: 'events', kafka: { brokers: kafka?.brokers ?? [] }, topics: TOPICS.map((name) => ({ name, partitions: 3 })), limits: BENCH_LIMITS }],
         },
-      },
+      }),
     ],
     apps: ['stream-gateway'],
-    appEnv: process.env.BENCH_GATEWAY_NODE_OPTIONS ? { 'stream-gateway': { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } } : {},
+    appEnv: profiledAppEnv(['stream-gateway']),
   }),
   gateway: ['stream-gateway'],
   engine: { process: 'kafka' },

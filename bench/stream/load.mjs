@@ -30,6 +30,7 @@
 //     every partition (a repeat is an error).
 // CPU per message of the client itself: process.cpuUsage over the whole run, connecting included.
 // env: see common.mjs; CONCURRENCY (in flight, produce cases)
+import { closedLoop } from '../lib/load.mjs';
 import { BATCH, brokerName, directClient, gateway, percentile, topicOf, value } from './common.mjs';
 
 const [tool, kase, arg, groupPrefix] = process.argv.slice(2);
@@ -70,23 +71,7 @@ async function produce(seconds) {
     send = (n) => p.send(kafkaTopic, lists[n % RING]);
     close = () => p.close();
   }
-  let next = 0;
-  let stop = false;
-  setTimeout(() => (stop = true), seconds * 1000);
-  const started = performance.now();
-  const worker = async () => {
-    while (!stop) {
-      const t = performance.now();
-      try {
-        await send(next++);
-        latencies.push(performance.now() - t);
-      } catch (error) {
-        fail(String(error.message ?? error).slice(0, 120));
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  const elapsed = (performance.now() - started) / 1000;
+  const elapsed = await closedLoop({ seconds, concurrency, send, latencies, fail: (error) => fail(String(error.message ?? error).slice(0, 120)) });
   await close();
   return { requests: latencies.length, messages: latencies.length * batch, seconds: elapsed, batch, concurrency };
 }

@@ -59,6 +59,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pythonVenv, repoRoot, startEmbedderLocal } from '@restash/platform/util-stack';
 import { runBench } from '../lib/harness';
+import { BENCH_LIMITS, benchTenant, profiledAppEnv } from '../lib/stack';
 
 /** The indexes of tenant bench, by case; each on the collection the tenants command gives it (defaultCollection). */
 const INDEXES = { dense: 'docs', sparse: 'sparse', hybrid: 'hybrid' } as const;
@@ -70,20 +71,17 @@ const CASES = Object.keys(INDEXES) as Case[];
  */
 const HYBRID_PREFETCH = '100';
 
-const limits = { maxRequestBytes: 10_485_760, dailyRequests: 0 };
-
 runBench({
   name: 'vector',
   settings: {
     BENCH_DURATION: { full: '10', smoke: '1' },
-    BENCH_WARMUP: { full: '3', smoke: '0' },
-    BENCH_ROUNDS: { full: '3', smoke: '1' },
-    BENCH_CONCURRENCY: { full: '16', smoke: '16' },
+    BENCH_WARMUP: '3',
+    BENCH_CONCURRENCY: '16',
     BENCH_VECTORS: { full: '20000', smoke: '500' },
     BENCH_QUERIES: { full: '1000', smoke: '50' },
     BENCH_UPSERT_BATCH: { full: '500', smoke: '100' },
     BENCH_INDEX_TIMEOUT: { full: '300', smoke: '0' },
-    BENCH_CASES: { full: CASES.join(','), smoke: CASES.join(',') },
+    BENCH_CASES: CASES.join(','),
   },
   // The sentences, their dense vectors (embedded now unless cached) and their BM25 vectors.
   before: async ({ tmp, script, say }) => {
@@ -108,33 +106,25 @@ runBench({
   },
   stack: () => ({
     qdrant: true,
-    tenants: ({ qdrant }) => [
-      {
-        apiVersion: 'restash.dev/v1alpha1',
-        kind: 'Tenant',
-        metadata: { name: 'bench' },
-        spec: {
+    tenants: ({ qdrant }) => {
+      const index = { qdrant: { url: qdrant?.url }, limits: BENCH_LIMITS };
+      const dense = { dimension: 384, similarityFunction: 'COSINE' };
+      const sparse = { sparseEmbedding: { model: 'BM25' } };
+      return [
+        benchTenant({
           vector: {
             indexes: [
-              { name: INDEXES.dense, dimension: 384, similarityFunction: 'COSINE', qdrant: { url: qdrant?.url }, limits },
-              { name: INDEXES.sparse, type: 'SPARSE', sparseEmbedding: { model: 'BM25' }, qdrant: { url: qdrant?.url }, limits },
-              {
-                name: INDEXES.hybrid,
-                type: 'HYBRID',
-                dimension: 384,
-                similarityFunction: 'COSINE',
-                sparseEmbedding: { model: 'BM25' },
-                qdrant: { url: qdrant?.url },
-                limits,
-              },
+              { name: INDEXES.dense, ...dense, ...index },
+              { name: INDEXES.sparse, type: 'SPARSE', ...sparse, ...index },
+              { name: INDEXES.hybrid, type: 'HYBRID', ...dense, ...sparse, ...index },
             ],
           },
-        },
-      },
-    ],
+        }),
+      ];
+    },
     apps: ['vector-gateway'],
     // BENCH_GATEWAY_NODE_OPTIONS is the gateway's NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), as in bench/kv.
-    appEnv: process.env.BENCH_GATEWAY_NODE_OPTIONS ? { 'vector-gateway': { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } } : {},
+    appEnv: profiledAppEnv(['vector-gateway']),
   }),
   gateway: ['vector-gateway'],
   engine: { process: 'qdrant-local' },

@@ -11,6 +11,7 @@
 // A request counts when it answered 200 with as many results as a complete answer has (10; for a
 // sparse query matching fewer rows, that many); latency is per request.
 // env: see common.mjs; CONCURRENCY (16)
+import { closedLoop } from '../lib/load.mjs';
 import { answerIds, exactSparse, gatewayClient, loadData, qdrantClient, queryRequest, TOP_K } from './common.mjs';
 
 const [tool, seconds, kase = 'dense'] = process.argv.slice(2);
@@ -31,25 +32,12 @@ const latencies = []; // ms per request
 const errors = {}; // message -> count
 const fail = (message) => (errors[message] = (errors[message] ?? 0) + 1);
 
-let next = 0;
-let stop = false;
-setTimeout(() => (stop = true), duration * 1000);
-const started = performance.now();
-const worker = async () => {
-  while (!stop) {
-    const { path, body, expected: count } = requests[next++ % requests.length];
-    const t = performance.now();
-    try {
-      const ids = answerIds[tool](JSON.parse(await http.request('POST', path, body)));
-      if (ids.length !== count) throw new Error(`${ids.length} results, ${count} expected`);
-      latencies.push(performance.now() - t);
-    } catch (error) {
-      fail(error.message.slice(0, 120));
-    }
-  }
+const send = async (n) => {
+  const { path, body, expected: count } = requests[n % requests.length];
+  const ids = answerIds[tool](JSON.parse(await http.request('POST', path, body)));
+  if (ids.length !== count) throw new Error(`${ids.length} results, ${count} expected`);
 };
-await Promise.all(Array.from({ length: concurrency }, worker));
-const elapsed = (performance.now() - started) / 1000;
+const elapsed = await closedLoop({ seconds: duration, concurrency, send, latencies, fail: (error) => fail(error.message.slice(0, 120)) });
 http.close();
 
 const percentile = (sorted, q) => (sorted.length ? sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] : NaN);

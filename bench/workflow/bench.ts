@@ -29,35 +29,21 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePorts, repoRoot } from '@restash/platform/util-stack';
 import { redisVersion, runBench } from '../lib/harness';
-
-const profiling = process.env.BENCH_GATEWAY_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } : {};
+import { queueBenchStack } from '../lib/stack';
 
 runBench({
   name: 'workflow',
   settings: {
     BENCH_MESSAGES: { full: '20000', smoke: '1000' },
-    BENCH_CONCURRENCY: { full: '64', smoke: '64' },
+    BENCH_CONCURRENCY: '64',
     BENCH_RUNS: { full: '1000', smoke: '50' },
-    BENCH_STEPS: { full: '10', smoke: '10' },
+    BENCH_STEPS: '10',
     BENCH_CONCURRENT_RUNS: { full: '100', smoke: '50' },
-    BENCH_ROUNDS: { full: '3', smoke: '1' },
-    BENCH_WARMUP_RUNS: { full: '200', smoke: '0' },
-    BENCH_WORKER_CONCURRENCY: { full: '100', smoke: '100' },
-    BENCH_APP_VERIFY: { full: '1', smoke: '1' },
+    BENCH_WARMUP_RUNS: '200',
+    BENCH_WORKER_CONCURRENCY: '100',
+    BENCH_APP_VERIFY: '1',
   },
-  stack: (settings) => ({
-    queueRedis: true,
-    tenants: () => [
-      {
-        apiVersion: 'restash.dev/v1alpha1',
-        kind: 'Tenant',
-        metadata: { name: 'bench' },
-        spec: { queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 } }] } },
-      },
-    ],
-    apps: ['queue-gateway', 'queue-worker'],
-    appEnv: { 'queue-gateway': { ...profiling }, 'queue-worker': { WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100', ...profiling } },
-  }),
+  stack: queueBenchStack,
   gateway: ['queue-gateway', 'queue-worker'],
   enginesWithGateway: true,
   engine: { process: 'queue-redis', redis: true },
