@@ -1,15 +1,11 @@
+import { errorOf } from '@restash/shared/util-errors';
 import { StreamError } from '@restash/stream/util-rest';
 import { STREAM_NOT_FOUND, pathArgs, streamOperations } from './stream.operations';
 
 /** What pathArgs throws: [status, message]. */
 function thrown(run: () => unknown): [number, string] {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof StreamError) return [error.status, error.message];
-    throw error;
-  }
-  throw new Error('nothing thrown');
+  const error = errorOf(run, StreamError);
+  return [error.status, error.message];
 }
 
 const notFound = (path: string): [number, string] => [404, `Not found: ${path} is not an endpoint of the Stream API`];

@@ -1,15 +1,11 @@
+import { errorOf } from '@restash/shared/util-errors';
 import { VectorError } from '@restash/vector/util-query';
 import { VECTOR_OPERATIONS, pathNamespace } from './vector.operations';
 
 /** What pathNamespace throws: [status, message]. */
 function thrown(run: () => unknown): [number, string] {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof VectorError) return [error.status, error.message];
-    throw error;
-  }
-  throw new Error('nothing thrown');
+  const error = errorOf(run, VectorError);
+  return [error.status, error.message];
 }
 
 describe('pathNamespace', () => {

@@ -1,4 +1,4 @@
-import { ApiError, rejectionOf } from './api-error';
+import { ApiError, errorOf, rejectionOf } from './api-error';
 
 class ShopError extends ApiError {}
 
@@ -17,5 +17,13 @@ describe('rejectionOf', () => {
     expect((await rejectionOf(Promise.reject(new ShopError(404, 'gone')), ShopError)).status).toBe(404);
     await expect(rejectionOf(Promise.resolve('ok'), ShopError)).rejects.toThrow('expected a ShopError, but it resolved');
     await expect(rejectionOf(Promise.reject(new Error('boom')), ShopError)).rejects.toThrow('expected a ShopError, got Error: boom');
+  });
+});
+
+describe('errorOf', () => {
+  it('gives the error of the expected type, and fails when the call returns or throws another', () => {
+    expect(errorOf(() => { throw new ShopError(404, 'gone'); }, ShopError).status).toBe(404);
+    expect(() => errorOf(() => 'ok', ShopError)).toThrow('expected a ShopError, but it returned');
+    expect(() => errorOf(() => { throw new Error('boom'); }, ShopError)).toThrow('expected a ShopError, got Error: boom');
   });
 });

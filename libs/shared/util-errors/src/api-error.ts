@@ -38,3 +38,19 @@ export async function rejectionOf<E extends Error>(promise: Promise<unknown>, ty
   if (!(outcome.error instanceof type)) throw new Error(`expected a ${type.name}, got ${String(outcome.error)}`);
   return outcome.error;
 }
+
+/**
+ * The error a call throws, for tests that assert an API's answer (status, message): the synchronous twin of
+ * {@link rejectionOf}.
+ * @param type the error class expected (an ApiError subclass, or Error for anything thrown)
+ * @throws Error when the call returns, or throws something that is not a `type`
+ */
+export function errorOf<E extends Error>(run: () => unknown, type: abstract new (...args: never[]) => E): E {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof type) return error;
+    throw new Error(`expected a ${type.name}, got ${String(error)}`);
+  }
+  throw new Error(`expected a ${type.name}, but it returned`);
+}
