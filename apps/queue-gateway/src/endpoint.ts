@@ -53,9 +53,9 @@ export function at(path: string): string[] {
 }
 
 /**
- * The route of the paths under `/v2/<prefix>` (which ends with `/`), the bare prefix included (rest '': `/v2/publish/`
- * is a publish to an empty destination, 400) unless a static route takes it, such as the `at` routes of the prefix's
- * own path (docs/queue.md, "Queue: endpoints").
+ * The route of the paths under `/v2/<prefix>` (which ends with `/`), the bare prefix included (rest '') unless a static
+ * route takes it: the `at` routes of the prefix's own path, or a path queue.routes.ts names not found (`/v2/publish/`,
+ * `/v2/enqueue/`: 404) (docs/queue.md, "Queue: endpoints").
  */
 export function under(prefix: string): string {
   return `/v2/${prefix}*`;
