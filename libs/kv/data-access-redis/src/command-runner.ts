@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Command, Redis } from 'ioredis';
 import type { CommandArgs, Reply } from '@restash/kv/util-command';
 import { RawCommand, type ReplicaWait, ReplyTooLarge, awaitReplicas, isReplyError } from './raw-command';
 
@@ -35,6 +35,59 @@ export function limitReplySize(client: Redis, limit: () => number): void {
       stream.destroy();
     });
   });
+}
+
+/** What a connection's command queues hold: ioredis's Deque of `{ command }` items. */
+interface CommandQueue {
+  readonly length: number;
+  peekAt(index: number): { command: Command } | undefined;
+}
+
+/** The error a command that waited past its deadline fails with (ioredis's own words for its `commandTimeout`). */
+export const COMMAND_TIMED_OUT = 'Command timed out';
+
+/**
+ * REDIS_COMMAND_TIMEOUT_MS without a timer per command: every `timeoutMs / 10` (at least 10 ms, at most 1 s) it looks
+ * at the commands each connection waits on (sent, or in its offline queue while it reconnects), notes when it first
+ * saw each, and fails with {@link COMMAND_TIMED_OUT} those it saw at least `timeoutMs` before, so a command fails
+ * between `timeoutMs` and `1.2 × timeoutMs` after it was sent. ioredis's `commandTimeout` arms and clears a timer per
+ * command instead (6 % of a 10-command pipeline's CPU, bench/kv/profile.md). Like it, a command that failed stays in
+ * the queue until its reply comes (the connection stays usable), and nothing is resent.
+ */
+export class CommandDeadlines {
+  private readonly seen = new WeakMap<Command, number>();
+  private readonly timer: NodeJS.Timeout;
+
+  /** @param connections the connections to watch, asked at every sweep */
+  constructor(
+    private readonly connections: () => Iterable<Redis>,
+    private readonly timeoutMs: number,
+  ) {
+    this.timer = setInterval(() => this.sweep(), Math.min(1000, Math.max(10, Math.round(timeoutMs / 10))));
+    this.timer.unref();
+  }
+
+  /** One look at every connection's queues (`now` in ms since the epoch). */
+  sweep(now = Date.now()): void {
+    for (const client of this.connections()) {
+      this.expire(client.commandQueue as unknown as CommandQueue, now);
+      this.expire((client as unknown as { offlineQueue: CommandQueue }).offlineQueue, now);
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private expire(queue: CommandQueue, now: number): void {
+    for (let i = 0; i < queue.length; i++) {
+      const command = queue.peekAt(i)?.command;
+      if (!command || command.isSettled) continue;
+      const first = this.seen.get(command);
+      if (first === undefined) this.seen.set(command, now);
+      else if (now - first >= this.timeoutMs) command.reject(new Error(COMMAND_TIMED_OUT));
+    }
+  }
 }
 
 /** A per-command outcome of a pipeline or transaction: the reply, or the error reply of Redis. */
@@ -113,9 +166,12 @@ export function sendWait(client: Redis, wait: ReplicaWait): Promise<Reply> {
 }
 
 /** One command and, with `wait`, its `WAIT`. @throws the command's error, NotReplicatedError, or a connection error */
-export async function runOne(client: Redis, args: CommandArgs, wait: ReplicaWait | undefined): Promise<Reply> {
+export function runOne(client: Redis, args: CommandArgs, wait: ReplicaWait | undefined): Promise<Reply> {
+  return wait ? runWaited(client, args, wait) : send(client, args);
+}
+
+async function runWaited(client: Redis, args: CommandArgs, wait: ReplicaWait): Promise<Reply> {
   const reply = send(client, args);
-  if (!wait) return reply;
   const acknowledged = sendWait(client, wait);
   const result = await reply.catch(async (error: unknown) => {
     // A failed write may have written part (a script): its error still waits for the replicas' word.

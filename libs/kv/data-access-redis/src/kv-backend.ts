@@ -4,7 +4,7 @@ import { CommandTable, type CommandArgs, READONLY_REDIS_USER, type Reply, readon
 import { openRedis, serverRunId } from '@restash/shared/data-access-redis';
 import { isSentinelUrl, redisUrlAuth } from '@restash/shared/util-config';
 import type { ReplicaWait } from './raw-command';
-import { type CommandRunner, type MonitorHandlers, type Outcome, type Subscription, type SubscriptionHandlers, type TransactionOutcome, limitReplySize, runOne, runPipeline, runTransaction, send } from './command-runner';
+import { CommandDeadlines, type CommandRunner, type MonitorHandlers, type Outcome, type Subscription, type SubscriptionHandlers, type TransactionOutcome, limitReplySize, runOne, runPipeline, runTransaction, send } from './command-runner';
 import { DedicatedConnections, UserConnection } from './user-connections';
 
 export interface KvBackendOptions {
@@ -31,7 +31,7 @@ function sentinelRetry(times: number): number {
   return Math.min(times * 50, 500);
 }
 
-function baseOptions(options: KvBackendOptions): RedisOptions {
+function baseOptions(): RedisOptions {
   return {
     // RESP2 on the wire: the REST API promises RESP2 shapes (docs/kv.md, "KV: replies and errors"), and
     // ioredis 6 would otherwise speak RESP3 (HELLO 3) and reshape replies client-side.
@@ -42,7 +42,7 @@ function baseOptions(options: KvBackendOptions): RedisOptions {
     // A command whose connection dropped is failed, never silently sent twice.
     autoResendUnfulfilledCommands: false,
     maxRetriesPerRequest: 1,
-    ...(options.commandTimeoutMs > 0 ? { commandTimeout: options.commandTimeoutMs } : {}),
+    // No `commandTimeout`: CommandDeadlines fails commands past REDIS_COMMAND_TIMEOUT_MS without a timer each.
   };
 }
 
@@ -58,6 +58,10 @@ export class KvBackend implements CommandRunner {
   private readonly transactions: DedicatedConnections;
   private readonly users = new Map<string, Promise<UserConnection>>();
   private readonly subscriptions = new Set<Redis>();
+  /** Every open connection of this database, for {@link deadlines}. */
+  private readonly connections = new Set<Redis>();
+  /** REDIS_COMMAND_TIMEOUT_MS on every connection (none when it is 0). */
+  private readonly deadlines: CommandDeadlines | undefined;
   private commandTable: Promise<CommandTable> | undefined;
   /** What {@link commandTable} resolved to, for callers on the hot path. */
   private fetchedTable: CommandTable | undefined;
@@ -81,6 +85,7 @@ export class KvBackend implements CommandRunner {
     private readonly options: KvBackendOptions,
   ) {
     this.sentinel = isSentinelUrl(url);
+    this.deadlines = options.commandTimeoutMs > 0 ? new CommandDeadlines(() => this.connections, options.commandTimeoutMs) : undefined;
     this.clients = Array.from({ length: options.poolSize }, () => this.connect());
     // A shared connection that comes back may have come back to another server process (upgraded,
     // replaced): its run_id says so, and the command table is then fetched again.
@@ -123,13 +128,15 @@ export class KvBackend implements CommandRunner {
     const sentinel: RedisOptions = this.sentinel
       ? { reconnectOnError: isReadonlyError, ...(extra.retryStrategy ? { sentinelRetryStrategy: () => null } : { retryStrategy: sentinelRetry }) }
       : {};
-    const client = openRedis(this.url, { ...baseOptions(this.options), ...sentinel, ...extra });
+    const client = openRedis(this.url, { ...baseOptions(), ...sentinel, ...extra });
     // Also surfaced per command; the status is in connectionStates(). A listener is needed in any case: without one
     // ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
     client.on('error', (error: Error) => {
       for (const listener of this.errorListeners) listener(error);
     });
     if (boundReplies) limitReplySize(client, () => this.maxReplyBytes);
+    this.connections.add(client);
+    client.once('end', () => this.connections.delete(client));
     return client;
   }
 
@@ -377,6 +384,7 @@ export class KvBackend implements CommandRunner {
   }
 
   async close(): Promise<void> {
+    this.deadlines?.stop();
     for (const client of [...this.clients, ...this.subscriptions]) client.disconnect();
     this.killer?.disconnect();
     for (const user of this.users.values()) user.then((u) => u.close()).catch(() => undefined);

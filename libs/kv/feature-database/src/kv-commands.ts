@@ -107,7 +107,7 @@ export class KvCommands {
       if (isReplyError(error) && !isDemotedReply(error.message)) throw KvError.badRequest(error.message);
       throw this.failures.failure(session.tenant, error);
     } finally {
-      if (prepared.kind === 'redis') await this.aclUsers.afterAclChanges(session, [prepared]);
+      if (prepared.kind === 'redis' && changesAclUsers(prepared)) await this.aclUsers.afterAclChanges(session, [prepared]);
     }
     const syncToken = this.syncToken(id, prepared.write);
     return { result: prepared.kind === 'redis' ? rewriteReply(prepared.rewrite, reply, session.policy.prefix) : reply, syncToken };
@@ -164,7 +164,7 @@ export class KvCommands {
           const outcomes = await this.runTogether(session, segment, (args, wait) => session.runner.pipeline(args, wait));
           const demoted = outcomes.flatMap((o) => (o.ok ? [] : [o.error])).find(isDemotedReply);
           if (demoted !== undefined) throw this.failures.failure(session.tenant, new ServerDemotedError(demoted));
-          await this.aclUsers.afterAclChanges(session, segment);
+          if (segment.some(changesAclUsers)) await this.aclUsers.afterAclChanges(session, segment);
           segment.forEach((command, i) => items.push(this.item(session, command, outcomes[i])));
           start = end;
         }
@@ -206,7 +206,7 @@ export class KvCommands {
     if (demoted !== undefined) throw this.failures.failure(session.tenant, new ServerDemotedError(demoted));
     if ('discarded' in outcome) throw KvError.badRequest(outcome.discarded);
     const syncToken = this.syncToken(session.database.id, prepared.some((c) => c.write));
-    await this.aclUsers.afterAclChanges(session, prepared);
+    if (prepared.some(changesAclUsers)) await this.aclUsers.afterAclChanges(session, prepared);
     return { result: prepared.map((command, i) => this.item(session, command, outcome.outcomes[i])), syncToken };
   }
 
@@ -273,9 +273,12 @@ export class KvCommands {
    * someone sent SCRIPT KILL. A script that already wrote cannot be killed (UNKILLABLE): its caller gets the
    * command timeout's 503.
    */
-  private async killingSlowScripts<T>(session: KvSession, labels: readonly string[], work: Promise<T>): Promise<T> {
-    const kinds = new Set(labels.map((label) => SCRIPT_KINDS.get(label)).filter((kind) => kind !== undefined));
-    if (kinds.size === 0) return work;
+  private killingSlowScripts<T>(session: KvSession, labels: readonly string[], work: Promise<T>): Promise<T> {
+    if (!labels.some((label) => SCRIPT_KINDS.has(label))) return work;
+    return this.killingScripts(session, new Set(labels.map((label) => SCRIPT_KINDS.get(label)).filter((kind) => kind !== undefined)), work);
+  }
+
+  private async killingScripts<T>(session: KvSession, kinds: ReadonlySet<'script' | 'function'>, work: Promise<T>): Promise<T> {
     session.backend.armScriptKiller();
     let settled = false;
     const timer = setTimeout(() => void this.killScripts(session, [...kinds], () => settled), this.scriptTimeoutMs);
@@ -324,4 +327,9 @@ function writer(session: KvSession, write: boolean): CommandRunner {
     pipeline: (commands) => runner.pipeline(commands, wait),
     transaction: (commands) => runner.transaction(commands, wait),
   };
+}
+
+/** Whether a command changes Redis ACL users (ACL SETUSER, ACL DELUSER): AclUsers.afterAclChanges records it. */
+function changesAclUsers(command: RedisCommand): boolean {
+  return command.label === 'acl|setuser' || command.label === 'acl|deluser';
 }

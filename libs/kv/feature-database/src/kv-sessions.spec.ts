@@ -40,8 +40,9 @@ function setup(options: { controlRunId?: string } = {}) {
   return { backend, backends, registry, records, observer, opened, sessions };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
+/** What an answer of authenticate (a session, or a promise of one) rejects with; undefined when it does not. */
+async function rejection(answer: unknown): Promise<unknown> {
+  return Promise.resolve(answer).then(
     () => undefined,
     (e: unknown) => e,
   );

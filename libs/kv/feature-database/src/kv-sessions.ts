@@ -43,7 +43,7 @@ export interface KvSessionsDeps<G extends KvGrant> {
 export class KvSessions<G extends KvGrant = KvGrant> {
   private readonly logger = new Logger('KvSessions');
   /** Authenticated tokens; dropped on any registry change, and after the registry cache TTL. */
-  private readonly sessions = new Map<string, { session: Promise<KvSession<G>>; expiresAt: number }>();
+  private readonly sessions = new Map<string, { session: Promise<KvSession<G>>; expiresAt: number; opened?: KvSession<G> }>();
   private controlServer: Promise<string> | undefined;
   private readonly openGrant: KvSessionsDeps<G>['openGrant'];
   private readonly registry: KvRegistry;
@@ -93,11 +93,27 @@ export class KvSessions<G extends KvGrant = KvGrant> {
   }
 
   /**
-   * Resolves the request's token (Bearer header first, then `_token`).
+   * Resolves the request's token (Bearer header first, then `_token`): at once, without a promise, for a standard
+   * token whose session is cached and whose server's command table is known (the hot path of every request,
+   * bench/kv/profile.md); otherwise a promise.
    * @throws TenantDenied when the token is missing or unknown, or the registry cannot be reached;
-   *   KvError 401 when an ACL token's user password changed, 503 when the database cannot be reached
+   *   KvError 401 when an ACL token's user password changed, 503 when the database cannot be reached (as the
+   *   promise's rejection)
    */
-  async authenticate(credentials: { token: string } | undefined): Promise<KvSession<G>> {
+  authenticate(credentials: { token: string } | undefined): KvSession<G> | Promise<KvSession<G>> {
+    const cached = credentials?.token ? this.sessions.get(credentials.token) : undefined;
+    const session = cached?.opened;
+    if (session && cached.expiresAt > Date.now() && !session.user && session.role !== 'readonly') {
+      const table = session.backend.currentTable();
+      if (table) {
+        session.table = table;
+        return session;
+      }
+    }
+    return this.authenticateAsync(credentials);
+  }
+
+  private async authenticateAsync(credentials: { token: string } | undefined): Promise<KvSession<G>> {
     const token = credentials?.token;
     if (!token) {
       // The gate denies a request without a token (TenantDenied `missing`) in the API's words.
@@ -111,7 +127,10 @@ export class KvSessions<G extends KvGrant = KvGrant> {
       cached = { session: this.openSession({ token }), expiresAt: now + this.limits.sessionTtlMs };
       this.sessions.set(token, cached);
       const entry = cached;
-      entry.session.catch(() => this.sessions.get(token) === entry && this.sessions.delete(token));
+      entry.session.then(
+        (opened) => (entry.opened = opened),
+        () => this.sessions.get(token) === entry && this.sessions.delete(token),
+      );
     }
     const session = await cached.session;
     // The backend fetches its server's command table again after the server changed (run_id).

@@ -119,8 +119,11 @@ export interface TenantApi<S extends TenantSession> {
   credentials: CredentialScheme;
   /** Its operations; for a route, the first that takes the request's method runs. */
   operations: readonly ApiOperation<S>[];
-  /** The session of a request's credentials. @throws TenantDenied (the gate's open) or the API's error */
-  open(credentials: Credentials | undefined): Promise<S>;
+  /**
+   * The session of a request's credentials: the session itself when it is known at once (a cached one, the hot path),
+   * else a promise of it. @throws TenantDenied (the gate's open) or the API's error, synchronously or as the rejection
+   */
+  open(credentials: Credentials | undefined): S | Promise<S>;
   gate: TenantGate;
   metrics: {
     observeRequest(tenant: string, operation: string, status: number, seconds: number): void;
@@ -168,16 +171,25 @@ export function registerTenantApi<S extends TenantSession>(fastify: FastifyInsta
    * else could make the gateway hold BODY_LIMIT_BYTES per connection without a token. The operation found and
    * the session opened here are the ones {@link handle} uses (each request is located and authenticated once),
    * so that it answers what stopped the body (401, 503) and never runs an operation without the body that was sent.
+   * Decided at once (no promise) when the session is.
    */
-  const admitBody = async (request: FastifyRequest): Promise<boolean> => {
-    const found = locate(request.routeOptions.url ?? '/*', routes.get(request.routeOptions.url ?? '') ?? [], request);
-    admitted.set(request, { found });
+  const admitBody = (request: FastifyRequest): boolean | Promise<boolean> => {
+    const url = request.routeOptions.url ?? '/*';
+    const found = locate(url, routes.get(url) ?? [], request);
+    const entry: Admitted<S> = { found };
+    admitted.set(request, entry);
     const { op, allowed, search } = found;
     if (!op || allowed) return false;
-    const session = api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials));
-    admitted.set(request, { found, session });
-    await session;
-    return true;
+    const opened = api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials));
+    if (!(opened instanceof Promise)) {
+      entry.session = opened;
+      return true;
+    }
+    entry.opening = opened;
+    return opened.then((session) => {
+      entry.session = session;
+      return true;
+    });
   };
   void fastify.register(async (app) => {
     useRawBodies(app, { bodyLimitBytes: api.bodyLimitBytes, logger: api.logger, encode: errors.encode, admitBody, ...(api.bodyMethods ? { bodyMethods: api.bodyMethods } : {}) });
@@ -196,10 +208,11 @@ interface Located<S> {
   search: string;
 }
 
-/** What admitting a request's body found: its operation and, when its body was read, its session. */
+/** What admitting a request's body found: its operation and, when its credentials were looked at, its session (or the promise of it). */
 interface Admitted<S> {
   found: Located<S>;
-  session?: Promise<S>;
+  session?: S;
+  opening?: Promise<S>;
 }
 
 /**
@@ -307,12 +320,19 @@ async function handle<S extends TenantSession>(
       throw api.errors.notAllowed(request.method, path, found.allowed, op.name);
     }
     const call = new ApiCall(request, reply, path, search, found.rest);
-    session = await (before?.session ?? api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials)));
+    // Each step awaits only what is not known at once: a hop of the event loop per await costs every request.
+    session = before?.session;
+    if (!session) {
+      const opened = before?.opening ?? api.open(requestCredentials(request.headers.authorization, search, op.credentials ?? api.credentials));
+      session = opened instanceof Promise ? await opened : opened;
+    }
     input = op.prepare?.(call, session);
     const bytes = op.bytes ? op.bytes(call, input) : (call.body?.length ?? 0);
-    await api.gate.admit(session.grant, { write: op.write, bytes, units: op.units?.(input) ?? 1 });
+    const counting = api.gate.admit(session.grant, { write: op.write, bytes, units: op.units?.(input) ?? 1 });
+    if (counting) await counting;
     unread.admit(session.tenant);
-    answer = op.encode(await op.run(session, input, call), input, call);
+    const ran = op.run(session, input, call);
+    answer = op.encode(ran instanceof Promise ? await ran : ran, input, call);
     if (answer.body && answer.body.length >= COUNTED_ANSWER_BYTES) unread.hold(session.tenant, answer.body.length, reply.raw);
   } catch (error) {
     const { status, message, headers } = errorAnswer(api, error);
@@ -326,7 +346,7 @@ async function handle<S extends TenantSession>(
   const headers = op && api.headers?.(op, session);
   if (headers) void reply.headers(headers);
   if (answer.headers) void reply.headers(answer.headers);
-  await reply.send(answer.body);
+  void reply.send(answer.body);
 }
 
 /**

@@ -32,8 +32,9 @@ function gate(options: { failing?: boolean } = {}) {
   return new TenantGate(reader, quota);
 }
 
-async function denial(promise: Promise<unknown>): Promise<TenantDenied> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+/** The TenantDenied a call throws, synchronously or as its promise's rejection. */
+async function denial(call: Promise<unknown> | (() => unknown)): Promise<TenantDenied> {
+  const error = await (typeof call === 'function' ? Promise.resolve().then(call) : call).then(() => undefined, (e: unknown) => e);
   if (!(error instanceof TenantDenied)) throw new Error(`expected a TenantDenied, got ${String(error)}`);
   return error;
 }
@@ -66,17 +67,17 @@ describe('TenantGate.admit', () => {
   it('checks write rights, then size, then the daily count, which only admitted requests use', async () => {
     const g = gate();
     const readOnly = await g.open('stream', { token: 'r', username: streamUsername('c1', 'readonly') });
-    expect(await denial(g.admit(readOnly, { write: true, bytes: 1000 }))).toMatchObject({ reason: 'read-only', tenant: 'acme' });
+    expect(await denial(() => g.admit(readOnly, { write: true, bytes: 1000 }))).toMatchObject({ reason: 'read-only', tenant: 'acme' });
     await g.admit(readOnly, { write: false, bytes: 100 });
-    expect(await denial(g.admit(readOnly, { write: false, bytes: 101 }))).toMatchObject({ reason: 'too-large', limit: 100, actual: 101 });
+    expect(await denial(() => g.admit(readOnly, { write: false, bytes: 101 }))).toMatchObject({ reason: 'too-large', limit: 100, actual: 101 });
     await g.admit(readOnly, { write: false, bytes: 0 });
-    expect(await denial(g.admit(readOnly, { write: false, bytes: 0 }))).toMatchObject({ reason: 'daily-limit', limit: 2, actual: 2 });
+    expect(await denial(() => g.admit(readOnly, { write: false, bytes: 0 }))).toMatchObject({ reason: 'daily-limit', limit: 2, actual: 2 });
   });
 
   it('counts units against the daily limit', async () => {
     const g = gate();
     const grant = await g.open('queue', { token: 'q' });
-    expect(await denial(g.admit(grant, { write: true, bytes: 0, units: 3 }))).toMatchObject({ reason: 'daily-limit', actual: 0 });
+    expect(await denial(() => g.admit(grant, { write: true, bytes: 0, units: 3 }))).toMatchObject({ reason: 'daily-limit', actual: 0 });
     await g.admit(grant, { write: true, bytes: 0, units: 2 });
   });
 });

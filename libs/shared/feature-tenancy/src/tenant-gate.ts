@@ -140,17 +140,21 @@ export class TenantGate {
 
   /**
    * Admits one request: write rights, then size, then the daily count (which a refused request does not use).
-   * @throws TenantDenied `read-only`, `too-large`, `daily-limit`, or `registry-unavailable`
+   * Decided at once, without a promise, for a resource without a daily limit (the hot path of every request:
+   * bench/kv/profile.md); with one, the count in the control Redis decides.
+   * @returns undefined when admitted at once, else a promise of the count's decision
+   * @throws TenantDenied (synchronously, or as the promise's rejection for the count) `read-only`, `too-large`,
+   *   `daily-limit`, or `registry-unavailable`
    */
-  async admit(grant: Grant, { write, bytes, units = 1 }: Admission): Promise<void> {
+  admit(grant: Grant, { write, bytes, units = 1 }: Admission): Promise<void> | undefined {
     const { tenant, resource } = grant;
     if (write && grant.readOnly) throw new TenantDenied('read-only', { tenant });
     if (bytes > resource.maxRequestBytes) throw new TenantDenied('too-large', { tenant, limit: resource.maxRequestBytes, actual: bytes });
     const limit = resource.dailyRequestLimit;
-    if (limit > 0) {
-      const decision = await this.registryCall(tenant, () => this.quota.consume(grant.api, resource.id, units, limit));
+    if (limit <= 0) return undefined;
+    return this.registryCall(tenant, () => this.quota.consume(grant.api, resource.id, units, limit)).then((decision) => {
       if (!decision.allowed) throw new TenantDenied('daily-limit', { tenant, limit, actual: decision.used });
-    }
+    });
   }
 
   /**

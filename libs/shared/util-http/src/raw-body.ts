@@ -31,12 +31,12 @@ export class BodyTooLargeError extends Error {
  *
  * @param limitBytes larger bodies fail with {@link BodyTooLargeError} (413) as soon as they pass it
  * @param methods the methods whose bodies are read (default POST, PUT, PATCH)
- * @param admit asked before a body is read: when it resolves false (or fails) the body is left unread (Node
+ * @param admit asked before a body is read (its answer, or a promise of it): when false (or it fails) the body is left unread (Node
  *   discards it once the answer is sent) and the route's handler runs without one; it must then refuse the
  *   request (the tenant APIs: unauthenticated), so that a client without credentials cannot make the
  *   server hold up to `limitBytes` per connection
  */
-export function rawBodyHook(limitBytes: number, methods: ReadonlySet<string> = WITH_BODY, admit?: (request: FastifyRequest) => Promise<boolean>): onRequestHookHandler {
+export function rawBodyHook(limitBytes: number, methods: ReadonlySet<string> = WITH_BODY, admit?: (request: FastifyRequest) => boolean | Promise<boolean>): onRequestHookHandler {
   return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
     const raw = request.raw;
     const headers = raw.headers;
@@ -58,7 +58,15 @@ export function rawBodyHook(limitBytes: number, methods: ReadonlySet<string> = W
         delete headers['transfer-encoding'];
         done();
       };
-      admit(request).then((admitted) => (admitted ? readBody(request, reply, done, limitBytes) : skip()), skip);
+      let admitted: boolean | Promise<boolean>;
+      try {
+        admitted = admit(request);
+      } catch {
+        return skip();
+      }
+      if (admitted === true) readBody(request, reply, done, limitBytes);
+      else if (admitted === false) skip();
+      else admitted.then((yes) => (yes ? readBody(request, reply, done, limitBytes) : skip()), skip);
       return;
     }
     readBody(request, reply, done, limitBytes);
@@ -114,7 +122,7 @@ export function useRawBodies(
     logger: EventLogger;
     encode(status: number, message: string): string;
     bodyMethods?: string[];
-    admitBody?(request: FastifyRequest): Promise<boolean>;
+    admitBody?(request: FastifyRequest): boolean | Promise<boolean>;
   },
 ): void {
   app.addHook('onRequest', rawBodyHook(options.bodyLimitBytes, options.bodyMethods ? new Set(options.bodyMethods) : WITH_BODY, options.admitBody));
