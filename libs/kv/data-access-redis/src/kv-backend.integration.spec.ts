@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { type RedisServer, kvEngine, startRedisServer } from '@restash/platform/util-stack';
+import { COMMAND_TIMED_OUT } from './command-runner';
 import { KvBackend } from './kv-backend';
 
 const ADMIN = { username: 'restash-gateway', password: 'backend-test-password' };
@@ -39,5 +40,45 @@ describe(`KvBackend ACL user connections (${kvEngine().name})`, () => {
     // After the grace the old connection is closed.
     await sleep(2_500);
     await expect(held.run(['GET', 'k'])).rejects.toThrow(/Connection is closed/);
+  });
+});
+
+describe(`KvBackend command deadlines (${kvEngine().name})`, () => {
+  let server: RedisServer;
+  let admin: Redis;
+  let backend: KvBackend;
+
+  beforeAll(async () => {
+    server = await startRedisServer({ engine: kvEngine().name, config: ['user default off', `user ${ADMIN.username} on >${ADMIN.password} ~* &* +@all`], auth: ADMIN });
+    admin = new Redis({ port: server.port, host: '127.0.0.1', ...ADMIN });
+    backend = new KvBackend(`redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${server.port}/0`, { poolSize: 1, transactionPoolSize: 1, commandTimeoutMs: 300, idleTimeoutMs: 60_000 });
+    await backend.run(['SET', 'k', 'v']);
+  });
+  afterAll(async () => {
+    await backend?.close();
+    admin?.disconnect();
+    await server?.stop();
+  });
+
+  it('fails the commands of a server that stopped answering after the timeout, no sooner, and serves again once it answers', async () => {
+    // CLIENT PAUSE holds every other client's commands unanswered for 1.5 s.
+    await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
+    const started = Date.now();
+    const single = backend.run(['GET', 'k']).then(() => 'answered', (error: Error) => error.message);
+    const pipeline = backend.pipeline([['GET', 'k'], ['GET', 'k']]).then(() => 'answered', (error: Error) => error.message);
+    const failed = await Promise.all([single, pipeline]);
+    const waited = Date.now() - started;
+    expect(failed).toEqual([COMMAND_TIMED_OUT, COMMAND_TIMED_OUT]);
+    expect(waited).toBeGreaterThanOrEqual(300);
+    expect(waited).toBeLessThan(1_500); // the deadline, not the pause, ended them
+    // The connection stays usable: once the pause ends, the late replies are dropped and new commands are answered.
+    await sleep(1_600 - waited);
+    expect(await backend.run(['GET', 'k'])).toEqual(Buffer.from('v'));
+    expect(await backend.pipeline([['GET', 'k']])).toEqual([{ ok: true, reply: Buffer.from('v') }]);
+  });
+
+  it('leaves a command answered within the timeout alone', async () => {
+    await admin.call('CLIENT', 'PAUSE', '150', 'ALL');
+    expect(await backend.run(['GET', 'k'])).toEqual(Buffer.from('v'));
   });
 });
