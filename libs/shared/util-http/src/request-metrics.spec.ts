@@ -32,5 +32,12 @@ describe('labelChildren and labelledCounter', () => {
     expect(text).toContain('demo_total{a="x",b=" y"} 2');
     expect(text).toContain('# HELP demo_events_total Demo events');
     expect(text).toContain('demo_events_total{tenant="acme",kind="x"} 3');
+    // Counts between scrapes are added once each: the next scrape shows the total.
+    count('acme', 'x').inc();
+    count('acme', 'y').inc();
+    const again = await registry.metrics();
+    expect(again).toContain('demo_events_total{tenant="acme",kind="x"} 4');
+    expect(again).toContain('demo_events_total{tenant="acme",kind="y"} 1');
+    expect(await registry.metrics()).toContain('demo_events_total{tenant="acme",kind="x"} 4');
   });
 });

@@ -7,29 +7,71 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 export const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30];
 
 /**
- * The label children of a metric by their values, looked up once: prom-client hashes a label object
- * on every call otherwise, which costs on the hot path of every request.
+ * The label children of a metric by their values, looked up once (a Map per label, no key string built): prom-client
+ * hashes a label object on every call otherwise, which costs on the hot path of every request.
  * @returns the child of those label values (created on first use)
  */
 export function labelChildren<C>(metric: { labels(...values: string[]): C }): (...values: string[]) => C {
-  const children = new Map<string, C>();
+  const root = new Map<string, unknown>();
   return (...values) => {
-    const key = values.join('\0');
-    let child = children.get(key);
-    if (!child) {
+    let level = root;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      const value = values[i] as string;
+      let next = level.get(value) as Map<string, unknown> | undefined;
+      if (!next) {
+        next = new Map();
+        level.set(value, next);
+      }
+      level = next;
+    }
+    const value = values[last] as string;
+    let child = level.get(value) as C | undefined;
+    if (child === undefined) {
       child = metric.labels(...values);
-      children.set(key, child);
+      level.set(value, child);
     }
     return child;
   };
 }
 
+/** A counter child that adds up in a plain number, folded into its prom-client counter at scrape time. */
+class PendingCount {
+  value = 0;
+  constructor(readonly labels: Record<string, string>) {}
+  inc(value = 1): void {
+    this.value += value;
+  }
+}
+
 /**
  * A counter registered in `registry`, handed out by its label values through {@link labelChildren}: how the API
- * metrics (docs/operations.md, "Metrics (management port)") count by tenant.
+ * metrics (docs/operations.md, "Metrics (management port)") count by tenant. A child counts in a plain number and the
+ * counts are added to the prom-client counter when it is read (its `collect`, before every scrape): prom-client's own
+ * `inc` hashes and checks the labels on every call, once per command of a KV pipeline (bench/kv/profile.md).
  */
 export function labelledCounter(registry: Registry, name: string, help: string, labelNames: readonly string[]): (...values: string[]) => { inc(value?: number): void } {
-  return labelChildren(new Counter({ name, help, labelNames, registers: [registry] }));
+  const children: PendingCount[] = [];
+  new Counter({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      for (const child of children) {
+        if (child.value === 0) continue;
+        this.inc(child.labels, child.value);
+        child.value = 0;
+      }
+    },
+  });
+  return labelChildren({
+    labels: (...values: string[]) => {
+      const child = new PendingCount(Object.fromEntries(labelNames.map((label, i) => [label, values[i] ?? ''])));
+      children.push(child);
+      return child;
+    },
+  });
 }
 
 export interface RequestMetricsOptions<Kind extends string> {
