@@ -12,6 +12,8 @@
 //   gateway          autocannon: POST / or POST /pipeline, Bearer token, through the gateway to Redis
 //   ioredis direct   ioredis straight to the data server, one connection (pipeline() of 10 commands)
 //   redis-benchmark  Debian's, -t set|get, -P 10 for the pipelines, straight to the data server
+//   server alone     redis-benchmark as above against a server of the same engine pinned alone on core 0 (the
+//                    gateway's, idle meanwhile): the engine's own rate on one core, which issue 35's targets divide by
 // After a warm-up, every round runs each case with the clients in turn (gateway, direct,
 // redis-benchmark, gateway, ...); the table reports the median of the rounds, with the CPU time per
 // request of the gateway (/proc) and of the data server (INFO), and is written to bench/kv/results.md
@@ -21,7 +23,8 @@
 // env: BENCH_DURATION seconds per run (5), BENCH_WARMUP seconds per case (2), BENCH_ROUNDS (3),
 //      BENCH_CONCURRENCY (50); BENCH_SMOKE=1 for a smoke run (1 s runs, one round);
 //      BENCH_GATEWAY_NODE_OPTIONS is the gateway's NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
-import { kvEngine } from '@restash/platform/util-stack';
+import { join } from 'node:path';
+import { kvEngine, kvEnginesDir } from '@restash/platform/util-stack';
 import { type LoadRun, runBench } from '../lib/harness';
 import { BENCH_LIMITS, benchTenant, profiledAppEnv } from '../lib/stack';
 
@@ -57,6 +60,7 @@ runBench({
     REDIS_PORT: String(stack.kvRedis.get(DATABASE)?.port),
     REDIS_USER: stack.dataRedisAuth.username,
     REDIS_PASSWORD: stack.dataRedisAuth.password,
+    REDIS_SERVER_COMMAND: join(kvEnginesDir(), 'bin', `${engine.name === 'valkey' ? 'valkey' : 'redis'}-server`),
   }),
   // One request of each kind by hand, so a broken setup shows its answer rather than a table of errors.
   prepare: async ({ env, say }) => {
@@ -70,7 +74,7 @@ runBench({
   },
   runs: (settings) => {
     const warmup: LoadRun[] = CASES.flatMap((c) => ['gateway', 'direct'].map((tool) => ({ args: [tool, c, settings.BENCH_WARMUP ?? '2'] })));
-    const round: LoadRun[] = CASES.flatMap((c) => ['gateway', 'direct', 'redis-benchmark'].map((tool) => ({ args: [tool, c, settings.BENCH_DURATION ?? '5'] })));
+    const round: LoadRun[] = CASES.flatMap((c) => ['gateway', 'direct', 'redis-benchmark', 'server-alone'].map((tool) => ({ args: [tool, c, settings.BENCH_DURATION ?? '5'] })));
     return { warmup, round };
   },
   reportEnv: () => ({ KV_ENGINE: engine.name, KV_ENGINE_VERSION: engine.version, KV_ENGINE_MODULES: engine.modules ? '1' : '' }),

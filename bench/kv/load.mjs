@@ -1,6 +1,6 @@
 // One timed load run for bench/kv (bench.ts): prints one JSON record on stdout, a readable line on stderr.
 //
-//   node bench/kv/load.mjs gateway|direct|redis-benchmark set|get|pipeline-set|pipeline-get SECONDS
+//   node bench/kv/load.mjs gateway|direct|redis-benchmark|server-alone set|get|pipeline-set|pipeline-get SECONDS
 //
 // gateway          autocannon, CONCURRENCY connections, POST / (one command) or POST /pipeline (10
 //                  commands); the same body on every request.
@@ -8,12 +8,17 @@
 //                  and sends the next); a pipeline request is pipeline() of 10 commands.
 // redis-benchmark  -c CONCURRENCY, -t set|get, -P 10 for the pipelines. It runs a request count, not
 //                  a duration: a short probe run sizes -n to last about SECONDS.
+// server-alone     redis-benchmark as above against a server of its own (REDIS_SERVER_COMMAND, no modules, no
+//                  persistence) pinned alone on core 0, the gateway's core, which is idle meanwhile: "the engine's
+//                  own rate on one core", the denominator of issue 35's targets, as the gateway gets one core.
 //
 // A request is one HTTP request, one awaited command or one pipeline; latency is per request.
 // `requests` counts every request the process sent (for redis-benchmark, the probe's too): the
 // harness divides the CPU time the gateway and Redis spent during the process by it.
-// env: CONCURRENCY, GATEWAY_URL, GATEWAY_TOKEN, REDIS_HOST, REDIS_PORT, REDIS_USER, REDIS_PASSWORD
-import { spawnSync } from 'node:child_process';
+// env: CONCURRENCY, GATEWAY_URL, GATEWAY_TOKEN, REDIS_HOST, REDIS_PORT, REDIS_USER, REDIS_PASSWORD, REDIS_SERVER_COMMAND
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import Redis from 'ioredis';
 import { closedLoop } from '../lib/load.mjs';
@@ -60,10 +65,10 @@ async function direct() {
   return { requests: latencies.length, seconds: elapsed };
 }
 
-function redisBenchmark() {
-  const { REDIS_HOST: host, REDIS_PORT: port, REDIS_USER: user, REDIS_PASSWORD: password } = process.env;
+function redisBenchmark({ host, port, user, password } = { host: process.env.REDIS_HOST, port: process.env.REDIS_PORT, user: process.env.REDIS_USER, password: process.env.REDIS_PASSWORD }) {
   const run = (n) => {
-    const args = ['-h', host, '-p', port, '--user', user, '-a', password, '-c', concurrency, '-P', batch, '-d', 3, '-t', command[0], '-n', n, '--csv'];
+    const auth = user ? ['--user', user, '-a', password] : [];
+    const args = ['-h', host, '-p', port, ...auth, '-c', concurrency, '-P', batch, '-d', 3, '-t', command[0], '-n', n, '--csv'];
     const { stdout, stderr, status } = spawnSync('redis-benchmark', args.map(String), { encoding: 'utf8' });
     // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
     const row = stdout.split('\n').find((line) => line.startsWith(`"${command[0].toUpperCase()}"`));
@@ -78,13 +83,33 @@ function redisBenchmark() {
   return { commandsPerSecond: rps, p50, p99, requests: (probeCommands + commands) / batch };
 }
 
+/** redis-benchmark against a server of its own, alone on core 0 (see the header), stopped afterwards. */
+async function serverAlone() {
+  const port = await new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+  const server = spawn('taskset', ['-c', '0', process.env.REDIS_SERVER_COMMAND, '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  try {
+    for (let i = 0; spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.trim() !== 'PONG'; i++) {
+      if (i === 100) throw new Error(`${process.env.REDIS_SERVER_COMMAND} did not answer on port ${port}`);
+      await sleep(50);
+    }
+    return redisBenchmark({ host: '127.0.0.1', port });
+  } finally {
+    server.kill('SIGKILL');
+  }
+}
+
 function percentile(sorted, q) {
   return sorted.length ? sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] : NaN;
 }
 
 let record;
-if (tool === 'redis-benchmark') {
-  const { commandsPerSecond, p50, p99, requests } = redisBenchmark();
+if (tool === 'redis-benchmark' || tool === 'server-alone') {
+  const { commandsPerSecond, p50, p99, requests } = tool === 'redis-benchmark' ? redisBenchmark() : await serverAlone();
   record = { requestsPerSecond: commandsPerSecond / batch, commandsPerSecond, p50, p99, requests };
 } else {
   const { requests, seconds: elapsed } = tool === 'gateway' ? await gateway() : await direct();
