@@ -63,6 +63,18 @@ describe('KvSessions (over fakes of its ports)', () => {
     expect(opened).toEqual(['t1', 't1']);
   });
 
+  it('answers a cached standard session at once, without a promise, and a new or changed one with a promise', async () => {
+    const { sessions, registry } = setup();
+    const pending = sessions.authenticate({ token: 't1' });
+    expect(pending).toBeInstanceOf(Promise);
+    const session = await pending;
+    const again = sessions.authenticate({ token: 't1' });
+    expect(again).not.toBeInstanceOf(Promise);
+    expect(again).toBe(session);
+    for (const listener of registry.listeners) listener('some:key');
+    expect(sessions.authenticate({ token: 't1' })).toBeInstanceOf(Promise);
+  });
+
   it("lets the gate deny a request without a token, in the gate's words", async () => {
     const { sessions } = setup();
     expect(await rejection(sessions.authenticate(undefined))).toBeInstanceOf(Denied);

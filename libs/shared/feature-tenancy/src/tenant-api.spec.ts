@@ -39,7 +39,11 @@ interface Session extends TenantSession {
   name: string;
 }
 
-async function start(options: { registryDown?: boolean } = {}) {
+/**
+ * The demo API on Fastify's injection. `cachedSessions`: a token's session, once opened, is answered at once (no
+ * promise), as KvSessions answers cached sessions; otherwise every open is a promise.
+ */
+async function start(options: { registryDown?: boolean; cachedSessions?: boolean } = {}) {
   const record = (role: TokenRecord['role']): TokenRecord => ({ digest: tokenDigest(role), tenant: 'acme', api: 'queue', resource: 'p1', role });
   const up = <T>(value: T) => (options.registryDown ? Promise.reject(new Error('ECONNREFUSED')) : Promise.resolve(value));
   const reader = {
@@ -53,6 +57,7 @@ async function start(options: { registryDown?: boolean } = {}) {
   const observed: string[] = [];
   const backendErrors: string[] = [];
   const app: FastifyInstance = Fastify();
+  const sessions = new Map<string, Session>();
   registerTenantApi<Session>(app, {
     errors: ERRORS,
     credentials: { scheme: 'bearer' },
@@ -81,9 +86,14 @@ async function start(options: { registryDown?: boolean } = {}) {
         encode: () => ({ status: 204 }),
       }),
     ],
-    open: async (credentials) => {
-      const grant: Grant<'queue'> = await gate.open('queue', credentials);
-      return { tenant: grant.tenant, grant, name: grant.readOnly ? 'reader' : 'writer' };
+    open: (credentials) => {
+      const cached = options.cachedSessions && credentials ? sessions.get(credentials.token) : undefined;
+      if (cached) return cached;
+      return gate.open('queue', credentials).then((grant: Grant<'queue'>) => {
+        const session = { tenant: grant.tenant, grant, name: grant.readOnly ? 'reader' : 'writer' };
+        if (credentials) sessions.set(credentials.token, session);
+        return session;
+      });
     },
     gate,
     metrics: {
@@ -200,6 +210,19 @@ describe('registerTenantApi', () => {
     const down = await start({ registryDown: true });
     expect((await down.call('POST', '/echo/x', 'standard', big())).body).toBe('{"error":"registry down","status":503}');
     await down.app.close();
+  });
+
+  it('serves a session answered at once (no promise) as one answered later: bodies, denials, every step in order', async () => {
+    const { call } = await start({ cachedSessions: true });
+    // The first request opens the session (a promise), the following ones get it at once.
+    for (let i = 0; i < 2; i++) {
+      expect((await call('POST', '/echo/x', 'standard', 'abc')).body).toBe(JSON.stringify({ text: 'writer:x:3' }));
+      expect((await call('POST', '/echo/x', 'standard', Readable.from(['ab', 'cd']))).body).toBe(JSON.stringify({ text: 'writer:x:4' }));
+      expect((await call('GET', '/echo/x', 'standard')).status).toBe(204);
+      expect((await call('POST', '/echo/x', 'standard', '01234567890')).status).toBe(413);
+      expect((await call('POST', '/echo/bad', 'standard', 'a')).body).toContain('bad param');
+      expect((await call('POST', '/echo/x', 'readonly', 'a')).status).toBe(403);
+    }
   });
 
   it('counts a registry failure as a backend error of the registry', async () => {
