@@ -15,7 +15,7 @@ import { configLoader, env, httpServiceConfig, httpServiceEnv, registryConfig, r
  * | UNREAD_ANSWER_BYTES | 67108864 | most bytes of one tenant's answers held while its clients have not read them (429 past it) |
  * | REDIS_POOL_SIZE | 2 | multiplexed connections per database |
  * | REDIS_TRANSACTION_POOL_SIZE | 8 | dedicated connections per database for /multi-exec |
- * | REDIS_COMMAND_TIMEOUT_MS | 10000 | a command unanswered this long fails with 503 (0 = never) |
+ * | REDIS_COMMAND_TIMEOUT_MS | 10000 | a command unanswered this long fails with 503, within 1.2 × this (0 = never; data-access-redis CommandDeadlines) |
  * | REDIS_SCRIPT_TIMEOUT_MS | 5000 | a script or function still running this long is killed (SCRIPT KILL, FUNCTION KILL); below REDIS_COMMAND_TIMEOUT_MS |
  * | REPLICA_ACK_TIMEOUT_MS | 1000 | a write of a `durability: replicated` database no replica acknowledged this long answers 503 (Redis `WAIT`); below REDIS_COMMAND_TIMEOUT_MS |
  * | REDIS_IDLE_TIMEOUT_MS | 60000 | idle transaction and ACL-user connections are closed after this |

@@ -99,6 +99,13 @@ export function clientErrorHandler(
     const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
     // The refused bytes follow a complete request (else they are in that request, e.g. a bad chunk size).
     const follows = pending?.req.complete === true && !pending.writableFinished;
+    if (pending && pending.req.complete !== true && pending.headersSent) {
+      // They are in the body of a request already answered (refused before its body was read): that answer stands,
+      // one per request, and the connection closes.
+      if (socket.writable) socket.end(() => socket.destroy());
+      else socket.destroy();
+      return;
+    }
     // Unless they follow a request, the first token is their method.
     const first = follows ? undefined : sent;
     const method = error.code === 'HPE_INVALID_METHOD' && first !== undefined && (error.bytesParsed ?? 0) <= first.length ? first : undefined;

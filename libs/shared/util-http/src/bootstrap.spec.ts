@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { API_ERRORS, type ApiErrors } from './api-errors';
 import { type HttpService, startHttpService } from './bootstrap';
 import { ObservabilityModule } from './observability.module';
+import { useRawBodies } from './raw-body';
 
 /** A test API: errors are `{"problem": …, "code": …}`; it serves GET and POST on /known only. */
 const TEST_ERRORS: ApiErrors = {
@@ -26,6 +27,11 @@ class TestRoutes implements OnModuleInit {
     fastify.post('/later', () => new Promise((resolve) => setTimeout(() => resolve({ ok: true }), 30)));
     fastify.get('/boom', async () => {
       throw new Error('secret internals');
+    });
+    // Refuses every request before reading its body, as a tenant API refuses one without credentials.
+    void fastify.register(async (app) => {
+      useRawBodies(app, { bodyLimitBytes: 1000, logger: { log: () => undefined, warn: () => undefined, error: () => undefined }, encode: TEST_ERRORS.encode, admitBody: () => false });
+      app.post('/refused', async (_request, reply) => reply.code(401).header('content-type', 'application/json').send(TEST_ERRORS.encode(401, 'no token')));
     });
   }
 }
@@ -145,6 +151,23 @@ describe('startHttpService: every answer of the API port is in the API error sha
     expect(answers.map((a) => a.slice(0, 12))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 400']);
     expect(answers[0]?.split('\r\n\r\n')[1]).toBe('{"ok":true}');
     expect(JSON.parse(answers[1]?.split('\r\n\r\n')[1] ?? '')).toEqual({ problem: expect.stringMatching(/^malformed HTTP request/), code: 400 });
+  });
+
+  it('answers a request refused before its body once: a malformed body that arrives after the answer closes the connection', async () => {
+    const { hostname, port } = new URL(service.url);
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.write('POST /refused HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n'));
+      const chunks: Buffer[] = [];
+      // The body comes once the refusal is in: a bad chunk size, which the parser refuses.
+      socket.once('data', () => socket.write('zz\r\n[]\r\n0\r\n\r\n'));
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    });
+    const answers = text.split(/(?=HTTP\/1\.1 )/);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]).toMatch(/^HTTP\/1\.1 401 /);
+    expect(answers[0]?.split('\r\n\r\n')[1]).toBe(TEST_ERRORS.encode(401, 'no token'));
   });
 
   it('answers methods the API does not serve with 405 and Allow, without waiting for the body, and closes the connection', async () => {
