@@ -99,7 +99,10 @@ export function clientErrorHandler(
     const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
     // The refused bytes follow a complete request (else they are in that request, e.g. a bad chunk size).
     const follows = pending?.req.complete === true && !pending.writableFinished;
-    if (pending && pending.req.complete !== true && pending.headersSent) {
+    // The request being parsed; node:http marks it `_dumped` when its answer ended before its body was read (it then
+    // reads the body only to discard it). Internal like `_httpMessage`.
+    const parsing = (socket as Socket & { parser?: { incoming?: { _dumped?: boolean } | null } | null }).parser?.incoming;
+    if (parsing?._dumped === true || (pending && pending.req.complete !== true && pending.headersSent)) {
       // They are in the body of a request already answered (refused before its body was read): that answer stands,
       // one per request, and the connection closes.
       if (socket.writable) socket.end(() => socket.destroy());

@@ -31,8 +31,8 @@ export class BodyTooLargeError extends Error {
  *
  * @param limitBytes larger bodies fail with {@link BodyTooLargeError} (413) as soon as they pass it
  * @param methods the methods whose bodies are read (default POST, PUT, PATCH)
- * @param admit asked before a body is read (its answer, or a promise of it): when false (or it fails) the body is left unread (the
- *   answer closes the connection) and the route's handler runs without one; it must then refuse the
+ * @param admit asked before a body is read (its answer, or a promise of it): when false (or it fails) the body is left unread (Node
+ *   discards it once the answer is sent) and the route's handler runs without one; it must then refuse the
  *   request (the tenant APIs: unauthenticated), so that a client without credentials cannot make the
  *   server hold up to `limitBytes` per connection
  */
@@ -52,9 +52,6 @@ export function rawBodyHook(limitBytes: number, methods: ReadonlySet<string> = W
     }
     if (admit) {
       const skip = () => {
-        // The answer closes the connection: Node would otherwise read the unread body to reuse it, and answer what
-        // is malformed in it a second time.
-        void reply.header('connection', 'close');
         // Fastify must not read it either: without these it sees no body.
         delete headers['content-type'];
         delete headers['content-length'];
