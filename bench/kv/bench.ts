@@ -22,15 +22,22 @@
 //
 // env: BENCH_DURATION seconds per run (5), BENCH_WARMUP seconds per case (2), BENCH_ROUNDS (3),
 //      BENCH_CONCURRENCY (50); BENCH_SMOKE=1 for a smoke run (1 s runs, one round);
-//      BENCH_GATEWAY_NODE_OPTIONS is the gateway's NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+//      BENCH_GATEWAY_NODE_OPTIONS is the gateway's NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof");
+//      BENCH_BASELINE=<a checkout with its kv-gateway built> adds a fourth client, `gateway before`: that build of
+//      kv-gateway, started beside this one on the same registry and core, measured in the same rounds, so that a
+//      change's before and after are one run's figures (docs/benchmarks.md, "KV").
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { kvEngine, kvEnginesDir } from '@restash/platform/util-stack';
+import { answers200, freePorts, kvEngine, kvEnginesDir } from '@restash/platform/util-stack';
 import { type LoadRun, runBench } from '../lib/harness';
 import { BENCH_LIMITS, benchTenant, profiledAppEnv } from '../lib/stack';
 
 const CASES = ['set', 'get', 'pipeline-set', 'pipeline-get'];
 const DATABASE = 'bench.main';
 const engine = kvEngine();
+/** The checkout whose kv-gateway build runs as `gateway before` (BENCH_BASELINE), if any. */
+const baseline = process.env.BENCH_BASELINE || undefined;
+const BEFORE = 'kv-gateway-before';
 
 runBench({
   name: 'kv',
@@ -50,9 +57,10 @@ runBench({
     apps: ['kv-gateway'],
     appEnv: profiledAppEnv(['kv-gateway']),
   }),
-  gateway: ['kv-gateway'],
+  gateway: baseline ? ['kv-gateway', BEFORE] : ['kv-gateway'],
   engine: { process: `kv-redis-${DATABASE}`, redis: true },
-  env: (stack, settings) => ({
+  env: async (stack, settings) => ({
+    ...(baseline ? await beforePorts() : {}),
     CONCURRENCY: settings.BENCH_CONCURRENCY ?? '50',
     GATEWAY_URL: stack.apps['kv-gateway']?.url ?? '',
     GATEWAY_TOKEN: stack.tokens('bench').kv.main?.standard ?? '',
@@ -62,6 +70,18 @@ runBench({
     REDIS_PASSWORD: stack.dataRedisAuth.password,
     REDIS_SERVER_COMMAND: join(kvEnginesDir(), 'bin', `${engine.name === 'valkey' ? 'valkey' : 'redis'}-server`),
   }),
+  extras: ({ stack, env }) =>
+    baseline
+      ? [
+          {
+            name: BEFORE,
+            command: process.execPath,
+            args: [join(baseline, 'dist/apps/kv-gateway/main.js')],
+            env: { ...process.env, CONTROL_REDIS_URL: stack.control.url, REGISTRY_SEAL_KEY: stack.registrySealKey, HOST: '127.0.0.1', PORT: env.BEFORE_PORT, MANAGEMENT_PORT: env.BEFORE_MANAGEMENT_PORT, LOG_LEVEL: 'warn' },
+            ready: () => answers200(Number(env.BEFORE_MANAGEMENT_PORT), '/readyz'),
+          },
+        ]
+      : [],
   // One request of each kind by hand, so a broken setup shows its answer rather than a table of errors.
   prepare: async ({ env, say }) => {
     const post = async (path: string, body: unknown) => {
@@ -73,9 +93,22 @@ runBench({
     await post('/pipeline', Array.from({ length: 10 }, () => ['GET', 'bench:k']));
   },
   runs: (settings) => {
-    const warmup: LoadRun[] = CASES.flatMap((c) => ['gateway', 'direct'].map((tool) => ({ args: [tool, c, settings.BENCH_WARMUP ?? '2'] })));
-    const round: LoadRun[] = CASES.flatMap((c) => ['gateway', 'direct', 'redis-benchmark', 'server-alone'].map((tool) => ({ args: [tool, c, settings.BENCH_DURATION ?? '5'] })));
+    const gateways = ['gateway', ...(baseline ? ['before'] : [])];
+    const warmup: LoadRun[] = CASES.flatMap((c) => [...gateways, 'direct'].map((tool) => ({ args: [tool, c, settings.BENCH_WARMUP ?? '2'] })));
+    const tools = [...gateways, 'direct', 'redis-benchmark', 'server-alone'];
+    const round: LoadRun[] = CASES.flatMap((c) => tools.map((tool) => ({ args: [tool, c, settings.BENCH_DURATION ?? '5'] })));
     return { warmup, round };
   },
-  reportEnv: () => ({ KV_ENGINE: engine.name, KV_ENGINE_VERSION: engine.version, KV_ENGINE_MODULES: engine.modules ? '1' : '' }),
+  reportEnv: () => ({
+    KV_ENGINE: engine.name,
+    KV_ENGINE_VERSION: engine.version,
+    KV_ENGINE_MODULES: engine.modules ? '1' : '',
+    BENCH_BASELINE_COMMIT: baseline ? execFileSync('git', ['-C', baseline, 'log', '-1', '--format=%h %s'], { encoding: 'utf8' }).trim().slice(0, 100) : '',
+  }),
 });
+
+/** The API and management ports of the `gateway before` process, and its URL. */
+async function beforePorts(): Promise<Record<string, string>> {
+  const [port, management] = await freePorts(2);
+  return { BEFORE_PORT: String(port), BEFORE_MANAGEMENT_PORT: String(management), BEFORE_URL: `http://127.0.0.1:${port}` };
+}

@@ -1,9 +1,10 @@
 // One timed load run for bench/kv (bench.ts): prints one JSON record on stdout, a readable line on stderr.
 //
-//   node bench/kv/load.mjs gateway|direct|redis-benchmark|server-alone set|get|pipeline-set|pipeline-get SECONDS
+//   node bench/kv/load.mjs gateway|before|direct|redis-benchmark|server-alone set|get|pipeline-set|pipeline-get SECONDS
 //
 // gateway          autocannon, CONCURRENCY connections, POST / (one command) or POST /pipeline (10
 //                  commands); the same body on every request.
+// before           the same against BEFORE_URL, the baseline build of kv-gateway (BENCH_BASELINE in bench.ts).
 // direct           ioredis on one connection, CONCURRENCY requests in flight (each awaits its reply
 //                  and sends the next); a pipeline request is pipeline() of 10 commands.
 // redis-benchmark  -c CONCURRENCY, -t set|get, -P 10 for the pipelines. It runs a request count, not
@@ -15,7 +16,7 @@
 // A request is one HTTP request, one awaited command or one pipeline; latency is per request.
 // `requests` counts every request the process sent (for redis-benchmark, the probe's too): the
 // harness divides the CPU time the gateway and Redis spent during the process by it.
-// env: CONCURRENCY, GATEWAY_URL, GATEWAY_TOKEN, REDIS_HOST, REDIS_PORT, REDIS_USER, REDIS_PASSWORD, REDIS_SERVER_COMMAND
+// env: CONCURRENCY, GATEWAY_URL, BEFORE_URL, GATEWAY_TOKEN, REDIS_HOST, REDIS_PORT, REDIS_USER, REDIS_PASSWORD, REDIS_SERVER_COMMAND
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -35,9 +36,9 @@ const latencies = []; // ms per request
 const errors = {}; // message -> count
 const fail = (message) => (errors[message] = (errors[message] ?? 0) + 1);
 
-async function gateway() {
+async function gateway(base) {
   const run = autocannon({
-    url: process.env.GATEWAY_URL + (pipelined ? '/pipeline' : '/'),
+    url: base + (pipelined ? '/pipeline' : '/'),
     method: 'POST',
     headers: { authorization: `Bearer ${process.env.GATEWAY_TOKEN}`, 'content-type': 'application/json' },
     body: JSON.stringify(pipelined ? Array(PIPELINE).fill(command) : command),
@@ -112,7 +113,7 @@ if (tool === 'redis-benchmark' || tool === 'server-alone') {
   const { commandsPerSecond, p50, p99, requests } = tool === 'redis-benchmark' ? redisBenchmark() : await serverAlone();
   record = { requestsPerSecond: commandsPerSecond / batch, commandsPerSecond, p50, p99, requests };
 } else {
-  const { requests, seconds: elapsed } = tool === 'gateway' ? await gateway() : await direct();
+  const { requests, seconds: elapsed } = tool === 'direct' ? await direct() : await gateway(tool === 'before' ? process.env.BEFORE_URL : process.env.GATEWAY_URL);
   const sorted = Float64Array.from(latencies).sort();
   const requestsPerSecond = requests / elapsed;
   record = { requestsPerSecond, commandsPerSecond: requestsPerSecond * batch, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), requests };

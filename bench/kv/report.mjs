@@ -14,18 +14,29 @@ import { CPU_METHOD, cpuMedians, errorText, int, machine, median, ms, readRecord
 
 const [input, outputArg, docs] = process.argv.slice(2);
 const records = readRecords(input);
-const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, KV_ENGINE = 'redis', KV_ENGINE_VERSION, KV_ENGINE_MODULES } = process.env;
+const { BENCH_DURATION, BENCH_ROUNDS, BENCH_CONCURRENCY, KV_ENGINE = 'redis', KV_ENGINE_VERSION, KV_ENGINE_MODULES, BENCH_BASELINE_COMMIT } = process.env;
 const server = KV_ENGINE === 'valkey' ? 'Valkey' : 'Redis';
 const serverText = `${server} ${KV_ENGINE_VERSION}${KV_ENGINE_MODULES ? ' with RedisJSON and RediSearch loaded' : ''}`;
 const output = KV_ENGINE === 'redis' ? outputArg : outputArg.replace(/\.md$/, `-${KV_ENGINE}.md`);
 
 const CASES = { set: 'SET', get: 'GET', 'pipeline-set': '10 × SET pipeline', 'pipeline-get': '10 × GET pipeline' };
-const TOOLS = { gateway: 'gateway (HTTP)', direct: 'ioredis direct', 'redis-benchmark': 'redis-benchmark', 'server-alone': 'redis-benchmark, server alone on core 0' };
+const TOOLS = {
+  gateway: 'gateway (HTTP)',
+  // BENCH_BASELINE's build, in the same rounds (bench.ts)
+  ...(records.some((r) => r.tool === 'before') ? { before: 'gateway before (HTTP)' } : {}),
+  direct: 'ioredis direct',
+  'redis-benchmark': 'redis-benchmark',
+  'server-alone': 'redis-benchmark, server alone on core 0',
+};
+/** The process whose CPU is a gateway client's own: with a baseline both gateways run, and only one is loaded. */
+const GATEWAY_PROCESS = { gateway: 'kv-gateway', before: 'kv-gateway-before' };
 
 function summary(tool, kase) {
   const runs = records.filter((r) => r.tool === tool && r.case === kase);
   const pick = (key) => median(runs.map((r) => r[key]));
-  return { rps: pick('requestsPerSecond'), cps: pick('commandsPerSecond'), p50: pick('p50'), p99: pick('p99'), errors: sumErrors(runs), cpu: cpuMedians(runs) };
+  const cpu = cpuMedians(runs);
+  if (TOOLS.before && GATEWAY_PROCESS[tool]) cpu.gateway = cpu.processes[GATEWAY_PROCESS[tool]] ?? NaN;
+  return { rps: pick('requestsPerSecond'), cps: pick('commandsPerSecond'), p50: pick('p50'), p99: pick('p99'), errors: sumErrors(runs), cpu };
 }
 
 const lines = [
@@ -39,7 +50,7 @@ for (const [kase, caseName] of Object.entries(CASES)) {
     lines.push(
       `| ${caseName} | ${toolName} | ${int(s.rps)} | ${kase.startsWith('pipeline') ? int(s.cps) : ''} | ${ms(s.p50)} | ${ms(s.p99)} | ` +
         // The alone server's CPU is not the stack engine's: that column stays empty for it.
-        `${tool === 'gateway' ? us(s.cpu.gateway) : ''} | ${tool === 'server-alone' ? '' : us(s.cpu.engine)} | ${errorText(s.errors)} |`,
+        `${GATEWAY_PROCESS[tool] ? us(s.cpu.gateway) : ''} | ${tool === 'server-alone' ? '' : us(s.cpu.engine)} | ${errorText(s.errors)} |`,
     );
   }
 }
@@ -75,6 +86,16 @@ for (const kase of Object.keys(CASES)) {
 for (const kase of Object.keys(CASES)) {
   const through = results[`gateway/${kase}`].cpu.engine;
   ratio(`${CASES[kase]}: ${server} CPU per request, through the gateway / ioredis direct`, through / results[`direct/${kase}`].cpu.engine);
+}
+
+if (TOOLS.before) {
+  // After against before, in the same rounds: the change's own figures (no targets, not charted).
+  lines.push('', `Before: ${BENCH_BASELINE_COMMIT || 'BENCH_BASELINE'}`, '', '| after / before | value |', '|---|---:|');
+  for (const kase of Object.keys(CASES)) {
+    const [after, before] = [results[`gateway/${kase}`], results[`before/${kase}`]];
+    lines.push(`| ${CASES[kase]}: gateway CPU per request | ${(after.cpu.gateway / before.cpu.gateway).toFixed(2)} |`);
+    lines.push(`| ${CASES[kase]}: req/s | ${(after.rps / before.rps).toFixed(2)} |`);
+  }
 }
 
 const table = lines.join('\n');
