@@ -63,7 +63,7 @@ export const CONFIG_SECTIONS: ReadonlyArray<{ app: string; schema: z.ZodType; op
         CONTROL_REDIS_URL: 'the control Redis: tenant registry and quotas, never tenant data',
         REDIS_POOL_SIZE: 'multiplexed connections per database',
         REDIS_TRANSACTION_POOL_SIZE: 'dedicated connections per database for `/multi-exec`',
-        REDIS_COMMAND_TIMEOUT_MS: 'a command unanswered this long fails with 503 (0 = never)',
+        REDIS_COMMAND_TIMEOUT_MS: 'a command unanswered this long fails with 503 (0 = never); checked every tenth of it (at most every second), so it fails within 1.2 × this after it was sent',
         REDIS_SCRIPT_TIMEOUT_MS:
           'a script or function still running this long is killed (`SCRIPT KILL`, `FUNCTION KILL`; [KV: limits](kv.md#kv-limits)); must be below `REDIS_COMMAND_TIMEOUT_MS`',
         REDIS_IDLE_TIMEOUT_MS: 'idle transaction and ACL-user connections are closed',

@@ -62,7 +62,7 @@ export function rawBodyHook(limitBytes: number, methods: ReadonlySet<string> = W
       try {
         admitted = admit(request);
       } catch {
-        return skip();
+        admitted = false;
       }
       if (admitted === true) readBody(request, reply, done, limitBytes);
       // A refusal waits for the parser to finish the bytes at hand, as an asynchronous one does: a malformed body in
