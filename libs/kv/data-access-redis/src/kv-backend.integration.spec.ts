@@ -6,23 +6,30 @@ import { KvBackend } from './kv-backend';
 
 const ADMIN = { username: 'restash-gateway', password: 'backend-test-password' };
 
-describe(`KvBackend ACL user connections (${kvEngine().name})`, () => {
-  let server: RedisServer;
-  let admin: Redis;
-  let backend: KvBackend;
-
+/**
+ * A Redis server of the KV engine with the gateway's admin user, an admin connection to it, and a KvBackend on it with
+ * REDIS_COMMAND_TIMEOUT_MS `commandTimeoutMs`; started before the describe's tests and stopped after them.
+ */
+function useBackend(commandTimeoutMs: number): { server: RedisServer; admin: Redis; backend: KvBackend } {
+  const world = {} as { server: RedisServer; admin: Redis; backend: KvBackend };
   beforeAll(async () => {
-    server = await startRedisServer({ engine: kvEngine().name, config: ['user default off', `user ${ADMIN.username} on >${ADMIN.password} ~* &* +@all`], auth: ADMIN });
-    admin = new Redis({ port: server.port, host: '127.0.0.1', ...ADMIN });
-    backend = new KvBackend(`redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${server.port}/0`, { poolSize: 1, transactionPoolSize: 1, commandTimeoutMs: 0, idleTimeoutMs: 60_000 });
+    world.server = await startRedisServer({ engine: kvEngine().name, config: ['user default off', `user ${ADMIN.username} on >${ADMIN.password} ~* &* +@all`], auth: ADMIN });
+    world.admin = new Redis({ port: world.server.port, host: '127.0.0.1', ...ADMIN });
+    world.backend = new KvBackend(`redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${world.server.port}/0`, { poolSize: 1, transactionPoolSize: 1, commandTimeoutMs, idleTimeoutMs: 60_000 });
   });
   afterAll(async () => {
-    await backend?.close();
-    admin?.disconnect();
-    await server?.stop();
+    await world.backend?.close();
+    world.admin?.disconnect();
+    await world.server?.stop();
   });
+  return world;
+}
+
+describe(`KvBackend ACL user connections (${kvEngine().name})`, () => {
+  const world = useBackend(0);
 
   it('serves a request that holds a dropped user’s connection for a grace, then closes it; new requests authenticate again', async () => {
+    const { admin, backend } = world;
     await admin.set('k', 'v');
     await admin.call('ACL', 'SETUSER', 'acme.main:app', 'on', '>old', '~*', '+@read');
     const held = await backend.asUser('acme.main:app', 'old');
@@ -44,23 +51,11 @@ describe(`KvBackend ACL user connections (${kvEngine().name})`, () => {
 });
 
 describe(`KvBackend command deadlines (${kvEngine().name})`, () => {
-  let server: RedisServer;
-  let admin: Redis;
-  let backend: KvBackend;
-
-  beforeAll(async () => {
-    server = await startRedisServer({ engine: kvEngine().name, config: ['user default off', `user ${ADMIN.username} on >${ADMIN.password} ~* &* +@all`], auth: ADMIN });
-    admin = new Redis({ port: server.port, host: '127.0.0.1', ...ADMIN });
-    backend = new KvBackend(`redis://${ADMIN.username}:${ADMIN.password}@127.0.0.1:${server.port}/0`, { poolSize: 1, transactionPoolSize: 1, commandTimeoutMs: 300, idleTimeoutMs: 60_000 });
-    await backend.run(['SET', 'k', 'v']);
-  });
-  afterAll(async () => {
-    await backend?.close();
-    admin?.disconnect();
-    await server?.stop();
-  });
+  const world = useBackend(300);
+  beforeAll(() => world.backend.run(['SET', 'k', 'v']));
 
   it('fails the commands of a server that stopped answering after the timeout, no sooner, and serves again once it answers', async () => {
+    const { admin, backend } = world;
     // CLIENT PAUSE holds every other client's commands unanswered for 1.5 s.
     await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
     const started = Date.now();
@@ -78,6 +73,7 @@ describe(`KvBackend command deadlines (${kvEngine().name})`, () => {
   });
 
   it('leaves a command answered within the timeout alone', async () => {
+    const { admin, backend } = world;
     await admin.call('CLIENT', 'PAUSE', '150', 'ALL');
     expect(await backend.run(['GET', 'k'])).toEqual(Buffer.from('v'));
   });
