@@ -3,6 +3,7 @@ import { type WorkflowContext, Client as WorkflowClient, WorkflowMiddleware, Wor
 import { createWorkflow, serveMany } from '@upstash/workflow/cloudflare';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { ScheduleStore } from '@restash/queue/data-access-store';
 import { freePorts, pythonWorkflowVenv } from '@restash/platform/util-stack';
 import { eventually } from '@restash/shared/util-testing';
 import { queueTestbed } from './testing/queue-testbed';
@@ -408,6 +409,61 @@ describe('workflows with the official @upstash/workflow SDK', () => {
     const run = await runIn(workflowRunId, 'RUN_SUCCESS');
     expect(run.workflowRunResponse).toBe('42');
     expect(stepNames(run)).toEqual(['init', 'double']);
+  }, 60_000);
+
+  it('triggers many runs in one request (POST /v2/batch/trigger); a run that exists is not started again', async () => {
+    const url = route<{ n: number }>('/batch-trigger', async (context) => await context.run('square', () => context.requestPayload.n ** 2));
+    const post = (body: unknown) =>
+      fetch(`${bed.stack.url}/v2/batch/trigger`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const items = [3, 4].map((n) => ({ destination: url, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ n }) }));
+    const first = await post([...items, { destination: url, headers: { 'Upstash-Workflow-RunId': 'wfr_batch-fixed' }, body: '{"n":5}' }]);
+    expect([first.status, first.status === 200 ? "" : await first.text()]).toEqual([200, ""]);
+    const started = (await first.json()) as Array<{ workflowRunId: string; workflowCreatedAt: number; error?: string }>;
+    expect(started).toHaveLength(3);
+    expect(started[2]).toMatchObject({ workflowRunId: 'wfr_batch-fixed' });
+    const runs = await Promise.all(started.map((item) => runIn(item.workflowRunId, 'RUN_SUCCESS')));
+    expect(runs.map((run) => run.workflowRunResponse)).toEqual(['9', '16', '25']);
+    // The same run id again starts nothing; a bad item refuses the whole batch, naming it, before anything is published.
+    const again = await post([{ destination: url, headers: { 'Upstash-Workflow-RunId': 'wfr_batch-fixed' }, body: '{"n":6}' }]);
+    expect(await again.json()).toEqual([expect.objectContaining({ workflowRunId: 'wfr_batch-fixed', error: 'workflow run wfr_batch-fixed already exists' })]);
+    const before = (await client.logs({ workflowUrl: url })).runs.length;
+    const bad = await post([items[0], { destination: 'not a url', body: '' }]);
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: string }).error).toMatch(/invalid destination url: "not a url"/);
+    const twice = await post([items[0], { destination: url, headers: { 'Upstash-Workflow-RunId': 'wfr_twice' } }, { destination: url, headers: { 'Upstash-Workflow-RunId': 'wfr_twice' } }]);
+    expect(twice.status).toBe(400);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await client.logs({ workflowUrl: url })).runs).toHaveLength(before);
+  }, 60_000);
+
+  it('starts a run at each tick of a schedule whose destination is the workflow', async () => {
+    const ran: string[] = [];
+    const url = route<{ n: number }>('/scheduled', async (context) => {
+      const doubled = await context.run('double', () => {
+        ran.push(context.workflowRunId);
+        return context.requestPayload.n * 2;
+      });
+      return await context.run('plus one', () => doubled + 1);
+    });
+    const { scheduleId } = await qstash.schedules.create({ destination: url, cron: '0 0 1 1 *', body: JSON.stringify({ n: 5 }) });
+    // The API takes crons only: the test switches the stored schedule to a tick a second (the store's test hook).
+    const schedules = bed.closes(new ScheduleStore(bed.redis(bed.stack.queueRedis.url), { prefix: 'restash:queue' }));
+    const definition = await schedules.get('acme.main', scheduleId);
+    if (!definition) throw new Error(`no schedule ${scheduleId}`);
+    await schedules.upsert('acme.main', { ...definition, everyMs: 1000 });
+    const runs = await eventually(async () => {
+      const finished = (await client.logs({ workflowUrl: url, state: 'RUN_SUCCESS' })).runs;
+      if (finished.length < 2) throw new Error(`${finished.length} scheduled run(s) finished`);
+      return finished;
+    }, 30_000);
+    await qstash.schedules.delete(scheduleId);
+    // Each tick is a run of its own with the schedule's body, each step run once per run.
+    expect(new Set(runs.map((run) => run.workflowRunId)).size).toBe(runs.length);
+    for (const run of runs) {
+      expect(run.workflowRunResponse).toBe('11');
+      expect(stepNames(run)).toEqual(['init', 'double', 'plus one']);
+      expect(ran.filter((id) => id === run.workflowRunId)).toHaveLength(1);
+    }
   }, 60_000);
 
   it('fails the run and calls its failure function when the workflow cannot take a context.call answer', async () => {

@@ -1,4 +1,4 @@
-import { QueueError, newMessageId, parsePublish, pathId } from '@restash/queue/util-message';
+import { type ParsedPublish, QueueError, newMessageId, parseBatch, parsePublish, pathId } from '@restash/queue/util-message';
 import {
   type WorkflowDlq,
   type WorkflowWaits,
@@ -15,6 +15,20 @@ import { type Call, type Endpoint, at, cursorOf, dlqBulk, done, ok, publishConte
  * The workflow endpoints the `@upstash/workflow` SDK calls (docs/workflow.md, "What workflows do"): a run's steps (its lazy fetch), the
  * end of a run (success or cancel), the bulk cancel, the logs, and waiting for and notifying events.
  */
+/**
+ * A publish made the first message of a REST-triggered run (`POST /v2/trigger/<url>`): its run id (the
+ * `Upstash-Workflow-RunId` given, or a new `wfr_` id), delivered with `Upstash-Workflow-Unknown-Sdk` so that the SDK
+ * starts the run itself.
+ * @param what names the destination in the error
+ * @throws QueueError 400 when the destination is a URL group
+ */
+function asTrigger(parsed: ParsedPublish, url: string, what: string): ParsedPublish {
+  if (parsed.urlGroup !== undefined) throw QueueError.badRequest(`invalid ${what}: a workflow is triggered at a URL, not a URL group`);
+  const runId = parsed.message.workflow?.runId ?? `wfr_${newMessageId().slice(4)}`;
+  parsed.message.workflow = { runId, init: true, url, unknownSdk: true };
+  return parsed;
+}
+
 export function workflowEndpoints({ runs: s, waits, dlq }: { runs: WorkflowsService; waits: WorkflowWaits; dlq: WorkflowDlq }): Endpoint[] {
   /** `POST /v2/workflows/dlq/resume|restart`: the runs of the DLQ entries the filter selects, again, with the cursor. */
   type Entries = Awaited<ReturnType<WorkflowDlq['dlqEntries']>>['items'];
@@ -32,14 +46,35 @@ export function workflowEndpoints({ runs: s, waits, dlq }: { runs: WorkflowsServ
       write: true,
       name: 'workflows',
       run: async (c) => {
-        const input = publishInput(c);
-        const parsed = parsePublish(input);
-        if (parsed.urlGroup !== undefined) throw QueueError.badRequest('invalid destination: a workflow is triggered at a URL, not a URL group');
-        const runId = parsed.message.workflow?.runId ?? `wfr_${newMessageId().slice(4)}`;
-        parsed.message.workflow = { runId, init: true, url: input.destination, unknownSdk: true };
-        const [result] = await s.trigger(c.session, parsed);
+        const input = { ...publishInput(c), trigger: true as const };
+        const parsed = asTrigger(parsePublish(input), input.destination, 'destination');
+        const [result] = await s.trigger(c.session, [parsed]);
+        const runId = parsed.message.workflow?.runId ?? '';
         if (result && !Array.isArray(result) && result.deduplicated) throw QueueError.badRequest(`workflow run ${runId} already exists`);
         return ok({ workflowRunId: runId, workflowCreatedAt: input.nowMs });
+      },
+    },
+    {
+      // Many REST triggers in one request: `/v2/batch`'s array of `{destination, headers, body}`, each item a
+      // trigger as above, all parsed before any is published. A run that exists already answers `error`.
+      method: 'POST',
+      route: at('batch/trigger'),
+      write: true,
+      name: 'workflows',
+      run: async (c) => {
+        const context = { ...publishContext(c), trigger: true as const };
+        const items = parseBatch(c.body, context).map((parsed, i) => asTrigger(parsed, parsed.message.url, `batch item ${i}: destination`));
+        const runIds = items.map((parsed) => parsed.message.workflow?.runId ?? '');
+        const repeated = runIds.find((id, i) => runIds.indexOf(id) !== i);
+        if (repeated !== undefined) throw QueueError.badRequest(`workflow run ${repeated} is triggered twice in the batch`);
+        const results = await s.trigger(c.session, items);
+        return ok(
+          results.map((result, i) => ({
+            workflowRunId: runIds[i],
+            workflowCreatedAt: context.nowMs,
+            ...(!Array.isArray(result) && result.deduplicated ? { error: `workflow run ${runIds[i]} already exists` } : {}),
+          })),
+        );
       },
     },
     { method: 'POST', route: under('wait/'), write: true, name: 'workflows', run: done((c) => waits.wait(c.session, eventIdOf(c.rest), c.request.headers, c.body, publishContext(c))) },

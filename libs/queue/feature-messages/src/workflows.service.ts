@@ -42,9 +42,12 @@ export class WorkflowsService extends StoreService<WorkflowDeps> {
     super(deps, 'WorkflowsService');
   }
 
-  /** `POST /v2/trigger/<url>`: publishes the run's first message (its run created by the Publisher). */
-  trigger(session: ProjectScope, parsed: ParsedPublish): ReturnType<MessagesService['publish']> {
-    return this.deps.messages.publish(session, [parsed]);
+  /**
+   * `POST /v2/trigger/<url>` and `/v2/batch/trigger`: publishes each run's first message (its run created by the
+   * Publisher). @returns one result per message, in order (`deduplicated` for a run that exists)
+   */
+  trigger(session: ProjectScope, parsed: ParsedPublish[]): ReturnType<MessagesService['publish']> {
+    return this.deps.messages.publish(session, parsed);
   }
 
   /**

@@ -263,6 +263,12 @@ describe('parsePublish', () => {
     expect(parsePublish(input({ 'upstash-content-based-deduplication': 'false' }))).not.toHaveProperty('deduplicationId');
   });
 
+  it('takes a run id alone as the start of a run when the publish is a trigger, and as a step otherwise', () => {
+    const headers = { 'upstash-workflow-runid': 'wfr_x' };
+    expect(parsePublish(input(headers, { body: Buffer.from('{"n":1}'), trigger: true })).message.workflow).toEqual({ runId: 'wfr_x', init: true });
+    expect(() => parsePublish(input(headers, { body: Buffer.from('{"n":1}') }))).toThrow('invalid workflow step');
+  });
+
   it('keys content-based deduplication by url, method, headers and body', () => {
     const dedup = (headers: PublishInput['headers'], overrides: Partial<PublishInput> = {}) =>
       parsePublish(input({ 'upstash-content-based-deduplication': 'true', ...headers }, overrides)).deduplicationId;

@@ -19,6 +19,11 @@ export interface PublishInput {
   callerIp: string;
   /** retries when Upstash-Retries is absent, and the largest accepted value. */
   retries: { default: number; max: number };
+  /**
+   * The publish starts a workflow run (QStash's REST trigger, `/v2/trigger/<url>`): an `Upstash-Workflow-RunId`
+   * names the run and the body is its initial request, whether or not `Upstash-Workflow-Init` says so.
+   */
+  trigger?: true;
 }
 
 /** What {@link parsePublish} makes of a publish request: the message to store, and its deduplication key. */
@@ -280,6 +285,7 @@ export function parsePublish(input: PublishInput): ParsedPublish {
 
   const workflow = parseWorkflowFields(get, 'upstash-', 'Upstash-');
   if (workflow) {
+    if (input.trigger) workflow.init = true;
     if (workflow.url !== undefined) parseHttpUrl(workflow.url, 'Upstash-Workflow-Url');
     if (!workflow.init && isWorkflowStep(workflow)) parseWorkflowStep(input.body);
     if (workflow.init && get('upstash-workflow-invoke')?.toLowerCase() === 'true') {
