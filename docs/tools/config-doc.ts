@@ -35,7 +35,7 @@ const COMMON: Record<string, string> = {
 
 /** The queue storage variables, which queue-gateway, queue-worker and the operator read alike. */
 const QUEUE_STORE: Record<string, string> = {
-  QUEUE_REDIS_URL: "the queue's Redis: BullMQ jobs, DLQ, events (AOF, `noeviction`); queue-gateway and queue-worker must agree on it",
+  QUEUE_REDIS_URL: "the queue's Redis: messages, lanes, schedules, DLQ, events (AOF, `noeviction`); queue-gateway and queue-worker must agree on it",
   QUEUE_PREFIX: 'prefix of every key written there',
   MESSAGE_RETENTION_MS: 'how long a delivered or failed message stays readable',
   DLQ_RETENTION_MS: 'how long a DLQ entry is kept',
@@ -143,7 +143,7 @@ export const CONFIG_SECTIONS: ReadonlyArray<{ app: string; schema: z.ZodType; op
         LOCK_DURATION_MS:
           'a delivery whose worker died comes back after about this plus `STALLED_INTERVAL_MS` (its lock is renewed every half of this while it runs)',
         STALLED_INTERVAL_MS: 'how often workers look for deliveries whose worker died',
-        MAX_STALLED_COUNT: 'worker deaths a message survives before BullMQ gives up on it',
+        MAX_STALLED_COUNT: 'worker deaths a message survives before it fails',
       },
     },
   },

@@ -63,7 +63,7 @@ export class AppModule {
           provide: LanesService,
           inject: [QueueStores, MessagesService, QueueMetrics],
           useFactory: (stores: QueueStores, messages: MessagesService, metrics: QueueMetrics) =>
-            new LanesService({ lanes: stores.store.lanes, deliveries: stores.deliveries, messages, observer: metrics }),
+            new LanesService({ lanes: stores.store.lanes, deliveries: stores.store, messages, observer: metrics }),
         },
         {
           provide: SchedulesService,

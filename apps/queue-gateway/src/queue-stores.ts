@@ -1,11 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { claimPlatformServer } from '@restash/shared/data-access-registry';
 import { CONTROL_REDIS } from '@restash/shared/feature-tenancy';
 import { Readiness, engineErrorListener } from '@restash/shared/util-http';
-import { DELIVERY_QUEUE, Publisher, QueueStore, ScheduleStore, UrlGroupStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
-import type { QueueMessage } from '@restash/queue/util-message';
+import { Publisher, QueueStore, ScheduleStore, UrlGroupStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 
 /** Injection token of the queue's Redis connection. */
@@ -14,7 +12,7 @@ export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
 /**
  * The queue gateway's stores on the queue Redis (libs/queue/data-access-store), the ports of the queue API's logic
  * (libs/queue/feature-messages): messages, the DLQ and events, lanes, the publisher, URL groups, schedules, workflow
- * runs and waiters, and the shared `deliveries` queue. It registers the `queue-redis` readiness check, claims the queue's
+ * runs and waiters. It registers the `queue-redis` readiness check, claims the queue's
  * Redis for the platform in the registry (claimPlatformServer, so that no KV database is served from it), and at
  * shutdown closes what it opened, then the connection.
  */
@@ -26,8 +24,6 @@ export class QueueStores implements OnApplicationShutdown {
   readonly runs: WorkflowRunStore;
   readonly waiters: WorkflowWaiterStore;
   readonly schedules: ScheduleStore;
-  /** The shared `deliveries` queue, read for a project's deliveries in flight. */
-  readonly deliveries: Queue<QueueMessage>;
   private readonly stopClaim: () => void;
 
   constructor(
@@ -46,8 +42,6 @@ export class QueueStores implements OnApplicationShutdown {
     this.publisher = new Publisher(this.store, this.groups, this.runs);
     this.schedules = new ScheduleStore(queueRedis, { prefix: options.prefix });
     this.schedules.queue.on('error', engineErrorListener(new Logger('SchedulesService'), 'queue-redis'));
-    this.deliveries = new Queue<QueueMessage>(DELIVERY_QUEUE, { connection: queueRedis, prefix: options.prefix });
-    this.deliveries.on('error', engineErrorListener(new Logger('LanesService'), 'queue-redis'));
     readiness.register('queue-redis', () => queueRedis.ping());
     // No tenant's KV database may be served from, or wiped on, the queue's Redis.
     this.stopClaim = claimPlatformServer(control, queueRedis, 'queue', new Logger('QueueService'));
@@ -56,7 +50,6 @@ export class QueueStores implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     this.stopClaim();
     await this.schedules.close();
-    await this.deliveries.close();
     await this.store.close();
     this.queueRedis.disconnect();
   }

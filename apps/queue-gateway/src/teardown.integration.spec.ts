@@ -60,6 +60,7 @@ describe('a deleted queue project', () => {
     expect(await queueRedis.exists('restash:queue:events:acme.jobs')).toBe(0);
     const jobs = await store.queue.getJobs(['wait', 'delayed', 'active', 'completed', 'failed'], 0, -1);
     expect(jobs.filter((job) => job?.data?.project === 'acme.jobs')).toEqual([]);
+    expect(await store.deliveries.projectMessages('acme.jobs')).toEqual([]);
   }, 60_000);
 
   it('does not deliver a message again once its project is deleted during an attempt', async () => {
@@ -76,5 +77,6 @@ describe('a deleted queue project', () => {
     expect(bed.sink.on('/in-flight')).toHaveLength(1);
     const jobs = await store.queue.getJobs(['wait', 'delayed', 'active', 'completed', 'failed'], 0, -1);
     expect(jobs.filter((job) => job?.data?.project === 'busy.jobs')).toEqual([]);
+    expect(await store.deliveries.projectMessages('busy.jobs')).toEqual([]);
   }, 60_000);
 });

@@ -21,7 +21,7 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
  * | CALLBACK_RETRIES | 3 | retries of a callback or failure callback that sets no Upstash-Callback-Retries |
  * | LOCK_DURATION_MS | 15000 | a delivery whose worker stops renewing its lock this long (a crash) is delivered again |
  * | STALLED_INTERVAL_MS | 5000 | how often workers look for such deliveries |
- * | MAX_STALLED_COUNT | 1000 | crashes a message survives before BullMQ fails it (high: at least once) |
+ * | MAX_STALLED_COUNT | 1000 | crashes a message survives before it fails (high: at least once) |
  * | REGISTRY_CACHE_TTL_MS | 30000 | longest use of a cached registry record |
  * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
  *

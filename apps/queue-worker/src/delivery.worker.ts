@@ -2,7 +2,7 @@ import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnAppl
 import { Worker, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Readiness, engineErrorListener, logEvent } from '@restash/shared/util-http';
-import { QueueStore } from '@restash/queue/data-access-store';
+import { DeliveryConsumer, QueueStore } from '@restash/queue/data-access-store';
 import { RetryLater, retryLaterBackoff, tenantOfProject } from '@restash/queue/feature-delivery';
 import type { QueueMessage } from '@restash/queue/util-message';
 import type { QueueWorkerConfig } from './config';
@@ -32,7 +32,35 @@ export const WORKER_DEPENDENCIES = ['control-redis', 'queue-redis'] as const;
 const READINESS_WAIT_MS = { first: 250, max: 5_000 };
 
 /**
- * Runs the BullMQ worker of the deliveries (created with `autorun: false`): it starts taking messages only
+ * The consumer of the shared deliveries (QueueStore.deliveries, DeliveryStreams) with the worker's concurrency, lock
+ * and stall settings and {@link retryLaterBackoff}; its failures are logged as the BullMQ workers' are.
+ * @param reader a queue Redis connection of its own (the consumer's reads block it)
+ * @param name the consumer's name in the group, unique per process
+ */
+export function deliveryConsumer(
+  config: QueueWorkerConfig,
+  store: QueueStore,
+  reader: Redis,
+  name: string,
+  process: ConstructorParameters<typeof DeliveryConsumer>[3],
+  logger: Logger,
+): DeliveryConsumer {
+  return new DeliveryConsumer(store.deliveries, reader, name, process, {
+    concurrency: config.concurrency,
+    lockDurationMs: config.lockDurationMs,
+    stalledIntervalMs: config.stalledIntervalMs,
+    maxStalledCount: config.maxStalledCount,
+    backoff: (error) => retryLaterBackoff(0, undefined, error),
+    onFailed: (job, error) => {
+      if (!(error instanceof RetryLater)) logEvent(logger, 'error', 'delivery.failed', { tenant: tenantOfProject(job.data.project), project: job.data.project, messageId: job.id, error });
+    },
+    onError: engineErrorListener(logger, 'queue-redis', { worker: 'deliveries' }),
+  });
+}
+
+/**
+ * Runs the consumer of the shared deliveries ({@link deliveryConsumer}) and the BullMQ worker of the `deliveries`
+ * queue of before it (created with `autorun: false`, draining what was published before an upgrade): they start taking messages only
  * once the {@link WORKER_DEPENDENCIES} readiness checks pass, checked again with a doubling wait (logged)
  * while they fail, so that no message is taken while its outcome could not be stored. `/readyz` reports
  * `worker` until then. On shutdown it stops taking messages and lets the attempts under way finish
@@ -49,11 +77,12 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
 
   constructor(
     @Inject(Worker) private readonly worker: Worker<QueueMessage>,
+    private readonly consumer: DeliveryConsumer,
     private readonly readiness: Readiness,
     private readonly store: QueueStore,
   ) {
     readiness.register('worker', async () => {
-      if (!worker.isRunning()) throw new Error('the BullMQ worker is not running');
+      if (!consumer.isRunning() || !worker.isRunning()) throw new Error('the deliveries consumer is not running');
     });
     worker.on('error', engineErrorListener(this.logger, 'queue-redis', { worker: 'deliveries' }));
     worker.on('failed', (job, error) => {
@@ -70,7 +99,7 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
     this.closing = true;
     this.wake?.();
     await this.starting;
-    await this.worker.close();
+    await Promise.all([this.consumer.close(), this.worker.close()]);
   }
 
   private async startWhenReady(): Promise<void> {
@@ -79,6 +108,13 @@ export class DeliveryWorker implements OnApplicationBootstrap, BeforeApplication
       const failing = WORKER_DEPENDENCIES.filter((name) => name in failures || name in degraded);
       if (this.closing) return;
       if (failing.length === 0) {
+        try {
+          await this.consumer.run();
+        } catch (error) {
+          logEvent(this.logger, 'warn', 'worker.waiting', { worker: 'deliveries', error, retryInMs: waitMs, text: 'the consumer group could not be made' });
+          await new Promise((resolve) => setTimeout(resolve, waitMs));
+          continue;
+        }
         this.worker.run().catch((error: unknown) => logEvent(this.logger, 'error', 'worker.stopped', { worker: 'deliveries', error }));
         logEvent(this.logger, 'log', 'worker.started', { worker: 'deliveries', text: 'dependencies ready: taking messages' });
         // Not awaited: a shutdown does not wait for it (a backfill cut short runs again at the next start).

@@ -40,15 +40,14 @@ describe('queue-worker when a Redis stops mid-delivery', () => {
     return (await store.publish(message)).messageId;
   };
 
-  /** Once delivered: the attempts BullMQ counted (finished ones: 1 is the attempt that delivered), and the message's events, oldest first. */
+  /** Once delivered: the attempts counted (finished ones: 1 is the attempt that delivered), and the message's events, oldest first. */
   const delivered = (messageId: string) =>
     eventually(
       async () => {
-        const state = await store.queue.getJobState(messageId);
-        if (state !== 'completed') throw new Error(`message ${messageId} is ${state}`);
-        const job = await store.queue.getJob(messageId); // read once completed: its attempt count is final
+        const found = await store.deliveries.get(messageId); // read once completed: its attempt count is final
+        if (found?.state !== 'completed') throw new Error(`message ${messageId} is ${found?.state ?? 'gone'}`);
         const { items } = await store.events(project, { count: 100, filter: { messageId: [messageId] } });
-        return { attempts: job?.attemptsMade, states: items.map((e) => e.state).reverse() };
+        return { attempts: found.attemptsMade, states: items.map((e) => e.state).reverse() };
       },
       30_000,
       100,

@@ -1,4 +1,4 @@
-import { laneQueueName } from '@restash/queue/data-access-store';
+import { DELIVERY_JOB, laneQueueName } from '@restash/queue/data-access-store';
 import { eventually } from '@restash/shared/util-testing';
 import { startGatedSink } from './testing/gated-sink';
 import { type WorkerTestbed, startWorkerTestbed } from './testing/testbed';
@@ -33,13 +33,24 @@ describe('queue-worker completing a message job with how the message ended', () 
       const job = await queue.getJob(id);
       return [await job?.getState(), job?.returnvalue];
     };
+    const shared = async (id: string) => {
+      const found = await bed.store.deliveries.get(id);
+      return [found?.state, found?.result];
+    };
     await eventually(async () => {
-      expect(await outcome(bed.store.queue, delivered.messageId)).toEqual(['completed', 'delivered']);
-      expect(await outcome(bed.store.queue, failed.messageId)).toEqual(['completed', 'failed']);
+      expect(await shared(delivered.messageId)).toEqual(['completed', 'delivered']);
+      expect(await shared(failed.messageId)).toEqual(['completed', 'failed']);
       expect(await outcome(lane, failedInQueue.messageId)).toEqual(['completed', 'failed']);
     }, 15_000);
     const statuses = await Promise.all([delivered, failed, failedInQueue].map(async (m) => (await bed.store.message(bed.project, m.messageId))?.status));
     expect(statuses).toEqual(['delivered', 'failed', 'failed']);
+  }, 30_000);
+
+  it('delivers a message published before the streams engine (a BullMQ job of the shared queue), once', async () => {
+    const legacy = bed.message(`${sink.url}/legacy`, { maxRetries: 0 });
+    await bed.store.queue.add(DELIVERY_JOB, legacy, { jobId: legacy.messageId });
+    await eventually(async () => expect((await bed.store.message(bed.project, legacy.messageId))?.status).toBe('delivered'), 15_000);
+    expect(sink.on('/legacy')).toHaveLength(1);
   }, 30_000);
 
   it("keeps a queue message's outcome while it waits for its callback, and returns it once the callback is settled", async () => {

@@ -56,9 +56,10 @@ export class WorkerMetrics implements DeliveryObserver {
       registers: [registry],
       async collect() {
         // While the queue Redis is down the gauge has no series (absent), and the rest of /metrics still answers.
-        const counts = await store.queue.getJobCounts(...JOB_STATES).catch(() => undefined);
+        // The shared deliveries' engine and the BullMQ queue of before it (drained after an upgrade), summed.
+        const [counts, shared] = await Promise.all([store.queue.getJobCounts(...JOB_STATES), store.deliveries.counts()]).catch(() => [undefined, undefined]);
         this.reset();
-        if (counts) for (const state of JOB_STATES) this.set({ state }, counts[state] ?? 0);
+        if (counts && shared) for (const state of JOB_STATES) this.set({ state }, (counts[state] ?? 0) + (state in shared ? shared[state as keyof typeof shared] : 0));
       },
     });
   }

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -5,13 +7,13 @@ import { Readiness, engineErrorListener, logEvent, parseAllowlist, serviceModule
 import { RegistryReader, claimPlatformServer } from '@restash/shared/data-access-registry';
 import { openRedis } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
-import { DELIVERY_QUEUE, Publisher, QueueStore, ScheduleStore, UrlGroupStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
+import { DELIVERY_QUEUE, DeliveryConsumer, Publisher, QueueStore, ScheduleStore, UrlGroupStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
 import { KubeConfig } from '@kubernetes/client-node';
 import { HttpDeliverer, NamespaceAddressBook, type NamespaceWatch, watchNamespaceAddresses } from '@restash/queue/data-access-delivery';
 import { DeliveryProcessor } from '@restash/queue/feature-delivery';
 import type { QueueMessage } from '@restash/queue/util-message';
 import { WORKER_CONFIG, type QueueWorkerConfig } from './config';
-import { DeliveryWorker, deliveryWorkerOptions } from './delivery.worker';
+import { DeliveryWorker, deliveryConsumer, deliveryWorkerOptions } from './delivery.worker';
 import { ScheduleProcessor, ScheduleWorker } from './schedule.worker';
 import { LaneWorkers } from './lane-workers';
 import { WorkerMetrics } from './worker-metrics';
@@ -20,6 +22,8 @@ import { WorkerMetrics } from './worker-metrics';
 export const QUEUE_REDIS = Symbol('QUEUE_REDIS');
 /** Injection token of the queue Redis connection of the BullMQ worker (blocking commands, locks). */
 export const WORKER_REDIS = Symbol('WORKER_REDIS');
+/** Injection token of the queue Redis connection the deliveries consumer reads the stream on (blocking XREADGROUP). */
+export const READER_REDIS = Symbol('READER_REDIS');
 /** Injection token of the namespaces' addresses (IN_NAMESPACE_DESTINATIONS), or null when off. */
 export const NAMESPACE_ADDRESSES = Symbol('NAMESPACE_ADDRESSES');
 
@@ -67,6 +71,7 @@ export class WorkerModule implements OnApplicationShutdown {
   constructor(
     @Inject(QUEUE_REDIS) private readonly queueRedis: Redis,
     @Inject(WORKER_REDIS) private readonly workerRedis: Redis,
+    @Inject(READER_REDIS) private readonly readerRedis: Redis,
     @Inject(CONTROL_REDIS) control: Redis,
     private readonly store: QueueStore,
     private readonly deliverer: HttpDeliverer,
@@ -102,6 +107,14 @@ export class WorkerModule implements OnApplicationShutdown {
           useFactory: () => {
             const redis = openRedis(config.store.redisUrl, { maxRetriesPerRequest: null });
             redis.on('error', () => undefined); // the deliveries Worker on it reports the same errors (DeliveryWorker)
+            return redis;
+          },
+        },
+        {
+          provide: READER_REDIS,
+          useFactory: () => {
+            const redis = openRedis(config.store.redisUrl, { maxRetriesPerRequest: null });
+            redis.on('error', () => undefined); // the consumer on it reports the same errors (DeliveryWorker)
             return redis;
           },
         },
@@ -150,6 +163,12 @@ export class WorkerModule implements OnApplicationShutdown {
           useFactory: (connection: Redis, processor: DeliveryProcessor) =>
             new Worker<QueueMessage>(DELIVERY_QUEUE, (job, token) => processor.process(job, token), deliveryWorkerOptions(config, connection)),
         },
+        {
+          provide: DeliveryConsumer,
+          inject: [QueueStore, READER_REDIS, DeliveryProcessor],
+          useFactory: (store: QueueStore, reader: Redis, processor: DeliveryProcessor) =>
+            deliveryConsumer(config, store, reader, `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`, (job) => processor.process(job), new Logger(DeliveryWorker.name)),
+        },
         DeliveryWorker,
         {
           provide: ScheduleStore,
@@ -190,6 +209,7 @@ export class WorkerModule implements OnApplicationShutdown {
     await this.deliverer.close();
     await this.store.close();
     this.workerRedis.disconnect();
+    this.readerRedis.disconnect();
     this.queueRedis.disconnect();
   }
 }

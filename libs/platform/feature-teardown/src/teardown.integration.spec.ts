@@ -72,10 +72,11 @@ function message(project: string, delayMs = 0): QueueMessage {
   };
 }
 
-/** The ids of the project's messages, whatever their state. */
+/** The ids of the project's messages, whatever their state: on the shared deliveries and in BullMQ's queue of before them. */
 async function jobsOf(project: string): Promise<string[]> {
   const jobs = await store.queue.getJobs(['wait', 'delayed', 'active', 'completed', 'failed', 'prioritized'], 0, -1);
-  return jobs.filter((job) => job?.data?.project === project).map((job) => job.data.messageId);
+  const shared = await store.deliveries.projectMessages(project);
+  return [...shared.map((m) => m.id), ...jobs.filter((job) => job?.data?.project === project).map((job) => job.data.messageId)];
 }
 
 /** Runs `work` with a fresh Kafka admin client (one that saw a topic deleted keeps asking for its metadata). */

@@ -147,7 +147,7 @@ describe('Prometheus scraping the local stack (libs/platform/util-stack promethe
       samples.some((s) => s.metric.tenant === 'alpha' && s.metric.outcome === 'delivered') && samples.some((s) => s.metric.tenant === 'beta' && s.metric.outcome === 'failed'),
     );
     expect(outcomes.find((s) => s.metric.tenant === 'alpha' && s.metric.outcome === 'failed')).toBeUndefined();
-    // The delivery queue's depth, read at scrape time: one series per BullMQ state.
+    // The delivery queue's depth, read at scrape time: one series per state.
     const depth = await p.waitFor('restash_queue_jobs', (samples) => samples.length === 4);
     expect(depth.map((s) => s.metric.state).sort()).toEqual(['active', 'delayed', 'prioritized', 'waiting']);
     expect(await p.query('sum(up)')).toEqual([{ metric: {}, value: SERVICES.length }]);

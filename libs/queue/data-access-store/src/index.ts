@@ -6,3 +6,5 @@ export * from './lanes';
 export * from './schedules';
 export * from './workflow-runs';
 export * from './workflow-waiters';
+export * from './delivery-streams';
+export * from './delivery-consumer';

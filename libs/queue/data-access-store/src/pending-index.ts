@@ -20,6 +20,8 @@ export class PendingIndex {
     private readonly redis: Redis,
     private readonly queue: Queue<QueueMessage>,
     private readonly lanes: LaneStore,
+    /** The shared queue's messages with their state, in order (null: gone): QueueStore's, over both engines. */
+    private readonly messages: (ids: readonly string[]) => Promise<Array<{ message: QueueMessage; state: string } | null>>,
     private readonly options: { prefix: string },
   ) {}
 
@@ -51,12 +53,12 @@ export class PendingIndex {
         seen.add(id);
         members.push(id);
       }
-      const jobs = await Promise.all(members.map((id) => this.queue.getJob(id)));
-      const states = await Promise.all(jobs.map((job) => job?.getState() ?? 'unknown'));
+      const found = await this.messages(members);
       const settled: string[] = [];
       members.forEach((id, i) => {
-        const m = jobs[i]?.data;
-        if (!m || m.project !== project || !(PENDING_STATES.has(states[i] as string) || states[i] === 'active')) settled.push(id);
+        const m = found[i]?.message;
+        const state = found[i]?.state ?? 'unknown';
+        if (!m || m.project !== project || !(PENDING_STATES.has(state) || state === 'active')) settled.push(id);
         else if (ids.length < count && matchesFilter(filter, messageSubject(m, m.createdAt))) ids.push(id);
       });
       if (settled.length > 0) await this.redis.zrem(index, ...settled);

@@ -2,7 +2,8 @@ import { Redis } from 'ioredis';
 import { Worker } from 'bullmq';
 import { type QueueMessage, dlqIdOf, messageEvent, newMessageId } from '@restash/queue/util-message';
 import { eventually } from '@restash/shared/util-testing';
-import { DELIVERY_QUEUE, QueueStore } from './queue-store';
+import { DELIVERY_JOB, DELIVERY_QUEUE, QueueStore } from './queue-store';
+import { DeliveryConsumer, type DeliveryConsumerOptions } from './delivery-consumer';
 import { laneQueueName } from './lanes';
 import { TEST_STORE_OPTIONS, useQueueRedis } from './testing/queue-redis';
 
@@ -24,7 +25,10 @@ function message(project: string, overrides: Partial<QueueMessage> = {}): QueueM
   };
 }
 
-describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
+/** The settings of the consumers of these tests: settled at once, never retried. */
+const CONSUMER: DeliveryConsumerOptions = { concurrency: 50, lockDurationMs: 30_000, stalledIntervalMs: 5_000, maxStalledCount: 1, backoff: () => 0 };
+
+describe('QueueStore on a real Redis (the shared deliveries, lanes, DLQ, events)', () => {
   let store: QueueStore;
   const queueRedis = useQueueRedis(() => store?.close());
 
@@ -102,8 +106,28 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     }
   });
 
+  it('logs CREATED before the ACTIVE of a consumer that takes a message of the shared deliveries at once', async () => {
+    // A consumer already reading the shared deliveries, which logs ACTIVE as soon as it gets a message (as
+    // queue-worker does): the publish's CREATED must still come first in the log.
+    const reader = new Redis(queueRedis.server.url, { maxRetriesPerRequest: null });
+    const consumer = new DeliveryConsumer(store.deliveries, reader, 'created-first', async (job) => void (await store.addEvent(job.data.project, messageEvent(job.data, 'ACTIVE', Date.now()))), CONSUMER);
+    try {
+      await consumer.run();
+      const published = Array.from({ length: 50 }, () => message('t.order-shared', { notBefore: Date.now() }));
+      for (const m of published.slice(0, 5)) await store.publish(m);
+      await Promise.all(published.slice(5).map((m) => store.publish(m)));
+      const states = async () => {
+        const { items } = await store.events('t.order-shared', { count: 1000, filter: { messageId: published.map((m) => m.messageId) } });
+        return published.map((m) => items.filter((e) => e.messageId === m.messageId).map((e) => e.state).reverse().join(' '));
+      };
+      await eventually(async () => expect(await states()).toEqual(published.map(() => 'CREATED ACTIVE')), 10_000);
+    } finally {
+      await consumer.close();
+      reader.disconnect();
+    }
+  });
+
   it.each([
-    ['a message', DELIVERY_QUEUE, {}],
     ["a queue's message", laneQueueName({ project: 't.order', kind: 'q', name: 'orders' }), { queueName: 'orders' }],
     ["a flow-control key's message", laneQueueName({ project: 't.order', kind: 'fc', name: 'k' }), { flowControl: { key: 'k', parallelism: 5 } }],
   ])('logs CREATED before the ACTIVE of a worker that takes %s at once', async (_, queueName, overrides: Partial<QueueMessage>) => {
@@ -145,14 +169,15 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
     // A delivered message leaves it with its final event; an entry whose job is gone is dropped when read.
     await store.addEvents('t.small', [messageEvent(middle, 'DELIVERED', Date.now())], true);
     expect(await queueRedis.redis.zrange('test:queue:pending:t.small', '0', '-1')).toEqual([oldest.messageId]);
-    await store.queue.remove(oldest.messageId);
+    await store.deliveries.remove(oldest.messageId);
     expect(await store.pendingMessageIds('t.small', {}, 500)).toEqual([]);
     expect(await queueRedis.redis.zcard('test:queue:pending:t.small')).toBe(0);
   });
 
   it('indexes the pending messages published before the pending indexes, once', async () => {
     const older = [message('t.upgrade'), message('t.upgrade', { notBefore: Date.now() + 7_200_000 }), message('t.upgrade2')];
-    for (const m of older) await store.publish(m);
+    // Published before the streams engine too: jobs of BullMQ's shared queue.
+    for (const m of older) await store.queue.add(DELIVERY_JOB, m, { jobId: m.messageId, delay: m.notBefore - Date.now() });
     // As before the index: no entries, no marker.
     await queueRedis.redis.del('test:queue:pending:t.upgrade', 'test:queue:pending:t.upgrade2', 'test:queue:pending-indexed');
     expect(await store.pendingMessageIds('t.upgrade', {}, 500)).toEqual([]);
@@ -197,17 +222,38 @@ describe('QueueStore on a real Redis (BullMQ jobs, DLQ, events)', () => {
   });
 
   it('tells a message that went to the DLQ (its job completed, returning "failed") from a delivered one', async () => {
-    const connection = new Redis(queueRedis.server.url, { maxRetriesPerRequest: null });
-    // As queue-worker's processor does: the job completes with how its message ended.
-    const worker = new Worker<QueueMessage>(DELIVERY_QUEUE, async (job) => (job.data.url.endsWith('/fail') ? 'failed' : job.data.url.endsWith('/cancel') ? 'cancelled' : 'delivered'), {
-      connection,
-      prefix: 'test:queue',
-    });
+    const reader = new Redis(queueRedis.server.url, { maxRetriesPerRequest: null });
+    // As queue-worker's processor does: the message completes with how it ended.
+    const consumer = new DeliveryConsumer(
+      store.deliveries,
+      reader,
+      'outcomes',
+      async (job) => (job.data.url.endsWith('/fail') ? 'failed' : job.data.url.endsWith('/cancel') ? 'cancelled' : 'delivered'),
+      CONSUMER,
+    );
     try {
+      await consumer.run();
       const [failed, delivered, cancelled] = ['/fail', '/ok', '/cancel'].map((path) => message('t.status', { url: `http://127.0.0.1:9${path}`, notBefore: Date.now() }));
       for (const m of [failed, delivered, cancelled]) await store.publish(m as QueueMessage);
       const status = async (m: QueueMessage | undefined) => (await store.message('t.status', m?.messageId ?? ''))?.status;
       await eventually(async () => expect([await status(failed), await status(delivered), await status(cancelled)]).toEqual(['failed', 'delivered', 'cancelled']), 10_000);
+    } finally {
+      await consumer.close();
+      reader.disconnect();
+    }
+  });
+
+  it('reads, cancels and settles the messages published before the streams engine (BullMQ jobs of the shared queue)', async () => {
+    const [waiting, delivered] = [message('t.legacy'), message('t.legacy', { notBefore: Date.now() })];
+    for (const m of [waiting, delivered]) await store.queue.add(DELIVERY_JOB, m as QueueMessage, { jobId: m?.messageId, delay: Math.max(0, (m?.notBefore ?? 0) - Date.now()) });
+    await expect(store.message('t.legacy', waiting?.messageId ?? '')).resolves.toMatchObject({ status: 'pending', retried: 0 });
+    const connection = new Redis(queueRedis.server.url, { maxRetriesPerRequest: null });
+    const worker = new Worker<QueueMessage>(DELIVERY_QUEUE, async () => 'delivered', { connection, prefix: 'test:queue' });
+    try {
+      await eventually(async () => expect((await store.message('t.legacy', delivered?.messageId ?? ''))?.status).toBe('delivered'), 10_000);
+      await expect(store.unsettled([waiting?.messageId ?? '', delivered?.messageId ?? ''])).resolves.toEqual([waiting?.messageId]);
+      await expect(store.cancel('t.legacy', waiting?.messageId ?? '')).resolves.toBe(true);
+      await expect(store.message('t.legacy', waiting?.messageId ?? '')).resolves.toBeNull();
     } finally {
       await worker.close();
       connection.disconnect();

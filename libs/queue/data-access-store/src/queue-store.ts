@@ -10,6 +10,7 @@ import { DlqStore } from './dlq-store';
 import type { Page } from './listing';
 import { PENDING_STATES, PendingIndex } from './pending-index';
 import { globEscape, scanKeys } from './redis-keys';
+import { DeliveryStreams, type StreamMessageState } from './delivery-streams';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -48,7 +49,10 @@ const ALL_STATES = ['active', 'wait', 'delayed', 'prioritized', 'waiting-childre
  * (dlq-store.ts), the pending index {@link PendingIndex}'s (pending-index.ts), the events {@link EventLog}'s.
  */
 export class QueueStore {
+  /** The BullMQ queue of the shared deliveries before the streams engine: read and drained, never added to. */
   readonly queue: Queue<QueueMessage>;
+  /** The shared deliveries: every message without a queue or flow-control key. */
+  readonly deliveries: DeliveryStreams;
   /** Queues and flow-control keys: messages with either go to their lane's BullMQ queue, not {@link DELIVERY_QUEUE}. */
   readonly lanes: LaneStore;
   private readonly eventLog: EventLog;
@@ -64,9 +68,10 @@ export class QueueStore {
     // listener BullMQ prints each one raw, with its stack. An owner may add a listener of its own.
     this.queue.on('error', () => undefined);
     this.lanes = new LaneStore(redis, options);
+    this.deliveries = new DeliveryStreams(redis, options);
     this.eventLog = new EventLog(redis, options.eventsPerProject);
     this.dlq = new DlqStore(redis, options);
-    this.pending = new PendingIndex(redis, this.queue, this.lanes, options);
+    this.pending = new PendingIndex(redis, this.queue, this.lanes, (ids) => this.sharedMessages(ids), options);
   }
 
   /**
@@ -75,22 +80,33 @@ export class QueueStore {
    * @returns the id that holds the message: `message.messageId`, or the earlier message's for a duplicate
    */
   async publish(message: QueueMessage, deduplicationId?: string): Promise<{ messageId: string; deduplicated: boolean }> {
-    const options = {
-      ...this.jobOptions(message),
-      ...(deduplicationId ? { deduplication: { id: `${message.project}:${deduplicationId}`, ttl: DEDUPLICATION_WINDOW_MS } } : {}),
-    };
+    const deduplication = deduplicationId ? { id: `${message.project}:${deduplicationId}`, ttl: DEDUPLICATION_WINDOW_MS } : undefined;
     const created = messageEvent(message, 'CREATED', message.createdAt, { header: message.header, ...(message.body ? { body: message.body } : {}) });
     // A message of a queue or flow-control key goes to its lane (deduplicated within the lane).
     const lane = laneOf(message);
-    // A message of the shared queue enters its project's index of pending messages with its CREATED event.
-    const index = lane ? undefined : { key: this.pendingKey(message.project), member: message.messageId, score: message.createdAt };
-    const addJob = (queue: Queue<QueueMessage>) => this.addWithCreated(queue, message, options, created, index);
-    const { job, createdWritten } = lane ? await this.lanes.add(lane, message, options, addJob) : await addJob(this.queue);
+    if (!lane) return this.publishShared(message, created, deduplication);
+    const options = { ...this.jobOptions(message), ...(deduplication ? { deduplication } : {}) };
+    const addJob = (queue: Queue<QueueMessage>) => this.addWithCreated(queue, message, options, created, undefined);
+    const { job, createdWritten } = await this.lanes.add(lane, message, options, addJob);
     const messageId = job.id ?? message.messageId;
     const deduplicated = messageId !== message.messageId;
     // Written now only when the add reached Redis after the script (not seen so far).
-    if (!deduplicated && !createdWritten) await this.eventLog.append(this.key('events', message.project), [created], undefined, index);
+    if (!deduplicated && !createdWritten) await this.eventLog.append(this.key('events', message.project), [created], undefined, undefined);
     return { messageId, deduplicated };
+  }
+
+  /**
+   * Adds a message of the shared deliveries (DeliveryStreams) with its CREATED event and its entry in the project's
+   * pending index, in the same round trip: the add is sent in this turn of the event loop and the event log's
+   * script after it, writing the event only if the message exists by then (a duplicate gets none). The deduplication
+   * key is BullMQ's (`<prefix>:deliveries:de:<project>:<id>`), so that ids taken before the streams engine stay taken.
+   */
+  private async publishShared(message: QueueMessage, created: MessageEvent, deduplication: { id: string; ttl: number } | undefined) {
+    const index = { key: this.pendingKey(message.project), member: message.messageId, score: message.createdAt };
+    const added = this.deliveries.add(message, deduplication ? { key: this.deduplicationKey(deduplication.id), ttlMs: deduplication.ttl } : undefined);
+    const event = this.eventLog.append(this.key('events', message.project), [created], this.deliveries.key(message.messageId), index);
+    const [{ messageId }] = await Promise.all([added, event]);
+    return { messageId, deduplicated: messageId !== message.messageId };
   }
 
   /**
@@ -118,7 +134,7 @@ export class QueueStore {
 
   /** Enqueues a message whose id is derived (a callback): adding it again is a no-op. It enters its project's pending index. */
   async enqueue(message: QueueMessage): Promise<void> {
-    await this.queue.add(DELIVERY_JOB, message, this.jobOptions(message));
+    await this.deliveries.add(message);
     await this.redis.zadd(this.pendingKey(message.project), message.createdAt, message.messageId);
   }
 
@@ -128,6 +144,11 @@ export class QueueStore {
    * (unknown, another project's, or expired).
    */
   async message(project: string, messageId: string): Promise<{ message: QueueMessage; status: MessageStatus; retried: number } | null> {
+    const shared = await this.sharedMessage(project, messageId);
+    if (shared) {
+      const held = typeof shared.progress === 'number' ? shared.progress : 0;
+      return { message: shared.message, status: messageStatus(shared.state, shared.result), retried: shared.attemptsMade + held };
+    }
     const job = await this.job(project, messageId);
     if (!job) return null;
     const held = typeof job.progress === 'number' ? job.progress : 0;
@@ -142,6 +163,15 @@ export class QueueStore {
    * @returns false when there is no such pending or active message
    */
   async cancel(project: string, messageId: string): Promise<boolean> {
+    const shared = await this.sharedMessage(project, messageId);
+    if (shared) {
+      const removed = await this.deliveries.remove(messageId);
+      if (removed === 'none') return false;
+      if (removed === 'active') await this.requestCancel(messageId);
+      const event = removed === 'removed' ? 'CANCELLED' : 'CANCEL_REQUESTED';
+      await this.addEvents(project, [messageEvent(shared.message, event, Date.now())], event === 'CANCELLED');
+      return true;
+    }
     const job = await this.job(project, messageId);
     if (!job) return false;
     const state = await job.getState();
@@ -200,8 +230,15 @@ export class QueueStore {
    * @returns the ids not settled, in the given order
    */
   async unsettled(messageIds: readonly string[]): Promise<string[]> {
-    const states = await Promise.all(messageIds.map((id) => this.queue.getJobState(id)));
+    const shared = await this.deliveries.states(messageIds);
+    const states = await Promise.all(messageIds.map((id, i) => shared[i] ?? this.queue.getJobState(id)));
     return messageIds.filter((_, i) => !['completed', 'failed', 'unknown'].includes(states[i] as string));
+  }
+
+  /** How many of a project's messages of the shared deliveries are being delivered now (both engines). */
+  async sharedActiveCount(project: string): Promise<number> {
+    const [streams, jobs] = await Promise.all([this.deliveries.activeProjects(), this.queue.getJobs(['active'], 0, -1, true)]);
+    return streams.filter((p) => p === project).length + jobs.filter((job) => job?.data?.project === project).length;
   }
 
   /** Whether a cancel was requested for a message being delivered. */
@@ -279,6 +316,20 @@ export class QueueStore {
     const messageIds = new Set<string>(lanes.messageIds);
     let removed = lanes.removed;
     for (;;) {
+      let busy = 0;
+      const settled: string[] = [];
+      for (const { id, state } of await this.deliveries.projectMessages(project)) {
+        messageIds.add(id);
+        if (state === 'completed' || state === 'failed') settled.push(id);
+        else if ((await this.deliveries.remove(id)) === 'active') busy++;
+        else removed++;
+      }
+      await this.deliveries.forget(settled);
+      if (busy === 0) break;
+      if (Date.now() > deadline) throw new Error(`${busy} message(s) of project ${project} are still being delivered`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    for (;;) {
       const jobs = await this.projectJobs(project);
       let busy = 0;
       for (const job of jobs) {
@@ -301,7 +352,7 @@ export class QueueStore {
     for (const id of await this.dlq.messageIds(project)) messageIds.add(id);
     const keys = [...this.dlq.keys(project), this.key('events', project), this.pending.key(project), urlGroupsKey(this.options.prefix, project)];
     keys.push(...[...messageIds].map((id) => this.key('cancel', id)));
-    keys.push(...(await scanKeys(this.redis, `${this.options.prefix}:${DELIVERY_QUEUE}:de:${globEscape(project)}:*`)));
+    keys.push(...(await scanKeys(this.redis, this.deduplicationKey(`${globEscape(project)}:*`))));
     for (let i = 0; i < keys.length; i += 500) await this.redis.del(...keys.slice(i, i + 500));
     await new WorkflowRunStore(this.redis, { prefix: this.options.prefix, retentionMs: this.options.messageRetentionMs }).purgeProject(project);
     return removed;
@@ -323,6 +374,33 @@ export class QueueStore {
       removeOnComplete: retention,
       removeOnFail: retention,
     };
+  }
+
+  /** BullMQ's deduplication key of the shared queue for a deduplication id (`<project>:<Upstash-Deduplication-Id>`). */
+  private deduplicationKey(id: string): string {
+    return `${this.options.prefix}:${DELIVERY_QUEUE}:de:${id}`;
+  }
+
+  /** A message of the shared deliveries (DeliveryStreams) if it is this project's, else null. */
+  private async sharedMessage(project: string, messageId: string) {
+    if (!/^[A-Za-z0-9_-]{1,200}$/.test(messageId)) return null;
+    const found = await this.deliveries.get(messageId);
+    return found && found.message.project === project ? found : null;
+  }
+
+  /**
+   * Messages of the shared deliveries with their state, in order, from the streams engine or else BullMQ's queue
+   * of before it (PendingIndex); null for one that is in neither.
+   */
+  private async sharedMessages(messageIds: readonly string[]): Promise<Array<{ message: QueueMessage; state: string } | null>> {
+    return Promise.all(
+      messageIds.map(async (id) => {
+        const found = await this.deliveries.get(id);
+        if (found) return { message: found.message, state: found.state };
+        const job = await this.queue.getJob(id);
+        return job?.data ? { message: job.data, state: await job.getState() } : null;
+      }),
+    );
   }
 
   private async job(project: string, messageId: string): Promise<Job<QueueMessage> | null> {
@@ -367,7 +445,7 @@ export class QueueStore {
  * @param state BullMQ's job state (`completed`, `failed`, `active`, `waiting`, `delayed`, …)
  * @param returnValue the completed job's return value
  */
-export function messageStatus(state: string, returnValue: unknown): MessageStatus {
+export function messageStatus(state: StreamMessageState | string, returnValue: unknown): MessageStatus {
   if (state === 'active') return 'active';
   if (state === 'failed') return 'failed';
   if (state !== 'completed') return 'pending';

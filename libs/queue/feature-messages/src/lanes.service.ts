@@ -112,14 +112,14 @@ export class LanesService extends StoreService<LanesDeps> {
   /**
    * `GET /v2/globalParallelism`: `parallelismMax` is the summed WORKER_CONCURRENCY of the live worker replicas
    * (the deliveries in flight the deployment allows at once), `parallelismCount` this project's deliveries in
-   * flight now (its active jobs in `deliveries`, read from the active list, and in its lanes).
+   * flight now (on the shared deliveries and in its lanes).
    */
   globalParallelism(session: ProjectScope): Promise<GlobalParallelism> {
     const project = session.project.id;
     const { lanes, deliveries } = this.deps;
     return this.backend(session, async () => {
-      const [parallelismMax, inLanes, active] = await Promise.all([lanes.workersConcurrency(), lanes.activeCount(project), deliveries.getJobs(['active'], 0, -1, true)]);
-      return { parallelismMax, parallelismCount: inLanes + active.filter((job) => job?.data?.project === project).length };
+      const [parallelismMax, inLanes, shared] = await Promise.all([lanes.workersConcurrency(), lanes.activeCount(project), deliveries.sharedActiveCount(project)]);
+      return { parallelismMax, parallelismCount: inLanes + shared };
     });
   }
 }

@@ -1,7 +1,5 @@
-import type { Queue } from 'bullmq';
 import type { QueueProjectRecord, RuntimeStore } from '@restash/shared/data-access-registry';
 import type { LaneStore, Publisher, QueueStore, ScheduleStore, UrlGroupStore, WorkflowRunStore, WorkflowWaiterStore } from '@restash/queue/data-access-store';
-import type { QueueMessage } from '@restash/queue/util-message';
 
 /**
  * The ports of the queue API's logic (docs/queue.md, "What the Queue API does"; docs/workflow.md, "What workflows
@@ -55,8 +53,8 @@ export type LanePort = Pick<
   | 'activeCount'
 >;
 
-/** The shared `deliveries` queue, as far as its jobs being delivered are read (BullMQ's Queue). */
-export type DeliveriesQueue = Pick<Queue<QueueMessage>, 'getJobs'>;
+/** The shared deliveries, as far as the messages being delivered are counted (QueueStore). */
+export type DeliveriesQueue = Pick<QueueStore, 'sharedActiveCount'>;
 
 /** The schedules (ScheduleStore). */
 export type SchedulePort = Pick<ScheduleStore, 'upsert' | 'get' | 'list' | 'delete' | 'setPaused' | 'lastTick' | 'nextRun'>;

@@ -371,8 +371,8 @@ export class FakeLanes extends Breakable implements LanePort {
 export class FakeDeliveries implements DeliveriesQueue {
   readonly activeProjects: string[] = [];
 
-  async getJobs(): ReturnType<DeliveriesQueue['getJobs']> {
-    return this.activeProjects.map((project) => ({ data: { project } })) as unknown as Awaited<ReturnType<DeliveriesQueue['getJobs']>>;
+  async sharedActiveCount(project: string): Promise<number> {
+    return this.activeProjects.filter((p) => p === project).length;
   }
 }
 
