@@ -30,7 +30,10 @@
 //   For single and batch a third run, `floor`, adds the same jobs to a queue whose BullMQ worker (in
 //   direct-worker.mjs) delivers each by HTTP to the sink and does nothing else: the cost of the HTTP
 //   delivery itself, which any BullMQ-based design pays, without signing, tenancy or events. It is
-//   reported beside the direct run (its ratio too); the targets stay against the direct run.
+//   reported beside the direct run (its ratio too); the targets stay against the direct run. A fourth run,
+//   `streams`, is restash's own engine of these messages used directly, no HTTP (DeliveryStreams.add, BATCH adds
+//   sent together for batch → the DeliveryConsumer of direct-worker.mjs noting each): the gateway's ratio to it is
+//   reported as well (issue 35: "the ratio against the new engine's own direct use").
 //   queued   gateway: POST /v2/enqueue/bench/<sink>, the queue `bench` of parallelism BENCH_PARALLELISM
 //            (10, made by prepare); flow: POST /v2/publish/<sink> with Upstash-Flow-Control-Key: bench
 //            and Upstash-Flow-Control-Value: parallelism=BENCH_PARALLELISM. Both against one direct run
@@ -63,6 +66,9 @@ import { createRequire } from 'node:module';
 import { answers200, freePorts, repoRoot } from '@restash/platform/util-stack';
 import { type LoadRun, redisVersion, runBench } from '../lib/harness';
 import { queueBenchStack } from '../lib/stack';
+
+/** The environment of the processes that load the streams engine from its TypeScript sources (load.mjs streams, direct-worker.mjs). */
+const STREAMS_ENV = { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} -r @swc-node/register`.trim(), SWC_NODE_PROJECT: 'tsconfig.base.json' };
 
 const casesOf = (settings: Record<string, string>) => (settings.BENCH_CASES ?? '').split(',').filter(Boolean);
 
@@ -102,7 +108,7 @@ runBench({
       name: 'direct-worker',
       command: process.execPath,
       args: ['bench/queue/direct-worker.mjs'],
-      env: { ...process.env, ...env, MANAGEMENT_PORT: env.DIRECT_MANAGEMENT_PORT, WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100' },
+      env: { ...process.env, ...env, ...STREAMS_ENV, MANAGEMENT_PORT: env.DIRECT_MANAGEMENT_PORT, WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100' },
       ready: () => answers200(Number(env.DIRECT_MANAGEMENT_PORT), '/readyz'),
     },
   ],
@@ -131,6 +137,7 @@ runBench({
         if (kase === 'single' || kase === 'batch') {
           runs.push({ args: ['direct', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
           runs.push({ args: ['floor', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
+          runs.push({ args: ['streams', kase, messages], env: { ...STREAMS_ENV, ...(kase === 'batch' ? batch : {}) } });
         }
         if (kase === (cases.includes('flow') ? 'flow' : 'queued')) runs.push({ args: ['direct', 'parallel', messages] });
       }

@@ -4,6 +4,7 @@
 // env: QUEUE_REDIS_URL, QUEUE_PREFIX (restash:queue, the gateway's and worker's), DIRECT_QUEUE
 //      (bench-direct; the `parallel` case's queue is its name with -p<parallelism>, the floor's with -http), MESSAGE_RETENTION_MS (86400000, as queue-gateway's default), GATEWAY_URL,
 //      QUEUE_TOKEN
+import { createRequire } from 'node:module';
 import { Pool } from 'undici';
 
 /** The BullMQ queue of the direct case: a queue of its own on the same Redis, under the same prefix. */
@@ -14,6 +15,26 @@ export const DIRECT_QUEUE = process.env.DIRECT_QUEUE ?? 'bench-direct';
  * each job by HTTP to the sink and does nothing else.
  */
 export const HTTP_QUEUE = `${DIRECT_QUEUE}-http`;
+
+/**
+ * The key prefix of the `streams` runs' engine: restash's shared deliveries (DeliveryStreams, DeliveryConsumer of
+ * libs/queue/data-access-store) on keys of their own, which direct-worker.mjs consumes and load.mjs adds to.
+ */
+export const STREAMS_PREFIX = `${process.env.QUEUE_PREFIX ?? 'restash:queue'}:bench-streams`;
+
+/** How long the engines keep a settled message, in ms: as long as the gateway keeps delivered messages. */
+export const RETENTION_MS = Number(process.env.MESSAGE_RETENTION_MS ?? 86_400_000);
+
+/**
+ * The streams engine's classes, loaded from their TypeScript sources (the process runs with
+ * `NODE_OPTIONS=-r @swc-node/register`, as bench.ts sets for the `streams` runs and direct-worker.mjs).
+ */
+export function streamsEngine() {
+  const require = createRequire(import.meta.url);
+  const { DeliveryStreams } = require('../../libs/queue/data-access-store/src/delivery-streams.ts');
+  const { DeliveryConsumer } = require('../../libs/queue/data-access-store/src/delivery-consumer.ts');
+  return { DeliveryStreams, DeliveryConsumer };
+}
 
 /** The header that names a delivered message to the sink: queue-worker's, and the floor worker's `<run>-<n>`. */
 export const MESSAGE_ID_HEADER = 'upstash-message-id';
@@ -31,7 +52,7 @@ export const limitedQueue = (parallelism) => `${DIRECT_QUEUE}-p${parallelism}`;
  * (MESSAGE_RETENTION_MS), so both sides leave the same kind of trail in Redis.
  */
 export function directJobOptions() {
-  const age = Math.ceil(Number(process.env.MESSAGE_RETENTION_MS ?? 86_400_000) / 1000);
+  const age = Math.ceil(RETENTION_MS / 1000);
   return { attempts: 1, removeOnComplete: { age }, removeOnFail: { age } };
 }
 

@@ -8,6 +8,10 @@
 // notes the arrival), with the header the sink counts arrivals by, as queue-worker does, but without
 // signing, tenancy, events or callbacks: what any BullMQ worker that delivers over HTTP pays at least.
 //
+// A fourth consumer, of the `streams` runs, is restash's own engine of the shared deliveries used directly
+// (DeliveryConsumer over DeliveryStreams, libs/queue/data-access-store, under STREAMS_PREFIX): its processor notes the
+// message's run and number, as the direct BullMQ worker's does.
+//
 // Management server on 127.0.0.1:MANAGEMENT_PORT, for bench.ts and load.mjs:
 //   GET  /readyz   200 once the worker runs
 //   GET  /count    how many jobs were processed since the last /take
@@ -19,7 +23,7 @@ import { createServer } from 'node:http';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Agent } from 'undici';
-import { DIRECT_QUEUE, HTTP_QUEUE, MESSAGE_ID_HEADER, QUEUE_PREFIX, clock, limitedQueue } from './common.mjs';
+import { DIRECT_QUEUE, HTTP_QUEUE, MESSAGE_ID_HEADER, QUEUE_PREFIX, RETENTION_MS, STREAMS_PREFIX, clock, limitedQueue, streamsEngine } from './common.mjs';
 
 let done = [];
 const sink = `http://127.0.0.1:${process.env.SINK_PORT}`;
@@ -63,13 +67,27 @@ await limited.close();
 setup.disconnect();
 const workers = [start(DIRECT_QUEUE), start(limitedQueue(parallelism)), start(HTTP_QUEUE, deliver)];
 await Promise.all(workers.map((w) => w.waitUntilReady()));
+// queue-worker's settings of the consumer: BullMQ's lock and stall defaults, as the Workers above have.
+const { DeliveryStreams, DeliveryConsumer } = streamsEngine();
+const streamsConnection = new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: 2 });
+const streamsReader = new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: null });
+const streams = new DeliveryStreams(streamsConnection, { prefix: STREAMS_PREFIX, messageRetentionMs: RETENTION_MS });
+const consumer = new DeliveryConsumer(streams, streamsReader, 'direct', async (job) => void note({ data: job.data }), {
+  concurrency: Number(process.env.WORKER_CONCURRENCY ?? 100),
+  lockDurationMs: 30_000,
+  stalledIntervalMs: 30_000,
+  maxStalledCount: 1,
+  backoff: () => 0,
+  onError: (error) => process.stderr.write(`streams consumer: ${String(error)}\n`),
+});
+await consumer.run();
 
 const server = createServer((req, res) => {
   const send = (status, body, type = 'text/plain') => {
     res.writeHead(status, { 'content-type': type });
     res.end(body);
   };
-  if (req.url === '/readyz') return workers.every((w) => w.isRunning()) ? send(200, 'ok') : send(503, 'not running');
+  if (req.url === '/readyz') return workers.every((w) => w.isRunning()) && consumer.isRunning() ? send(200, 'ok') : send(503, 'not running');
   if (req.url === '/count') return send(200, String(done.length));
   if (req.url === '/take' && req.method === 'POST') {
     const taken = done;
@@ -82,7 +100,7 @@ server.listen(Number(process.env.MANAGEMENT_PORT), '127.0.0.1');
 
 const stop = async () => {
   server.close();
-  await Promise.all(workers.map((w) => w.close()));
+  await Promise.all([...workers.map((w) => w.close()), consumer.close()]);
   process.exit(0);
 };
 process.on('SIGTERM', stop);

@@ -3,6 +3,7 @@
 //   node bench/queue/load.mjs gateway single|batch|queued|flow MESSAGES
 //   node bench/queue/load.mjs direct  single|batch|parallel MESSAGES
 //   node bench/queue/load.mjs floor   single|batch MESSAGES
+//   node bench/queue/load.mjs streams single|batch MESSAGES
 //
 // Every case publishes MESSAGES messages of 100 bytes in a closed loop, CONCURRENCY publishes (requests,
 // adds) in flight (each sends the next as soon as its answer is read), and waits until every one has come
@@ -32,6 +33,10 @@
 //                    worker in direct-worker.mjs POSTs each job's body to the sink (undici, keep-alive) and
 //                    does nothing else; arrivals are noted by the sink, as for the gateway.
 //   floor batch      Queue.addBulk as direct batch, on HTTP_QUEUE.
+//   streams single   restash's engine of the shared deliveries used directly, no HTTP: DeliveryStreams.add of a
+//                    message {r, n, body} under STREAMS_PREFIX (one ioredis connection, the same adds in flight),
+//                    taken by the DeliveryConsumer of direct-worker.mjs, whose processor notes it as direct's does.
+//   streams batch    BATCH such adds sent together per call (as queue-gateway publishes a batch), CONCURRENCY calls.
 // Per message, latency is from the start of its publish (add, batch) to its arrival at the sink (the run
 // of the processor), on CLOCK_MONOTONIC shared by both processes; p50/p99 over the messages. Throughput
 // is the messages that arrived / (last arrival - first publish start). The publish-only rate is the
@@ -48,12 +53,12 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { DIRECT_QUEUE, HTTP_QUEUE, MESSAGE_ID_HEADER, QUEUE_PREFIX, clock, limitedQueue, directJobOptions, gateway, percentile, redisCommands, sleep, value } from './common.mjs';
+import { DIRECT_QUEUE, HTTP_QUEUE, MESSAGE_ID_HEADER, QUEUE_PREFIX, RETENTION_MS, STREAMS_PREFIX, clock, limitedQueue, directJobOptions, gateway, percentile, redisCommands, sleep, streamsEngine, value } from './common.mjs';
 
 const [tool, kase, arg] = process.argv.slice(2);
-const CASES = { gateway: ['single', 'batch', 'queued', 'flow'], direct: ['single', 'batch', 'parallel'], floor: ['single', 'batch'] };
+const CASES = { gateway: ['single', 'batch', 'queued', 'flow'], direct: ['single', 'batch', 'parallel'], floor: ['single', 'batch'], streams: ['single', 'batch'] };
 if (!CASES[tool]?.includes(kase) || !(Number(arg) > 0)) {
-  process.stderr.write(`usage: load.mjs gateway ${CASES.gateway.join('|')} MESSAGES, direct ${CASES.direct.join('|')} MESSAGES, or floor ${CASES.floor.join('|')} MESSAGES\n`);
+  process.stderr.write(`usage: load.mjs gateway ${CASES.gateway.join('|')} MESSAGES, direct ${CASES.direct.join('|')} MESSAGES, floor ${CASES.floor.join('|')} MESSAGES, or streams ${CASES.streams.join('|')} MESSAGES\n`);
   process.exit(2);
 }
 const total = Number(arg);
@@ -225,9 +230,28 @@ async function runFloor() {
   return untilDelivered(sink, ids, accepted, queue);
 }
 
+/**
+ * restash's engine of the shared deliveries under STREAMS_PREFIX, and `addAll(run)`, which adds every message as
+ * {r: run, n, body} (for the batch case, `batch` adds sent together per call); resolves how many were added.
+ */
+async function streamsQueue() {
+  const { DeliveryStreams } = streamsEngine();
+  const connection = new Redis(process.env.QUEUE_REDIS_URL, { maxRetriesPerRequest: 2 });
+  const streams = new DeliveryStreams(connection, { prefix: STREAMS_PREFIX, messageRetentionMs: RETENTION_MS });
+  const now = Date.now();
+  const message = (run, n) => ({ messageId: `msg_${run}-${n}`, project: 'bench.direct', url: 'http://127.0.0.1/sink', method: 'POST', header: {}, body: bodies[n], maxRetries: 0, notBefore: now, createdAt: now, callerIp: '127.0.0.1', r: run, n });
+  const addAll = (run) =>
+    publishAll(async (from, to) => {
+      const adds = [];
+      for (let n = from; n < to; n++) adds.push(streams.add(message(run, n)));
+      await Promise.all(adds);
+    });
+  return { addAll, close: async () => connection.disconnect() };
+}
+
 async function runDirect() {
   const manage = process.env.DIRECT_MANAGEMENT_URL;
-  const queue = await directQueue(kase === 'parallel' ? limitedQueue(parallelism) : DIRECT_QUEUE);
+  const queue = tool === 'streams' ? await streamsQueue() : await directQueue(kase === 'parallel' ? limitedQueue(parallelism) : DIRECT_QUEUE);
   await fetch(`${manage}/take`, { method: 'POST' }).then((res) => res.text()); // forget anything older
   const run = randomBytes(6).toString('hex');
   const accepted = await queue.addAll(run);
@@ -253,7 +277,7 @@ async function runDirect() {
 const redis = new Redis(process.env.QUEUE_REDIS_URL);
 const commandsBefore = await redisCommands(redis);
 const clientBefore = process.cpuUsage();
-const { accepted, close } = await { gateway: runGateway, direct: runDirect, floor: runFloor }[tool]();
+const { accepted, close } = await { gateway: runGateway, direct: runDirect, floor: runFloor, streams: runDirect }[tool]();
 await sleep(250); // the worker's bookkeeping after the last arrival (the completed job, the event)
 const client = process.cpuUsage(clientBefore);
 const commands = (await redisCommands(redis)) - commandsBefore;

@@ -64,10 +64,13 @@ const usText = (n) => `${us(n)} µs`;
 const pct = (n) => (Number.isNaN(n) ? 'n/a' : `${Math.round(n * 100)}%`);
 const ratioText = (ratio) => (Number.isNaN(ratio) ? 'n/a' : (Math.floor(ratio * 1000) / 1000).toFixed(3));
 
-const measured = CASES.map((c) => ({ ...c, g: summary('gateway', c.case), d: summary('direct', c.direct), f: summary('floor', c.case) })).filter((c) => c.g.runs > 0);
+const measured = CASES.map((c) => ({ ...c, g: summary('gateway', c.case), d: summary('direct', c.direct), f: summary('floor', c.case), s: summary('streams', c.case) })).filter(
+  (c) => c.g.runs > 0,
+);
 for (const c of measured) {
   c.ratio = c.g.mps / c.d.mps;
   c.floorRatio = c.f.mps / c.d.mps;
+  c.streamsRatio = c.s.mps / c.d.mps;
   c.verdict = c.target === undefined ? 'none' : `≥ ${c.target}: ${c.ratio >= c.target ? 'met' : 'NOT met'}`;
 }
 
@@ -84,7 +87,12 @@ for (const c of measured) {
   if (directRows.has(c.direct)) continue;
   directRows.add(c.direct);
   rows.push(`| ${c.direct}: raw BullMQ, no HTTP: ${c.raw} → Worker processor | ${int(d.mps)} | ${ms(d.p50)} | ${ms(d.p99)} | 1 |  | ${int(d.publish)} | ${us(d.workerCpuUs)} | ${us(d.redisCpuUs)} | ${d.redisCommands.toFixed(1)} |`);
-  const { f } = c;
+  const { f, s } = c;
+  if (s.runs > 0) {
+    rows.push(
+      `| ${c.case} streams: restash's engine alone (Redis Streams), no HTTP: ${c.case === 'batch' ? `${BENCH_BATCH} adds together` : 'one add'} → consumer processor | ${int(s.mps)} | ${ms(s.p50)} | ${ms(s.p99)} | ${ratioText(c.streamsRatio)} | none | ${int(s.publish)} | ${us(s.workerCpuUs)} | ${us(s.redisCpuUs)} | ${s.redisCommands.toFixed(1)} |`,
+    );
+  }
   if (f.runs === 0) continue;
   rows.push(
     `| ${c.case} floor: raw BullMQ + HTTP delivery: ${c.raw} → Worker processor POSTs the body to the sink (undici), nothing else | ${int(f.mps)} | ${ms(f.p50)} | ${ms(f.p99)} | ${ratioText(c.floorRatio)} | none | ${int(f.publish)} | ${us(f.workerCpuUs)} | ${us(f.redisCpuUs)} | ${f.redisCommands.toFixed(1)} |`,
@@ -96,6 +104,7 @@ const allErrors = measured.flatMap((c) => [
   ...Object.entries(c.g.errors).map(([m, n]) => `gateway ${c.case}: ${n}× ${m}`),
   ...Object.entries(c.d.errors).map(([m, n]) => `direct ${c.direct}: ${n}× ${m}`),
   ...Object.entries(c.f.errors).map(([m, n]) => `floor ${c.case}: ${n}× ${m}`),
+  ...Object.entries(c.s.errors).map(([m, n]) => `streams ${c.case}: ${n}× ${m}`),
 ]);
 const notes = [
   ...measured.map(
@@ -111,6 +120,12 @@ const notes = [
       ({ case: kase, g, f, floorRatio }) =>
         `${kase}, floor (raw BullMQ + HTTP delivery): ${ratioText(floorRatio)} of direct; the gateway ${ratioText(g.mps / f.mps)} of the floor; ` +
         `CPU per message: worker ${usText(f.workerCpuUs)} (${pct(f.share(f.workerCpuUs))}), queue Redis ${usText(f.redisCpuUs)}, adder and sink ${usText(f.clientCpuUs)}; msg/s per round ${f.all.map(int).join(', ')}`,
+    ),
+  ...measured
+    .filter((c) => c.s.runs > 0)
+    .map(
+      ({ case: kase, g, s }) =>
+        `${kase}, streams (restash's engine alone, no HTTP): the gateway ${ratioText(g.mps / s.mps)} of it; CPU per message: consumer ${usText(s.workerCpuUs)}, queue Redis ${usText(s.redisCpuUs)}, adder ${usText(s.clientCpuUs)}; msg/s per round ${s.all.map(int).join(', ')}`,
     ),
   `errors: ${allErrors.length ? allErrors.join('; ') : 'none'}`,
 ];

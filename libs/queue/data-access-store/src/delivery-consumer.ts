@@ -69,6 +69,10 @@ const BLOCK_MS = 1_000;
 const PROMOTE_EVERY_MS = 50;
 /** Delayed messages moved per promotion. */
 const PROMOTE_LIMIT = 1_000;
+/** A consumer that holds nothing and was idle this long is a worker gone: removed from the group, in ms. */
+const GONE_AFTER_MS = 3_600_000;
+/** How often a consumer looks for consumers gone, in ms. */
+const LOOK_FOR_GONE_EVERY_MS = 600_000;
 /** The pause after a failed Redis call of a loop, in ms. */
 const ERROR_PAUSE_MS = 1_000;
 
@@ -79,7 +83,9 @@ const ERROR_PAUSE_MS = 1_000;
  * throw retries it after `backoff(error)` while it has attempts left (its `maxRetries` + 1, as BullMQ's `attempts`),
  * else fails it; a {@link DelayedError} (the processor put it back itself) leaves it. Every `lockDurationMs / 2` it
  * renews its hold on the entries it processes (XCLAIM … JUSTID resets their idle time); every `stalledIntervalMs`
- * it takes over entries idle longer than `lockDurationMs` (XAUTOCLAIM: their consumer died). Its promoter moves the
+ * it takes over entries idle longer than `lockDurationMs` (XAUTOCLAIM: their consumer died); every
+ * {@link LOOK_FOR_GONE_EVERY_MS} it removes from the group the consumers that hold nothing and were idle
+ * {@link GONE_AFTER_MS} (each worker process joins under a name of its own). Its promoter moves the
  * delayed messages that are due into the stream, looking at least every {@link PROMOTE_EVERY_MS}.
  *
  * The reader connection blocks: give it one of its own. A failed Redis call is reported (`onError`) and tried again
@@ -115,7 +121,13 @@ export class DeliveryConsumer {
   async run(): Promise<void> {
     await this.streams.ensureGroup();
     this.running = true;
-    this.loops = Promise.all([this.readLoop(), this.every(this.options.stalledIntervalMs, () => this.takeOver()), this.every(Math.max(100, this.options.lockDurationMs / 2), () => this.renew()), this.promoteLoop()]);
+    this.loops = Promise.all([
+      this.readLoop(),
+      this.every(this.options.stalledIntervalMs, () => this.takeOver()),
+      this.every(Math.max(100, this.options.lockDurationMs / 2), () => this.renew()),
+      this.every(LOOK_FOR_GONE_EVERY_MS, async () => void (await this.streams.forgetIdleConsumers(GONE_AFTER_MS))),
+      this.promoteLoop(),
+    ]);
   }
 
   /** Stops taking messages and waits for those under way to be settled. */

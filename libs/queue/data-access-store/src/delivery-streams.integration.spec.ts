@@ -157,6 +157,17 @@ describe('DeliveryStreams and DeliveryConsumer on a real Redis', () => {
     expect(await queueRedis.redis.zcard(streams.delayed)).toBe(0);
   });
 
+  it('removes the consumers gone (holding nothing, idle) from the group, and only those', async () => {
+    await streams.ensureGroup();
+    await streams.add(message());
+    await queueRedis.redis.xreadgroup('GROUP', 'workers', 'holds-one', 'COUNT', 1, 'STREAMS', streams.ready, '>');
+    await queueRedis.redis.xgroup('CREATECONSUMER', streams.ready, 'workers', 'gone');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await expect(streams.forgetIdleConsumers(20)).resolves.toBe(1);
+    const names = ((await queueRedis.redis.xinfo('CONSUMERS', streams.ready, 'workers')) as unknown[][]).map((fields) => fields[1]);
+    expect(names).toEqual(['holds-one']);
+  });
+
   it('lists and forgets a project’s messages for a purge', async () => {
     const a = await streams.add(message());
     await streams.add(message({ project: 't.b' }));

@@ -291,6 +291,24 @@ export class DeliveryStreams {
     return entries.filter((entry): entry is [string, string[]] => entry !== null);
   }
 
+  /**
+   * Removes from the group the consumers that hold nothing and were idle longer than `idleMs` (workers gone: each
+   * worker process joins under a name of its own).
+   * @returns how many it removed
+   */
+  async forgetIdleConsumers(idleMs: number): Promise<number> {
+    const consumers = (await this.redis.xinfo('CONSUMERS', this.ready, DELIVERY_GROUP)) as unknown[][];
+    let removed = 0;
+    for (const fields of consumers) {
+      const info = new Map<string, unknown>();
+      for (let i = 0; i + 1 < fields.length; i += 2) info.set(String(fields[i]), fields[i + 1]);
+      if (Number(info.get('pending')) !== 0 || Number(info.get('idle')) <= idleMs) continue;
+      await this.redis.xgroup('DELCONSUMER', this.ready, DELIVERY_GROUP, String(info.get('name')));
+      removed++;
+    }
+    return removed;
+  }
+
   /** Resets the idle time of entries a consumer holds (XCLAIM … JUSTID), so that no other consumer takes them over. */
   async renew(consumer: string, entryIds: readonly string[]): Promise<void> {
     if (entryIds.length > 0) await this.redis.xclaim(this.ready, DELIVERY_GROUP, consumer, 0, ...entryIds, 'JUSTID');
