@@ -62,13 +62,22 @@
 //      BENCH_PARALLELISM of the queued and flow cases (10), BENCH_WORKER_CONCURRENCY (100, every
 //      worker), BENCH_STALL_SECONDS a run waits for a missing message (30); BENCH_SMOKE=1 for a smoke
 //      run (2,000 messages, one round). BENCH_KEEP_LOGS=1 keeps the temp dir (logs).
+//      BENCH_BASELINE=<a checkout with its queue-gateway and queue-worker built> adds a `before` run per case after
+//      the gateway's: that build's queue-gateway and queue-worker (on core 0 too) on the same control and queue
+//      Redis under QUEUE_PREFIX restash:queue-before, the same tenant and sink, so that a change's before and after
+//      are one run's figures (docs/benchmarks.md, "Queue").
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { answers200, freePorts, repoRoot } from '@restash/platform/util-stack';
 import { type LoadRun, redisVersion, runBench } from '../lib/harness';
 import { queueBenchStack } from '../lib/stack';
 
 /** The environment of the processes that load the streams engine from its TypeScript sources (load.mjs streams, direct-worker.mjs). */
 const STREAMS_ENV = { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} -r @swc-node/register`.trim(), SWC_NODE_PROJECT: 'tsconfig.base.json' };
+
+/** The checkout whose queue-gateway and queue-worker builds run as `before` (BENCH_BASELINE), if any. */
+const baseline = process.env.BENCH_BASELINE || undefined;
 
 const casesOf = (settings: Record<string, string>) => (settings.BENCH_CASES ?? '').split(',').filter(Boolean);
 
@@ -86,11 +95,14 @@ runBench({
     BENCH_STALL_SECONDS: { full: '30', smoke: '10' },
   },
   stack: queueBenchStack,
-  gateway: ['queue-gateway', 'queue-worker', 'direct-worker'],
+  gateway: ['queue-gateway', 'queue-worker', 'direct-worker', ...(baseline ? ['queue-gateway-before', 'queue-worker-before'] : [])],
   engine: { process: 'queue-redis', redis: true },
   env: async (stack, settings) => {
-    const [sink, direct] = await freePorts(2);
+    const [sink, direct, before, beforeManagement, beforeWorker] = await freePorts(5);
     return {
+      ...(baseline
+        ? { BEFORE_PORT: String(before), BEFORE_MANAGEMENT_PORT: String(beforeManagement), BEFORE_WORKER_MANAGEMENT_PORT: String(beforeWorker), BEFORE_URL: `http://127.0.0.1:${before}` }
+        : {}),
       CONCURRENCY: settings.BENCH_CONCURRENCY ?? '64',
       BATCH: settings.BENCH_BATCH ?? '100',
       PARALLELISM: settings.BENCH_PARALLELISM ?? '10',
@@ -103,7 +115,8 @@ runBench({
       DIRECT_MANAGEMENT_URL: `http://127.0.0.1:${direct}`,
     };
   },
-  extras: ({ env, settings }) => [
+  extras: ({ stack, env, settings }) => [
+    ...(baseline ? beforeProcesses(stack, env, settings) : []),
     {
       name: 'direct-worker',
       command: process.execPath,
@@ -114,15 +127,17 @@ runBench({
   ],
   // One publish by hand, so a broken setup shows its answer rather than a table of errors (nothing
   // listens on the sink port yet: this message fails its one attempt and goes to the DLQ); and the
-  // queue of the queued case.
+  // queue of the queued case; on the `before` gateway as well.
   prepare: async ({ env, settings, say }) => {
-    const post = async (path: string, body: string, headers: Record<string, string> = {}) => {
-      const response = await fetch(`${env.GATEWAY_URL}${path}`, { method: 'POST', headers: { authorization: `Bearer ${env.QUEUE_TOKEN}`, ...headers }, body });
-      say(`POST ${path} -> ${response.status} ${await response.text()}`);
-    };
-    await post(`/v2/publish/http://127.0.0.1:${env.SINK_PORT}/sink`, 'hello', { 'upstash-retries': '0' });
-    if (casesOf(settings).includes('queued')) {
-      await post('/v2/queues', JSON.stringify({ queueName: env.QUEUE_NAME, parallelism: Number(env.PARALLELISM) }), { 'content-type': 'application/json' });
+    for (const url of [env.GATEWAY_URL, ...(baseline ? [env.BEFORE_URL] : [])]) {
+      const post = async (path: string, body: string, headers: Record<string, string> = {}) => {
+        const response = await fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${env.QUEUE_TOKEN}`, ...headers }, body });
+        say(`POST ${url === env.GATEWAY_URL ? '' : '(before) '}${path} -> ${response.status} ${await response.text()}`);
+      };
+      await post(`/v2/publish/http://127.0.0.1:${env.SINK_PORT}/sink`, 'hello', { 'upstash-retries': '0' });
+      if (casesOf(settings).includes('queued')) {
+        await post('/v2/queues', JSON.stringify({ queueName: env.QUEUE_NAME, parallelism: Number(env.PARALLELISM) }), { 'content-type': 'application/json' });
+      }
     }
   },
   // Per case, the gateway run then its direct equivalent and, for single and batch, the floor run (queued and
@@ -134,6 +149,7 @@ runBench({
       const runs: LoadRun[] = [];
       for (const kase of cases) {
         runs.push({ args: ['gateway', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
+        if (baseline) runs.push({ args: ['before', kase, messages], env: kase === 'batch' ? batch : {} });
         if (kase === 'single' || kase === 'batch') {
           runs.push({ args: ['direct', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
           runs.push({ args: ['floor', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
@@ -148,7 +164,45 @@ runBench({
   reportEnv: () => {
     const require = createRequire(`${repoRoot()}/package.json`);
     const version = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
-    return { REDIS_VERSION: redisVersion(), BULLMQ_VERSION: version('bullmq'), IOREDIS_VERSION: version('ioredis') };
+    return {
+      REDIS_VERSION: redisVersion(),
+      BULLMQ_VERSION: version('bullmq'),
+      IOREDIS_VERSION: version('ioredis'),
+      BENCH_BASELINE_COMMIT: baseline ? execFileSync('git', ['-C', baseline, 'log', '-1', '--format=%h %s'], { encoding: 'utf8' }).trim().slice(0, 100) : '',
+    };
   },
   logProblems: { 'queue-gateway': /error|warn|fail/i, 'queue-worker': /error|warn|fail/i, 'direct-worker': /error|warn|fail/i },
 });
+
+/**
+ * The `before` services (BENCH_BASELINE): that checkout's built queue-gateway and queue-worker on the stack's control
+ * and queue Redis, under a prefix of their own, with the settings the stack gives its own services.
+ */
+function beforeProcesses(stack: Parameters<NonNullable<Parameters<typeof runBench>[0]['extras']>>[0]['stack'], env: Record<string, string>, settings: Record<string, string>) {
+  const common = {
+    ...process.env,
+    CONTROL_REDIS_URL: stack.control.url,
+    REGISTRY_SEAL_KEY: stack.registrySealKey,
+    QUEUE_REDIS_URL: stack.queueRedis?.url ?? '',
+    QUEUE_PREFIX: 'restash:queue-before',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+  };
+  const app = (name: string) => join(baseline ?? '', `dist/apps/${name}/main.js`);
+  return [
+    {
+      name: 'queue-gateway-before',
+      command: process.execPath,
+      args: [app('queue-gateway')],
+      env: { ...common, PORT: env.BEFORE_PORT, MANAGEMENT_PORT: env.BEFORE_MANAGEMENT_PORT },
+      ready: () => answers200(Number(env.BEFORE_MANAGEMENT_PORT), '/readyz'),
+    },
+    {
+      name: 'queue-worker-before',
+      command: process.execPath,
+      args: [app('queue-worker')],
+      env: { ...common, MANAGEMENT_PORT: env.BEFORE_WORKER_MANAGEMENT_PORT, DESTINATION_ALLOWLIST: '127.0.0.0/8,::1', WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100' },
+      ready: () => answers200(Number(env.BEFORE_WORKER_MANAGEMENT_PORT), '/readyz'),
+    },
+  ];
+}

@@ -1,6 +1,7 @@
 // One timed run for bench/queue (bench.ts): prints one JSON record on stdout, a readable line on stderr.
 //
 //   node bench/queue/load.mjs gateway single|batch|queued|flow MESSAGES
+//   node bench/queue/load.mjs before  single|batch|queued|flow MESSAGES
 //   node bench/queue/load.mjs direct  single|batch|parallel MESSAGES
 //   node bench/queue/load.mjs floor   single|batch MESSAGES
 //   node bench/queue/load.mjs streams single|batch MESSAGES
@@ -17,6 +18,8 @@
 //                    bench.ts), as single.
 //   gateway flow     as single, with Upstash-Flow-Control-Key: bench and Upstash-Flow-Control-Value:
 //                    parallelism=PARALLELISM.
+//   before           as gateway, against the `before` build's queue-gateway (BEFORE_URL, set by bench.ts with
+//                    BENCH_BASELINE) and its queue-worker.
 //   queue-worker delivers each message by HTTP POST to the sink, a node:http server in this process (so on
 //   the load core) that answers 200 at once and notes when each Upstash-Message-Id arrived (a second
 //   arrival of an id is an error).
@@ -56,11 +59,12 @@ import { Redis } from 'ioredis';
 import { DIRECT_QUEUE, HTTP_QUEUE, MESSAGE_ID_HEADER, QUEUE_PREFIX, RETENTION_MS, STREAMS_PREFIX, clock, limitedQueue, directJobOptions, gateway, percentile, redisCommands, sleep, streamsEngine, value } from './common.mjs';
 
 const [tool, kase, arg] = process.argv.slice(2);
-const CASES = { gateway: ['single', 'batch', 'queued', 'flow'], direct: ['single', 'batch', 'parallel'], floor: ['single', 'batch'], streams: ['single', 'batch'] };
+const CASES = { gateway: ['single', 'batch', 'queued', 'flow'], before: ['single', 'batch', 'queued', 'flow'], direct: ['single', 'batch', 'parallel'], floor: ['single', 'batch'], streams: ['single', 'batch'] };
 if (!CASES[tool]?.includes(kase) || !(Number(arg) > 0)) {
-  process.stderr.write(`usage: load.mjs gateway ${CASES.gateway.join('|')} MESSAGES, direct ${CASES.direct.join('|')} MESSAGES, floor ${CASES.floor.join('|')} MESSAGES, or streams ${CASES.streams.join('|')} MESSAGES\n`);
+  process.stderr.write(`usage: load.mjs gateway|before ${CASES.gateway.join('|')} MESSAGES, direct ${CASES.direct.join('|')} MESSAGES, floor ${CASES.floor.join('|')} MESSAGES, or streams ${CASES.streams.join('|')} MESSAGES\n`);
   process.exit(2);
 }
+if (tool === 'before') process.env.GATEWAY_URL = process.env.BEFORE_URL; // read by common.mjs's gateway()
 const total = Number(arg);
 const batch = kase === 'batch' ? Number(process.env.BATCH ?? 100) : 1; // messages per request (add call)
 const parallelism = Number(process.env.PARALLELISM ?? 10);
@@ -277,7 +281,7 @@ async function runDirect() {
 const redis = new Redis(process.env.QUEUE_REDIS_URL);
 const commandsBefore = await redisCommands(redis);
 const clientBefore = process.cpuUsage();
-const { accepted, close } = await { gateway: runGateway, direct: runDirect, floor: runFloor, streams: runDirect }[tool]();
+const { accepted, close } = await { gateway: runGateway, before: runGateway, direct: runDirect, floor: runFloor, streams: runDirect }[tool]();
 await sleep(250); // the worker's bookkeeping after the last arrival (the completed job, the event)
 const client = process.cpuUsage(clientBefore);
 const commands = (await redisCommands(redis)) - commandsBefore;

@@ -25,6 +25,7 @@ const {
   REDIS_VERSION,
   BULLMQ_VERSION,
   IOREDIS_VERSION,
+  BENCH_BASELINE_COMMIT,
 } = process.env;
 
 /** The cases: the gateway's run, the direct run it is compared with, the target ratio (none: measured only). */
@@ -48,8 +49,9 @@ function summary(tool, kase) {
     p99: pick('p99'),
     publishP50: pick('publishP50'),
     publishP99: pick('publishP99'),
-    gatewayCpuUs: cpu.processes['queue-gateway'] ?? NaN,
-    workerCpuUs: cpu.processes[tool === 'gateway' ? 'queue-worker' : 'direct-worker'] ?? NaN, // the floor's worker is in direct-worker
+    gatewayCpuUs: cpu.processes[tool === 'before' ? 'queue-gateway-before' : 'queue-gateway'] ?? NaN,
+    // the floor's and the streams runs' workers are in direct-worker
+    workerCpuUs: cpu.processes[{ gateway: 'queue-worker', before: 'queue-worker-before' }[tool] ?? 'direct-worker'] ?? NaN,
     redisCpuUs: cpu.engine,
     share: (µs) => (µs * mps) / 1e6,
     redisCommands: pick('redisCommandsPerMessage'),
@@ -64,7 +66,14 @@ const usText = (n) => `${us(n)} µs`;
 const pct = (n) => (Number.isNaN(n) ? 'n/a' : `${Math.round(n * 100)}%`);
 const ratioText = (ratio) => (Number.isNaN(ratio) ? 'n/a' : (Math.floor(ratio * 1000) / 1000).toFixed(3));
 
-const measured = CASES.map((c) => ({ ...c, g: summary('gateway', c.case), d: summary('direct', c.direct), f: summary('floor', c.case), s: summary('streams', c.case) })).filter(
+const measured = CASES.map((c) => ({
+  ...c,
+  g: summary('gateway', c.case),
+  b: summary('before', c.case),
+  d: summary('direct', c.direct),
+  f: summary('floor', c.case),
+  s: summary('streams', c.case),
+})).filter(
   (c) => c.g.runs > 0,
 );
 for (const c of measured) {
@@ -84,6 +93,12 @@ for (const c of measured) {
   rows.push(
     `| ${c.case}: queue-gateway + queue-worker, ${c.gateway} → HTTP delivery | ${int(g.mps)} | ${ms(g.p50)} | ${ms(g.p99)} | ${ratioText(c.ratio)} | ${c.verdict} | ${int(g.publish)} | ${us(g.gatewayCpuUs)} + ${us(g.workerCpuUs)} | ${us(g.redisCpuUs)} | ${g.redisCommands.toFixed(1)} |`,
   );
+  const { b } = c;
+  if (b.runs > 0) {
+    rows.push(
+      `| ${c.case} before (${BENCH_BASELINE_COMMIT?.split(' ')[0]}): queue-gateway + queue-worker, the same requests | ${int(b.mps)} | ${ms(b.p50)} | ${ms(b.p99)} | ${ratioText(b.mps / c.d.mps)} |  | ${int(b.publish)} | ${us(b.gatewayCpuUs)} + ${us(b.workerCpuUs)} | ${us(b.redisCpuUs)} | ${b.redisCommands.toFixed(1)} |`,
+    );
+  }
   if (directRows.has(c.direct)) continue;
   directRows.add(c.direct);
   rows.push(`| ${c.direct}: raw BullMQ, no HTTP: ${c.raw} → Worker processor | ${int(d.mps)} | ${ms(d.p50)} | ${ms(d.p99)} | 1 |  | ${int(d.publish)} | ${us(d.workerCpuUs)} | ${us(d.redisCpuUs)} | ${d.redisCommands.toFixed(1)} |`);
@@ -105,6 +120,7 @@ const allErrors = measured.flatMap((c) => [
   ...Object.entries(c.d.errors).map(([m, n]) => `direct ${c.direct}: ${n}× ${m}`),
   ...Object.entries(c.f.errors).map(([m, n]) => `floor ${c.case}: ${n}× ${m}`),
   ...Object.entries(c.s.errors).map(([m, n]) => `streams ${c.case}: ${n}× ${m}`),
+  ...Object.entries(c.b.errors).map(([m, n]) => `before ${c.case}: ${n}× ${m}`),
 ]);
 const notes = [
   ...measured.map(
@@ -126,6 +142,14 @@ const notes = [
     .map(
       ({ case: kase, g, s }) =>
         `${kase}, streams (restash's engine alone, no HTTP): the gateway ${ratioText(g.mps / s.mps)} of it; CPU per message: consumer ${usText(s.workerCpuUs)}, queue Redis ${usText(s.redisCpuUs)}, adder ${usText(s.clientCpuUs)}; msg/s per round ${s.all.map(int).join(', ')}`,
+    ),
+  ...measured
+    .filter((c) => c.b.runs > 0)
+    .map(
+      ({ case: kase, g, b }) =>
+        `${kase}, after / before (${BENCH_BASELINE_COMMIT}), one run: msg/s ${ratioText(g.mps / b.mps)} (${int(b.mps)} → ${int(g.mps)}); CPU per message queue-gateway ${us(b.gatewayCpuUs)} → ${us(g.gatewayCpuUs)} µs, ` +
+        `queue-worker ${us(b.workerCpuUs)} → ${us(g.workerCpuUs)} µs, queue Redis ${us(b.redisCpuUs)} → ${us(g.redisCpuUs)} µs, Redis commands ${b.redisCommands.toFixed(1)} → ${g.redisCommands.toFixed(1)}; ` +
+        `msg/s per round before ${b.all.map(int).join(', ')}`,
     ),
   `errors: ${allErrors.length ? allErrors.join('; ') : 'none'}`,
 ];

@@ -1,3 +1,4 @@
+import { DELIVERY_JOB } from '@restash/queue/data-access-store';
 import { eventually } from '@restash/shared/util-testing';
 import { type WorkerTestbed, startWorkerTestbed } from './testing/testbed';
 
@@ -18,8 +19,8 @@ describe('queue-worker indexing the pending messages of an older queue Redis', (
 
   it('indexes them once it takes messages', async () => {
     const later = bed.message('http://127.0.0.1:1/later', { notBefore: Date.now() + 3_600_000 });
-    await bed.store.publish(later);
-    await bed.redis.del(`restash:queue:pending:${bed.project}`); // as published before the index
+    // As published before the index (and before the streams engine): a BullMQ job of the shared queue, unindexed.
+    await bed.store.queue.add(DELIVERY_JOB, later, { jobId: later.messageId, delay: later.notBefore - Date.now() });
     expect(await bed.store.pendingMessageIds(bed.project, {}, 10)).toEqual([]);
     await bed.startWorker();
     await eventually(async () => expect(await bed.store.pendingMessageIds(bed.project, {}, 10)).toEqual([later.messageId]), 15_000);
