@@ -70,6 +70,19 @@ describe('DeliveryStreams and DeliveryConsumer on a real Redis', () => {
     await expect(streams.counts()).resolves.toEqual({ waiting: 0, active: 0, delayed: 0 });
   });
 
+  it('settles the messages that end in one turn of the event loop in one script call', async () => {
+    await streams.ensureGroup();
+    const ids = await Promise.all(Array.from({ length: 5 }, async () => (await streams.add(message())).messageId));
+    const entries = (await queueRedis.redis.xreadgroup('GROUP', 'workers', 'batch', 'COUNT', 10, 'STREAMS', streams.ready, '>')) as Array<[string, Array<[string, string[]]>]>;
+    const taken = await streams.start(entries[0]?.[1] ?? [], 5);
+    const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await queueRedis.redis.info('commandstats'))?.[1] ?? 0);
+    const before = await calls();
+    await Promise.all(taken.map((t) => streams.finish(t, 'completed', 'delivered')));
+    expect((await calls()) - before).toBe(1);
+    await expect(streams.states(ids)).resolves.toEqual(ids.map(() => 'completed'));
+    expect(await queueRedis.redis.xlen(streams.ready)).toBe(0);
+  });
+
   it('holds a delayed message until it is due', async () => {
     const started: number[] = [];
     await consume(async () => void started.push(Date.now()));

@@ -24,6 +24,9 @@ export interface TakenMessage extends StreamMessage {
   stalls: number;
 }
 
+/** Settles sent in one script call at most ({@link DeliveryStreams.finish}); more go in the next call, at once. */
+const MAX_SETTLES_PER_CALL = 500;
+
 /** The consumer group of the ready stream every queue-worker reads. */
 export const DELIVERY_GROUP = 'workers';
 
@@ -75,18 +78,22 @@ for i = 4, #ARGV, 2 do
 end
 return out`,
   },
-  // KEYS: message, ready. ARGV: group, entry, state (completed|failed), result, retention ms. Settles a taken message
-  // (its attempt counted, as BullMQ counts a finished job's).
+  // KEYS: ready, then one message key per settle. ARGV: group, retention ms, then per settle its entry, state
+  // (completed|failed) and result. Settles taken messages (each attempt counted, as BullMQ counts a finished job's).
   deliveryFinish: {
-    numberOfKeys: 2,
     lua: `
-redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
-redis.call('XDEL', KEYS[2], ARGV[2])
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'a', 1)
-redis.call('HSET', KEYS[1], 's', ARGV[3], 'r', ARGV[4])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return 1`,
+local n = #KEYS - 1
+for i = 1, n do
+  local key, a = KEYS[i + 1], 3 * i
+  redis.call('XACK', KEYS[1], ARGV[1], ARGV[a])
+  redis.call('XDEL', KEYS[1], ARGV[a])
+  if redis.call('EXISTS', key) == 1 then
+    redis.call('HINCRBY', key, 'a', 1)
+    redis.call('HSET', key, 's', ARGV[a + 1], 'r', ARGV[a + 2])
+    redis.call('PEXPIRE', key, ARGV[2])
+  end
+end
+return n`,
   },
   // KEYS: message, ready, delayed. ARGV: group, entry, id, due, now, attempts to add (0|1). Puts a taken message back,
   // due at \`due\` (in the ready stream at once when due already).
@@ -141,7 +148,7 @@ return 0`,
 interface DeliveryScripts {
   deliveryAdd(message: string, ready: string, delayed: string, dedup: string, id: string, data: string, project: string, due: number, now: number, dedupTtlMs: number): Promise<[string, number]>;
   deliveryStart(ready: string, group: string, prefix: string, maxStalls: number, ...pairs: string[]): Promise<Array<[string, string, string, string, string, number]>>;
-  deliveryFinish(message: string, ready: string, group: string, entry: string, state: string, result: string, retentionMs: number): Promise<number>;
+  deliveryFinish(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<number>;
   deliveryRetry(message: string, ready: string, delayed: string, group: string, entry: string, id: string, due: number, now: number, addAttempt: 0 | 1): Promise<number>;
   deliveryPromote(delayed: string, ready: string, now: number, limit: number, prefix: string): Promise<[number, string]>;
   deliveryRemove(message: string, delayed: string, id: string): Promise<number>;
@@ -165,7 +172,8 @@ export interface DeliveryStreamsOptions {
  * and deletes an entry when its attempt is settled; an entry left unacknowledged by a worker that died is taken over
  * by another (XAUTOCLAIM) once idle longer than the lock, so each message is delivered at least once.
  *
- * Each step is one script (EVALSHA): an add, a batch of starts, a finish, a retry, a promotion, a removal. It
+ * Each step is one script (EVALSHA): an add, a batch of starts, the settles of one event-loop turn, a retry, a
+ * promotion, a removal. It
  * replaces BullMQ's 34 commands per message (bench/queue/engine-cost.mjs) for these messages; BullMQ keeps queues,
  * flow control and schedules (LaneStore, ScheduleStore). Deduplication keys are BullMQ's own
  * (`<prefix>:deliveries:de:<project>:<id>`), so that an id taken before an upgrade stays taken.
@@ -177,6 +185,8 @@ export class DeliveryStreams {
   /** The sorted set of delayed messages by due time (Unix ms). */
   readonly delayed: string;
   private readonly messagePrefix: string;
+  /** Settles waiting for this turn's script call ({@link finish}). */
+  private settles: Array<{ taken: TakenMessage; state: string; result: string; resolve: () => void; reject: (error: unknown) => void }> = [];
 
   constructor(
     redis: Redis,
@@ -314,9 +324,28 @@ export class DeliveryStreams {
     if (entryIds.length > 0) await this.redis.xclaim(this.ready, DELIVERY_GROUP, consumer, 0, ...entryIds, 'JUSTID');
   }
 
-  /** Settles a taken message: `completed` with the processor's result, or `failed` with the reason; kept for the retention. */
-  async finish(taken: TakenMessage, state: 'completed' | 'failed', result: string): Promise<void> {
-    await this.redis.deliveryFinish(this.key(taken.message.messageId), this.ready, DELIVERY_GROUP, taken.entryId, state, result, this.options.messageRetentionMs);
+  /**
+   * Settles a taken message: `completed` with the processor's result, or `failed` with the reason; kept for the
+   * retention. The settles of one turn of the event loop go to Redis in one script call, after them (`setImmediate`),
+   * as the event log's appends do (event-log.ts): one command and one socket write for the messages that ended together.
+   * @throws the Redis error of that call (for every settle in it)
+   */
+  finish(taken: TakenMessage, state: 'completed' | 'failed', result: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.settles.push({ taken, state, result, resolve, reject });
+      if (this.settles.length === 1) setImmediate(() => this.flushSettles());
+    });
+  }
+
+  private flushSettles(): void {
+    const batch = this.settles.splice(0, MAX_SETTLES_PER_CALL);
+    if (this.settles.length > 0) setImmediate(() => this.flushSettles());
+    const keys = [this.ready, ...batch.map(({ taken }) => this.key(taken.message.messageId))];
+    const args = [DELIVERY_GROUP, this.options.messageRetentionMs, ...batch.flatMap(({ taken, state, result }) => [taken.entryId, state, result])];
+    this.redis.deliveryFinish(keys.length, ...keys, ...args).then(
+      () => batch.forEach(({ resolve }) => resolve()),
+      (error: unknown) => batch.forEach(({ reject }) => reject(error)),
+    );
   }
 
   /**

@@ -14,7 +14,8 @@ export async function scanKeys(redis: Redis, pattern: string): Promise<string[]>
 
 /** A Lua script to define as a command of a connection (ioredis's defineCommand). */
 export interface ScriptDefinition {
-  numberOfKeys: number;
+  /** Absent: each call's first argument is its number of keys. */
+  numberOfKeys?: number;
   lua: string;
 }
 
