@@ -165,7 +165,7 @@ export interface DeliveryStreamsOptions {
 /**
  * The shared queue's deliveries on Redis Streams (docs/queue.md, "Queue: at-least-once delivery"; bench/queue/profile.md): the
  * engine of every message that has no queue and no flow-control key. A message is a hash `<prefix>:dm:<id>` (its
- * JSON, project, state, failed attempts, progress, result; kept `messageRetentionMs` once settled); a message due
+ * JSON, project, state, attempts made, progress, result; kept `messageRetentionMs` once settled); a message due
  * now is an entry of the stream `<prefix>:dready`, which every queue-worker reads in the consumer group
  * {@link DELIVERY_GROUP}; a delayed one (a later `notBefore`, a retry) waits in the sorted set
  * `<prefix>:ddelayed` (by due time, Unix ms) until a worker's promoter moves it to the stream. A worker acknowledges
@@ -173,9 +173,8 @@ export interface DeliveryStreamsOptions {
  * by another (XAUTOCLAIM) once idle longer than the lock, so each message is delivered at least once.
  *
  * Each step is one script (EVALSHA): an add, a batch of starts, the settles of one event-loop turn, a retry, a
- * promotion, a removal. It
- * replaces BullMQ's 34 commands per message (bench/queue/engine-cost.mjs) for these messages; BullMQ keeps queues,
- * flow control and schedules (LaneStore, ScheduleStore). Deduplication keys are BullMQ's own
+ * promotion, a removal. It replaces BullMQ's 34 commands per message (bench/queue/engine-cost.mjs) for these
+ * messages; BullMQ keeps queues, flow control and schedules (LaneStore, ScheduleStore). Deduplication keys are BullMQ's own
  * (`<prefix>:deliveries:de:<project>:<id>`), so that an id taken before an upgrade stays taken.
  */
 export class DeliveryStreams {

@@ -4,13 +4,13 @@ import { ScheduleStore } from './schedules';
 import { type DlqEntry, type ListFilter, type MessageEvent, type QueueMessage, messageEvent } from '@restash/queue/util-message';
 import { urlGroupsKey } from './topics';
 import { LaneStore, laneOf } from './lanes';
-import { EventLog, type IndexChange } from './event-log';
+import { EventLog } from './event-log';
 import { WorkflowRunStore } from './workflow-runs';
 import { DlqStore } from './dlq-store';
 import type { Page } from './listing';
 import { PENDING_STATES, PendingIndex } from './pending-index';
 import { globEscape, scanKeys } from './redis-keys';
-import { DeliveryStreams, type StreamMessageState } from './delivery-streams';
+import { DeliveryStreams } from './delivery-streams';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -39,11 +39,13 @@ export type { Page } from './listing';
 const ALL_STATES = ['active', 'wait', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'] as const;
 
 /**
- * The queue's storage on its Redis (AOF and `noeviction`, docs/queue.md, "Queue: at-least-once delivery"): messages are BullMQ jobs of
- * {@link DELIVERY_QUEUE} with the message id as job id (so a cancel finds them and a re-added callback
- * is a no-op); the DLQ is a sorted set plus a hash per project; events are a Redis stream per project;
- * deduplication is BullMQ's (throttle mode, {@link DEDUPLICATION_WINDOW_MS}). `<prefix>:pending:<project>` indexes
- * the project's messages on {@link DELIVERY_QUEUE} that are not settled yet (sorted set of ids by createdAt, Unix
+ * The queue's storage on its Redis (AOF and `noeviction`, docs/queue.md, "Queue: at-least-once delivery"): a message
+ * with no queue and no flow-control key belongs to the shared deliveries ({@link DeliveryStreams}, keyed by message id,
+ * so that a cancel finds it and a re-added callback is a no-op); one with either is a BullMQ job of its lane
+ * ({@link LaneStore}); BullMQ jobs of {@link DELIVERY_QUEUE}, the shared queue before the streams engine, are still
+ * read, cancelled and purged. The DLQ is a sorted set plus a hash per project; events are a Redis stream per project;
+ * deduplication keys are BullMQ's ({@link DEDUPLICATION_WINDOW_MS}). `<prefix>:pending:<project>` indexes
+ * the project's messages of the shared deliveries that are not settled yet (sorted set of ids by createdAt, Unix
  * ms): a publish adds its message with its CREATED event, a final event removes it, both in the event log's
  * script; so a bulk cancel reads the project's own messages only, not every project's. The DLQ is {@link DlqStore}'s
  * (dlq-store.ts), the pending index {@link PendingIndex}'s (pending-index.ts), the events {@link EventLog}'s.
@@ -86,12 +88,12 @@ export class QueueStore {
     const lane = laneOf(message);
     if (!lane) return this.publishShared(message, created, deduplication);
     const options = { ...this.jobOptions(message), ...(deduplication ? { deduplication } : {}) };
-    const addJob = (queue: Queue<QueueMessage>) => this.addWithCreated(queue, message, options, created, undefined);
+    const addJob = (queue: Queue<QueueMessage>) => this.addWithCreated(queue, message, options, created);
     const { job, createdWritten } = await this.lanes.add(lane, message, options, addJob);
     const messageId = job.id ?? message.messageId;
     const deduplicated = messageId !== message.messageId;
     // Written now only when the add reached Redis after the script (not seen so far).
-    if (!deduplicated && !createdWritten) await this.eventLog.append(this.key('events', message.project), [created], undefined, undefined);
+    if (!deduplicated && !createdWritten) await this.eventLog.append(this.key('events', message.project), [created]);
     return { messageId, deduplicated };
   }
 
@@ -115,7 +117,6 @@ export class QueueStore {
    * event loop, once the queue's connection is ready (its first use reads the server's version); the event log's
    * script runs after this turn and writes the event only if the job exists by then, so a duplicate or a failed
    * add gets none.
-   * @param index the change of the pending index made with the event
    * @returns the job (the earlier one for a duplicate) and whether the event was written
    */
   private async addWithCreated(
@@ -123,11 +124,10 @@ export class QueueStore {
     message: QueueMessage,
     options: JobsOptions,
     created: MessageEvent,
-    index: IndexChange | undefined,
   ): Promise<{ job: Job<QueueMessage>; createdWritten: boolean }> {
     await queue.waitUntilReady();
     const added = queue.add(DELIVERY_JOB, message, options);
-    const event = this.eventLog.append(this.key('events', message.project), [created], queue.toKey(message.messageId), index);
+    const event = this.eventLog.append(this.key('events', message.project), [created], queue.toKey(message.messageId));
     const [job, createdWritten] = await Promise.all([added, event]);
     return { job, createdWritten };
   }
@@ -442,10 +442,10 @@ export class QueueStore {
  * processor returns how the message ended (`delivered`, `failed` when it went to the DLQ, `cancelled`, `dropped`),
  * and a message that went to the DLQ completes its job too, so `completed` alone does not mean delivered. A job
  * completed with no such value (by a worker of an earlier version) counts as delivered, as it did then.
- * @param state BullMQ's job state (`completed`, `failed`, `active`, `waiting`, `delayed`, …)
+ * @param state BullMQ's job state, or the streams engine's of the same names (`completed`, `failed`, `active`, `waiting`, `delayed`, …)
  * @param returnValue the completed job's return value
  */
-export function messageStatus(state: StreamMessageState | string, returnValue: unknown): MessageStatus {
+export function messageStatus(state: string, returnValue: unknown): MessageStatus {
   if (state === 'active') return 'active';
   if (state === 'failed') return 'failed';
   if (state !== 'completed') return 'pending';
