@@ -55,10 +55,12 @@ function deliveryProcessor(
 }
 
 /**
- * queue-worker: delivers the queue's messages (BullMQ jobs) to their destinations, with retries, callbacks
- * and the DLQ. Every part is a provider: the control Redis and the registry reader (TenancyModule), two
- * queue Redis connections, the store, the SSRF-guarded deliverer, the metrics, the per-message
- * {@link DeliveryProcessor}, the BullMQ `Worker` and its {@link DeliveryWorker} lifecycle, and the Workers of the
+ * queue-worker: delivers the queue's messages to their destinations, with retries, callbacks and the DLQ. Every
+ * part is a provider: the control Redis and the registry reader (TenancyModule), three queue Redis connections (the
+ * store's, the BullMQ worker's, the stream reader's), the store, the SSRF-guarded deliverer, the metrics, the
+ * per-message {@link DeliveryProcessor}, the consumer of the shared deliveries (DeliveryConsumer, Redis Streams) and
+ * the BullMQ `Worker` of the `deliveries` queue of before it (which drains what was published before an upgrade,
+ * with WORKER_CONCURRENCY of its own) with their {@link DeliveryWorker} lifecycle, and the Workers of the
  * queues and flow-control keys ({@link LaneWorkers}, with their own connections). It claims the queue's Redis for the
  * platform in the registry (claimPlatformServer), so that no KV database is served from it. The module closes
  * what it opened once the worker has stopped (`onApplicationShutdown` comes after the worker's
