@@ -106,6 +106,18 @@ describe('QueueStore on a real Redis (the shared deliveries, lanes, DLQ, events)
     }
   });
 
+  /** Publishes 50 messages due now (5, then 45 at once) and waits until each one's log reads CREATED then ACTIVE. */
+  const expectCreatedBeforeActive = async (project: string, overrides: Partial<QueueMessage>) => {
+    const published = Array.from({ length: 50 }, () => message(project, { ...overrides, notBefore: Date.now() }));
+    for (const m of published.slice(0, 5)) await store.publish(m);
+    await Promise.all(published.slice(5).map((m) => store.publish(m)));
+    const states = async () => {
+      const { items } = await store.events(project, { count: 1000, filter: { messageId: published.map((m) => m.messageId) } });
+      return published.map((m) => items.filter((e) => e.messageId === m.messageId).map((e) => e.state).reverse().join(' '));
+    };
+    await eventually(async () => expect(await states()).toEqual(published.map(() => 'CREATED ACTIVE')), 10_000);
+  };
+
   it('logs CREATED before the ACTIVE of a consumer that takes a message of the shared deliveries at once', async () => {
     // A consumer already reading the shared deliveries, which logs ACTIVE as soon as it gets a message (as
     // queue-worker does): the publish's CREATED must still come first in the log.
@@ -113,14 +125,7 @@ describe('QueueStore on a real Redis (the shared deliveries, lanes, DLQ, events)
     const consumer = new DeliveryConsumer(store.deliveries, reader, 'created-first', async (job) => void (await store.addEvent(job.data.project, messageEvent(job.data, 'ACTIVE', Date.now()))), CONSUMER);
     try {
       await consumer.run();
-      const published = Array.from({ length: 50 }, () => message('t.order-shared', { notBefore: Date.now() }));
-      for (const m of published.slice(0, 5)) await store.publish(m);
-      await Promise.all(published.slice(5).map((m) => store.publish(m)));
-      const states = async () => {
-        const { items } = await store.events('t.order-shared', { count: 1000, filter: { messageId: published.map((m) => m.messageId) } });
-        return published.map((m) => items.filter((e) => e.messageId === m.messageId).map((e) => e.state).reverse().join(' '));
-      };
-      await eventually(async () => expect(await states()).toEqual(published.map(() => 'CREATED ACTIVE')), 10_000);
+      await expectCreatedBeforeActive('t.order-shared', {});
     } finally {
       await consumer.close();
       reader.disconnect();
@@ -137,14 +142,7 @@ describe('QueueStore on a real Redis (the shared deliveries, lanes, DLQ, events)
     const worker = new Worker<QueueMessage>(queueName, async (job) => store.addEvent(job.data.project, messageEvent(job.data, 'ACTIVE', Date.now())), { connection, prefix: 'test:queue', concurrency: 50 });
     try {
       await worker.waitUntilReady();
-      const published = Array.from({ length: 50 }, () => message('t.order', { ...overrides, notBefore: Date.now() }));
-      for (const m of published.slice(0, 5)) await store.publish(m);
-      await Promise.all(published.slice(5).map((m) => store.publish(m)));
-      const states = async () => {
-        const { items } = await store.events('t.order', { count: 1000, filter: { messageId: published.map((m) => m.messageId) } });
-        return published.map((m) => items.filter((e) => e.messageId === m.messageId).map((e) => e.state).reverse().join(' '));
-      };
-      await eventually(async () => expect(await states()).toEqual(published.map(() => 'CREATED ACTIVE')), 10_000);
+      await expectCreatedBeforeActive('t.order', overrides);
     } finally {
       await worker.close();
       connection.disconnect();
