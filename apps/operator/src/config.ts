@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { env, loadConfig, registryEnv, workerServiceConfig, workerServiceEnv } from '@restash/shared/util-config';
-import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
+import { queueServersConfig, queueServersEnv, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 import { backendsConfig, backendsEnv } from '@restash/shared/data-access-registry';
 
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?(m|[KMGTPE]i|[kMGTPE])?$/, 'must be a Kubernetes quantity such as 64Mi or 50m');
@@ -33,7 +33,8 @@ const httpUrl = z.string().regex(/^https?:\/\//, 'must be an http:// or https://
  * | MANAGEMENT_PORT | 9085 | /healthz, /readyz, /metrics |
  * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
  *
- * plus the queue storage variables of `queueStoreEnv` (queue projects' messages are purged there), as queue-gateway's.
+ * plus the queue storage variables of `queueStoreEnv` and `queueServersEnv` (new queue projects are placed on those
+ * servers, and their data purged there), as queue-gateway's.
  */
 export const operatorEnvSchema = z
   .object({
@@ -60,6 +61,7 @@ export const operatorEnvSchema = z
     BACKUP_WORKERS: env.positiveInt(2),
     ...workerServiceEnv(9085),
     ...queueStoreEnv(),
+    ...queueServersEnv(),
   })
   .transform((e) => ({
     service: workerServiceConfig('operator', e),
@@ -81,7 +83,7 @@ export const operatorEnvSchema = z
     resyncMs: e.RESYNC_SECONDS * 1000,
     workers: e.WORKERS,
     backupWorkers: e.BACKUP_WORKERS,
-    queueStore: queueStoreConfig(e),
+    queueStore: { ...queueStoreConfig(e), servers: queueServersConfig(e) },
   }));
 
 export type OperatorConfig = z.output<typeof operatorEnvSchema>;

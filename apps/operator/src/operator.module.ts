@@ -2,9 +2,8 @@ import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown 
 import { Redis } from 'ioredis';
 import { engineErrorListener, serviceModule } from '@restash/shared/util-http';
 import { RegistryReader, RegistrySeal, RegistryWriter, RuntimeStore } from '@restash/shared/data-access-registry';
-import { openRedis } from '@restash/shared/data-access-redis';
 import { CONTROL_REDIS, TenancyModule } from '@restash/shared/feature-tenancy';
-import { QueueStore } from '@restash/queue/data-access-store';
+import { QueueServerPool } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers, volumeBackedPurgers } from '@restash/platform/feature-teardown';
 import { KubernetesClient, kubeConfigFrom } from '@restash/operator/data-access-kubernetes';
 import { type TenantRegistry, engineAdmin } from '@restash/platform/feature-reconcile';
@@ -16,13 +15,8 @@ import { BACKUP_ENGINES, ENGINE_ADMIN, KUBERNETES_CLIENT, TENANT_REGISTRY } from
 import { managedVolumesGo } from './kube-access';
 import { backupEngines } from './backup-engines';
 
-/** Injection token of the queue store the operator purges deleted queue projects in (opened on first use). */
-const QUEUE_STORE = Symbol('QUEUE_STORE');
-
-interface LazyQueueStore {
-  get(): QueueStore;
-  close(): Promise<void>;
-}
+/** Injection token of the queue Redis servers the operator places queue projects on and purges them in (opened on first use). */
+const QUEUE_SERVERS = Symbol('QUEUE_SERVERS');
 
 /**
  * The reconciler's registry side on the control Redis: the tenant's registered keys (its index record), the
@@ -53,7 +47,7 @@ function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: Regist
  */
 @Module({})
 export class OperatorModule implements OnApplicationShutdown {
-  constructor(@Inject(QUEUE_STORE) private readonly queueStore: LazyQueueStore) {}
+  constructor(@Inject(QUEUE_SERVERS) private readonly queueServers: QueueServerPool) {}
 
   static forRoot(config: OperatorConfig): DynamicModule {
     return serviceModule(OperatorModule, {
@@ -61,33 +55,21 @@ export class OperatorModule implements OnApplicationShutdown {
       imports: [TenancyModule.forRoot({ controlRedisUrl: config.controlRedisUrl, registryCacheTtlMs: 30_000, registrySealKey: config.registrySealKey })],
       providers: [
         {
-          provide: QUEUE_STORE,
-          useFactory: (): LazyQueueStore => {
-            let opened: { redis: Redis; store: QueueStore } | undefined;
-            return {
-              get() {
-                if (!opened) {
-                  const redis = openRedis(config.queueStore.redisUrl, { maxRetriesPerRequest: 3 });
-                  // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
-                  redis.on('error', engineErrorListener(new Logger('QueueRedis'), 'queue-redis'));
-                  opened = { redis, store: new QueueStore(redis, config.queueStore.options) };
-                }
-                return opened.store;
-              },
-              async close() {
-                await opened?.store.close().catch(() => undefined);
-                opened?.redis.disconnect();
-              },
-            };
+          provide: QUEUE_SERVERS,
+          useFactory: () => {
+            const logger = new Logger('QueueRedis');
+            // Without a listener ioredis prints "[ioredis] Unhandled error event" and a stack for every failed reconnect.
+            return new QueueServerPool(config.queueStore.servers, config.queueStore.options, (server, error) => engineErrorListener(logger, 'queue-redis', { server })(error));
           },
         },
         { provide: KUBERNETES_CLIENT, useFactory: () => new KubernetesClient(kubeConfigFrom(process.env)) },
         {
           provide: TENANT_REGISTRY,
-          inject: [CONTROL_REDIS, QUEUE_STORE, RegistrySeal, KUBERNETES_CLIENT],
-          useFactory: (control: Redis, queueStore: LazyQueueStore, seal: RegistrySeal, client: KubernetesClient) => {
-            const purgers = volumeBackedPurgers(enginePurgers(() => queueStore.get()), managedVolumesGo(client));
-            return tenantRegistry(control, new TenantTeardown(control, purgers, { seal }), new RegistryWriter(control, seal), new RuntimeStore(control, seal));
+          inject: [CONTROL_REDIS, QUEUE_SERVERS, RegistrySeal, KUBERNETES_CLIENT],
+          useFactory: (control: Redis, queueServers: QueueServerPool, seal: RegistrySeal, client: KubernetesClient) => {
+            const purgers = volumeBackedPurgers(enginePurgers((server) => queueServers.store(server)), managedVolumesGo(client));
+            const teardown = new TenantTeardown(control, purgers, { seal, placeQueueProject: (project, registered) => queueServers.place(project, registered) });
+            return tenantRegistry(control, teardown, new RegistryWriter(control, seal), new RuntimeStore(control, seal));
           },
         },
         { provide: ENGINE_ADMIN, useFactory: () => engineAdmin({ qdrantTimeoutMs: 10_000 }) },
@@ -99,6 +81,6 @@ export class OperatorModule implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.queueStore.close();
+    await this.queueServers.close();
   }
 }

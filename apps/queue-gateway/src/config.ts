@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { configLoader, env, httpServiceConfig, httpServiceEnv, registryConfig, registryEnv } from '@restash/shared/util-config';
-import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
+import { queueServersConfig, queueServersEnv, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 
 /**
  * Environment of queue-gateway. Every variable is checked at boot; all problems are reported at once.
@@ -18,19 +18,21 @@ import { queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-stor
  * | LOG_LEVEL | log | fatal, error, warn, log, debug, verbose |
  *
  * plus the queue storage variables of `queueStoreEnv` (QUEUE_REDIS_URL, QUEUE_PREFIX, MESSAGE_RETENTION_MS,
- * DLQ_RETENTION_MS, EVENTS_PER_PROJECT), which queue-worker must be given the same.
+ * DLQ_RETENTION_MS, EVENTS_PER_PROJECT), which queue-worker must be given the same, and QUEUE_REDIS_SERVERS
+ * (`queueServersEnv`: the other queue Redis servers, which the appliers must be given the same).
  */
 export const queueGatewayEnvSchema = z
   .object({
     ...registryEnv(),
     ...httpServiceEnv(8083, 9083),
     ...queueStoreEnv(),
+    ...queueServersEnv(),
     REGISTRY_CACHE_TTL_MS: env.positiveInt(30_000),
   })
   .transform((e) => ({
     http: httpServiceConfig('queue-gateway', e),
     ...registryConfig(e),
-    store: queueStoreConfig(e),
+    store: { ...queueStoreConfig(e), servers: queueServersConfig(e) },
   }));
 
 export type QueueGatewayConfig = z.output<typeof queueGatewayEnvSchema>;

@@ -64,9 +64,11 @@ export function under(prefix: string): string {
 /**
  * The operations of the queue API's endpoints on the shared tenant pipeline (docs/queue.md, "Queue: endpoints"):
  * one per route of each endpoint, in the endpoints' order, answered as JSON.
+ * @param endpoints the endpoints whose routes are registered (those of the main queue server)
+ * @param endpointsOf the same endpoints, in the same order, of the queue server of a session's project, which runs it
  */
-export function queueOperations(endpoints: readonly Endpoint[]): ApiOperation<Session>[] {
-  return endpoints.flatMap((endpoint) => {
+export function queueOperations(endpoints: readonly Endpoint[], endpointsOf: (session: Session) => readonly Endpoint[] = () => endpoints): ApiOperation<Session>[] {
+  return endpoints.flatMap((endpoint, index) => {
     const routes = typeof endpoint.route === 'string' ? [endpoint.route] : endpoint.route;
     const prefix = routes[0]?.endsWith('*') ? routes[0].slice(0, -1) : undefined;
     return routes.map((route) => {
@@ -78,7 +80,7 @@ export function queueOperations(endpoints: readonly Endpoint[]): ApiOperation<Se
         route,
         write: endpoint.write,
         run: (session, _input, call) =>
-          endpoint.run({ session, rest: lead + call.rest, query: call.query, request: call.request, body: call.body ?? Buffer.alloc(0) }),
+          (endpointsOf(session)[index] as Endpoint).run({ session, rest: lead + call.rest, query: call.query, request: call.request, body: call.body ?? Buffer.alloc(0) }),
         encode: ({ status, value }) => ({ status, ...(value === undefined ? {} : { body: JSON.stringify(value) }) }),
       });
     });

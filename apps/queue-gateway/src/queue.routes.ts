@@ -3,18 +3,11 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { type Credentials, type DenialTable, type TenantApiErrors, TenantGate, limitDenials, registerTenantApi } from '@restash/shared/feature-tenancy';
 import { QueueError, encodeQueueError } from '@restash/queue/util-message';
-import { LanesService, MessagesService, SchedulesService, SigningKeysService, UrlGroupsService, WorkflowDlq, WorkflowWaits, WorkflowsService } from '@restash/queue/feature-messages';
 import { RegistryReader } from '@restash/shared/data-access-registry';
 import { QUEUE_CONFIG, type QueueGatewayConfig } from './config';
 import { type Session, queueOperations } from './endpoint';
 import { QueueMetrics } from './queue-metrics';
-import { messageEndpoints } from './messages.endpoints';
-import { keyEndpoints } from './keys.endpoints';
-import { scheduleEndpoints } from './schedules.endpoints';
-import { topicsEndpoints } from './topics.endpoints';
-import { flowControlEndpoints } from './flow-control.endpoints';
-import { queuesEndpoints } from './queues.endpoints';
-import { workflowEndpoints } from './workflows.endpoints';
+import { QueueServers } from './queue-servers';
 import { registerWorkflowHooks } from './workflow-hooks';
 
 /**
@@ -49,7 +42,8 @@ export const QUEUE_ERRORS: TenantApiErrors = {
 /**
  * The HTTP surface of the queue API (docs/queue.md, "Queue: endpoints"): its endpoints on the shared tenant API
  * routes (bearer tokens in the header or the `qstash_token` query parameter, per-project limits, `{error}` errors,
- * metrics). Each endpoint declares its Fastify routes; the path after a route's prefix reaches it raw, so that
+ * metrics). Each endpoint declares its Fastify routes and runs on the queue Redis server of the request's project
+ * (QueueServers); the path after a route's prefix reaches it raw, so that
  * destination URLs reach the parser untouched.
  */
 @Injectable()
@@ -61,14 +55,7 @@ export class QueueRoutes implements OnModuleInit {
     private readonly gate: TenantGate,
     private readonly metrics: QueueMetrics,
     @Inject(QUEUE_CONFIG) private readonly config: QueueGatewayConfig,
-    private readonly messages: MessagesService,
-    private readonly schedules: SchedulesService,
-    private readonly signingKeys: SigningKeysService,
-    private readonly urlGroups: UrlGroupsService,
-    private readonly lanes: LanesService,
-    private readonly workflows: WorkflowsService,
-    private readonly waits: WorkflowWaits,
-    private readonly workflowDlq: WorkflowDlq,
+    private readonly servers: QueueServers,
     private readonly registry: RegistryReader,
   ) {}
 
@@ -76,22 +63,14 @@ export class QueueRoutes implements OnModuleInit {
     const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
     registerWorkflowHooks(fastify, {
       registry: this.registry,
-      waits: this.waits,
+      waitsOf: (project) => this.servers.of(project).waits,
       logger: this.logger,
       bodyLimitBytes: this.config.http.bodyLimitBytes,
     });
     registerTenantApi(fastify, {
       errors: QUEUE_ERRORS,
       credentials: { scheme: 'bearer', queryToken: 'qstash_token' },
-      operations: queueOperations([
-        ...messageEndpoints(this.messages),
-        ...topicsEndpoints(this.urlGroups),
-        ...scheduleEndpoints(this.schedules),
-        ...keyEndpoints(this.signingKeys),
-        ...queuesEndpoints(this.lanes),
-        ...flowControlEndpoints(this.lanes),
-        ...workflowEndpoints({ runs: this.workflows, waits: this.waits, dlq: this.workflowDlq }),
-      ]),
+      operations: queueOperations(this.servers.main.endpoints, (session) => this.servers.of(session.project).endpoints),
       // No destination at all: no endpoint, as before the routes (a publish path always names one).
       notFound: ['/v2/publish/', '/v2/enqueue/'],
       open: (credentials) => this.authenticate(credentials),

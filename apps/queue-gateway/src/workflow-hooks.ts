@@ -33,7 +33,7 @@ function hookTarget(url: string): { userId: string; runId: string; eventId: stri
  */
 export function registerWorkflowHooks(
   fastify: FastifyInstance,
-  deps: { registry: RegistryReader; waits: WorkflowWaits; logger: EventLogger; bodyLimitBytes: number },
+  deps: { registry: RegistryReader; waitsOf: (project: QueueProjectRecord) => WorkflowWaits; logger: EventLogger; bodyLimitBytes: number },
 ): void {
   const projects = new WeakMap<FastifyRequest, Promise<QueueProjectRecord | null>>();
   const project = (request: FastifyRequest): Promise<QueueProjectRecord | null> => {
@@ -71,7 +71,7 @@ export function registerWorkflowHooks(
         for (const [name, value] of Object.entries(request.headers)) if (value !== undefined) header[canonicalHeaderName(name)] = Array.isArray(value) ? value : [value];
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         try {
-          await deps.waits.webhook(
+          await deps.waitsOf(record).webhook(
             { tenant: record.tenant, project: record },
             target.runId,
             target.eventId,

@@ -1,9 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { loadConfig } from '@restash/shared/util-config';
-import { QueueStore, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
+import { QueueServerPool, queueServersConfig, queueServersEnv, queueStoreConfig, queueStoreEnv } from '@restash/queue/data-access-store';
 import { TenantTeardown, enginePurgers, formatFailures } from '@restash/platform/feature-teardown';
 import { RegistryWriter, RuntimeStore, queueProjectId, registrySealFromEnv } from '@restash/shared/data-access-registry';
 import { openRedis } from '@restash/shared/data-access-redis';
@@ -32,8 +31,10 @@ empty or wiped) the gateways answer every token 503, never 401. Apply the file o
 Deleting a tenant (or dropping a resource from its spec on apply) also deletes its data: KV
 databases' Redis contents, vector indexes' Qdrant collections, stream clusters' Kafka topics and
 consumer groups (at the addresses in the registry), queue projects' messages, DLQ and events, and
-quota counters. The queue's Redis is QUEUE_REDIS_URL (default: CONTROL_REDIS_URL) with keys under
-QUEUE_PREFIX (default restash:queue), as queue-gateway and queue-worker use them. When some data
+quota counters. The queue's Redis is QUEUE_REDIS_URL (default: CONTROL_REDIS_URL), server 'main',
+plus the servers of QUEUE_REDIS_SERVERS ('<name>=<url> …'), with keys under QUEUE_PREFIX (default
+restash:queue), as queue-gateway and queue-worker use them; apply places each new queue project on
+one of them. When some data
 cannot be deleted, the command names it and exits with 1; run it again to finish. Until then the
 tenant cannot be applied again.`;
 
@@ -118,28 +119,25 @@ function usage(code: number): number {
   return code;
 }
 
-/** Runs `work` with a teardown, the registry writer and its runtime store on the control Redis; the queue store is opened only if a queue project is purged. */
+/**
+ * Runs `work` with a teardown, the registry writer and its runtime store on the control Redis; the queue Redis servers
+ * are reached only when a queue project is placed or purged.
+ */
 async function withTeardown(url: string, work: (teardown: TenantTeardown, writer: RegistryWriter, runtime: RuntimeStore) => Promise<number>): Promise<number> {
-  const queue = loadConfig(z.object(queueStoreEnv()).transform(queueStoreConfig), { QUEUE_REDIS_URL: url, ...process.env });
+  const queue = loadConfig(
+    z.object({ ...queueStoreEnv(), ...queueServersEnv() }).transform((e) => ({ ...queueStoreConfig(e), servers: queueServersConfig(e) })),
+    { QUEUE_REDIS_URL: url, ...process.env },
+  );
   const redis = openRedis(url, { maxRetriesPerRequest: 3, lazyConnect: true });
   redis.on('error', () => undefined); // the failing command reports it
-  let store: { redis: Redis; store: QueueStore } | undefined;
-  const queueStore = () => {
-    if (!store) {
-      const queueRedis = openRedis(queue.redisUrl, { maxRetriesPerRequest: 3 });
-      queueRedis.on('error', () => undefined);
-      store = { redis: queueRedis, store: new QueueStore(queueRedis, queue.options) };
-      store.store.queue.on('error', () => undefined);
-    }
-    return store.store;
-  };
+  const servers = new QueueServerPool(queue.servers, queue.options, () => undefined); // the failing command reports it
   try {
     await redis.connect();
     const seal = registrySealFromEnv(process.env);
-    return await work(new TenantTeardown(redis, enginePurgers(queueStore), { seal }), new RegistryWriter(redis, seal), new RuntimeStore(redis, seal));
+    const teardown = new TenantTeardown(redis, enginePurgers((server) => servers.store(server)), { seal, placeQueueProject: (project, registered) => servers.place(project, registered) });
+    return await work(teardown, new RegistryWriter(redis, seal), new RuntimeStore(redis, seal));
   } finally {
-    await store?.store.close().catch(() => undefined);
-    store?.redis.disconnect();
+    await servers.close();
     redis.disconnect();
   }
 }

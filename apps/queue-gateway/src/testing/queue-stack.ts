@@ -31,8 +31,10 @@ export interface QueueStack {
   control: RedisServer;
   /** The registry's seal (the stack's REGISTRY_SEAL_KEY), for a test that writes the registry itself. */
   seal: RegistrySeal;
-  /** The queue's Redis (AOF on, `noeviction`). */
+  /** The queue's Redis (AOF on, `noeviction`): server `main`. */
   queueRedis: RedisServer;
+  /** The other queue Redis servers (QUEUE_REDIS_SERVERS), by name, each with a queue-worker of its own. */
+  queueServers: Map<string, RedisServer>;
   worker: AppProcess;
   /** Starts one more queue-worker process on the same Redis servers and settings (stopped with the stack). */
   startWorker(env?: NodeJS.ProcessEnv): Promise<AppProcess>;
@@ -54,18 +56,22 @@ const WORKER_TEST_ENV = {
 /**
  * Starts the control and queue Redis servers with util-stack, applies the tenants with the tenants
  * command, and starts queue-worker from its sources and queue-gateway in this process.
+ * @param queueServers the names of more queue Redis servers (each with its own queue-worker), which the tenants
+ *   command places projects on
  */
-export async function startQueueStack(tenants: Record<string, TestProject[]>, workerEnv: NodeJS.ProcessEnv = {}): Promise<QueueStack> {
+export async function startQueueStack(tenants: Record<string, TestProject[]>, workerEnv: NodeJS.ProcessEnv = {}, queueServers: string[] = []): Promise<QueueStack> {
   const stack = await startStack({
     from: 'source',
     queueRedis: true,
+    queueServers,
     tenants: () => tenantDocuments(tenants, (projects) => ({ queue: { projects: projects.map((p) => ({ name: p.name, ...(p.retries ? { retries: p.retries } : {}), limits: testLimits(p) })) } })),
     apps: ['queue-worker'],
     appEnv: { 'queue-worker': { ...WORKER_TEST_ENV, ...workerEnv } },
   });
   const control = stack.control;
   const queueRedis = stack.queueRedis as RedisServer;
-  const config = loadQueueGatewayConfig({ ...gatewayTestEnv(stack), QUEUE_REDIS_URL: queueRedis.url });
+  const servers = [...stack.queueServers].map(([name, server]) => `${name}=${server.url}`).join(' ');
+  const config = loadQueueGatewayConfig({ ...gatewayTestEnv(stack), QUEUE_REDIS_URL: queueRedis.url, QUEUE_REDIS_SERVERS: servers });
   const gateway: HttpService = await startHttpService(AppModule.forRoot(config), config.http);
   const extraWorkers: AppProcess[] = [];
   return {
@@ -74,6 +80,7 @@ export async function startQueueStack(tenants: Record<string, TestProject[]>, wo
     control,
     seal: new RegistrySeal(stack.registrySealKey),
     queueRedis,
+    queueServers: stack.queueServers,
     worker: stack.apps['queue-worker'] as AppProcess,
     startWorker: async (env = {}) => {
       const worker = await startApp('queue-worker', {

@@ -35,7 +35,7 @@ export interface QueueTestbed<S extends Closable> {
  */
 export function queueTestbed<S extends Closable = Sink>(
   tenants: Record<string, TestProject[]>,
-  options: { destination?: () => Promise<S>; workerEnv?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+  options: { destination?: () => Promise<S>; workerEnv?: NodeJS.ProcessEnv; timeoutMs?: number; queueServers?: string[] } = {},
 ): QueueTestbed<S> {
   let stack: QueueStack | undefined;
   let sink: S | undefined;
@@ -43,7 +43,7 @@ export function queueTestbed<S extends Closable = Sink>(
   const connections: Redis[] = [];
   beforeAll(async () => {
     const destination = options.destination ?? (startSink as unknown as () => Promise<S>);
-    [stack, sink] = await Promise.all([startQueueStack(tenants, options.workerEnv), destination()]);
+    [stack, sink] = await Promise.all([startQueueStack(tenants, options.workerEnv, options.queueServers), destination()]);
   }, options.timeoutMs ?? 120_000);
   afterAll(async () => {
     for (const closable of closables) await closable.close();

@@ -1,27 +1,28 @@
 import { purgeKvDatabase } from '@restash/kv/data-access-redis';
 import { purgeVectorIndex } from '@restash/vector/data-access-qdrant';
 import { purgeStreamCluster } from '@restash/stream/data-access-kafka';
-import type { QueueStore } from '@restash/queue/data-access-store';
+import { MAIN_QUEUE_SERVER, type QueueStore } from '@restash/queue/data-access-store';
 import type { KvDatabaseRecord } from '@restash/shared/data-access-registry';
 import type { ResourcePurgers } from './teardown';
 
 /**
  * The real engines' purges: each KV database's own Redis, each index's Qdrant and each cluster's Kafka are
- * reached through the addresses in the resource's record; queue projects through the queue store.
+ * reached through the addresses in the resource's record; queue projects through the queue store of the project's
+ * queue Redis server (its record's `queueServer`, `main` when absent).
  *
- * @param queueStore called on the first queue project purged (so a deletion without queue projects never
- *   connects to the queue Redis)
+ * @param queueStore called with a server's name on the first queue project purged there (QueueServerPool.store, so
+ *   a deletion without queue projects never connects to a queue Redis); throws for a server it does not know
  */
-export function enginePurgers(queueStore: () => QueueStore): ResourcePurgers {
+export function enginePurgers(queueStore: (server: string) => QueueStore): ResourcePurgers {
   return {
     kv: (record, boundTo) => purgeKvDatabase(record, boundTo),
     vector: (record) => purgeVectorIndex(record),
     stream: (record) => purgeStreamCluster(record),
     queue: async (record) => {
       try {
-        await queueStore().purgeProject(record.id);
+        await queueStore(record.queueServer ?? MAIN_QUEUE_SERVER).purgeProject(record.id);
       } catch (error) {
-        throw new Error(`queue store (QUEUE_REDIS_URL): ${error instanceof Error ? error.message : String(error)}`);
+        throw new Error(`queue store (server '${record.queueServer ?? MAIN_QUEUE_SERVER}'): ${error instanceof Error ? error.message : String(error)}`);
       }
     },
   };

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { type KvDatabaseRecord, type QueueProjectRecord, RegistryWriter, type RegistrySeal, type RetiredResource, type StreamClusterRecord, type TenantDocument, type TenantTeardownRecord, type TenantTokens, type VectorIndexRecord, defaultCollection, kvServerEndpoint, platformOwner, registryKeys, tenantTeardownRecordSchema, vectorCollectionOf } from '@restash/shared/data-access-registry';
+import { type KvDatabaseRecord, type QueueProjectRecord, RegistryWriter, type RegistryWriterOptions, type RegistrySeal, type RetiredResource, type StreamClusterRecord, type TenantDocument, type TenantTeardownRecord, type TenantTokens, type VectorIndexRecord, defaultCollection, kvServerEndpoint, platformOwner, registryKeys, tenantTeardownRecordSchema, vectorCollectionOf } from '@restash/shared/data-access-registry';
 import { serverRunId } from '@restash/shared/data-access-redis';
 
 /** Deletes one resource's data in its engine. Each must be idempotent: a teardown that stopped runs it again. */
@@ -55,6 +55,8 @@ export interface TenantTeardownOptions {
   purgeTimeoutMs?: number;
   /** The registry's seal (REGISTRY_SEAL_KEY), which seals and opens the records' secrets. */
   seal: RegistrySeal;
+  /** How applies place new queue projects on the queue Redis servers (RegistryWriterOptions; QueueServerPool.place). */
+  placeQueueProject?: RegistryWriterOptions['placeQueueProject'];
 }
 
 /** The words a report uses for a resource: `<kind> <id>`, e.g. `queue project acme.jobs`. */
@@ -127,7 +129,7 @@ export class TenantTeardown {
     private readonly purgers: ResourcePurgers,
     options: TenantTeardownOptions,
   ) {
-    this.writer = new RegistryWriter(control, options.seal);
+    this.writer = new RegistryWriter(control, options.seal, options.placeQueueProject ? { placeQueueProject: options.placeQueueProject } : {});
     this.timeoutMs = options.purgeTimeoutMs ?? 120_000;
   }
 

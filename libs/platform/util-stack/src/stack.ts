@@ -21,6 +21,8 @@ export interface StackEngines {
   control: RedisServer;
   /** The queue's own Redis, when asked for (`queueRedis: true`). */
   queueRedis?: RedisServer;
+  /** More queue Redis servers (QUEUE_REDIS_SERVERS), by name, when asked for (`queueServers`). */
+  queueServers: Map<string, RedisServer>;
   /** One Redis server per KV database, by its id. */
   kvRedis: Map<string, RedisServer>;
   /** The engine of the KV databases' servers. */
@@ -71,6 +73,12 @@ export interface StackOptions {
   registrySealKey?: string;
   /** A Redis of its own for the queue (AOF every second, noeviction); by default the queue uses the control Redis. */
   queueRedis?: boolean;
+  /**
+   * The names of more queue Redis servers (docs/queue.md, "Queue: several queue Redis servers"), each a Redis of its
+   * own like `queueRedis`'s: the tenants command and queue-gateway get them as QUEUE_REDIS_SERVERS, and a stack
+   * that runs queue-worker runs one more per server, `queue-worker-<name>` (appEnv's `queue-worker` settings).
+   */
+  queueServers?: string[];
   qdrant?: boolean;
   embedder?: boolean;
   kafka?: boolean;
@@ -111,6 +119,8 @@ export interface Stack extends StackEngines {
   ports: Partial<StackPorts>;
   /** The services, by name. */
   apps: Partial<Record<ServiceName, AppProcess>>;
+  /** The queue-worker of each of `queueServers` (the main server's is `apps['queue-worker']`), by server name. */
+  queueWorkers: Map<string, AppProcess>;
   /**
    * The tenants command's variables: RESTASH_DATA_REDIS_PASSWORD and each KV database's port variable for
    * the file's `${NAME}`s, and the engines it puts resources on (QDRANT_URL, EMBEDDING_URL, KAFKA_BROKERS).
@@ -200,6 +210,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const started = await settleAll({
       control: redis('control-redis', 'control', { ...port('controlRedis'), config: options.persistent ? QUEUE_REDIS_CONFIG : [] }),
       queueRedis: options.queueRedis ? redis('queue-redis', 'queue', { config: QUEUE_REDIS_CONFIG }) : undefined,
+      queueServers: Promise.all((options.queueServers ?? []).map((name) => redis(`queue-redis-${name}`, `queue-${name}`, { config: QUEUE_REDIS_CONFIG }, 'queue-redis'))),
       kv: Promise.all(
         kvDatabases.map((db) =>
           // Valkey cannot read Redis 8's files (RDB format 12): a kept stateDir has a data folder per engine.
@@ -231,6 +242,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       kvRedis,
       kvEngine: engine,
       dataRedisAuth,
+      queueServers: new Map((options.queueServers ?? []).map((name, i) => [name, started.queueServers[i] as RedisServer])),
       ...(started.queueRedis ? { queueRedis: started.queueRedis } : {}),
       ...(started.qdrant ? { qdrant: started.qdrant } : {}),
       ...(started.embedder ? { embedder: started.embedder } : {}),
@@ -250,7 +262,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const controlRedisUrl = engines.control.url;
     const queueRedisUrl = (engines.queueRedis ?? engines.control).url;
     const secretsDir = join(stateDir, 'secrets');
-    const apply = { controlRedisUrl, from: options.from, env: { ...tenantEnv, QUEUE_REDIS_URL: queueRedisUrl, REGISTRY_SEAL_KEY: registrySealKey } };
+    const queueRedisServers = [...engines.queueServers].map(([name, server]) => `${name}=${server.url}`).join(' ');
+    const queueEnv = { QUEUE_REDIS_URL: queueRedisUrl, ...(queueRedisServers ? { QUEUE_REDIS_SERVERS: queueRedisServers } : {}) };
+    const apply = { controlRedisUrl, from: options.from, env: { ...tenantEnv, ...queueEnv, REGISTRY_SEAL_KEY: registrySealKey } };
     let applied = '';
     let tenantsFile: string | undefined;
     if (typeof options.tenants === 'string') applied = await applyTenantFile((tenantsFile = options.tenants), { ...apply, secretsDir });
@@ -266,14 +280,17 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     if (!tenantsFile) await applyAgain();
 
     const apps: Partial<Record<ServiceName, AppProcess>> = {};
+    const queueWorkers = new Map<string, AppProcess>();
+    // Each queue server but the main one has a queue-worker of its own (QUEUE_REDIS_URL: that server).
+    const extraWorkers = options.apps?.includes('queue-worker') ? [...engines.queueServers] : [];
     await settleAll(
-      Object.fromEntries(
-        (options.apps ?? []).map((app) => {
+      Object.fromEntries([
+        ...(options.apps ?? []).map((app) => {
           const [api, management] = SERVICE_PORTS[app];
           const env: NodeJS.ProcessEnv = {
             CONTROL_REDIS_URL: controlRedisUrl,
             REGISTRY_SEAL_KEY: registrySealKey,
-            ...(app.startsWith('queue-') ? { QUEUE_REDIS_URL: queueRedisUrl } : {}),
+            ...(app === 'queue-gateway' ? queueEnv : app === 'queue-worker' ? { QUEUE_REDIS_URL: queueRedisUrl } : {}),
             ...(app === 'queue-worker' ? { DESTINATION_ALLOWLIST: '127.0.0.0/8,::1' } : {}),
             ...options.appEnv?.[app],
           };
@@ -286,9 +303,17 @@ export async function startStack(options: StackOptions): Promise<Stack> {
             if (api) ports[api] = Number(new URL(p.url).port);
             ports[management] = Number(new URL(p.managementUrl).port);
           });
-          return [app, running];
+          return [app, running] as const;
         }),
-      ),
+        ...extraWorkers.map(([name, server]) => {
+          const process = `queue-worker-${name}`;
+          const env = { CONTROL_REDIS_URL: controlRedisUrl, REGISTRY_SEAL_KEY: registrySealKey, QUEUE_REDIS_URL: server.url, DESTINATION_ALLOWLIST: '127.0.0.0/8,::1', ...options.appEnv?.['queue-worker'] };
+          const running = track<AppProcess & StackProcess>(process, startApp('queue-worker', { from: options.from, env, logFile: log(process), ...pin('queue-worker') })).then((p) => {
+            queueWorkers.set(name, p);
+          });
+          return [process, running] as const;
+        }),
+      ]),
     );
 
     let stopping = false;
@@ -297,6 +322,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       stateDir,
       ports,
       apps,
+      queueWorkers,
       tenantEnv,
       registrySealKey,
       secretsDir,

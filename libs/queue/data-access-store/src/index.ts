@@ -1,5 +1,6 @@
 export * from './queue-store';
 export * from './store-config';
+export * from './queue-servers';
 export * from './topics';
 export * from './publisher';
 export * from './lanes';

@@ -11,6 +11,7 @@ import type { Page } from './listing';
 import { PENDING_STATES, PendingIndex } from './pending-index';
 import { globEscape, scanKeys } from './redis-keys';
 import { DeliveryStreams } from './delivery-streams';
+import { queueHomeKey } from './queue-servers';
 
 /** Name of the BullMQ queue every message is a job of (jobs carry their project id). */
 export const DELIVERY_QUEUE = 'deliveries';
@@ -293,7 +294,7 @@ export class QueueStore {
    * Deletes everything a project holds in the queue Redis (tenant teardown): its messages in every job state
    * (pending, delayed, active, delivered, failed, callbacks included), its DLQ, its events, its URL groups, its
    * schedules (ScheduleStore.purgeProject), its
-   * deduplication ids, its cancel requests and its workflow runs, waiters and events (WorkflowRunStore.purgeProject). A message being delivered cannot be removed while its worker holds it: the
+   * deduplication ids, its cancel requests, its home key (queue-servers.ts) and its workflow runs, waiters and events (WorkflowRunStore.purgeProject). A message being delivered cannot be removed while its worker holds it: the
    * purge waits for it to finish (its project must already be gone from the registry, so the worker drops it
    * or its retry without delivering), removing whatever it left behind, then deletes the DLQ and events.
    *
@@ -350,7 +351,7 @@ export class QueueStore {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     for (const id of await this.dlq.messageIds(project)) messageIds.add(id);
-    const keys = [...this.dlq.keys(project), this.key('events', project), this.pending.key(project), urlGroupsKey(this.options.prefix, project)];
+    const keys = [...this.dlq.keys(project), this.key('events', project), this.pending.key(project), urlGroupsKey(this.options.prefix, project), queueHomeKey(this.options.prefix, project)];
     keys.push(...[...messageIds].map((id) => this.key('cancel', id)));
     keys.push(...(await scanKeys(this.redis, this.deduplicationKey(`${globEscape(project)}:*`))));
     for (let i = 0; i < keys.length; i += 500) await this.redis.del(...keys.slice(i, i + 500));

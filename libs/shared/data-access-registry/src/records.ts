@@ -223,7 +223,7 @@ export type StreamClusterRecord = z.infer<typeof streamClusterRecordSchema>;
 
 /**
  * A queue project (Upstash's "QStash"): a tenant's publish token, its signing keys and its limits. Its messages,
- * DLQ and events live in the queue Redis under the project id.
+ * DLQ and events live in its queue Redis server ({@link QueueProjectRecord.queueServer}) under the project id.
  */
 export const queueProjectRecordSchema = z.object({
   ...resourceRecordIdentity,
@@ -240,6 +240,12 @@ export const queueProjectRecordSchema = z.object({
   dailyRequestLimit: z.number().int().nonnegative(),
   /** Messages may go to the Services and pods of the tenant's namespace (absent in records written before: false). */
   inNamespaceDestinations: z.boolean().optional(),
+  /**
+   * The queue Redis server its messages, schedules, DLQ and events live on (QUEUE_REDIS_SERVERS; docs/queue.md,
+   * "Queue: several queue Redis servers"), placed by the applier when the record is first written and kept after;
+   * absent: `main`, the server of QUEUE_REDIS_URL.
+   */
+  queueServer: z.string().min(1).optional(),
 });
 export type QueueProjectRecord = z.infer<typeof queueProjectRecordSchema>;
 

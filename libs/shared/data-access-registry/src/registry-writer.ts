@@ -32,6 +32,16 @@ import {
   defaultCollection,
 } from './tenant-spec';
 
+/** How {@link RegistryWriter} places queue projects on the queue Redis servers. */
+export interface RegistryWriterOptions {
+  /**
+   * The queue server of a project whose record names none (QueuePlacement.place of libs/queue/data-access-store;
+   * docs/queue.md, "Queue: several queue Redis servers"): `registered` says whether the registry held a record of
+   * it. Absent: records name no server (`main`). It may throw when a server cannot be asked; the apply then fails.
+   */
+  placeQueueProject?: (project: string, registered: boolean) => Promise<string>;
+}
+
 /**
  * The appliers' writes of the registry (records.ts): the local applier (`tenants apply`) and the operator apply
  * tenants, retire and tear down their resources, and keep the completeness marker. What gateways record at run
@@ -42,10 +52,12 @@ export class RegistryWriter {
   /**
    * @param redis the control Redis
    * @param seal the platform key's seal (REGISTRY_SEAL_KEY, e.g. registrySealFromEnv)
+   * @param options the placement of queue projects on the queue Redis servers
    */
   constructor(
     private readonly redis: Redis,
     private readonly seal: RegistrySeal,
+    private readonly options: RegistryWriterOptions = {},
   ) {}
 
   /**
@@ -53,8 +65,9 @@ export class RegistryWriter {
    * owned before and no longer declares are deleted, ACL tokens of removed databases included.
    * Applied in one MULTI/EXEC, then every touched key is announced for cache invalidation.
    *
-   * A queue project already in the registry keeps its stored signing keys (`POST /v2/keys/rotate` changes them
-   * there only; `tokens` give the keys of a new project). Its record is written by a compare-and-set inside the
+   * A queue project already in the registry keeps its stored signing keys and queue server; one whose record names
+   * no server is placed by `options.placeQueueProject` (when given; the record then names the server it returns).
+   * Signing keys change (`POST /v2/keys/rotate`) in the registry only; `tokens` give the keys of a new project. Its record is written by a compare-and-set inside the
    * transaction: when a rotation (or another apply) changed it since it was read, that record is left as it is
    * and the whole apply runs again (it is idempotent), so a rotation is never undone.
    *
@@ -128,12 +141,15 @@ export class RegistryWriter {
       const id = queueProjectId(tenant, project.name);
       const secrets = tokens.queue[project.name];
       if (!secrets) throw new Error(`no tokens given for queue resource '${project.name}' of tenant '${tenant}'`);
+      const before = stored.get(id);
+      const queueServer = before?.queueServer ?? (await this.options.placeQueueProject?.(id, (before?.raw ?? '') !== ''));
       records.set(registryKeys.queueProject(id), {
         ...identity(id, project.name),
-        signingKeys: stored.get(id)?.signingKeys ?? { current: secrets.currentSigningKey, next: secrets.nextSigningKey },
+        signingKeys: before?.signingKeys ?? { current: secrets.currentSigningKey, next: secrets.nextSigningKey },
         retries: project.retries,
         ...limitsOf(project),
         ...(project.destinations.inNamespace ? { inNamespaceDestinations: true } : {}),
+        ...(queueServer !== undefined ? { queueServer } : {}),
       });
       addTokens('queue', id, project.name, secrets);
     }

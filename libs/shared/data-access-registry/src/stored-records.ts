@@ -3,19 +3,34 @@ import { type QueueProjectRecord, queueProjectRecordSchema, registryKeys } from 
 
 /* What RegistryWriter (the appliers) and RuntimeStore (the gateways) both read and write: queue projects' stored records, the compare-and-set script. */
 
-/**
- * These queue projects' records as stored in the registry on `redis`, by project id: the registry key, the raw JSON ('' when absent: a
- * compare-and-set against it requires the key to stay absent) and the signing keys of a readable record.
- */
-export async function storedQueueProjects(redis: Redis, ids: string[]): Promise<Map<string, { key: string; raw: string; signingKeys?: QueueProjectRecord['signingKeys'] }>> {
-  const found = new Map<string, { key: string; raw: string; signingKeys?: QueueProjectRecord['signingKeys'] }>();
+/** A queue project's record as stored in the registry (see {@link storedQueueProjects}). */
+export interface StoredQueueProject {
+  /** The registry key. */
+  key: string;
+  /** The raw JSON, '' when absent (a compare-and-set against it requires the key to stay absent). */
+  raw: string;
+  /** The signing keys of a readable record. */
+  signingKeys?: QueueProjectRecord['signingKeys'];
+  /** The queue server a readable record names (absent: none, or no readable record). */
+  queueServer?: string;
+}
+
+/** These queue projects' records as stored in the registry on `redis`, by project id. */
+export async function storedQueueProjects(redis: Redis, ids: string[]): Promise<Map<string, StoredQueueProject>> {
+  const found = new Map<string, StoredQueueProject>();
   if (ids.length === 0) return found;
   const keys = ids.map((id) => registryKeys.queueProject(id));
   const values = await redis.mget(...keys);
   ids.forEach((id, i) => {
     const raw = values[i] ?? '';
     const record = raw ? queueProjectRecordSchema.safeParse(parseJson(raw)) : undefined;
-    found.set(id, { key: keys[i] ?? '', raw, ...(record?.success ? { signingKeys: record.data.signingKeys } : {}) });
+    const readable = record?.success ? record.data : undefined;
+    found.set(id, {
+      key: keys[i] ?? '',
+      raw,
+      ...(readable ? { signingKeys: readable.signingKeys } : {}),
+      ...(readable?.queueServer ? { queueServer: readable.queueServer } : {}),
+    });
   });
   return found;
 }

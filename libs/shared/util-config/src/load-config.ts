@@ -46,7 +46,6 @@ export const env = {
       .enum(['true', 'false', '1', '0'])
       .default(fallback ? 'true' : 'false')
       .transform((v) => v === 'true' || v === '1'),
-  /** A `redis://` or `rediss://` URL. */
   /** A Redis URL (`redis://`, `rediss://`) or a Redis Sentinel deployment's (`redis+sentinel://`, parseSentinelUrl). */
   redisUrl: () =>
     z
