@@ -32,6 +32,22 @@ queueWorker: queue-worker
 operator: operator
 {{- end -}}
 
+{{/*
+Every Deployment's values key and component, as a YAML list of {key, component}: the apps of restash.apps, then the
+queue-worker of each of queueStore.servers (key queueWorker, component queue-worker-<name>).
+*/}}
+{{- define "restash.workloads" -}}
+{{- $apps := include "restash.apps" . | fromYaml -}}
+{{- range $key := list "kvGateway" "vectorGateway" "streamGateway" "queueGateway" "queueWorker" "operator" }}
+- key: {{ $key }}
+  component: {{ index $apps $key }}
+{{- end }}
+{{- range .Values.queueStore.servers }}
+- key: queueWorker
+  component: {{ printf "queue-worker-%s" .name }}
+{{- end }}
+{{- end -}}
+
 {{/* The name of an app's objects: "<fullname>-<component>". Context: dict "root" $ "component" name. */}}
 {{- define "restash.componentName" -}}
 {{- printf "%s-%s" (include "restash.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
@@ -143,12 +159,45 @@ key: key
       {{- include "restash.sealKey.secretRef" . | nindent 6 }}
 {{- end -}}
 
-{{/* The queue storage variables (queueStoreEnv): the same for queue-gateway, queue-worker and the operator. */}}
+{{/* Where the URL of one of queueStore.servers comes from. Context: dict "root" $ "server" the entry. */}}
+{{- define "restash.queueServer.secretRef" -}}
+{{- if .server.existingSecret -}}
+name: {{ tpl .server.existingSecret .root }}
+key: {{ .server.existingSecretKey | default "url" }}
+{{- else -}}
+name: {{ include "restash.secretName" .root }}
+key: {{ printf "queue-redis-url-%s" .server.name }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The queue storage variables (queueStoreEnv and queueServersEnv) of queue-gateway and the operator, which reach every
+queue Redis server: QUEUE_REDIS_SERVERS is built from one variable per server (`$(…)`, expanded by the kubelet),
+since the URLs come from Secrets.
+*/}}
 {{- define "restash.env.queueStore" -}}
 - name: QUEUE_REDIS_URL
   valueFrom:
     secretKeyRef:
       {{- include "restash.queueRedis.secretRef" . | nindent 6 }}
+{{- $root := . }}
+{{- $entries := list }}
+{{- range $i, $server := .Values.queueStore.servers }}
+- name: {{ printf "RESTASH_QUEUE_SERVER_URL_%d" $i }}
+  valueFrom:
+    secretKeyRef:
+      {{- include "restash.queueServer.secretRef" (dict "root" $root "server" $server) | nindent 6 }}
+{{- $entries = append $entries (printf "%s=$(RESTASH_QUEUE_SERVER_URL_%d)" $server.name $i) }}
+{{- end }}
+{{- if $entries }}
+- name: QUEUE_REDIS_SERVERS
+  value: {{ join " " $entries | quote }}
+{{- end }}
+{{ include "restash.env.queueOptions" . }}
+{{- end -}}
+
+{{/* The queue storage variables but the URLs (queueStoreEnv): the same for queue-gateway, every queue-worker and the operator. */}}
+{{- define "restash.env.queueOptions" -}}
 - name: QUEUE_PREFIX
   value: {{ .Values.queueStore.prefix | quote }}
 - name: MESSAGE_RETENTION_MS

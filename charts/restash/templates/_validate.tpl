@@ -14,6 +14,18 @@ once (as the apps report every bad variable at once). Rendered by validate.yaml.
 {{- if and $v.queueStore.redis.url $v.queueStore.redis.existingSecret -}}
 {{- $problems = append $problems "queueStore.redis: set queueStore.redis.url or queueStore.redis.existingSecret, not both (or neither: the control Redis)" -}}
 {{- end -}}
+{{- $serverNames := list "main" -}}
+{{- range $i, $server := $v.queueStore.servers -}}
+{{- if not (regexMatch "^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$" ($server.name | default "" | toString)) -}}
+{{- $problems = append $problems (printf "queueStore.servers[%d].name: lower-case letters, digits and -, at most 32" $i) -}}
+{{- else if has $server.name $serverNames -}}
+{{- $problems = append $problems (printf "queueStore.servers[%d].name: %s is used twice (main is queueStore.redis)" $i $server.name) -}}
+{{- end -}}
+{{- $serverNames = append $serverNames ($server.name | default "" | toString) -}}
+{{- if or (and $server.url $server.existingSecret) (not (or $server.url $server.existingSecret)) -}}
+{{- $problems = append $problems (printf "queueStore.servers[%d]: set url or existingSecret, one of them" $i) -}}
+{{- end -}}
+{{- end -}}
 {{- if and (not $v.registrySealKey.existingSecret) (not $v.registrySealKey.generate) -}}
 {{- $problems = append $problems "registrySealKey: no registry seal key: set registrySealKey.existingSecret (a Secret with 32 random bytes in base64, e.g. openssl rand -base64 32) or registrySealKey.generate=true" -}}
 {{- end -}}

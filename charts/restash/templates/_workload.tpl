@@ -5,12 +5,13 @@ Service, PodDisruptionBudget. Context for each: dict
   "key"   the values key (kvGateway, ...)
   "env"   the app's own env entries (a YAML list as text)
   "api"   true when the app serves an API on containerPorts.http (all but queue-worker and the operator)
+  "component" (optional) the objects' component name instead of the key's (a queue-worker of one of queueStore.servers)
 */}}
 
 {{- define "restash.deployment" -}}
 {{- $root := .root -}}
 {{- $apps := include "restash.apps" $root | fromYaml -}}
-{{- $component := index $apps .key -}}
+{{- $component := .component | default (index $apps .key) -}}
 {{- $app := index $root.Values .key -}}
 {{- $ctx := dict "root" $root "component" $component -}}
 {{- $selector := include "restash.selectorLabels" $ctx | fromYaml -}}
@@ -157,7 +158,7 @@ spec:
 
 {{- define "restash.serviceAccount" -}}
 {{- $apps := include "restash.apps" .root | fromYaml -}}
-{{- $ctx := dict "root" .root "component" (index $apps .key) -}}
+{{- $ctx := dict "root" .root "component" (.component | default (index $apps .key)) -}}
 {{- $app := index .root.Values .key -}}
 apiVersion: v1
 kind: ServiceAccount
@@ -175,7 +176,7 @@ automountServiceAccountToken: false
 
 {{- define "restash.service" -}}
 {{- $apps := include "restash.apps" .root | fromYaml -}}
-{{- $ctx := dict "root" .root "component" (index $apps .key) -}}
+{{- $ctx := dict "root" .root "component" (.component | default (index $apps .key)) -}}
 {{- $app := index .root.Values .key -}}
 apiVersion: v1
 kind: Service
@@ -215,7 +216,7 @@ spec:
 
 {{- define "restash.pdb" -}}
 {{- $apps := include "restash.apps" .root | fromYaml -}}
-{{- $ctx := dict "root" .root "component" (index $apps .key) -}}
+{{- $ctx := dict "root" .root "component" (.component | default (index $apps .key)) -}}
 {{- $pdb := (index .root.Values .key).podDisruptionBudget -}}
 apiVersion: policy/v1
 kind: PodDisruptionBudget

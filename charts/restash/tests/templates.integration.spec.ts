@@ -118,6 +118,32 @@ describe('Secrets and backends', () => {
     expect(secretRef(objects, 'queue-gateway', 'QUEUE_REDIS_URL')).toEqual({ name: 'restash-config', key: 'queue-redis-url' });
   });
 
+  it('gives queue-gateway and the operator every server of queueStore.servers, and each server a queue-worker of its own', () => {
+    const objects = render({ files: ['ci/test-cluster-values.yaml', 'ci/all-values.yaml'] });
+    expect(Buffer.from(find(objects, 'Secret', 'restash-config')['data']['queue-redis-url-q2'], 'base64').toString()).toBe('redis://queue-2.restash-engines.svc.cluster.local:6379');
+    for (const component of ['queue-gateway', 'operator']) {
+      const env = envMap(find(objects, 'Deployment', `restash-${component}`));
+      expect(env['RESTASH_QUEUE_SERVER_URL_0']).toEqual({ secretKeyRef: { name: 'restash-config', key: 'queue-redis-url-q2' } });
+      expect(env['RESTASH_QUEUE_SERVER_URL_1']).toEqual({ secretKeyRef: { name: 'queue-3', key: 'redis-url' } });
+      expect(env['QUEUE_REDIS_SERVERS']).toBe('q2=$(RESTASH_QUEUE_SERVER_URL_0) q3=$(RESTASH_QUEUE_SERVER_URL_1)');
+      // Kubernetes expands `$(NAME)` only from variables defined before it.
+      const names = containerEnv(find(objects, 'Deployment', `restash-${component}`)).map((e) => e.name);
+      expect(names.indexOf('RESTASH_QUEUE_SERVER_URL_1')).toBeLessThan(names.indexOf('QUEUE_REDIS_SERVERS'));
+    }
+    const main = find(objects, 'Deployment', 'restash-queue-worker');
+    for (const [server, secretKeyRef] of [['q2', { name: 'restash-config', key: 'queue-redis-url-q2' }], ['q3', { name: 'queue-3', key: 'redis-url' }]] as const) {
+      const worker = find(objects, 'Deployment', `restash-queue-worker-${server}`);
+      const env = envMap(worker);
+      expect(env['QUEUE_REDIS_URL']).toEqual({ secretKeyRef });
+      expect(env['QUEUE_REDIS_SERVERS']).toBeUndefined();
+      // queueWorker's settings, but its own name and labels.
+      expect({ ...env, QUEUE_REDIS_URL: undefined }).toEqual({ ...envMap(main), QUEUE_REDIS_URL: undefined });
+      expect(worker['spec'].selector.matchLabels['app.kubernetes.io/component']).toBe(`queue-worker-${server}`);
+      expect(find(objects, 'Service', `restash-queue-worker-${server}`)['spec'].selector).toEqual(worker['spec'].selector.matchLabels);
+      expect(podSpec(worker).serviceAccountName).toBe(`restash-queue-worker-${server}`);
+    }
+  });
+
   it('generates the registry seal key once (kept on uninstall) or reads an existing Secret', () => {
     const generated = find(render(), 'Secret', 'restash-registry-seal');
     expect(generated.metadata.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
@@ -288,7 +314,9 @@ describe('every option on (ci/all-values.yaml)', () => {
 
   it('renders a ServiceMonitor per app on the management port and the PrometheusRule of files/prometheus-rules.yaml', () => {
     const monitors = objects.filter((o) => o.kind === 'ServiceMonitor');
-    expect(monitors).toHaveLength(6);
+    // The six apps and the queue-workers of queueStore.servers (q2, q3).
+    expect(monitors.map((m) => m.metadata.name)).toEqual(expect.arrayContaining(['restash-queue-worker-q2', 'restash-queue-worker-q3']));
+    expect(monitors).toHaveLength(8);
     const kv = find(objects, 'ServiceMonitor', 'restash-kv-gateway');
     expect(kv['spec'].endpoints[0]).toMatchObject({ port: 'management', path: '/metrics', interval: '15s', scrapeTimeout: '5s', honorLabels: true });
     expect(kv['spec'].selector.matchLabels).toEqual(find(objects, 'Service', 'restash-kv-gateway')['spec'].selector);

@@ -80,11 +80,22 @@ describe('values.schema.json rejects bad values with a message naming the value'
 describe('_validate.tpl reports every cross-field problem at once', () => {
   it('lists each problem', () => {
     const error = renderError({
-      set: { 'controlRedis.existingSecret': 'ctl', 'queueStore.redis.url': 'redis://q', 'queueStore.redis.existingSecret': 'q', 'kvGateway.enabled': false, 'queueGateway.enabled': false },
+      set: {
+        'controlRedis.existingSecret': 'ctl',
+        'queueStore.redis.url': 'redis://q',
+        'queueStore.redis.existingSecret': 'q',
+        'queueStore.servers[0].name': 'main',
+        'queueStore.servers[0].url': 'redis://q2',
+        'queueStore.servers[1].name': 'q3',
+        'kvGateway.enabled': false,
+        'queueGateway.enabled': false,
+      },
     });
     expect(error).toContain('restash: invalid values:');
     expect(error).toContain('controlRedis: set controlRedis.url or controlRedis.existingSecret, not both');
     expect(error).toContain('queueStore.redis: set queueStore.redis.url or queueStore.redis.existingSecret, not both');
+    expect(error).toContain('queueStore.servers[0].name: main is used twice (main is queueStore.redis)');
+    expect(error).toContain('queueStore.servers[1]: set url or existingSecret, one of them');
     expect(error).toContain('operator.gatewayUrls.kv: kvGateway is disabled, so the operator needs the URL of that gateway');
     expect(error).toContain('operator.gatewayUrls.queue: queueGateway is disabled');
     expect(error).toContain('queueWorker: delivers what queue-gateway stores');
