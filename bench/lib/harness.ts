@@ -91,6 +91,11 @@ export interface Bench {
    * gateway's ACL user for a KV database's server) rather than /proc.
    */
   engine: { process: string; redis?: boolean };
+  /**
+   * More Redis engines of the stack (process names, e.g. `queue-redis-q2`, a queue server of StackOptions.queueServers),
+   * measured from INFO as `engine` is, and each reported in `processesUs`; their AOF is rewritten before each run too.
+   */
+  moreRedis?: string[];
   /** More processes of the bench (e.g. the direct case's worker), started after the stack on the gateway's core. */
   extras?(context: BenchContext): ProcessSpec[];
   /** Environment of the load, prepare and report scripts, once the stack runs. */
@@ -198,16 +203,19 @@ async function main(bench: Bench): Promise<number> {
       ...Object.fromEntries(extras.map(({ name, running }) => [name, running.pid])),
     });
     const engineRedis = bench.engine.redis ? redisOf(stack, bench.engine) : undefined;
+    const moreRedis = (bench.moreRedis ?? []).map((process) => ({ process, redis: redisOf(stack as Stack, { process }) }));
     const measured = [...bench.gateway, bench.engine.process];
     const sample = async () => {
       const byPid = pids();
       const seconds: Record<string, number> = {};
       for (const name of measured) seconds[name] = cpuOf(byPid[name]);
       if (engineRedis) seconds[bench.engine.process] = await redisCpuSeconds(engineRedis);
+      for (const { process, redis } of moreRedis) seconds[process] = await redisCpuSeconds(redis);
       return seconds;
     };
     const load = async (run: LoadRun, keep: boolean) => {
       if (engineRedis) await rewriteAof(engineRedis);
+      for (const { redis } of moreRedis) await rewriteAof(redis);
       const before = await sample();
       const lines: string[] = [];
       await runScript(join('bench', bench.name, 'load.mjs'), run.args, { ...env, ...run.env }, loadCpu, (line) => lines.push(line));
@@ -231,6 +239,7 @@ async function main(bench: Bench): Promise<number> {
       for (const run of round) await load(run, true);
     }
     engineRedis?.disconnect();
+    for (const { redis } of moreRedis) redis.disconnect();
 
     let failed = false;
     for (const [name, pid] of Object.entries(pids())) {
@@ -307,7 +316,7 @@ function cpuPerRequest(before: Record<string, number>, after: Record<string, num
 
 /** A Redis client of the engine (for INFO): its port from the stack; a KV database's server as the gateway's ACL user. */
 function redisOf(stack: Stack, engine: Bench['engine']): Redis {
-  const server = [stack.control, stack.queueRedis, ...stack.kvRedis.values()].find((s) => s && stack.processes().some((p) => p.name === engine.process && p.pid === s.pid));
+  const server = [stack.control, stack.queueRedis, ...stack.queueServers.values(), ...stack.kvRedis.values()].find((s) => s && stack.processes().some((p) => p.name === engine.process && p.pid === s.pid));
   if (!server) throw new Error(`no Redis engine named ${engine.process} in the stack`);
   return new Redis({ port: server.port, host: '127.0.0.1', ...(engine.process.startsWith('kv-redis-') ? stack.dataRedisAuth : {}) });
 }

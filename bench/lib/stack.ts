@@ -21,12 +21,16 @@ export function profiledAppEnv(apps: ServiceName[], env: Partial<Record<ServiceN
 
 /**
  * The stack of bench/queue and bench/workflow (docs/benchmarks.md): the queue's Redis, the tenant `bench` with
- * one queue project `main`, queue-gateway and queue-worker (BENCH_WORKER_CONCURRENCY deliveries in flight).
+ * one queue project `main`, queue-gateway and queue-worker (BENCH_WORKER_CONCURRENCY deliveries in flight). With
+ * `secondServer`, a second queue Redis server `q2` with its own queue-worker, and a second project `second`, which
+ * the tenants command places there (rendezvous hashing of `bench.second`; bench/queue checks its record).
  */
-export function queueBenchStack(settings: Record<string, string>): Omit<StackOptions, 'from' | 'cpus' | 'stateDir'> {
+export function queueBenchStack(settings: Record<string, string>, options: { secondServer?: boolean } = {}): Omit<StackOptions, 'from' | 'cpus' | 'stateDir'> {
+  const limits = { maxRequestBytes: 1_048_576, dailyRequests: 0 };
   return {
     queueRedis: true,
-    tenants: () => [benchTenant({ queue: { projects: [{ name: 'main', limits: { maxRequestBytes: 1_048_576, dailyRequests: 0 } }] } })],
+    ...(options.secondServer ? { queueServers: ['q2'] } : {}),
+    tenants: () => [benchTenant({ queue: { projects: [{ name: 'main', limits }, ...(options.secondServer ? [{ name: 'second', limits }] : [])] } })],
     apps: ['queue-gateway', 'queue-worker'],
     appEnv: profiledAppEnv(['queue-gateway', 'queue-worker'], { 'queue-worker': { WORKER_CONCURRENCY: settings.BENCH_WORKER_CONCURRENCY ?? '100' } }),
   };

@@ -40,6 +40,10 @@
 //            `parallel`: Queue.add on a BullMQ queue whose global concurrency is BENCH_PARALLELISM, the
 //            same direct worker process (queue-worker runs each queue and flow-control key as such a
 //            BullMQ queue).
+//   servers  gateway: as single, every other message published by a second project, `second`, which lives on a
+//            second queue Redis server `q2` (QUEUE_REDIS_SERVERS; docs/queue.md, "Queue: several queue Redis
+//            servers") with a queue-worker of its own (on core 0 too; the second Redis on core 1): the aggregate
+//            rate of two queue servers and each one's CPU per message, reported against single on one server.
 // Throughput is messages / (last arrival - first publish start); latency per message from the start of
 // its publish (add) to its arrival (processor run), p50/p99; the publish-only rate (201s, or adds, per
 // second) is reported too. Both the sink and the processor see the messages at once, so with the
@@ -72,6 +76,8 @@ import { join } from 'node:path';
 import { answers200, freePorts, repoRoot } from '@restash/platform/util-stack';
 import { type LoadRun, redisVersion, runBench } from '../lib/harness';
 import { queueBenchStack } from '../lib/stack';
+import { queueProjectRecordSchema, registryKeys } from '@restash/shared/data-access-registry';
+import { Redis } from 'ioredis';
 
 /** The environment of the processes that load the streams engine from its TypeScript sources (load.mjs streams, direct-worker.mjs). */
 const STREAMS_ENV = { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} -r @swc-node/register`.trim(), SWC_NODE_PROJECT: 'tsconfig.base.json' };
@@ -81,12 +87,15 @@ const baseline = process.env.BENCH_BASELINE || undefined;
 
 const casesOf = (settings: Record<string, string>) => (settings.BENCH_CASES ?? '').split(',').filter(Boolean);
 
+/** Whether the `servers` case runs (as the harness settles BENCH_CASES: a smoke run takes the default, which has it). */
+const serversCase = process.env.BENCH_SMOKE === '1' || (process.env.BENCH_CASES ?? 'servers').split(',').includes('servers');
+
 runBench({
   name: 'queue',
   settings: {
     BENCH_MESSAGES: { full: '20000', smoke: '2000' },
     BENCH_WARMUP_MESSAGES: '5000',
-    BENCH_CASES: 'single,batch,queued,flow',
+    BENCH_CASES: 'single,batch,queued,flow,servers',
     BENCH_CONCURRENCY: '64',
     BENCH_BATCH: '100',
     BENCH_BATCH_CONCURRENCY: '8',
@@ -94,9 +103,10 @@ runBench({
     BENCH_WORKER_CONCURRENCY: '100',
     BENCH_STALL_SECONDS: { full: '30', smoke: '10' },
   },
-  stack: queueBenchStack,
-  gateway: ['queue-gateway', 'queue-worker', 'direct-worker', ...(baseline ? ['queue-gateway-before', 'queue-worker-before'] : [])],
+  stack: (settings) => queueBenchStack(settings, { secondServer: casesOf(settings).includes('servers') }),
+  gateway: ['queue-gateway', 'queue-worker', 'direct-worker', ...(baseline ? ['queue-gateway-before', 'queue-worker-before'] : []), ...(serversCase ? ['queue-worker-q2'] : [])],
   engine: { process: 'queue-redis', redis: true },
+  moreRedis: serversCase ? ['queue-redis-q2'] : [],
   env: async (stack, settings) => {
     const [sink, direct, before, beforeManagement, beforeWorker] = await freePorts(5);
     return {
@@ -110,6 +120,7 @@ runBench({
       QUEUE_REDIS_URL: stack.queueRedis?.url ?? '',
       GATEWAY_URL: stack.apps['queue-gateway']?.url ?? '',
       QUEUE_TOKEN: stack.tokens('bench').queue.main?.standard ?? '',
+      ...(await secondProject(stack)),
       SINK_PORT: String(sink),
       DIRECT_MANAGEMENT_PORT: String(direct),
       DIRECT_MANAGEMENT_URL: `http://127.0.0.1:${direct}`,
@@ -156,6 +167,8 @@ runBench({
           runs.push({ args: ['streams', kase, messages], env: { ...STREAMS_ENV, ...(kase === 'batch' ? batch : {}) } });
         }
         if (kase === (cases.includes('flow') ? 'flow' : 'queued')) runs.push({ args: ['direct', 'parallel', messages] });
+        // servers is compared with the gateway's single run on one server.
+        if (kase === 'servers' && !cases.includes('single')) runs.push({ args: ['gateway', 'single', messages] });
       }
       return runs;
     };
@@ -205,4 +218,22 @@ function beforeProcesses(stack: Parameters<NonNullable<Parameters<typeof runBenc
       ready: () => answers200(Number(env.BEFORE_WORKER_MANAGEMENT_PORT), '/readyz'),
     },
   ];
+}
+
+/**
+ * The token and queue Redis of the project `second` when the stack has the second queue server (the `servers`
+ * case), after checking that the tenants command placed it on `q2`; nothing otherwise.
+ * @throws Error when `second` was placed elsewhere (the case would not measure two servers)
+ */
+async function secondProject(stack: Parameters<Parameters<typeof runBench>[0]['env']>[0]): Promise<Record<string, string>> {
+  const q2 = stack.queueServers.get('q2');
+  if (!q2) return {};
+  const control = new Redis(stack.control.url);
+  try {
+    const record = queueProjectRecordSchema.parse(JSON.parse((await control.get(registryKeys.queueProject('bench.second'))) ?? 'null'));
+    if (record.queueServer !== 'q2') throw new Error(`bench.second was placed on ${record.queueServer ?? 'main'}, not q2`);
+  } finally {
+    control.disconnect();
+  }
+  return { QUEUE_TOKEN_Q2: stack.tokens('bench').queue.second?.standard ?? '', QUEUE_REDIS_URL_Q2: q2.url };
 }

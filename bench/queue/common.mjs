@@ -3,7 +3,7 @@
 //
 // env: QUEUE_REDIS_URL, QUEUE_PREFIX (restash:queue, the gateway's and worker's), DIRECT_QUEUE
 //      (bench-direct; the `parallel` case's queue is its name with -p<parallelism>, the floor's with -http), MESSAGE_RETENTION_MS (86400000, as queue-gateway's default), GATEWAY_URL,
-//      QUEUE_TOKEN
+//      QUEUE_TOKEN (and QUEUE_TOKEN_Q2, the token of the project on the second queue server)
 import { createRequire } from 'node:module';
 import { Pool } from 'undici';
 
@@ -68,13 +68,12 @@ export function value(i) {
   return head + 'x'.repeat(100 - head.length);
 }
 
-/** A keep-alive undici pool of the gateway, `connections` sockets, Bearer auth. */
+/** A keep-alive undici pool of the gateway, `connections` sockets, Bearer auth (QUEUE_TOKEN unless `token` is given per call). */
 export function gateway(connections) {
   const pool = new Pool(process.env.GATEWAY_URL, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
-  const authorization = `Bearer ${process.env.QUEUE_TOKEN}`;
   /** POST path with a body and headers; resolves the parsed answer, rejects on any status but `expect`. */
-  const post = async (path, body, headers = {}, expect = 201) => {
-    const res = await pool.request({ method: 'POST', path, body, headers: { authorization, ...headers } });
+  const post = async (path, body, headers = {}, expect = 201, token = process.env.QUEUE_TOKEN) => {
+    const res = await pool.request({ method: 'POST', path, body, headers: { authorization: `Bearer ${token}`, ...headers } });
     const text = await res.body.text();
     if (res.statusCode !== expect) throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 160)}`);
     return JSON.parse(text);

@@ -1,6 +1,6 @@
 // One timed run for bench/queue (bench.ts): prints one JSON record on stdout, a readable line on stderr.
 //
-//   node bench/queue/load.mjs gateway single|batch|queued|flow MESSAGES
+//   node bench/queue/load.mjs gateway single|batch|queued|flow|servers MESSAGES
 //   node bench/queue/load.mjs before  single|batch|queued|flow MESSAGES
 //   node bench/queue/load.mjs direct  single|batch|parallel MESSAGES
 //   node bench/queue/load.mjs floor   single|batch MESSAGES
@@ -18,6 +18,9 @@
 //                    bench.ts), as single.
 //   gateway flow     as single, with Upstash-Flow-Control-Key: bench and Upstash-Flow-Control-Value:
 //                    parallelism=PARALLELISM.
+//   gateway servers  as single, every other message published by the project on the second queue Redis server
+//                    (QUEUE_TOKEN_Q2; bench.ts starts it, `q2`, with a queue-worker of its own): the aggregate rate of
+//                    two queue servers; the Redis commands counted are both servers'.
 //   before           as gateway, against the `before` build's queue-gateway (BEFORE_URL, set by bench.ts with
 //                    BENCH_BASELINE) and its queue-worker.
 //   queue-worker delivers each message by HTTP POST to the sink, a node:http server in this process (so on
@@ -59,7 +62,7 @@ import { Redis } from 'ioredis';
 import { DIRECT_QUEUE, HTTP_QUEUE, MESSAGE_ID_HEADER, QUEUE_PREFIX, RETENTION_MS, STREAMS_PREFIX, clock, limitedQueue, directJobOptions, gateway, percentile, redisCommands, sleep, streamsEngine, value } from './common.mjs';
 
 const [tool, kase, arg] = process.argv.slice(2);
-const CASES = { gateway: ['single', 'batch', 'queued', 'flow'], before: ['single', 'batch', 'queued', 'flow'], direct: ['single', 'batch', 'parallel'], floor: ['single', 'batch'], streams: ['single', 'batch'] };
+const CASES = { gateway: ['single', 'batch', 'queued', 'flow', 'servers'], before: ['single', 'batch', 'queued', 'flow'], direct: ['single', 'batch', 'parallel'], floor: ['single', 'batch'], streams: ['single', 'batch'] };
 if (!CASES[tool]?.includes(kase) || !(Number(arg) > 0)) {
   process.stderr.write(`usage: load.mjs gateway|before ${CASES.gateway.join('|')} MESSAGES, direct ${CASES.direct.join('|')} MESSAGES, floor ${CASES.floor.join('|')} MESSAGES, or streams ${CASES.streams.join('|')} MESSAGES\n`);
   process.exit(2);
@@ -190,8 +193,9 @@ async function runGateway() {
     const path = kase === 'queued' ? `/v2/enqueue/${process.env.QUEUE_NAME ?? 'bench'}/${destination}` : `/v2/publish/${destination}`;
     const headers = { 'content-type': 'text/plain', 'upstash-retries': '0' };
     if (kase === 'flow') Object.assign(headers, { 'upstash-flow-control-key': 'bench', 'upstash-flow-control-value': `parallelism=${parallelism}` });
+    const second = process.env.QUEUE_TOKEN_Q2;
     accepted = await publishAll(async (i) => {
-      const answer = await http.post(path, bodies[i], headers);
+      const answer = await http.post(path, bodies[i], headers, 201, kase === 'servers' && i % 2 === 1 ? second : process.env.QUEUE_TOKEN);
       if (typeof answer.messageId !== 'string') throw unexpected(answer);
       ids[i] = answer.messageId;
     });
@@ -278,15 +282,17 @@ async function runDirect() {
   return { accepted, close: queue.close };
 }
 
-const redis = new Redis(process.env.QUEUE_REDIS_URL);
-const commandsBefore = await redisCommands(redis);
+// The servers counted: the queue Redis, and the second one for the `servers` case.
+const servers = [process.env.QUEUE_REDIS_URL, ...(kase === 'servers' ? [process.env.QUEUE_REDIS_URL_Q2] : [])].map((url) => new Redis(url));
+const commandsOf = async () => (await Promise.all(servers.map(redisCommands))).reduce((a, b) => a + b, 0);
+const commandsBefore = await commandsOf();
 const clientBefore = process.cpuUsage();
 const { accepted, close } = await { gateway: runGateway, before: runGateway, direct: runDirect, floor: runFloor, streams: runDirect }[tool]();
 await sleep(250); // the worker's bookkeeping after the last arrival (the completed job, the event)
 const client = process.cpuUsage(clientBefore);
-const commands = (await redisCommands(redis)) - commandsBefore;
+const commands = (await commandsOf()) - commandsBefore;
 await close();
-redis.disconnect();
+for (const server of servers) server.disconnect();
 
 const least = (values) => values.reduce((m, t) => (t < m ? t : m), Infinity); // NaN never wins
 const most = (values) => values.reduce((m, t) => (t > m ? t : m), -Infinity);

@@ -36,6 +36,9 @@ const CASES = [
   { case: 'flow', direct: 'parallel', gateway: `POST /v2/publish, flow-control key of parallelism ${BENCH_PARALLELISM}`, raw: `Queue.add, global concurrency ${BENCH_PARALLELISM}` },
 ];
 
+/** The `servers` case: the single case's requests spread over two projects, each on its own queue Redis server. */
+const SERVERS = { case: 'servers', gateway: 'POST /v2/publish as single, alternating two projects on two queue Redis servers (main, q2), a queue-worker each' };
+
 function summary(tool, kase) {
   const runs = records.filter((r) => r.kind === 'queue' && r.tool === tool && r.case === kase);
   const pick = (key) => median(runs.map((r) => r[key]));
@@ -53,6 +56,8 @@ function summary(tool, kase) {
     // the floor's and the streams runs' workers are in direct-worker
     workerCpuUs: cpu.processes[{ gateway: 'queue-worker', before: 'queue-worker-before' }[tool] ?? 'direct-worker'] ?? NaN,
     redisCpuUs: cpu.engine,
+    secondWorkerCpuUs: cpu.processes['queue-worker-q2'] ?? NaN,
+    secondRedisCpuUs: cpu.processes['queue-redis-q2'] ?? NaN,
     share: (µs) => (µs * mps) / 1e6,
     redisCommands: pick('redisCommandsPerMessage'),
     clientCpuUs: pick('clientCpuUsPerMessage'),
@@ -113,15 +118,22 @@ for (const c of measured) {
     `| ${c.case} floor: raw BullMQ + HTTP delivery: ${c.raw} → Worker processor POSTs the body to the sink (undici), nothing else | ${int(f.mps)} | ${ms(f.p50)} | ${ms(f.p99)} | ${ratioText(c.floorRatio)} | none | ${int(f.publish)} | ${us(f.workerCpuUs)} | ${us(f.redisCpuUs)} | ${f.redisCommands.toFixed(1)} |`,
   );
 }
+const servers = { g: summary('gateway', 'servers'), single: summary('gateway', 'single') };
+if (servers.g.runs > 0) {
+  const { g, single } = servers;
+  rows.push(
+    `| ${SERVERS.case}: queue-gateway + 2 queue-workers, ${SERVERS.gateway} → HTTP delivery | ${int(g.mps)} | ${ms(g.p50)} | ${ms(g.p99)} | ${ratioText(g.mps / single.mps)} of single on one server | none | ${int(g.publish)} | ${us(g.gatewayCpuUs)} + ${us(g.workerCpuUs)} + ${us(g.secondWorkerCpuUs)} | ${us(g.redisCpuUs)} (main) + ${us(g.secondRedisCpuUs)} (q2) | ${g.redisCommands.toFixed(1)} |`,
+  );
+}
 const table = rows.join('\n');
 
-const allErrors = measured.flatMap((c) => [
+const allErrors = [...Object.entries(servers.g.errors).map(([m, n]) => `gateway servers: ${n}× ${m}`)].concat(measured.flatMap((c) => [
   ...Object.entries(c.g.errors).map(([m, n]) => `gateway ${c.case}: ${n}× ${m}`),
   ...Object.entries(c.d.errors).map(([m, n]) => `direct ${c.direct}: ${n}× ${m}`),
   ...Object.entries(c.f.errors).map(([m, n]) => `floor ${c.case}: ${n}× ${m}`),
   ...Object.entries(c.s.errors).map(([m, n]) => `streams ${c.case}: ${n}× ${m}`),
   ...Object.entries(c.b.errors).map(([m, n]) => `before ${c.case}: ${n}× ${m}`),
-]);
+]));
 const notes = [
   ...measured.map(
     ({ case: kase, g, d }) =>
@@ -151,6 +163,12 @@ const notes = [
         `queue-worker ${us(b.workerCpuUs)} → ${us(g.workerCpuUs)} µs, queue Redis ${us(b.redisCpuUs)} → ${us(g.redisCpuUs)} µs, Redis commands ${b.redisCommands.toFixed(1)} → ${g.redisCommands.toFixed(1)}; ` +
         `msg/s per round before ${b.all.map(int).join(', ')}`,
     ),
+  ...(servers.g.runs > 0
+    ? [
+        `servers (two queue Redis servers), CPU per message of all messages: queue-gateway ${usText(servers.g.gatewayCpuUs)}, queue-worker (main) ${usText(servers.g.workerCpuUs)} + (q2) ${usText(servers.g.secondWorkerCpuUs)}, ` +
+          `queue Redis main ${usText(servers.g.redisCpuUs)} (${pct(servers.g.share(servers.g.redisCpuUs))} of a core) + q2 ${usText(servers.g.secondRedisCpuUs)} (${pct(servers.g.share(servers.g.secondRedisCpuUs))}), against ${usText(servers.single.redisCpuUs)} (${pct(servers.single.share(servers.single.redisCpuUs))}) on one server in single; msg/s per round ${servers.g.all.map(int).join(', ')}`,
+      ]
+    : []),
   `errors: ${allErrors.length ? allErrors.join('; ') : 'none'}`,
 ];
 const verdicts = measured.map((c) => `${c.case} ${ratioText(c.ratio)}${c.target === undefined ? '' : ` (target ${c.verdict})`}`).join(', ');

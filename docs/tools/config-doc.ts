@@ -35,7 +35,9 @@ const COMMON: Record<string, string> = {
 
 /** The queue storage variables, which queue-gateway, queue-worker and the operator read alike. */
 const QUEUE_STORE: Record<string, string> = {
-  QUEUE_REDIS_URL: "the queue's Redis: messages, lanes, schedules, DLQ, events (AOF, `noeviction`); queue-gateway and queue-worker must agree on it",
+  QUEUE_REDIS_URL: "the queue's Redis: messages, lanes, schedules, DLQ, events (AOF, `noeviction`); queue-gateway and queue-worker must agree on it. Its server is named `main`; a queue-worker delivers the projects of the one server its QUEUE_REDIS_URL names",
+  QUEUE_REDIS_SERVERS:
+    'more queue Redis servers, space-separated `<name>=<url>` (names of lower-case letters, digits and `-`): new queue projects are spread over these and `main`, each record keeps its server, and each server needs a queue-worker of its own; queue-gateway, the operator and `tenants` must agree on it ([queue.md](queue.md#queue-several-queue-redis-servers))',
   QUEUE_PREFIX: 'prefix of every key written there',
   MESSAGE_RETENTION_MS: 'how long a delivered or failed message stays readable',
   DLQ_RETENTION_MS: 'how long a DLQ entry is kept',
@@ -154,7 +156,7 @@ export const CONFIG_SECTIONS: ReadonlyArray<{ app: string; schema: z.ZodType; op
       descriptions: {
         ...COMMON,
         ...QUEUE_STORE,
-        QUEUE_REDIS_URL: "the queue's Redis, where deleted queue projects' messages are purged",
+        QUEUE_REDIS_URL: "the queue's Redis (server `main`), where new queue projects may be placed and deleted ones' messages are purged",
         CONTROL_REDIS_URL: 'the registry it writes, as the gateways read it',
         HOST: 'address of the management server',
         KV_GATEWAY_URL: "the KV gateway's URL, written into each KvDatabase's Secret",
