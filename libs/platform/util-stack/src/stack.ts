@@ -9,7 +9,7 @@ import type { AppName } from './paths';
 import { DATA_REDIS_PASSWORD_VARIABLE, type PortName, type StackPorts } from './ports';
 import { type EmbedderLocal, type QdrantLocal, startEmbedderLocal, startQdrantLocal } from './python-services';
 import { GATEWAY_REDIS_USER } from '@restash/kv/util-command';
-import { type KvEngine, type KvEngineName, kvEngine } from './kv-engine';
+import { type KvEngine, type KvEngineName, type RedisEngine, kvEngine } from './kv-engine';
 import { QUEUE_REDIS_CONFIG, type RedisAuth, type RedisServer, kvServerOptions, startRedisServer } from './redis';
 import { type TenantTokens, applyTenantFile, applyTenants, markRegistryComplete } from './tenants';
 
@@ -73,6 +73,8 @@ export interface StackOptions {
   registrySealKey?: string;
   /** A Redis of its own for the queue (AOF every second, noeviction); by default the queue uses the control Redis. */
   queueRedis?: boolean;
+  /** The server of the queue's Redis servers (kv-engine.ts): `system` (Debian's redis-server, the default), `redis` (8.2) or `valkey`. */
+  queueEngine?: RedisEngine;
   /**
    * The names of more queue Redis servers (docs/queue.md, "Queue: several queue Redis servers"), each a Redis of its
    * own like `queueRedis`'s: the tenants command and queue-gateway get them as QUEUE_REDIS_SERVERS, and a stack
@@ -203,14 +205,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const dataRedisAuth = { username: GATEWAY_REDIS_USER, password };
     const persistent = options.persistent ? ['appendonly yes'] : [];
     const kvServer = kvServerOptions(password);
-    const redis = (name: string, dir: string, extra: { port?: number; config?: string[]; auth?: RedisAuth; engine?: KvEngineName; addressSpaceBytes?: number }, cpuKey = name) =>
+    const redis = (name: string, dir: string, extra: { port?: number; config?: string[]; auth?: RedisAuth; engine?: RedisEngine; addressSpaceBytes?: number }, cpuKey = name) =>
       track<RedisServer & StackProcess>(name, startRedisServer({ name, dir: join(stateDir, dir), logFile: log(name), ...pin(cpuKey), ...extra }));
 
     const kvDatabases = options.kvDatabases ?? [];
+    const queueEngine = options.queueEngine ? { engine: options.queueEngine } : {};
     const started = await settleAll({
       control: redis('control-redis', 'control', { ...port('controlRedis'), config: options.persistent ? QUEUE_REDIS_CONFIG : [] }),
-      queueRedis: options.queueRedis ? redis('queue-redis', 'queue', { config: QUEUE_REDIS_CONFIG }) : undefined,
-      queueServers: Promise.all((options.queueServers ?? []).map((name) => redis(`queue-redis-${name}`, `queue-${name}`, { config: QUEUE_REDIS_CONFIG }, 'queue-redis'))),
+      queueRedis: options.queueRedis ? redis('queue-redis', 'queue', { config: QUEUE_REDIS_CONFIG, ...queueEngine }) : undefined,
+      queueServers: Promise.all((options.queueServers ?? []).map((name) => redis(`queue-redis-${name}`, `queue-${name}`, { config: QUEUE_REDIS_CONFIG, ...queueEngine }, 'queue-redis'))),
       kv: Promise.all(
         kvDatabases.map((db) =>
           // Valkey cannot read Redis 8's files (RDB format 12): a kept stateDir has a data folder per engine.
