@@ -160,7 +160,7 @@ runBench({
       const runs: LoadRun[] = [];
       for (const kase of cases) {
         runs.push({ args: ['gateway', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
-        if (baseline) runs.push({ args: ['before', kase, messages], env: kase === 'batch' ? batch : {} });
+        if (baseline && kase !== 'servers') runs.push({ args: ['before', kase, messages], env: kase === 'batch' ? batch : {} });
         if (kase === 'single' || kase === 'batch') {
           runs.push({ args: ['direct', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
           runs.push({ args: ['floor', kase, messages], ...(kase === 'batch' ? { env: batch } : {}) });
