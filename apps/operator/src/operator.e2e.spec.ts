@@ -43,7 +43,7 @@ function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, t
 interface Item {
   kind: string;
   metadata: { name: string; namespace: string; generation: number };
-  status?: { observedGeneration?: number; secretName?: string; conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
+  status?: { observedGeneration?: number; secretName?: string; queueServer?: string; conditions?: Array<{ type: string; status: string; reason: string; message: string }> };
 }
 
 async function resources(namespace: string): Promise<Item[]> {
@@ -185,9 +185,12 @@ describe('the operator on a real cluster', () => {
     for (const ns of ['team-a', 'team-b']) {
       const items = await allReady(ns, 4, 180_000);
       expect(items.map((i) => i.status?.secretName).sort()).toEqual(['cache', 'docs', 'events', 'jobs']);
+      // The queue project's server (the chart's one queue Redis: main), placed by the operator's apply.
+      expect(items.filter((i) => i.kind === 'QueueProject').map((i) => i.status?.queueServer)).toEqual(['main']);
     }
-    // The printer columns show the condition.
+    // The printer columns show the condition, and -o wide a queue project's server.
     expect(await kubectl('get', 'kvdb', '-n', 'team-a')).toMatch(/cache\s+True\s+Ready/);
+    expect(await kubectl('get', 'qp', '-n', 'team-a', '-o', 'wide')).toMatch(/jobs\s+True\s+Ready\s+\d+\s+main\s/);
 
     for (const ns of ['team-a', 'team-b']) {
       const kv = await sdkProgram(await secretOf(ns, 'cache'), 'kv', ns);

@@ -20,7 +20,7 @@ const QUEUE_SERVERS = Symbol('QUEUE_SERVERS');
 
 /**
  * The reconciler's registry side on the control Redis: the tenant's registered keys (its index record), the
- * queue projects' signing keys (RuntimeStore.queueSigningKeys), the KV databases' run-time ACL state, and
+ * queue projects' signing keys and servers (RuntimeStore.queueSigningKeys, queueServers), the KV databases' run-time ACL state, and
  * TenantTeardown's apply and delete, the code `tenants apply -f` and `tenants delete` run.
  */
 function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: RegistryWriter, runtime: RuntimeStore): TenantRegistry {
@@ -33,6 +33,7 @@ function tenantRegistry(control: Redis, teardown: TenantTeardown, writer: Regist
       return new Set(raw ? tenantIndexRecordSchema.parse(JSON.parse(raw)).keys : []);
     },
     queueSigningKeys: (ids) => runtime.queueSigningKeys(ids),
+    queueServers: (ids) => runtime.queueServers(ids),
     apply: (document, tokens) => teardown.applyTenant(document, tokens),
     delete: (tenant) => teardown.deleteTenant(tenant),
     kvAclState: (tenant, database) => runtime.kvAclState(tenant, database),

@@ -53,6 +53,8 @@ export interface TenantRegistry {
   registeredKeys(tenant: string): Promise<Set<string>>;
   /** The signing keys the registry holds for these queue projects (ids, queueProjectId), by id; those not registered are absent (RuntimeStore.queueSigningKeys). */
   queueSigningKeys(ids: string[]): Promise<Map<string, SigningKeys>>;
+  /** The queue Redis server each of these registered queue projects' records names, by id (RuntimeStore.queueServers). */
+  queueServers(ids: string[]): Promise<Map<string, string>>;
   apply(document: TenantDocument, tokens: TenantTokens): Promise<PurgeReport>;
   delete(tenant: string): Promise<PurgeReport>;
   /** A KV database's run-time ACL state (RuntimeStore.kvAclState). */

@@ -87,7 +87,7 @@ export function registryKeyOf(r: RestashResource): string {
  *    leave it and their data is purged (Redis contents, collection, topics and groups, queue messages, quota
  *    counters); a tenant without resources is deleted;
  * 7. deleted resources: their managed Redis (StatefulSet, PVC, Services, config Secret) goes, then the finalizer;
- * 8. each resource's status (Ready condition, observedGeneration, secretName), written only when it changed,
+ * 8. each resource's status (Ready condition, observedGeneration, secretName; a QueueProject's queueServer), written only when it changed,
  *    and an Event when a resource becomes not Ready.
  */
 export class TenantReconciler {
@@ -277,6 +277,8 @@ export class TenantReconciler {
     }
 
     let report: PurgeReport | undefined;
+    // Each registered queue project's server, shown in its status.
+    let queueServers = new Map<string, string>();
     if (!blocked) {
       // 5. Engines.
       for (const index of document.spec.vector.indexes) {
@@ -304,6 +306,8 @@ export class TenantReconciler {
       } else {
         report = await this.registryCall(() => this.registry.apply(document, tokens));
         await this.keepKvAclState(namespace, usable);
+        const projects = usable.filter((r) => r.kind === 'QueueProject').map((r) => queueProjectId(namespace, r.metadata.name));
+        if (projects.length > 0) queueServers = await this.registryCall(() => this.registry.queueServers(projects));
       }
     } else {
       requeue = true;
@@ -331,7 +335,8 @@ export class TenantReconciler {
     // 8. Statuses.
     for (const r of all.filter((x) => !x.metadata.deletionTimestamp)) {
       const outcome = outcomes.get(key(r)) ?? (blocked ? undefined : { ready: true, reason: 'Ready' as const, message: readyMessage(r) });
-      if (outcome) await this.writeStatus(r, outcome);
+      const queueServer = r.kind === 'QueueProject' ? queueServers.get(queueProjectId(namespace, r.metadata.name)) : undefined;
+      if (outcome) await this.writeStatus(r, outcome, queueServer);
     }
     if (blocked || [...outcomes.values()].some((o) => o.reason !== 'Reconciling')) {
       throw new ResourcesNotReady(namespace, [...outcomes.entries()].filter(([, o]) => o.reason !== 'Reconciling').map(([k, o]) => `${k}: ${o.reason}`));
@@ -354,8 +359,11 @@ export class TenantReconciler {
     return found;
   }
 
-  /** Writes the resource's status when it differs from what it holds; an Event when it becomes not Ready. */
-  private async writeStatus(r: RestashResource, outcome: Outcome): Promise<void> {
+  /**
+   * Writes the resource's status when it differs from what it holds; an Event when it becomes not Ready.
+   * @param queueServer a QueueProject's server (kept as it was when not given)
+   */
+  private async writeStatus(r: RestashResource, outcome: Outcome, queueServer?: string): Promise<void> {
     const generation = r.metadata.generation ?? 0;
     const conditions = setCondition(
       r.status?.conditions as Condition[] | undefined,
@@ -363,10 +371,11 @@ export class TenantReconciler {
       generation,
       this.now(),
     );
-    const status: ResourceStatus = { observedGeneration: generation, conditions, secretName: r.metadata.name };
+    const status: ResourceStatus & { queueServer?: string } = { observedGeneration: generation, conditions, secretName: r.metadata.name, ...(queueServer ? { queueServer } : {}) };
     // Only the fields this pass owns: a KvDatabase's backup fields are the backup controller's (merge patches keep them).
     const { observedGeneration, conditions: held, secretName } = r.status ?? {};
-    if (!statusChanged({ observedGeneration, conditions: held, secretName }, status)) return;
+    const heldServer = queueServer && r.kind === 'QueueProject' ? { queueServer: r.status?.queueServer } : {};
+    if (!statusChanged({ observedGeneration, conditions: held, secretName, ...heldServer }, status)) return;
     await this.kube.patchStatus(r, status);
     const before = r.status?.conditions?.find((c) => c.type === 'Ready');
     if (!outcome.ready && outcome.reason !== 'Reconciling' && (before?.reason !== outcome.reason || before?.message !== outcome.message)) {

@@ -76,6 +76,15 @@ export class RuntimeStore {
   }
 
   /**
+   * The queue Redis server each of these queue projects' records names (docs/queue.md, "Queue: several queue Redis
+   * servers"), by id; a project whose record names none, or that is not registered, is absent.
+   */
+  async queueServers(ids: string[]): Promise<Map<string, string>> {
+    const stored = await storedQueueProjects(this.redis, ids);
+    return new Map([...stored].flatMap(([id, s]) => (s.queueServer ? [[id, s.queueServer] as const] : [])));
+  }
+
+  /**
    * Stores a token minted at run time (ACL RESTTOKEN) and files it under its tenant; announces the token and the
    * tenant's `acl-tokens` set (the operator copies a tenant's run-time ACL state into Kubernetes: kvAclState).
    */

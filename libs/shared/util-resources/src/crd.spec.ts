@@ -64,6 +64,10 @@ describe('crdOf', () => {
   it('prints Ready and Reason first and Age last; a KvBackup its phase instead', () => {
     expect(crdOf(KINDS.VectorIndex).spec.versions[0].additionalPrinterColumns.map((c) => c.name)).toEqual(['Ready', 'Reason', 'Dimension', 'Metric', 'Age']);
     expect(crdOf(KV_BACKUP_KIND).spec.versions[0].additionalPrinterColumns.map((c) => c.name)).toEqual(['Database', 'Phase', 'Bytes', 'Completed', 'Age']);
+    // A queue project's server with -o wide, from its status.
+    const queue = crdOf(KINDS.QueueProject).spec.versions[0];
+    expect(queue.additionalPrinterColumns.find((c) => c.name === 'Server')).toMatchObject({ jsonPath: '.status.queueServer', priority: 1 });
+    expect((queue.schema.openAPIV3Schema.properties as Record<string, SchemaNode>)['status']).toMatchObject({ properties: { queueServer: { type: 'string' } } });
   });
 
   it('requires a spec only where the spec has fields without defaults', () => {

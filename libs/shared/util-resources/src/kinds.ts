@@ -4,7 +4,7 @@
 // and their Secrets' data in kinds/secret-data.ts. Everything is exported from here.
 import type { z } from 'zod';
 import { kvBackupSpecSchema, kvBackupStatusSchema, kvDatabaseSpecSchema, kvDatabaseStatusSchema } from './kinds/kv';
-import { queueProjectSpecSchema } from './kinds/queue';
+import { queueProjectSpecSchema, queueProjectStatusSchema } from './kinds/queue';
 import type { KindName } from './kinds/resources';
 import type { CelRule } from './kinds/shared';
 import { statusSchema } from './kinds/status';
@@ -31,7 +31,7 @@ export {
 } from './kinds/kv';
 export { SIMILARITY_FUNCTIONS, VECTOR_INDEX_TYPES, type VectorIndexSpec, vectorIndexSpecSchema } from './kinds/vector';
 export { MAX_TOPICS, type StreamClusterSpec, streamClusterSpecSchema } from './kinds/stream';
-export { type QueueProjectSpec, queueProjectSpecSchema } from './kinds/queue';
+export { type QueueProjectSpec, type QueueProjectStatus, queueProjectSpecSchema, queueProjectStatusSchema } from './kinds/queue';
 export { CONDITION_REASONS, type Condition, type ConditionReason, type ResourceStatus, conditionSchema, statusSchema } from './kinds/status';
 export type { KindName, KvBackup, KvDatabase, QueueProject, ResourceMetadata, RestashResource, StreamCluster, VectorIndex } from './kinds/resources';
 export { type GatewayUrls, type SecretTokens, secretDataOf, streamClusterUsername } from './kinds/secret-data';
@@ -138,8 +138,12 @@ export const KINDS: Record<KindName, KindInfo> = {
   },
   QueueProject: {
     ...tenantKind('QueueProject', 'queueprojects', 'qp', queueProjectSpecSchema),
+    status: queueProjectStatusSchema,
     description: 'queue project (QStash API)',
-    printerColumns: [{ name: 'Retries', type: 'integer', jsonPath: '.spec.retries.max', description: 'Most retries a message may ask for' }],
+    printerColumns: [
+      { name: 'Retries', type: 'integer', jsonPath: '.spec.retries.max', description: 'Most retries a message may ask for' },
+      { name: 'Server', type: 'string', jsonPath: '.status.queueServer', description: 'The queue Redis server its data lives on', priority: 1 },
+    ],
   },
 };
 

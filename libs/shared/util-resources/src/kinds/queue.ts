@@ -1,6 +1,7 @@
 // The Queue API's kind (split from kinds.ts, which exports it): QueueProject's spec (retries, destinations, limits).
 import { z } from 'zod';
 import { MESSAGE_MAX_REQUEST_BYTES, limits, withRule } from './shared';
+import { statusSchema } from './status';
 
 /** `QueueProject.spec`: message retries (QStash's default is 3), destinations and limits. */
 export const queueProjectSpecSchema = z.strictObject({
@@ -30,3 +31,12 @@ export const queueProjectSpecSchema = z.strictObject({
   limits: limits(MESSAGE_MAX_REQUEST_BYTES),
 });
 export type QueueProjectSpec = z.output<typeof queueProjectSpecSchema>;
+
+/** `QueueProject.status`: every kind's, and the queue Redis server the project's data lives on. */
+export const queueProjectStatusSchema = statusSchema.extend({
+  queueServer: z
+    .string()
+    .optional()
+    .describe("The queue Redis server its messages, schedules, DLQ and events live on (main: QUEUE_REDIS_URL's; docs/queue.md, \"Queue: several queue Redis servers\"), chosen once when it was first registered."),
+});
+export type QueueProjectStatus = z.output<typeof queueProjectStatusSchema>;

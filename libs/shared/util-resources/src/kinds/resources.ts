@@ -1,7 +1,7 @@
 // The types of the restash resources as restash reads and writes them (split from kinds.ts, which exports them):
 // metadata, the four tenant resources (RestashResource) and KvBackup.
 import type { KvBackupSpec, KvBackupStatus, KvDatabaseSpec, KvDatabaseStatus } from './kv';
-import type { QueueProjectSpec } from './queue';
+import type { QueueProjectSpec, QueueProjectStatus } from './queue';
 import type { API_VERSION } from './shared';
 import type { ResourceStatus } from './status';
 import type { StreamClusterSpec } from './stream';
@@ -44,6 +44,6 @@ export type VectorIndex = Resource<'VectorIndex', VectorIndexSpec>;
 /** A stream cluster (Upstash Kafka REST API). */
 export type StreamCluster = Resource<'StreamCluster', StreamClusterSpec>;
 /** A queue project (QStash API). */
-export type QueueProject = Resource<'QueueProject', QueueProjectSpec>;
+export type QueueProject = Resource<'QueueProject', QueueProjectSpec> & { status?: QueueProjectStatus };
 export type RestashResource = KvDatabase | VectorIndex | StreamCluster | QueueProject;
 export type KindName = RestashResource['kind'];
