@@ -53,6 +53,30 @@ describe('DeliveryStreams and DeliveryConsumer on a real Redis', () => {
     await expect(streams.states([first.messageId, 'msg_none'])).resolves.toEqual(['waiting', undefined]);
   });
 
+  it('writes the CREATED event and the pending index entry with an add, and none for a duplicate', async () => {
+    const first = message();
+    const dedup = { key: 't:de:t.a:created', ttlMs: 60_000 };
+    const created = (id: string) => ({ stream: 't:events:t.a', json: JSON.stringify({ messageId: id, state: 'CREATED' }), maxLength: 100, index: 't:pending:t.a' });
+    await expect(streams.add(first, dedup, created(first.messageId))).resolves.toEqual({ messageId: first.messageId, added: true });
+    const duplicate = message();
+    await expect(streams.add(duplicate, dedup, created(duplicate.messageId))).resolves.toEqual({ messageId: first.messageId, added: false });
+    const events = await queueRedis.redis.xrange('t:events:t.a', '-', '+');
+    expect(events.map(([, fields]) => JSON.parse(fields[1] as string))).toEqual([{ messageId: first.messageId, state: 'CREATED' }]);
+    expect(await queueRedis.redis.zrange('t:pending:t.a', 0, -1, 'WITHSCORES')).toEqual([first.messageId, String(first.createdAt)]);
+  });
+
+  it('settles a message purged while it was delivered without writing it again, and drops its entry', async () => {
+    await streams.ensureGroup();
+    const { messageId } = await streams.add(message());
+    const entries = (await queueRedis.redis.xreadgroup('GROUP', 'workers', 'purged', 'COUNT', 10, 'STREAMS', streams.ready, '>')) as Array<[string, Array<[string, string[]]>]>;
+    const [taken] = await streams.start(entries[0]?.[1] ?? [], 5);
+    await streams.forget([messageId]);
+    await streams.finish(taken as NonNullable<typeof taken>, 'completed', 'delivered');
+    expect(await queueRedis.redis.exists(streams.key(messageId))).toBe(0);
+    expect(await queueRedis.redis.xlen(streams.ready)).toBe(0);
+    await expect(streams.counts()).resolves.toEqual({ waiting: 0, active: 0, delayed: 0 });
+  });
+
   it('delivers each message once and keeps its result for the retention', async () => {
     const seen: string[] = [];
     const consumer = await consume(async (job) => {

@@ -32,10 +32,12 @@ export const DELIVERY_GROUP = 'workers';
 
 /** Fields of a message's hash: d data (JSON), p project, s state, a attempts made, g progress (JSON), r result, t stalls. */
 const SCRIPTS = {
-  // KEYS: message, ready, delayed, deduplication key or the message key again (none). ARGV: id, data, project, due, now, dedup ttl ms.
+  // KEYS: message, ready, delayed, deduplication key or the message key again (none), the project's event stream and
+  // pending index (or the message key twice: no CREATED event). ARGV: id, data, project, due, now, dedup ttl ms, the
+  // CREATED event's JSON, the stream's approximate MAXLEN, the index score (createdAt).
   // Returns {id, 1} when added, {holder, 0} for a duplicate (the deduplication id taken) or a message that exists.
   deliveryAdd: {
-    numberOfKeys: 4,
+    numberOfKeys: 6,
     lua: `
 if KEYS[4] ~= KEYS[1] then
   local holder = redis.call('GET', KEYS[4])
@@ -43,11 +45,16 @@ if KEYS[4] ~= KEYS[1] then
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {ARGV[1], 0} end
 if KEYS[4] ~= KEYS[1] then redis.call('SET', KEYS[4], ARGV[1], 'PX', ARGV[6]) end
-if tonumber(ARGV[4]) > tonumber(ARGV[5]) then
-  redis.call('HSET', KEYS[1], 'd', ARGV[2], 'p', ARGV[3], 's', 'delayed', 'a', 0)
+local state = 'waiting'
+if tonumber(ARGV[4]) > tonumber(ARGV[5]) then state = 'delayed' end
+redis.call('HSET', KEYS[1], 'd', ARGV[2], 'p', ARGV[3], 's', state, 'a', 0)
+if KEYS[5] ~= KEYS[1] then
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[8], '*', 'e', ARGV[7])
+  redis.call('ZADD', KEYS[6], ARGV[9], ARGV[1])
+end
+if state == 'delayed' then
   redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 else
-  redis.call('HSET', KEYS[1], 'd', ARGV[2], 'p', ARGV[3], 's', 'waiting', 'a', 0)
   redis.call('XADD', KEYS[2], '*', 'm', ARGV[1])
 end
 return {ARGV[1], 1}`,
@@ -63,13 +70,13 @@ local out = {}
 for i = 4, #ARGV, 2 do
   local entry, id = ARGV[i], ARGV[i + 1]
   local key = ARGV[2] .. id
-  local state = redis.call('HGET', key, 's')
+  local f = redis.call('HMGET', key, 's', 'd', 'a', 'g')
+  local state = f[1]
   local stalls = 0
   if state == 'active' then stalls = redis.call('HINCRBY', key, 't', 1) end
   if (state == 'waiting' or state == 'active') and stalls <= tonumber(ARGV[3]) then
-    redis.call('HSET', key, 's', 'active')
-    local f = redis.call('HMGET', key, 'd', 'a', 'g')
-    out[#out + 1] = {entry, id, f[1], f[2] or '0', f[3] or '0', stalls}
+    if state == 'waiting' then redis.call('HSET', key, 's', 'active') end
+    out[#out + 1] = {entry, id, f[2], f[3] or '0', f[4] or '0', stalls}
   else
     if state == 'active' then redis.call('HSET', key, 's', 'failed', 'r', 'job stalled more than allowable limit') end
     redis.call('XACK', KEYS[1], ARGV[1], entry)
@@ -79,20 +86,22 @@ end
 return out`,
   },
   // KEYS: ready, then one message key per settle. ARGV: group, retention ms, then per settle its entry, state
-  // (completed|failed) and result. Settles taken messages (each attempt counted, as BullMQ counts a finished job's).
+  // (completed|failed), result and attempts made (this one counted, as BullMQ counts a finished job's). Settles taken
+  // messages: their entries acknowledged and deleted in one XACK and one XDEL; a message gone meanwhile (a purge)
+  // is not written again (PEXPIRE answers 0).
   deliveryFinish: {
     lua: `
 local n = #KEYS - 1
+local entries = {}
 for i = 1, n do
-  local key, a = KEYS[i + 1], 3 * i
-  redis.call('XACK', KEYS[1], ARGV[1], ARGV[a])
-  redis.call('XDEL', KEYS[1], ARGV[a])
-  if redis.call('EXISTS', key) == 1 then
-    redis.call('HINCRBY', key, 'a', 1)
-    redis.call('HSET', key, 's', ARGV[a + 1], 'r', ARGV[a + 2])
-    redis.call('PEXPIRE', key, ARGV[2])
+  local key, a = KEYS[i + 1], 4 * i - 1
+  entries[i] = ARGV[a]
+  if redis.call('PEXPIRE', key, ARGV[2]) == 1 then
+    redis.call('HSET', key, 's', ARGV[a + 1], 'r', ARGV[a + 2], 'a', ARGV[a + 3])
   end
 end
+redis.call('XACK', KEYS[1], ARGV[1], unpack(entries))
+redis.call('XDEL', KEYS[1], unpack(entries))
 return n`,
   },
   // KEYS: message, ready, delayed. ARGV: group, entry, id, due, now, attempts to add (0|1). Puts a taken message back,
@@ -146,7 +155,23 @@ return 0`,
 };
 
 interface DeliveryScripts {
-  deliveryAdd(message: string, ready: string, delayed: string, dedup: string, id: string, data: string, project: string, due: number, now: number, dedupTtlMs: number): Promise<[string, number]>;
+  deliveryAdd(
+    message: string,
+    ready: string,
+    delayed: string,
+    dedup: string,
+    events: string,
+    pendingIndex: string,
+    id: string,
+    data: string,
+    project: string,
+    due: number,
+    now: number,
+    dedupTtlMs: number,
+    created: string,
+    eventsMaxLength: number,
+    createdAt: number,
+  ): Promise<[string, number]>;
   deliveryStart(ready: string, group: string, prefix: string, maxStalls: number, ...pairs: string[]): Promise<Array<[string, string, string, string, string, number]>>;
   deliveryFinish(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<number>;
   deliveryRetry(message: string, ready: string, delayed: string, group: string, entry: string, id: string, due: number, now: number, addAttempt: 0 | 1): Promise<number>;
@@ -205,21 +230,34 @@ export class DeliveryStreams {
   /**
    * Adds a message, due at its `notBefore`, unless its deduplication key is taken or a message with its id exists.
    * @param deduplication the key that holds the deduplication id (a message id) and for how long, in ms
+   * @param created the message's CREATED event (JSON) to append to `stream` (trimmed to about `maxLength` entries),
+   *   and the project's pending index (`index`) to enter by createdAt, written in the same script only when the
+   *   message is added: one call and no guard, where the event log's append would take another (queue-store.ts)
    * @returns the id that holds the message (the earlier one for a duplicate) and whether this call added it
    */
-  async add(message: QueueMessage, deduplication?: { key: string; ttlMs: number }): Promise<{ messageId: string; added: boolean }> {
+  async add(
+    message: QueueMessage,
+    deduplication?: { key: string; ttlMs: number },
+    created?: { stream: string; json: string; maxLength: number; index: string },
+  ): Promise<{ messageId: string; added: boolean }> {
     const id = message.messageId;
+    const key = this.key(id);
     const [holder, added] = await this.redis.deliveryAdd(
-      this.key(id),
+      key,
       this.ready,
       this.delayed,
-      deduplication?.key ?? this.key(id),
+      deduplication?.key ?? key,
+      created?.stream ?? key,
+      created?.index ?? key,
       id,
       JSON.stringify(message),
       message.project,
       message.notBefore,
       Date.now(),
       deduplication?.ttlMs ?? 0,
+      created?.json ?? '',
+      created?.maxLength ?? 0,
+      message.createdAt,
     );
     return { messageId: holder, added: added === 1 };
   }
@@ -340,7 +378,7 @@ export class DeliveryStreams {
     const batch = this.settles.splice(0, MAX_SETTLES_PER_CALL);
     if (this.settles.length > 0) setImmediate(() => this.flushSettles());
     const keys = [this.ready, ...batch.map(({ taken }) => this.key(taken.message.messageId))];
-    const args = [DELIVERY_GROUP, this.options.messageRetentionMs, ...batch.flatMap(({ taken, state, result }) => [taken.entryId, state, result])];
+    const args = [DELIVERY_GROUP, this.options.messageRetentionMs, ...batch.flatMap(({ taken, state, result }) => [taken.entryId, state, result, taken.attemptsMade + 1])];
     this.redis.deliveryFinish(keys.length, ...keys, ...args).then(
       () => batch.forEach(({ resolve }) => resolve()),
       (error: unknown) => batch.forEach(({ reject }) => reject(error)),

@@ -100,15 +100,16 @@ export class QueueStore {
 
   /**
    * Adds a message of the shared deliveries (DeliveryStreams) with its CREATED event and its entry in the project's
-   * pending index, in the same round trip: the add is sent in this turn of the event loop and the event log's
-   * script after it, writing the event only if the message exists by then (a duplicate gets none). The deduplication
-   * key is BullMQ's (`<prefix>:deliveries:de:<project>:<id>`), so that ids taken before the streams engine stay taken.
+   * pending index, in the same script (DeliveryStreams.add): a duplicate gets neither. The deduplication key is
+   * BullMQ's (`<prefix>:deliveries:de:<project>:<id>`), so that ids taken before the streams engine stay taken.
    */
   private async publishShared(message: QueueMessage, created: MessageEvent, deduplication: { id: string; ttl: number } | undefined) {
-    const index = { key: this.pendingKey(message.project), member: message.messageId, score: message.createdAt };
-    const added = this.deliveries.add(message, deduplication ? { key: this.deduplicationKey(deduplication.id), ttlMs: deduplication.ttl } : undefined);
-    const event = this.eventLog.append(this.key('events', message.project), [created], this.deliveries.key(message.messageId), index);
-    const [{ messageId }] = await Promise.all([added, event]);
+    const { messageId } = await this.deliveries.add(message, deduplication ? { key: this.deduplicationKey(deduplication.id), ttlMs: deduplication.ttl } : undefined, {
+      stream: this.key('events', message.project),
+      json: JSON.stringify(created),
+      maxLength: this.options.eventsPerProject,
+      index: this.pendingKey(message.project),
+    });
     return { messageId, deduplicated: messageId !== message.messageId };
   }
 
