@@ -62,7 +62,7 @@ describe('DeliveryStreams and DeliveryConsumer on a real Redis', () => {
     await expect(streams.add(duplicate, dedup, created(duplicate.messageId))).resolves.toEqual({ messageId: first.messageId, added: false });
     const events = await queueRedis.redis.xrange('t:events:t.a', '-', '+');
     expect(events.map(([, fields]) => JSON.parse(fields[1] as string))).toEqual([{ messageId: first.messageId, state: 'CREATED' }]);
-    expect(await queueRedis.redis.zrange('t:pending:t.a', 0, -1, 'WITHSCORES')).toEqual([first.messageId, String(first.createdAt)]);
+    expect(await queueRedis.redis.zrange('t:pending:t.a', '0', '-1', 'WITHSCORES')).toEqual([first.messageId, String(first.createdAt)]);
   });
 
   it('settles a message purged while it was delivered without writing it again, and drops its entry', async () => {
