@@ -87,6 +87,10 @@ describe(`@upstash/redis hashes on ${engine}`, () => {
     // A time in the past deletes the field at once.
     expect(await redis.hexpireat('h:ttl', 'c', inSeconds(-10))).toEqual([2]);
     expect(await redis.hexists('h:ttl', 'c')).toBe(0);
+    // A negative time too, as Upstash: Redis would answer "invalid expire time".
+    await redis.hset('h:ttl', { d: 'gone' });
+    expect(await redis.hexpireat('h:ttl', 'd', -1)).toEqual([2]);
+    expect(await redis.hexists('h:ttl', 'd')).toBe(0);
     expect(await redis.hpexpire('h:ttl', 'b', 1)).toEqual([1]);
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(await redis.hgetall('h:ttl')).toEqual({ a: 'x' });

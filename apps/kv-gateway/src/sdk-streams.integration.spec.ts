@@ -36,6 +36,13 @@ describe(`@upstash/redis streams, pipelines and transactions on ${engine}`, () =
     expect(await redis.xlen('x:s')).toBe(1);
     expect(await redis.xtrim('x:s', { strategy: 'MINID', exactness: '=', threshold: '99999999999999-0' })).toBe(1);
     expect(await redis.xlen('x:s')).toBe(0);
+
+    // `~` keeps at most about the threshold, as Upstash (Redis alone would keep all 50: it trims whole nodes of 100).
+    for (let i = 0; i < 50; i++) await redis.xadd('x:approx', '*', { i });
+    expect(await redis.xtrim('x:approx', { strategy: 'MAXLEN', exactness: '~', threshold: 30 })).toBe(20);
+    expect(await redis.xlen('x:approx')).toBe(30);
+    await redis.xadd('x:approx', '*', { i: 50 }, { trim: { type: 'MAXLEN', threshold: 10, comparison: '~' } });
+    expect(await redis.xlen('x:approx')).toBe(10);
   });
 
   it('consumer groups: XGROUP, XREADGROUP (and NOACK), XPENDING, XACK, XCLAIM, XAUTOCLAIM, XINFO', async () => {

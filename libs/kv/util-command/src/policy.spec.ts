@@ -1,6 +1,6 @@
 import { CommandTable } from './command-table';
 import { KvError } from './kv-error';
-import { type PolicyContext, prepareCommand, rewriteReply } from './policy';
+import { type PolicyContext, prepareCommand, rewriteReply, upstashArguments } from './policy';
 import type { CommandArgs } from './request';
 
 /** A COMMAND entry in the shape Redis 7 sends: name, arity, flags, keys, categories, tips, key specs, subcommands. */
@@ -237,5 +237,18 @@ describe('where Upstash and Redis differ', () => {
     };
     expect(await scan.run(redis)).toEqual([Buffer.from('7'), [Buffer.from('a1'), Buffer.from('string')]]);
     expect(prepare(['scan', '0', 'type', 'hash'])).toMatchObject({ kind: 'redis' });
+  });
+
+  it('trims streams exactly where Upstash does, and expires hash fields now for a negative time', () => {
+    expect(upstashArguments('xtrim', ['xtrim', 's', 'MAXLEN', '~', '30'])).toEqual(['xtrim', 's', 'MAXLEN', '=', '30']);
+    expect(upstashArguments('xtrim', ['xtrim', 's', 'minid', '~', '5-0'])).toEqual(['xtrim', 's', 'minid', '=', '5-0']);
+    // LIMIT is valid only after ~: sent as given.
+    expect(upstashArguments('xtrim', ['xtrim', 's', 'MAXLEN', '~', '30', 'LIMIT', '10'])).toEqual(['xtrim', 's', 'MAXLEN', '~', '30', 'LIMIT', '10']);
+    expect(upstashArguments('xadd', ['xadd', 's', 'NOMKSTREAM', 'MAXLEN', '~', '3', '*', 'f', 'v'])).toEqual(['xadd', 's', 'NOMKSTREAM', 'MAXLEN', '=', '3', '*', 'f', 'v']);
+    // A field or value named like an option is data, never rewritten.
+    expect(upstashArguments('xadd', ['xadd', 's', '*', 'MAXLEN', '~'])).toEqual(['xadd', 's', '*', 'MAXLEN', '~']);
+    expect(upstashArguments('hexpireat', ['hexpireat', 'h', '-5', 'FIELDS', '1', 'f'])).toEqual(['hexpireat', 'h', '0', 'FIELDS', '1', 'f']);
+    expect(upstashArguments('hpexpire', ['hpexpire', 'h', '10', 'FIELDS', '1', '-5'])).toEqual(['hpexpire', 'h', '10', 'FIELDS', '1', '-5']);
+    expect(upstashArguments('set', ['set', 'k', '~'])).toEqual(['set', 'k', '~']);
   });
 });

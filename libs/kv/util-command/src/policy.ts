@@ -180,8 +180,40 @@ export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: Poli
     const composite = upstashBehaviour(out === args ? name : commandName(out), out);
     if (composite) return composite;
   }
-  const command: RedisCommand = { kind: 'redis', args: out, label, write };
+  const command: RedisCommand = { kind: 'redis', args: upstashArguments(name, out), label, write };
   return scope(command, ctx.prefix, tenantAcl ? TENANT_ACL.get(label) : undefined);
+}
+
+/** The commands whose second argument after the key is a time (seconds, milliseconds or a Unix time): HEXPIRE family. */
+const HASH_FIELD_EXPIRES: ReadonlySet<string> = new Set(['hexpire', 'hpexpire', 'hexpireat', 'hpexpireat']);
+
+/**
+ * Arguments that Upstash reads otherwise than Redis (docs/kv.md, "KV: where Upstash and Redis differ"), rewritten
+ * to Redis's equivalent; every other command is returned as given:
+ * - `XADD`/`XTRIM … MAXLEN|MINID ~ n` trim exactly (`=`): Redis's `~` removes only whole stream nodes (100 entries
+ *   each by default) and may keep every entry, where Upstash keeps at most about n (the official suite allows n + 1).
+ *   With `LIMIT`, which Redis accepts only after `~`, the command goes as sent.
+ * - `HEXPIRE`/`HPEXPIRE`/`HEXPIREAT`/`HPEXPIREAT` with a negative time expire the fields now (time 0: Redis deletes
+ *   them and answers 2 for each), where Redis answers "invalid expire time".
+ */
+export function upstashArguments(name: string, args: CommandArgs): CommandArgs {
+  if (HASH_FIELD_EXPIRES.has(name)) {
+    return args.length > 2 && /^-\d+$/.test(String(args[2])) ? args.map((a, i) => (i === 2 ? '0' : a)) : args;
+  }
+  if (name !== 'xadd' && name !== 'xtrim') return args;
+  const lower = (i: number) => (i < args.length ? String(args[i]).toLowerCase() : '');
+  for (let i = 2; i < args.length; ) {
+    const token = lower(i);
+    if (token === 'maxlen' || token === 'minid') {
+      const approximate = lower(i + 1) === '~';
+      const limited = lower(i + (approximate ? 3 : 2)) === 'limit';
+      return approximate && !limited ? args.map((a, at) => (at === i + 1 ? '=' : a)) : args;
+    }
+    // XADD's options before the trimming ones; anything else is the ID (XADD) or a syntax error for Redis to report.
+    if (name === 'xadd' && ['nomkstream', 'keepref', 'delref', 'acked'].includes(token)) i++;
+    else return args;
+  }
+  return args;
 }
 
 /** Where Upstash's documented behaviour differs from Redis's (docs/kv.md, "KV: where Upstash and Redis differ"). */
