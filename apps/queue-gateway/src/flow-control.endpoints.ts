@@ -49,8 +49,8 @@ export function parseUnpin(query: URLSearchParams): { parallelism: boolean; rate
 /**
  * The flow-control endpoints (docs/queue.md, "Queue: queues and flow control";
  * `client.flowControl` of `@upstash/qstash`): `GET /v2/flowControl?search=`, `GET /v2/flowControl/{key}`,
- * `POST /v2/flowControl/{key}/pause|resume|resetRate|pin|unpin`, `GET /v2/globalParallelism`. A key is known
- * once a message was published with it; an unknown key is 404.
+ * `POST /v2/flowControl/{key}/pause|resume|resetRate|reset|pin|unpin` (`reset` is QStash's changelog name for
+ * `resetRate`), `GET /v2/globalParallelism`. A key is known once a message was published with it; an unknown key is 404.
  */
 export function flowControlEndpoints(s: LanesService): Endpoint[] {
   return [
@@ -60,10 +60,10 @@ export function flowControlEndpoints(s: LanesService): Endpoint[] {
       write: true,
       name: 'flowControl',
       run: done(async (c) => {
-        const match = /^(.+)\/(pause|resume|resetRate|pin|unpin)$/.exec(c.rest);
+        const match = /^(.+)\/(pause|resume|resetRate|reset|pin|unpin)$/.exec(c.rest);
         if (!match) throw new QueueError(404, `Not found: /v2/flowControl/${c.rest}`);
         const key = flowControlKey(match[1] as string);
-        const kind = match[2] as 'pause' | 'resume' | 'resetRate' | 'pin' | 'unpin';
+        const kind = match[2] === 'reset' ? 'resetRate' : (match[2] as 'pause' | 'resume' | 'resetRate' | 'pin' | 'unpin');
         if (kind === 'pin') await s.flowControlAction(c.session, key, { kind, ...parsePin(c.query) });
         else if (kind === 'unpin') await s.flowControlAction(c.session, key, { kind, ...parseUnpin(c.query) });
         else await s.flowControlAction(c.session, key, { kind });

@@ -283,6 +283,12 @@ describe('queues and flow control with the official @upstash/qstash Client', () 
     await eventually(() => expect(bed.sink.on('/fc-admin').bodies).toHaveLength(3), 15_000);
     await client.flowControl.resetRate('fc-admin');
     expect((await client.flowControl.get('fc-admin')).rateCount).toBe(0);
+    // `reset`, the changelog's name for resetRate.
+    await client.publish({ url: `${bed.sink.url}/fc-admin`, body: 'fourth', flowControl: { key: 'fc-admin', rate: 2, period: 60 } });
+    await eventually(async () => expect((await client.flowControl.get('fc-admin')).rateCount).toBe(1), 15_000);
+    expect((await api('POST', '/v2/flowControl/fc-admin/reset')).status).toBe(200);
+    expect((await client.flowControl.get('fc-admin')).rateCount).toBe(0);
+    expect((await api('POST', '/v2/flowControl/never-used/reset')).status).toBe(404);
 
     const listed = (await (await api('GET', '/v2/flowControl?search=admin')).json()) as Array<{ flowControlKey: string }>;
     expect(listed.map((f) => f.flowControlKey)).toEqual(['fc-admin']);
