@@ -320,7 +320,7 @@ describe('vector-gateway sparse and hybrid indexes with the official SDK', () =>
   it('answers bad sparse input with 400s naming the field, and each index type refuses the other vectors', async () => {
     const token = (name: string) => stack.tokens('acme', name).standard;
     const cases: Array<[string, string, unknown, string]> = [
-      ['sparse', 'upsert', { id: 'a', sparseVector: { indices: [1, 1], values: [1, 2] } }, 'sparseVector.indices[1] repeats index 1'],
+      ['sparse', 'upsert', { id: 'a', sparseVector: { indices: [1, 1], values: [3e38, 3e38] } }, 'sparseVector: the values of repeated index 1 add up'],
       ['sparse', 'upsert', { id: 'a', sparseVector: { indices: [-1], values: [1] } }, 'sparseVector.indices[0] must be an integer between 0 and 4294967295'],
       ['sparse', 'upsert', [{ id: 'a', sparseVector: { indices: [1, 2], values: [1] } }], '[0]sparseVector.indices and [0]sparseVector.values must have the same length'],
       ['sparse', 'upsert', { id: 'a', vector: [1, 2] }, 'this index is sparse'],
@@ -337,5 +337,14 @@ describe('vector-gateway sparse and hybrid indexes with the official SDK', () =>
     }
     const noModel = await call(stack, token('sparse'), 'upsert-data', { id: 'a', data: 'text' });
     expect(noModel.status).toBe(422);
+  });
+
+  it('accepts a sparse vector that repeats an index, as Upstash does (the official range test): the values add up', async () => {
+    const namespace = sparse.namespace('repeats');
+    expect(await namespace.upsert({ id: 'r', sparseVector: { indices: [5, 1, 5], values: [0.25, 0.5, 0.5] } })).toBe('Success');
+    expect(await namespace.fetch(['r'], { includeVectors: true })).toEqual([{ id: 'r', sparseVector: { indices: [1, 5], values: [0.5, 0.75] } }]);
+    const [hit] = await namespace.query({ sparseVector: { indices: [5, 5], values: [1, 1] }, topK: 1 });
+    expect(hit).toMatchObject({ id: 'r', score: 1.5 });
+    await namespace.reset();
   });
 });

@@ -10,6 +10,10 @@ describe('sparse vectors', () => {
     expect(parseSparseVector({ indices: [0, 4_294_967_295], values: [0.5, -1] }, 'sparseVector')).toEqual({ indices: [0, 4_294_967_295], values: [0.5, -1] });
   });
 
+  it('accepts a repeated index as Upstash does, adding its values into the first entry', () => {
+    expect(parseSparseVector({ indices: [7, 2, 7, 7], values: [1, 0.5, 2, -0.25] }, 'sparseVector')).toEqual({ indices: [7, 2], values: [2.75, 0.5] });
+  });
+
   it('refuses malformed sparse vectors with 400 naming the field and element', () => {
     const cases: Array<[unknown, string]> = [
       [[1, 2], 'sparseVector must be an object {indices, values}'],
@@ -20,7 +24,7 @@ describe('sparse vectors', () => {
       [{ indices: [-1], values: [1] }, 'sparseVector.indices[0] must be an integer between 0 and 4294967295'],
       [{ indices: [2 ** 32], values: [1] }, 'sparseVector.indices[0] must be an integer between 0 and 4294967295'],
       [{ indices: [1.5], values: [1] }, 'sparseVector.indices[0] must be an integer between 0 and 4294967295'],
-      [{ indices: [3, 3], values: [1, 2] }, 'sparseVector.indices[1] repeats index 3: indices must be unique'],
+      [{ indices: [3, 3], values: [3e38, 3e38] }, 'sparseVector: the values of repeated index 3 add up to outside the float32 range'],
       [{ indices: [3], values: [null] }, 'sparseVector.values[0] must be a finite number'],
       [{ indices: [3], values: [1e39] }, 'sparseVector.values[0] is outside the float32 range'],
     ];
@@ -51,7 +55,7 @@ describe('requests by index type', () => {
     expect(error(() => parseUpsert({ id: 'a', vector: [1] }, false, 'HYBRID')).message).toBe('sparseVector is missing: a hybrid index needs both vector and sparseVector');
     expect(error(() => parseUpsert({ id: 'a', sparseVector: sv }, false, 'HYBRID')).message).toBe('vector is missing: a hybrid index needs both vector and sparseVector');
     expect(error(() => parseUpsert({ id: 'a', sparseVector: sv }, true, 'SPARSE')).message).toBe('sparseVector: /upsert-data takes data, not vectors; use /upsert');
-    expect(error(() => parseUpsert({ id: 'a', sparseVector: { indices: [1, 1], values: [1, 2] } }, false, 'SPARSE')).message).toContain('sparseVector.indices[1] repeats');
+    expect(error(() => parseUpsert({ id: 'a', sparseVector: { indices: [-1], values: [1] } }, false, 'SPARSE')).message).toContain('sparseVector.indices[0] must be an integer');
   });
 
   it('query: each type takes its vectors or data, and checks the hybrid options', () => {

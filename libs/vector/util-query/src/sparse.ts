@@ -15,8 +15,10 @@ export const MAX_SPARSE_ENTRIES = 1000;
 
 /**
  * Validates a `sparseVector` field (docs/vector.md, "Vector: index types"): an object `{indices, values}` of
- * the same non-zero length (at most {@link MAX_SPARSE_ENTRIES}); indices are unique integers in
- * [0, 2^32 - 1]; values are numbers that round to a finite float32 ({@link float32Problem}).
+ * the same non-zero length (at most {@link MAX_SPARSE_ENTRIES}); indices are integers in [0, 2^32 - 1];
+ * values are numbers that round to a finite float32 ({@link float32Problem}). An index given more than once is
+ * accepted, as Upstash does (the official suite's random sparse vectors repeat indices): its values are added
+ * into one entry at the index's first place, as a sparse vector in coordinate form means.
  * @param field how errors name the value, e.g. `sparseVector` or `[2]sparseVector`
  * @throws VectorError 400 naming the field (and the offending element)
  */
@@ -34,18 +36,23 @@ export function parseSparseVector(value: unknown, field: string): SparseVector {
   if (indices.length > MAX_SPARSE_ENTRIES) {
     throw VectorError.badRequest(`${field} has ${indices.length} entries, at most ${MAX_SPARSE_ENTRIES}`);
   }
-  const seen = new Set<number>();
+  const at = new Map<number, number>();
   for (let i = 0; i < indices.length; i++) {
     const index: unknown = indices[i];
     if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > MAX_SPARSE_INDEX) {
       throw VectorError.badRequest(`${field}.indices[${i}] must be an integer between 0 and ${MAX_SPARSE_INDEX}`);
     }
-    if (seen.has(index)) throw VectorError.badRequest(`${field}.indices[${i}] repeats index ${index}: indices must be unique`);
-    seen.add(index);
+    if (!at.has(index)) at.set(index, at.size);
   }
   const problem = float32Problem(values);
   if (problem) throw VectorError.badRequest(`${field}.values${problem}`);
-  return { indices: indices as number[], values: values as number[] };
+  if (at.size === indices.length) return { indices: indices as number[], values: values as number[] };
+  const merged = { indices: [...at.keys()], values: new Array<number>(at.size).fill(0) };
+  (indices as number[]).forEach((index, i) => (merged.values[at.get(index) as number] += values[i] as number));
+  merged.values.forEach((value, k) => {
+    if (float32Problem([value])) throw VectorError.badRequest(`${field}: the values of repeated index ${merged.indices[k]} add up to outside the float32 range`);
+  });
+  return merged;
 }
 
 /**
