@@ -200,7 +200,26 @@ describe(`@upstash/redis search on ${engine}`, () => {
     expect(await redis.search.alias.delete({ alias: 'folks' })).toBe(1);
     expect(await redis.search.alias.delete({ alias: 'folks' })).toBe(0);
     expect(await redis.search.alias.add({ indexName: 'people', alias: 'folks2' })).toBe(1);
-    await expect(redis.search.alias.list()).rejects.toThrow('SEARCH.LISTALIASES is not supported on this server');
+    expect(await redis.search.alias.list()).toEqual({ folks2: 'people' });
+    // ALIASADD of an existing alias moves it, as Upstash's "add or update".
+    const others = await redis.search.createIndex({ name: 'others', dataType: 'hash', prefix: ['o:'], schema: { name: 'TEXT' } });
+    expect(await redis.search.alias.add({ indexName: 'others', alias: 'folks2' })).toBe(1);
+    expect(await redis.search.alias.add({ indexName: 'people', alias: 'folks3' })).toBe(1);
+    expect(await redis.search.alias.list()).toEqual({ folks2: 'others', folks3: 'people' });
+    const all = await redis.exec<string[][]>(['SEARCH.LISTINDEXES']);
+    expect(all.map((entry) => entry[1])).toEqual(all.map((entry) => entry[1]).sort());
+    expect(all).toContainEqual(['name', 'products', 'type', 'JSON']);
+    expect(await redis.exec(['SEARCH.LISTINDEXES', 'MATCH', '*e*'])).toEqual([
+      ['name', 'others', 'type', 'HASH'],
+      ['name', 'people', 'type', 'HASH'],
+    ]);
+    expect(await redis.exec(['SEARCH.LISTINDEXES', 'MATCH', '*e*', 'OFFSET', '1'])).toEqual([['name', 'people', 'type', 'HASH']]);
+    expect(await redis.exec(['SEARCH.LISTINDEXES', 'MATCH', 'p*', 'LIMIT', '1'])).toEqual([['name', 'people', 'type', 'HASH']]);
+    await expect(redis.exec(['SEARCH.LISTINDEXES', 'LIMIT', 'x'])).rejects.toThrow('LIMIT must be a whole number');
+    // The dictionary that records aliases is no key the tenant sees.
+    expect(await redis.keys('restash*')).toEqual([]);
+    expect(await others.drop()).toBe(1);
+    expect(await redis.search.alias.list()).toEqual({ folks3: 'people' });
 
     expect(await index.drop()).toBe(1);
     expect(await index.drop()).toBe(0);

@@ -3,3 +3,4 @@ export * from './schema';
 export * from './filter';
 export * from './query';
 export * from './aggregate';
+export * from './listing';

@@ -1,6 +1,7 @@
 import { KvError, type CommandArgs, type Reply } from '@restash/kv/util-command';
 import { planAggregation } from './aggregate';
 import { filterToQuery } from './filter';
+import { ALIAS_DICTIONARY, dictionaryTerms, listAliasesReply, listIndexesReply, pageOf, parseListIndexes } from './listing';
 import { ftCountArgs, ftSearchArgs, parseQuery, searchReply } from './query';
 import { bad, list, num, pairs, text } from './reply';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
@@ -74,6 +75,20 @@ async function info(redis: SearchRunner, index: string): Promise<Reply | null> {
   }
 }
 
+/** Each alias name recorded in ALIAS_DICTIONARY with its FT.INFO (null when the alias is gone). */
+async function recordedAliases(redis: SearchRunner): Promise<Map<string, Reply | null>> {
+  let terms: string[];
+  try {
+    terms = dictionaryTerms(await redis.run(['FT.DICTDUMP', ALIAS_DICTIONARY]));
+  } catch (error) {
+    if (error instanceof Error && !(error instanceof KvError) && /could not open dict/i.test(error.message)) return new Map();
+    throw error;
+  }
+  const out = new Map<string, Reply | null>();
+  for (const alias of terms) out.set(alias, await info(redis, alias));
+  return out;
+}
+
 async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema> {
   const reply = await info(redis, index);
   if (reply === null) throw bad(`search index '${index}' does not exist`);
@@ -83,10 +98,12 @@ async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema
 /**
  * Runs one SEARCH.* command (the `@upstash/redis` search client) as FT.* commands on the tenant's own server and
  * answers in Upstash's reply shapes: CREATE → OK; DROP, ALIASADD, ALIASDEL → 1 (0 when nothing was there);
+ * LISTALIASES → `[[alias, index]…]` of the aliases made through SEARCH.ALIASADD (recorded in {@link ALIAS_DICTIONARY});
+ * LISTINDEXES → `[[name, n, type, HASH|JSON]…]`;
  * DESCRIBE → the describe array or nil; QUERY → `[[key, score, [[field, value]…]]…]`; COUNT → integer;
  * AGGREGATE → `[name, value, …]`; WAITINDEXING → 1 once the background scan is done (0 after
  * WAIT_INDEXING_MS).
- * @throws KvError 400 for bad input (Upstash-like text), for SEARCH.LISTALIASES (RediSearch cannot list aliases),
+ * @throws KvError 400 for bad input (Upstash-like text),
  *   NO_QUERY_ENGINE when `options.queryEngine` is false, NOT_DB0 on a logical database other than 0;
  *   Redis error replies of FT.* (e.g. an alias that exists) as they come
  */
@@ -121,7 +138,12 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
     }
     case 'search.drop': {
       arity(rest, 1, name);
-      return removed(redis, ['FT.DROPINDEX', rest[0] as string], isMissingIndex);
+      const dropped = await removed(redis, ['FT.DROPINDEX', rest[0] as string], isMissingIndex);
+      // The index's aliases went with it: forget them.
+      const aliases = await recordedAliases(redis);
+      const gone = [...aliases].filter(([, reply]) => reply === null).map(([alias]) => alias);
+      if (gone.length > 0) await redis.run(['FT.DICTDEL', ALIAS_DICTIONARY, ...gone]);
+      return dropped;
     }
     case 'search.describe': {
       arity(rest, 1, name);
@@ -175,15 +197,27 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
     }
     case 'search.aliasadd': {
       arity(rest, 2, name);
-      await redis.run(['FT.ALIASADD', rest[0] as string, rest[1] as string]);
+      // Upstash's ALIASADD adds or moves the alias: FT.ALIASUPDATE does both.
+      await redis.run(['FT.ALIASUPDATE', rest[0] as string, rest[1] as string]);
+      await redis.run(['FT.DICTADD', ALIAS_DICTIONARY, rest[0] as string]);
       return 1;
     }
     case 'search.aliasdel': {
       arity(rest, 1, name);
-      return removed(redis, ['FT.ALIASDEL', rest[0] as string], isMissingAlias);
+      const deleted = await removed(redis, ['FT.ALIASDEL', rest[0] as string], isMissingAlias);
+      await redis.run(['FT.DICTDEL', ALIAS_DICTIONARY, rest[0] as string]);
+      return deleted;
     }
     case 'search.listaliases':
-      throw bad('SEARCH.LISTALIASES is not supported on this server (the Redis Query Engine cannot list aliases)');
+      arity(rest, 0, name);
+      return listAliasesReply(await recordedAliases(redis));
+    case 'search.listindexes': {
+      const request = parseListIndexes(rest);
+      const names = pageOf(list(await redis.run(['FT._LIST'])).map((n) => text(n)), request);
+      const infos = new Map<string, Reply | null>();
+      for (const index of names) infos.set(index, await info(redis, index));
+      return listIndexesReply(names, infos, { limit: 0, offset: 0 });
+    }
     default:
       throw bad(`unknown command '${text(args[0])}'`);
   }
