@@ -7,6 +7,7 @@ import {
   type VectorView,
   checkNamespace,
   parseDelete,
+  parseDocumentSearch,
   parseFetch,
   parseJson,
   parseQueries,
@@ -143,6 +144,16 @@ export const VECTOR_OPERATIONS = [
     ({ hits, include }) => resultJson(hitsJson(hits, include)),
   ),
   vectorOperation('resumable-query-end', { write: false, namespaced: false }, (s, session, c) => s.resumableEnd(session, parseResumableEnd(c.body).uuid), () => SUCCESS),
+  // Upstash Search (`@upstash/search`): the index is the namespace (docs/vector.md, "Vector: Upstash Search").
+  vectorOperation(
+    'search',
+    READ,
+    async (s, session, c) => {
+      const input = parseDocumentSearch(c.body);
+      return { include: input.include, hits: await s.searchDocuments(session, c.namespace, input) };
+    },
+    ({ include, hits }) => resultJson(hitsJson(hits, include)),
+  ),
   vectorOperation(
     'range',
     { ...READ, also: 'GET' },

@@ -8,7 +8,7 @@ import { EngineUnavailableError, type IndexLocation, type QdrantFilter, type Sco
  * stores the vector normalised, so the vector as given is kept in the payload too: `fetch` must
  * give back what was upserted.
  */
-const KEY = { namespace: 'ns', id: 'id', seq: 'seq', metadata: 'metadata', data: 'data', vector: 'vector', sparseDims: 'sd' } as const;
+const KEY = { namespace: 'ns', id: 'id', seq: 'seq', metadata: 'metadata', data: 'data', content: 'content', vector: 'vector', sparseDims: 'sd' } as const;
 
 /** Names of the vectors of SPARSE and HYBRID collections (DENSE collections keep one unnamed vector). */
 const NAMED = { dense: 'dense', sparse: 'sparse' } as const;
@@ -109,6 +109,7 @@ export class QdrantIndexStore {
         [KEY.seq]: v.seq,
         ...(v.metadata !== undefined ? { [KEY.metadata]: v.metadata } : {}),
         ...(v.data !== undefined ? { [KEY.data]: v.data } : {}),
+        ...(v.content !== undefined ? { [KEY.content]: v.content } : {}),
         ...(cosine && type !== 'SPARSE' ? { [KEY.vector]: v.vector } : {}),
         ...(v.sparseVector ? { [KEY.sparseDims]: v.sparseVector.indices } : {}),
       },
@@ -279,7 +280,7 @@ export class QdrantIndexStore {
   private payloadKeys(want: Want): string[] {
     const keys: string[] = [KEY.id, KEY.seq];
     if (want.metadata) keys.push(KEY.metadata);
-    if (want.data) keys.push(KEY.data);
+    if (want.data) keys.push(KEY.data, KEY.content);
     if (want.vector && this.location.distance === 'Cosine' && this.type !== 'SPARSE') keys.push(KEY.vector);
     return keys;
   }
@@ -306,6 +307,7 @@ export class QdrantIndexStore {
     if (sparse && Array.isArray(sparse.indices) && Array.isArray(sparse.values)) out.sparseVector = { indices: sparse.indices, values: sparse.values };
     if (payload[KEY.metadata] !== undefined) out.metadata = payload[KEY.metadata] as Record<string, unknown>;
     if (payload[KEY.data] !== undefined) out.data = payload[KEY.data] as string;
+    if (payload[KEY.content] !== undefined) out.content = payload[KEY.content] as Record<string, unknown>;
     return out;
   }
 

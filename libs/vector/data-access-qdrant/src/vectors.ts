@@ -41,6 +41,8 @@ export interface StoredVector {
   sparseText?: string;
   metadata?: Record<string, unknown>;
   data?: string;
+  /** An Upstash Search document's content (read with `data`). */
+  content?: Record<string, unknown>;
 }
 
 /** What a search runs on: a dense vector, a sparse vector, or text the engine embeds with BM25 (sparse side). */
@@ -56,6 +58,7 @@ export interface Want {
   /** The vectors the index has: dense, sparse or both. */
   vector: boolean;
   metadata: boolean;
+  /** The data, or an Upstash Search document's content. */
   data: boolean;
   /** The sparse vector even when `vector` is false (to rescore sparse hits). */
   sparse?: boolean;

@@ -5,6 +5,8 @@ import { type Includes, VectorError } from '@restash/vector/util-query';
 /** A query's filter, parsed once: the exact test and what Qdrant can narrow by. */
 export interface PreparedFilter {
   node: FilterNode;
+  /** What the filter reads: the metadata, or an Upstash Search document's content. */
+  field: 'metadata' | 'content';
   pushdown: QdrantFilter | undefined;
   exact: boolean;
 }
@@ -15,10 +17,10 @@ export function byScoreThenId(a: ScoredVector, b: ScoredVector): number {
 }
 
 /**
- * Parses a filter (docs/vector.md, "Vector: filters").
+ * Parses a filter (docs/vector.md, "Vector: filters") over the metadata, or over Upstash Search documents' content.
  * @throws VectorError 400 saying where the filter is wrong, or that it is empty
  */
-export function prepareFilter(text: string): PreparedFilter {
+export function prepareFilter(text: string, field: 'metadata' | 'content' = 'metadata'): PreparedFilter {
   let node: FilterNode | undefined;
   try {
     node = parseFilter(text);
@@ -27,8 +29,8 @@ export function prepareFilter(text: string): PreparedFilter {
     throw error;
   }
   if (!node) throw VectorError.badRequest('Invalid filter: it is empty');
-  const { filter, exact } = toQdrantFilter(node, 'metadata');
-  return { node, pushdown: filter as QdrantFilter | undefined, exact };
+  const { filter, exact } = toQdrantFilter(node, field);
+  return { node, field, pushdown: filter as QdrantFilter | undefined, exact };
 }
 
 /** What a request's `include*` flags ask the engine to send. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ScoredVector, SearchQuery, StoredVector, Want } from '@restash/vector/data-access-qdrant';
-import { matchesFilter } from '@restash/vector/util-filter';
+import { METADATA_PREFIX, matchesFilter } from '@restash/vector/util-filter';
 import {
   type Candidate,
   type Includes,
@@ -22,6 +22,11 @@ import { type PreparedFilter, byScoreThenId, prepareFilter, wantOf } from './fil
 import type { IdfStatistics, IdfWeights } from './idf';
 import type { IndexSession, IndexStatePort, VectorIndexLimits } from './ports';
 import type { SparseScope, SparseVectorCache } from './sparse-vector-cache';
+
+/** What an Upstash Search filter reads of a document: its content's fields, and its metadata under `@metadata`. */
+function searchFields(hit: StoredVector): Record<string, unknown> {
+  return { ...hit.content, [METADATA_PREFIX]: hit.metadata };
+}
 
 /** Normalised scores this close to 1 or 0 are recomputed exactly (the engine's float32 rounding is about 1e-7 per term). */
 const NEAR_EDGE = 1e-4;
@@ -184,7 +189,7 @@ export class VectorSearch {
 
   /** The best `limit` hits of a one-sided query, filter applied exactly, scores final; in total order (byScoreThenId). */
   private search(session: IndexSession, namespace: string, q: QueryInput, plan: Plan, limit: number): Promise<ScoredVector[]> {
-    const filter = q.filter === undefined ? undefined : prepareFilter(q.filter);
+    const filter = q.filter === undefined ? undefined : prepareFilter(q.filter, q.filterOn ?? 'metadata');
     const want = wantOf(q.include);
     return plan.dense
       ? this.denseSide(session, namespace, plan.dense, filter, limit, want)
@@ -202,7 +207,7 @@ export class VectorSearch {
    * its score is summed in float32, ties in the engine's order).
    */
   private async fused(session: IndexSession, namespace: string, q: QueryInput, plan: Plan, depth: number, take: number, seen: ReadonlySet<string>): Promise<ScoredVector[]> {
-    const filter = q.filter === undefined ? undefined : prepareFilter(q.filter);
+    const filter = q.filter === undefined ? undefined : prepareFilter(q.filter, q.filterOn ?? 'metadata');
     const algorithm = q.fusionAlgorithm ?? 'RRF';
     const want = wantOf(q.include);
     const dense = plan.dense as number[];
@@ -315,11 +320,16 @@ export class VectorSearch {
     // Qdrant narrows; the exact filter decides. Read pages until enough hits pass or the budget is spent.
     const hits: ScoredVector[] = [];
     const page = Math.max(limit * 4, 100);
+    const onMetadata = filter.field === 'metadata';
+    const read = onMetadata ? { ...want, metadata: true } : { ...want, metadata: true, data: true };
+    const strip = (hit: ScoredVector): ScoredVector => ({
+      ...hit,
+      ...(want.metadata ? {} : { metadata: undefined }),
+      ...(want.data ? {} : { data: undefined, content: undefined }),
+    });
     for (let offset = 0; hits.length < limit && offset < this.limits.filterScanLimit; offset += page) {
-      const batch = await this.calls.engine(session, () =>
-        session.store.search(namespace, query, { limit: page, offset, filter: filter.pushdown }, { ...want, metadata: true }),
-      );
-      for (const hit of batch) if (hits.length < limit && matchesFilter(filter.node, hit.metadata)) hits.push(want.metadata ? hit : { ...hit, metadata: undefined });
+      const batch = await this.calls.engine(session, () => session.store.search(namespace, query, { limit: page, offset, filter: filter.pushdown }, read));
+      for (const hit of batch) if (hits.length < limit && matchesFilter(filter.node, onMetadata ? hit.metadata : searchFields(hit))) hits.push(strip(hit));
       if (batch.length < page) break;
     }
     return hits;

@@ -3,6 +3,7 @@ import type { ScoredVector, StoredVector, Want } from '@restash/vector/data-acce
 import { matchesFilter } from '@restash/vector/util-filter';
 import {
   type DeleteInput,
+  type DocumentSearchInput,
   type FetchInput,
   type Includes,
   type QueryInput,
@@ -12,6 +13,7 @@ import {
   type UpdateInput,
   type VectorInput,
   VectorError,
+  blendSemantic,
   checkDimension,
   checkMetadata,
   mergePatch,
@@ -88,6 +90,30 @@ export class VectorIndexService {
     return this.search.query(session, namespace, queries);
   }
 
+  /**
+   * `POST /search/<index>` of `@upstash/search` (docs/vector.md, "Vector: Upstash Search"): the `topK` documents of the
+   * namespace that best match the query text, the filter applied to their content. A HYBRID index blends its two
+   * sides by `semanticWeight` (blendSemantic over the best max(topK, 100) of each side; a side of weight 0 is not
+   * searched); a DENSE index ranks by meaning only, a SPARSE one by BM25 only; scores are in [0, 1].
+   * @throws VectorError 422 when the index cannot embed text (no model), and as `query` does
+   */
+  async searchDocuments(session: IndexSession, namespace: string, input: DocumentSearchInput): Promise<ScoredVector[]> {
+    const type = session.index.indexType;
+    const depth = type === 'HYBRID' ? Math.max(input.topK, 100) : input.topK;
+    const side = async (queryMode: 'DENSE' | 'SPARSE'): Promise<ScoredVector[]> => {
+      const query: QueryInput = { topK: depth, include: input.include, data: input.query, filterOn: 'content', queryMode, ...(input.filter ? { filter: input.filter } : {}) };
+      return (await this.search.query(session, namespace, [query]))[0] as ScoredVector[];
+    };
+    const weight = type === 'DENSE' ? 1 : type === 'SPARSE' ? 0 : input.semanticWeight;
+    // A side of weight 0 is not searched: its documents would only come with score 0.
+    const [dense, text] = await Promise.all([weight > 0 ? side('DENSE') : [], weight < 1 ? side('SPARSE') : []]);
+    const byId = new Map([...text, ...dense].map((h) => [h.id, h]));
+    const candidates = (hits: ScoredVector[]) => hits.map((h) => ({ id: h.id, score: h.rawScore }));
+    return blendSemantic(candidates(dense), candidates(text), weight)
+      .slice(0, input.topK)
+      .map((c) => ({ ...(byId.get(c.id) as ScoredVector), rawScore: c.score }));
+  }
+
   /** `/resumable-query[-data]` (VectorSearch.resumableStart). */
   resumableStart(session: IndexSession, namespace: string, input: ResumableStartInput): Promise<{ uuid: string; hits: ScoredVector[] }> {
     return this.search.resumableStart(session, namespace, input);
@@ -125,6 +151,8 @@ export class VectorIndexService {
         if (r.vector) v.vector = r.vector;
       });
     }
+    // An Upstash Search document keeps its content; its text was only for embedding.
+    for (const v of stored) if (v.content !== undefined) delete v.data;
     const first = await this.calls.state(session, () => this.state.reserve(session.index.id, namespace, records.length));
     stored.forEach((v, i) => (v.seq = first + i));
     await this.calls.engine(session, () => session.store.upsert(namespace, stored));

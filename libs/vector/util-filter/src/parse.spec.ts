@@ -21,6 +21,11 @@ describe('parseFilter', () => {
     expect(parseFilter('   \n\t ')).toBeUndefined();
   });
 
+  it('reads Upstash Search\'s @metadata prefix as the first path segment', () => {
+    expect(parseFilter("@metadata.genre = 'x'")).toEqual({ kind: 'compare', op: '=', path: ['@metadata', 'genre'], value: 'x' });
+    expect(syntaxError('@ = 1').message).toContain('expected a field name');
+  });
+
   it('gives AND precedence over OR', () => {
     expect(parseFilter('a = 1 OR b = 2 AND c = 3')).toEqual({
       kind: 'or',
@@ -167,7 +172,7 @@ describe('parseFilter', () => {
       [`a >= true`, 5, `expected a number after '>='`],
       [`a = 1x`, 4, `(near "1x"): invalid number`],
       [`a = 1e999`, 4, `number out of range`],
-      [`a = @`, 4, `unexpected character "@"`],
+      [`a = &`, 4, `unexpected character "&"`],
       [`1 = a`, 0, `expected a field name, HAS FIELD or '(', found a number`],
       [`a..b = 1`, 2, `expected a field name after '.'`],
       [`a[x] = 1`, 1, `invalid array index [x]`],

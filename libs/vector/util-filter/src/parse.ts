@@ -15,7 +15,8 @@ type Token =
   | { type: 'op'; text: CompareOp; pos: number; end: number }
   | { type: 'eof'; pos: number; end: number };
 
-const WORD_START = /[A-Za-z_]/;
+/** `@` starts Upstash Search's `@metadata.` prefix (a field of a document's metadata, not of its content). */
+const WORD_START = /[A-Za-z_@]/;
 const WORD_CHAR = /[A-Za-z0-9_.[\]#-]/;
 const DIGIT = /[0-9]/;
 const NUMBER = /[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?/y;
@@ -360,7 +361,9 @@ class Parser {
       segments.push(s.slice(from, i));
       return i;
     };
-    let i = readName(0);
+    // Upstash Search's `@metadata.key`: the first segment is `@metadata`.
+    let i = s.startsWith('@') ? readName(1) : readName(0);
+    if (s.startsWith('@')) segments[0] = `@${segments[0] as string}`;
     while (i < s.length) {
       if (s[i] === '.') {
         if (i + 1 >= s.length || !/[A-Za-z0-9_-]/.test(s[i + 1])) fail(i + 1, `expected a field name after '.' in "${s}"`);

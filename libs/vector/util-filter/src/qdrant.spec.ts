@@ -163,6 +163,15 @@ describe('toQdrantFilter', () => {
     expect(toQdrantFilter(undefined, 'p.metadata')).toEqual({ exact: true });
   });
 
+  it('addresses Upstash Search fields: content by name, metadata under @metadata', () => {
+    expect(toQdrantFilter(parseFilter("genre = 'sci-fi' AND @metadata.sku = 'A1'"), 'content')).toEqual({
+      filter: { must: [{ key: 'content.genre', match: { value: 'sci-fi' } }, { key: 'metadata.sku', match: { value: 'A1' } }] },
+      exact: false,
+    });
+    // Outside Search documents `@metadata` is an ordinary field name Qdrant cannot address: the gateway decides alone.
+    expect(t("@metadata.sku = 'A1'")).toEqual({ filter: undefined, exact: false });
+  });
+
   it('translates the documented examples', () => {
     expect(t("population > 1000000 AND geography.continent = 'Asia'")).toEqual({
       filter: { must: [{ key: 'metadata.population', range: { gt: 1000000 } }, { key: 'metadata.geography.continent', match: { value: 'Asia' } }] },

@@ -37,6 +37,9 @@ export interface QdrantPushdown {
 
 const SAFE_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** The first path segment by which an Upstash Search filter names a metadata field (`@metadata.genre`). */
+export const METADATA_PREFIX = '@metadata';
+
 interface Translation {
   /** Undefined: no condition (everything passes). */
   condition?: QdrantCondition;
@@ -89,9 +92,14 @@ function isFilter(condition: QdrantCondition): condition is QdrantFilter {
   return !('key' in condition) && !('is_empty' in condition) && !('is_null' in condition);
 }
 
+/**
+ * The payload key of a field path under `payloadKey`. Under `content` (Upstash Search documents), a path whose
+ * first segment is `@metadata` names a field of the `metadata` payload instead (Upstash Search's filter syntax).
+ */
 function keyOf(path: FieldPath, payloadKey: string): string | undefined {
-  const parts = [payloadKey];
-  for (const segment of path) {
+  const inMetadata = payloadKey === 'content' && path[0] === METADATA_PREFIX;
+  const parts = [inMetadata ? 'metadata' : payloadKey];
+  for (const segment of inMetadata ? path.slice(1) : path) {
     if (typeof segment !== 'string' || !SAFE_KEY.test(segment)) return undefined;
     parts.push(segment);
   }

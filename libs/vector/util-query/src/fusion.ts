@@ -69,6 +69,25 @@ export function fuse(algorithm: FusionAlgorithm, lists: ReadonlyArray<readonly C
   return algorithm === 'DBSF' ? fuseDbsf(lists) : fuseRrf(lists);
 }
 
+/**
+ * Upstash Search's blend of semantic and full-text relevance (docs/vector.md, "Vector: Upstash Search"; the
+ * `semanticWeight` of `@upstash/search`): a document scores `w · dense + (1 - w) · text`, its dense score being
+ * the normalised similarity in [0, 1] and its text score its BM25 score divided by the best BM25 score of the
+ * list (so the best full-text match has 1); a document missing from a list has 0 there.
+ * @param semanticWeight w, in [0, 1]
+ * @returns every id of either list with its blended score in [0, 1], best first (ties by id)
+ */
+export function blendSemantic(dense: readonly Candidate[], text: readonly Candidate[], semanticWeight: number): Candidate[] {
+  const best = Math.max(0, ...text.map((c) => c.score));
+  const scores = new Map<string, number>();
+  for (const c of dense) scores.set(c.id, semanticWeight * Math.min(1, Math.max(0, c.score)));
+  for (const c of text) {
+    const normalised = best > 0 ? Math.max(0, c.score) / best : 0;
+    scores.set(c.id, (scores.get(c.id) ?? 0) + (1 - semanticWeight) * normalised);
+  }
+  return ordered(scores);
+}
+
 function ordered(scores: Map<string, number>): Candidate[] {
   return [...scores].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

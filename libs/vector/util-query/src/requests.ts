@@ -28,6 +28,11 @@ export interface VectorInput {
   sparseVector?: SparseVector;
   metadata?: Record<string, unknown>;
   data?: string;
+  /**
+   * An Upstash Search document's `content` (docs/vector.md, "Vector: Upstash Search"): stored in place of `data`,
+   * which then holds the text that is embedded ({@link documentText}) and is not stored.
+   */
+  content?: Record<string, unknown>;
 }
 
 /** Which parts of a stored vector a read returns. */
@@ -55,6 +60,8 @@ export interface QueryInput {
   fusionAlgorithm?: FusionAlgorithm;
   /** Which side(s) of a hybrid index to search; absent: HYBRID. */
   queryMode?: QueryMode;
+  /** What the filter reads: the metadata (absent), or an Upstash Search document's content. */
+  filterOn?: 'content';
 }
 
 export type FetchInput = { include: Includes } & ({ ids: string[]; prefix?: undefined } | { prefix: string; ids?: undefined });
@@ -115,7 +122,12 @@ export function parseUpsert(body: unknown, withData: boolean, type: IndexType = 
       for (const field of ['vector', 'sparseVector'] as const) {
         if (record[field] !== undefined) throw VectorError.badRequest(`${at}${field}: /upsert-data takes data, not vectors; use /upsert`);
       }
-      out.data = text(record.data, `${at}data`);
+      if (record.content !== undefined && record.content !== null) {
+        if (record.data !== undefined) throw VectorError.badRequest(`${at}content: a record takes data or content (an Upstash Search document), not both`);
+        out.content = checkMetadata(record.content, `${at}content`);
+        out.data = documentText(out.content);
+        if (out.data === '') throw VectorError.badRequest(`${at}content has no text to index: give it at least one string, number or boolean value`);
+      } else out.data = text(record.data, `${at}data`);
     } else {
       const { dense, sparse } = vectorsOf(record, at, type, 'upsert');
       if (dense === undefined && sparse === undefined) {
@@ -134,6 +146,24 @@ export function parseUpsert(body: unknown, withData: boolean, type: IndexType = 
     if (record.metadata !== undefined) out.metadata = checkMetadata(record.metadata, `${at}metadata`);
     return out;
   });
+}
+
+/**
+ * The text of an Upstash Search document's `content` that is embedded and indexed (docs/vector.md, "Vector: Upstash
+ * Search"): every string, number and boolean value, depth first in key order as given, one per line. Keys are left
+ * out, so that a query for a field's name does not match every document.
+ */
+export function documentText(content: unknown): string {
+  const lines: string[] = [];
+  const walk = (node: unknown): void => {
+    if (typeof node === 'string') {
+      if (node.trim() !== '') lines.push(node);
+    } else if (typeof node === 'number' || typeof node === 'boolean') lines.push(String(node));
+    else if (Array.isArray(node)) node.forEach(walk);
+    else if (typeof node === 'object' && node !== null) Object.values(node).forEach(walk);
+  };
+  walk(content);
+  return lines.join('\n');
 }
 
 /** `/query` and `/query-data`: one query, or an array of them (`queryMany`). */
@@ -176,6 +206,51 @@ export function parseQuery(body: unknown, at = '', type: IndexType = 'DENSE'): Q
     if (typeof q.filter !== 'string') throw VectorError.badRequest(`${at}filter must be a string`);
     checkWellFormed(q.filter, `${at}filter`);
     if (q.filter.trim() !== '') out.filter = q.filter;
+  }
+  return out;
+}
+
+/** `POST /search/<index>` of `@upstash/search` (docs/vector.md, "Vector: Upstash Search"). */
+export interface DocumentSearchInput {
+  query: string;
+  topK: number;
+  /** `data` stands for the documents' content. */
+  include: Includes;
+  /** Upstash filter text over the documents' content; absent: none. */
+  filter?: string;
+  /** The share of semantic (dense) relevance against full-text (BM25) relevance, 0 to 1; 0.75 unless given. */
+  semanticWeight: number;
+}
+
+/** Upstash Search's default `semanticWeight`: 75 % semantic, 25 % full-text. */
+export const DEFAULT_SEMANTIC_WEIGHT = 0.75;
+
+/**
+ * The body of `POST /search/<index>`: `{query, topK, includeData, includeMetadata, filter, semanticWeight, reranking,
+ * inputEnrichment, _appendOriginalInputToEnrichmentResult}` as `@upstash/search` 0.1 sends it. `reranking` and
+ * `inputEnrichment` (LLM steps of Upstash's service) are checked as booleans and not applied.
+ * @throws VectorError 400 naming the field
+ */
+export function parseDocumentSearch(body: unknown): DocumentSearchInput {
+  const b = object(body, 'the search body');
+  const query = text(b.query, 'query');
+  if (query.trim() === '') throw VectorError.badRequest('query must have some text');
+  const out: DocumentSearchInput = {
+    query,
+    topK: b.topK === undefined || b.topK === null ? 5 : integer(b.topK, 'topK', 1, LIMITS.topK),
+    include: { ...includes(b, ''), vectors: false },
+    semanticWeight: DEFAULT_SEMANTIC_WEIGHT,
+  };
+  for (const flag of ['reranking', 'inputEnrichment', '_appendOriginalInputToEnrichmentResult']) bool(b[flag], flag);
+  if (b.semanticWeight !== undefined && b.semanticWeight !== null) {
+    const w = b.semanticWeight;
+    if (typeof w !== 'number' || !Number.isFinite(w) || w < 0 || w > 1) throw VectorError.badRequest(`semanticWeight must be a number between 0 and 1, got ${JSON.stringify(w)}`);
+    out.semanticWeight = w;
+  }
+  if (b.filter !== undefined && b.filter !== null) {
+    if (typeof b.filter !== 'string') throw VectorError.badRequest('filter must be a string');
+    checkWellFormed(b.filter, 'filter');
+    if (b.filter.trim() !== '') out.filter = b.filter;
   }
   return out;
 }

@@ -9,12 +9,15 @@ export interface VectorView {
   sparseVector?: SparseVector;
   metadata?: Record<string, unknown>;
   data?: string;
+  /** An Upstash Search document's content (printed for `includeData`, in place of `data`). */
+  content?: Record<string, unknown>;
 }
 
 /**
  * One fetched, ranged or queried vector as JSON: `id`, then `score` when given, then only the parts
  * the request asked for and the vector has (absent parts are omitted, never null: the SDK's tests
  * compare with toEqual, docs/vector.md, "Vector: records and results"). Numbers print as float32 (float32String).
+ * An Upstash Search document prints its `content` where other vectors print `data`.
  */
 export function vectorJson(v: VectorView, include: Includes, score?: number): string {
   let out = `{"id":${JSON.stringify(v.id)}`;
@@ -24,7 +27,8 @@ export function vectorJson(v: VectorView, include: Includes, score?: number): st
     out += `,"sparseVector":{"indices":${JSON.stringify(v.sparseVector.indices)},"values":${float32ArrayJson(v.sparseVector.values)}}`;
   }
   if (include.metadata && v.metadata !== undefined) out += `,"metadata":${JSON.stringify(v.metadata)}`;
-  if (include.data && v.data !== undefined) out += `,"data":${JSON.stringify(v.data)}`;
+  if (include.data && v.content !== undefined) out += `,"content":${JSON.stringify(v.content)}`;
+  else if (include.data && v.data !== undefined) out += `,"data":${JSON.stringify(v.data)}`;
   return `${out}}`;
 }
 
