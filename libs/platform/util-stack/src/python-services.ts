@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +60,52 @@ export async function pythonVenv(): Promise<string> {
 export async function pythonWorkflowVenv(): Promise<string> {
   await installOnce('deploy/python/install.sh', 'workflow');
   return join(repoRoot(), '.cache/python/venv-workflow/bin/python');
+}
+
+/**
+ * Installs the venv of the official Python SDKs (`upstash-redis`, `upstash-vector`, `qstash`) and pytest, for tests,
+ * once per process (`bash deploy/python/install.sh sdk`) and returns the path of its `bin/python`.
+ *
+ * @throws Error naming install.sh's output when the install fails (the next call retries)
+ */
+export async function pythonSdkVenv(): Promise<string> {
+  await installOnce('deploy/python/install.sh', 'sdk');
+  return join(repoRoot(), '.cache/python/venv-sdk/bin/python');
+}
+
+/** What a pytest run gave: its exit code, its whole output, and the counts of its closing line. */
+export interface PytestRun {
+  exitCode: number;
+  output: string;
+  passed: number;
+  failed: number;
+  skipped: number;
+  /** pytest's closing line, e.g. `12 passed, 1 failed in 3.21s`. */
+  summary: string;
+}
+
+/**
+ * Runs pytest of the SDK venv ({@link pythonSdkVenv}) on `path` with `env` added to this process's environment,
+ * quietly (`-q -rfEs`: failures, errors and skips with their reasons listed), without a cache directory in the
+ * repository. Never throws for failing tests: the caller asserts on the result.
+ *
+ * @param timeoutMs the run is killed (SIGKILL) after this long and reported with exit code -1
+ */
+export async function runPytest(path: string, env: Record<string, string>, timeoutMs = 300_000): Promise<PytestRun> {
+  const python = await pythonSdkVenv();
+  const child = spawn(python, ['-m', 'pytest', '-q', '-rfEs', '-p', 'no:cacheprovider', path], {
+    env: { ...process.env, ...env, PYTHONDONTWRITEBYTECODE: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const exitCode = await new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? -1)));
+  clearTimeout(timer);
+  const summary = output.trim().split('\n').reverse().find((line) => / in [\d.]+s/.test(line)) ?? '';
+  const count = (word: string) => Number(new RegExp(`(\\d+) ${word}`).exec(summary)?.[1] ?? 0);
+  return { exitCode, output, passed: count('passed'), failed: count('failed') + count('error'), skipped: count('skipped'), summary: summary.replace(/=/g, '').trim() };
 }
 
 /**
