@@ -38,7 +38,7 @@ export interface IndexInfo {
   similarityFunction: VectorIndexRecord['similarityFunction'];
   indexType: VectorIndexRecord['indexType'];
   /** DENSE and HYBRID indexes. */
-  denseIndex?: { dimension: number; similarityFunction: VectorIndexRecord['similarityFunction']; embeddingModel?: string };
+  denseIndex?: { dimension: number; similarityFunction: VectorIndexRecord['similarityFunction']; embeddingModel: string };
   /** SPARSE and HYBRID indexes. */
   sparseIndex?: { embeddingModel?: string };
   namespaces: Record<string, { vectorCount: number; pendingVectorCount: number }>;
@@ -332,7 +332,8 @@ export class VectorIndexService {
       similarityFunction: index.similarityFunction,
       indexType: index.indexType,
       ...(index.indexType !== 'SPARSE'
-        ? { denseIndex: { dimension: index.dimension, similarityFunction: index.similarityFunction, ...(embeddingModel ? { embeddingModel } : {}) } }
+        ? // `embeddingModel` always, "" without a model: upstash-vector for Python reads the key unconditionally.
+          { denseIndex: { dimension: index.dimension, similarityFunction: index.similarityFunction, embeddingModel: embeddingModel ?? '' } }
         : {}),
       ...(index.indexType !== 'DENSE' ? { sparseIndex: sparseModel ? { embeddingModel: sparseModel } : {} } : {}),
       namespaces,

@@ -7,6 +7,9 @@ describe('request parsing', () => {
   it('reads one record or an array, with numeric ids as strings', () => {
     expect(parseUpsert({ id: 1, vector: [1, 2], metadata: { a: 1 } }, false)).toEqual([{ id: '1', vector: [1, 2], metadata: { a: 1 } }]);
     expect(parseUpsert([{ id: 'a', data: 'text' }], true)).toEqual([{ id: 'a', data: 'text' }]);
+    // The Python SDK sends absent fields as null.
+    expect(parseUpsert([{ id: 'a', vector: [1], sparseVector: null, metadata: null, data: null }], false)).toEqual([{ id: 'a', vector: [1] }]);
+    expect(parseUpsert([{ id: 'a', data: 'text', metadata: null }], true)).toEqual([{ id: 'a', data: 'text' }]);
   });
 
   it('refuses malformed upserts with 400 and the field', () => {

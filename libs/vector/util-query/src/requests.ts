@@ -104,7 +104,8 @@ export function parseJson(body: Buffer | undefined): unknown {
 }
 
 /**
- * `/upsert` and `/upsert-data`: one record or an array of them.
+ * `/upsert` and `/upsert-data`: one record or an array of them; a field that is `null` counts as absent (what
+ * `upstash-vector` for Python sends for the fields it was not given).
  * @param withData true for `/upsert-data`, where every record needs `data` and no vectors
  * @param type the index type: a DENSE index takes `vector`, a SPARSE one `sparseVector`, a HYBRID one both
  */
@@ -116,7 +117,8 @@ export function parseUpsert(body: unknown, withData: boolean, type: IndexType = 
   }
   return items.map((item, i) => {
     const at = Array.isArray(body) ? `[${i}]` : '';
-    const record = object(item, `the upsert body${at}`);
+    // A null field is an absent one: the Python SDK sends every field, `null` when not given.
+    const record = Object.fromEntries(Object.entries(object(item, `the upsert body${at}`)).filter(([key, value]) => value !== null || key === 'id'));
     const out: VectorInput = { id: id(record.id, `${at}id`) };
     if (withData) {
       for (const field of ['vector', 'sparseVector'] as const) {
