@@ -73,6 +73,10 @@ describe(`@upstash/redis search on ${engine}`, () => {
       (await index.query({ filter, select: {} })).map((r) => r.key).sort();
     expect(await keys({})).toEqual(['p:0', 'p:1', 'p:2', 'p:3']);
     expect(await keys({ name: 'laptop' })).toEqual(['p:0', 'p:1']);
+    // A bare value is smart matching: one typo, or an unfinished word, still matches (Upstash's "Smart Matching").
+    expect(await keys({ name: 'lapton' })).toEqual(['p:0', 'p:1']);
+    expect(await keys({ name: { $smart: 'lapt' } })).toEqual(['p:0', 'p:1']);
+    expect(await keys({ name: { $eq: 'lapton' } })).toEqual([]);
     expect(await keys({ name: { $eq: 'LAPTOP pro' } })).toEqual(['p:0']);
     expect(await keys({ name: { $in: ['mouse', 'case'] } })).toEqual(['p:2', 'p:3']);
     expect(await keys({ name: { $fuzzy: 'laptopp' } })).toEqual(['p:0', 'p:1']);

@@ -61,9 +61,10 @@ function children(value: unknown, op: string): Record<string, Json>[] {
  * The RediSearch query string (dialect 1) of an Upstash Search JSON filter, for the fields of `schema`.
  * Boolean nodes: field conditions, `$and`/`$must` (all), `$or` (any), `$should` (any; optional when `$must` is
  * also given, as RediSearch's `~`), `$mustNot` (none), `$boost` (RediSearch `$weight`). `{}` matches everything.
- * Leaves per field kind: text `$eq`/`$smart` (all terms), `$in`, `$fuzzy`, `$phrase`, `$regex` (literal, prefix,
- * suffix and infix patterns); numbers `$eq`, `$in`, `$gt`, `$gte`, `$lt`, `$lte`; keyword, facet, bool, date
- * and NOTOKENIZE text `$eq`, `$in`. Every value reaches the query escaped, so it can never add query syntax.
+ * Leaves per field kind: text `$eq` (all terms), `$smart` (a bare value: every term exactly, within one edit, or as a
+ * prefix; {@link smartTerms}), `$in`, `$fuzzy`, `$phrase`, `$regex` (literal, prefix, suffix and infix patterns);
+ * numbers `$eq`, `$in`, `$gt`, `$gte`, `$lt`, `$lte`; keyword, facet, bool, date and NOTOKENIZE text `$eq`, `$in`
+ * (`$smart`, or a bare value, is `$eq` there). Every value reaches the query escaped, so it can never add query syntax.
  * @throws KvError 400 for an unknown field or operator, a value of the wrong type, or an operator RediSearch
  *   cannot evaluate on that field (range on keyword/date)
  */
@@ -104,13 +105,14 @@ function node(filter: Record<string, Json>, fields: Map<string, SearchField>): s
 
 const OPERATORS: Record<string, Set<string>> = {
   text: new Set(['$eq', '$in', '$fuzzy', '$phrase', '$regex', '$smart']),
-  numeric: new Set(['$eq', '$in', '$gt', '$gte', '$lt', '$lte']),
-  tag: new Set(['$eq', '$in']),
+  numeric: new Set(['$eq', '$in', '$gt', '$gte', '$lt', '$lte', '$smart']),
+  tag: new Set(['$eq', '$in', '$smart']),
 };
 
 function leaf(field: SearchField, value: Json): string {
   const where = `filter '${field.path}'`;
-  const ops: [string, Json][] = isObject(value) ? Object.entries(value) : [['$eq', value]];
+  // A bare value is smart matching (Upstash's docs, "Smart Matching"): equality on every kind but text.
+  const ops: [string, Json][] = isObject(value) ? Object.entries(value) : [['$smart', value]];
   const kind = fieldKind(field);
   const parts: string[] = [];
   let weight: Json | undefined;
@@ -127,7 +129,7 @@ function leaf(field: SearchField, value: Json): string {
           : `${where}: unknown operator '${op}' for a ${field.type} field`,
       );
     }
-    parts.push(condition(field, kind, op, operand, where));
+    parts.push(condition(field, kind, op === '$smart' && kind !== 'text' ? '$eq' : op, operand, where));
   }
   if (parts.length === 0) throw bad(`${where}: no condition`);
   return boost(parts.join(' '), weight, where);
@@ -157,8 +159,19 @@ function condition(field: SearchField, kind: string, op: string, operand: Json, 
     case '$fuzzy': return `${at}${fuzzy(operand, where)}`;
     case '$phrase': return `${at}${phrase(operand, where)}`;
     case '$regex': return `${at}${regex(operand, where)}`;
+    case '$smart': return `${at}(${smartTerms(textTokens(string(operand, where), where)).join(' ')})`;
     default: return `${at}(${textTokens(string(operand, where), where).join(' ')})`;
   }
+}
+
+/**
+ * Upstash's smart matching of text (its docs, "Smart Matching"), every term required: a plain term of three or more
+ * letters or digits matches exactly, within Levenshtein distance 1 (`%t%`), or as a prefix (`t*`); Upstash's fuzzy
+ * prefix (a typo inside an unfinished word) is not expressible in the Redis Query Engine. Shorter terms, and terms
+ * that needed escaping, match exactly. Exact matches score highest, as they match every branch.
+ */
+export function smartTerms(tokens: string[]): string[] {
+  return tokens.map((t) => (/^[A-Za-z0-9]{3,}$/.test(t) ? `(${t}|%${t}%|${t}*)` : t));
 }
 
 function string(value: Json, where: string): string {

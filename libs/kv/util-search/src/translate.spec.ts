@@ -32,7 +32,11 @@ function status(fn: () => unknown): number | undefined {
 describe('filterToQuery', () => {
   it('translates leaves by field kind', () => {
     expect(filterToQuery({}, schema)).toBe('*');
-    expect(filterToQuery({ name: 'Laptop Pro' }, schema)).toBe('(@name:(Laptop Pro))');
+    // A bare text value is smart matching: exact, one edit away, or a prefix, for terms of 3+ letters or digits.
+    expect(filterToQuery({ name: 'Laptop Pro' }, schema)).toBe('(@name:((Laptop|%Laptop%|Laptop*) (Pro|%Pro%|Pro*)))');
+    expect(filterToQuery({ name: { $smart: 'tv' } }, schema)).toBe('(@name:(tv))');
+    expect(filterToQuery({ name: { $eq: 'Laptop Pro' } }, schema)).toBe('(@name:(Laptop Pro))');
+    expect(filterToQuery({ price: 5, sku: { $smart: 'x' } }, schema)).toBe('(@price:[5 5]) (@sku:{x})');
     expect(filterToQuery({ price: { $gt: 5 } }, schema)).toBe('(@price:[(5 +inf])');
     expect(filterToQuery({ price: { $lte: -1.5 } }, schema)).toBe('(@price:[-inf -1.5])');
     expect(filterToQuery({ price: { $in: [1, 2] } }, schema)).toBe('((@price:[1 1] | @price:[2 2]))');
