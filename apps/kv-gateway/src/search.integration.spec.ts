@@ -139,6 +139,20 @@ describe(`@upstash/redis search on ${engine}`, () => {
     const [lit] = await index.query({ filter: { name: 'pro' }, select: { name: true }, highlight: { fields: ['name'], preTag: '<b>', postTag: '</b>' } });
     expect(lit?.data).toEqual({ name: 'Laptop <b>Pro</b>' });
 
+    // scoreFunc: ranked by the stock value (relevance replaced), then multiplied with relevance; paged; with content.
+    const byStock = await index.query({ filter: {}, scoreFunc: { field: 'stock', scoreMode: 'replace' }, select: {} });
+    expect(byStock.map((r) => [r.key, r.score])).toEqual([['p:3', 300], ['p:2', 200], ['p:1', 100], ['p:0', 50]]);
+    const logged = await index.query({ filter: { category: 'electronics' }, scoreFunc: { field: 'stock', modifier: 'log1p', factor: 2 }, limit: 1, offset: 1 });
+    expect(logged).toEqual([{ key: 'p:1', score: expect.any(Number), data: products[1] }]);
+    const summed = await index.query({
+      filter: {},
+      scoreFunc: { fields: [{ field: 'stock' }, { field: 'price', missing: 0 }], combineMode: 'sum', scoreMode: 'replace' },
+      select: { name: true },
+      limit: 1,
+    });
+    expect(summed).toEqual([{ key: 'p:0', score: 50 + (products[0]?.price ?? 0), data: { name: 'Laptop Pro' } }]);
+    await expect(index.query({ filter: {}, scoreFunc: 'nope' })).rejects.toThrow("unknown SCOREFUNC field 'nope'");
+
     expect(await index.count({ filter: { category: 'electronics' } })).toEqual({ count: 3 });
     expect(await index.count({ filter: { price: { $gt: 10_000 } } })).toEqual({ count: 0 });
   });
@@ -239,7 +253,7 @@ describe(`@upstash/redis search on ${engine}`, () => {
     await expect(index.query({ filter: { sku: { $gt: 'A' } } })).rejects.toThrow('$gt is not supported on KEYWORD fields on this server');
     await expect(index.query({ filter: { added: { $gte: '2024-01-01' } } })).rejects.toThrow('$gte is not supported on DATE fields on this server');
     await expect(index.query({ filter: { name: { $regex: '[a-z]+' } } })).rejects.toThrow("$regex '[a-z]+' is not supported on this server");
-    await expect(index.query({ filter: {}, scoreFunc: 'stock' })).rejects.toThrow('scoreFunc is not supported on this server');
+    await expect(index.query({ filter: {}, scoreFunc: { field: 'stock', factor: Number.NaN } })).rejects.toThrow('SCOREFUNC FACTOR must be a number');
     await expect(index.aggregate({ filter: {}, aggregations: { x: { $median: { field: 'stock' } } } })).rejects.toThrow("ERR aggregation 'x': unknown aggregation '$median'");
     await expect(
       redis.search.createIndex({ name: 'strings', dataType: 'string', prefix: 's:', schema: { name: 'TEXT' } }),

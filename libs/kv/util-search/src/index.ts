@@ -4,3 +4,4 @@ export * from './filter';
 export * from './query';
 export * from './aggregate';
 export * from './listing';
+export * from './score-function';

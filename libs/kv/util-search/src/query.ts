@@ -2,6 +2,7 @@ import type { Reply } from '@restash/kv/util-command';
 import { filterToQuery } from './filter';
 import { bad, list, text } from './reply';
 import type { IndexSchema } from './schema';
+import { type ScoreFunction, applyScoreFunction, parseScoreFunction } from './score-function';
 
 /** SEARCH.QUERY / SEARCH.COUNT parsed (after the index name and the filter). */
 export interface QueryRequest {
@@ -12,6 +13,8 @@ export interface QueryRequest {
   orderBy: [string, 'ASC' | 'DESC'][];
   highlight?: { fields: string[]; tags?: [string, string] };
   select?: string[];
+  /** SCOREFUNC: hits ranked by their relevance and field values ({@link scoredSearch}). */
+  scoreFunction?: ScoreFunction;
 }
 
 /** Default page size of SEARCH.QUERY without LIMIT (RediSearch's own default). */
@@ -27,8 +30,8 @@ function count(value: string | undefined, what: string, max: number): number {
 
 /**
  * Parses `filter [LIMIT n] [OFFSET n] [NOCONTENT] [ORDERBY (field ASC|DESC)…] [HIGHLIGHT FIELDS n f… [TAGS pre post]]
- * [SELECT n f…]` (as `@upstash/redis` buildQueryCommand sends them) for SEARCH.QUERY and SEARCH.COUNT.
- * @throws KvError 400 for bad JSON, a bad number, an unknown option, or SCOREFUNC (no Query Engine equivalent)
+ * [SELECT n f…] [SCOREFUNC …]` (as `@upstash/redis` buildQueryCommand sends them) for SEARCH.QUERY and SEARCH.COUNT.
+ * @throws KvError 400 for bad JSON, a bad number, an unknown option, ORDERBY with SCOREFUNC
  */
 export function parseQuery(args: string[]): QueryRequest {
   const [filterText, ...rest] = args;
@@ -70,10 +73,13 @@ export function parseQuery(args: string[]): QueryRequest {
       i += n;
       request.select = fields;
     } else if (word === 'SCOREFUNC') {
-      throw bad('SEARCH.QUERY: scoreFunc is not supported on this server (the Redis Query Engine has no field-value scoring)');
+      const { scoreFunction, used } = parseScoreFunction(rest.slice(i));
+      request.scoreFunction = scoreFunction;
+      i += used;
     } else throw bad(`SEARCH.QUERY: unknown option '${rest[i - 1]}'`);
   }
   if (request.orderBy.length > 1) throw bad('SEARCH.QUERY: ORDERBY takes one field on this server');
+  if (request.scoreFunction && request.orderBy.length > 0) throw bad('SEARCH.QUERY: ORDERBY and SCOREFUNC cannot be combined');
   if ((request.limit ?? DEFAULT_LIMIT) + (request.offset ?? 0) > MAX_RESULTS) {
     throw bad(`SEARCH.QUERY: OFFSET + LIMIT must not exceed ${MAX_RESULTS}`);
   }
@@ -141,4 +147,38 @@ export function searchReply(reply: Reply, noContent: boolean): Reply {
     out.push([key, score, fields.map(([f, v]): Reply => [f, v])]);
   }
   return out;
+}
+
+/** What runs FT.SEARCH for {@link scoredSearch}. */
+export type FtRunner = (args: string[]) => Promise<Reply>;
+
+/**
+ * SEARCH.QUERY with SCOREFUNC (the SDK's `scoreFunc`): every match (at most {@link MAX_RESULTS}) is read with its
+ * relevance and the function's fields (FT.SEARCH … WITHSCORES RETURN), scored by applyScoreFunction, ordered by that
+ * score (then by key) and paged; the page's documents are then read as a plain query reads them (FT.SEARCH … INKEYS),
+ * so SELECT, NOCONTENT and HIGHLIGHT apply. Reply as {@link searchReply}, the scores being the function's.
+ * @throws KvError 400 for a field that is not in the schema
+ */
+export async function scoredSearch(name: string, request: QueryRequest, schema: IndexSchema, run: FtRunner): Promise<Reply> {
+  const fn = request.scoreFunction as ScoreFunction;
+  for (const f of fn.fields) checkField(schema, f.field, 'SCOREFUNC');
+  const names = [...new Set(fn.fields.map((f) => f.field))];
+  const query = filterToQuery(request.filter, schema);
+  const all = list(await run(['FT.SEARCH', name, query, 'WITHSCORES', 'RETURN', String(names.length), ...names, 'LIMIT', '0', String(MAX_RESULTS)])).slice(1);
+  const scored: Array<{ key: Reply; id: string; score: number }> = [];
+  for (let i = 0; i + 2 < all.length; i += 3) {
+    const flat = list(all[i + 2]);
+    const values = new Map<string, unknown>();
+    for (let k = 0; k + 1 < flat.length; k += 2) values.set(text(flat[k]), text(flat[k + 1]));
+    scored.push({ key: all[i] as Reply, id: text(all[i]), score: applyScoreFunction(fn, Number(text(all[i + 1])), values) });
+  }
+  scored.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const offset = request.offset ?? 0;
+  const page = scored.slice(offset, offset + (request.limit ?? DEFAULT_LIMIT));
+  if (page.length === 0) return [];
+  if (request.noContent) return page.map((h): Reply => [h.key, String(h.score)]);
+  const args = ftSearchArgs(name, { ...request, scoreFunction: undefined, offset: 0, limit: page.length }, schema);
+  args.splice(3, 0, 'INKEYS', String(page.length), ...page.map((h) => h.id));
+  const byKey = new Map(list(searchReply(await run(args), false)).map((hit) => [text(list(hit)[0]), list(hit)]));
+  return page.filter((h) => byKey.has(h.id)).map((h): Reply => [h.key, String(h.score), (byKey.get(h.id) as Reply[])[2] as Reply]);
 }

@@ -2,7 +2,7 @@ import { KvError, type CommandArgs, type Reply } from '@restash/kv/util-command'
 import { planAggregation } from './aggregate';
 import { filterToQuery } from './filter';
 import { ALIAS_DICTIONARY, dictionaryTerms, listAliasesReply, listIndexesReply, pageOf, parseListIndexes } from './listing';
-import { ftCountArgs, ftSearchArgs, parseQuery, searchReply } from './query';
+import { ftCountArgs, ftSearchArgs, parseQuery, scoredSearch, searchReply } from './query';
 import { bad, list, num, pairs, text } from './reply';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
 
@@ -157,6 +157,7 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
       const request = parseQuery(rest.slice(1));
       const schema = await schemaOf(redis, index);
       if (name === 'search.count') return num(list(await redis.run(ftCountArgs(index, request, schema)))[0]);
+      if (request.scoreFunction) return scoredSearch(index, request, schema, (ft) => redis.run(ft));
       return searchReply(await redis.run(ftSearchArgs(index, request, schema)), request.noContent);
     }
     case 'search.aggregate': {

@@ -105,7 +105,7 @@ describe('SEARCH.QUERY', () => {
       [Buffer.from('k2'), '1', []],
     ]);
     expect(searchReply(['1', 'k1', '2'], true)).toEqual([['k1', '2']]);
-    for (const args of [['{'], ['{}', 'LIMIT', '-1'], ['{}', 'SCOREFUNC', 'FIELDVALUE', 'x'], ['{}', 'BOGUS'], ['{}', 'LIMIT', '10001']]) {
+    for (const args of [['{'], ['{}', 'LIMIT', '-1'], ['{}', 'SCOREFUNC'], ['{}', 'ORDERBY', 'a', 'ASC', 'SCOREFUNC', 'FIELDVALUE', 'x'], ['{}', 'BOGUS'], ['{}', 'LIMIT', '10001']]) {
       expect([args, status(() => parseQuery(args))]).toEqual([args, 400]);
     }
   });
