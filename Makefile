@@ -18,7 +18,7 @@ export NX_CACHE_DIRECTORY ?= $(RESTASH_CACHE)/nx-$(NX_VERSION)/cache
 export NX_WORKSPACE_DATA_DIRECTORY ?= $(RESTASH_CACHE)/nx-$(NX_VERSION)/workspace-data
 NX_FORCE := $(if $(FORCE),--skip-nx-cache,)
 
-.PHONY: runtime install images dev dev-k8s k8s-install k8s-down crds config-doc build lint typecheck check unit integration e2e engines test bench bench-smoke bench-kv bench-vector bench-stream bench-queue bench-workflow
+.PHONY: runtime install images dev dev-k8s k8s-install k8s-down crds config-doc build lint typecheck check unit integration e2e engines conformance test bench bench-smoke bench-kv bench-vector bench-stream bench-queue bench-workflow
 
 runtime: ## the pinned Node, when missing
 	bash deploy/local/node.sh
@@ -83,6 +83,9 @@ integration: build k8s-install ## the integration tests against real engines (`t
 e2e: build k8s-install ## the tests on the test cluster (`test-e2e`: the operator, the CRDs, the Kubernetes client, the chart with its images), never cached, one at a time
 	mkdir -p .restash && rm -f $(FAILURES)
 	RESTASH_TEST_FAILURES=$(FAILURES) npx nx run-many -t test-e2e --parallel=1 --outputStyle=static --skip-nx-cache || $(REPORT_FAILURES)
+
+conformance: build ## the tests that drive each official SDK (JavaScript and Python) against the local stack, with a count per SDK and version (tools/conformance.mjs; docs/compatibility.md)
+	node tools/conformance.mjs
 
 engines: install ## tests of the dev-only engines (deploy/qdrant-local, deploy/embedder-local)
 	for dir in deploy/qdrant-local deploy/embedder-local; do .cache/python/venv/bin/python -m unittest discover -s $$dir -p 'test_*.py' || exit 1; done

@@ -17,7 +17,7 @@ describe(`upstash-redis (Python) on ${kvEngine().name}`, () => {
 
   it('passes the pytest suite of its calls', async () => {
     const tokens = stack.tokens('acme', 'main');
-    const run = await runPytest(join(__dirname, 'python', 'test_upstash_redis.py'), {
+    const run = await runPytest('upstash-redis', join(__dirname, 'python', 'test_upstash_redis.py'), {
       UPSTASH_REDIS_REST_URL: stack.url,
       UPSTASH_REDIS_REST_TOKEN: tokens.standard,
       UPSTASH_REDIS_REST_READONLY_TOKEN: tokens.readonly,

@@ -18,7 +18,7 @@ describe('qstash (Python)', () => {
 
   it('passes the pytest suite of its calls', async () => {
     const secrets = stack.secrets('acme', 'py');
-    const run = await runPytest(join(__dirname, 'python', 'test_qstash.py'), {
+    const run = await runPytest('qstash', join(__dirname, 'python', 'test_qstash.py'), {
       QSTASH_URL: stack.url,
       QSTASH_TOKEN: secrets.token,
       QSTASH_CURRENT_SIGNING_KEY: secrets.currentSigningKey,

@@ -22,7 +22,7 @@ describe('upstash-vector (Python)', () => {
   afterAll(() => stack?.stop());
 
   it('passes the pytest suite of its calls', async () => {
-    const run = await runPytest(join(__dirname, 'python', 'test_upstash_vector.py'), {
+    const run = await runPytest('upstash-vector', join(__dirname, 'python', 'test_upstash_vector.py'), {
       UPSTASH_VECTOR_REST_URL: stack.url,
       UPSTASH_VECTOR_REST_TOKEN: stack.tokens('acme', 'dense').standard,
       RESTASH_SPARSE_URL: stack.url,

@@ -79,7 +79,7 @@ describe('Upstash Search on the vector gateway with @upstash/search', () => {
     const structured = await index.search({ query: 'animal', limit: 5, filter: { year: { greaterThanOrEquals: 2021 } } });
     expect(structured.map((h) => h.id).sort()).toEqual(['dogs', 'stocks']);
     // Metadata is filtered under Upstash Search's `@metadata.` prefix; a bare name is a content field.
-    expect(await index.search({ query: 'animal', filter: { source: { equals: 'blog' } } })).toEqual([]);
+    expect(await index.search({ query: 'animal', filter: "source = 'blog'" })).toEqual([]);
     expect((await index.search({ query: 'animal', limit: 5, filter: "@metadata.source = 'blog'" })).map((h) => h.id)).toEqual(['cats']);
     expect((await index.search({ query: 'animal', limit: 5, filter: "@metadata.source GLOB 'w*' OR year < 2021" })).map((h) => h.id).sort()).toEqual(['cats', 'dogs']);
   });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from './paths';
@@ -87,11 +87,13 @@ export interface PytestRun {
 /**
  * Runs pytest of the SDK venv ({@link pythonSdkVenv}) on `path` with `env` added to this process's environment,
  * quietly (`-q -rfEs`: failures, errors and skips with their reasons listed), without a cache directory in the
- * repository. Never throws for failing tests: the caller asserts on the result.
+ * repository. Never throws for failing tests: the caller asserts on the result. With CONFORMANCE_REPORT_DIR set
+ * (`make conformance`, tools/conformance.mjs), the counts are also written to `<dir>/<label>.json`.
  *
+ * @param label names the run's report, e.g. `upstash-redis`
  * @param timeoutMs the run is killed (SIGKILL) after this long and reported with exit code -1
  */
-export async function runPytest(path: string, env: Record<string, string>, timeoutMs = 300_000): Promise<PytestRun> {
+export async function runPytest(label: string, path: string, env: Record<string, string>, timeoutMs = 300_000): Promise<PytestRun> {
   const python = await pythonSdkVenv();
   const child = spawn(python, ['-m', 'pytest', '-q', '-rfEs', '-p', 'no:cacheprovider', path], {
     env: { ...process.env, ...env, PYTHONDONTWRITEBYTECODE: '1' },
@@ -105,7 +107,10 @@ export async function runPytest(path: string, env: Record<string, string>, timeo
   clearTimeout(timer);
   const summary = output.trim().split('\n').reverse().find((line) => / in [\d.]+s/.test(line)) ?? '';
   const count = (word: string) => Number(new RegExp(`(\\d+) ${word}`).exec(summary)?.[1] ?? 0);
-  return { exitCode, output, passed: count('passed'), failed: count('failed') + count('error'), skipped: count('skipped'), summary: summary.replace(/=/g, '').trim() };
+  const run = { exitCode, output, passed: count('passed'), failed: count('failed') + count('error'), skipped: count('skipped'), summary: summary.replace(/=/g, '').trim() };
+  const reports = process.env.CONFORMANCE_REPORT_DIR;
+  if (reports) await writeFile(join(reports, `${label}.json`), JSON.stringify({ passed: run.passed, failed: run.failed + (exitCode === 0 ? 0 : Number(run.failed === 0)), skipped: run.skipped }));
+  return run;
 }
 
 /**
