@@ -1,5 +1,5 @@
 import { Search } from '@upstash/search';
-import { type VectorStack, startVectorStack } from './testing/vector-stack';
+import { type VectorStack, postApi, startVectorStack } from './testing/vector-stack';
 
 type Content = { title: string; body: string; year: number };
 type Meta = { source: string };
@@ -9,16 +9,6 @@ const DOCS = [
   { id: 'dogs', content: { title: 'Dogs', body: 'A dog fetches the ball in the park', year: 2021 }, metadata: { source: 'wiki' } },
   { id: 'stocks', content: { title: 'Markets', body: 'Stock prices fell sharply on Monday', year: 2022 }, metadata: { source: 'news' } },
 ];
-
-/** The HTTP API directly, for what the SDK checks before sending (bad input). */
-async function post(stack: VectorStack, token: string, path: string, body: unknown): Promise<{ status: number; body: { result?: unknown; error?: string } }> {
-  const response = await fetch(`${stack.url}/${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as { result?: unknown; error?: string } };
-}
 
 /**
  * Upstash Search with the official `@upstash/search` SDK (0.1.7) against vector-gateway, qdrant-local and the local
@@ -110,7 +100,7 @@ describe('Upstash Search on the vector gateway with @upstash/search', () => {
       ['search/x', { query: 'q', filter: 'title = ' }, 'filter'],
     ];
     for (const [path, body, message] of cases) {
-      const answer = await post(stack, token, path, body);
+      const answer = await postApi(stack, token, path, body);
       expect({ path, status: answer.status }).toEqual({ path, status: 400 });
       expect(answer.body.error).toContain(message);
     }

@@ -1,6 +1,6 @@
 import { FusionAlgorithm, Index, QueryMode, WeightingStrategy } from '@upstash/vector';
 import { fuseRrf } from '@restash/vector/util-query';
-import { type VectorStack, startVectorStack } from './testing/vector-stack';
+import { type VectorStack, postApi as call, startVectorStack } from './testing/vector-stack';
 
 type Meta = Record<string, unknown>;
 
@@ -12,16 +12,6 @@ const SPARSE_DATA = [
 ];
 const DENSE_OF: Record<string, number[]> = { id0: [0.1, 0.2], id1: [0.2, 0.3], id2: [0.3, 0.4] };
 const HYBRID_DATA = SPARSE_DATA.map((v) => ({ ...v, vector: DENSE_OF[v.id] as number[] }));
-
-/** The HTTP API directly, for what the SDK does not send (rename-namespace, bad input). */
-async function call(stack: VectorStack, token: string, path: string, body: unknown): Promise<{ status: number; body: { result?: unknown; error?: string } }> {
-  const response = await fetch(`${stack.url}/${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as { result?: unknown; error?: string } };
-}
 
 /**
  * The official `@upstash/vector` SDK against vector-gateway and qdrant-local on SPARSE and HYBRID

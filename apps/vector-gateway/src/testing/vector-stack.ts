@@ -88,3 +88,19 @@ export async function startVectorStack(tenants: Record<string, TestIndex[]>, env
     },
   };
 }
+
+/** An answer of the Vector API as {@link postApi} reads it. */
+export interface ApiAnswer {
+  status: number;
+  body: { result?: unknown; error?: string };
+}
+
+/** POSTs `body` as JSON to `<stack.url>/<path>` with `token`: the HTTP API directly, for what an SDK does not send (bad input, rename-namespace). */
+export async function postApi(stack: VectorStack, token: string, path: string, body: unknown): Promise<ApiAnswer> {
+  const response = await fetch(`${stack.url}/${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as ApiAnswer['body'] };
+}
