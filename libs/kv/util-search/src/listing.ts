@@ -11,7 +11,7 @@ export const ALIAS_DICTIONARY = 'restash:search-aliases';
 /** What SEARCH.LISTINDEXES was asked for (docs/kv.md, "KV: Search"). */
 export interface ListIndexesRequest {
   /** A Redis glob over index names; undefined: all. */
-  match?: RegExp;
+  match?: GlobMatcher;
   /** At most this many (0: all). */
   limit: number;
   offset: number;
@@ -33,7 +33,7 @@ export function parseListIndexes(args: readonly string[]): ListIndexesRequest {
     if (seen.has(option)) throw bad(`SEARCH.LISTINDEXES: ${option} given twice`);
     seen.add(option);
     if (option === 'MATCH') {
-      out.match = globToRegExp(value);
+      out.match = globMatcher(value);
       continue;
     }
     if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw bad(`SEARCH.LISTINDEXES: ${option} must be a whole number from 0, got '${value}'`);
@@ -43,54 +43,85 @@ export function parseListIndexes(args: readonly string[]): ListIndexesRequest {
   return out;
 }
 
+/** A compiled Redis glob (see {@link globMatcher}). */
+export interface GlobMatcher {
+  /** True when the whole of `text` matches. */
+  test(text: string): boolean;
+}
+
+type GlobItem = { kind: 'char'; char: string } | { kind: 'any' } | { kind: 'star' } | { kind: 'set'; negate: boolean; chars: string; ranges: Array<[string, string]> };
+
 /**
- * A Redis glob-style pattern (`*`, `?`, `[abc]`, `[^a-z]`, `\x` escapes; Redis's `stringmatchlen`) as an anchored
- * regular expression. An unclosed `[` matches itself, as in Redis.
+ * A Redis glob-style pattern (`*`, `?`, `[abc]`, `[^a-z]`, `\x` escapes; Redis's `stringmatchlen`), matched against a
+ * whole string without backtracking blow-up (one pass with the last `*` remembered: O(pattern × text)), so that a
+ * hostile pattern like `*a*a*a*a*b` stays cheap on the shared gateway. An unclosed `[` matches itself, as in Redis.
  */
-export function globToRegExp(pattern: string): RegExp {
-  let out = '';
+export function globMatcher(pattern: string): GlobMatcher {
+  const items: GlobItem[] = [];
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i] as string;
-    if (c === '*') out += '[\\s\\S]*';
-    else if (c === '?') out += '[\\s\\S]';
-    else if (c === '\\' && i + 1 < pattern.length) out += escape(pattern[++i] as string);
-    else if (c === '[') {
+    if (c === '*') {
+      if (items[items.length - 1]?.kind !== 'star') items.push({ kind: 'star' });
+    } else if (c === '?') items.push({ kind: 'any' });
+    else if (c === '\\' && i + 1 < pattern.length) items.push({ kind: 'char', char: pattern[++i] as string });
+    else if (c === '[' && pattern.indexOf(']', i + 2) > 0) {
       const end = pattern.indexOf(']', i + 2);
-      if (end < 0) {
-        out += '\\[';
-        continue;
-      }
       let body = pattern.slice(i + 1, end);
       const negate = body.startsWith('^');
       if (negate) body = body.slice(1);
-      let set = '';
+      const set: GlobItem & { kind: 'set' } = { kind: 'set', negate, chars: '', ranges: [] };
       for (let j = 0; j < body.length; j++) {
         const d = body[j] as string;
-        if (d === '\\' && j + 1 < body.length) set += escape(body[++j] as string);
+        if (d === '\\' && j + 1 < body.length) set.chars += body[++j];
         else if (body[j + 1] === '-' && j + 2 < body.length) {
-          const [from, to] = [d, body[j + 2] as string].sort();
-          set += `${escape(from as string)}-${escape(to as string)}`;
+          const to = body[j + 2] as string;
+          set.ranges.push(d <= to ? [d, to] : [to, d]);
           j += 2;
-        } else set += escape(d);
+        } else set.chars += d;
       }
-      out += `[${negate ? '^' : ''}${set}]`;
+      items.push(set);
       i = end;
-    } else out += escape(c);
+    } else items.push({ kind: 'char', char: c });
   }
-  return new RegExp(`^${out}$`, 's');
-}
-
-function escape(c: string): string {
-  return c.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&');
+  const one = (item: GlobItem, c: string): boolean => {
+    if (item.kind === 'any') return true;
+    if (item.kind === 'char') return item.char === c;
+    if (item.kind === 'star') return false;
+    const hit = item.chars.includes(c) || item.ranges.some(([from, to]) => c >= from && c <= to);
+    return hit !== item.negate;
+  };
+  return {
+    test(text: string): boolean {
+      let p = 0;
+      let t = 0;
+      let star = -1;
+      let resume = 0;
+      while (t < text.length) {
+        const item = items[p];
+        if (item?.kind === 'star') {
+          star = p++;
+          resume = t;
+        } else if (item && one(item, text[t] as string)) {
+          p++;
+          t++;
+        } else if (star >= 0) {
+          p = star + 1;
+          t = ++resume;
+        } else return false;
+      }
+      while (items[p]?.kind === 'star') p++;
+      return p === items.length;
+    },
+  };
 }
 
 /**
- * The SEARCH.LISTINDEXES reply of FT._LIST's names and each index's FT.INFO (null for one dropped meanwhile, left
- * out): `[[name, <n>, type, HASH|JSON], …]` sorted by name, filtered by MATCH, then OFFSET and LIMIT applied.
+ * The SEARCH.LISTINDEXES reply of the names {@link pageOf} gave and each one's FT.INFO (null for one dropped
+ * meanwhile, left out): `[[name, <n>, type, HASH|JSON], …]` in the order of `names`.
  */
-export function listIndexesReply(names: readonly string[], infos: ReadonlyMap<string, Reply | null>, request: ListIndexesRequest): Reply[] {
+export function listIndexesReply(names: readonly string[], infos: ReadonlyMap<string, Reply | null>): Reply[] {
   const out: Reply[] = [];
-  for (const name of pageOf(names, request)) {
+  for (const name of names) {
     const info = infos.get(name);
     if (info == null) continue;
     out.push(['name', name, 'type', text(pairs(pairs(info).get('index_definition')).get('key_type')).toUpperCase()]);

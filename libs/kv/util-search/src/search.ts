@@ -217,7 +217,7 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
       const names = pageOf(list(await redis.run(['FT._LIST'])).map((n) => text(n)), request);
       const infos = new Map<string, Reply | null>();
       for (const index of names) infos.set(index, await info(redis, index));
-      return listIndexesReply(names, infos, { limit: 0, offset: 0 });
+      return listIndexesReply(names, infos);
     }
     default:
       throw bad(`unknown command '${text(args[0])}'`);

@@ -124,7 +124,7 @@ export function parseUpsert(body: unknown, withData: boolean, type: IndexType = 
       for (const field of ['vector', 'sparseVector'] as const) {
         if (record[field] !== undefined) throw VectorError.badRequest(`${at}${field}: /upsert-data takes data, not vectors; use /upsert`);
       }
-      if (record.content !== undefined && record.content !== null) {
+      if (record.content !== undefined) {
         if (record.data !== undefined) throw VectorError.badRequest(`${at}content: a record takes data or content (an Upstash Search document), not both`);
         out.content = checkMetadata(record.content, `${at}content`);
         out.data = documentText(out.content);
