@@ -27,6 +27,7 @@ import { logEvent } from '@restash/shared/util-http';
 import type { AclUsers } from './acl-users';
 import type { KvBackendFailures } from './backend-failures';
 import type { KvObserver, KvSession } from './ports';
+import { StringShadows } from './string-shadows';
 
 /** What a command label runs that the server can be asked to kill (KvBackend.killScript). */
 const SCRIPT_KINDS: ReadonlyMap<string, 'script' | 'function'> = new Map([
@@ -64,6 +65,8 @@ export class KvCommands {
    */
   private readonly instance = randomBytes(6).toString('hex');
   private readonly writes = new Map<string, number>();
+  /** The JSON shadows of string keys under `SEARCH.CREATE … ON STRING` indexes, kept in step after writes. */
+  private readonly shadows = new StringShadows();
 
   /**
    * @param scriptTimeoutMs a script or function running longer is killed (REDIS_SCRIPT_TIMEOUT_MS)
@@ -109,6 +112,7 @@ export class KvCommands {
     } finally {
       if (prepared.kind === 'redis' && changesAclUsers(prepared)) await this.aclUsers.afterAclChanges(session, [prepared]);
     }
+    if (prepared.kind === 'redis' && prepared.write) await this.shadows.afterWrites(session, [prepared.args]);
     const syncToken = this.syncToken(id, prepared.write);
     return { result: prepared.kind === 'redis' ? rewriteReply(prepared.rewrite, reply, session.policy.prefix) : reply, syncToken };
   }
@@ -125,7 +129,8 @@ export class KvCommands {
     const write = isSearchWrite(name);
     if (write && session.role === 'readonly') throw KvError.badRequest(`NOPERM this user has no permissions to run the '${name}' command`);
     const queryEngine = session.table.get('ft.search') !== undefined;
-    return { kind: 'composite', label: name, write, run: (redis) => runSearchCommand(args, redis, { queryEngine, db: session.db }) };
+    const onStringIndexChange = () => this.shadows.forget(session.database.id);
+    return { kind: 'composite', label: name, write, run: (redis) => runSearchCommand(args, redis, { queryEngine, db: session.db, onStringIndexChange }) };
   }
 
   /**
@@ -165,6 +170,7 @@ export class KvCommands {
           const demoted = outcomes.flatMap((o) => (o.ok ? [] : [o.error])).find(isDemotedReply);
           if (demoted !== undefined) throw this.failures.failure(session.tenant, new ServerDemotedError(demoted));
           if (segment.some(changesAclUsers)) await this.aclUsers.afterAclChanges(session, segment);
+          await this.shadows.afterWrites(session, written(segment, outcomes));
           segment.forEach((command, i) => items.push(this.item(session, command, outcomes[i])));
           start = end;
         }
@@ -207,6 +213,7 @@ export class KvCommands {
     if ('discarded' in outcome) throw KvError.badRequest(outcome.discarded);
     const syncToken = this.syncToken(session.database.id, prepared.some((c) => c.write));
     if (prepared.some(changesAclUsers)) await this.aclUsers.afterAclChanges(session, prepared);
+    await this.shadows.afterWrites(session, written(prepared, outcome.outcomes));
     return { result: prepared.map((command, i) => this.item(session, command, outcome.outcomes[i])), syncToken };
   }
 
@@ -327,6 +334,11 @@ function writer(session: KvSession, write: boolean): CommandRunner {
     pipeline: (commands) => runner.pipeline(commands, wait),
     transaction: (commands) => runner.transaction(commands, wait),
   };
+}
+
+/** The write commands of a pipeline segment or transaction that were answered without error. */
+function written(commands: readonly RedisCommand[], outcomes: ReadonlyArray<Outcome | undefined>): CommandArgs[] {
+  return commands.filter((command, i) => command.write && outcomes[i]?.ok).map((command) => command.args);
 }
 
 /** Whether a command changes Redis ACL users (ACL SETUSER, ACL DELUSER): AclUsers.afterAclChanges records it. */

@@ -8,6 +8,27 @@ export interface CommandSpec {
   /** ACL categories without the `@`: `read`, `write`, `dangerous`, … */
   categories: ReadonlySet<string>;
   subcommands: ReadonlyMap<string, CommandSpec>;
+  /**
+   * Where the keys are (COMMAND's first key, last key and step): argument indexes counted with the name at 0,
+   * `last` negative from the end (-1: the last argument); first 0 for a command without keys. Commands flagged
+   * `movablekeys` have keys elsewhere too (see {@link keyArguments}).
+   */
+  keys: { first: number; last: number; step: number };
+}
+
+/**
+ * The key arguments of a command line by its spec's key positions (Redis's COMMAND first/last/step).
+ * @returns the keys, or undefined when the command has movable keys (flag `movablekeys`: EVAL, SORT … STORE,
+ *   ZUNIONSTORE …), for which only the server can tell (`COMMAND GETKEYS`)
+ */
+export function keyArguments(spec: CommandSpec, args: readonly (string | Buffer)[]): Array<string | Buffer> | undefined {
+  if (spec.flags.has('movablekeys')) return undefined;
+  const { first, step } = spec.keys;
+  if (first <= 0 || step <= 0) return [];
+  const last = spec.keys.last < 0 ? args.length + spec.keys.last : spec.keys.last;
+  const out: Array<string | Buffer> = [];
+  for (let i = first; i <= last && i < args.length; i += step) out.push(args[i] as string | Buffer);
+  return out;
 }
 
 /**
@@ -55,7 +76,7 @@ export class CommandTable {
 
 function parseEntry(entry: unknown): CommandSpec {
   if (!Array.isArray(entry) || entry.length < 7) throw new Error('malformed COMMAND entry');
-  const [name, arity, flags, , , , categories, , , subcommands] = entry as unknown[];
+  const [name, arity, flags, first, last, step, categories, , , subcommands] = entry as unknown[];
   const subs = new Map<string, CommandSpec>();
   if (Array.isArray(subcommands)) {
     for (const sub of subcommands) {
@@ -69,5 +90,6 @@ function parseEntry(entry: unknown): CommandSpec {
     flags: new Set((flags as unknown[]).map((f) => String(f).toLowerCase())),
     categories: new Set((categories as unknown[]).map((c) => String(c).replace(/^@/, '').toLowerCase())),
     subcommands: subs,
+    keys: { first: Number(first) || 0, last: Number(last) || 0, step: Number(step) || 0 },
   };
 }

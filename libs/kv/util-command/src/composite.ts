@@ -1,5 +1,6 @@
 import type { Reply } from './encode';
 import { KvError } from './kv-error';
+import { isShadowKey } from './string-shadow';
 import type { CommandArgs } from './request';
 
 /** Runs one command on the tenant's server. @throws the Redis error reply, or a connection error */
@@ -37,7 +38,7 @@ export function copyOntoItself(args: CommandArgs): CompositeCommand | undefined 
 /**
  * `SCAN cursor [MATCH p] [COUNT n] [TYPE t] WITHTYPE` (Upstash): the keys of a SCAN page each
  * followed by its type, `[cursor, [key, type, key, type, …]]`. Runs SCAN without WITHTYPE, then TYPE
- * of every key returned in the same turn; keys gone in between are left out. Undefined without
+ * of every key returned in the same turn; keys gone in between and string-index shadows are left out. Undefined without
  * WITHTYPE.
  */
 export function scanWithType(args: CommandArgs): CompositeCommand | undefined {
@@ -51,7 +52,7 @@ export function scanWithType(args: CommandArgs): CompositeCommand | undefined {
     run: async (redis) => {
       const reply = await redis.run(scan);
       if (!Array.isArray(reply) || !Array.isArray(reply[1])) return reply;
-      const keys = reply[1];
+      const keys = reply[1].filter((key) => !isShadowKey(key));
       const types = await Promise.all(keys.map((key) => redis.run(['type', key as Buffer])));
       const pairs: Reply[] = [];
       keys.forEach((key, i) => {

@@ -6,3 +6,4 @@ export * from './policy';
 export * from './sse';
 export * from './gateway-user';
 export * from './composite';
+export * from './string-shadow';

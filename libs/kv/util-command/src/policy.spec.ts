@@ -185,6 +185,13 @@ describe('rewriteReply', () => {
     expect(text(rewriteReply('acl-whoami', b('d1:alice'), 'd1:'))).toBe('alice');
   });
 
+  it('hides the string-index shadows from SCAN and KEYS, and names the shadowed key for RANDOMKEY', () => {
+    expect(text(rewriteReply('scan', ['0', [b('a'), b('__restash_string:a'), b('b')]], ''))).toEqual(['0', ['a', 'b']]);
+    expect(text(rewriteReply('keys', [b('__restash_string:a'), b('a')], ''))).toEqual(['a']);
+    expect(text(rewriteReply('randomkey', b('__restash_string:a'), ''))).toBe('a');
+    expect(rewriteReply('randomkey', null, '')).toBeNull();
+  });
+
   it('drops the INFO lines that identify or locate the process, its files or other servers', () => {
     expect(prepare(['INFO', 'server'])).toMatchObject({ rewrite: 'info' });
     const info = [

@@ -3,6 +3,7 @@ import { type CompositeCommand, clientSetinfo, copyOntoItself, fcallReadOnly, no
 import { checkCountArguments } from './count-arguments';
 import type { Reply } from './encode';
 import { KvError } from './kv-error';
+import { hideShadows } from './string-shadow';
 import { type Arg, type CommandArgs, commandName } from './request';
 
 /** What a token may do (docs/kv.md, "KV: tokens"): everything supported, reads only, or as a Redis ACL user. */
@@ -22,7 +23,7 @@ export interface PolicyContext {
 }
 
 /** How a reply must be rewritten so that the tenant never sees the prefix or other tenants' names. */
-export type ReplyRewrite = 'acl-list' | 'acl-users' | 'acl-whoami' | 'pubsub-channels' | 'pubsub-numsub' | 'info';
+export type ReplyRewrite = 'acl-list' | 'acl-users' | 'acl-whoami' | 'pubsub-channels' | 'pubsub-numsub' | 'info' | 'scan' | 'keys' | 'randomkey';
 
 /** A command that passed the policy, ready for Redis. */
 export interface RedisCommand {
@@ -263,7 +264,10 @@ function scope(command: RedisCommand, prefix: string, rewrite: ReplyRewrite | un
     case 'pubsub|numsub':
       return { ...command, args: withPrefix(args, prefix, 2), rewrite: 'pubsub-numsub' };
     case 'info':
-      return { ...command, rewrite: 'info' };
+    case 'scan':
+    case 'keys':
+    case 'randomkey':
+      return { ...command, rewrite: command.label as 'info' | 'scan' | 'keys' | 'randomkey' };
   }
   return rewrite ? { ...command, rewrite } : command;
 }
@@ -338,7 +342,8 @@ function unknownCommand(args: CommandArgs): string {
 
 /**
  * Rewrites a reply of a scoped command (see {@link prepareCommand}) so that only the tenant's own
- * users and channels appear, under the names the tenant gave them.
+ * users and channels appear, under the names the tenant gave them, INFO without the process's lines, and SCAN,
+ * KEYS and RANDOMKEY without the gateway's string-index shadows ({@link hideShadows}).
  */
 export function rewriteReply(rewrite: ReplyRewrite | undefined, reply: Reply, prefix: string): Reply {
   if (!rewrite || reply instanceof Error || reply === null) return reply;
@@ -358,6 +363,10 @@ export function rewriteReply(rewrite: ReplyRewrite | undefined, reply: Reply, pr
       return own(reply) ? strip(reply) : Buffer.from('default');
     case 'pubsub-numsub':
       return list.map((item, i) => (i % 2 === 0 ? strip(item) : item));
+    case 'scan':
+    case 'keys':
+    case 'randomkey':
+      return hideShadows(rewrite, reply);
     case 'info':
       return Buffer.from(
         text(reply)

@@ -5,3 +5,4 @@ export * from './query';
 export * from './aggregate';
 export * from './listing';
 export * from './score-function';
+export * from './string-index';

@@ -1,5 +1,6 @@
 import type { Reply } from '@restash/kv/util-command';
 import { bad, list, pairs, text } from './reply';
+import { schemaFromInfo } from './schema';
 
 /**
  * The RediSearch dictionary (FT.DICTADD/FT.DICTDUMP) in which the gateway records the alias names made with
@@ -117,14 +118,14 @@ export function globMatcher(pattern: string): GlobMatcher {
 
 /**
  * The SEARCH.LISTINDEXES reply of the names {@link pageOf} gave and each one's FT.INFO (null for one dropped
- * meanwhile, left out): `[[name, <n>, type, HASH|JSON], …]` in the order of `names`.
+ * meanwhile, left out): `[[name, <n>, type, HASH|JSON|STRING], …]` in the order of `names`.
  */
 export function listIndexesReply(names: readonly string[], infos: ReadonlyMap<string, Reply | null>): Reply[] {
   const out: Reply[] = [];
   for (const name of names) {
     const info = infos.get(name);
     if (info == null) continue;
-    out.push(['name', name, 'type', text(pairs(pairs(info).get('index_definition')).get('key_type')).toUpperCase()]);
+    out.push(['name', name, 'type', schemaFromInfo(info).dataType.toUpperCase()]);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import type { Reply } from '@restash/kv/util-command';
 import { bad, list, pairs, text } from './reply';
+import { shadowPrefixes, stringPrefixesOf } from './string-index';
 
 /** Upstash Search field types (`@upstash/redis` FIELD_TYPES). */
 export const FIELD_TYPES = ['TEXT', 'U64', 'I64', 'F64', 'BOOL', 'DATE', 'KEYWORD', 'FACET'] as const;
@@ -28,7 +29,8 @@ export type FieldKind = 'text' | 'numeric' | 'tag';
 /** An index as Upstash describes it (SEARCH.DESCRIBE). */
 export interface IndexSchema {
   name: string;
-  dataType: 'hash' | 'json';
+  /** `string`: string keys holding JSON, indexed through their JSON shadows (string-index.ts). */
+  dataType: 'hash' | 'json' | 'string';
   prefixes: string[];
   language?: string;
   fields: SearchField[];
@@ -62,8 +64,8 @@ function isFieldType(value: string): value is FieldType {
  * Parses the arguments of `SEARCH.CREATE` (after the command name), as `@upstash/redis` builds them:
  * `name [SKIPINITIALSCAN] [EXISTSOK] ON HASH|JSON|STRING|STREAM (PREFIX n p… | key) [LANGUAGE l] SCHEMA
  * (path TYPE [FAST] [NOTOKENIZE] [NOSTEM] [FROM source])…`.
- * @throws KvError 400 for wrong arity, an unknown type/option/language, or a STRING/STREAM source (RediSearch
- *   indexes only hashes and JSON documents)
+ * @throws KvError 400 for wrong arity, an unknown type/option/language, or a STREAM source (RediSearch indexes only
+ *   hashes and JSON documents; string keys through their shadows, string-index.ts)
  */
 export function parseCreate(args: string[]): CreateRequest {
   let i = 0;
@@ -84,14 +86,11 @@ export function parseCreate(args: string[]): CreateRequest {
     else throw bad(`SEARCH.CREATE: unexpected argument '${args[i - 1]}'`);
   }
   const source = next('data type').toUpperCase();
-  if (source === 'STRING' || source === 'STREAM') {
-    throw bad(
-      `SEARCH.CREATE: data type ${source.toLowerCase()} is not supported on this server (the Redis Query Engine ` +
-        'indexes only hash and JSON keys); store the documents with JSON.SET and use dataType "json"',
-    );
+  if (source === 'STREAM') {
+    throw bad('SEARCH.CREATE: data type stream is not supported on this server (the Redis Query Engine indexes only hash and JSON keys)');
   }
-  if (source !== 'HASH' && source !== 'JSON') throw bad(`SEARCH.CREATE: unknown data type '${args[i - 1]}'`);
-  const dataType = source === 'HASH' ? 'hash' : 'json';
+  if (source !== 'HASH' && source !== 'JSON' && source !== 'STRING') throw bad(`SEARCH.CREATE: unknown data type '${args[i - 1]}'`);
+  const dataType = source === 'HASH' ? 'hash' : source === 'JSON' ? 'json' : 'string';
   const prefixes: string[] = [];
   let word = next('SCHEMA');
   if (word.toUpperCase() === 'PREFIX') {
@@ -159,22 +158,26 @@ function fieldOptions(field: SearchField): string[] {
 export const TAG_SEPARATOR = '\x1f';
 
 /**
- * `FT.CREATE` arguments for a parsed SEARCH.CREATE: `ON HASH|JSON PREFIX …`, the Upstash schema in
+ * `FT.CREATE` arguments for a parsed SEARCH.CREATE: `ON HASH|JSON PREFIX …` (a string index: ON JSON over the
+ * shadows' prefixes, string-index.ts shadowPrefixes), the Upstash schema in
  * PAYLOAD_FIELD (see META_PREFIX), `LANGUAGE`, and one attribute per field named by its dotted path:
  * TEXT → TEXT [NOSTEM] (NOTOKENIZE → TAG CASESENSITIVE); U64/I64/F64 → NUMERIC SORTABLE; BOOL → TAG;
  * DATE, KEYWORD, FACET → TAG CASESENSITIVE; FAST → SORTABLE.
  */
 export function ftCreateArgs(request: CreateRequest): string[] {
   const meta = JSON.stringify({ l: request.language, f: request.fields.map((f) => [f.path, f.type, ...fieldOptions(f)]) });
-  const out = ['FT.CREATE', request.name, 'ON', request.dataType.toUpperCase()];
-  if (request.prefixes.length > 0) out.push('PREFIX', String(request.prefixes.length), ...request.prefixes);
+  const string = request.dataType === 'string';
+  const out = ['FT.CREATE', request.name, 'ON', string ? 'JSON' : request.dataType.toUpperCase()];
+  const prefixes = string ? shadowPrefixes(request.prefixes) : request.prefixes;
+  if (prefixes.length > 0) out.push('PREFIX', String(prefixes.length), ...prefixes);
   if (request.language) out.push('LANGUAGE', request.language);
   out.push('PAYLOAD_FIELD', META_PREFIX + meta);
-  if (request.skipInitialScan) out.push('SKIPINITIALSCAN');
+  // A string index's initial scan is the gateway's (syncPrefixes): the shadows do not exist yet.
+  if (request.skipInitialScan && !string) out.push('SKIPINITIALSCAN');
   out.push('SCHEMA');
   for (const field of request.fields) {
     const source = field.from ?? field.path;
-    out.push(request.dataType === 'json' ? jsonPath(source) : source, 'AS', field.path);
+    out.push(request.dataType === 'hash' ? source : jsonPath(source), 'AS', field.path);
     const kind = fieldKind(field);
     if (kind === 'text') out.push('TEXT', ...(field.noStem ? ['NOSTEM'] : []));
     else if (kind === 'numeric') out.push('NUMERIC');
@@ -187,15 +190,19 @@ export function ftCreateArgs(request: CreateRequest): string[] {
 const FROM_REDISEARCH: Record<string, FieldType> = { TEXT: 'TEXT', NUMERIC: 'F64', TAG: 'KEYWORD' };
 
 /**
- * The Upstash view of an index from its `FT.INFO` reply: the schema stored by SEARCH.CREATE when present,
+ * The Upstash view of an index from its `FT.INFO` reply (an ON JSON index over shadow prefixes is a string index,
+ * string-index.ts): the schema stored by SEARCH.CREATE when present,
  * otherwise one guessed from RediSearch's attribute types (an index made with FT.CREATE directly):
  * TEXT → TEXT, NUMERIC → F64, TAG → KEYWORD; other attribute types (GEO, VECTOR …) are left out.
  */
 export function schemaFromInfo(info: Reply): IndexSchema {
   const top = pairs(info);
   const definition = pairs(top.get('index_definition'));
-  const dataType = text(definition.get('key_type')).toLowerCase() === 'json' ? 'json' : 'hash';
-  const prefixes = list(definition.get('prefixes')).map((p) => text(p));
+  const ftPrefixes = list(definition.get('prefixes')).map((p) => text(p));
+  const json = text(definition.get('key_type')).toLowerCase() === 'json';
+  const stringPrefixes = json ? stringPrefixesOf(ftPrefixes) : undefined;
+  const dataType = stringPrefixes ? 'string' : json ? 'json' : 'hash';
+  const prefixes = stringPrefixes ? stringPrefixes.filter((p) => p !== '') : ftPrefixes;
   const payload = text(definition.get('payload_field'));
   const name = text(top.get('index_name'));
   if (payload.startsWith(META_PREFIX)) {
@@ -228,7 +235,7 @@ export function schemaFromInfo(info: Reply): IndexSchema {
 }
 
 /**
- * SEARCH.DESCRIBE's reply, as `@upstash/redis` parses it: `["name", n, "type", "HASH"|"JSON", "prefixes", […],
+ * SEARCH.DESCRIBE's reply, as `@upstash/redis` parses it: `["name", n, "type", "HASH"|"JSON"|"STRING", "prefixes", […],
  * ("language", l,) "schema", [[path, TYPE, options…], …]]`.
  */
 export function describeReply(schema: IndexSchema): Reply {

@@ -5,6 +5,7 @@ import { ALIAS_DICTIONARY, dictionaryTerms, listAliasesReply, listIndexesReply, 
 import { ftCountArgs, ftSearchArgs, parseQuery, scoredSearch, searchReply } from './query';
 import { bad, list, num, pairs, text } from './reply';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
+import { STRING_PREFIXES_TTL_MS, deleteShadows, loadStringPrefixes, syncPrefixes, unshadowHits } from './string-index';
 
 /** True for `search.*` names (lower-case). */
 export function isSearchCommand(name: string): boolean {
@@ -30,6 +31,13 @@ export interface SearchOptions {
   queryEngine: boolean;
   /** The logical database of the KV database on its server; RediSearch indexes only db 0. */
   db?: number;
+  /**
+   * How long SEARCH.CREATE and SEARCH.DROP of a string index wait before they scan, for every gateway to see the
+   * change (STRING_PREFIXES_TTL_MS unless set).
+   */
+  settleMs?: number;
+  /** Called once a string index was created or dropped (this gateway reads the string prefixes again). */
+  onStringIndexChange?: () => void;
 }
 
 /** The text of SEARCH.* on a server without the Query Engine. */
@@ -60,6 +68,11 @@ async function removed(redis: SearchRunner, command: string[], missing: (error: 
     if (missing(error)) return 0;
     throw error;
   }
+}
+
+/** Waits for every gateway to read the string prefixes again (SearchOptions.settleMs). */
+function settle(options: SearchOptions): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, options.settleMs ?? STRING_PREFIXES_TTL_MS));
 }
 
 function arity(args: string[], n: number, name: string): void {
@@ -97,9 +110,9 @@ async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema
 
 /**
  * Runs one SEARCH.* command (the `@upstash/redis` search client) as FT.* commands on the tenant's own server and
- * answers in Upstash's reply shapes: CREATE → OK; DROP, ALIASADD, ALIASDEL → 1 (0 when nothing was there);
+ * answers in Upstash's reply shapes: CREATE → OK (a string index: after its shadows were made, string-index.ts); DROP, ALIASADD, ALIASDEL → 1 (0 when nothing was there);
  * LISTALIASES → `[[alias, index]…]` of the aliases made through SEARCH.ALIASADD (recorded in {@link ALIAS_DICTIONARY});
- * LISTINDEXES → `[[name, n, type, HASH|JSON]…]`;
+ * LISTINDEXES → `[[name, n, type, HASH|JSON|STRING]…]`; DROP of a string index deletes the shadows no other reads;
  * DESCRIBE → the describe array or nil; QUERY → `[[key, score, [[field, value]…]]…]`; COUNT → integer;
  * AGGREGATE → `[name, value, …]`; WAITINDEXING → 1 once the background scan is done (0 after
  * WAIT_INDEXING_MS).
@@ -133,12 +146,29 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
         await redis.run(ftCreateArgs(request));
       } catch (error) {
         if (!(request.existsOk && error instanceof Error && /already exists/i.test(error.message))) throw error;
+        return 'OK';
+      }
+      if (request.dataType === 'string') {
+        options.onStringIndexChange?.();
+        if (!request.skipInitialScan) {
+          await settle(options);
+          await syncPrefixes((args) => redis.run(args), request.prefixes);
+        }
       }
       return 'OK';
     }
     case 'search.drop': {
       arity(rest, 1, name);
+      const before = await info(redis, rest[0] as string);
       const dropped = await removed(redis, ['FT.DROPINDEX', rest[0] as string], isMissingIndex);
+      const schema = before === null ? undefined : schemaFromInfo(before);
+      if (dropped === 1 && schema?.dataType === 'string') {
+        // Its shadows go, except those another string index still reads.
+        options.onStringIndexChange?.();
+        await settle(options);
+        const run = (args: CommandArgs) => redis.run(args);
+        await deleteShadows(run, schema.prefixes, await loadStringPrefixes(run));
+      }
       // The index's aliases went with it: forget them.
       const aliases = await recordedAliases(redis);
       const gone = [...aliases].filter(([, reply]) => reply === null).map(([alias]) => alias);
@@ -157,8 +187,10 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
       const request = parseQuery(rest.slice(1));
       const schema = await schemaOf(redis, index);
       if (name === 'search.count') return num(list(await redis.run(ftCountArgs(index, request, schema)))[0]);
-      if (request.scoreFunction) return scoredSearch(index, request, schema, (ft) => redis.run(ft));
-      return searchReply(await redis.run(ftSearchArgs(index, request, schema)), request.noContent);
+      const reply = request.scoreFunction
+        ? await scoredSearch(index, request, schema, (ft) => redis.run(ft))
+        : searchReply(await redis.run(ftSearchArgs(index, request, schema)), request.noContent);
+      return schema.dataType === 'string' ? unshadowHits(reply) : reply;
     }
     case 'search.aggregate': {
       arity(rest, 3, name);
