@@ -242,7 +242,10 @@ describe(`@upstash/redis search on ${engine}`, () => {
     expect(await index.drop()).toBe(1);
     expect(await index.drop()).toBe(0);
     expect(await redis.hget('h:1', 'name')).toBe('Alice');
-    await expect(index.query({ filter: {} })).rejects.toThrow("ERR search index 'people' does not exist");
+    // An index that does not exist: as Upstash, query nil, count -1, waitIndexing 0.
+    expect(await index.query({ filter: {} })).toBeNull();
+    expect(await index.count({ filter: {} })).toEqual({ count: -1 });
+    expect(await index.waitIndexing()).toBe(0);
   });
 
   it('a string index (JSON values of string keys): kept in step with every kind of write, keys hidden, shadows gone with the index', async () => {
@@ -312,6 +315,27 @@ describe(`@upstash/redis search on ${engine}`, () => {
     await redis.set('s:9', doc('Zed', 1));
     expect(await redis.exists(shadow('s:9'))).toBe(0);
     await redis.del('s:1', 's:2', 's:5', 's:7', 's:8', 's:9', 's:plain', 'elsewhere:1', 'elsewhere:3');
+  });
+
+  it('a string index answers queries as the official suite expects: order, operators, highlight of a noTokenize field', async () => {
+    for (const [i, p] of products.entries()) await redis.set(`sp:${i}`, JSON.stringify(p));
+    const index = await redis.search.createIndex({
+      name: 'string-products',
+      dataType: 'string',
+      prefix: 'sp:',
+      schema: { name: 'TEXT', description: 'TEXT', category: { type: 'TEXT', noTokenize: true }, price: 'F64', stock: 'U64', active: 'BOOL' },
+    });
+    await index.waitIndexing();
+    const names = async (options: Parameters<typeof index.query>[0]) => ((await index.query(options)) ?? []).map((hit) => (hit.data as { name: string }).name);
+    expect(await names({ filter: { name: { $eq: 'Laptop' } } })).toEqual(['Laptop Pro', 'Laptop Basic']);
+    expect(await names({ filter: { name: { $fuzzy: { value: 'Laptopp', distance: 2 } } } })).toEqual(['Laptop Pro', 'Laptop Basic']);
+    expect(await names({ filter: { description: { $phrase: { value: 'wireless mouse', prefix: true } } } })).toEqual(['Wireless Mouse']);
+    expect(await names({ filter: { price: { $gt: 500 } } })).toEqual(['Laptop Pro', 'Laptop Basic']);
+    expect(await names({ filter: { category: { $eq: 'electronics' } }, orderBy: { price: 'ASC' }, limit: 2 })).toEqual(['Wireless Mouse', 'Laptop Basic']);
+    const highlighted = await index.query({ filter: { category: { $eq: 'electronics' } }, select: { category: true }, highlight: { fields: ['category'] } });
+    expect(highlighted?.map((hit) => hit.data)).toEqual([{ category: '<em>electronics</em>' }, { category: '<em>electronics</em>' }, { category: '<em>electronics</em>' }]);
+    expect(await index.drop()).toBe(1);
+    await redis.del(...products.map((_, i) => `sp:${i}`));
   });
 
   it('bad input: 400 with a clear text, nothing created', async () => {

@@ -1,7 +1,7 @@
 import type { Reply } from '@restash/kv/util-command';
 import { filterToQuery } from './filter';
 import { bad, list, text } from './reply';
-import type { IndexSchema } from './schema';
+import { fieldKind, type IndexSchema } from './schema';
 import { type ScoreFunction, applyScoreFunction, parseScoreFunction } from './score-function';
 
 /** SEARCH.QUERY / SEARCH.COUNT parsed (after the index name and the filter). */
@@ -107,9 +107,11 @@ export function ftSearchArgs(name: string, request: QueryRequest, schema: IndexS
     // The Query Engine cannot highlight inside `$`: return the schema's fields (the SDK nests dotted names).
     out.push('RETURN', String(schema.fields.length), ...schema.fields.map((f) => f.path));
   }
-  if (request.highlight && !request.noContent) {
+  // RediSearch highlights TEXT fields only: keyword-like fields are highlighted by highlightTagFields.
+  const textHighlighted = highlighted.filter((path) => isTextField(schema, path));
+  if (request.highlight && !request.noContent && (highlighted.length === 0 || textHighlighted.length > 0)) {
     out.push('HIGHLIGHT');
-    if (highlighted.length > 0) out.push('FIELDS', String(highlighted.length), ...highlighted);
+    if (textHighlighted.length > 0) out.push('FIELDS', String(textHighlighted.length), ...textHighlighted);
     if (request.highlight.tags) out.push('TAGS', ...request.highlight.tags);
   }
   const order = request.orderBy[0];
@@ -118,6 +120,55 @@ export function ftSearchArgs(name: string, request: QueryRequest, schema: IndexS
     out.push('SORTBY', order[0], order[1]);
   }
   out.push('LIMIT', String(request.offset ?? 0), String(request.limit ?? DEFAULT_LIMIT));
+  return out;
+}
+
+function isTextField(schema: IndexSchema, path: string): boolean {
+  const field = schema.fields.find((f) => f.path === path);
+  return field !== undefined && fieldKind(field) === 'text';
+}
+
+/**
+ * A SEARCH.QUERY reply ({@link searchReply}) with the keyword-like fields (KEYWORD, FACET, `noTokenize` TEXT: TAG
+ * fields, which RediSearch does not highlight) that HIGHLIGHT names wrapped whole in the highlight tags (`<em>`,
+ * `</em>` by default) where their value is one the filter matched on that field (`$eq`, `$in`, a bare value; not
+ * under `$mustNot`), as Upstash highlights them.
+ */
+export function highlightTagFields(reply: Reply, request: QueryRequest, schema: IndexSchema): Reply {
+  const paths = (request.highlight?.fields ?? []).filter((path) => !isTextField(schema, path) && schema.fields.some((f) => f.path === path && f.type !== 'BOOL'));
+  if (paths.length === 0 || request.noContent) return reply;
+  const [open, close] = request.highlight?.tags ?? ['<em>', '</em>'];
+  const matched = new Map(paths.map((path) => [path, matchedValues(request.filter, path)]));
+  return list(reply).map((hit) => {
+    const [key, score, fields] = list(hit);
+    const highlighted = list(fields).map((pair) => {
+      const [name, value] = list(pair);
+      const values = matched.get(text(name));
+      return values?.has(text(value)) ? [name as Reply, Buffer.from(`${open}${text(value)}${close}`)] : pair;
+    });
+    return [key as Reply, score as Reply, highlighted];
+  });
+}
+
+/** The values a filter matches `path` on with `$eq`, `$in`, `$smart` or a bare value, outside `$mustNot`. */
+function matchedValues(filter: unknown, path: string): Set<string> {
+  const out = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (typeof node !== 'object' || node === null) return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$mustNot') continue;
+      if (key.startsWith('$')) visit(value);
+      else if (key === path) {
+        if (typeof value !== 'object' || value === null) out.add(String(value));
+        else for (const [op, operand] of Object.entries(value)) {
+          if (op === '$eq' || op === '$smart') out.add(String(operand));
+          else if (op === '$in' && Array.isArray(operand)) operand.forEach((v) => out.add(String(v)));
+        }
+      }
+    }
+  };
+  visit(filter);
   return out;
 }
 

@@ -2,7 +2,7 @@ import { KvError, type CommandArgs, type Reply } from '@restash/kv/util-command'
 import { planAggregation } from './aggregate';
 import { filterToQuery } from './filter';
 import { ALIAS_DICTIONARY, dictionaryTerms, listAliasesReply, listIndexesReply, pageOf, parseListIndexes } from './listing';
-import { ftCountArgs, ftSearchArgs, parseQuery, scoredSearch, searchReply } from './query';
+import { ftCountArgs, ftSearchArgs, highlightTagFields, parseQuery, scoredSearch, searchReply } from './query';
 import { bad, list, num, pairs, text } from './reply';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
 import { STRING_PREFIXES_TTL_MS, deleteShadows, loadStringPrefixes, syncPrefixes, unshadowHits } from './string-index';
@@ -115,7 +115,7 @@ async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema
  * LISTINDEXES → `[[name, n, type, HASH|JSON|STRING]…]`; DROP of a string index deletes the shadows no other reads;
  * DESCRIBE → the describe array or nil; QUERY → `[[key, score, [[field, value]…]]…]`; COUNT → integer;
  * AGGREGATE → `[name, value, …]`; WAITINDEXING → 1 once the background scan is done (0 after
- * WAIT_INDEXING_MS).
+ * WAIT_INDEXING_MS). Of an index that does not exist: DESCRIBE and QUERY nil, COUNT -1, WAITINDEXING 0 (as Upstash).
  * @throws KvError 400 for bad input (Upstash-like text),
  *   NO_QUERY_ENGINE when `options.queryEngine` is false, NOT_DB0 on a logical database other than 0;
  *   Redis error replies of FT.* (e.g. an alias that exists) as they come
@@ -185,11 +185,15 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
       if (rest.length < 2) throw bad(`wrong number of arguments for '${name}' command`);
       const index = rest[0] as string;
       const request = parseQuery(rest.slice(1));
-      const schema = await schemaOf(redis, index);
+      // Upstash answers a query of an index that does not exist with nil, and its count with -1.
+      const found = await info(redis, index);
+      if (found === null) return name === 'search.count' ? -1 : null;
+      const schema = schemaFromInfo(found);
       if (name === 'search.count') return num(list(await redis.run(ftCountArgs(index, request, schema)))[0]);
-      const reply = request.scoreFunction
+      const hits = request.scoreFunction
         ? await scoredSearch(index, request, schema, (ft) => redis.run(ft))
         : searchReply(await redis.run(ftSearchArgs(index, request, schema)), request.noContent);
+      const reply = highlightTagFields(hits, request, schema);
       return schema.dataType === 'string' ? unshadowHits(reply) : reply;
     }
     case 'search.aggregate': {
@@ -222,7 +226,7 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
       const deadline = Date.now() + WAIT_INDEXING_MS;
       for (;;) {
         const reply = await info(redis, rest[0] as string);
-        if (reply === null) throw bad(`search index '${rest[0]}' does not exist`);
+        if (reply === null) return 0; // as Upstash: no index, nothing indexed
         if (text(pairs(reply).get('indexing')) !== '1') return 1;
         if (Date.now() > deadline) return 0;
         await new Promise((resolve) => setTimeout(resolve, 10));

@@ -22,7 +22,8 @@ describe('string indexes (SEARCH.CREATE … ON STRING)', () => {
   });
 
   it('names the string keys in query replies', () => {
-    expect(strings(unshadowHits([[b('__restash_string:a:1'), '1', []]])[0] as CommandArgs).slice(0, 2)).toEqual(['a:1', '1']);
+    const [hit] = unshadowHits([[b('__restash_string:a:1'), '1', []]]) as Reply[][];
+    expect(strings((hit as CommandArgs).slice(0, 2))).toEqual(['a:1', '1']);
   });
 
   it('reads the prefixes of the string indexes only, leaving out an index dropped meanwhile', async () => {

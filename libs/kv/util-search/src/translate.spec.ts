@@ -1,7 +1,7 @@
 import { KvError } from '@restash/kv/util-command';
 import { planAggregation } from './aggregate';
 import { escapeTag, filterToQuery, textTokens } from './filter';
-import { ftSearchArgs, parseQuery, searchReply } from './query';
+import { ftSearchArgs, highlightTagFields, parseQuery, searchReply } from './query';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
 import { isSearchCommand, isSearchWrite, runSearchCommand, wire } from './search';
 
@@ -128,6 +128,24 @@ describe('SEARCH.QUERY', () => {
     for (const args of [['{'], ['{}', 'LIMIT', '-1'], ['{}', 'SCOREFUNC'], ['{}', 'ORDERBY', 'a', 'ASC', 'SCOREFUNC', 'FIELDVALUE', 'x'], ['{}', 'BOGUS'], ['{}', 'LIMIT', '10001']]) {
       expect([args, status(() => parseQuery(args))]).toEqual([args, 400]);
     }
+  });
+
+  it('highlights keyword-like fields whole where the filter matched their value; RediSearch highlights only text', () => {
+    const request = parseQuery(['{"$or":[{"cat":"tv"},{"sku":{"$in":["A","B"]}}],"$mustNot":[{"cat":"radio"}]}', 'HIGHLIGHT', 'FIELDS', '2', 'cat', 'sku', 'SELECT', '2', 'cat', 'sku']);
+    expect(ftSearchArgs('p', request, schema)).not.toContain('HIGHLIGHT');
+    const hits = [
+      ['k1', '1', [['cat', Buffer.from('tv')], ['sku', Buffer.from('C')]]],
+      ['k2', '1', [['cat', Buffer.from('radio')], ['sku', Buffer.from('B')]]],
+    ];
+    expect(JSON.stringify(highlightTagFields(hits, request, schema))).toBe(
+      JSON.stringify([
+        ['k1', '1', [['cat', Buffer.from('<em>tv</em>')], ['sku', Buffer.from('C')]]],
+        ['k2', '1', [['cat', Buffer.from('radio')], ['sku', Buffer.from('<em>B</em>')]]],
+      ]),
+    );
+    const mixed = parseQuery(['{"name":"x"}', 'HIGHLIGHT', 'FIELDS', '2', 'name', 'cat']);
+    expect(ftSearchArgs('p', mixed, schema)).toContain('HIGHLIGHT');
+    expect(ftSearchArgs('p', mixed, schema).join(' ')).toContain('HIGHLIGHT FIELDS 1 name');
   });
 });
 
