@@ -99,6 +99,15 @@ describe(`@upstash/redis search on ${engine}`, () => {
     expect(await keys({ sku: 'LP-1' })).toEqual(['p:0', 'p:3']);
     expect(await keys({ sku: { $in: ['LB 2', 'WM|3'] } })).toEqual(['p:1', 'p:2']);
     expect(await keys({ added: '2024-03-02T00:00:00Z' })).toEqual(['p:2']);
+    // DATE ranges (checked by the gateway on the matches: DATE is a TAG in the Query Engine).
+    expect(await keys({ added: { $gte: new Date('2024-02-02T00:00:00Z') as unknown as string, $lt: '2024-04-01T00:00:00.000Z' } })).toEqual(['p:1', 'p:2']);
+    expect(await keys({ $must: [{ category: 'electronics' }, { added: { $gt: '2024-02-02T00:00:00Z' } }] })).toEqual(['p:2']);
+    expect(await index.count({ filter: { added: { $lte: '2024-02-02T00:00:00Z' } } })).toEqual({ count: 2 });
+    const recent = await index.query({ filter: { added: { $gt: '2024-01-15T00:00:00Z' } }, orderBy: { price: 'DESC' }, limit: 2, offset: 1, select: { name: true } });
+    expect(recent.map((hit) => [hit.key, hit.data])).toEqual([
+      ['p:2', { name: 'Wireless Mouse' }],
+      ['p:3', { name: 'Phone Case' }],
+    ]);
     expect(await keys({ path: '/home' })).toEqual(['p:3']);
     expect(await keys({ 'maker.name': 'john' })).toEqual(['p:0', 'p:2']);
     expect(await keys({ summary: 'budget' })).toEqual(['p:1']);
@@ -344,7 +353,8 @@ describe(`@upstash/redis search on ${engine}`, () => {
     await expect(index.query({ filter: { price: { $near: 1 } } })).rejects.toThrow("ERR filter 'price': unknown operator '$near' for a F64 field");
     await expect(index.query({ filter: { price: { $gt: 'x' } } })).rejects.toThrow("ERR filter 'price': expected a number");
     await expect(index.query({ filter: { sku: { $gt: 'A' } } })).rejects.toThrow('$gt is not supported on KEYWORD fields on this server');
-    await expect(index.query({ filter: { added: { $gte: '2024-01-01' } } })).rejects.toThrow('$gte is not supported on DATE fields on this server');
+    await expect(index.query({ filter: { $or: [{ added: { $gte: '2024-01-01' } }] } })).rejects.toThrow("ERR filter 'added': $gte on a DATE field is supported on this server at the top");
+    await expect(index.query({ filter: { added: { $gte: 'soon' } } })).rejects.toThrow("ERR filter 'added': expected a date");
     await expect(index.query({ filter: { name: { $regex: '[a-z]+' } } })).rejects.toThrow("$regex '[a-z]+' is not supported on this server");
     await expect(index.query({ filter: {}, scoreFunc: { field: 'stock', factor: Number.NaN } })).rejects.toThrow('SCOREFUNC FACTOR must be a number');
     await expect(index.aggregate({ filter: {}, aggregations: { x: { $median: { field: 'stock' } } } })).rejects.toThrow("ERR aggregation 'x': unknown aggregation '$median'");

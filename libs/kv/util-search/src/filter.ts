@@ -65,17 +65,49 @@ function children(value: unknown, op: string): Record<string, Json>[] {
  * prefix; {@link smartTerms}), `$in`, `$fuzzy`, `$phrase`, `$regex` (literal, prefix, suffix and infix patterns);
  * numbers `$eq`, `$in`, `$gt`, `$gte`, `$lt`, `$lte`; keyword, facet, bool, date and NOTOKENIZE text `$eq`, `$in`
  * (`$smart`, or a bare value, is `$eq` there). Every value reaches the query escaped, so it can never add query syntax.
+ * DATE ranges (`$gt` … `$lte`) are not queried: with `dateRanges` they are collected there (at the top of the filter
+ * and in `$and`/`$must`), for the gateway to check on the matches (query.ts fullSearch).
  * @throws KvError 400 for an unknown field or operator, a value of the wrong type, or an operator RediSearch
- *   cannot evaluate on that field (range on keyword/date)
+ *   cannot evaluate on that field (range on keyword; on date outside the top level, or without `dateRanges`)
  */
-export function filterToQuery(filter: unknown, schema: IndexSchema): string {
+export function filterToQuery(filter: unknown, schema: IndexSchema, dateRanges?: DateRange[]): string {
   if (!isObject(filter)) throw bad('filter: must be a JSON object');
   const fields = new Map(schema.fields.map((f) => [f.path, f]));
-  const query = node(filter, fields);
+  const query = node(filter, fields, dateRanges);
   return query === '' ? '*' : query;
 }
 
-function node(filter: Record<string, Json>, fields: Map<string, SearchField>): string {
+/** A range condition on a DATE field, which the Query Engine cannot evaluate (DATE is a TAG): checked by the gateway. */
+export interface DateRange {
+  path: string;
+  op: '$gt' | '$gte' | '$lt' | '$lte';
+  /** The bound, in ms since the Unix epoch. */
+  at: number;
+}
+
+/** Whether a document's DATE value (RFC 3339 text, or ms since the epoch) satisfies every range on its field. */
+export function inDateRanges(ranges: readonly DateRange[], values: ReadonlyMap<string, string>): boolean {
+  return ranges.every((range) => {
+    const raw = values.get(range.path);
+    if (raw === undefined) return false;
+    const at = /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : Date.parse(raw);
+    if (Number.isNaN(at)) return false;
+    switch (range.op) {
+      case '$gt': return at > range.at;
+      case '$gte': return at >= range.at;
+      case '$lt': return at < range.at;
+      default: return at <= range.at;
+    }
+  });
+}
+
+const DATE_RANGE_OPS = new Set(['$gt', '$gte', '$lt', '$lte']);
+
+/**
+ * @param dateRanges where range conditions on DATE fields that every match must meet (the top level of the filter
+ *   and `$and`/`$must` below it) are collected instead of being queried; undefined, or a range elsewhere: 400
+ */
+function node(filter: Record<string, Json>, fields: Map<string, SearchField>, dateRanges?: DateRange[]): string {
   const must: string[] = [];
   const any: string[] = [];
   const optional: string[] = [];
@@ -85,11 +117,12 @@ function node(filter: Record<string, Json>, fields: Map<string, SearchField>): s
     if (key.startsWith('$')) throw bad(`filter: unknown operator '${key}'`);
     const field = fields.get(key);
     if (!field) throw bad(`filter: unknown field '${key}'`);
-    must.push(leaf(field, value));
+    const clause = leaf(field, value, dateRanges);
+    if (clause !== '') must.push(clause);
   }
-  const sub = (op: string): string[] =>
-    filter[op] === undefined ? [] : children(filter[op], op).map((c) => node(c, fields)).filter((q) => q !== '');
-  must.push(...sub('$and'), ...sub('$must'));
+  const sub = (op: string, ranges?: DateRange[]): string[] =>
+    filter[op] === undefined ? [] : children(filter[op], op).map((c) => node(c, fields, ranges)).filter((q) => q !== '');
+  must.push(...sub('$and', dateRanges), ...sub('$must', dateRanges));
   any.push(...sub('$or'));
   const should = sub('$should');
   if (filter['$must'] !== undefined || filter['$and'] !== undefined || must.length > 0) optional.push(...should);
@@ -109,7 +142,7 @@ const OPERATORS: Record<string, Set<string>> = {
   tag: new Set(['$eq', '$in', '$smart']),
 };
 
-function leaf(field: SearchField, value: Json): string {
+function leaf(field: SearchField, value: Json, dateRanges?: DateRange[]): string {
   const where = `filter '${field.path}'`;
   // A bare value is smart matching (Upstash's docs, "Smart Matching"): equality on every kind but text.
   const ops: [string, Json][] = isObject(value) ? Object.entries(value) : [['$smart', value]];
@@ -121,8 +154,15 @@ function leaf(field: SearchField, value: Json): string {
       weight = operand;
       continue;
     }
+    if (field.type === 'DATE' && DATE_RANGE_OPS.has(op)) {
+      if (!dateRanges) {
+        throw bad(`${where}: ${op} on a DATE field is supported on this server at the top of a query's filter and in its $and/$must, not inside $or, $should or $mustNot, nor in aggregations`);
+      }
+      dateRanges.push({ path: field.path, op: op as DateRange['op'], at: dateBound(operand, where) });
+      continue;
+    }
     if (!OPERATORS[kind]?.has(op)) {
-      const range = ['$gt', '$gte', '$lt', '$lte'].includes(op);
+      const range = DATE_RANGE_OPS.has(op);
       throw bad(
         range && kind === 'tag'
           ? `${where}: ${op} is not supported on ${field.type} fields on this server (the Redis Query Engine has no range over text values)`
@@ -131,8 +171,18 @@ function leaf(field: SearchField, value: Json): string {
     }
     parts.push(condition(field, kind, op === '$smart' && kind !== 'text' ? '$eq' : op, operand, where));
   }
-  if (parts.length === 0) throw bad(`${where}: no condition`);
+  if (parts.length === 0) {
+    if (dateRanges?.some((r) => r.path === field.path)) return '';
+    throw bad(`${where}: no condition`);
+  }
   return boost(parts.join(' '), weight, where);
+}
+
+/** A DATE bound: RFC 3339 text (how the SDK sends a Date) or ms since the epoch. @throws KvError 400 otherwise */
+function dateBound(operand: Json, where: string): number {
+  const at = typeof operand === 'number' ? operand : typeof operand === 'string' ? Date.parse(operand) : Number.NaN;
+  if (!Number.isFinite(at)) throw bad(`${where}: expected a date (RFC 3339 text or milliseconds since the epoch)`);
+  return at;
 }
 
 /** One operator on one field as a complete query clause (`@field:…`). */

@@ -1,5 +1,5 @@
 import type { Reply } from '@restash/kv/util-command';
-import { filterToQuery } from './filter';
+import { type DateRange, filterToQuery, inDateRanges } from './filter';
 import { bad, list, text } from './reply';
 import { fieldKind, type IndexSchema } from './schema';
 import { type ScoreFunction, applyScoreFunction, parseScoreFunction } from './score-function';
@@ -13,7 +13,7 @@ export interface QueryRequest {
   orderBy: [string, 'ASC' | 'DESC'][];
   highlight?: { fields: string[]; tags?: [string, string] };
   select?: string[];
-  /** SCOREFUNC: hits ranked by their relevance and field values ({@link scoredSearch}). */
+  /** SCOREFUNC: hits ranked by their relevance and field values ({@link fullSearch}). */
   scoreFunction?: ScoreFunction;
 }
 
@@ -96,8 +96,8 @@ function checkField(schema: IndexSchema, path: string, what: string): void {
  * whole document `$`), HIGHLIGHT, SORTBY, LIMIT offset limit.
  * @throws KvError 400 for a field that is not in the schema
  */
-export function ftSearchArgs(name: string, request: QueryRequest, schema: IndexSchema): string[] {
-  const out = ['FT.SEARCH', name, filterToQuery(request.filter, schema), 'WITHSCORES'];
+export function ftSearchArgs(name: string, request: QueryRequest, schema: IndexSchema, query = filterToQuery(request.filter, schema)): string[] {
+  const out = ['FT.SEARCH', name, query, 'WITHSCORES'];
   const highlighted = request.highlight?.fields ?? [];
   for (const path of highlighted) checkField(schema, path, 'highlight');
   for (const path of request.select ?? []) checkField(schema, path, 'select');
@@ -200,35 +200,54 @@ export function searchReply(reply: Reply, noContent: boolean): Reply {
   return out;
 }
 
-/** What runs FT.SEARCH for {@link scoredSearch}. */
+/** What runs FT.SEARCH for {@link fullSearch}. */
 export type FtRunner = (args: string[]) => Promise<Reply>;
 
+/** The DATE ranges of a query's filter, which the Query Engine cannot evaluate (filter.ts DateRange). @throws KvError 400 as filterToQuery */
+export function dateRangesOf(request: QueryRequest, schema: IndexSchema): DateRange[] {
+  const ranges: DateRange[] = [];
+  filterToQuery(request.filter, schema, ranges);
+  return ranges;
+}
+
 /**
- * SEARCH.QUERY with SCOREFUNC (the SDK's `scoreFunc`): every match (at most {@link MAX_RESULTS}) is read with its
- * relevance and the function's fields (FT.SEARCH … WITHSCORES RETURN), scored by applyScoreFunction, ordered by that
- * score (then by key) and paged; the page's documents are then read as a plain query reads them (FT.SEARCH … INKEYS),
- * so SELECT, NOCONTENT and HIGHLIGHT apply. Reply as {@link searchReply}, the scores being the function's.
+ * SEARCH.QUERY or SEARCH.COUNT that the Query Engine cannot answer in one FT.SEARCH: with SCOREFUNC (the SDK's
+ * `scoreFunc`), or with range conditions on DATE fields (`ranges`, {@link dateRangesOf}). Every match of the rest of
+ * the filter (at most {@link MAX_RESULTS}) is read with its relevance and the fields the function and the ranges
+ * need (FT.SEARCH … WITHSCORES RETURN, SORTBY for ORDERBY); those outside a range are dropped (inDateRanges); with a
+ * function, the rest is scored by applyScoreFunction and ordered by that score (then by key). COUNT answers how many
+ * are left. A query's page is then read as a plain query reads it (FT.SEARCH … INKEYS), so SELECT, NOCONTENT and
+ * HIGHLIGHT apply. Reply as {@link searchReply}, the scores being the function's when there is one.
  * @throws KvError 400 for a field that is not in the schema
  */
-export async function scoredSearch(name: string, request: QueryRequest, schema: IndexSchema, run: FtRunner): Promise<Reply> {
-  const fn = request.scoreFunction as ScoreFunction;
-  for (const f of fn.fields) checkField(schema, f.field, 'SCOREFUNC');
-  const names = [...new Set(fn.fields.map((f) => f.field))];
-  const query = filterToQuery(request.filter, schema);
-  const all = list(await run(['FT.SEARCH', name, query, 'WITHSCORES', 'RETURN', String(names.length), ...names, 'LIMIT', '0', String(MAX_RESULTS)])).slice(1);
-  const scored: Array<{ key: Reply; id: string; score: number }> = [];
+export async function fullSearch(name: string, request: QueryRequest, schema: IndexSchema, ranges: readonly DateRange[], run: FtRunner, count = false): Promise<Reply> {
+  const fn = request.scoreFunction;
+  for (const f of fn?.fields ?? []) checkField(schema, f.field, 'SCOREFUNC');
+  const names = [...new Set([...(fn?.fields ?? []).map((f) => f.field), ...ranges.map((r) => r.path)])];
+  const query = filterToQuery(request.filter, schema, []);
+  const read = ['FT.SEARCH', name, query, 'WITHSCORES', 'RETURN', String(names.length), ...names];
+  const order = request.orderBy[0];
+  if (order && !count) {
+    checkField(schema, order[0], 'ORDERBY');
+    read.push('SORTBY', order[0], order[1]);
+  }
+  const all = list(await run([...read, 'LIMIT', '0', String(MAX_RESULTS)])).slice(1);
+  const hits: Array<{ key: Reply; id: string; score: number }> = [];
   for (let i = 0; i + 2 < all.length; i += 3) {
     const flat = list(all[i + 2]);
-    const values = new Map<string, unknown>();
+    const values = new Map<string, string>();
     for (let k = 0; k + 1 < flat.length; k += 2) values.set(text(flat[k]), text(flat[k + 1]));
-    scored.push({ key: all[i] as Reply, id: text(all[i]), score: applyScoreFunction(fn, Number(text(all[i + 1])), values) });
+    if (!inDateRanges(ranges, values)) continue;
+    const relevance = Number(text(all[i + 1]));
+    hits.push({ key: all[i] as Reply, id: text(all[i]), score: fn ? applyScoreFunction(fn, relevance, values) : relevance });
   }
-  scored.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  if (count) return hits.length;
+  if (fn) hits.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const offset = request.offset ?? 0;
-  const page = scored.slice(offset, offset + (request.limit ?? DEFAULT_LIMIT));
+  const page = hits.slice(offset, offset + (request.limit ?? DEFAULT_LIMIT));
   if (page.length === 0) return [];
   if (request.noContent) return page.map((h): Reply => [h.key, String(h.score)]);
-  const args = ftSearchArgs(name, { ...request, scoreFunction: undefined, offset: 0, limit: page.length }, schema);
+  const args = ftSearchArgs(name, { ...request, scoreFunction: undefined, orderBy: [], offset: 0, limit: page.length }, schema, query);
   args.splice(3, 0, 'INKEYS', String(page.length), ...page.map((h) => h.id));
   const byKey = new Map(list(searchReply(await run(args), false)).map((hit) => [text(list(hit)[0]), list(hit)]));
   return page.filter((h) => byKey.has(h.id)).map((h): Reply => [h.key, String(h.score), (byKey.get(h.id) as Reply[])[2] as Reply]);

@@ -2,7 +2,7 @@ import { KvError, type CommandArgs, type Reply } from '@restash/kv/util-command'
 import { planAggregation } from './aggregate';
 import { filterToQuery } from './filter';
 import { ALIAS_DICTIONARY, dictionaryTerms, listAliasesReply, listIndexesReply, pageOf, parseListIndexes } from './listing';
-import { ftCountArgs, ftSearchArgs, highlightTagFields, parseQuery, scoredSearch, searchReply } from './query';
+import { dateRangesOf, ftCountArgs, ftSearchArgs, fullSearch, highlightTagFields, parseQuery, searchReply } from './query';
 import { bad, list, num, pairs, text } from './reply';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
 import { STRING_PREFIXES_TTL_MS, deleteShadows, loadStringPrefixes, syncPrefixes, unshadowHits } from './string-index';
@@ -189,10 +189,11 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
       const found = await info(redis, index);
       if (found === null) return name === 'search.count' ? -1 : null;
       const schema = schemaFromInfo(found);
-      if (name === 'search.count') return num(list(await redis.run(ftCountArgs(index, request, schema)))[0]);
-      const hits = request.scoreFunction
-        ? await scoredSearch(index, request, schema, (ft) => redis.run(ft))
-        : searchReply(await redis.run(ftSearchArgs(index, request, schema)), request.noContent);
+      const ranges = dateRangesOf(request, schema);
+      const full = ranges.length > 0 || (request.scoreFunction !== undefined && name === 'search.query');
+      const run = (ft: string[]) => redis.run(ft);
+      if (name === 'search.count') return full ? fullSearch(index, request, schema, ranges, run, true) : num(list(await redis.run(ftCountArgs(index, request, schema)))[0]);
+      const hits = full ? await fullSearch(index, request, schema, ranges, run) : searchReply(await redis.run(ftSearchArgs(index, request, schema)), request.noContent);
       const reply = highlightTagFields(hits, request, schema);
       return schema.dataType === 'string' ? unshadowHits(reply) : reply;
     }

@@ -1,6 +1,6 @@
 import { KvError } from '@restash/kv/util-command';
 import { planAggregation } from './aggregate';
-import { escapeTag, filterToQuery, textTokens } from './filter';
+import { type DateRange, escapeTag, filterToQuery, inDateRanges, textTokens } from './filter';
 import { ftSearchArgs, highlightTagFields, parseQuery, searchReply } from './query';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
 import { isSearchCommand, isSearchWrite, runSearchCommand, wire } from './search';
@@ -60,6 +60,28 @@ describe('filterToQuery', () => {
     expect(textTokens('a) | @price:[0 +inf] (b', 'w')).toEqual(['a', '\\|', 'price', '0', 'inf', 'b']);
     expect(textTokens('a/b\\c?', 'w')).toEqual(['a\\/b\\\\c\\?']);
     expect(filterToQuery({ cat: '} -@x:{' }, schema)).toBe('(@cat:{\\}\\ \\-\\@x\\:\\{})');
+  });
+
+  it('leaves DATE ranges of the top level and $and/$must to the gateway, which checks them on the matches', () => {
+    const ranges: DateRange[] = [];
+    expect(filterToQuery({ name: 'x', when: { $gte: '2026-01-01T00:00:00.000Z', $lt: 1767225600000 + 86_400_000 }, $must: [{ when: { $gt: '2025-12-31T23:00:00+01:00' } }] }, schema, ranges)).toBe('(@name:(x))');
+    expect(ranges).toEqual([
+      { path: 'when', op: '$gte', at: Date.UTC(2026, 0, 1) },
+      { path: 'when', op: '$lt', at: Date.UTC(2026, 0, 2) },
+      { path: 'when', op: '$gt', at: Date.UTC(2025, 11, 31, 22) },
+    ]);
+    expect(filterToQuery({ when: { $lte: '2026-01-01T00:00:00Z' } }, schema, [])).toBe('*');
+    for (const filter of [{ $or: [{ when: { $gt: '2026-01-01T00:00:00Z' } }] }, { $mustNot: [{ when: { $gt: 0 } }] }, { when: { $gt: 'yesterday' } }]) {
+      expect([filter, status(() => filterToQuery(filter, schema, []))]).toEqual([filter, 400]);
+    }
+    const at = (when: string) => inDateRanges(ranges, new Map([['when', when]]));
+    expect(at('2026-01-01T00:00:00.000Z')).toBe(true);
+    expect(at('2026-01-01T23:59:59.999Z')).toBe(true);
+    expect(at('2026-01-02T00:00:00Z')).toBe(false);
+    expect(at('2025-12-31T23:59:59Z')).toBe(false);
+    expect(at(String(Date.UTC(2026, 0, 1, 12)))).toBe(true);
+    expect(at('not a date')).toBe(false);
+    expect(inDateRanges(ranges, new Map())).toBe(false);
   });
 
   it('answers 400 for bad filters', () => {
