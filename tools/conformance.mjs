@@ -14,7 +14,11 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const npmVersion = (name) => (pkg.dependencies?.[name] ?? pkg.devDependencies?.[name] ?? '?').replace(/^[~^]/, '');
 const pyVersion = (name) => readFileSync(join(root, 'deploy/python/sdk-requirements.txt'), 'utf8').match(new RegExp(`^${name}==(\\S+)`, 'm'))?.[1] ?? '?';
 
-/** Per app, its SDK-facing specs and the SDK each exercises; a Python SDK's row counts its pytest tests (the report runPytest writes). */
+/**
+ * Per app, its SDK-facing specs and the SDK each exercises; a Python SDK's row counts its pytest tests (the report
+ * runPytest writes); a row with a fourth element counts the tests of the spec's top describe blocks whose title starts
+ * with it (one spec that drives several SDKs).
+ */
 const SUITES = [
   {
     app: 'kv-gateway',
@@ -36,6 +40,7 @@ const SUITES = [
       ['sdk.integration', `@upstash/vector ${npmVersion('@upstash/vector')}`],
       ['sdk-sparse-hybrid.integration', `@upstash/vector ${npmVersion('@upstash/vector')}`],
       ['sdk-search.integration', `@upstash/search ${npmVersion('@upstash/search')}`],
+      ['sdk-semantic-cache.integration', `@upstash/semantic-cache ${npmVersion('@upstash/semantic-cache')}`],
       ['python-sdk.integration', `upstash-vector ${pyVersion('upstash-vector')} (Python)`, 'upstash-vector'],
     ],
   },
@@ -68,9 +73,9 @@ try {
       rows.push({ app, spec: '(all)', sdk: '-', passed: 0, failed: 1, skipped: 0, note: `jest exited ${run.status} without a report` });
       continue;
     }
-    for (const [spec, sdk, pytest] of specs) {
+    for (const [spec, sdk, pytest, describe] of specs) {
       const result = report.testResults.find((r) => r.name.endsWith(`/src/${spec}.spec.ts`));
-      const tests = result?.assertionResults ?? [];
+      const tests = (result?.assertionResults ?? []).filter((t) => !describe || (t.ancestorTitles[0] ?? '').startsWith(describe));
       const count = (status) => tests.filter((t) => t.status === status).length;
       const row = { app, spec, sdk, passed: count('passed'), failed: result ? count('failed') + (result.status === 'failed' && tests.length === 0 ? 1 : 0) : 1, skipped: count('pending') + count('skipped'), note: result ? '' : 'not run' };
       if (pytest && existsSync(join(out, `${pytest}.json`))) Object.assign(row, JSON.parse(readFileSync(join(out, `${pytest}.json`), 'utf8')), { note: 'pytest tests' });
