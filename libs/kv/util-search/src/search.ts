@@ -110,7 +110,8 @@ async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema
 
 /**
  * Runs one SEARCH.* command (the `@upstash/redis` search client) as FT.* commands on the tenant's own server and
- * answers in Upstash's reply shapes: CREATE → OK (a string index: after its shadows were made, string-index.ts); DROP, ALIASADD, ALIASDEL → 1 (0 when nothing was there);
+ * answers in Upstash's reply shapes: CREATE → OK (a string index: after its shadows were made, string-index.ts); DROP, ALIASDEL → 1 (0 when
+ * nothing was there); ALIASADD → 1, or 2 when the alias existed (moved or kept);
  * LISTALIASES → `[[alias, index]…]` of the aliases made through SEARCH.ALIASADD (recorded in {@link ALIAS_DICTIONARY});
  * LISTINDEXES → `[[name, n, type, HASH|JSON|STRING]…]`; DROP of a string index deletes the shadows no other reads;
  * DESCRIBE → the describe array or nil; QUERY → `[[key, score, [[field, value]…]]…]`; COUNT → integer;
@@ -235,10 +236,13 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
     }
     case 'search.aliasadd': {
       arity(rest, 2, name);
-      // Upstash's ALIASADD adds or moves the alias: FT.ALIASUPDATE does both.
-      await redis.run(['FT.ALIASUPDATE', rest[0] as string, rest[1] as string]);
-      await redis.run(['FT.DICTADD', ALIAS_DICTIONARY, rest[0] as string]);
-      return 1;
+      // Upstash's ALIASADD adds (1) or moves (2) the alias: FT.ALIASUPDATE does both.
+      const [alias, index] = rest as [string, string];
+      const current = await info(redis, alias);
+      const existed = current !== null && text(pairs(current).get('index_name')) !== alias;
+      await redis.run(['FT.ALIASUPDATE', alias, index]);
+      await redis.run(['FT.DICTADD', ALIAS_DICTIONARY, alias]);
+      return existed ? 2 : 1;
     }
     case 'search.aliasdel': {
       arity(rest, 1, name);

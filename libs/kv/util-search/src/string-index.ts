@@ -111,7 +111,8 @@ async function scanAll(run: StringIndexRunner, pattern: string, type: string | u
   do {
     const reply = list(await run(['SCAN', cursor, 'MATCH', pattern, 'COUNT', String(SYNC_BATCH), ...(type ? ['TYPE', type] : [])]));
     cursor = text(reply[0]);
-    const keys = list(reply[1]).map((k) => Buffer.from(k as Buffer));
+    // In key order within a batch: documents with equal scores are answered in the order they were indexed.
+    const keys = list(reply[1]).map((k) => Buffer.from(k as Buffer)).sort(Buffer.compare);
     if (keys.length > 0) await each(keys);
   } while (cursor !== '0' && cursor !== '');
 }
