@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { rejectionOf } from '@restash/shared/util-errors';
 import { NotReplicatedError } from '@restash/kv/data-access-redis';
-import { KvError } from '@restash/kv/util-command';
+import { KvError, scriptDigest } from '@restash/kv/util-command';
 import { AclUsers } from './acl-users';
 import { KvBackendFailures } from './backend-failures';
 import { KvCommands } from './kv-commands';
@@ -76,6 +76,24 @@ describe('KvCommands (over fakes of its ports)', () => {
     const { commands, backend, s } = setup();
     expect((await failure(commands.transaction(s, [['set', 'k', 'v'], ['nosuchcommand']]))).status).toBe(400);
     expect(backend.sent).toEqual([]);
+  });
+
+  it("runs a script with Upstash's allow-key-locking flag without it, then EVALSHA of its Upstash digest by the digest Redis knows", async () => {
+    const { commands, backend, s } = setup();
+    const flagged = "#!lua flags=allow-key-locking\nreturn redis.call('INCR', KEYS[1])";
+    const plain = "#!lua\nreturn redis.call('INCR', KEYS[1])";
+    backend.reply = () => 1;
+    await commands.single(s, ['evalsha', scriptDigest(flagged), '1', 'k']);
+    await commands.single(s, ['eval', flagged, '1', 'k']);
+    await commands.pipeline(s, [['evalsha', scriptDigest(flagged), '1', 'k']]);
+    await commands.transaction(s, [['EVALSHA', scriptDigest(flagged).toUpperCase(), '1', 'k']]);
+    expect(backend.sent).toEqual([
+      // Before this process saw the script, the digest goes as sent (Redis answers NOSCRIPT, the library sends EVAL).
+      ['evalsha', scriptDigest(flagged), '1', 'k'],
+      ['eval', plain, '1', 'k'],
+      ['evalsha', scriptDigest(plain), '1', 'k'],
+      ['EVALSHA', scriptDigest(plain), '1', 'k'],
+    ]);
   });
 
   it('refuses MONITOR to a read-only token (400)', async () => {

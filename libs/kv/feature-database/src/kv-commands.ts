@@ -18,6 +18,7 @@ import {
   type PreparedCommand,
   type RedisCommand,
   type Reply,
+  UpstashScriptDigests,
   commandName,
   prepareCommand,
   rewriteReply,
@@ -67,6 +68,8 @@ export class KvCommands {
   private readonly writes = new Map<string, number>();
   /** The JSON shadows of string keys under `SEARCH.CREATE … ON STRING` indexes, kept in step after writes. */
   private readonly shadows = new StringShadows();
+  /** The digests Redis knows for scripts sent with Upstash's own shebang flags (UpstashScriptDigests). */
+  private readonly scriptDigests = new UpstashScriptDigests();
 
   /**
    * @param scriptTimeoutMs a script or function running longer is killed (REDIS_SCRIPT_TIMEOUT_MS)
@@ -118,13 +121,14 @@ export class KvCommands {
   }
 
   /**
-   * The command policy for one command of a session, and the gateway's own commands: SEARCH.*
-   * (Upstash Search over the Redis Query Engine, docs/kv.md, "KV: Search").
+   * The command policy for one command of a session (scripts called by the digest Upstash gives them, see
+   * UpstashScriptDigests), and the gateway's own commands: SEARCH.* (Upstash Search over the Redis Query Engine,
+   * docs/kv.md, "KV: Search").
    * @throws KvError 400 when refused
    */
   private prepare(session: KvSession, args: CommandArgs, transaction = false): PreparedCommand {
     const name = commandName(args);
-    if (!isSearchCommand(name)) return prepareCommand(args, session.table, { ...session.policy, transaction });
+    if (!isSearchCommand(name)) return prepareCommand(this.scriptDigests.apply(args), session.table, { ...session.policy, transaction });
     if (transaction) throw KvError.badRequest(`ERR Command is not available: '${name}' (SEARCH commands cannot run in a transaction)`);
     const write = isSearchWrite(name);
     if (write && session.role === 'readonly') throw KvError.badRequest(`NOPERM this user has no permissions to run the '${name}' command`);

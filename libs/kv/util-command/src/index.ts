@@ -7,3 +7,4 @@ export * from './sse';
 export * from './gateway-user';
 export * from './composite';
 export * from './string-shadow';
+export * from './upstash-scripts';

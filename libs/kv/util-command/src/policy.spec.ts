@@ -258,4 +258,16 @@ describe('where Upstash and Redis differ', () => {
     expect(upstashArguments('hpexpire', ['hpexpire', 'h', '10', 'FIELDS', '1', '-5'])).toEqual(['hpexpire', 'h', '10', 'FIELDS', '1', '-5']);
     expect(upstashArguments('set', ['set', 'k', '~'])).toEqual(['set', 'k', '~']);
   });
+
+  it("runs EVAL, EVAL_RO and SCRIPT LOAD of a script without Upstash's own shebang flags (@upstash/ratelimit's allow-key-locking)", () => {
+    const flagged = '#!lua flags=allow-key-locking\nreturn 1';
+    expect(upstashArguments('eval', ['EVAL', flagged, '0'])).toEqual(['EVAL', '#!lua\nreturn 1', '0']);
+    expect(upstashArguments('eval', ['eval_ro', '#!lua flags=no-writes,allow-key-locking\nreturn 1', '0'])).toEqual(['eval_ro', '#!lua flags=no-writes\nreturn 1', '0']);
+    expect(upstashArguments('script', ['SCRIPT', 'LOAD', flagged])).toEqual(['SCRIPT', 'LOAD', '#!lua\nreturn 1']);
+    expect(upstashArguments('eval', ['eval', '#!lua flags=no-writes\nreturn 1', '0'])).toEqual(['eval', '#!lua flags=no-writes\nreturn 1', '0']);
+    // Only the script: a key or an argument that looks like one is data.
+    expect(upstashArguments('eval', ['eval', 'return ARGV[1]', '1', flagged, flagged])).toEqual(['eval', 'return ARGV[1]', '1', flagged, flagged]);
+    expect(upstashArguments('script', ['script', 'exists', flagged])).toEqual(['script', 'exists', flagged]);
+    expect(upstashArguments('eval', ['eval'])).toEqual(['eval']);
+  });
 });

@@ -5,6 +5,7 @@ import type { Reply } from './encode';
 import { KvError } from './kv-error';
 import { hideShadows } from './string-shadow';
 import { type Arg, type CommandArgs, commandName } from './request';
+import { withoutUpstashFlags } from './upstash-scripts';
 
 /** What a token may do (docs/kv.md, "KV: tokens"): everything supported, reads only, or as a Redis ACL user. */
 export type TokenRole = 'standard' | 'readonly' | 'acl';
@@ -196,8 +197,16 @@ const HASH_FIELD_EXPIRES: ReadonlySet<string> = new Set(['hexpire', 'hpexpire', 
  *   With `LIMIT`, which Redis accepts only after `~`, the command goes as sent.
  * - `HEXPIRE`/`HPEXPIRE`/`HEXPIREAT`/`HPEXPIREAT` with a negative time expire the fields now (time 0: Redis deletes
  *   them and answers 2 for each), where Redis answers "invalid expire time".
+ * - `EVAL`/`EVAL_RO`/`SCRIPT LOAD` of a script whose shebang carries Upstash's own flags (`#!lua flags=allow-key-locking`,
+ *   which @upstash/ratelimit sends) run it without them ({@link withoutUpstashFlags}), where Redis answers "Unexpected
+ *   flag in script shebang". Redis then knows the script by the digest of that text (UpstashScriptDigests).
  */
 export function upstashArguments(name: string, args: CommandArgs): CommandArgs {
+  const script = name === 'eval' || name === 'eval_ro' ? 1 : name === 'script' && String(args[1] ?? '').toLowerCase() === 'load' ? 2 : -1;
+  if (script > 0) {
+    const stripped = script < args.length ? withoutUpstashFlags(args[script] as Arg) : undefined;
+    return stripped === undefined ? args : args.map((a, i) => (i === script ? stripped : a));
+  }
   if (HASH_FIELD_EXPIRES.has(name)) {
     return args.length > 2 && /^-\d+$/.test(String(args[2])) ? args.map((a, i) => (i === 2 ? '0' : a)) : args;
   }

@@ -21,11 +21,12 @@ const entry = (name: string, arity: number, flags: string[], keys: [number, numb
   subcommands,
 ];
 
-/** A command table of a few commands (GET, SET, MONITOR, EVAL, ACL SETUSER/DELUSER/LIST/GETUSER). */
+/** A command table of a few commands (GET, SET, MONITOR, EVAL, EVALSHA, ACL SETUSER/DELUSER/LIST/GETUSER). */
 export const TABLE = CommandTable.fromCommandReply([
   entry('get', 2, ['readonly', 'fast'], [1, 1, 1]),
   entry('set', -3, ['write', 'denyoom'], [1, 1, 1]),
   entry('eval', -3, ['noscript', 'stale']),
+  entry('evalsha', -3, ['noscript', 'stale']),
   entry('acl', -2, [], [0, 0, 0], [
     entry('acl|setuser', -3, ['admin', 'noscript']),
     entry('acl|deluser', -3, ['admin', 'noscript']),
