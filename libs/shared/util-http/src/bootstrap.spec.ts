@@ -225,6 +225,26 @@ describe('startHttpService: every answer of the API port is in the API error sha
     expect(JSON.parse(second.split('\r\n\r\n')[1] ?? '')).toEqual({ problem: 'service unavailable: the server is shutting down', code: 503 });
   });
 
+  it('closes a keep-alive connection that was serving a request when closing began, once its answer is sent', async () => {
+    const closingService = await startHttpService(SlowModule, { service: 'slow', host: '127.0.0.1', port: 0, managementPort: 0, bodyLimitBytes: 1024, logLevel: 'fatal' });
+    const { port } = new URL(closingService.url);
+    const arrived = new Promise<void>((resolve) => (slow.arrived = resolve));
+    const closing = new Promise<void>((resolve) => (slow.closing = resolve));
+    const socket = connect(Number(port), '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const ended = new Promise((resolve) => socket.on('close', resolve));
+    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await arrived;
+    const closed = closingService.close();
+    await closing;
+    slow.release();
+    // Without the sweep both would wait for the keep-alive timeout (72 s), far past this test's.
+    await ended;
+    await closed;
+    expect(Buffer.concat(chunks).toString('latin1')).toMatch(/^HTTP\/1\.1 200 [\s\S]*\{"slow":true\}$/);
+  });
+
   it("keeps Fastify's own 4xx status outside the API's plugins, and answers an unexpected failure 500 with the request id only", async () => {
     const body = '{"not json';
     const bad = await request(`POST /known HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close`, body);

@@ -64,6 +64,9 @@ export function requestIds(): (req: { headers: Record<string, string | string[] 
  * request without `Host` (400), a request while closing (503) and an unexpected failure (500 with
  * the request id, logged, no stack trace).
  *
+ * Closing answers the requests in flight, then closes their connections (keep-alive or not), so close() returns once
+ * the last answer is sent.
+ *
  * Shutting down in Kubernetes: the pod's preStop hook calls `GET /drain?seconds=N` on the management server;
  * from then on every answer closes its connection (keep-alive clients reconnect through the Service, whose
  * endpoints no longer hold this pod), and SIGTERM follows after N seconds.
@@ -117,8 +120,16 @@ export async function startHttpService(rootModule: Type<unknown> | DynamicModule
       if (draining) void reply.header('connection', 'close');
       done();
     });
+    // Closing: Node closes the connections idle at that moment; one still serving a request would then stay open after
+    // its answer until its keep-alive timeout (72 s), holding close() up. Each is closed once it is idle.
+    let idleSweep: NodeJS.Timeout | undefined;
     fastify.addHook('preClose', (done) => {
       closing = true;
+      idleSweep = setInterval(() => fastify.server.closeIdleConnections(), 50);
+      done();
+    });
+    fastify.addHook('onClose', (_instance, done) => {
+      clearInterval(idleSweep);
       done();
     });
     // Node answers an unknown expectation itself (417, empty body) unless someone listens.
