@@ -25,6 +25,17 @@ local start = os.clock()
 while os.clock() - start < tonumber(ARGV[1]) / 1000 do end
 return 1`;
 
+/** `n` limit() calls one after the other, each waiting for its `pending` (MultiRegionRatelimit's sync of the other databases). */
+async function limitSynced(ratelimit: MultiRegionRatelimit, identifier: string, n: number): Promise<Awaited<ReturnType<MultiRegionRatelimit['limit']>>[]> {
+  const answers = [];
+  for (let i = 0; i < n; i++) {
+    const answer = await ratelimit.limit(identifier);
+    await answer.pending;
+    answers.push(answer);
+  }
+  return answers;
+}
+
 /**
  * @upstash/ratelimit 2.2.0 through a real kv-gateway, as an application uses it: its four single-database
  * algorithms (fixed window, sliding window, token bucket, cached fixed window; their Lua scripts, run with EVALSHA
@@ -227,12 +238,7 @@ describe(`@upstash/ratelimit on ${engine}`, () => {
     const ratelimit = new MultiRegionRatelimit({ redis: regions, limiter: MultiRegionRatelimit.fixedWindow(3, '10 s'), prefix: 'rl:multi' });
     const reset = await windowWithRoom(10_000, 3_000);
     const key = `rl:multi:user:${reset / 10_000 - 1}`;
-    const answers = [];
-    for (let i = 0; i < 4; i++) {
-      const answer = await ratelimit.limit('user');
-      await answer.pending;
-      answers.push(answer);
-    }
+    const answers = await limitSynced(ratelimit, 'user', 4);
     expect(answers.map(({ success, limit, remaining, reset }) => ({ success, limit, remaining, reset }))).toEqual([
       { success: true, limit: 3, remaining: 2, reset },
       { success: true, limit: 3, remaining: 1, reset },
@@ -254,12 +260,7 @@ describe(`@upstash/ratelimit on ${engine}`, () => {
     const ratelimit = new MultiRegionRatelimit({ redis: regions, limiter: MultiRegionRatelimit.slidingWindow(2, '10 s'), prefix: 'rl:multisliding' });
     const reset = await windowWithRoom(10_000, 3_000);
     const key = `rl:multisliding:user:${reset / 10_000 - 1}`;
-    const answers = [];
-    for (let i = 0; i < 3; i++) {
-      const answer = await ratelimit.limit('user');
-      await answer.pending;
-      answers.push(answer);
-    }
+    const answers = await limitSynced(ratelimit, 'user', 3);
     expect(answers.map(({ success, remaining, reset }) => ({ success, remaining, reset }))).toEqual([
       { success: true, remaining: 1, reset },
       { success: true, remaining: 0, reset },

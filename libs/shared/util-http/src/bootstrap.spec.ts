@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { Agent, get } from 'node:http';
-import { connect } from 'node:net';
+import { type Socket, connect } from 'node:net';
 import { Injectable, Module, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
@@ -61,6 +61,25 @@ class SlowRoutes implements OnModuleInit {
 
 @Module({ imports: [ObservabilityModule], providers: [SlowRoutes, { provide: API_ERRORS, useValue: TEST_ERRORS }] })
 class SlowModule {}
+
+/**
+ * A SlowModule service that started closing while a keep-alive connection's `GET /slow` is held (slow.release()
+ * answers it): the connection, what it received, when it closed, and the service's close().
+ */
+async function closingWhileBusy(): Promise<{ socket: Socket; chunks: Buffer[]; ended: Promise<unknown>; closed: Promise<void> }> {
+  const service = await startHttpService(SlowModule, { service: 'slow', host: '127.0.0.1', port: 0, managementPort: 0, bodyLimitBytes: 1024, logLevel: 'fatal' });
+  const arrived = new Promise<void>((resolve) => (slow.arrived = resolve));
+  const closing = new Promise<void>((resolve) => (slow.closing = resolve));
+  const socket = connect(Number(new URL(service.url).port), '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  const ended = new Promise((resolve) => socket.on('close', resolve));
+  socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+  await arrived;
+  const closed = service.close();
+  await closing;
+  return { socket, chunks, ended, closed };
+}
 
 interface RawResponse {
   status: number;
@@ -202,18 +221,7 @@ describe('startHttpService: every answer of the API port is in the API error sha
   });
 
   it('answers a request that arrives while the server closes with 503 in the API shape', async () => {
-    const closingService = await startHttpService(SlowModule, { service: 'slow', host: '127.0.0.1', port: 0, managementPort: 0, bodyLimitBytes: 1024, logLevel: 'fatal' });
-    const { port } = new URL(closingService.url);
-    const arrived = new Promise<void>((resolve) => (slow.arrived = resolve));
-    const closing = new Promise<void>((resolve) => (slow.closing = resolve));
-    const socket = connect(Number(port), '127.0.0.1');
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    const ended = new Promise((resolve) => socket.on('close', resolve));
-    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
-    await arrived;
-    const closed = closingService.close();
-    await closing;
+    const { socket, chunks, ended, closed } = await closingWhileBusy();
     // A second request on the same (busy, so not closed) connection, after shutdown began.
     socket.write('GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     slow.release();
@@ -226,18 +234,7 @@ describe('startHttpService: every answer of the API port is in the API error sha
   });
 
   it('closes a keep-alive connection that was serving a request when closing began, once its answer is sent', async () => {
-    const closingService = await startHttpService(SlowModule, { service: 'slow', host: '127.0.0.1', port: 0, managementPort: 0, bodyLimitBytes: 1024, logLevel: 'fatal' });
-    const { port } = new URL(closingService.url);
-    const arrived = new Promise<void>((resolve) => (slow.arrived = resolve));
-    const closing = new Promise<void>((resolve) => (slow.closing = resolve));
-    const socket = connect(Number(port), '127.0.0.1');
-    const chunks: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    const ended = new Promise((resolve) => socket.on('close', resolve));
-    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
-    await arrived;
-    const closed = closingService.close();
-    await closing;
+    const { chunks, ended, closed } = await closingWhileBusy();
     slow.release();
     // Without the sweep both would wait for the keep-alive timeout (72 s), far past this test's.
     await ended;
