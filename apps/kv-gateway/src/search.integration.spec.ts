@@ -248,6 +248,23 @@ describe(`@upstash/redis search on ${engine}`, () => {
     expect(await others.drop()).toBe(1);
     expect(await redis.search.alias.list()).toEqual({ folks3: 'people' });
 
+    // As Upstash, an alias of an index that does not exist yet is added (1): it points at the index once created.
+    expect(await redis.search.alias.add({ indexName: 'later', alias: 'soon' })).toBe(1);
+    expect(await redis.search.alias.list()).toEqual({ folks3: 'people', soon: 'later' });
+    expect(await redis.search.index({ name: 'soon' }).query({ filter: {} })).toBeNull();
+    await redis.hset('l:1', { name: 'Lee' });
+    const later = await redis.search.createIndex({ name: 'later', dataType: 'hash', prefix: 'l:', schema: { name: 'TEXT' } });
+    await later.waitIndexing();
+    expect(await redis.search.index({ name: 'soon' }).count({ filter: { name: 'lee' } })).toEqual({ count: 1 });
+    expect(await redis.search.alias.list()).toEqual({ folks3: 'people', soon: 'later' });
+    expect(await redis.search.alias.add({ indexName: 'missing', alias: 'soon' })).toBe(2);
+    expect(await redis.search.index({ name: 'soon' }).count({ filter: {} })).toEqual({ count: -1 });
+    expect(await redis.search.alias.delete({ alias: 'soon' })).toBe(1);
+    expect(await redis.search.alias.delete({ alias: 'soon' })).toBe(0);
+    expect(await later.drop()).toBe(1);
+    await redis.del('l:1');
+    expect(await redis.search.alias.list()).toEqual({ folks3: 'people' });
+
     expect(await index.drop()).toBe(1);
     expect(await index.drop()).toBe(0);
     expect(await redis.hget('h:1', 'name')).toBe('Alice');

@@ -6,3 +6,5 @@ export * from './aggregate';
 export * from './listing';
 export * from './score-function';
 export * from './string-index';
+export * from './ft';
+export * from './aliases';

@@ -1,5 +1,5 @@
 import type { Reply } from '@restash/kv/util-command';
-import { bad, list, pairs, text } from './reply';
+import { bad, pairs, text } from './reply';
 import { schemaFromInfo } from './schema';
 
 /**
@@ -140,20 +140,15 @@ export function pageOf(names: readonly string[], request: ListIndexesRequest): s
 /**
  * The SEARCH.LISTALIASES reply (what `redis.search.alias.list()` of `@upstash/redis` reads): `[[alias, index], …]`
  * sorted by alias, from the recorded alias names and what FT.INFO of each answers (its `index_name`; null when the
- * alias is gone). A name that FT.INFO answers as an index of its own (the alias was removed, and an index took the
- * name) is left out.
+ * alias is gone), and the `pending` aliases of indexes that do not exist yet. A name that FT.INFO answers as an index
+ * of its own (the alias was removed, and an index took the name) is left out.
  */
-export function listAliasesReply(infos: ReadonlyMap<string, Reply | null>): Reply[] {
-  const out: Array<[string, string]> = [];
+export function listAliasesReply(infos: ReadonlyMap<string, Reply | null>, pending: ReadonlyArray<[string, string]> = []): Reply[] {
+  const out: Array<[string, string]> = [...pending];
   for (const [alias, info] of infos) {
     if (info == null) continue;
     const index = text(pairs(info).get('index_name'));
     if (index !== '' && index !== alias) out.push([alias, index]);
   }
   return out.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-}
-
-/** The terms of an FT.DICTDUMP reply. */
-export function dictionaryTerms(reply: Reply): string[] {
-  return list(reply).map((term) => text(term));
 }

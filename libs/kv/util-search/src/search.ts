@@ -1,7 +1,9 @@
 import { KvError, type CommandArgs, type Reply } from '@restash/kv/util-command';
 import { planAggregation } from './aggregate';
+import { addAlias, applyPendingAliases, deleteAlias, forgetDroppedAliases, listAliases } from './aliases';
 import { filterToQuery } from './filter';
-import { ALIAS_DICTIONARY, dictionaryTerms, listAliasesReply, listIndexesReply, pageOf, parseListIndexes } from './listing';
+import { type SearchRunner, info, isMissingIndex, removed } from './ft';
+import { listIndexesReply, pageOf, parseListIndexes } from './listing';
 import { dateRangesOf, ftCountArgs, ftSearchArgs, fullSearch, highlightTagFields, parseQuery, searchReply } from './query';
 import { bad, list, num, pairs, text } from './reply';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
@@ -17,12 +19,6 @@ const WRITES = new Set(['search.create', 'search.drop', 'search.aliasadd', 'sear
 /** True for the SEARCH.* commands that change state (CREATE, DROP, ALIASADD, ALIASDEL). */
 export function isSearchWrite(name: string): boolean {
   return WRITES.has(name);
-}
-
-/** What runs FT.* commands on the tenant's server. */
-export interface SearchRunner {
-  /** @throws the Redis error reply (an Error that is not a KvError) or a connection error */
-  run(args: CommandArgs): Promise<Reply>;
 }
 
 /** What the gateway knows about the database. */
@@ -48,28 +44,6 @@ export const NOT_DB0 = 'ERR Search is not available on this database (the Redis 
 /** How long SEARCH.WAITINDEXING waits for a background scan before answering 0. */
 export const WAIT_INDEXING_MS = 30_000;
 
-function isMissingIndex(error: unknown): boolean {
-  return error instanceof Error && !(error instanceof KvError) && /unknown index name|no such index|not found/i.test(error.message);
-}
-
-function isMissingAlias(error: unknown): boolean {
-  return error instanceof Error && !(error instanceof KvError) && /alias does not exist|not found/i.test(error.message);
-}
-
-/**
- * SEARCH.DROP and SEARCH.ALIASDEL (docs/kv.md, "KV: Search"): 1 once `command` removed the index or alias, 0 when it
- * failed because there was none (`missing`); any other failure is thrown.
- */
-async function removed(redis: SearchRunner, command: string[], missing: (error: unknown) => boolean): Promise<1 | 0> {
-  try {
-    await redis.run(command);
-    return 1;
-  } catch (error) {
-    if (missing(error)) return 0;
-    throw error;
-  }
-}
-
 /** Waits for every gateway to read the string prefixes again (SearchOptions.settleMs). */
 function settle(options: SearchOptions): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, options.settleMs ?? STRING_PREFIXES_TTL_MS));
@@ -77,29 +51,6 @@ function settle(options: SearchOptions): Promise<void> {
 
 function arity(args: string[], n: number, name: string): void {
   if (args.length !== n) throw bad(`wrong number of arguments for '${name}' command`);
-}
-
-async function info(redis: SearchRunner, index: string): Promise<Reply | null> {
-  try {
-    return await redis.run(['FT.INFO', index]);
-  } catch (error) {
-    if (isMissingIndex(error)) return null;
-    throw error;
-  }
-}
-
-/** Each alias name recorded in ALIAS_DICTIONARY with its FT.INFO (null when the alias is gone). */
-async function recordedAliases(redis: SearchRunner): Promise<Map<string, Reply | null>> {
-  let terms: string[];
-  try {
-    terms = dictionaryTerms(await redis.run(['FT.DICTDUMP', ALIAS_DICTIONARY]));
-  } catch (error) {
-    if (error instanceof Error && !(error instanceof KvError) && /could not open dict/i.test(error.message)) return new Map();
-    throw error;
-  }
-  const out = new Map<string, Reply | null>();
-  for (const alias of terms) out.set(alias, await info(redis, alias));
-  return out;
 }
 
 async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema> {
@@ -111,8 +62,9 @@ async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema
 /**
  * Runs one SEARCH.* command (the `@upstash/redis` search client) as FT.* commands on the tenant's own server and
  * answers in Upstash's reply shapes: CREATE → OK (a string index: after its shadows were made, string-index.ts); DROP, ALIASDEL → 1 (0 when
- * nothing was there); ALIASADD → 1, or 2 when the alias existed (moved or kept);
- * LISTALIASES → `[[alias, index]…]` of the aliases made through SEARCH.ALIASADD (recorded in {@link ALIAS_DICTIONARY});
+ * nothing was there); ALIASADD → 1, or 2 when the alias existed (an alias of an index that does not exist yet waits
+ * for it, aliases.ts);
+ * LISTALIASES → `[[alias, index]…]` of the aliases made through SEARCH.ALIASADD (aliases.ts);
  * LISTINDEXES → `[[name, n, type, HASH|JSON|STRING]…]`; DROP of a string index deletes the shadows no other reads;
  * DESCRIBE → the describe array or nil; QUERY → `[[key, score, [[field, value]…]]…]`; COUNT → integer;
  * AGGREGATE → `[name, value, …]`; WAITINDEXING → 1 once the background scan is done (0 after
@@ -149,6 +101,7 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
         if (!(request.existsOk && error instanceof Error && /already exists/i.test(error.message))) throw error;
         return 'OK';
       }
+      await applyPendingAliases(redis, request.name);
       if (request.dataType === 'string') {
         options.onStringIndexChange?.();
         if (!request.skipInitialScan) {
@@ -170,10 +123,7 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
         const run = (args: CommandArgs) => redis.run(args);
         await deleteShadows(run, schema.prefixes, await loadStringPrefixes(run));
       }
-      // The index's aliases went with it: forget them.
-      const aliases = await recordedAliases(redis);
-      const gone = [...aliases].filter(([, reply]) => reply === null).map(([alias]) => alias);
-      if (gone.length > 0) await redis.run(['FT.DICTDEL', ALIAS_DICTIONARY, ...gone]);
+      await forgetDroppedAliases(redis); // the index's aliases went with it
       return dropped;
     }
     case 'search.describe': {
@@ -234,25 +184,15 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
     }
-    case 'search.aliasadd': {
+    case 'search.aliasadd':
       arity(rest, 2, name);
-      // Upstash's ALIASADD adds (1) or moves (2) the alias: FT.ALIASUPDATE does both.
-      const [alias, index] = rest as [string, string];
-      const current = await info(redis, alias);
-      const existed = current !== null && text(pairs(current).get('index_name')) !== alias;
-      await redis.run(['FT.ALIASUPDATE', alias, index]);
-      await redis.run(['FT.DICTADD', ALIAS_DICTIONARY, alias]);
-      return existed ? 2 : 1;
-    }
-    case 'search.aliasdel': {
+      return addAlias(redis, rest[0] as string, rest[1] as string);
+    case 'search.aliasdel':
       arity(rest, 1, name);
-      const deleted = await removed(redis, ['FT.ALIASDEL', rest[0] as string], isMissingAlias);
-      await redis.run(['FT.DICTDEL', ALIAS_DICTIONARY, rest[0] as string]);
-      return deleted;
-    }
+      return deleteAlias(redis, rest[0] as string);
     case 'search.listaliases':
       arity(rest, 0, name);
-      return listAliasesReply(await recordedAliases(redis));
+      return listAliases(redis);
     case 'search.listindexes': {
       const request = parseListIndexes(rest);
       const names = pageOf(list(await redis.run(['FT._LIST'])).map((n) => text(n)), request);
