@@ -128,7 +128,7 @@ export class KvCommands {
    */
   private prepare(session: KvSession, args: CommandArgs, transaction = false): PreparedCommand {
     const name = commandName(args);
-    if (!isSearchCommand(name)) return prepareCommand(this.scriptDigests.apply(args), session.table, { ...session.policy, transaction });
+    if (!isSearchCommand(name)) return prepareCommand(this.scriptDigests.apply(args, name), session.table, { ...session.policy, transaction });
     if (transaction) throw KvError.badRequest(`ERR Command is not available: '${name}' (SEARCH commands cannot run in a transaction)`);
     const write = isSearchWrite(name);
     if (write && session.role === 'readonly') throw KvError.badRequest(`NOPERM this user has no permissions to run the '${name}' command`);

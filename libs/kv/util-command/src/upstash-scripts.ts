@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Arg, CommandArgs } from './request';
+import { type Arg, type CommandArgs, commandName } from './request';
 
 /**
  * Script shebang flags that Upstash accepts and Redis and Valkey refuse ("ERR Unexpected flag in script shebang"):
@@ -41,6 +41,9 @@ export function scriptDigest(script: Arg): string {
   return createHash('sha1').update(script).digest('hex');
 }
 
+/** The commands {@link UpstashScriptDigests.apply} looks at. */
+const SCRIPT_COMMANDS: ReadonlySet<string> = new Set(['eval', 'eval_ro', 'evalsha', 'evalsha_ro', 'script']);
+
 /** The commands that name scripts by their digests, and where the digests are: from the first index up to the second (excluded). */
 const BY_DIGEST: ReadonlyMap<string, readonly [number, number]> = new Map([
   ['evalsha', [1, 2]],
@@ -67,9 +70,10 @@ export class UpstashScriptDigests {
    * (EVALSHA, EVALSHA_RO, SCRIPT EXISTS); an EVAL, EVAL_RO or SCRIPT LOAD of a flagged script is remembered.
    * Every other command is returned as given. The flags themselves are removed by the command policy
    * (`upstashArguments`).
+   * @param name the command's lower-case name (commandName), when the caller has it
    */
-  apply(args: CommandArgs): CommandArgs {
-    const name = String(args[0] ?? '').toLowerCase();
+  apply(args: CommandArgs, name = commandName(args)): CommandArgs {
+    if (!SCRIPT_COMMANDS.has(name)) return args;
     const label = name === 'script' ? `script|${String(args[1] ?? '').toLowerCase()}` : name;
     if (label === 'eval' || label === 'eval_ro' || label === 'script|load') {
       const script = args[label === 'script|load' ? 2 : 1];
