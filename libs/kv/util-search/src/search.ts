@@ -61,12 +61,11 @@ async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema
 
 /**
  * Runs one SEARCH.* command (the `@upstash/redis` search client) as FT.* commands on the tenant's own server and
- * answers in Upstash's reply shapes: CREATE → OK (a string index: after its shadows were made, string-index.ts); DROP, ALIASDEL → 1 (0 when
- * nothing was there); ALIASADD → 1, or 2 when the alias existed (an alias of an index that does not exist yet waits
- * for it, aliases.ts);
+ * answers in Upstash's reply shapes: CREATE → OK (a string index: once its shadows were made, string-index.ts);
+ * DROP, ALIASDEL → 1 (0 when nothing was there; DROP of a string index deletes the shadows no other index reads);
+ * ALIASADD → 1, or 2 when the alias existed (an alias of an index that does not exist yet waits for it, aliases.ts);
  * LISTALIASES → `[[alias, index]…]` of the aliases made through SEARCH.ALIASADD (aliases.ts);
- * LISTINDEXES → `[[name, n, type, HASH|JSON|STRING]…]`; DROP of a string index deletes the shadows no other reads;
- * DESCRIBE → the describe array or nil; QUERY → `[[key, score, [[field, value]…]]…]`; COUNT → integer;
+ * LISTINDEXES → `[[name, n, type, HASH|JSON|STRING]…]`; DESCRIBE → the describe array or nil; QUERY → `[[key, score, [[field, value]…]]…]`; COUNT → integer;
  * AGGREGATE → `[name, value, …]`; WAITINDEXING → 1 once the background scan is done (0 after
  * WAIT_INDEXING_MS). Of an index that does not exist: DESCRIBE and QUERY nil, COUNT -1, WAITINDEXING 0 (as Upstash).
  * @throws KvError 400 for bad input (Upstash-like text),
