@@ -208,6 +208,17 @@ describe(`@upstash/redis search on ${engine}`, () => {
     });
     const filtered = await index.aggregate({ filter: { category: 'electronics' }, aggregations: { s: { $extendedStats: { field: 'stock' } } } });
     expect(filtered['s']).toMatchObject({ count: 3, sum: 350, sumOfSquares: 52_500, variance: 3_888.88888889 });
+    // Newer @upstash/redis (aggregate's `limit`) sends LIMIT n: the aggregations and the first n matches, as QUERY's hits.
+    const aggregate = (...more: string[]) =>
+      redis.exec<[unknown[], Array<[string, number, unknown]>]>(['SEARCH.AGGREGATE', 'products', JSON.stringify({ category: 'electronics' }), JSON.stringify({ n: { $count: { field: 'stock' } } }), ...more]);
+    const [counted, firstHits] = await aggregate('LIMIT', '2');
+    expect(counted).toEqual(['n', ['value', 3]]);
+    expect(firstHits).toHaveLength(2);
+    for (const [key, score, fields] of firstHits) {
+      expect([key, typeof score, fields]).toEqual([expect.stringMatching(/^p:/), 'number', [['$', expect.objectContaining({ category: 'electronics' })]]]);
+    }
+    await expect(aggregate('OFFSET', '2')).rejects.toThrow("SEARCH.AGGREGATE: unknown option 'OFFSET'");
+    await expect(aggregate('LIMIT', '-1')).rejects.toThrow('LIMIT');
   });
 
   it('a hash index; aliases; drop keeps the documents', async () => {

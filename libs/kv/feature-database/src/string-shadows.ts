@@ -13,8 +13,10 @@ import type { KvSession } from './ports';
  */
 export class StringShadows {
   private readonly logger = new Logger('StringShadows');
-  /** Per database id: the string-index prefixes, and when their read started (ms). */
-  private readonly prefixes = new Map<string, { since: number; value: Promise<string[]> }>();
+  /** Per database id: the string-index prefixes (bytes), and when their read started (ms). */
+  private readonly prefixes = new Map<string, { since: number; value: Promise<Buffer[]> }>();
+  /** The cache's size at which entries older than the TTL (databases no longer written, or removed) are dropped. */
+  private pruneAt = 64;
 
   constructor(private readonly ttlMs = STRING_PREFIXES_TTL_MS) {}
 
@@ -36,7 +38,7 @@ export class StringShadows {
       const keys = new Map<string, Buffer>();
       for (const args of commands) {
         for (const key of await this.keysOf(session, args)) {
-          const bytes = Buffer.from(key);
+          const bytes = typeof key === 'string' ? Buffer.from(key) : key;
           if (!isShadowKey(bytes) && covered(prefixes, bytes)) keys.set(bytes.toString('latin1'), bytes);
         }
       }
@@ -52,12 +54,16 @@ export class StringShadows {
     }
   }
 
-  private prefixesOf(session: KvSession): Promise<string[]> {
+  private prefixesOf(session: KvSession): Promise<Buffer[]> {
     const id = session.database.id;
     const now = Date.now();
     const known = this.prefixes.get(id);
     if (known && now - known.since < this.ttlMs) return known.value;
-    const value = loadStringPrefixes((args) => session.backend.run(args));
+    if (this.prefixes.size >= this.pruneAt) {
+      for (const [other, entry] of this.prefixes) if (now - entry.since >= this.ttlMs) this.prefixes.delete(other);
+      this.pruneAt = Math.max(64, this.prefixes.size * 2);
+    }
+    const value = loadStringPrefixes((args) => session.backend.run(args)).then((found) => found.map((p) => Buffer.from(p)));
     this.prefixes.set(id, { since: now, value });
     value.catch(() => {
       if (this.prefixes.get(id)?.value === value) this.prefixes.delete(id);

@@ -148,6 +148,7 @@ function leaf(field: SearchField, value: Json, dateRanges?: DateRange[]): string
   const ops: [string, Json][] = isObject(value) ? Object.entries(value) : [['$smart', value]];
   const kind = fieldKind(field);
   const parts: string[] = [];
+  const rangesBefore = dateRanges?.length ?? 0;
   let weight: Json | undefined;
   for (const [op, operand] of ops) {
     if (op === '$boost') {
@@ -172,7 +173,8 @@ function leaf(field: SearchField, value: Json, dateRanges?: DateRange[]): string
     parts.push(condition(field, kind, op === '$smart' && kind !== 'text' ? '$eq' : op, operand, where));
   }
   if (parts.length === 0) {
-    if (dateRanges?.some((r) => r.path === field.path)) return '';
+    // Only DATE ranges (checked on the matches by the gateway): nothing to query here.
+    if ((dateRanges?.length ?? 0) > rangesBefore) return '';
     throw bad(`${where}: no condition`);
   }
   return boost(parts.join(' '), weight, where);

@@ -173,8 +173,8 @@ function matchedValues(filter: unknown, path: string): Set<string> {
 }
 
 /** `FT.SEARCH … LIMIT 0 0` for SEARCH.COUNT: only the total. */
-export function ftCountArgs(name: string, request: QueryRequest, schema: IndexSchema): string[] {
-  return ['FT.SEARCH', name, filterToQuery(request.filter, schema), 'NOCONTENT', 'LIMIT', '0', '0'];
+export function ftCountArgs(name: string, request: QueryRequest, schema: IndexSchema, query = filterToQuery(request.filter, schema)): string[] {
+  return ['FT.SEARCH', name, query, 'NOCONTENT', 'LIMIT', '0', '0'];
 }
 
 /**
@@ -203,16 +203,22 @@ export function searchReply(reply: Reply, noContent: boolean): Reply {
 /** What runs FT.SEARCH for {@link fullSearch}. */
 export type FtRunner = (args: string[]) => Promise<Reply>;
 
-/** The DATE ranges of a query's filter, which the Query Engine cannot evaluate (filter.ts DateRange). @throws KvError 400 as filterToQuery */
-export function dateRangesOf(request: QueryRequest, schema: IndexSchema): DateRange[] {
+/** A query's filter translated once: the RediSearch query of everything but DATE ranges, and those ranges. */
+export interface TranslatedFilter {
+  query: string;
+  /** Range conditions on DATE fields, which the Query Engine cannot evaluate (filter.ts DateRange). */
+  ranges: DateRange[];
+}
+
+/** Translates a query's filter (filter.ts filterToQuery), collecting its DATE ranges. @throws KvError 400 as filterToQuery */
+export function translateFilter(request: QueryRequest, schema: IndexSchema): TranslatedFilter {
   const ranges: DateRange[] = [];
-  filterToQuery(request.filter, schema, ranges);
-  return ranges;
+  return { query: filterToQuery(request.filter, schema, ranges), ranges };
 }
 
 /**
  * SEARCH.QUERY or SEARCH.COUNT that the Query Engine cannot answer in one FT.SEARCH: with SCOREFUNC (the SDK's
- * `scoreFunc`), or with range conditions on DATE fields (`ranges`, {@link dateRangesOf}). Every match of the rest of
+ * `scoreFunc`), or with range conditions on DATE fields (`filter.ranges`, {@link translateFilter}). Every match of the rest of
  * the filter (at most {@link MAX_RESULTS}) is read with its relevance and the fields the function and the ranges
  * need (FT.SEARCH … WITHSCORES RETURN, SORTBY for ORDERBY); those outside a range are dropped (inDateRanges); with a
  * function, the rest is scored by applyScoreFunction and ordered by that score (then by key). COUNT answers how many
@@ -220,11 +226,11 @@ export function dateRangesOf(request: QueryRequest, schema: IndexSchema): DateRa
  * HIGHLIGHT apply. Reply as {@link searchReply}, the scores being the function's when there is one.
  * @throws KvError 400 for a field that is not in the schema
  */
-export async function fullSearch(name: string, request: QueryRequest, schema: IndexSchema, ranges: readonly DateRange[], run: FtRunner, count = false): Promise<Reply> {
+export async function fullSearch(name: string, request: QueryRequest, schema: IndexSchema, filter: TranslatedFilter, run: FtRunner, count = false): Promise<Reply> {
+  const { query, ranges } = filter;
   const fn = request.scoreFunction;
   for (const f of fn?.fields ?? []) checkField(schema, f.field, 'SCOREFUNC');
   const names = [...new Set([...(fn?.fields ?? []).map((f) => f.field), ...ranges.map((r) => r.path)])];
-  const query = filterToQuery(request.filter, schema, []);
   const read = ['FT.SEARCH', name, query, 'WITHSCORES', 'RETURN', String(names.length), ...names];
   const order = request.orderBy[0];
   if (order && !count) {

@@ -4,7 +4,7 @@ import { addAlias, applyPendingAliases, deleteAlias, forgetDroppedAliases, listA
 import { filterToQuery } from './filter';
 import { type SearchRunner, info, isMissingIndex, removed } from './ft';
 import { listIndexesReply, pageOf, parseListIndexes } from './listing';
-import { dateRangesOf, ftCountArgs, ftSearchArgs, fullSearch, highlightTagFields, parseQuery, searchReply } from './query';
+import { type QueryRequest, ftCountArgs, ftSearchArgs, fullSearch, highlightTagFields, parseQuery, searchReply, translateFilter } from './query';
 import { bad, list, num, pairs, text } from './reply';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
 import { STRING_PREFIXES_TTL_MS, deleteShadows, loadStringPrefixes, syncPrefixes, unshadowHits } from './string-index';
@@ -49,6 +49,22 @@ function settle(options: SearchOptions): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, options.settleMs ?? STRING_PREFIXES_TTL_MS));
 }
 
+/**
+ * SEARCH.QUERY's hits (`[[key, score, [[field, value]…]]…]`, query.ts searchReply) of an index that exists: one
+ * FT.SEARCH, or fullSearch for SCOREFUNC and DATE ranges; keyword-like fields highlighted by the gateway, and a
+ * string index's shadow keys named as the keys they shadow.
+ * @throws KvError 400 for a filter or option the index cannot answer (query.ts)
+ */
+async function queryHits(redis: SearchRunner, index: string, request: QueryRequest, schema: IndexSchema): Promise<Reply> {
+  const filter = translateFilter(request, schema);
+  const hits =
+    filter.ranges.length > 0 || request.scoreFunction !== undefined
+      ? await fullSearch(index, request, schema, filter, (ft) => redis.run(ft))
+      : searchReply(await redis.run(ftSearchArgs(index, request, schema, filter.query)), request.noContent);
+  const reply = highlightTagFields(hits, request, schema);
+  return schema.dataType === 'string' ? unshadowHits(reply) : reply;
+}
+
 function arity(args: string[], n: number, name: string): void {
   if (args.length !== n) throw bad(`wrong number of arguments for '${name}' command`);
 }
@@ -66,7 +82,7 @@ async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema
  * ALIASADD → 1, or 2 when the alias existed (an alias of an index that does not exist yet waits for it, aliases.ts);
  * LISTALIASES → `[[alias, index]…]` of the aliases made through SEARCH.ALIASADD (aliases.ts);
  * LISTINDEXES → `[[name, n, type, HASH|JSON|STRING]…]`; DESCRIBE → the describe array or nil; QUERY → `[[key, score, [[field, value]…]]…]`; COUNT → integer;
- * AGGREGATE → `[name, value, …]`; WAITINDEXING → 1 once the background scan is done (0 after
+ * AGGREGATE → `[name, value, …]` (with `LIMIT n`: `[[name, value, …], hits]`, the hits as QUERY's); WAITINDEXING → 1 once the background scan is done (0 after
  * WAIT_INDEXING_MS). Of an index that does not exist: DESCRIBE and QUERY nil, COUNT -1, WAITINDEXING 0 (as Upstash).
  * @throws KvError 400 for bad input (Upstash-like text),
  *   NO_QUERY_ENGINE when `options.queryEngine` is false, NOT_DB0 on a logical database other than 0;
@@ -139,16 +155,15 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
       const found = await info(redis, index);
       if (found === null) return name === 'search.count' ? -1 : null;
       const schema = schemaFromInfo(found);
-      const ranges = dateRangesOf(request, schema);
-      const full = ranges.length > 0 || (request.scoreFunction !== undefined && name === 'search.query');
-      const run = (ft: string[]) => redis.run(ft);
-      if (name === 'search.count') return full ? fullSearch(index, request, schema, ranges, run, true) : num(list(await redis.run(ftCountArgs(index, request, schema)))[0]);
-      const hits = full ? await fullSearch(index, request, schema, ranges, run) : searchReply(await redis.run(ftSearchArgs(index, request, schema)), request.noContent);
-      const reply = highlightTagFields(hits, request, schema);
-      return schema.dataType === 'string' ? unshadowHits(reply) : reply;
+      if (name === 'search.query') return queryHits(redis, index, request, schema);
+      const filter = translateFilter(request, schema);
+      if (filter.ranges.length > 0) return fullSearch(index, request, schema, filter, (ft) => redis.run(ft), true);
+      return num(list(await redis.run(ftCountArgs(index, request, schema, filter.query)))[0]);
     }
     case 'search.aggregate': {
-      arity(rest, 3, name);
+      // `index filter aggregations [LIMIT n]`: with LIMIT (newer @upstash/redis), the first n matches come too.
+      if (rest.length !== 3 && rest.length !== 5) throw bad(`wrong number of arguments for '${name}' command`);
+      if (rest.length === 5 && (rest[3] as string).toUpperCase() !== 'LIMIT') throw bad(`SEARCH.AGGREGATE: unknown option '${rest[3]}'`);
       const [index, filterText, aggregationsText] = rest as [string, string, string];
       let filter: unknown;
       let aggregations: unknown;
@@ -170,7 +185,8 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
         for (const command of plan.commands) replies.push(await redis.run(command));
         out.push(plan.name, plan.format(replies));
       }
-      return out;
+      if (rest.length === 3) return out;
+      return [out, await queryHits(redis, index, parseQuery([filterText, 'LIMIT', rest[4] as string]), schema)];
     }
     case 'search.waitindexing': {
       arity(rest, 1, name);

@@ -64,11 +64,11 @@ export function stringPrefixesOf(ftPrefixes: readonly string[]): string[] | unde
   return ftPrefixes.map((p) => p.slice(STRING_SHADOW_PREFIX.length));
 }
 
-/** Whether a key is under one of `prefixes` (bytes compared; `''` covers every key). */
-export function covered(prefixes: readonly string[], key: string | Buffer): boolean {
-  const bytes = Buffer.from(key);
+/** Whether a key is under one of `prefixes` (bytes compared; `''` covers every key). Buffers are used as they are. */
+export function covered(prefixes: ReadonlyArray<string | Buffer>, key: string | Buffer): boolean {
+  const bytes = typeof key === 'string' ? Buffer.from(key) : key;
   return prefixes.some((p) => {
-    const prefix = Buffer.from(p);
+    const prefix = typeof p === 'string' ? Buffer.from(p) : p;
     return bytes.length >= prefix.length && prefix.equals(bytes.subarray(0, prefix.length));
   });
 }

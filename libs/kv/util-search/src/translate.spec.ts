@@ -71,7 +71,9 @@ describe('filterToQuery', () => {
       { path: 'when', op: '$gt', at: Date.UTC(2025, 11, 31, 22) },
     ]);
     expect(filterToQuery({ when: { $lte: '2026-01-01T00:00:00Z' } }, schema, [])).toBe('*');
-    for (const filter of [{ $or: [{ when: { $gt: '2026-01-01T00:00:00Z' } }] }, { $mustNot: [{ when: { $gt: 0 } }] }, { when: { $gt: 'yesterday' } }]) {
+    for (const filter of [{ $or: [{ when: { $gt: '2026-01-01T00:00:00Z' } }] }, { $mustNot: [{ when: { $gt: 0 } }] }, { when: { $gt: 'yesterday' } },
+      // A DATE leaf with nothing but $boost has no condition, even when another leaf of the field has a range.
+      { $and: [{ when: { $gt: 0 } }, { when: { $boost: 2 } }] }]) {
       expect([filter, status(() => filterToQuery(filter, schema, []))]).toEqual([filter, 400]);
     }
     const at = (when: string) => inDateRanges(ranges, new Map([['when', when]]));
