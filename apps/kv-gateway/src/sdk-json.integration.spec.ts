@@ -74,6 +74,25 @@ describe(`@upstash/redis JSON on ${engine}`, () => {
     expect(await redis.json.resp('j:m1', '$')).toEqual([['{', 'n', 10]]);
   });
 
+  it("recursive descent ($..name) lists the deepest matches first, as Upstash (the official suite's json_get and json_mget)", async () => {
+    await redis.json.set('j:d1', '$', { a: 2, b: 3, nested: { a: 4, b: null } });
+    await redis.json.set('j:d2', '$', { a: 1, b: 2, nested: { a: 3 }, c: null });
+    await redis.json.set('j:d3', '$', { a: 4, b: 5, nested: { a: 6 }, c: null });
+    expect(await redis.json.get('j:d1', '$..b')).toEqual([null, 3]);
+    expect(await redis.json.get('j:d1', '$..a', '$..b')).toEqual({ '$..b': [null, 3], '$..a': [4, 2] });
+    expect(await redis.json.get('j:d1', '$.nested.a', '$..a')).toEqual({ '$.nested.a': [4], '$..a': [4, 2] });
+    expect(await redis.json.mget(['j:d2', 'j:d3', 'j:none'], '$..a')).toEqual([[3, 1], [6, 4], null]);
+    const pipeline = redis.pipeline();
+    pipeline.json.get('j:d1', '$..a');
+    pipeline.json.get('j:none', '$..a');
+    expect(await pipeline.exec()).toEqual([[4, 2], null]);
+    const tx = redis.multi();
+    tx.json.get('j:d1', '$..a');
+    expect(await tx.exec()).toEqual([[4, 2]]);
+    await redis.set('j:text', 'x');
+    await expect(redis.json.get('j:text', '$..a')).rejects.toThrow('Existing key has wrong Redis type');
+  });
+
   it('numbers, strings, booleans, objects: NUMINCRBY, NUMMULTBY, STRAPPEND, STRLEN, TOGGLE, OBJKEYS, OBJLEN, CLEAR, DEL, FORGET', async () => {
     await redis.json.set('j:v', '$', { n: 2, s: 'ab', b: true, o: { x: 1, y: 2 }, inner: { n: 'text' } });
     expect(await redis.json.numincrby('j:v', '$.n', 3)).toEqual([5]);

@@ -8,3 +8,4 @@ export * from './gateway-user';
 export * from './composite';
 export * from './string-shadow';
 export * from './upstash-scripts';
+export * from './json-descent';

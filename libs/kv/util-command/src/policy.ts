@@ -2,6 +2,7 @@ import type { CommandTable } from './command-table';
 import { type CompositeCommand, clientSetinfo, copyOntoItself, fcallReadOnly, noAckRead, scanWithType } from './composite';
 import { checkCountArguments } from './count-arguments';
 import type { Reply } from './encode';
+import { type JsonDescentRewrite, jsonDescent, jsonDescentReply } from './json-descent';
 import { KvError } from './kv-error';
 import { hideShadows } from './string-shadow';
 import { type Arg, type CommandArgs, commandName } from './request';
@@ -23,8 +24,11 @@ export interface PolicyContext {
   transaction?: boolean;
 }
 
-/** How a reply must be rewritten so that the tenant never sees the prefix or other tenants' names. */
-export type ReplyRewrite = 'acl-list' | 'acl-users' | 'acl-whoami' | 'pubsub-channels' | 'pubsub-numsub' | 'info' | 'scan' | 'keys' | 'randomkey';
+/**
+ * How a reply must be rewritten: so that the tenant never sees the prefix or other tenants' names, or (JSON.GET and
+ * JSON.MGET with `$..name`) into Upstash's order ({@link JsonDescentRewrite}).
+ */
+export type ReplyRewrite = 'acl-list' | 'acl-users' | 'acl-whoami' | 'pubsub-channels' | 'pubsub-numsub' | 'info' | 'scan' | 'keys' | 'randomkey' | JsonDescentRewrite;
 
 /** A command that passed the policy, ready for Redis. */
 export interface RedisCommand {
@@ -182,6 +186,8 @@ export function prepareCommand(args: CommandArgs, table: CommandTable, ctx: Poli
     const composite = upstashBehaviour(out === args ? name : commandName(out), out);
     if (composite) return composite;
   }
+  const descent = jsonDescent(name, out);
+  if (descent) return { kind: 'redis', args: descent.args, label, write, rewrite: descent.rewrite };
   const command: RedisCommand = { kind: 'redis', args: upstashArguments(name, out), label, write };
   return scope(command, ctx.prefix, tenantAcl ? TENANT_ACL.get(label) : undefined);
 }
@@ -351,11 +357,13 @@ function unknownCommand(args: CommandArgs): string {
 
 /**
  * Rewrites a reply of a scoped command (see {@link prepareCommand}) so that only the tenant's own
- * users and channels appear, under the names the tenant gave them, INFO without the process's lines, and SCAN,
- * KEYS and RANDOMKEY without the gateway's string-index shadows ({@link hideShadows}).
+ * users and channels appear, under the names the tenant gave them, INFO without the process's lines, SCAN,
+ * KEYS and RANDOMKEY without the gateway's string-index shadows ({@link hideShadows}), and JSON.GET/JSON.MGET
+ * with `$..name` in Upstash's order ({@link jsonDescentReply}).
  */
 export function rewriteReply(rewrite: ReplyRewrite | undefined, reply: Reply, prefix: string): Reply {
   if (!rewrite || reply instanceof Error || reply === null) return reply;
+  if (typeof rewrite === 'object') return jsonDescentReply(rewrite, reply);
   const text = (r: Reply) => (Buffer.isBuffer(r) ? r.toString('utf8') : String(r));
   const strip = (r: Reply): Reply => Buffer.from(text(r).slice(prefix.length));
   const own = (r: Reply) => text(r).startsWith(prefix);
