@@ -378,6 +378,71 @@ describe(`@upstash/redis search on ${engine}`, () => {
     await redis.del(...products.map((_, i) => `sp:${i}`));
   });
 
+  it('a stream index: entries by ID, kept in step with XADD, XDEL, XTRIM, pipelines, transactions, DEL, RENAME and expiry; SKIPINITIALSCAN; shadows hidden, gone with the index', async () => {
+    const streamSchema = { message: 'TEXT', severity: { type: 'U64', fast: true }, service: 'KEYWORD' } as const;
+    const index = await redis.search.createIndex({ name: 'events', schema: streamSchema, dataType: 'stream', stream: 'ev' });
+    await redis.xadd('ev', '1-0', { message: 'Payment authorization failed', severity: 4, service: 'checkout' });
+    await redis.xadd('ev', '2-0', { message: 'Order completed', severity: 1, service: 'checkout' });
+    // A stream whose key starts as ev's shadows' names do stays out of ev's index.
+    await redis.xadd('ev:1', '1-0', { message: 'other stream', severity: 9, service: 'checkout' });
+    expect(await index.waitIndexing()).toBe(1);
+    expect(await index.query({ filter: { message: 'authorization', severity: { $gte: 3 } } })).toEqual([
+      expect.objectContaining({ key: '1-0', data: { message: 'Payment authorization failed', severity: 4, service: 'checkout' } }),
+    ]);
+    const selected = await index.query({ filter: { service: 'checkout' }, orderBy: { severity: 'ASC' }, select: { message: true } });
+    expect(selected.map((r) => [r.key, r.data])).toEqual([
+      ['2-0', { message: 'Order completed' }],
+      ['1-0', { message: 'Payment authorization failed' }],
+    ]);
+    expect(await index.count({ filter: { service: 'checkout' } })).toEqual({ count: 2 });
+    expect(await index.describe()).toEqual({
+      name: 'events',
+      dataType: 'stream',
+      prefixes: ['ev'],
+      schema: { message: { type: 'TEXT' }, severity: { type: 'U64', fast: true }, service: { type: 'KEYWORD' } },
+    });
+    expect((await redis.keys('*')).filter((k) => k.includes('restash'))).toEqual([]);
+    const ids = async () => (await index.query({ filter: {}, orderBy: { severity: 'ASC' } })).map((r) => r.key);
+
+    await redis.xdel('ev', '1-0');
+    const pipeline = redis.pipeline();
+    pipeline.xadd('ev', '3-0', { message: 'retry', severity: 2, service: 'api' });
+    pipeline.xadd('ev', '4-0', { message: 'timeout', severity: 3, service: 'api' });
+    await pipeline.exec();
+    expect(await ids()).toEqual(['2-0', '3-0', '4-0']);
+    const tx = redis.multi();
+    tx.xtrim('ev', { strategy: 'MAXLEN', threshold: 1, exactness: '=' });
+    tx.xadd('ev', '5-0', { message: 'later', severity: 5, service: 'api' });
+    await tx.exec();
+    expect(await ids()).toEqual(['4-0', '5-0']);
+    await redis.expire('ev', 600);
+    expect(await redis.exec(['PTTL', '__restash_stream:2:ev:4-0'])).toBeGreaterThan(500_000);
+    await redis.persist('ev');
+    expect(await redis.exec(['PTTL', '__restash_stream:2:ev:4-0'])).toBe(-1);
+    await redis.rename('ev', 'ev-moved');
+    expect(await ids()).toEqual([]);
+    await redis.rename('ev-moved', 'ev');
+    expect(await ids()).toEqual(['4-0', '5-0']);
+    await redis.del('ev');
+    expect(await ids()).toEqual([]);
+    await redis.xadd('ev', '1-0', { message: 'again', severity: 1, service: 'api' });
+    expect(await ids()).toEqual(['1-0']);
+
+    // SKIPINITIALSCAN: entries that exist when the index is made are not indexed.
+    await redis.xadd('old', '1-0', { message: 'old', severity: 1, service: 'a' });
+    const later = await redis.search.createIndex({ name: 'later', schema: streamSchema, dataType: 'stream', stream: 'old', skipInitialScan: true });
+    await redis.xadd('old', '2-0', { message: 'new', severity: 1, service: 'a' });
+    await later.waitIndexing();
+    expect((await later.query({ filter: { service: 'a' } })).map((r) => r.key)).toEqual(['2-0']);
+    expect(await redis.exec(['SEARCH.LISTINDEXES', 'MATCH', 'later'])).toEqual([['name', 'later', 'type', 'STREAM']]);
+
+    expect(await index.drop()).toBe(1);
+    expect(await later.drop()).toBe(1);
+    expect(await redis.exec(['EXISTS', '__restash_stream:2:ev', '__restash_stream:2:ev!', '__restash_stream:2:ev:1-0', '__restash_stream:3:old:2-0'])).toBe(0);
+    expect(await redis.xlen('ev')).toBe(1);
+    await redis.del('ev', 'ev:1', 'old');
+  });
+
   it('bad input: 400 with a clear text, nothing created', async () => {
     const index = redis.search.index({ name: 'products' });
     await expect(index.query({ filter: { nope: 1 } })).rejects.toThrow("ERR filter: unknown field 'nope'");
@@ -390,7 +455,7 @@ describe(`@upstash/redis search on ${engine}`, () => {
     await expect(index.query({ filter: {}, scoreFunc: { field: 'stock', factor: Number.NaN } })).rejects.toThrow('SCOREFUNC FACTOR must be a number');
     await expect(index.aggregate({ filter: {}, aggregations: { x: { $median: { field: 'stock' } } } })).rejects.toThrow("ERR aggregation 'x': unknown aggregation '$median'");
     await expect(redis.exec(['SEARCH.CREATE', 'streams', 'ON', 'STREAM', 'PREFIX', '1', 'x:', 'SCHEMA', 'a', 'TEXT'])).rejects.toThrow(
-      'data type stream is not supported on this server',
+      "ERR SEARCH.CREATE: expected SCHEMA, got '1'",
     );
     // The SDK drops a field of an unknown type from the schema; the server refuses an empty schema.
     await expect(redis.search.createIndex({ name: 'bad', dataType: 'hash', prefix: 'b:', schema: { name: 'VECTOR' as 'TEXT' } })).rejects.toThrow(

@@ -3,4 +3,4 @@ export * from './backend-failures';
 export * from './acl-users';
 export * from './kv-sessions';
 export * from './kv-commands';
-export * from './string-shadows';
+export * from './search-shadows';

@@ -28,7 +28,7 @@ import { logEvent } from '@restash/shared/util-http';
 import type { AclUsers } from './acl-users';
 import type { KvBackendFailures } from './backend-failures';
 import type { KvObserver, KvSession } from './ports';
-import { StringShadows } from './string-shadows';
+import { SearchShadows } from './search-shadows';
 
 /** What a command label runs that the server can be asked to kill (KvBackend.killScript). */
 const SCRIPT_KINDS: ReadonlyMap<string, 'script' | 'function'> = new Map([
@@ -67,7 +67,7 @@ export class KvCommands {
   private readonly instance = randomBytes(6).toString('hex');
   private readonly writes = new Map<string, number>();
   /** The JSON shadows of string keys under `SEARCH.CREATE … ON STRING` indexes, kept in step after writes. */
-  private readonly shadows = new StringShadows();
+  private readonly shadows = new SearchShadows();
   /** The digests Redis knows for scripts sent with Upstash's own shebang flags (UpstashScriptDigests). */
   private readonly scriptDigests = new UpstashScriptDigests();
 
@@ -133,8 +133,8 @@ export class KvCommands {
     const write = isSearchWrite(name);
     if (write && session.role === 'readonly') throw KvError.badRequest(`NOPERM this user has no permissions to run the '${name}' command`);
     const queryEngine = session.table.get('ft.search') !== undefined;
-    const onStringIndexChange = () => this.shadows.forget(session.database.id);
-    return { kind: 'composite', label: name, write, run: (redis) => runSearchCommand(args, redis, { queryEngine, db: session.db, onStringIndexChange }) };
+    const onShadowedIndexChange = () => this.shadows.forget(session.database.id);
+    return { kind: 'composite', label: name, write, run: (redis) => runSearchCommand(args, redis, { queryEngine, db: session.db, onShadowedIndexChange }) };
   }
 
   /**

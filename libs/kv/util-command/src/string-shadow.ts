@@ -8,12 +8,25 @@ import type { Reply } from './encode';
  */
 export const STRING_SHADOW_PREFIX = '__restash_string:';
 
-const SHADOW = Buffer.from(STRING_SHADOW_PREFIX);
+/**
+ * The key prefix of what the gateway keeps for a stream indexed by `SEARCH.CREATE … ON STREAM` (libs/kv/util-search/
+ * src/stream-index.ts): `<prefix><n>:<stream>` (a sorted set of the shadowed entry IDs), `<prefix><n>:<stream>:` +
+ * entry ID (a hash of each entry's fields) and `<prefix><n>:<stream>!` (the last entry ID shadowed), n being the
+ * stream key's length in bytes, so that no stream's keys fall under another's.
+ */
+export const STREAM_SHADOW_PREFIX = '__restash_stream:';
 
-/** Whether a key (a bulk reply or an argument) is a shadow ({@link STRING_SHADOW_PREFIX}). */
+const SHADOW = Buffer.from(STRING_SHADOW_PREFIX);
+const STREAM_SHADOW = Buffer.from(STREAM_SHADOW_PREFIX);
+
+function startsWith(key: Buffer, prefix: Buffer): boolean {
+  return key.length >= prefix.length && prefix.equals(key.subarray(0, prefix.length));
+}
+
+/** Whether a key (a bulk reply or an argument) is a shadow ({@link STRING_SHADOW_PREFIX}, {@link STREAM_SHADOW_PREFIX}). */
 export function isShadowKey(key: Reply | undefined): boolean {
-  if (Buffer.isBuffer(key)) return key.length >= SHADOW.length && SHADOW.equals(key.subarray(0, SHADOW.length));
-  return typeof key === 'string' && key.startsWith(STRING_SHADOW_PREFIX);
+  if (Buffer.isBuffer(key)) return startsWith(key, SHADOW) || startsWith(key, STREAM_SHADOW);
+  return typeof key === 'string' && (key.startsWith(STRING_SHADOW_PREFIX) || key.startsWith(STREAM_SHADOW_PREFIX));
 }
 
 /** The shadow's key of a string key. */
@@ -21,15 +34,32 @@ export function shadowOf(key: string | Buffer): Buffer {
   return Buffer.concat([SHADOW, Buffer.from(key)]);
 }
 
-/** The key a shadow shadows; any other key as it is. */
+/** `<STREAM_SHADOW_PREFIX><n>:<stream>`: the root of a stream's shadow keys (see {@link STREAM_SHADOW_PREFIX}). */
+export function streamShadowRoot(stream: string | Buffer): Buffer {
+  const bytes = Buffer.from(stream);
+  return Buffer.concat([STREAM_SHADOW, Buffer.from(`${bytes.length}:`), bytes]);
+}
+
+/** The stream a stream shadow key belongs to (undefined for any other key), and the rest after its root. */
+export function streamOfShadow(key: Buffer): { stream: Buffer; rest: Buffer } | undefined {
+  if (!startsWith(key, STREAM_SHADOW)) return undefined;
+  const colon = key.indexOf(':', STREAM_SHADOW.length);
+  const length = Number(key.subarray(STREAM_SHADOW.length, colon).toString('latin1'));
+  if (colon < 0 || !Number.isInteger(length) || colon + 1 + length > key.length) return undefined;
+  return { stream: key.subarray(colon + 1, colon + 1 + length), rest: key.subarray(colon + 1 + length) };
+}
+
+/** The key a shadow shadows (a stream shadow: the stream); any other key as it is. */
 export function unshadow(key: Reply): Reply {
   if (!isShadowKey(key)) return key;
-  return Buffer.isBuffer(key) ? key.subarray(SHADOW.length) : Buffer.from((key as string).slice(STRING_SHADOW_PREFIX.length));
+  const bytes = Buffer.isBuffer(key) ? key : Buffer.from(key as string);
+  if (startsWith(bytes, SHADOW)) return bytes.subarray(SHADOW.length);
+  return streamOfShadow(bytes)?.stream ?? key;
 }
 
 /**
  * A reply of SCAN (`[cursor, keys]`), KEYS (`keys`) or RANDOMKEY (`key`) without the shadows: SCAN and KEYS leave
- * them out; RANDOMKEY answers the string key a shadow shadows (it exists while its shadow does).
+ * them out; RANDOMKEY answers the key a shadow shadows (the string key, or the stream).
  */
 export function hideShadows(command: 'scan' | 'keys' | 'randomkey', reply: Reply): Reply {
   if (command === 'randomkey') return reply === null ? reply : unshadow(reply);

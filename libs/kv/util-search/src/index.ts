@@ -8,3 +8,4 @@ export * from './score-function';
 export * from './string-index';
 export * from './ft';
 export * from './aliases';
+export * from './stream-index';

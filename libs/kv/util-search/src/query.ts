@@ -103,7 +103,7 @@ export function ftSearchArgs(name: string, request: QueryRequest, schema: IndexS
   for (const path of request.select ?? []) checkField(schema, path, 'select');
   if (request.noContent) out.push('NOCONTENT');
   else if (request.select) out.push('RETURN', String(request.select.length), ...request.select);
-  else if (schema.dataType !== 'hash' && request.highlight) {
+  else if ((schema.dataType === 'json' || schema.dataType === 'string') && request.highlight) {
     // The Query Engine cannot highlight inside `$`: return the schema's fields (the SDK nests dotted names).
     out.push('RETURN', String(schema.fields.length), ...schema.fields.map((f) => f.path));
   }

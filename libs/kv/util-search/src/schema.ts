@@ -1,5 +1,6 @@
 import type { Reply } from '@restash/kv/util-command';
 import { bad, list, pairs, text } from './reply';
+import { streamIndexPrefix, streamOfIndex } from './stream-index';
 import { shadowPrefixes, stringPrefixesOf } from './string-index';
 
 /** Upstash Search field types (`@upstash/redis` FIELD_TYPES). */
@@ -29,8 +30,12 @@ export type FieldKind = 'text' | 'numeric' | 'tag';
 /** An index as Upstash describes it (SEARCH.DESCRIBE). */
 export interface IndexSchema {
   name: string;
-  /** `string`: string keys holding JSON, indexed through their JSON shadows (string-index.ts). */
-  dataType: 'hash' | 'json' | 'string';
+  /**
+   * `string`: string keys holding JSON, indexed through their JSON shadows (string-index.ts); `stream`: the entries of
+   * one stream, through a hash shadow of each (stream-index.ts).
+   */
+  dataType: 'hash' | 'json' | 'string' | 'stream';
+  /** The key prefixes; of a stream index, the stream's key. */
   prefixes: string[];
   language?: string;
   fields: SearchField[];
@@ -62,10 +67,9 @@ function isFieldType(value: string): value is FieldType {
 
 /**
  * Parses the arguments of `SEARCH.CREATE` (after the command name), as `@upstash/redis` builds them:
- * `name [SKIPINITIALSCAN] [EXISTSOK] ON HASH|JSON|STRING|STREAM (PREFIX n p… | key) [LANGUAGE l] SCHEMA
+ * `name [SKIPINITIALSCAN] [EXISTSOK] ON HASH|JSON|STRING PREFIX n p… | ON STREAM key) [LANGUAGE l] SCHEMA
  * (path TYPE [FAST] [NOTOKENIZE] [NOSTEM] [FROM source])…`.
- * @throws KvError 400 for wrong arity, an unknown type/option/language, or a STREAM source (RediSearch indexes only
- *   hashes and JSON documents; string keys through their shadows, string-index.ts)
+ * @throws KvError 400 for wrong arity, an unknown type/option/language, a hash index without PREFIX
  */
 export function parseCreate(args: string[]): CreateRequest {
   let i = 0;
@@ -86,14 +90,17 @@ export function parseCreate(args: string[]): CreateRequest {
     else throw bad(`SEARCH.CREATE: unexpected argument '${args[i - 1]}'`);
   }
   const source = next('data type').toUpperCase();
-  if (source === 'STREAM') {
-    throw bad('SEARCH.CREATE: data type stream is not supported on this server (the Redis Query Engine indexes only hash and JSON keys)');
-  }
-  if (source !== 'HASH' && source !== 'JSON' && source !== 'STRING') throw bad(`SEARCH.CREATE: unknown data type '${args[i - 1]}'`);
-  const dataType = source === 'HASH' ? 'hash' : source === 'JSON' ? 'json' : 'string';
+  const dataTypes: Record<string, IndexSchema['dataType']> = { HASH: 'hash', JSON: 'json', STRING: 'string', STREAM: 'stream' };
+  const dataType = dataTypes[source];
+  if (dataType === undefined) throw bad(`SEARCH.CREATE: unknown data type '${args[i - 1]}'`);
   const prefixes: string[] = [];
+  if (dataType === 'stream') {
+    const stream = next('stream key');
+    if (stream === '') throw bad('SEARCH.CREATE: the stream key must not be empty');
+    prefixes.push(stream);
+  }
   let word = next('SCHEMA');
-  if (word.toUpperCase() === 'PREFIX') {
+  if (word.toUpperCase() === 'PREFIX' && dataType !== 'stream') {
     const count = Number(next('prefix count'));
     if (!Number.isInteger(count) || count < 1) throw bad('SEARCH.CREATE: PREFIX needs a count of at least 1');
     for (let k = 0; k < count; k++) prefixes.push(next('prefix'));
@@ -159,7 +166,8 @@ export const TAG_SEPARATOR = '\x1f';
 
 /**
  * `FT.CREATE` arguments for a parsed SEARCH.CREATE: `ON HASH|JSON PREFIX …` (a string index: ON JSON over the
- * shadows' prefixes, string-index.ts shadowPrefixes), the Upstash schema in
+ * shadows' prefixes, string-index.ts shadowPrefixes; a stream index: ON HASH over its entries' shadows,
+ * stream-index.ts streamIndexPrefix), the Upstash schema in
  * PAYLOAD_FIELD (see META_PREFIX), `LANGUAGE`, and one attribute per field named by its dotted path:
  * TEXT → TEXT [NOSTEM] (NOTOKENIZE → TAG CASESENSITIVE); U64/I64/F64 → NUMERIC SORTABLE; BOOL → TAG;
  * DATE, KEYWORD, FACET → TAG CASESENSITIVE; FAST → SORTABLE.
@@ -167,17 +175,18 @@ export const TAG_SEPARATOR = '\x1f';
 export function ftCreateArgs(request: CreateRequest): string[] {
   const meta = JSON.stringify({ l: request.language, f: request.fields.map((f) => [f.path, f.type, ...fieldOptions(f)]) });
   const string = request.dataType === 'string';
-  const out = ['FT.CREATE', request.name, 'ON', string ? 'JSON' : request.dataType.toUpperCase()];
-  const prefixes = string ? shadowPrefixes(request.prefixes) : request.prefixes;
+  const stream = request.dataType === 'stream';
+  const out = ['FT.CREATE', request.name, 'ON', string ? 'JSON' : stream ? 'HASH' : request.dataType.toUpperCase()];
+  const prefixes = string ? shadowPrefixes(request.prefixes) : stream ? request.prefixes.map(streamIndexPrefix) : request.prefixes;
   if (prefixes.length > 0) out.push('PREFIX', String(prefixes.length), ...prefixes);
   if (request.language) out.push('LANGUAGE', request.language);
   out.push('PAYLOAD_FIELD', META_PREFIX + meta);
-  // A string index's initial scan is the gateway's (syncPrefixes): the shadows do not exist yet.
-  if (request.skipInitialScan && !string) out.push('SKIPINITIALSCAN');
+  // The initial scan of a string or stream index is the gateway's (syncPrefixes, a stream sync): no shadow exists yet.
+  if (request.skipInitialScan && !string && !stream) out.push('SKIPINITIALSCAN');
   out.push('SCHEMA');
   for (const field of request.fields) {
     const source = field.from ?? field.path;
-    out.push(request.dataType === 'hash' ? source : jsonPath(source), 'AS', field.path);
+    out.push(request.dataType === 'hash' || stream ? source : jsonPath(source), 'AS', field.path);
     const kind = fieldKind(field);
     if (kind === 'text') out.push('TEXT', ...(field.noStem ? ['NOSTEM'] : []));
     else if (kind === 'numeric') out.push('NUMERIC');
@@ -191,7 +200,8 @@ const FROM_REDISEARCH: Record<string, FieldType> = { TEXT: 'TEXT', NUMERIC: 'F64
 
 /**
  * The Upstash view of an index from its `FT.INFO` reply (an ON JSON index over shadow prefixes is a string index,
- * string-index.ts): the schema stored by SEARCH.CREATE when present,
+ * string-index.ts; an ON HASH index over one stream's shadows a stream index, stream-index.ts): the schema stored by
+ * SEARCH.CREATE when present,
  * otherwise one guessed from RediSearch's attribute types (an index made with FT.CREATE directly):
  * TEXT → TEXT, NUMERIC → F64, TAG → KEYWORD; other attribute types (GEO, VECTOR …) are left out.
  */
@@ -201,8 +211,9 @@ export function schemaFromInfo(info: Reply): IndexSchema {
   const ftPrefixes = list(definition.get('prefixes')).map((p) => text(p));
   const json = text(definition.get('key_type')).toLowerCase() === 'json';
   const stringPrefixes = json ? stringPrefixesOf(ftPrefixes) : undefined;
-  const dataType = stringPrefixes ? 'string' : json ? 'json' : 'hash';
-  const prefixes = stringPrefixes ? stringPrefixes.filter((p) => p !== '') : ftPrefixes;
+  const stream = json ? undefined : streamOfIndex(ftPrefixes);
+  const dataType = stringPrefixes ? 'string' : json ? 'json' : stream !== undefined ? 'stream' : 'hash';
+  const prefixes = stringPrefixes ? stringPrefixes.filter((p) => p !== '') : stream !== undefined ? [stream] : ftPrefixes;
   const payload = text(definition.get('payload_field'));
   const name = text(top.get('index_name'));
   if (payload.startsWith(META_PREFIX)) {
@@ -235,7 +246,7 @@ export function schemaFromInfo(info: Reply): IndexSchema {
 }
 
 /**
- * SEARCH.DESCRIBE's reply, as `@upstash/redis` parses it: `["name", n, "type", "HASH"|"JSON"|"STRING", "prefixes", […],
+ * SEARCH.DESCRIBE's reply, as `@upstash/redis` parses it: `["name", n, "type", "HASH"|"JSON"|"STRING"|"STREAM", "prefixes", […],
  * ("language", l,) "schema", [[path, TYPE, options…], …]]`.
  */
 export function describeReply(schema: IndexSchema): Reply {

@@ -7,7 +7,8 @@ import { listIndexesReply, pageOf, parseListIndexes } from './listing';
 import { type QueryRequest, ftCountArgs, ftSearchArgs, fullSearch, highlightTagFields, parseQuery, searchReply, translateFilter } from './query';
 import { bad, list, num, pairs, text } from './reply';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
-import { STRING_PREFIXES_TTL_MS, deleteShadows, loadStringPrefixes, syncPrefixes, unshadowHits } from './string-index';
+import { entryIdHits, streamSyncCommand } from './stream-index';
+import { STRING_PREFIXES_TTL_MS, deleteShadows, loadShadowedSources, syncPrefixes, unshadowHits } from './string-index';
 
 /** True for `search.*` names (lower-case). */
 export function isSearchCommand(name: string): boolean {
@@ -28,12 +29,12 @@ export interface SearchOptions {
   /** The logical database of the KV database on its server; RediSearch indexes only db 0. */
   db?: number;
   /**
-   * How long SEARCH.CREATE and SEARCH.DROP of a string index wait before they scan, for every gateway to see the
-   * change (STRING_PREFIXES_TTL_MS unless set).
+   * How long SEARCH.CREATE and SEARCH.DROP of a string or stream index wait before they scan, for every gateway to
+   * see the change (STRING_PREFIXES_TTL_MS unless set).
    */
   settleMs?: number;
-  /** Called once a string index was created or dropped (this gateway reads the string prefixes again). */
-  onStringIndexChange?: () => void;
+  /** Called once a string or stream index was created or dropped (this gateway reads what it shadows again). */
+  onShadowedIndexChange?: () => void;
 }
 
 /** The text of SEARCH.* on a server without the Query Engine. */
@@ -44,7 +45,7 @@ export const NOT_DB0 = 'ERR Search is not available on this database (the Redis 
 /** How long SEARCH.WAITINDEXING waits for a background scan before answering 0. */
 export const WAIT_INDEXING_MS = 30_000;
 
-/** Waits for every gateway to read the string prefixes again (SearchOptions.settleMs). */
+/** Waits for every gateway to read what it shadows again (SearchOptions.settleMs). */
 function settle(options: SearchOptions): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, options.settleMs ?? STRING_PREFIXES_TTL_MS));
 }
@@ -62,6 +63,7 @@ async function queryHits(redis: SearchRunner, index: string, request: QueryReque
       ? await fullSearch(index, request, schema, filter, (ft) => redis.run(ft))
       : searchReply(await redis.run(ftSearchArgs(index, request, schema, filter.query)), request.noContent);
   const reply = highlightTagFields(hits, request, schema);
+  if (schema.dataType === 'stream') return entryIdHits(reply);
   return schema.dataType === 'string' ? unshadowHits(reply) : reply;
 }
 
@@ -77,11 +79,13 @@ async function schemaOf(redis: SearchRunner, index: string): Promise<IndexSchema
 
 /**
  * Runs one SEARCH.* command (the `@upstash/redis` search client) as FT.* commands on the tenant's own server and
- * answers in Upstash's reply shapes: CREATE → OK (a string index: once its shadows were made, string-index.ts);
- * DROP, ALIASDEL → 1 (0 when nothing was there; DROP of a string index deletes the shadows no other index reads);
+ * answers in Upstash's reply shapes: CREATE → OK (a string or stream index: once its shadows were made,
+ * string-index.ts, stream-index.ts); DROP, ALIASDEL → 1 (0 when nothing was there; DROP of a string or stream index
+ * deletes the shadows no other index reads);
  * ALIASADD → 1, or 2 when the alias existed (an alias of an index that does not exist yet waits for it, aliases.ts);
  * LISTALIASES → `[[alias, index]…]` of the aliases made through SEARCH.ALIASADD (aliases.ts);
- * LISTINDEXES → `[[name, n, type, HASH|JSON|STRING]…]`; DESCRIBE → the describe array or nil; QUERY → `[[key, score, [[field, value]…]]…]`; COUNT → integer;
+ * LISTINDEXES → `[[name, n, type, HASH|JSON|STRING|STREAM]…]`; DESCRIBE → the describe array or nil; QUERY →
+ * `[[key, score, [[field, value]…]]…]` (a stream index's keys are entry IDs); COUNT → integer;
  * AGGREGATE → `[name, value, …]` (with `LIMIT n`: `[[name, value, …], hits]`, the hits as QUERY's); WAITINDEXING → 1 once the background scan is done (0 after
  * WAIT_INDEXING_MS). Of an index that does not exist: DESCRIBE and QUERY nil, COUNT -1, WAITINDEXING 0 (as Upstash).
  * @throws KvError 400 for bad input (Upstash-like text),
@@ -110,19 +114,30 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
   switch (name) {
     case 'search.create': {
       const request = parseCreate(rest);
+      const run = (args: CommandArgs) => redis.run(args);
+      const stream = request.dataType === 'stream' ? (request.prefixes[0] as string) : undefined;
+      // SKIPINITIALSCAN of the first index of a stream: its entries so far count as seen (shadows are shared).
+      const skipped = stream !== undefined && request.skipInitialScan && !(await loadShadowedSources(run)).streams.includes(stream);
+      if (skipped) await run(streamSyncCommand(stream, 'skip'));
       try {
         await redis.run(ftCreateArgs(request));
       } catch (error) {
+        if (skipped && !(await loadShadowedSources(run)).streams.includes(stream)) await run(streamSyncCommand(stream, 'drop'));
         if (!(request.existsOk && error instanceof Error && /already exists/i.test(error.message))) throw error;
         return 'OK';
       }
       await applyPendingAliases(redis, request.name);
       if (request.dataType === 'string') {
-        options.onStringIndexChange?.();
+        options.onShadowedIndexChange?.();
         if (!request.skipInitialScan) {
           await settle(options);
-          await syncPrefixes((args) => redis.run(args), request.prefixes);
+          await syncPrefixes(run, request.prefixes);
         }
+      }
+      if (stream !== undefined) {
+        options.onShadowedIndexChange?.();
+        await settle(options);
+        await run(streamSyncCommand(stream, request.skipInitialScan ? 'append' : 'full'));
       }
       return 'OK';
     }
@@ -131,12 +146,18 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
       const before = await info(redis, rest[0] as string);
       const dropped = await removed(redis, ['FT.DROPINDEX', rest[0] as string], isMissingIndex);
       const schema = before === null ? undefined : schemaFromInfo(before);
+      const run = (args: CommandArgs) => redis.run(args);
       if (dropped === 1 && schema?.dataType === 'string') {
         // Its shadows go, except those another string index still reads.
-        options.onStringIndexChange?.();
+        options.onShadowedIndexChange?.();
         await settle(options);
-        const run = (args: CommandArgs) => redis.run(args);
-        await deleteShadows(run, schema.prefixes, await loadStringPrefixes(run));
+        await deleteShadows(run, schema.prefixes, (await loadShadowedSources(run)).stringPrefixes);
+      }
+      const stream = schema?.dataType === 'stream' ? schema.prefixes[0] : undefined;
+      if (dropped === 1 && stream !== undefined) {
+        options.onShadowedIndexChange?.();
+        await settle(options);
+        if (!(await loadShadowedSources(run)).streams.includes(stream)) await run(streamSyncCommand(stream, 'drop'));
       }
       await forgetDroppedAliases(redis); // the index's aliases went with it
       return dropped;

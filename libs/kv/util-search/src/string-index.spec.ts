@@ -1,5 +1,5 @@
 import type { CommandArgs, Reply } from '@restash/kv/util-command';
-import { covered, deleteShadows, loadStringPrefixes, stringPrefixesOf, syncCommand, syncPrefixes, unshadowHits } from './string-index';
+import { covered, deleteShadows, loadShadowedSources, stringPrefixesOf, syncCommand, syncPrefixes, unshadowHits } from './string-index';
 
 const b = (s: string) => Buffer.from(s);
 const strings = (args: CommandArgs) => args.map((a) => a.toString());
@@ -26,16 +26,24 @@ describe('string indexes (SEARCH.CREATE … ON STRING)', () => {
     expect(strings((hit as CommandArgs).slice(0, 2))).toEqual(['a:1', '1']);
   });
 
-  it('reads the prefixes of the string indexes only, leaving out an index dropped meanwhile', async () => {
-    const info = (prefixes: string[]): Reply => ['index_definition', ['key_type', 'JSON', 'prefixes', prefixes.map(b)]];
-    const infos: Record<string, Reply> = { s: info(['__restash_string:a:']), t: info(['__restash_string:a:', '__restash_string:b:']), j: info(['j:']) };
+  it('reads the prefixes of the string indexes and the indexed streams, leaving out an index dropped meanwhile', async () => {
+    const info = (prefixes: string[], type = 'JSON'): Reply => ['index_definition', ['key_type', type, 'prefixes', prefixes.map(b)]];
+    const infos: Record<string, Reply> = {
+      s: info(['__restash_string:a:']),
+      t: info(['__restash_string:a:', '__restash_string:b:']),
+      j: info(['j:']),
+      h: info(['h:'], 'HASH'),
+      e: info(['__restash_stream:6:events:'], 'HASH'),
+      f: info(['__restash_stream:6:events:'], 'HASH'),
+    };
     const run = async (args: CommandArgs): Promise<Reply> => {
-      if (args[0] === 'FT._LIST') return ['s', 't', 'j', 'gone'].map(b);
+      if (args[0] === 'FT._LIST') return [...Object.keys(infos), 'gone'].map(b);
       const found = infos[String(args[1])];
       if (!found) throw new Error('Unknown index name');
       return found;
     };
-    expect((await loadStringPrefixes(run)).sort()).toEqual(['a:', 'b:']);
+    const sources = await loadShadowedSources(run);
+    expect([sources.stringPrefixes.sort(), sources.streams]).toEqual([['a:', 'b:'], ['events']]);
   });
 
   it('scans keys and shadows under the prefixes, with glob characters matched literally, and deletes only uncovered shadows', async () => {

@@ -1,17 +1,18 @@
 import { type CommandArgs, type Reply, STRING_SHADOW_PREFIX, isShadowKey, shadowOf, unshadow } from '@restash/kv/util-command';
 import { list, pairs, text } from './reply';
+import { streamOfIndex } from './stream-index';
 
 /**
  * Indexes of string keys (`SEARCH.CREATE … ON STRING`, docs/kv.md, "KV: Search"). The Redis Query Engine indexes only
  * hash and JSON keys, so the gateway keeps, for every string key under such an index's prefixes, a JSON shadow at
  * `STRING_SHADOW_PREFIX + key` with the same value (when it is a JSON object) and the same expiry, and the index is
  * an FT index ON JSON over the shadows' prefixes. The shadows are brought in step after every write that touches such
- * a key (StringShadows of libs/kv/feature-database), by a full scan when an index is created, and removed when the
+ * a key (SearchShadows of libs/kv/feature-database), by a full scan when an index is created, and removed when the
  * last index over them is dropped. Query replies name the string keys; SCAN, KEYS and RANDOMKEY hide the shadows.
  */
 
 /**
- * How long a gateway may go on using the string-index prefixes it read before reading them again (StringShadows).
+ * How long a gateway may go on using the string-index prefixes it read before reading them again (SearchShadows).
  * SEARCH.CREATE waits this long before its initial scan, and SEARCH.DROP before removing the shadows, so that a write
  * served meanwhile by a gateway that has not seen the change yet is still covered (docs/kv.md, "KV: Search").
  */
@@ -89,20 +90,31 @@ function globPrefix(prefix: string): string {
 /** What runs commands for the functions below. @throws the Redis error reply or a connection error */
 export type StringIndexRunner = (args: CommandArgs) => Promise<Reply>;
 
+/** What the gateway keeps shadows of: the key prefixes of the string indexes, and the indexed streams. */
+export interface ShadowedSources {
+  /** The key prefixes of every string index; `''` for an index over every key. */
+  stringPrefixes: string[];
+  /** The key of every stream with a stream index (stream-index.ts). */
+  streams: string[];
+}
+
 /**
- * The key prefixes of every string index of the database (FT._LIST, then FT.INFO of each); `''` for an index over
- * every key. Indexes dropped between the two reads are left out.
+ * The string-index prefixes and indexed streams of the database (FT._LIST, then FT.INFO of each). Indexes dropped
+ * between the two reads are left out.
  */
-export async function loadStringPrefixes(run: StringIndexRunner): Promise<string[]> {
+export async function loadShadowedSources(run: StringIndexRunner): Promise<ShadowedSources> {
   const names = list(await run(['FT._LIST'])).map((n) => text(n));
   const infos = await Promise.all(names.map((name) => run(['FT.INFO', name]).catch(() => null)));
-  const out = new Set<string>();
+  const prefixes = new Set<string>();
+  const streams = new Set<string>();
   for (const info of infos) {
     if (info === null) continue;
     const ftPrefixes = list(pairs(pairs(info).get('index_definition')).get('prefixes')).map((p) => text(p));
-    for (const p of stringPrefixesOf(ftPrefixes) ?? []) out.add(p);
+    for (const p of stringPrefixesOf(ftPrefixes) ?? []) prefixes.add(p);
+    const stream = streamOfIndex(ftPrefixes);
+    if (stream !== undefined) streams.add(stream);
   }
-  return [...out];
+  return { stringPrefixes: [...prefixes], streams: [...streams] };
 }
 
 /** Every key SCAN finds for `pattern` (TYPE `type` when given), a batch at a time. */
