@@ -65,16 +65,44 @@ function children(value: unknown, op: string): Record<string, Json>[] {
  * prefix; {@link smartTerms}), `$in`, `$fuzzy`, `$phrase`, `$regex` (literal, prefix, suffix and infix patterns);
  * numbers `$eq`, `$in`, `$gt`, `$gte`, `$lt`, `$lte`; keyword, facet, bool, date and NOTOKENIZE text `$eq`, `$in`
  * (`$smart`, or a bare value, is `$eq` there). Every value reaches the query escaped, so it can never add query syntax.
- * DATE ranges (`$gt` … `$lte`) are not queried: with `dateRanges` they are collected there (at the top of the filter
- * and in `$and`/`$must`), for the gateway to check on the matches (query.ts fullSearch).
- * @throws KvError 400 for an unknown field or operator, a value of the wrong type, or an operator RediSearch
- *   cannot evaluate on that field (range on keyword; on date outside the top level, or without `dateRanges`)
+ * DATE ranges (`$gt` … `$lte`; DATE is a TAG, which has no range): with `dateRanges` those at the top of the filter
+ * and in `$and`/`$must` are collected there, for the gateway to check on the matches (query.ts fullSearch); any other
+ * becomes the union of the field's values in range, from `dateValues` ({@link dateFieldsToRead}).
+ * @throws KvError 400 for an unknown field or operator, a value of the wrong type, an operator RediSearch
+ *   cannot evaluate on that field (range on keyword), a DATE range neither collected nor with `dateValues`, or one
+ *   matching more than MAX_DATE_VALUES distinct values
  */
-export function filterToQuery(filter: unknown, schema: IndexSchema, dateRanges?: DateRange[]): string {
+export function filterToQuery(filter: unknown, schema: IndexSchema, dateRanges?: DateRange[], dateValues?: DateValues): string {
   if (!isObject(filter)) throw bad('filter: must be a JSON object');
   const fields = new Map(schema.fields.map((f) => [f.path, f]));
-  const query = node(filter, fields, dateRanges);
+  const query = node(filter, fields, dateRanges, dateValues);
   return query === '' ? '*' : query;
+}
+
+/** Per DATE field, every distinct value the index holds (FT.TAGVALS): for ranges that cannot be collected. */
+export type DateValues = ReadonlyMap<string, readonly string[]>;
+
+/** The most distinct DATE values one range may match where it becomes a union of those values. */
+export const MAX_DATE_VALUES = 10_000;
+
+/**
+ * The DATE fields with a range condition where {@link filterToQuery} cannot collect it (inside `$or`, `$should`,
+ * `$mustNot`, or anywhere when `collecting` is false, as in aggregations): their values are needed as DateValues.
+ */
+export function dateFieldsToRead(filter: unknown, schema: IndexSchema, collecting: boolean): string[] {
+  const dates = new Set(schema.fields.filter((f) => f.type === 'DATE').map((f) => f.path));
+  const out = new Set<string>();
+  const walk = (value: unknown, top: boolean): void => {
+    if (!isObject(value)) return;
+    for (const [key, item] of Object.entries(value)) {
+      const items = Array.isArray(item) ? item : [item];
+      if (key === '$and' || key === '$must') items.forEach((c) => walk(c, top));
+      else if (key === '$or' || key === '$should' || key === '$mustNot') items.forEach((c) => walk(c, false));
+      else if (!top && dates.has(key) && isObject(item) && Object.keys(item).some((op) => DATE_RANGE_OPS.has(op))) out.add(key);
+    }
+  };
+  if (dates.size > 0) walk(filter, collecting);
+  return [...out];
 }
 
 /** A range condition on a DATE field, which the Query Engine cannot evaluate (DATE is a TAG): checked by the gateway. */
@@ -107,7 +135,7 @@ const DATE_RANGE_OPS = new Set(['$gt', '$gte', '$lt', '$lte']);
  * @param dateRanges where range conditions on DATE fields that every match must meet (the top level of the filter
  *   and `$and`/`$must` below it) are collected instead of being queried; undefined, or a range elsewhere: 400
  */
-function node(filter: Record<string, Json>, fields: Map<string, SearchField>, dateRanges?: DateRange[]): string {
+function node(filter: Record<string, Json>, fields: Map<string, SearchField>, dateRanges?: DateRange[], dateValues?: DateValues): string {
   const must: string[] = [];
   const any: string[] = [];
   const optional: string[] = [];
@@ -117,11 +145,11 @@ function node(filter: Record<string, Json>, fields: Map<string, SearchField>, da
     if (key.startsWith('$')) throw bad(`filter: unknown operator '${key}'`);
     const field = fields.get(key);
     if (!field) throw bad(`filter: unknown field '${key}'`);
-    const clause = leaf(field, value, dateRanges);
+    const clause = leaf(field, value, dateRanges, dateValues);
     if (clause !== '') must.push(clause);
   }
   const sub = (op: string, ranges?: DateRange[]): string[] =>
-    filter[op] === undefined ? [] : children(filter[op], op).map((c) => node(c, fields, ranges)).filter((q) => q !== '');
+    filter[op] === undefined ? [] : children(filter[op], op).map((c) => node(c, fields, ranges, dateValues)).filter((q) => q !== '');
   must.push(...sub('$and', dateRanges), ...sub('$must', dateRanges));
   any.push(...sub('$or'));
   const should = sub('$should');
@@ -142,13 +170,14 @@ const OPERATORS: Record<string, Set<string>> = {
   tag: new Set(['$eq', '$in', '$smart']),
 };
 
-function leaf(field: SearchField, value: Json, dateRanges?: DateRange[]): string {
+function leaf(field: SearchField, value: Json, dateRanges?: DateRange[], dateValues?: DateValues): string {
   const where = `filter '${field.path}'`;
   // A bare value is smart matching (Upstash's docs, "Smart Matching"): equality on every kind but text.
   const ops: [string, Json][] = isObject(value) ? Object.entries(value) : [['$smart', value]];
   const kind = fieldKind(field);
   const parts: string[] = [];
   const rangesBefore = dateRanges?.length ?? 0;
+  const unioned: DateRange[] = [];
   let weight: Json | undefined;
   for (const [op, operand] of ops) {
     if (op === '$boost') {
@@ -156,10 +185,10 @@ function leaf(field: SearchField, value: Json, dateRanges?: DateRange[]): string
       continue;
     }
     if (field.type === 'DATE' && DATE_RANGE_OPS.has(op)) {
-      if (!dateRanges) {
-        throw bad(`${where}: ${op} on a DATE field is supported on this server at the top of a query's filter and in its $and/$must, not inside $or, $should or $mustNot, nor in aggregations`);
-      }
-      dateRanges.push({ path: field.path, op: op as DateRange['op'], at: dateBound(operand, where) });
+      const range: DateRange = { path: field.path, op: op as DateRange['op'], at: dateBound(operand, where) };
+      if (dateRanges) dateRanges.push(range);
+      else if (dateValues?.has(field.path)) unioned.push(range);
+      else throw bad(`${where}: ${op} on a DATE field needs the field's values, which were not read`);
       continue;
     }
     if (!OPERATORS[kind]?.has(op)) {
@@ -172,12 +201,24 @@ function leaf(field: SearchField, value: Json, dateRanges?: DateRange[]): string
     }
     parts.push(condition(field, kind, op === '$smart' && kind !== 'text' ? '$eq' : op, operand, where));
   }
+  if (unioned.length > 0) parts.push(dateUnion(field, unioned, dateValues?.get(field.path) ?? [], where));
   if (parts.length === 0) {
     // Only DATE ranges (checked on the matches by the gateway): nothing to query here.
     if ((dateRanges?.length ?? 0) > rangesBefore) return '';
     throw bad(`${where}: no condition`);
   }
   return boost(parts.join(' '), weight, where);
+}
+
+/** The values of a DATE field in every range, as one TAG union (a clause that matches nothing when none is). */
+function dateUnion(field: SearchField, ranges: readonly DateRange[], values: readonly string[], where: string): string {
+  const at = `@${escapeField(field.path)}:`;
+  const matched = values.filter((v) => inDateRanges(ranges, new Map([[field.path, v]])));
+  if (matched.length > MAX_DATE_VALUES) {
+    throw bad(`${where}: the range matches more than ${MAX_DATE_VALUES} distinct dates here; at the top of a query's filter or in its $and/$must it has no such limit`);
+  }
+  if (matched.length === 0) return `(${at}{none} -${at}{none})`;
+  return `${at}{${matched.map(escapeTag).join(' | ')}}`;
 }
 
 /** A DATE bound: RFC 3339 text (how the SDK sends a Date) or ms since the epoch. @throws KvError 400 otherwise */

@@ -1,5 +1,5 @@
 import type { Reply } from '@restash/kv/util-command';
-import { type DateRange, filterToQuery, inDateRanges } from './filter';
+import { type DateRange, type DateValues, filterToQuery, inDateRanges } from './filter';
 import { bad, list, text } from './reply';
 import { fieldKind, type IndexSchema } from './schema';
 import { type ScoreFunction, applyScoreFunction, parseScoreFunction } from './score-function';
@@ -210,10 +210,13 @@ export interface TranslatedFilter {
   ranges: DateRange[];
 }
 
-/** Translates a query's filter (filter.ts filterToQuery), collecting its DATE ranges. @throws KvError 400 as filterToQuery */
-export function translateFilter(request: QueryRequest, schema: IndexSchema): TranslatedFilter {
+/**
+ * Translates a query's filter (filter.ts filterToQuery), collecting its DATE ranges; `dateValues` for the ranges that
+ * cannot be collected (filter.ts dateFieldsToRead). @throws KvError 400 as filterToQuery
+ */
+export function translateFilter(request: QueryRequest, schema: IndexSchema, dateValues?: DateValues): TranslatedFilter {
   const ranges: DateRange[] = [];
-  return { query: filterToQuery(request.filter, schema, ranges), ranges };
+  return { query: filterToQuery(request.filter, schema, ranges, dateValues), ranges };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { KvError, type CommandArgs, type Reply } from '@restash/kv/util-command';
 import { planAggregation } from './aggregate';
 import { addAlias, applyPendingAliases, deleteAlias, forgetDroppedAliases, listAliases } from './aliases';
-import { filterToQuery } from './filter';
+import { type DateValues, dateFieldsToRead, filterToQuery } from './filter';
 import { type SearchRunner, info, isMissingIndex, removed } from './ft';
 import { listIndexesReply, pageOf, parseListIndexes } from './listing';
 import { type QueryRequest, ftCountArgs, ftSearchArgs, fullSearch, highlightTagFields, parseQuery, searchReply, translateFilter } from './query';
@@ -52,12 +52,12 @@ function settle(options: SearchOptions): Promise<void> {
 
 /**
  * SEARCH.QUERY's hits (`[[key, score, [[field, value]…]]…]`, query.ts searchReply) of an index that exists: one
- * FT.SEARCH, or fullSearch for SCOREFUNC and DATE ranges; keyword-like fields highlighted by the gateway, and a
- * string index's shadow keys named as the keys they shadow.
+ * FT.SEARCH, or fullSearch for SCOREFUNC and DATE ranges; keyword-like fields highlighted by the gateway; a string
+ * index's shadow keys named as the keys they shadow, a stream index's by their entry IDs.
  * @throws KvError 400 for a filter or option the index cannot answer (query.ts)
  */
 async function queryHits(redis: SearchRunner, index: string, request: QueryRequest, schema: IndexSchema): Promise<Reply> {
-  const filter = translateFilter(request, schema);
+  const filter = translateFilter(request, schema, await dateValuesOf(redis, index, dateFieldsToRead(request.filter, schema, true)));
   const hits =
     filter.ranges.length > 0 || request.scoreFunction !== undefined
       ? await fullSearch(index, request, schema, filter, (ft) => redis.run(ft))
@@ -65,6 +65,13 @@ async function queryHits(redis: SearchRunner, index: string, request: QueryReque
   const reply = highlightTagFields(hits, request, schema);
   if (schema.dataType === 'stream') return entryIdHits(reply);
   return schema.dataType === 'string' ? unshadowHits(reply) : reply;
+}
+
+/** The distinct values of each of `paths` (DATE fields) in the index (FT.TAGVALS; filter.ts DateValues). */
+async function dateValuesOf(redis: SearchRunner, index: string, paths: readonly string[]): Promise<DateValues> {
+  const out = new Map<string, string[]>();
+  for (const path of paths) out.set(path, list(await redis.run(['FT.TAGVALS', index, path])).map((v) => text(v)));
+  return out;
 }
 
 function arity(args: string[], n: number, name: string): void {
@@ -177,7 +184,7 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
       if (found === null) return name === 'search.count' ? -1 : null;
       const schema = schemaFromInfo(found);
       if (name === 'search.query') return queryHits(redis, index, request, schema);
-      const filter = translateFilter(request, schema);
+      const filter = translateFilter(request, schema, await dateValuesOf(redis, index, dateFieldsToRead(request.filter, schema, true)));
       if (filter.ranges.length > 0) return fullSearch(index, request, schema, filter, (ft) => redis.run(ft), true);
       return num(list(await redis.run(ftCountArgs(index, request, schema, filter.query)))[0]);
     }
@@ -198,7 +205,7 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
         throw bad('SEARCH.AGGREGATE: aggregations must be a non-empty object');
       }
       const schema = await schemaOf(redis, index);
-      const query = filterToQuery(filter, schema);
+      const query = filterToQuery(filter, schema, undefined, await dateValuesOf(redis, index, dateFieldsToRead(filter, schema, false)));
       const plans = Object.entries(aggregations).map(([n, spec]) => planAggregation(index, query, n, spec, schema));
       const out: Reply[] = [];
       for (const plan of plans) {

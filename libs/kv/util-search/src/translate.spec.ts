@@ -1,6 +1,6 @@
 import { KvError } from '@restash/kv/util-command';
 import { planAggregation } from './aggregate';
-import { type DateRange, escapeTag, filterToQuery, inDateRanges, textTokens } from './filter';
+import { type DateRange, MAX_DATE_VALUES, dateFieldsToRead, escapeTag, filterToQuery, inDateRanges, textTokens } from './filter';
 import { ftSearchArgs, highlightTagFields, parseQuery, searchReply } from './query';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
 import { isSearchCommand, isSearchWrite, runSearchCommand, wire } from './search';
@@ -84,6 +84,22 @@ describe('filterToQuery', () => {
     expect(at(String(Date.UTC(2026, 0, 1, 12)))).toBe(true);
     expect(at('not a date')).toBe(false);
     expect(inDateRanges(ranges, new Map())).toBe(false);
+  });
+
+  it('makes a DATE range that cannot be collected (in $or, $should, $mustNot, aggregations) the union of the values in range', () => {
+    const filter = { $or: [{ when: { $gte: '2026-01-01T00:00:00Z', $lt: '2026-02-01T00:00:00Z' } }, { name: 'x' }], $mustNot: [{ when: { $gt: 0 } }] };
+    expect(dateFieldsToRead(filter, schema, true)).toEqual(['when']);
+    expect(dateFieldsToRead({ when: { $gt: 0 }, $and: [{ when: { $lt: 5 } }] }, schema, true)).toEqual([]);
+    expect(dateFieldsToRead({ when: { $gt: 0 } }, schema, false)).toEqual(['when']);
+    expect(dateFieldsToRead({ $or: [{ when: '2026-01-01T00:00:00Z' }] }, schema, true)).toEqual([]);
+    const values = new Map([['when', ['2025-12-31T23:59:59Z', '2026-01-01T00:00:00Z', '2026-01-15T12:00:00+01:00', '2026-02-01T00:00:00Z']]]);
+    expect(filterToQuery(filter, schema, [], values)).toBe(
+      '(((@when:{2026\\-01\\-01T00\\:00\\:00Z | 2026\\-01\\-15T12\\:00\\:00\\+01\\:00})) | ((@name:(x)))) -((@when:{2025\\-12\\-31T23\\:59\\:59Z | 2026\\-01\\-01T00\\:00\\:00Z | 2026\\-01\\-15T12\\:00\\:00\\+01\\:00 | 2026\\-02\\-01T00\\:00\\:00Z}))',
+    );
+    // No value in range: a clause that matches nothing.
+    expect(filterToQuery({ $or: [{ when: { $gt: '2030-01-01T00:00:00Z' } }] }, schema, [], values)).toBe('((((@when:{none} -@when:{none}))))');
+    const many = new Map([['when', Array.from({ length: MAX_DATE_VALUES + 1 }, (_, i) => String(i))]]);
+    expect(status(() => filterToQuery({ $or: [{ when: { $gte: 0 } }] }, schema, [], many))).toBe(400);
   });
 
   it('answers 400 for bad filters', () => {
