@@ -66,7 +66,7 @@ export class KvCommands {
    */
   private readonly instance = randomBytes(6).toString('hex');
   private readonly writes = new Map<string, number>();
-  /** The JSON shadows of string keys under `SEARCH.CREATE … ON STRING` indexes, kept in step after writes. */
+  /** The shadows of string keys and stream entries under `SEARCH.CREATE … ON STRING|STREAM` indexes, kept in step after writes. */
   private readonly shadows = new SearchShadows();
   /** The digests Redis knows for scripts sent with Upstash's own shebang flags (UpstashScriptDigests). */
   private readonly scriptDigests = new UpstashScriptDigests();

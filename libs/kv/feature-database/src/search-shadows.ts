@@ -74,7 +74,7 @@ export class SearchShadows {
         tenant: session.tenant,
         database: session.database.id,
         error: error instanceof Error ? error.message : String(error),
-        text: 'a string index may miss the last writes of its keys until they are written again',
+        text: 'a string or stream index may miss the last writes of its keys until they are written again',
       });
     }
   }

@@ -49,6 +49,7 @@ if mode == 'skip' then
 else
   for i = 3, #ARGV do
     local id = ARGV[i]
+    if string.match(id, '^%d+$') then id = id .. '-0' end
     if string.match(id, '^%d+%-%d+$') and #redis.call('XRANGE', stream, id, id) == 0 then
       redis.call('DEL', prefix .. id)
       redis.call('ZREM', book, member(id))
