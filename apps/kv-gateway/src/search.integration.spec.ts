@@ -212,6 +212,50 @@ describe(`@upstash/redis search on ${engine}`, () => {
         ],
       },
     });
+    // Bucket aggregations nested in buckets run once per bucket, with its condition added to the filter.
+    const nested = await index.aggregate({
+      filter: {},
+      aggregations: {
+        byCategory: {
+          $terms: { field: 'category' },
+          $aggs: {
+            byActive: { $terms: { field: 'active' }, $aggs: { stock: { $sum: { field: 'stock' } }, cheap: { $range: { field: 'price', ranges: [{ to: 100 }] } } } },
+            prices: { $range: { field: 'price', ranges: [{ to: 100 }, { from: 100 }] }, $aggs: { sku: { $terms: { field: 'sku', size: 1 } } } },
+          },
+        },
+      },
+    });
+    const cheap = (docCount: number) => ({ buckets: [{ key: '*-100', docCount, to: 100 }] });
+    const terms = (buckets: unknown[], sumOtherDocCount = 0) => ({ buckets, sumOtherDocCount, docCountErrorUpperBound: 0 });
+    expect(nested).toEqual({
+      byCategory: terms([
+        {
+          key: 'electronics',
+          docCount: 3,
+          byActive: terms([
+            { key: 1, docCount: 2, stock: { value: 150 }, cheap: cheap(0) },
+            { key: 0, docCount: 1, stock: { value: 200 }, cheap: cheap(1) },
+          ]),
+          prices: {
+            buckets: [
+              { key: '*-100', docCount: 1, to: 100, sku: terms([{ key: 'WM|3', docCount: 1 }]) },
+              { key: '100-*', docCount: 2, from: 100, sku: terms([{ key: 'LB 2', docCount: 1 }], 1) },
+            ],
+          },
+        },
+        {
+          key: 'accessories',
+          docCount: 1,
+          byActive: terms([{ key: 1, docCount: 1, stock: { value: 300 }, cheap: cheap(1) }]),
+          prices: {
+            buckets: [
+              { key: '*-100', docCount: 1, to: 100, sku: terms([{ key: 'LP-1', docCount: 1 }]) },
+              { key: '100-*', docCount: 0, from: 100, sku: terms([]) },
+            ],
+          },
+        },
+      ]),
+    });
     const filtered = await index.aggregate({ filter: { category: 'electronics' }, aggregations: { s: { $extendedStats: { field: 'stock' } } } });
     expect(filtered['s']).toMatchObject({ count: 3, sum: 350, sumOfSquares: 52_500, variance: 3_888.88888889 });
     // Newer @upstash/redis (aggregate's `limit`) sends LIMIT n: the aggregations and the first n matches, as QUERY's hits.

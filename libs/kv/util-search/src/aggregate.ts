@@ -1,5 +1,5 @@
 import type { Reply } from '@restash/kv/util-command';
-import { escapeField } from './filter';
+import { escapeField, escapeTag } from './filter';
 import { bad, list, num, pairs, text } from './reply';
 import { fieldKind, type IndexSchema, type SearchField } from './schema';
 
@@ -183,21 +183,37 @@ function metric(p: Pipeline, op: string, body: Spec, where: string): Metric {
 export interface AggregationPlan {
   name: string;
   commands: string[][];
+  /** The SDK's value; a bucket aggregation's is `['buckets', [bucket, …], …]`, each bucket `[key, value, …]`. */
   format(replies: Reply[]): Reply;
+  /**
+   * Bucket aggregations nested in each bucket (`$aggs` of `$terms`, `$range`, `$histogram`): they run once per bucket
+   * over the query with the bucket's condition added ({@link runAggregation}); `conditions` lists those, in the
+   * order of format's buckets.
+   */
+  nested?: { aggregations: Array<[string, unknown]>; conditions(replies: Reply[]): string[] };
 }
 
 function rows(reply: Reply): Map<string, Reply>[] {
   return list(reply).slice(1).map((row) => pairs(row));
 }
 
-function subMetrics(p: Pipeline, spec: Spec, where: string): [string, Metric][] {
+/** The `$aggs` of a bucket aggregation: metrics (reducers of its own pipeline) and bucket aggregations (nested). */
+function subAggregations(p: Pipeline, spec: Spec, where: string, buckets: string[]): { metrics: [string, Metric][]; nested: Array<[string, unknown]> } {
   const aggs = spec['$aggs'];
-  if (aggs === undefined) return [];
+  const out: { metrics: [string, Metric][]; nested: Array<[string, unknown]> } = { metrics: [], nested: [] };
+  if (aggs === undefined) return out;
   if (typeof aggs !== 'object' || aggs === null || Array.isArray(aggs)) throw bad(`${where}: $aggs must be an object`);
-  return Object.entries(aggs as Spec).map(([name, sub]) => {
-    const [op, body] = operator(sub, `${where}.${name}`, METRICS);
-    return [name, metric(p, op, body, `${where}.${name}`)];
-  });
+  for (const [name, sub] of Object.entries(aggs as Spec)) {
+    const [op, body] = operator(sub, `${where}.${name}`, [...METRICS, ...buckets]);
+    if (METRICS.includes(op)) out.metrics.push([name, metric(p, op, body, `${where}.${name}`)]);
+    else out.nested.push([name, sub]);
+  }
+  return out;
+}
+
+/** A number as a RediSearch numeric bound. */
+function bound(value: number | undefined, infinity: '-inf' | '+inf', exclusive: boolean): string {
+  return value === undefined ? infinity : `${exclusive ? '(' : ''}${value}`;
 }
 
 function nonNegativeInteger(value: unknown, fallback: number, where: string): number {
@@ -206,13 +222,51 @@ function nonNegativeInteger(value: unknown, fallback: number, where: string): nu
   return value;
 }
 
+/** The most FT.AGGREGATE commands one SEARCH.AGGREGATE may run (a nested bucket aggregation runs once per bucket). */
+export const MAX_AGGREGATE_COMMANDS = 1000;
+
+/**
+ * Runs the named aggregations of one SEARCH.AGGREGATE over `query` and answers `[name, value, …]`: each as
+ * {@link planAggregation} plans it and, in each of its buckets, the bucket aggregations nested in it, over the query
+ * with the bucket's condition added, to any depth (Upstash's nested `$aggs`). Every aggregation, nested ones
+ * included, is checked before anything runs.
+ * @throws KvError 400 as planAggregation, or when more than MAX_AGGREGATE_COMMANDS commands would run; errors of `run`
+ */
+export async function runAggregations(run: (args: string[]) => Promise<Reply>, index: string, query: string, aggregations: Record<string, unknown>, schema: IndexSchema): Promise<Reply[]> {
+  const check = (name: string, spec: unknown): void => {
+    for (const [n, s] of planAggregation(index, query, name, spec, schema).nested?.aggregations ?? []) check(n, s);
+  };
+  for (const [name, spec] of Object.entries(aggregations)) check(name, spec);
+  let left = MAX_AGGREGATE_COMMANDS;
+  const one = async (where: string, name: string, spec: unknown): Promise<Reply> => {
+    const plan = planAggregation(index, where, name, spec, schema);
+    left -= plan.commands.length;
+    if (left < 0) throw bad(`aggregation '${name}': needs more than ${MAX_AGGREGATE_COMMANDS} queries on this server (a nested bucket aggregation runs once per bucket)`);
+    const replies: Reply[] = [];
+    for (const command of plan.commands) replies.push(await run(command));
+    const value = plan.format(replies);
+    if (!plan.nested || plan.nested.aggregations.length === 0) return value;
+    const conditions = plan.nested.conditions(replies);
+    const buckets = list(list(value)[1]);
+    for (let i = 0; i < buckets.length; i++) {
+      const inner = where === '*' ? (conditions[i] as string) : `(${where}) ${conditions[i]}`;
+      for (const [n, s] of plan.nested.aggregations) list(buckets[i]).push(n, await one(inner, n, s));
+    }
+    return value;
+  };
+  const out: Reply[] = [];
+  for (const [name, spec] of Object.entries(aggregations)) out.push(name, await one(query, name, spec));
+  return out;
+}
+
 /**
  * Plans one named aggregation of SEARCH.AGGREGATE over `query` (the filter already translated): metrics
  * (`$avg $sum $min $max $count $cardinality $stats $extendedStats $percentiles`) as one FT.AGGREGATE GROUPBY 0;
  * `$terms`, `$histogram` and `$facet` as one GROUPBY on the field; `$range` as one FT.AGGREGATE per range.
- * Bucket aggregations may nest metric `$aggs`. Replies take the shapes `@upstash/redis` parses
+ * Bucket aggregations (but `$facet`) may nest metric `$aggs`, computed with the buckets, and bucket `$aggs`, which
+ * {@link runAggregations} runs per bucket (AggregationPlan.nested). Replies take the shapes `@upstash/redis` parses
  * (`["value", n]`, `["count", …]`, `["buckets", […], "sumOtherDocCount", n, …]`, `["path", p, …, "children", […]]`).
- * @throws KvError 400 for an unknown aggregation, a bad option, an unknown field, or nested bucket aggregations
+ * @throws KvError 400 for an unknown aggregation, a bad option, an unknown field, or `$aggs` of a metric or `$facet`
  */
 export function planAggregation(index: string, query: string, name: string, spec: unknown, schema: IndexSchema): AggregationPlan {
   const where = `aggregation '${name}'`;
@@ -227,7 +281,8 @@ export function planAggregation(index: string, query: string, name: string, spec
       format: ([reply]) => m.format(rows(reply as Reply)[0] ?? new Map()),
     };
   }
-  const subs = subMetrics(p, spec as Spec, where);
+  const { metrics: subs, nested } = subAggregations(p, spec as Spec, where, op === '$facet' ? [] : ['$terms', '$range', '$histogram']);
+  const attribute = `@${escapeField(String(body['field']))}:`;
   const reducers = subs.flatMap(([, m]) => m.reducers);
   const bucket = (row: Map<string, Reply>, head: Reply[]): Reply => [...head, ...subs.flatMap(([n, m]): Reply[] => [n, m.format(row)])];
   const count = p.name();
@@ -248,6 +303,7 @@ export function planAggregation(index: string, query: string, name: string, spec
     return {
       name,
       commands,
+      nested: { aggregations: nested, conditions: () => bounds.map(([from, to]) => `${attribute}[${bound(from, '-inf', false)} ${bound(to, '+inf', true)}]`) },
       format: (replies) => [
         'buckets',
         bounds.map(([from, to], k): Reply => {
@@ -265,25 +321,29 @@ export function planAggregation(index: string, query: string, name: string, spec
     const interval = optionalNumber(body['interval'], `${where}: interval`);
     if (interval === undefined || interval <= 0) throw bad(`${where}: interval must be a positive number`);
     const key = p.apply(`floor(@${field} / ${interval}) * ${interval}`);
+    // The buckets with documents, and the empty ones between them, in key order.
+    const buckets = (reply: Reply): Array<[number, Map<string, Reply> | undefined]> => {
+      const found = rows(reply)
+        .map((row): [number, Map<string, Reply>] => [num(row.get(key)), row])
+        .filter(([k]) => Number.isFinite(k))
+        .sort((a, b) => a[0] - b[0]);
+      const out: Array<[number, Map<string, Reply> | undefined]> = [];
+      for (let k = 0; k < found.length; k++) {
+        const [at, row] = found[k] as [number, Map<string, Reply>];
+        out.push([at, row]);
+        const nextKey = found[k + 1]?.[0];
+        for (let gap = at + interval; nextKey !== undefined && gap < nextKey - interval / 2; gap += interval) out.push([gap, undefined]);
+      }
+      return out;
+    };
     return {
       name,
       commands: [[...p.head(index, query, field), 'GROUPBY', '1', `@${key}`, ...countReducer, ...reducers]],
-      format: ([reply]) => {
-        const found = rows(reply as Reply)
-          .map((row): [number, Map<string, Reply>] => [num(row.get(key)), row])
-          .filter(([k]) => Number.isFinite(k))
-          .sort((a, b) => a[0] - b[0]);
-        const out: Reply[] = [];
-        for (let k = 0; k < found.length; k++) {
-          const [at, row] = found[k] as [number, Map<string, Reply>];
-          out.push(bucket(row, ['key', at, 'docCount', num(row.get(count))]));
-          const nextKey = found[k + 1]?.[0];
-          for (let gap = at + interval; nextKey !== undefined && gap < nextKey - interval / 2; gap += interval) {
-            out.push(['key', gap, 'docCount', 0]);
-          }
-        }
-        return ['buckets', out];
-      },
+      nested: { aggregations: nested, conditions: ([reply]) => buckets(reply as Reply).map(([at]) => `${attribute}[${at} (${at + interval}]`) },
+      format: ([reply]) => [
+        'buckets',
+        buckets(reply as Reply).map(([at, row]) => (row ? bucket(row, ['key', at, 'docCount', num(row.get(count))]) : ['key', at, 'docCount', 0])),
+      ],
     };
   }
   const path = body['field'];
@@ -292,18 +352,31 @@ export function planAggregation(index: string, query: string, name: string, spec
   if (op === '$terms') {
     const size = nonNegativeInteger(body['size'], 10, `${where}: size`);
     const numeric = p.isNumeric(path as string);
+    const found = schema.fields.find((f) => f.path === path) as SearchField;
+    const kind = fieldKind(found);
+    // FT.AGGREGATE loads a JSON boolean as 1 or 0; the TAG holds true or false.
+    const boolean = found.type === 'BOOL';
+    if (nested.length > 0 && kind === 'text') throw bad(`${where}: bucket $aggs of $terms need a field matched whole (KEYWORD, FACET, BOOL, a number, or noTokenize TEXT)`);
+    const all = (reply: Reply): Array<[string, number, Map<string, Reply>]> =>
+      rows(reply)
+        .map((row): [string, number, Map<string, Reply>] => [text(row.get(field)), num(row.get(count)), row])
+        .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     return {
       name,
       commands: [grouped],
+      nested: {
+        aggregations: nested,
+        conditions: ([reply]) =>
+          all(reply as Reply)
+            .slice(0, size)
+            .map(([k]) => (numeric ? `${attribute}[${k} ${k}]` : `${attribute}{${escapeTag(boolean ? (k === '1' || k === 'true' ? 'true' : 'false') : k)}}`)),
+      },
       format: ([reply]) => {
-        const all = rows(reply as Reply)
-          .map((row): [string, number, Map<string, Reply>] => [text(row.get(field)), num(row.get(count)), row])
-          .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-        const shown = all.slice(0, size);
-        const other = all.slice(size).reduce((sum, [, c]) => sum + c, 0);
+        const sorted = all(reply as Reply);
+        const other = sorted.slice(size).reduce((sum, [, c]) => sum + c, 0);
         return [
           'buckets',
-          shown.map(([k, c, row]) => bucket(row, ['key', numeric ? num(k) : k, 'docCount', c])),
+          sorted.slice(0, size).map(([k, c, row]) => bucket(row, ['key', numeric ? num(k) : k, 'docCount', c])),
           'sumOtherDocCount', other, 'docCountErrorUpperBound', 0,
         ];
       },

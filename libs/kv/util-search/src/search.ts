@@ -1,5 +1,5 @@
 import { KvError, type CommandArgs, type Reply } from '@restash/kv/util-command';
-import { planAggregation } from './aggregate';
+import { runAggregations } from './aggregate';
 import { addAlias, applyPendingAliases, deleteAlias, forgetDroppedAliases, listAliases } from './aliases';
 import { type DateValues, dateFieldsToRead, filterToQuery } from './filter';
 import { type SearchRunner, info, isMissingIndex, removed } from './ft';
@@ -206,13 +206,7 @@ async function translate(args: CommandArgs, redis: SearchRunner, options: Search
       }
       const schema = await schemaOf(redis, index);
       const query = filterToQuery(filter, schema, undefined, await dateValuesOf(redis, index, dateFieldsToRead(filter, schema, false)));
-      const plans = Object.entries(aggregations).map(([n, spec]) => planAggregation(index, query, n, spec, schema));
-      const out: Reply[] = [];
-      for (const plan of plans) {
-        const replies: Reply[] = [];
-        for (const command of plan.commands) replies.push(await redis.run(command));
-        out.push(plan.name, plan.format(replies));
-      }
+      const out = await runAggregations((ft) => redis.run(ft), index, query, aggregations as Record<string, unknown>, schema);
       if (rest.length === 3) return out;
       return [out, await queryHits(redis, index, parseQuery([filterText, 'LIMIT', rest[4] as string]), schema)];
     }

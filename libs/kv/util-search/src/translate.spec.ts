@@ -1,7 +1,8 @@
-import { KvError } from '@restash/kv/util-command';
-import { planAggregation } from './aggregate';
+import { KvError, type Reply } from '@restash/kv/util-command';
+import { MAX_AGGREGATE_COMMANDS, planAggregation, runAggregations } from './aggregate';
 import { type DateRange, MAX_DATE_VALUES, dateFieldsToRead, escapeTag, filterToQuery, inDateRanges, textTokens } from './filter';
 import { ftSearchArgs, highlightTagFields, parseQuery, searchReply } from './query';
+import { list } from './reply';
 import { describeReply, ftCreateArgs, parseCreate, schemaFromInfo, type IndexSchema } from './schema';
 import { isSearchCommand, isSearchWrite, runSearchCommand, wire } from './search';
 
@@ -198,10 +199,43 @@ describe('SEARCH.AGGREGATE', () => {
     ]);
   });
 
-  it('answers 400 for unknown or nested bucket aggregations', () => {
+  it('plans nested bucket aggregations, and answers 400 for unknown ones or what cannot nest', () => {
     expect(status(() => planAggregation('p', '*', 'x', { $median: { field: 'price' } }, schema))).toBe(400);
-    expect(status(() => planAggregation('p', '*', 'x', { $terms: { field: 'sku' }, $aggs: { y: { $terms: { field: 'sku' } } } }, schema))).toBe(400);
+    expect(planAggregation('p', '*', 'x', { $terms: { field: 'sku' }, $aggs: { y: { $range: { field: 'price', ranges: [{ to: 5 }] } } } }, schema).nested?.aggregations).toEqual([
+      ['y', { $range: { field: 'price', ranges: [{ to: 5 }] } }],
+    ]);
+    expect(status(() => planAggregation('p', '*', 'x', { $terms: { field: 'name' }, $aggs: { y: { $terms: { field: 'sku' } } } }, schema))).toBe(400);
+    expect(status(() => planAggregation('p', '*', 'x', { $facet: { field: 'sku' }, $aggs: { y: { $terms: { field: 'sku' } } } }, schema))).toBe(400);
     expect(status(() => planAggregation('p', '*', 'x', { $avg: { field: 'sku' } }, schema))).toBe(400);
+  });
+});
+
+describe('runAggregations', () => {
+  it('runs nested bucket aggregations once per bucket with its condition, and stops past MAX_AGGREGATE_COMMANDS', async () => {
+    const sent: string[] = [];
+    const skus = (n: number): Reply => [String(n), ...Array.from({ length: n }, (_, i): Reply => ['__f0', `s${i}`, '__r0', '1'])];
+    const run = async (args: string[]): Promise<Reply> => {
+      sent.push(args[2] as string);
+      return skus(2);
+    };
+    const spec = { $terms: { field: 'sku' }, $aggs: { inner: { $terms: { field: 'sku' } } } };
+    const out = await runAggregations(run, 'p', '@on:{true}', { t: spec }, schema);
+    expect(sent).toEqual(['@on:{true}', '(@on:{true}) @sku:{s0}', '(@on:{true}) @sku:{s1}']);
+    expect(list(list(out[1])[1]).map((bucket) => list(bucket).slice(0, 4))).toEqual([['key', 's0', 'docCount', 1], ['key', 's1', 'docCount', 1]]);
+    expect(list(list(list(out[1])[1])[0])[5]).toEqual(['buckets', [['key', 's0', 'docCount', 1], ['key', 's1', 'docCount', 1]], 'sumOtherDocCount', 0, 'docCountErrorUpperBound', 0]);
+
+    sent.length = 0;
+    const wide = async (args: string[]): Promise<Reply> => {
+      sent.push(args[2] as string);
+      return skus(40);
+    };
+    const deep = { $terms: { field: 'sku', size: 40 }, $aggs: { a: { $terms: { field: 'sku', size: 40 }, $aggs: { b: { $terms: { field: 'sku' } } } } } };
+    await expect(runAggregations(wide, 'p', '*', { t: deep }, schema)).rejects.toThrow(`needs more than ${MAX_AGGREGATE_COMMANDS} queries`);
+    expect(sent).toHaveLength(MAX_AGGREGATE_COMMANDS);
+    // Every aggregation is checked before anything runs.
+    sent.length = 0;
+    await expect(runAggregations(wide, 'p', '*', { t: { $terms: { field: 'sku' }, $aggs: { a: { $terms: { field: 'nope' } } } } }, schema)).rejects.toThrow("unknown field 'nope'");
+    expect(sent).toEqual([]);
   });
 });
 
