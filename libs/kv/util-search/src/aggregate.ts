@@ -187,7 +187,7 @@ export interface AggregationPlan {
   format(replies: Reply[]): Reply;
   /**
    * Bucket aggregations nested in each bucket (`$aggs` of `$terms`, `$range`, `$histogram`): they run once per bucket
-   * over the query with the bucket's condition added ({@link runAggregation}); `conditions` lists those, in the
+   * over the query with the bucket's condition added ({@link runAggregations}); `conditions` lists those, in the
    * order of format's buckets.
    */
   nested?: { aggregations: Array<[string, unknown]>; conditions(replies: Reply[]): string[] };
