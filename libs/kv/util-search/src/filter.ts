@@ -115,18 +115,20 @@ export interface DateRange {
 
 /** Whether a document's DATE value (RFC 3339 text, or ms since the epoch) satisfies every range on its field. */
 export function inDateRanges(ranges: readonly DateRange[], values: ReadonlyMap<string, string>): boolean {
-  return ranges.every((range) => {
-    const raw = values.get(range.path);
-    if (raw === undefined) return false;
-    const at = /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : Date.parse(raw);
-    if (Number.isNaN(at)) return false;
-    switch (range.op) {
-      case '$gt': return at > range.at;
-      case '$gte': return at >= range.at;
-      case '$lt': return at < range.at;
-      default: return at <= range.at;
-    }
-  });
+  return ranges.every((range) => inDateRange(range, values.get(range.path)));
+}
+
+/** Whether one DATE value (RFC 3339 text, or ms since the epoch) satisfies a range; never for no value. */
+function inDateRange(range: DateRange, raw: string | undefined): boolean {
+  if (raw === undefined) return false;
+  const at = /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : Date.parse(raw);
+  if (Number.isNaN(at)) return false;
+  switch (range.op) {
+    case '$gt': return at > range.at;
+    case '$gte': return at >= range.at;
+    case '$lt': return at < range.at;
+    default: return at <= range.at;
+  }
 }
 
 const DATE_RANGE_OPS = new Set(['$gt', '$gte', '$lt', '$lte']);
@@ -213,7 +215,7 @@ function leaf(field: SearchField, value: Json, dateRanges?: DateRange[], dateVal
 /** The values of a DATE field in every range, as one TAG union (a clause that matches nothing when none is). */
 function dateUnion(field: SearchField, ranges: readonly DateRange[], values: readonly string[], where: string): string {
   const at = `@${escapeField(field.path)}:`;
-  const matched = values.filter((v) => inDateRanges(ranges, new Map([[field.path, v]])));
+  const matched = values.filter((v) => ranges.every((range) => inDateRange(range, v)));
   if (matched.length > MAX_DATE_VALUES) {
     throw bad(`${where}: the range matches more than ${MAX_DATE_VALUES} distinct dates here; at the top of a query's filter or in its $and/$must it has no such limit`);
   }

@@ -37,11 +37,12 @@ end
 local function forget(members)
   for _, m in ipairs(members) do redis.call('DEL', prefix .. string.sub(m, 43)) end
 end
-if mode ~= 'append' or redis.call('TYPE', stream)['ok'] ~= 'stream' then
+local isStream = redis.call('TYPE', stream)['ok'] == 'stream'
+if mode ~= 'append' or not isStream then
   forget(redis.call('ZRANGE', book, 0, -1))
   redis.call('DEL', book, mark)
 end
-if mode == 'drop' or redis.call('TYPE', stream)['ok'] ~= 'stream' then return 0 end
+if mode == 'drop' or not isStream then return 0 end
 local touched = { book, mark }
 if mode == 'skip' then
   local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
